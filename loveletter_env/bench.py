@@ -1,0 +1,148 @@
+"""Throughput benchmark: ``python -m loveletter_env.bench``.
+
+Plays random legal moves and prints turns per second for
+(a) the engine alone, (b) the AEC env through ``agent_iter``/``last``/``step``, and
+(c) in the same run, a do-nothing AEC env with the same spaces and the same loop: the
+ceiling of the PettingZoo API on this machine. Ratios against (c) are what to compare
+across machines; absolute figures are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from . import engine
+from .actions import NUM_ACTIONS
+from .cards import FULL_DECK
+from .env import OBSERVATION_HIGH, env as make_env
+from .observation import OBSERVATION_SIZE
+
+
+def bench_engine(num_players: int, turns: int, seed: int = 0) -> float:
+    """Turns per second of the bare engine under uniform random legal play."""
+    rng = random.Random(seed)
+    deck = list(FULL_DECK)
+    done = 0
+    start = time.perf_counter()
+    while done < turns:
+        rng.shuffle(deck)
+        state = engine.new_game(num_players, deck, 0)
+        while not state.round_over:
+            legal = engine.legal_actions(state)
+            engine.step(state, legal[int(rng.random() * len(legal))])
+            done += 1
+    return done / (time.perf_counter() - start)
+
+
+def _aec_loop(env, turns: int, seed: int) -> float:
+    rng = random.Random(seed)
+    done, episode = 0, 0
+    start = time.perf_counter()
+    while done < turns:
+        env.reset(seed=seed + episode)
+        episode += 1
+        for agent in env.agent_iter():
+            obs, reward, terminated, truncated, info = env.last()
+            if terminated or truncated:
+                action = None
+            else:
+                legal = np.flatnonzero(obs["action_mask"])
+                action = int(legal[int(rng.random() * len(legal))])
+                done += 1
+            env.step(action)
+    return done / (time.perf_counter() - start)
+
+
+def bench_aec(num_players: int, turns: int, seed: int = 0) -> float:
+    """Turns per second of the wrapped AEC env (``loveletter_env.env``), one round per episode."""
+    return _aec_loop(make_env(num_players=num_players, episode="round"), turns, seed)
+
+
+class NullAECEnv(AECEnv):
+    """An AEC env that does nothing: the same spaces and bookkeeping as the real one,
+    a fixed observation, and episodes of ``episode_length`` turns. Its speed is the
+    ceiling any PettingZoo AEC env can reach through the same loop."""
+
+    metadata = {"render_modes": [], "name": "null_v0", "is_parallelizable": False}
+
+    def __init__(self, num_players: int = 2, episode_length: int = 12):
+        super().__init__()
+        self.possible_agents = [f"player_{i}" for i in range(num_players)]
+        space = spaces.Dict(
+            {
+                "observation": spaces.Box(0.0, OBSERVATION_HIGH, (OBSERVATION_SIZE,), np.float32),
+                "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
+            }
+        )
+        self.observation_spaces = {a: space for a in self.possible_agents}
+        self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
+        self._obs = {"observation": np.zeros(OBSERVATION_SIZE, np.float32), "action_mask": np.ones(NUM_ACTIONS, np.int8)}
+        self.episode_length = episode_length
+
+    def observation_space(self, agent):
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent):
+        return self.action_spaces[agent]
+
+    def reset(self, seed=None, options=None):
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {} for a in self.agents}
+        self._turn = 0
+        self.agent_selection = self.agents[0]
+
+    def observe(self, agent):
+        return self._obs
+
+    def step(self, action):
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self._turn += 1
+        if self._turn >= self.episode_length:
+            for i, a in enumerate(self.agents):
+                self.rewards[a] = 1.0 if i == 0 else -1.0
+                self.terminations[a] = True
+            self._accumulate_rewards()
+        else:
+            self.agent_selection = self.agents[self._turn % len(self.agents)]
+
+
+def bench_null_aec(num_players: int, turns: int, seed: int = 0) -> float:
+    """Turns per second of :class:`NullAECEnv` through the same wrapper and loop."""
+    return _aec_loop(wrappers.OrderEnforcingWrapper(NullAECEnv(num_players)), turns, seed)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m loveletter_env.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
+    parser.add_argument("--turns", type=int, default=200_000, help="turns per measurement (default 200000)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.turns <= 0:
+        parser.error("--turns must be positive")
+    n, t = args.players, args.turns
+    ceiling = bench_null_aec(n, t, args.seed)
+    eng = bench_engine(n, t, args.seed)
+    aec = bench_aec(n, t, args.seed)
+    print(f"{n} players, {t} turns each, random legal play")
+    print(f"  (a) engine alone       {eng:>12,.0f} turns/s   {eng / ceiling:5.2f} x ceiling  (target >= 3)")
+    print(f"  (b) AEC env            {aec:>12,.0f} turns/s   {aec / ceiling:5.2f} x ceiling  (target >= 0.7)")
+    print(f"  (c) do-nothing AEC env {ceiling:>12,.0f} turns/s   1.00 x ceiling")
+
+
+if __name__ == "__main__":
+    main()

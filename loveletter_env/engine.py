@@ -1,0 +1,452 @@
+"""The Love Letter rules as a state machine.
+
+The whole game lives in one :class:`GameState`; :func:`step` applies one action to it,
+:func:`legal_actions` lists what the player to act may do, and :func:`start_round` deals
+a new round from a deck the caller shuffled. There is no hidden state and no random
+number generator in here: shuffling belongs to whoever drives the engine, so the same
+decks and actions always give the same game. Nothing here imports gymnasium,
+pettingzoo or torch.
+
+:func:`step` changes the state in place, which keeps the hot path cheap; search code
+takes a :meth:`GameState.clone` first.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+from . import knowledge
+from .actions import (
+    ACTION_CARD,
+    ACTION_GUESS,
+    ACTION_OFFSET,
+    BARON_BASE,
+    BARON_NO_TARGET,
+    COUNTESS_ACTION,
+    GUARD_NO_TARGET,
+    HANDMAID_ACTION,
+    KING_BASE,
+    KING_NO_TARGET,
+    NO_TARGET,
+    PRIEST_BASE,
+    PRIEST_NO_TARGET,
+    PRINCE_BASE,
+    PRINCESS_ACTION,
+    describe_action,
+)
+from .cards import (
+    BARON,
+    COUNTESS,
+    DECK_SIZE,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
+    validate_deck,
+)
+from .rules import CLASSIC, Rules, resolve_rules
+
+MIN_PLAYERS, MAX_PLAYERS = 2, 4
+#: 2-player rounds lay this many cards face up after the set-aside card.
+FACE_UP_CARDS_2P = 3
+
+
+class IllegalActionError(ValueError):
+    """An action that is not legal for the player to act. Nothing was changed."""
+
+    def __init__(self, action: int, legal: Sequence[int], player: int, num_players: int):
+        self.action = action
+        self.legal = tuple(legal)
+        self.player = player
+        try:
+            what = f"action {action} ({describe_action(action, player, num_players)})"
+        except ValueError:
+            what = f"action {action!r}"
+        legal_words = ", ".join(f"{a} ({describe_action(a, player, num_players)})" for a in self.legal)
+        super().__init__(f"{what} is not legal for player_{player}; legal actions: {legal_words}")
+
+
+class TurnEvent(NamedTuple):
+    """What happened in one turn, hidden parts included (narration filters by viewer).
+
+    ``target`` is a seat (not an offset), -1 when the card had no target.
+    ``actor_card``/``target_card`` carry the cards the effect involved: the Baron's two
+    compared cards, the King's traded cards (given, received), the card a Priest saw,
+    the card a Prince made the target discard, and for a Guard the target's card when
+    the guess was right (0 otherwise).
+    """
+
+    round: int
+    player: int
+    card: int
+    target: int = -1
+    guess: int = 0
+    actor_card: int = 0
+    target_card: int = 0
+    eliminated: tuple[int, ...] = ()
+
+
+class GameState:
+    """Everything about a game in progress. Seats are 0..num_players-1.
+
+    Round fields: ``deck`` is this round's 16 cards (index 0 = top, the set-aside card;
+    in 2-player rounds indices 1..3 are the face-up cards), ``next_card`` the index of
+    the next card to draw. ``hands[p]`` is the card ``p`` holds (0 = none, when out);
+    the player to act also holds ``drawn``. ``known`` and ``ruled_out`` are the
+    knowledge tables described in :mod:`loveletter_env.knowledge`.
+    """
+
+    __slots__ = (
+        "num_players", "rules", "tokens", "round", "deck", "next_card", "set_aside_drawn",
+        "hands", "drawn", "current", "out", "protected", "discards", "known", "ruled_out",
+        "turn", "round_over", "round_winners", "game_over", "game_winners", "history",
+    )
+
+    def __init__(self, num_players: int, rules: Rules = CLASSIC):
+        if isinstance(num_players, bool) or not isinstance(num_players, int) or not (
+            MIN_PLAYERS <= num_players <= MAX_PLAYERS
+        ):
+            raise ValueError(f"num_players must be 2, 3 or 4, got {num_players!r}")
+        self.num_players = num_players
+        self.rules = resolve_rules(rules)
+        self.tokens = [0] * num_players
+        self.round = 0
+        self.deck: tuple[int, ...] = ()
+        self.next_card = 0
+        self.set_aside_drawn = False
+        self.hands = [0] * num_players
+        self.drawn = 0
+        self.current = 0
+        self.out = [False] * num_players
+        self.protected = [False] * num_players
+        self.discards: list[list[int]] = [[] for _ in range(num_players)]
+        self.known, self.ruled_out = knowledge.new_tables(num_players)
+        self.turn = 0
+        self.round_over = True
+        self.round_winners: tuple[int, ...] = ()
+        self.game_over = False
+        self.game_winners: tuple[int, ...] = ()
+        self.history: list[TurnEvent] = []
+
+    def clone(self) -> "GameState":
+        """A deep copy that shares nothing mutable with this state."""
+        c = GameState.__new__(GameState)
+        c.num_players = self.num_players
+        c.rules = self.rules
+        c.tokens = self.tokens[:]
+        c.round = self.round
+        c.deck = self.deck
+        c.next_card = self.next_card
+        c.set_aside_drawn = self.set_aside_drawn
+        c.hands = self.hands[:]
+        c.drawn = self.drawn
+        c.current = self.current
+        c.out = self.out[:]
+        c.protected = self.protected[:]
+        c.discards = [d[:] for d in self.discards]
+        c.known = [k[:] for k in self.known]
+        c.ruled_out = self.ruled_out[:]
+        c.turn = self.turn
+        c.round_over = self.round_over
+        c.round_winners = self.round_winners
+        c.game_over = self.game_over
+        c.game_winners = self.game_winners
+        c.history = self.history[:]
+        return c
+
+    # Read-only conveniences -------------------------------------------------------
+    @property
+    def set_aside(self) -> int:
+        """The face-down set-aside card (hidden from every player)."""
+        return self.deck[0]
+
+    @property
+    def face_up(self) -> tuple[int, ...]:
+        """The 2-player face-up cards (empty with 3 or 4 players)."""
+        return self.deck[1 : 1 + FACE_UP_CARDS_2P] if self.num_players == 2 else ()
+
+    @property
+    def deck_remaining(self) -> int:
+        """Cards left in the draw pile."""
+        return DECK_SIZE - self.next_card
+
+    def hand_of(self, player: int) -> tuple[int, ...]:
+        """The cards ``player`` holds: two for the player to act, else one (none if out)."""
+        if player == self.current and self.drawn:
+            return (self.hands[player], self.drawn)
+        return (self.hands[player],) if self.hands[player] else ()
+
+    @property
+    def tokens_to_win(self) -> int:
+        return self.rules.tokens_needed(self.num_players)
+
+    def __repr__(self) -> str:
+        return (
+            f"GameState(players={self.num_players}, rules={self.rules.name!r}, round={self.round}, "
+            f"turn={self.turn}, current={self.current}, hands={self.hands}, drawn={self.drawn}, "
+            f"deck_remaining={self.deck_remaining}, out={self.out}, protected={self.protected}, "
+            f"discards={self.discards}, tokens={self.tokens})"
+        )
+
+
+# Round and game set-up ----------------------------------------------------------------
+
+
+def new_game(
+    num_players: int, deck: Sequence[int], first_player: int = 0, rules: "str | Rules" = CLASSIC
+) -> GameState:
+    """A new game, with its first round dealt from ``deck`` (top card first)."""
+    state = GameState(num_players, resolve_rules(rules))
+    start_round(state, deck, first_player)
+    return state
+
+
+def start_round(state: GameState, deck: Sequence[int], first_player: int | None = None) -> None:
+    """Deal a new round from ``deck`` (a permutation of the 16 cards, top first).
+
+    ``first_player`` defaults to the previous round's winner (the lowest seat among
+    several). Tokens carry over; everything else about the round starts afresh.
+    """
+    if state.game_over:
+        raise ValueError("the game is over; start a new game instead of a new round")
+    n = state.num_players
+    if first_player is None:
+        if not state.round_winners:
+            raise ValueError("first_player is required for the first round")
+        first_player = min(state.round_winners)
+    if isinstance(first_player, bool) or not isinstance(first_player, int) or not 0 <= first_player < n:
+        raise ValueError(f"first_player must be a seat in 0..{n - 1}, got {first_player!r}")
+    state.deck = validate_deck(deck)
+    state.round += 1
+    state.turn = 0
+    state.set_aside_drawn = False
+    state.out = [False] * n
+    state.protected = [False] * n
+    state.discards = [[] for _ in range(n)]
+    state.known, state.ruled_out = knowledge.new_tables(n)
+    state.round_over = False
+    state.round_winners = ()
+    state.history = []
+    # Set-aside card, then the 2-player face-up cards, then one card each in turn order.
+    state.next_card = 1 + (FACE_UP_CARDS_2P if n == 2 else 0)
+    hands = [0] * n
+    for i in range(n):
+        seat = (first_player + i) % n
+        hands[seat] = state.deck[state.next_card]
+        state.next_card += 1
+    state.hands = hands
+    _begin_turn(state, first_player)
+
+
+def _begin_turn(state: GameState, player: int) -> None:
+    state.current = player
+    state.protected[player] = False  # Handmaid protection lasts until the owner's next turn
+    state.drawn = state.deck[state.next_card]
+    state.next_card += 1
+    knowledge.on_draw(state.ruled_out, player)
+
+
+# Legal actions ----------------------------------------------------------------------
+
+
+def _choosable_offsets(state: GameState, player: int, ignore_protection: bool = False) -> list[int]:
+    """Seat offsets (1..n-1) of the other players that a card may choose."""
+    n = state.num_players
+    out, protected = state.out, state.protected
+    offsets = []
+    for t in range(1, n):
+        seat = (player + t) % n
+        if not out[seat] and (ignore_protection or not protected[seat]):
+            offsets.append(t)
+    return offsets
+
+
+def _card_actions(state: GameState, player: int, card: int, others: list[int]) -> list[int]:
+    """The actions that play ``card`` given the choosable other seats ``others``."""
+    if card == GUARD:
+        if not others:
+            return [GUARD_NO_TARGET]
+        return [(t - 1) * 7 + g for t in others for g in range(7)]
+    if card == PRIEST:
+        return [PRIEST_BASE + t for t in others] if others else [PRIEST_NO_TARGET]
+    if card == BARON:
+        return [BARON_BASE + t for t in others] if others else [BARON_NO_TARGET]
+    if card == HANDMAID:
+        return [HANDMAID_ACTION]
+    if card == PRINCE:
+        # The player who plays the Prince may always choose themselves.
+        return [PRINCE_BASE] + [PRINCE_BASE + t for t in others]
+    if card == KING:
+        if state.rules.king_ignores_handmaid:
+            others = _choosable_offsets(state, player, ignore_protection=True)
+        return [KING_BASE + t for t in others] if others else [KING_NO_TARGET]
+    if card == COUNTESS:
+        return [COUNTESS_ACTION]
+    return [PRINCESS_ACTION]  # playing the Princess is legal, and loses the round
+
+
+def legal_actions(state: GameState) -> list[int]:
+    """The sorted action indices the player to act may take (empty once the round is over)."""
+    if state.round_over:
+        return []
+    player = state.current
+    a, b = state.hands[player], state.drawn
+    if COUNTESS in (a, b) and (KING in (a, b) or PRINCE in (a, b)):
+        return [COUNTESS_ACTION]  # the Countess must be played beside a King or a Prince
+    others = _choosable_offsets(state, player)
+    actions = _card_actions(state, player, a, others)
+    if b != a:
+        actions = sorted(actions + _card_actions(state, player, b, others))
+    return actions
+
+
+def legal_mask(state: GameState) -> list[int]:
+    """``legal_actions`` as a 0/1 list of length 41."""
+    mask = [0] * 41
+    for a in legal_actions(state):
+        mask[a] = 1
+    return mask
+
+
+# Applying an action -----------------------------------------------------------------
+
+
+def _eliminate(state: GameState, player: int) -> None:
+    """``player`` is out: their hand is discarded face up without effect."""
+    state.out[player] = True
+    state.protected[player] = False
+    if state.hands[player]:
+        state.discards[player].append(state.hands[player])
+        state.hands[player] = 0
+    knowledge.on_hand_replaced(state.known, state.ruled_out, player)
+
+
+def _draw_replacement(state: GameState) -> int:
+    """The card a Prince's target draws: the top of the deck, or the set-aside card."""
+    if state.next_card < DECK_SIZE:
+        card = state.deck[state.next_card]
+        state.next_card += 1
+        return card
+    state.set_aside_drawn = True
+    return state.deck[0]
+
+
+def step(state: GameState, action: int) -> TurnEvent:
+    """The player to act plays ``action``; the turn resolves and the next one begins.
+
+    Returns the :class:`TurnEvent` (also appended to ``state.history``). Raises
+    :class:`IllegalActionError` (a ``ValueError``) for an action that is not legal,
+    changing nothing.
+    """
+    if state.round_over:
+        raise ValueError("the round is over; call start_round() to deal the next one")
+    legal = legal_actions(state)
+    if action not in legal:
+        raise IllegalActionError(action, legal, state.current, state.num_players)
+    action = int(action)
+    n = state.num_players
+    player = state.current
+    card = ACTION_CARD[action]
+    offset = ACTION_OFFSET[action]
+    guess = ACTION_GUESS[action]
+    hands, known = state.hands, state.known
+
+    # Play one card; keep the other.
+    if state.drawn != card:
+        hands[player] = state.drawn
+    state.drawn = 0
+    state.discards[player].append(card)
+    knowledge.on_card_played(known, player, card)
+
+    target = -1 if offset == NO_TARGET else (player + offset) % n
+    actor_card = target_card = 0
+    eliminated: tuple[int, ...] = ()
+
+    if target >= 0:
+        if card == GUARD:
+            if hands[target] == guess:
+                target_card = guess
+                _eliminate(state, target)
+                eliminated = (target,)
+            else:
+                knowledge.on_guard_missed(state.ruled_out, target, guess)
+        elif card == PRIEST:
+            target_card = hands[target]
+            knowledge.learn(known, player, target, target_card)
+        elif card == BARON:
+            actor_card, target_card = hands[player], hands[target]
+            knowledge.learn(known, player, target, target_card)
+            knowledge.learn(known, target, player, actor_card)
+            if actor_card < target_card:
+                _eliminate(state, player)
+                eliminated = (player,)
+            elif target_card < actor_card:
+                _eliminate(state, target)
+                eliminated = (target,)
+        elif card == PRINCE:
+            target_card = hands[target]
+            state.discards[target].append(target_card)
+            hands[target] = 0
+            knowledge.on_hand_replaced(known, state.ruled_out, target)
+            if target_card == PRINCESS:
+                _eliminate(state, target)
+                eliminated = (target,)
+            else:
+                hands[target] = _draw_replacement(state)
+        elif card == KING:
+            actor_card, target_card = hands[player], hands[target]
+            hands[player], hands[target] = target_card, actor_card
+            knowledge.on_king_trade(known, state.ruled_out, player, target, actor_card, target_card)
+    elif card == HANDMAID:
+        state.protected[player] = True
+    elif card == PRINCESS:
+        _eliminate(state, player)
+        eliminated = (player,)
+
+    event = TurnEvent(state.round, player, card, target, guess, actor_card, target_card, eliminated)
+    state.history.append(event)
+    state.turn += 1
+    _end_turn(state)
+    return event
+
+
+def _end_turn(state: GameState) -> None:
+    """Check for the end of the round; otherwise the next player in the round begins."""
+    n = state.num_players
+    out = state.out
+    alive = [p for p in range(n) if not out[p]]
+    if len(alive) == 1:
+        _finish_round(state, tuple(alive))
+    elif state.next_card >= DECK_SIZE:
+        _finish_round(state, showdown_winners(state, alive))
+    else:
+        nxt = (state.current + 1) % n
+        while out[nxt]:
+            nxt = (nxt + 1) % n
+        _begin_turn(state, nxt)
+
+
+def showdown_winners(state: GameState, alive: Sequence[int]) -> tuple[int, ...]:
+    """Who wins when the deck runs out: highest card; then (``classic``) highest sum
+    of discards; whoever is still tied shares the round."""
+    best = max(state.hands[p] for p in alive)
+    tied = [p for p in alive if state.hands[p] == best]
+    if len(tied) > 1 and state.rules.discard_sum_tiebreak:
+        best_sum = max(sum(state.discards[p]) for p in tied)
+        tied = [p for p in tied if sum(state.discards[p]) == best_sum]
+    return tuple(tied)
+
+
+def _finish_round(state: GameState, winners: tuple[int, ...]) -> None:
+    state.round_over = True
+    state.round_winners = winners
+    state.drawn = 0
+    for p in winners:
+        state.tokens[p] += 1
+    target = state.tokens_to_win
+    game_winners = tuple(p for p in range(state.num_players) if state.tokens[p] >= target)
+    if game_winners:
+        state.game_over = True
+        state.game_winners = game_winners

@@ -1,0 +1,197 @@
+"""PettingZoo AEC environment for Love Letter (2 to 4 players)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from . import engine
+from .actions import NUM_ACTIONS
+from .cards import FULL_DECK
+from .engine import IllegalActionError, MAX_PLAYERS, MIN_PLAYERS
+from .observation import OBSERVATION_SIZE, encode_observation
+from .render import render_seat_view
+from .rules import Rules, resolve_rules
+
+EPISODE_KINDS = ("round", "game")
+RESET_OPTIONS = ("deck", "first_player")
+#: Upper bound of any observation entry (counts, tokens, deck size are all below it).
+OBSERVATION_HIGH = 16.0
+
+
+def env(**kwargs: Any) -> "wrappers.OrderEnforcingWrapper":
+    """The Love Letter AEC environment, wrapped as PettingZoo's classic envs are.
+
+    Takes the same keyword arguments as :class:`raw_env`. Illegal actions raise
+    :class:`~loveletter_env.engine.IllegalActionError` (a ``ValueError``) rather than
+    being punished, so no TerminateIllegalWrapper is applied.
+    """
+    return wrappers.OrderEnforcingWrapper(raw_env(**kwargs))
+
+
+class raw_env(AECEnv):
+    """Love Letter as a PettingZoo AEC environment.
+
+    Args:
+        num_players: 2, 3 or 4.
+        rules: a preset name (``"classic"``, ``"pegasus"``, ``"king_ignores_handmaid"``)
+            or a :class:`~loveletter_env.rules.Rules` object.
+        episode: ``"round"`` (an episode is one round) or ``"game"`` (rounds until a
+            player reaches the token target).
+        render_mode: ``None``, ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).
+
+    Observations are dicts ``{"observation": float32[OBSERVATION_SIZE], "action_mask": int8[41]}``;
+    the mask is all zeros for agents that are not to act. Rewards are 0 until the episode
+    ends, then +1 for each winner and -1 for everyone else.
+    """
+
+    metadata = {"render_modes": ["human", "ansi"], "name": "loveletter_v0", "is_parallelizable": False, "render_fps": 1}
+
+    def __init__(
+        self,
+        num_players: int = 2,
+        rules: "str | Rules" = "classic",
+        episode: str = "game",
+        render_mode: str | None = None,
+    ):
+        super().__init__()
+        if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not (
+            MIN_PLAYERS <= num_players <= MAX_PLAYERS
+        ):
+            raise ValueError(f"num_players must be 2, 3 or 4, got {num_players!r}")
+        if episode not in EPISODE_KINDS:
+            raise ValueError(f"episode must be one of {EPISODE_KINDS}, got {episode!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.num_players = int(num_players)
+        self.rules = resolve_rules(rules)
+        self.episode = episode
+        self.render_mode = render_mode
+        self.possible_agents = [f"player_{i}" for i in range(self.num_players)]
+        self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
+        obs_space = spaces.Dict(
+            {
+                "observation": spaces.Box(0.0, OBSERVATION_HIGH, (OBSERVATION_SIZE,), np.float32),
+                "action_mask": spaces.Box(0, 1, (NUM_ACTIONS,), np.int8),
+            }
+        )
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
+        self.game: engine.GameState | None = None
+        self._np_random: np.random.Generator | None = None
+        self._np_random_seed: int | None = None
+        self._legal: list[int] = []
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    # Episode control ---------------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        """Start an episode. ``options`` may hold ``"deck"`` (16 card values, top first:
+        the first round's order) and ``"first_player"`` (the seat that starts round 1)."""
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(RESET_OPTIONS))
+        if unknown:
+            # A warning, not an error: pettingzoo's api_test passes an arbitrary option.
+            gymnasium.logger.warn(f"ignoring unknown reset option(s) {unknown}; known options: {list(RESET_OPTIONS)}")
+        deck = options.get("deck")
+        first = options.get("first_player")
+        # Validate before touching anything, so a bad option leaves the env as it was.
+        if deck is not None:
+            deck = engine.validate_deck(deck)
+        if first is not None and (
+            isinstance(first, bool) or not isinstance(first, (int, np.integer)) or not 0 <= first < self.num_players
+        ):
+            raise ValueError(f"first_player must be a seat in 0..{self.num_players - 1}, got {first!r}")
+        if seed is not None or self._np_random is None:
+            self._np_random, self._np_random_seed = seeding.np_random(seed)
+        rng = self._np_random
+        if first is None:
+            first = int(rng.integers(self.num_players))
+        if deck is None:
+            deck = self._shuffled_deck()
+        self.game = engine.new_game(self.num_players, deck, int(first), self.rules)
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {} for a in self.agents}
+        self._legal = engine.legal_actions(self.game)
+        self.agent_selection = self.possible_agents[self.game.current]
+        if self.render_mode == "human":
+            self.render()
+
+    def _shuffled_deck(self) -> tuple[int, ...]:
+        return tuple(int(c) for c in self._np_random.permutation(FULL_DECK))
+
+    def step(self, action: int | None) -> None:
+        """The selected agent plays ``action``. An action whose mask entry is 0 raises
+        :class:`IllegalActionError` and changes nothing."""
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        game = self.game
+        if action is None or action not in self._legal:
+            raise IllegalActionError(action, self._legal, game.current, self.num_players)
+        self._cumulative_rewards[agent] = 0.0
+        engine.step(game, int(action))
+        if game.round_over:
+            if self.episode == "round" or game.game_over:
+                self._end_episode()
+            else:
+                engine.start_round(game, self._shuffled_deck())
+        self._legal = engine.legal_actions(game)
+        if not game.round_over:
+            self.agent_selection = self.possible_agents[game.current]
+        if self.render_mode == "human":
+            self.render()
+
+    def _end_episode(self) -> None:
+        game = self.game
+        winners = game.round_winners if self.episode == "round" else game.game_winners
+        for i, a in enumerate(self.possible_agents):
+            self.rewards[a] = 1.0 if i in winners else -1.0
+            self.terminations[a] = True
+            self.infos[a] = {"winners": [self.possible_agents[w] for w in winners], "tokens": list(game.tokens)}
+        self._accumulate_rewards()
+
+    # Observation -------------------------------------------------------------------
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        seat = self.agent_name_mapping[agent]
+        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        if seat == self.game.current and not self.game.round_over:
+            mask[self._legal] = 1
+        return {"observation": encode_observation(self.game, seat), "action_mask": mask}
+
+    def action_mask(self, agent: str | None = None) -> np.ndarray:
+        """The legal-action mask of ``agent`` (default: the agent to act)."""
+        return self.observe(agent or self.agent_selection)["action_mask"]
+
+    # Rendering ---------------------------------------------------------------------
+    def render(self) -> str | None:
+        """Text of what the player to act can see ("ansi" returns it, "human" prints it)."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() was called without a render_mode; pass render_mode='ansi' or 'human'")
+            return None
+        if self.game is None:
+            text = "(call reset() first)"
+        else:
+            text = render_seat_view(self.game, self.agent_name_mapping[self.agent_selection])
+        if self.render_mode == "ansi":
+            return text
+        print(text + "\n")
+        return None
+
+    def close(self) -> None:
+        pass

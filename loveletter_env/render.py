@@ -1,0 +1,76 @@
+"""Text views of a game: what one seat at the table can see, and turn narration."""
+
+from __future__ import annotations
+
+from .actions import describe_action
+from .cards import BARON, GUARD, KING, PRIEST, PRINCE, card_name
+from .engine import GameState, TurnEvent, legal_actions
+
+
+def _names(cards) -> str:
+    return ", ".join(card_name(c) for c in cards) if cards else "-"
+
+
+def render_seat_view(state: GameState, seat: int) -> str:
+    """What ``seat`` sees: tokens, discards, flags, face-up cards, own hand, known cards,
+    and its legal moves when it is to act. Never another player's hidden card."""
+    n = state.num_players
+    lines = [
+        f"Round {state.round}, turn {state.turn + 1} - deck: {state.deck_remaining} cards"
+        + (f" - face up: {_names(state.face_up)}" if n == 2 else "")
+    ]
+    for p in range(n):
+        flags = []
+        if state.out[p]:
+            flags.append("out")
+        if state.protected[p]:
+            flags.append("protected")
+        if p == state.current and not state.round_over:
+            flags.append("to act")
+        who = f"player_{p}" + (" (you)" if p == seat else "")
+        known = state.known[seat][p] if p != seat else 0
+        extra = f" - you know they hold {card_name(known)}" if known else ""
+        lines.append(
+            f"  {who:<16} tokens {state.tokens[p]}/{state.tokens_to_win}"
+            f"{' [' + ', '.join(flags) + ']' if flags else ''} discards: {_names(state.discards[p])}{extra}"
+        )
+    lines.append(f"Your hand: {_names(state.hand_of(seat))}")
+    if state.round_over:
+        lines.append(f"Round over - winners: {', '.join(f'player_{p}' for p in state.round_winners)}")
+    elif state.current == seat:
+        lines.append("Legal moves:")
+        lines += [f"  {a:>2}: {describe_action(a, seat, n)}" for a in legal_actions(state)]
+    return "\n".join(lines)
+
+
+def narrate(event: TurnEvent, viewer: int) -> str:
+    """One turn in words, as ``viewer`` experienced it (private reveals only to those who saw them)."""
+    who = "You" if event.player == viewer else f"player_{event.player}"
+    tgt = "" if event.target < 0 else ("you" if event.target == viewer else f"player_{event.target}")
+    if event.target == event.player:
+        tgt = "yourself" if event.player == viewer else "themselves"
+    text = f"{who} played {card_name(event.card)}"
+    if event.target < 0:
+        if event.card in (GUARD, PRIEST, BARON, KING):
+            text += " with no one to choose (no effect)"
+    else:
+        text += f" on {tgt}"
+        if event.card == GUARD:
+            text += f", naming {card_name(event.guess)}: " + ("right!" if event.target_card else "wrong")
+        elif event.card == PRIEST and viewer == event.player:
+            text += f" and saw {card_name(event.target_card)}"
+        elif event.card == BARON:
+            if viewer in (event.player, event.target):
+                text += f": {card_name(event.actor_card)} against {card_name(event.target_card)}"
+            elif not event.eliminated:
+                text += ": a tie"
+        elif event.card == PRINCE:
+            text += f", who discarded {card_name(event.target_card)}"
+        elif event.card == KING and viewer in (event.player, event.target):
+            gave, got = (event.actor_card, event.target_card)
+            if viewer == event.target:
+                gave, got = got, gave
+            text += f": you gave {card_name(gave)} and received {card_name(got)}"
+    for p in event.eliminated:
+        text += f". {'You are' if p == viewer else f'player_{p} is'} out"
+    return text + "."
