@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 GUARD, PRIEST, BARON, HANDMAID, PRINCE, KING, COUNTESS, PRINCESS = range(1, 9)
 
 #: Card values in order; 0 is never a card and stands for "no card" / "unknown".
@@ -34,6 +36,7 @@ CARD_COUNTS: dict[int, int] = {
 #: The 16 cards in a canonical (sorted) order.
 FULL_DECK: tuple[int, ...] = tuple(v for v in CARD_VALUES for _ in range(CARD_COUNTS[v]))
 DECK_SIZE = len(FULL_DECK)
+_SORTED_DECK = sorted(FULL_DECK)
 
 
 def card_name(value: int) -> str:
@@ -52,9 +55,12 @@ def validate_deck(deck) -> tuple[int, ...]:
     Raises ``ValueError`` naming what is wrong (length, non-card values, wrong counts).
     """
     try:
-        cards = tuple(int(c) for c in deck)
-    except (TypeError, ValueError):
-        raise ValueError(f"deck must be a sequence of 16 card values 1..8, got {deck!r}") from None
+        # operator.index accepts Python and numpy integers but refuses 1.5 or "3".
+        cards = tuple(map(operator.index, deck))
+    except TypeError:
+        raise ValueError(f"deck must be a sequence of 16 integer card values 1..8, got {deck!r}") from None
+    if len(cards) == DECK_SIZE and sorted(cards) == _SORTED_DECK:
+        return cards  # the common case, settled in one comparison
     if len(cards) != DECK_SIZE:
         raise ValueError(f"deck must hold exactly {DECK_SIZE} cards, got {len(cards)}")
     bad = sorted({c for c in cards if c not in CARD_NAMES})

@@ -13,6 +13,7 @@ takes a :meth:`GameState.clone` first.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Sequence
 
 from . import knowledge
@@ -101,7 +102,7 @@ class GameState:
     __slots__ = (
         "num_players", "rules", "tokens", "round", "deck", "next_card", "set_aside_drawn",
         "hands", "drawn", "current", "out", "protected", "discards", "known", "ruled_out",
-        "turn", "round_over", "round_winners", "game_over", "game_winners", "history",
+        "turn", "round_over", "round_winners", "game_over", "game_winners", "history", "legal",
     )
 
     def __init__(self, num_players: int, rules: Rules = CLASSIC):
@@ -129,6 +130,7 @@ class GameState:
         self.game_over = False
         self.game_winners: tuple[int, ...] = ()
         self.history: list[TurnEvent] = []
+        self.legal: tuple[int, ...] | None = None  # cache of legal_actions(); None = stale
 
     def clone(self) -> "GameState":
         """A deep copy that shares nothing mutable with this state."""
@@ -154,6 +156,7 @@ class GameState:
         c.game_over = self.game_over
         c.game_winners = self.game_winners
         c.history = self.history[:]
+        c.legal = self.legal
         return c
 
     # Read-only conveniences -------------------------------------------------------
@@ -241,6 +244,7 @@ def start_round(state: GameState, deck: Sequence[int], first_player: int | None 
 
 
 def _begin_turn(state: GameState, player: int) -> None:
+    state.legal = None
     state.current = player
     state.protected[player] = False  # Handmaid protection lasts until the owner's next turn
     state.drawn = state.deck[state.next_card]
@@ -251,24 +255,23 @@ def _begin_turn(state: GameState, player: int) -> None:
 # Legal actions ----------------------------------------------------------------------
 
 
-def _choosable_offsets(state: GameState, player: int, ignore_protection: bool = False) -> list[int]:
-    """Seat offsets (1..n-1) of the other players that a card may choose."""
+def _choosable_mask(state: GameState, player: int, ignore_protection: bool = False) -> int:
+    """Bit ``t`` set for each seat offset t (1..n-1) whose player a card may choose."""
     n = state.num_players
     out, protected = state.out, state.protected
-    offsets = []
+    mask = 0
     for t in range(1, n):
         seat = (player + t) % n
         if not out[seat] and (ignore_protection or not protected[seat]):
-            offsets.append(t)
-    return offsets
+            mask |= 1 << t
+    return mask
 
 
-def _card_actions(state: GameState, player: int, card: int, others: list[int]) -> list[int]:
-    """The actions that play ``card`` given the choosable other seats ``others``."""
+def _card_actions(card: int, others: tuple[int, ...], king_others: tuple[int, ...]) -> list[int]:
+    """The actions that play ``card`` when the other seats at offsets ``others`` can be
+    chosen (``king_others`` for the King, which may ignore the Handmaid)."""
     if card == GUARD:
-        if not others:
-            return [GUARD_NO_TARGET]
-        return [(t - 1) * 7 + g for t in others for g in range(7)]
+        return [(t - 1) * 7 + g for t in others for g in range(7)] if others else [GUARD_NO_TARGET]
     if card == PRIEST:
         return [PRIEST_BASE + t for t in others] if others else [PRIEST_NO_TARGET]
     if card == BARON:
@@ -279,27 +282,38 @@ def _card_actions(state: GameState, player: int, card: int, others: list[int]) -
         # The player who plays the Prince may always choose themselves.
         return [PRINCE_BASE] + [PRINCE_BASE + t for t in others]
     if card == KING:
-        if state.rules.king_ignores_handmaid:
-            others = _choosable_offsets(state, player, ignore_protection=True)
-        return [KING_BASE + t for t in others] if others else [KING_NO_TARGET]
+        return [KING_BASE + t for t in king_others] if king_others else [KING_NO_TARGET]
     if card == COUNTESS:
         return [COUNTESS_ACTION]
     return [PRINCESS_ACTION]  # playing the Princess is legal, and loses the round
 
 
-def legal_actions(state: GameState) -> list[int]:
-    """The sorted action indices the player to act may take (empty once the round is over)."""
-    if state.round_over:
-        return []
-    player = state.current
-    a, b = state.hands[player], state.drawn
+@functools.lru_cache(maxsize=None)
+def _legal_for(a: int, b: int, others_mask: int, king_mask: int) -> tuple[int, ...]:
+    """Legal actions holding cards ``a`` and ``b`` with the given choosable offsets.
+
+    Only a few thousand combinations exist, so the answer is memoised: the hot path
+    of every game is then two bit masks and a dictionary look-up.
+    """
     if COUNTESS in (a, b) and (KING in (a, b) or PRINCE in (a, b)):
-        return [COUNTESS_ACTION]  # the Countess must be played beside a King or a Prince
-    others = _choosable_offsets(state, player)
-    actions = _card_actions(state, player, a, others)
-    if b != a:
-        actions = sorted(actions + _card_actions(state, player, b, others))
-    return actions
+        return (COUNTESS_ACTION,)  # the Countess must be played beside a King or a Prince
+    others = tuple(t for t in (1, 2, 3) if others_mask >> t & 1)
+    king_others = tuple(t for t in (1, 2, 3) if king_mask >> t & 1)
+    actions = set(_card_actions(a, others, king_others)) | set(_card_actions(b, others, king_others))
+    return tuple(sorted(actions))
+
+
+def legal_actions(state: GameState) -> tuple[int, ...]:
+    """The sorted action indices the player to act may take (empty once the round is over)."""
+    if state.legal is None:
+        if state.round_over:
+            state.legal = ()
+        else:
+            player = state.current
+            others = _choosable_mask(state, player)
+            king = _choosable_mask(state, player, True) if state.rules.king_ignores_handmaid else others
+            state.legal = _legal_for(state.hands[player], state.drawn, others, king)
+    return state.legal
 
 
 def legal_mask(state: GameState) -> list[int]:
@@ -440,6 +454,7 @@ def showdown_winners(state: GameState, alive: Sequence[int]) -> tuple[int, ...]:
 
 
 def _finish_round(state: GameState, winners: tuple[int, ...]) -> None:
+    state.legal = None
     state.round_over = True
     state.round_winners = winners
     state.drawn = 0

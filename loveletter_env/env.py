@@ -171,7 +171,7 @@ class raw_env(AECEnv):
         seat = self.agent_name_mapping[agent]
         mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         if seat == self.game.current and not self.game.round_over:
-            mask[self._legal] = 1
+            mask[list(self._legal)] = 1
         return {"observation": encode_observation(self.game, seat), "action_mask": mask}
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:

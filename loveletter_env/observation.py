@@ -31,23 +31,26 @@ class Field(NamedTuple):
 
 
 LAYOUT: tuple[Field, ...] = (
+    # Fields that change from turn to turn (kept together so they can be refreshed as one block).
     Field("hand", (8,), "own hand: count of each value 1..8 (two cards while acting)"),
-    Field("discards", (MAX_PLAYERS, MAX_DISCARDS, 8), "per seat offset, per discard in order: one-hot value"),
-    Field("discard_counts", (MAX_PLAYERS, 8), "per seat offset: count of each value discarded"),
-    Field("face_up", (8,), "2-player face-up cards: count of each value"),
     Field("known_card", (MAX_PLAYERS - 1, 8), "per other seat (offsets 1..3): one-hot card the observer knows they hold"),
     Field("ruled_out", (MAX_PLAYERS - 1, 8), "per other seat: 1 for each value a failed Guard proved they lack"),
     Field("seen_by", (MAX_PLAYERS - 1,), "per other seat: 1 if that player knows the observer's card"),
-    Field("present", (MAX_PLAYERS,), "per seat offset: 1 if the seat exists at this table"),
     Field("out", (MAX_PLAYERS,), "per seat offset: 1 if out of the round"),
     Field("protected", (MAX_PLAYERS,), "per seat offset: 1 if protected by a Handmaid"),
-    Field("tokens", (MAX_PLAYERS,), "per seat offset: tokens of affection"),
     Field("to_act", (MAX_PLAYERS,), "one-hot seat offset of the player to act (zeros once the round is over)"),
     Field("deck_size", (1,), "cards left in the draw pile"),
+    Field("unseen", (8,), "per value: copies whose place the observer cannot name (deck, set-aside, unknown hands)"),
+    # Fields fixed for a whole round.
+    Field("face_up", (8,), "2-player face-up cards: count of each value"),
+    Field("present", (MAX_PLAYERS,), "per seat offset: 1 if the seat exists at this table"),
+    Field("tokens", (MAX_PLAYERS,), "per seat offset: tokens of affection"),
     Field("tokens_to_win", (1,), "tokens needed to win the game"),
     Field("num_players", (3,), "one-hot table size: 2, 3, 4"),
     Field("rules", (2,), "rule flags: discard-sum tie-break, King ignores Handmaid"),
-    Field("unseen", (8,), "per value: copies whose place the observer cannot name (deck, set-aside, unknown hands)"),
+    # Fields that only grow as cards are discarded.
+    Field("discard_counts", (MAX_PLAYERS, 8), "per seat offset: count of each value discarded"),
+    Field("discards", (MAX_PLAYERS, MAX_DISCARDS, 8), "per seat offset, per discard in order: one-hot value"),
 )
 
 
