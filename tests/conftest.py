@@ -1,0 +1,174 @@
+"""Shared helpers for the rules, knowledge, observation and env tests.
+
+Most tests build a round from a *scripted deck*: they fix the cards they care about
+(the set-aside card, the face-up cards, each seat's hand, the draw order) and let
+:func:`scripted_deck` fill every other position with the cards left over, so the deck
+is always a legal permutation of the 16 cards.
+
+The helpers are plain functions (``from conftest import ...``) rather than fixtures
+because tests call them with different arguments many times.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pytest
+
+import loveletter_env
+from loveletter_env import engine
+from loveletter_env.actions import ACTIONS, NO_TARGET, encode_action
+from loveletter_env.cards import CARD_NAMES, DECK_SIZE, FULL_DECK
+from loveletter_env.engine import GameState, TurnEvent
+from loveletter_env.observation import ObservationView, decode_observation, encode_observation
+
+PLAYER_COUNTS = (2, 3, 4)
+
+
+# Decks ------------------------------------------------------------------------------
+
+
+def scripted_deck(placed: Mapping[int, int]) -> tuple[int, ...]:
+    """A 16-card deck (top first) with ``placed[i]`` at index ``i``.
+
+    The other positions get the cards left over, lowest value first, so the result is
+    always a permutation of the full deck. Raises ``ValueError`` when ``placed`` asks
+    for more copies of a value than the deck holds or names a position off the deck.
+    """
+    leftover = Counter(FULL_DECK)
+    for position, card in placed.items():
+        if not 0 <= position < DECK_SIZE:
+            raise ValueError(f"position {position} is off the deck (0..{DECK_SIZE - 1})")
+        if leftover[card] == 0:
+            raise ValueError(f"the deck has no copy of {CARD_NAMES.get(card, card)} left for position {position}")
+        leftover[card] -= 1
+    filler = iter(sorted(leftover.elements()))
+    return tuple(placed[i] if i in placed else next(filler) for i in range(DECK_SIZE))
+
+
+def deal_deck(
+    num_players: int,
+    *,
+    first_player: int = 0,
+    set_aside: int | None = None,
+    face_up: Sequence[int] = (),
+    hands: Mapping[int, int] | None = None,
+    draws: Sequence[int] = (),
+) -> tuple[int, ...]:
+    """A deck that deals the given round (positions follow SPEC's round set-up).
+
+    Args:
+        num_players: table size, which decides whether there are face-up cards.
+        first_player: the seat dealt first and to act first.
+        set_aside: the face-down card (deck index 0).
+        face_up: up to 3 face-up cards (2 players only).
+        hands: ``{seat: card}`` for the cards dealt to seats.
+        draws: the draw pile, in the order cards are drawn (the first player's first
+            draw comes first; a Prince's replacement is the next card of this list).
+    """
+    if face_up and num_players != 2:
+        raise ValueError("face-up cards exist only with 2 players")
+    placed: dict[int, int] = {}
+    if set_aside is not None:
+        placed[0] = set_aside
+    for i, card in enumerate(face_up):
+        placed[1 + i] = card
+    first_hand = 1 + (engine.FACE_UP_CARDS_2P if num_players == 2 else 0)
+    for seat, card in (hands or {}).items():
+        placed[first_hand + (seat - first_player) % num_players] = card
+    for i, card in enumerate(draws):
+        placed[first_hand + num_players + i] = card
+    return scripted_deck(placed)
+
+
+def start(num_players: int, *, rules: str = "classic", **deal) -> GameState:
+    """A new engine game dealt from :func:`deal_deck` (``first_player`` defaults to 0)."""
+    deck = deal_deck(num_players, **deal)
+    return engine.new_game(num_players, deck, deal.get("first_player", 0), rules)
+
+
+def make_env(num_players: int, deck: Sequence[int], first_player: int = 0, **kwargs):
+    """The wrapped PettingZoo env, reset onto ``deck`` with ``first_player`` to act."""
+    env = loveletter_env.env(num_players=num_players, **kwargs)
+    env.reset(seed=0, options={"deck": list(deck), "first_player": first_player})
+    return env
+
+
+# Actions ----------------------------------------------------------------------------
+
+
+def act(card: int, offset: int = NO_TARGET, guess: int = 0) -> int:
+    """The action index playing ``card`` on seat ``offset`` (naming ``guess`` for a Guard)."""
+    return encode_action(card, offset, guess)
+
+
+def legal(state: GameState) -> list[int]:
+    """The legal actions of the player to act, as a sorted list."""
+    return list(engine.legal_actions(state))
+
+
+def actions_of(state: GameState, card: int) -> list[int]:
+    """The legal actions that play ``card``."""
+    return [a for a in engine.legal_actions(state) if ACTIONS[a].card == card]
+
+
+def play(state: GameState, actions: Iterable[int]) -> list[TurnEvent]:
+    """Step the engine through ``actions``; return the turn events."""
+    return [engine.step(state, a) for a in actions]
+
+
+def play_cards(state: GameState, cards: Iterable[int]) -> None:
+    """Each turn, the player to act plays the given card with its first legal action
+    (for a Guard: the next seat, naming Priest; with no one to choose, no target)."""
+    for card in cards:
+        legal = actions_of(state, card)
+        assert legal, f"player_{state.current} cannot play {CARD_NAMES[card]} in {state!r}"
+        engine.step(state, legal[0])
+
+
+def random_playout(state: GameState, rng: random.Random, max_turns: int = 10_000) -> list[int]:
+    """Play random legal actions until the round ends; return the actions taken."""
+    taken = []
+    while not state.round_over and len(taken) < max_turns:
+        action = rng.choice(engine.legal_actions(state))
+        engine.step(state, action)
+        taken.append(action)
+    return taken
+
+
+# Views ------------------------------------------------------------------------------
+
+
+def view(state: GameState, seat: int) -> ObservationView:
+    """What ``seat`` observes, decoded."""
+    return decode_observation(encode_observation(state, seat))
+
+
+def offset_of(state: GameState, observer: int, seat: int) -> int:
+    """``seat`` as a seat offset from ``observer``."""
+    return (seat - observer) % state.num_players
+
+
+def snapshot(state: GameState) -> tuple:
+    """Every field of ``state`` as nested immutable values, to compare states by value."""
+
+    def freeze(value):
+        if isinstance(value, list):
+            return tuple(freeze(v) for v in value)
+        return value
+
+    return tuple((name, freeze(getattr(state, name))) for name in GameState.__slots__)
+
+
+def legal_from_mask(mask: np.ndarray) -> list[int]:
+    """The action indices a 0/1 mask allows."""
+    return [int(a) for a in np.flatnonzero(mask)]
+
+
+@pytest.fixture(params=PLAYER_COUNTS, ids=lambda n: f"{n}p")
+def num_players(request) -> int:
+    """Run a test once per table size."""
+    return request.param

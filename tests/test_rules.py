@@ -1,0 +1,590 @@
+"""Every rule of SPEC section 1, each on a scripted deck."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from conftest import (
+    act, actions_of, deal_deck, legal, legal_from_mask, make_env, play, play_cards, scripted_deck, start, view,
+)
+from loveletter_env import decode_observation, engine
+from loveletter_env.actions import (
+    ACTIONS,
+    BARON_NO_TARGET,
+    COUNTESS_ACTION,
+    GUARD_NO_TARGET,
+    HANDMAID_ACTION,
+    KING_NO_TARGET,
+    PRIEST_NO_TARGET,
+    PRINCESS_ACTION,
+    encode_action,
+)
+from loveletter_env.cards import (
+    BARON,
+    COUNTESS,
+    DECK_SIZE,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
+)
+from loveletter_env.engine import IllegalActionError
+
+NO_TARGET_ACTION = {GUARD: GUARD_NO_TARGET, PRIEST: PRIEST_NO_TARGET, BARON: BARON_NO_TARGET, KING: KING_NO_TARGET}
+
+
+def targeted_actions(card: int, num_players: int) -> list[int]:
+    """Every action playing ``card`` on a seat that exists at a table of ``num_players``."""
+    offsets = range(0 if card == PRINCE else 1, num_players)
+    if card == GUARD:
+        return [act(GUARD, t, g) for t in offsets for g in range(PRIEST, PRINCESS + 1)]
+    return [act(card, t) for t in offsets]
+
+
+# Deal -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first_player", [0, 1])
+def test_two_player_deal_sets_aside_lays_three_face_up_then_deals_from_the_first_player(first_player):
+    deck = scripted_deck({0: PRINCESS, 1: KING, 2: COUNTESS, 3: BARON, 4: PRIEST, 5: HANDMAID, 6: PRINCE})
+    state = engine.new_game(2, deck, first_player)
+    second = 1 - first_player
+
+    assert state.set_aside == PRINCESS
+    assert state.face_up == (KING, COUNTESS, BARON)
+    assert state.hands[first_player] == PRIEST
+    assert state.hands[second] == HANDMAID
+    assert state.current == first_player
+    assert state.hand_of(first_player) == (PRIEST, PRINCE)  # the first player has drawn
+    assert state.hand_of(second) == (HANDMAID,)
+    assert state.deck_remaining == DECK_SIZE - 7
+
+
+@pytest.mark.parametrize("num_players, first_player", [(n, f) for n in (3, 4) for f in range(n)])
+def test_three_and_four_player_deal_has_no_face_up_cards(num_players, first_player):
+    deck = scripted_deck({0: PRINCESS, 1: KING, 2: COUNTESS, 3: PRINCE, 4: HANDMAID, 5: BARON})
+    state = engine.new_game(num_players, deck, first_player)
+
+    assert state.set_aside == PRINCESS
+    assert state.face_up == ()
+    for i in range(num_players):
+        assert state.hands[(first_player + i) % num_players] == deck[1 + i]
+    assert state.current == first_player
+    assert state.drawn == deck[1 + num_players]
+    assert state.deck_remaining == DECK_SIZE - 2 - num_players
+
+
+def test_env_reset_deals_the_scripted_deck():
+    deck = deal_deck(2, first_player=1, set_aside=PRINCESS, face_up=(KING, COUNTESS, BARON),
+                     hands={1: PRIEST, 0: HANDMAID}, draws=[PRINCE])
+    env = make_env(2, deck, first_player=1)
+
+    assert env.agent_selection == "player_1"
+    actor, other = view_env(env, "player_1"), view_env(env, "player_0")
+    assert actor.hand == (PRIEST, PRINCE)
+    assert other.hand == (HANDMAID,)
+    assert actor.face_up == other.face_up == (BARON, KING, COUNTESS)
+    assert actor.deck_size == DECK_SIZE - 7
+
+
+# Guard ------------------------------------------------------------------------------
+
+
+def test_guard_naming_the_right_card_knocks_the_target_out():
+    state = start(2, hands={0: GUARD, 1: PRIEST}, draws=[HANDMAID])
+    event = engine.step(state, act(GUARD, 1, PRIEST))
+
+    assert event.eliminated == (1,)
+    assert state.out == [False, True]
+    assert state.hands[1] == 0
+    assert state.discards == [[GUARD], [PRIEST]]
+
+
+def test_guard_naming_a_wrong_card_does_nothing():
+    state = start(2, hands={0: GUARD, 1: PRIEST}, draws=[HANDMAID, BARON])
+    event = engine.step(state, act(GUARD, 1, BARON))
+
+    assert event.eliminated == ()
+    assert state.out == [False, False]
+    assert state.hands == [HANDMAID, PRIEST]
+    assert state.current == 1 and not state.round_over
+
+
+def test_guard_reaches_any_seat_by_offset():
+    state = start(3, hands={0: GUARD, 1: PRIEST, 2: KING}, draws=[HANDMAID])
+    engine.step(state, act(GUARD, 2, KING))
+    assert state.out == [False, False, True]
+
+
+def test_guard_can_never_name_guard():
+    assert not [a for a in ACTIONS if a.card == GUARD and a.guess == GUARD]
+    with pytest.raises(ValueError):
+        encode_action(GUARD, 1, GUARD)
+    state = start(2, hands={0: GUARD, 1: GUARD}, draws=[HANDMAID])
+    assert legal(state) == [act(GUARD, 1, g) for g in range(PRIEST, PRINCESS + 1)] + [HANDMAID_ACTION]
+
+
+# Priest -----------------------------------------------------------------------------
+
+
+def test_priest_shows_the_targets_card_to_the_actor_only():
+    state = start(3, hands={0: PRIEST, 1: BARON, 2: KING}, draws=[HANDMAID])
+    event = engine.step(state, act(PRIEST, 1))
+
+    assert event.target_card == BARON
+    assert state.known[0][1] == BARON
+    assert state.known[1] == [0, 0, 0] and state.known[2] == [0, 0, 0]
+    assert view(state, 0).known_cards[1] == BARON
+    assert view(state, 2).known_cards == (0, 0, 0)
+    assert view(state, 1).seen_by == (False, False, True)  # the target knows player_0 (offset 2) saw it
+    assert view(state, 1).known_cards == (0, 0, 0)  # but learns nothing of player_0's card
+    assert state.hands == [HANDMAID, BARON, KING] and state.out == [False] * 3
+
+
+# Baron ------------------------------------------------------------------------------
+
+
+def test_baron_knocks_out_the_target_holding_the_lower_card():
+    state = start(3, hands={0: BARON, 1: GUARD, 2: PRIEST}, draws=[KING])
+    event = engine.step(state, act(BARON, 1))
+
+    assert (event.actor_card, event.target_card, event.eliminated) == (KING, GUARD, (1,))
+    assert state.out == [False, True, False]
+    assert state.discards[1] == [GUARD]
+    assert state.known[1][0] == KING  # the loser saw the winner's card
+    assert state.current == 2
+
+
+def test_baron_knocks_out_the_actor_holding_the_lower_card():
+    state = start(3, hands={0: BARON, 1: PRINCE, 2: PRIEST}, draws=[GUARD])
+    event = engine.step(state, act(BARON, 1))
+
+    assert event.eliminated == (0,)
+    assert state.out == [True, False, False]
+    assert state.discards[0] == [BARON, GUARD]
+    assert state.known[1][0] == 0  # knowledge of an out player's hand is void
+    assert state.current == 1
+
+
+def test_baron_tie_does_nothing_but_both_learn():
+    state = start(3, hands={0: BARON, 1: PRIEST, 2: KING}, draws=[PRIEST])
+    event = engine.step(state, act(BARON, 1))
+
+    assert event.eliminated == ()
+    assert state.out == [False] * 3
+    assert state.known[0][1] == PRIEST and state.known[1][0] == PRIEST
+    assert state.known[2] == [0, 0, 0]
+    assert view(state, 0).known_cards[1] == PRIEST
+    assert view(state, 1).known_cards[2] == PRIEST  # seat 0 is offset 2 from seat 1
+    assert view(state, 2).known_cards == (0, 0, 0)
+
+
+# Handmaid ---------------------------------------------------------------------------
+
+
+def test_handmaid_protects_until_the_start_of_the_owners_next_turn_two_players():
+    state = start(2, hands={0: HANDMAID, 1: PRIEST}, draws=[GUARD, BARON, GUARD])
+    engine.step(state, HANDMAID_ACTION)
+    assert state.protected == [True, False]
+    assert legal(state) == [PRIEST_NO_TARGET, BARON_NO_TARGET]
+
+    engine.step(state, PRIEST_NO_TARGET)
+    assert state.current == 0
+    assert state.protected == [False, False]
+    assert act(GUARD, 1, PRINCESS) in legal(state)
+
+
+def test_handmaid_protection_lasts_through_every_other_turn_three_players():
+    state = start(3, hands={0: HANDMAID, 1: PRIEST, 2: GUARD}, draws=[KING, BARON, GUARD, PRINCE])
+    engine.step(state, HANDMAID_ACTION)
+
+    # player_1: player_0 sits at offset 2 and cannot be chosen.
+    assert legal(state) == [act(PRIEST, 1), act(BARON, 1)]
+    engine.step(state, act(PRIEST, 1))
+
+    # player_2: player_0 sits at offset 1 and cannot be chosen; player_1 at offset 2 can.
+    assert state.protected == [True, False, False]
+    assert legal(state) == [act(GUARD, 2, g) for g in range(PRIEST, PRINCESS + 1)]
+    engine.step(state, act(GUARD, 2, PRINCESS))
+
+    assert state.current == 0 and state.protected == [False, False, False]
+
+
+# Prince -----------------------------------------------------------------------------
+
+
+def test_prince_makes_another_player_discard_and_draw():
+    state = start(2, hands={0: PRINCE, 1: BARON}, draws=[HANDMAID, COUNTESS, GUARD])
+    remaining = state.deck_remaining
+    event = engine.step(state, act(PRINCE, 1))
+
+    assert event.target_card == BARON
+    assert state.discards == [[PRINCE], [BARON]]
+    assert state.hand_of(1) == (COUNTESS, GUARD)  # the replacement, then the turn's draw
+    assert state.deck_remaining == remaining - 2
+    assert state.out == [False, False]
+
+
+def test_prince_on_yourself_discards_your_other_card_and_draws():
+    state = start(2, hands={0: PRINCE, 1: BARON}, draws=[GUARD, KING])
+    engine.step(state, act(PRINCE, 0))
+
+    assert state.discards[0] == [PRINCE, GUARD]
+    assert state.hands[0] == KING
+
+
+def test_prince_on_the_princess_holder_puts_them_out_without_a_draw():
+    state = start(2, hands={0: PRINCE, 1: PRINCESS}, draws=[GUARD])
+    remaining = state.deck_remaining
+    event = engine.step(state, act(PRINCE, 1))
+
+    assert event.eliminated == (1,)
+    assert state.out == [False, True]
+    assert state.hands[1] == 0
+    assert state.discards[1] == [PRINCESS]
+    assert state.deck_remaining == remaining
+    assert state.round_winners == (0,)
+
+
+def test_prince_on_yourself_while_holding_the_princess_puts_you_out():
+    state = start(2, hands={0: PRINCE, 1: GUARD}, draws=[PRINCESS])
+    engine.step(state, act(PRINCE, 0))
+    assert state.out == [True, False]
+    assert state.round_winners == (1,)
+
+
+def _prince_on_the_last_turn() -> engine.GameState:
+    """A full 2-player round: ten quiet turns, the last of which (player_1, holding two
+    Princes) draws the bottom card and makes player_0 discard, with the deck empty."""
+    state = start(
+        2, set_aside=PRINCESS, face_up=(KING, COUNTESS, BARON), hands={0: BARON, 1: PRINCE},
+        draws=[HANDMAID, GUARD, HANDMAID, GUARD, GUARD, GUARD, GUARD, PRIEST, PRIEST, PRINCE],
+    )
+    play(state, [
+        HANDMAID_ACTION, GUARD_NO_TARGET,               # player_0 protected: player_1's Guard has no target
+        HANDMAID_ACTION, GUARD_NO_TARGET,
+        act(GUARD, 1, KING), act(GUARD, 1, PRINCESS),   # misses
+        act(GUARD, 1, KING), act(PRIEST, 1), act(PRIEST, 1),
+    ])
+    assert state.deck_remaining == 0 and state.current == 1 and not state.round_over
+    engine.step(state, act(PRINCE, 1))
+    return state
+
+
+def test_prince_on_an_empty_deck_draws_the_set_aside_card():
+    state = _prince_on_the_last_turn()
+    assert state.set_aside_drawn
+    assert state.discards[0][-1] == BARON
+    assert state.hands[0] == PRINCESS
+
+
+def test_prince_must_choose_yourself_when_everyone_else_is_protected():
+    state = start(2, hands={0: HANDMAID, 1: PRINCE}, draws=[GUARD, GUARD])
+    engine.step(state, HANDMAID_ACTION)
+    assert actions_of(state, PRINCE) == [act(PRINCE, 0)]
+
+
+# King -------------------------------------------------------------------------------
+
+
+def test_king_trades_hands_and_both_learn_the_card_they_received():
+    state = start(2, hands={0: KING, 1: BARON}, draws=[PRIEST, GUARD])
+    event = engine.step(state, act(KING, 1))
+
+    assert (event.actor_card, event.target_card) == (PRIEST, BARON)
+    assert state.hands == [BARON, PRIEST]
+    assert state.known[0][1] == PRIEST and state.known[1][0] == BARON
+
+
+# Countess ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hand, draw", [(COUNTESS, KING), (KING, COUNTESS), (COUNTESS, PRINCE), (PRINCE, COUNTESS)])
+def test_countess_must_be_played_beside_a_king_or_a_prince(hand, draw):
+    state = start(2, hands={0: hand, 1: GUARD}, draws=[draw])
+    assert legal(state) == [COUNTESS_ACTION]
+
+    env = make_env(2, deal_deck(2, hands={0: hand, 1: GUARD}, draws=[draw]))
+    assert legal_from_mask(env.observe("player_0")["action_mask"]) == [COUNTESS_ACTION]
+
+
+@pytest.mark.parametrize("other", [GUARD, BARON, HANDMAID, PRINCESS])
+def test_countess_is_optional_beside_other_cards(other):
+    state = start(2, hands={0: COUNTESS, 1: PRIEST}, draws=[other])
+    assert COUNTESS_ACTION in legal(state)
+    assert actions_of(state, other)
+
+
+# Princess ---------------------------------------------------------------------------
+
+
+def test_playing_the_princess_is_legal_and_puts_you_out():
+    state = start(2, hands={0: PRINCESS, 1: PRIEST}, draws=[GUARD])
+    assert PRINCESS_ACTION in legal(state)
+    event = engine.step(state, PRINCESS_ACTION)
+
+    assert event.eliminated == (0,)
+    assert state.out == [True, False]
+    assert state.discards[0] == [PRINCESS, GUARD]
+    assert state.round_winners == (1,)
+
+
+# Targets ----------------------------------------------------------------------------
+
+
+def _everyone_else_unavailable_three_players(card: int) -> engine.GameState:
+    """player_0 to act holding a Handmaid and ``card``; player_1 is out, player_2 protected."""
+    state = start(3, hands={0: HANDMAID, 1: PRIEST, 2: BARON}, draws=[GUARD, HANDMAID, card])
+    play(state, [act(GUARD, 1, PRIEST), HANDMAID_ACTION])
+    assert state.out == [False, True, False] and state.protected == [False, False, True]
+    assert state.current == 0
+    return state
+
+
+def _everyone_else_protected_two_players(card: int) -> engine.GameState:
+    """player_1 to act holding a Handmaid and ``card``; player_0 is protected."""
+    state = start(2, hands={0: HANDMAID, 1: HANDMAID}, draws=[PRINCESS, card])
+    engine.step(state, HANDMAID_ACTION)
+    return state
+
+
+@pytest.mark.parametrize("setup", [_everyone_else_protected_two_players, _everyone_else_unavailable_three_players])
+@pytest.mark.parametrize("card", [GUARD, PRIEST, BARON, KING])
+def test_cards_with_no_one_to_choose_are_played_with_no_effect(setup, card):
+    state = setup(card)
+    player = state.current
+    assert legal(state) == sorted([HANDMAID_ACTION, NO_TARGET_ACTION[card]])
+
+    hands_before, out_before = state.hands[:], state.out[:]
+    event = engine.step(state, NO_TARGET_ACTION[card])
+    assert event.target == -1 and event.eliminated == ()
+    assert state.discards[player][-1] == card
+    assert state.hands == hands_before and state.out == out_before
+
+
+@pytest.mark.parametrize("setup", [_everyone_else_protected_two_players, _everyone_else_unavailable_three_players])
+def test_prince_can_only_choose_yourself_when_no_one_else_is_available(setup):
+    state = setup(PRINCE)
+    assert legal(state) == [HANDMAID_ACTION, act(PRINCE, 0)]
+
+
+def test_out_players_cannot_be_chosen_and_are_skipped():
+    state = start(3, hands={0: GUARD, 1: PRIEST, 2: BARON}, draws=[KING, GUARD])
+    engine.step(state, act(GUARD, 1, PRIEST))
+    assert state.current == 2  # player_1 is out: skipped
+    # From player_2, player_0 is offset 1 and the out player_1 offset 2.
+    assert legal(state) == [act(GUARD, 1, g) for g in range(PRIEST, PRINCESS + 1)] + [act(BARON, 1)]
+    engine.step(state, act(BARON, 1))  # player_2 keeps a Guard against player_0's King: out
+    assert state.round_winners == (0,)
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+@pytest.mark.parametrize("hand, draw", [(GUARD, PRIEST), (BARON, KING), (PRINCE, HANDMAID)])
+def test_offsets_past_the_table_are_masked(num_players, hand, draw):
+    state = start(num_players, hands={0: hand}, draws=[draw])
+    expected = sorted(targeted_actions(hand, num_players) + (
+        [HANDMAID_ACTION] if draw == HANDMAID else targeted_actions(draw, num_players)
+    ))
+    assert legal(state) == expected
+
+
+# King vs Handmaid -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "other, other_actions", [(GUARD, [GUARD_NO_TARGET]), (PRIEST, [PRIEST_NO_TARGET]),
+                             (BARON, [BARON_NO_TARGET]), (PRINCE, [act(PRINCE, 0)])]
+)
+def test_king_ignores_handmaid_lets_only_the_king_choose_a_protected_player(other, other_actions):
+    deal = dict(hands={0: HANDMAID, 1: KING}, draws=[GUARD if other != GUARD else PRIEST, other])
+    variant = start(2, rules="king_ignores_handmaid", **deal)
+    classic = start(2, rules="classic", **deal)
+    for state in (variant, classic):
+        engine.step(state, HANDMAID_ACTION)
+
+    assert legal(variant) == sorted(other_actions + [act(KING, 1)])
+    assert legal(classic) == sorted(other_actions + [KING_NO_TARGET])
+
+    kept = variant.hands[0]
+    engine.step(variant, act(KING, 1))
+    assert variant.hands == [other, kept]
+
+
+# End of round -----------------------------------------------------------------------
+
+
+def test_last_player_standing_wins_the_round():
+    state = start(2, hands={0: GUARD, 1: PRIEST}, draws=[HANDMAID])
+    engine.step(state, act(GUARD, 1, PRIEST))
+
+    assert state.round_over and state.round_winners == (0,)
+    assert state.tokens == [1, 0]
+    assert legal(state) == []
+    with pytest.raises(ValueError, match="round is over"):
+        engine.step(state, HANDMAID_ACTION)
+
+
+def test_showdown_when_the_deck_runs_out_highest_card_wins():
+    state = _prince_on_the_last_turn()  # player_0 ends with the Princess, player_1 with a Prince
+    assert state.round_over and state.turn == 10
+    assert state.round_winners == (0,)
+    assert state.tokens == [1, 0]
+
+
+# Two Barons kept all round; the draws are played as they come (quiet cards only).
+# First player discards G G G Priest Handmaid (9), second G G Priest Handmaid Countess (15).
+UNEQUAL_SUMS = [GUARD, GUARD, GUARD, GUARD, GUARD, PRIEST, PRIEST, HANDMAID, HANDMAID, COUNTESS]
+# First player discards G G G Priest Countess (12), second G G Priest Handmaid Handmaid (12).
+EQUAL_SUMS = [GUARD, GUARD, GUARD, GUARD, GUARD, PRIEST, PRIEST, HANDMAID, COUNTESS, HANDMAID]
+
+
+def _tied_showdown(draws: list[int], rules: str, first_player: int = 0) -> engine.GameState:
+    state = start(2, rules=rules, first_player=first_player, set_aside=PRINCESS, face_up=(PRINCE, PRINCE, KING),
+                  hands={0: BARON, 1: BARON}, draws=draws)
+    play_cards(state, draws)
+    assert state.round_over and state.hands == [BARON, BARON]
+    return state
+
+
+def test_classic_showdown_tie_goes_to_the_highest_discard_sum():
+    state = _tied_showdown(UNEQUAL_SUMS, "classic")
+    assert [sum(d) for d in state.discards] == [9, 15]
+    assert state.round_winners == (1,)
+    assert state.tokens == [0, 1]
+
+
+def test_classic_showdown_tie_on_discard_sum_too_is_shared():
+    state = _tied_showdown(EQUAL_SUMS, "classic")
+    assert [sum(d) for d in state.discards] == [12, 12]
+    assert state.round_winners == (0, 1)
+    assert state.tokens == [1, 1]
+
+
+def test_pegasus_showdown_tie_is_shared_without_discard_sum():
+    state = _tied_showdown(UNEQUAL_SUMS, "pegasus")
+    assert state.round_winners == (0, 1)
+    assert state.tokens == [1, 1]
+
+
+# Tokens and the game ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "rules, targets", [("classic", (7, 5, 4)), ("pegasus", (5, 4, 3)), ("king_ignores_handmaid", (7, 5, 4))]
+)
+def test_token_targets(rules, targets):
+    for num_players, target in zip((2, 3, 4), targets):
+        state = start(num_players, rules=rules)
+        assert state.tokens_to_win == target
+        assert view(state, 0).tokens_to_win == target
+
+
+def _quick_win_for_player_0() -> tuple[int, ...]:
+    return deal_deck(2, hands={0: GUARD, 1: PRIEST}, draws=[HANDMAID])
+
+
+@pytest.mark.parametrize("rules, target", [("classic", 7), ("pegasus", 5)])
+def test_game_ends_when_a_player_reaches_the_token_target(rules, target):
+    state = engine.new_game(2, _quick_win_for_player_0(), 0, rules)
+    for round_number in range(1, target + 1):
+        assert state.round == round_number and state.current == 0
+        engine.step(state, act(GUARD, 1, PRIEST))
+        assert state.tokens == [round_number, 0]
+        assert state.game_over == (round_number == target)
+        if not state.game_over:
+            engine.start_round(state, _quick_win_for_player_0())
+    assert state.game_winners == (0,)
+    with pytest.raises(ValueError, match="game is over"):
+        engine.start_round(state, _quick_win_for_player_0())
+
+
+def test_every_player_holding_the_target_wins_the_game():
+    state = start(2, set_aside=PRINCESS, face_up=(PRINCE, PRINCE, KING), hands={0: BARON, 1: BARON}, draws=EQUAL_SUMS)
+    state.tokens = [6, 6]
+    play_cards(state, EQUAL_SUMS)
+    assert state.tokens == [7, 7]
+    assert state.game_over and state.game_winners == (0, 1)
+
+
+def test_next_round_starts_with_the_previous_winner():
+    state = engine.new_game(2, deal_deck(2, first_player=1, hands={1: GUARD, 0: PRIEST}, draws=[HANDMAID]), 1)
+    engine.step(state, act(GUARD, 1, PRIEST))
+    assert state.round_winners == (1,)
+
+    engine.start_round(state, scripted_deck({4: KING, 5: COUNTESS, 6: PRINCESS}))
+    assert state.round == 2 and state.current == 1
+    assert state.hand_of(1) == (KING, PRINCESS) and state.hands[0] == COUNTESS
+    assert state.tokens == [0, 1]
+
+
+def test_next_round_after_a_shared_win_starts_with_the_lowest_winning_seat():
+    state = _tied_showdown(EQUAL_SUMS, "classic", first_player=1)
+    assert state.round_winners == (0, 1)
+    engine.start_round(state, deal_deck(2))
+    assert state.current == 0
+
+
+# Episode rewards --------------------------------------------------------------------
+
+
+def test_round_episode_rewards_winner_plus_one_and_others_minus_one():
+    env = make_env(3, deal_deck(3, hands={0: BARON, 1: GUARD, 2: PRIEST}, draws=[KING, GUARD, GUARD]),
+                   episode="round")
+    env.step(act(BARON, 1))                 # player_1 is out
+    assert env.rewards == {"player_0": 0, "player_1": 0, "player_2": 0}
+    assert not any(env.terminations.values())
+    env.step(act(GUARD, 1, PRINCESS))       # player_2 misses player_0 (who holds the King)
+    env.step(act(GUARD, 2, PRIEST))         # player_0 hits player_2
+    assert all(env.terminations.values())
+    assert env.rewards == {"player_0": 1, "player_1": -1, "player_2": -1}
+    assert env.infos["player_0"]["winners"] == ["player_0"]
+
+
+def test_game_episode_goes_on_after_a_round_with_the_winner_to_act():
+    env = make_env(2, _quick_win_for_player_0(), first_player=0, episode="game")
+    env.step(act(GUARD, 1, PRIEST))
+    game = env.unwrapped.game
+    assert game.tokens == [1, 0] and game.round == 2 and not game.round_over
+    assert env.agent_selection == "player_0"
+    assert env.rewards == {"player_0": 0, "player_1": 0}
+    assert not any(env.terminations.values())
+
+
+@pytest.mark.parametrize("rules", ["classic", "pegasus"])
+def test_game_episode_rewards_come_only_at_the_end(rules):
+    rng = random.Random(7)
+    env = make_env(3, deal_deck(3), episode="game", rules=rules)
+    steps = 0
+    while not any(env.terminations.values()):
+        assert set(env.rewards.values()) == {0}
+        env.step(rng.choice(legal_from_mask(env.observe(env.agent_selection)["action_mask"])))
+        steps += 1
+    game = env.unwrapped.game
+    assert game.game_over and steps > 5
+    assert max(game.tokens) == game.tokens_to_win
+    winners = {f"player_{p}" for p in game.game_winners}
+    assert env.rewards == {a: (1 if a in winners else -1) for a in env.possible_agents}
+    # The AEC loop hands each agent its final reward once.
+    seen = {}
+    for agent in env.agent_iter():
+        _, reward, terminated, _, _ = env.last()
+        assert terminated
+        seen[agent] = reward
+        env.step(None)
+    assert seen == {a: (1 if a in winners else -1) for a in env.possible_agents}
+
+
+def test_illegal_action_error_is_a_value_error():
+    assert issubclass(IllegalActionError, ValueError)
+
+
+# Helpers ----------------------------------------------------------------------------
+
+
+def view_env(env, agent: str):
+    """What ``agent`` observes in ``env``, decoded."""
+    return decode_observation(env.observe(agent))
