@@ -1,0 +1,84 @@
+"""ONNX export: the exported policy picks the same actions as the torch network."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime", reason='ONNX export needs the onnx extra: pip install "loveletter-env[onnx]"')
+pytest.importorskip("onnxscript", reason='ONNX export needs the onnx extra: pip install "loveletter-env[onnx]"')
+
+from loveletter_env import env as make_env  # noqa: E402
+from training import export  # noqa: E402
+from training.checkpoint import model_payload, save_checkpoint  # noqa: E402
+from training.ppo import ActorCritic, PolicyAgent  # noqa: E402
+
+
+def _decisive_network(seed: int) -> ActorCritic:
+    """A fresh network whose policy head is scaled up: the default init makes logits
+    nearly equal, and near-ties would test float noise rather than the export."""
+    model = ActorCritic(hidden_sizes=(64, 64), generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        torch.nn.init.orthogonal_(model.policy_head.weight, gain=1.0, generator=torch.Generator().manual_seed(seed))
+    return model
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("export")
+    model = _decisive_network(seed=3)
+    checkpoint = save_checkpoint(folder / "policy.pt", {"model": model_payload(model), "global_step": 0})
+    onnx_path = export.main(["--checkpoint", str(checkpoint), "--onnx", str(folder / "policy.onnx")])
+    return checkpoint, onnx_path, model
+
+
+def test_cli_writes_an_onnx_file_with_the_documented_interface(exported):
+    _, onnx_path, _ = exported
+    agent = export.OnnxAgent(onnx_path)
+    assert tuple(i.name for i in agent.session.get_inputs()) == export.INPUT_NAMES
+    assert tuple(o.name for o in agent.session.get_outputs()) == export.OUTPUT_NAMES
+    for batch in (1, 7):  # the batch axis is dynamic
+        obs, masks = export.sample_observations(batch, seed=batch)
+        out = agent.run(obs, masks)
+        assert out["action"].shape == (batch,) and out["logits"].shape == (batch, 41) and out["value"].shape == (batch,)
+        assert masks[np.arange(batch), out["action"]].all(), "the exported policy chose an illegal action"
+
+
+def test_onnxruntime_picks_the_same_actions_as_torch_on_many_observations(exported):
+    _, onnx_path, model = exported
+    report = export.verify_onnx(model, onnx_path, count=400, seed=11)
+    assert report["action_agreement"] == 1.0
+    assert report["max_logit_gap"] < export.VERIFY_TOLERANCE
+    assert report["max_value_gap"] < export.VERIFY_TOLERANCE
+
+
+@pytest.mark.parametrize("num_players", [2, 4])
+def test_onnx_agent_and_torch_agent_play_the_same_game(exported, num_players):
+    checkpoint, onnx_path, _ = exported
+    from training.checkpoint import load_agent
+
+    torch_agent, onnx_agent = load_agent(checkpoint, greedy=True), export.OnnxAgent(onnx_path)
+    game = make_env(num_players=num_players, episode="round")
+    game.reset(seed=5)
+    decisions = 0
+    while not any(game.terminations.values()):
+        obs = game.observe(game.agent_selection)
+        action = torch_agent.act(obs)
+        assert onnx_agent.act(obs) == action
+        game.step(action)
+        decisions += 1
+    assert decisions > 0
+
+
+def test_cli_names_a_missing_checkpoint(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        export.main(["--checkpoint", str(tmp_path / "missing.pt"), "--onnx", str(tmp_path / "out.onnx")])
+    assert exit_info.value.code == 2
+    assert "missing.pt" in capsys.readouterr().err
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_onnx_agent_refuses_a_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nothing.onnx"):
+        export.OnnxAgent(tmp_path / "nothing.onnx")
