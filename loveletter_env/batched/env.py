@@ -1,0 +1,247 @@
+"""``BatchedLoveLetter``: N Love Letter games stepped together, with automatic resets."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from ..actions import NUM_ACTIONS, describe_action
+from ..cards import DECK_SIZE
+from ..engine import MAX_PLAYERS, MIN_PLAYERS
+from ..observation import OBSERVATION_SIZE
+from ..rules import Rules, resolve_rules
+from . import engine
+from .observe import encode_observations
+from .state import BatchedState, empty_state
+from .tables import MAX_SEATS, tables_for
+
+EPISODE_KINDS = ("round", "game")
+#: How many faulty games an error message lists before summarising the rest.
+_MAX_LISTED = 8
+
+
+class BatchedIllegalActionError(ValueError):
+    """Some games were given an action that is not legal there. Nothing was changed.
+
+    ``games`` and ``actions`` hold the faulty game indices and the actions they got.
+    """
+
+    def __init__(self, message: str, games: Sequence[int], actions: Sequence[int]):
+        super().__init__(message)
+        self.games = tuple(games)
+        self.actions = tuple(actions)
+
+
+class BatchedLoveLetter:
+    """N games of Love Letter as torch tensors, bit-identical to the scalar engine.
+
+    Args:
+        num_games: N.
+        num_players: table size, an int (2..4) or one per game (sequence or 1-D tensor).
+        rules: preset name or :class:`~loveletter_env.rules.Rules`.
+        episode: ``"round"`` (an episode is one round) or ``"game"`` (rounds until a
+            player reaches the token target; a new round starts within the episode).
+        device: torch device of every tensor.
+        seed: seed of the ``torch.Generator`` that shuffles decks and picks first players.
+        validate_actions: check every ``step``'s actions (shape, dtype, device, legality).
+            The legality check reads one flag back to the host; turn it off for a CUDA
+            loop that samples from the mask and must never synchronise.
+
+    Observations are those of :func:`loveletter_env.observation.encode_observation`
+    for the player to act; masks are ``engine.legal_mask``; rewards are +1 to each winner
+    and -1 to every other seat at an episode's end (0 for padding seats).
+    """
+
+    def __init__(
+        self,
+        num_games: int,
+        num_players: "int | Sequence[int] | torch.Tensor" = 2,
+        rules: "str | Rules" = "classic",
+        episode: str = "round",
+        device: "str | torch.device" = "cpu",
+        seed: int = 0,
+        validate_actions: bool = True,
+    ):
+        if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
+            raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+        if episode not in EPISODE_KINDS:
+            raise ValueError(f"episode must be one of {EPISODE_KINDS}, got {episode!r}")
+        self.device = torch.device(device)
+        self.rules = resolve_rules(rules)
+        self.episode = episode
+        self.num_games = num_games
+        self.validate_actions = validate_actions
+        self._players = _table_sizes(num_players, num_games, self.device)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(int(seed))
+        self.state: BatchedState = empty_state(self._players, self.rules)
+        self._mask: torch.Tensor | None = None
+
+    # Public views --------------------------------------------------------------------
+    @property
+    def current_player(self) -> torch.Tensor:
+        """long [N]: the seat to act in each game."""
+        return self.state.current
+
+    @property
+    def num_players(self) -> torch.Tensor:
+        """long [N]: each game's table size."""
+        return self._players
+
+    @property
+    def action_mask(self) -> torch.Tensor:
+        """bool [N, 41]: the legal actions of the player to act."""
+        self._require_reset()
+        return self._mask
+
+    def state_bytes_per_game(self) -> int:
+        """Bytes of game state per game."""
+        return self.state.nbytes_per_game()
+
+    # Episode control -------------------------------------------------------------------
+    def reset(
+        self, decks: torch.Tensor | None = None, first_player: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Start a new episode in every game. ``decks`` (int [N, 16], top first) and
+        ``first_player`` (int [N]) fix the first round; by default both are random.
+
+        Returns ``(obs float32 [N, OBSERVATION_SIZE], mask bool [N, 41])``.
+        """
+        n = self.num_games
+        decks = self._shuffled_decks() if decks is None else self._check_decks(decks)
+        first = self._random_first_players() if first_player is None else self._check_seats(first_player, "first_player")
+        state = empty_state(self._players, self.rules)
+        engine.start_rounds(state, decks, first, torch.ones(n, dtype=torch.bool, device=self.device))
+        self.state = state
+        self._mask = engine.legal_mask(state, self.rules)
+        return self.observe(state.current), self._mask
+
+    def step(
+        self, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Each game's player to act plays ``actions[g]`` (long [N]).
+
+        Returns ``(obs, mask, rewards float32 [N, 4], dones bool [N], info)``. Finished
+        games are reset, so ``obs``/``mask`` of a done game belong to the new episode.
+        ``info`` holds ``"round_over"`` (bool [N]), ``"round_winners"`` (bool [N, 4])
+        and ``"tokens"`` (int8 [N, 4], before any reset) of the step that just ended.
+        """
+        self._require_reset()
+        if self.validate_actions:
+            self._check_actions(actions)
+        state, rules = self.state, self.rules
+        engine.play_turn(state, actions, rules)
+
+        round_over, round_winners, tokens = state.round_over, state.round_winners, state.tokens
+        present = state.present
+        if self.episode == "round":
+            dones, winners = round_over, round_winners
+        else:
+            reached = (tokens >= state.tokens_to_win[:, None]) & present
+            dones, winners = reached.any(1), reached
+        rewards = torch.where(winners, 1.0, -1.0).masked_fill(~(present & dones[:, None]), 0.0)
+        info = {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
+
+        # A new round everywhere a round ended: a fresh game (random first player, no
+        # tokens) where the episode is done, else the next round of the same game, which
+        # the previous round's lowest-seat winner starts.
+        lowest_winner = round_winners.to(torch.int8).argmax(1)
+        first = torch.where(dones, self._random_first_players(), lowest_winner)
+        state.tokens = state.tokens.masked_fill(dones[:, None], 0)
+        engine.start_rounds(state, self._shuffled_decks(), first, round_over)
+
+        self._mask = engine.legal_mask(state, rules)
+        return self.observe(state.current), self._mask, rewards, dones, info
+
+    def observe(self, seats: torch.Tensor) -> torch.Tensor:
+        """float32 [N, OBSERVATION_SIZE]: each game seen from ``seats[g]`` (long [N])."""
+        self._require_reset()
+        return encode_observations(self.state, self._check_seats(seats, "seats"), self.rules)
+
+    # Randomness ------------------------------------------------------------------------
+    def _shuffled_decks(self) -> torch.Tensor:
+        """int8 [N, 16]: a uniformly shuffled deck per game (argsort of random keys)."""
+        keys = torch.rand(self.num_games, DECK_SIZE, generator=self.generator, device=self.device)
+        return tables_for(self.device).full_deck[keys.argsort(1)]
+
+    def _random_first_players(self) -> torch.Tensor:
+        u = torch.rand(self.num_games, generator=self.generator, device=self.device)
+        return (u * self._players).long().clamp(max=MAX_SEATS - 1)
+
+    # Input checks ----------------------------------------------------------------------
+    def _require_reset(self) -> None:
+        if self._mask is None:
+            raise RuntimeError("call reset() before step(), observe() or action_mask")
+
+    def _check_tensor(self, x: Any, name: str, shape: tuple[int, ...]) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+            raise TypeError(f"{name} must have an integer dtype, got {x.dtype}")
+        if tuple(x.shape) != shape:
+            raise ValueError(f"{name} must have shape {list(shape)}, got {list(x.shape)}")
+        if x.device != self.device:
+            raise ValueError(f"{name} is on {x.device}, the env is on {self.device}")
+        return x
+
+    def _check_seats(self, seats: Any, name: str) -> torch.Tensor:
+        seats = self._check_tensor(seats, name, (self.num_games,)).long()
+        bad = (seats < 0) | (seats >= self._players)
+        if bool(bad.any()):
+            games = bad.nonzero().flatten().tolist()
+            listed = ", ".join(f"game {g}: {int(seats[g])} (table of {int(self._players[g])})" for g in games[:_MAX_LISTED])
+            raise ValueError(f"{name} must be a seat of each game's table; bad in {len(games)} game(s): {listed}")
+        return seats
+
+    def _check_decks(self, decks: Any) -> torch.Tensor:
+        decks = self._check_tensor(decks, "decks", (self.num_games, DECK_SIZE))
+        expected = tables_for(self.device).full_deck.long()
+        bad = (decks.long().sort(1).values != expected).any(1)
+        if bool(bad.any()):
+            games = bad.nonzero().flatten().tolist()
+            listed = "; ".join(f"game {g}: {decks[g].tolist()}" for g in games[:_MAX_LISTED])
+            raise ValueError(f"decks must be permutations of the 16 cards; {len(games)} are not: {listed}")
+        return decks.to(torch.int8)
+
+    def _check_actions(self, actions: Any) -> None:
+        actions = self._check_tensor(actions, "actions", (self.num_games,))
+        in_range = (actions >= 0) & (actions < NUM_ACTIONS)
+        legal = in_range & self._mask.gather(1, actions.long().clamp(0, NUM_ACTIONS - 1)[:, None]).squeeze(1)
+        if bool(legal.all()):
+            return
+        games = (~legal).nonzero().flatten().tolist()
+        lines = []
+        for g in games[:_MAX_LISTED]:
+            a, player, n = int(actions[g]), int(self.state.current[g]), int(self._players[g])
+            what = describe_action(a, player, n) if 0 <= a < NUM_ACTIONS else "out of range 0..40"
+            allowed = ", ".join(str(i) for i in self._mask[g].nonzero().flatten().tolist())
+            lines.append(f"game {g}: action {a} ({what}) for player_{player}; legal: [{allowed}]")
+        more = f"\n  ... and {len(games) - _MAX_LISTED} more" if len(games) > _MAX_LISTED else ""
+        raise BatchedIllegalActionError(
+            f"illegal actions in {len(games)} of {self.num_games} games (nothing was changed):\n  "
+            + "\n  ".join(lines) + more,
+            games,
+            [int(actions[g]) for g in games],
+        )
+
+
+def _table_sizes(num_players: Any, num_games: int, device: torch.device) -> torch.Tensor:
+    """long [N] table sizes from an int or one value per game; raise ValueError naming bad ones."""
+    if isinstance(num_players, bool):
+        raise ValueError(f"num_players must be 2, 3 or 4 (or one per game), got {num_players!r}")
+    if isinstance(num_players, int):
+        sizes = torch.full((num_games,), num_players, dtype=torch.long)
+    else:
+        try:
+            sizes = torch.as_tensor(num_players).to(torch.long).cpu()
+        except (TypeError, ValueError, RuntimeError):
+            raise ValueError(f"num_players must be an int or a sequence of ints, got {num_players!r}") from None
+        if sizes.shape != (num_games,):
+            raise ValueError(f"num_players per game must have shape [{num_games}], got {list(sizes.shape)}")
+    bad = ((sizes < MIN_PLAYERS) | (sizes > MAX_PLAYERS)).nonzero().flatten().tolist()
+    if bad:
+        raise ValueError(
+            f"num_players must be 2, 3 or 4; games {bad[:_MAX_LISTED]} have {sizes[bad[:_MAX_LISTED]].tolist()}"
+        )
+    return sizes.to(device)

@@ -1,0 +1,143 @@
+"""The state of N games as a struct of arrays.
+
+Every field's first dimension is the game. Seats are padded to 4; a padding seat is
+permanently "out", so the rules that skip players who are out skip it too, and the
+observation masks it with ``present``. Small dtypes keep a game near 150 bytes
+(:meth:`BatchedState.nbytes_per_game`).
+
+Conventions shared with the scalar engine (:class:`loveletter_env.engine.GameState`):
+card value 0 means "no card" / "unknown"; ``deck`` index 0 is the top (the set-aside
+card); ``known[g, observer, player]`` is the card ``observer`` knows ``player`` holds.
+One difference of representation: ``ruled_out`` stores value ``v`` at bit ``v - 1``
+(the scalar engine uses bit ``v``) so that 8 values fit a ``uint8``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Sequence
+
+import torch
+
+from ..cards import DECK_SIZE
+from ..engine import GameState
+from ..rules import Rules
+from .tables import MAX_SEATS
+
+
+@dataclass
+class BatchedState:
+    """N Love Letter games. Shapes: ``[N]``, ``[N, 4]`` (per seat), ``[N, 4, 16]``, ``[N, 4, 4]``."""
+
+    num_players: torch.Tensor  # long [N]: 2..4
+    tokens_to_win: torch.Tensor  # int8 [N]: target for this table size and rule preset
+    tokens: torch.Tensor  # int8 [N, 4]
+    deck: torch.Tensor  # int8 [N, 16]: this round's cards, top first
+    next_card: torch.Tensor  # int8 [N]: index of the next card to draw (16 = empty)
+    hands: torch.Tensor  # int8 [N, 4]: the card each seat keeps (0 = none)
+    drawn: torch.Tensor  # int8 [N]: the second card of the player to act (0 once the round is over)
+    current: torch.Tensor  # long [N]: seat to act
+    out: torch.Tensor  # bool [N, 4]: out of the round (padding seats always)
+    protected: torch.Tensor  # bool [N, 4]: Handmaid protection
+    discards: torch.Tensor  # int8 [N, 4, 16]: discards in order, 0 = empty slot
+    discard_count: torch.Tensor  # int8 [N, 4]
+    known: torch.Tensor  # int8 [N, 4, 4]: known[g, observer, player]
+    ruled_out: torch.Tensor  # uint8 [N, 4]: bit v-1 set = a failed Guard proved value v absent
+    round_over: torch.Tensor  # bool [N]
+    round_winners: torch.Tensor  # bool [N, 4]: winners of the round that just ended
+
+    @property
+    def num_games(self) -> int:
+        return self.deck.shape[0]
+
+    @property
+    def device(self) -> torch.device:
+        return self.deck.device
+
+    @property
+    def present(self) -> torch.Tensor:
+        """bool [N, 4]: the seat exists at this table."""
+        return torch.arange(MAX_SEATS, device=self.device) < self.num_players[:, None]
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The fields by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def nbytes_per_game(self) -> int:
+        """Bytes of state one game occupies."""
+        return sum(t[0].numel() * t.element_size() for t in self.tensors().values())
+
+    def clone(self) -> "BatchedState":
+        """A deep copy."""
+        return BatchedState(**{k: v.clone() for k, v in self.tensors().items()})
+
+    def copy_(self, other: "BatchedState") -> None:
+        """Overwrite every field with ``other``'s (same shapes)."""
+        for name, t in other.tensors().items():
+            getattr(self, name).copy_(t)
+
+
+def empty_state(num_players: torch.Tensor, rules: Rules) -> BatchedState:
+    """N games with no round dealt yet (``round_over`` everywhere, zero tokens)."""
+    n, device = num_players.shape[0], num_players.device
+    target = torch.tensor(rules.tokens_to_win, dtype=torch.int8, device=device)[num_players - 2]
+    present = torch.arange(MAX_SEATS, device=device) < num_players[:, None]
+
+    def zeros(*shape: int, dtype: torch.dtype = torch.int8) -> torch.Tensor:
+        return torch.zeros((n, *shape), dtype=dtype, device=device)
+
+    return BatchedState(
+        num_players=num_players.to(torch.long),
+        tokens_to_win=target,
+        tokens=zeros(MAX_SEATS),
+        deck=zeros(DECK_SIZE),
+        next_card=zeros(),
+        hands=zeros(MAX_SEATS),
+        drawn=zeros(),
+        current=zeros(dtype=torch.long),
+        out=~present,
+        protected=zeros(MAX_SEATS, dtype=torch.bool),
+        discards=zeros(MAX_SEATS, DECK_SIZE),
+        discard_count=zeros(MAX_SEATS),
+        known=zeros(MAX_SEATS, MAX_SEATS),
+        ruled_out=zeros(MAX_SEATS, dtype=torch.uint8),
+        round_over=torch.ones(n, dtype=torch.bool, device=device),
+        round_winners=zeros(MAX_SEATS, dtype=torch.bool),
+    )
+
+
+def state_from_scalar(games: Sequence[GameState], device: "str | torch.device" = "cpu") -> BatchedState:
+    """A batched copy of scalar game states, at any point of a round (for differential tests).
+
+    The games may have different table sizes but must share one rule preset.
+    """
+    if not games:
+        raise ValueError("state_from_scalar needs at least one game")
+    rules = games[0].rules
+    if any(g.rules != rules for g in games):
+        raise ValueError("state_from_scalar: all games must use the same rules")
+    state = empty_state(torch.tensor([g.num_players for g in games], device=device), rules)
+    rows: dict[str, list] = {name: [] for name in state.tensors()}
+    for g in games:
+        n = g.num_players
+        pad = [0] * (MAX_SEATS - n)
+        rows["tokens"].append(g.tokens + pad)
+        rows["deck"].append(list(g.deck) if g.deck else [0] * DECK_SIZE)
+        rows["next_card"].append(g.next_card)
+        rows["hands"].append(g.hands + pad)
+        rows["drawn"].append(g.drawn)
+        rows["current"].append(g.current)
+        rows["out"].append(g.out + [True] * len(pad))
+        rows["protected"].append(g.protected + [False] * len(pad))
+        rows["discards"].append([d + [0] * (DECK_SIZE - len(d)) for d in g.discards] + [[0] * DECK_SIZE] * len(pad))
+        rows["discard_count"].append([len(d) for d in g.discards] + pad)
+        rows["known"].append([row + pad for row in g.known] + [[0] * MAX_SEATS] * len(pad))
+        # Scalar masks keep value v at bit v; ours at bit v - 1.
+        rows["ruled_out"].append([m >> 1 for m in g.ruled_out] + pad)
+        rows["round_over"].append(g.round_over)
+        rows["round_winners"].append([p in g.round_winners for p in range(MAX_SEATS)])
+    for name, values in rows.items():
+        if values:
+            old = getattr(state, name)
+            setattr(state, name, torch.tensor(values, dtype=old.dtype, device=old.device))
+    return state

@@ -1,0 +1,314 @@
+"""Differential tests: the batched torch engine against the scalar engine.
+
+Random legal play drives both with the same decks and actions; every legal mask,
+observation (every seat's, bit for bit), reward, done flag and full game state must agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from loveletter_env import engine
+from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.batched import (
+    BatchedIllegalActionError,
+    BatchedLoveLetter,
+    encode_observations,
+    legal_mask,
+    play_turn,
+    state_from_scalar,
+)
+from loveletter_env.cards import FULL_DECK, GUARD, KING, COUNTESS, PRINCE, PRINCESS
+from loveletter_env.env import raw_env
+from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
+
+RULES = ("classic", "pegasus", "king_ignores_handmaid")
+TABLES = (2, 3, 4, "mixed")
+
+
+def _table_sizes(spec, n: int) -> list[int]:
+    return [2 + g % 3 for g in range(n)] if spec == "mixed" else [spec] * n
+
+
+def _sample(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    return torch.multinomial(mask.float(), 1, generator=generator).squeeze(1)
+
+
+class ScalarMirror:
+    """One scalar game per batched game, fed the decks the batched env dealt."""
+
+    def __init__(self, env: BatchedLoveLetter):
+        self.env = env
+        self.games = [self._new_game(g) for g in range(env.num_games)]
+
+    def _deck(self, g: int) -> list[int]:
+        return self.env.state.deck[g].tolist()
+
+    def _new_game(self, g: int) -> engine.GameState:
+        sizes = self.env.num_players.tolist()
+        return engine.new_game(sizes[g], self._deck(g), int(self.env.current_player[g]), self.env.rules)
+
+    def step(self, actions: list[int]) -> tuple[np.ndarray, np.ndarray, list]:
+        """Step every scalar game; return expected rewards [N, 4], dones [N] and, per game,
+        (round winners, tokens) when its round ended."""
+        n = self.env.num_games
+        rewards, dones = np.zeros((n, 4), np.float32), np.zeros(n, bool)
+        ended: list = [None] * n
+        for g, game in enumerate(self.games):
+            engine.step(game, actions[g])
+            if not game.round_over:
+                continue
+            ended[g] = (game.round_winners, list(game.tokens))
+            if self.env.episode == "round" or game.game_over:
+                winners = game.round_winners if self.env.episode == "round" else game.game_winners
+                rewards[g, : game.num_players] = [1.0 if p in winners else -1.0 for p in range(game.num_players)]
+                dones[g] = True
+                self.games[g] = self._new_game(g)
+            else:
+                engine.start_round(game, self._deck(g))  # first player: the scalar rule decides
+        return rewards, dones, ended
+
+    def check(self, obs: torch.Tensor, mask: torch.Tensor) -> None:
+        env = self.env
+        assert env.current_player.tolist() == [game.current for game in self.games]
+        expected_mask = np.array([engine.legal_mask(game) for game in self.games], dtype=bool)
+        np.testing.assert_array_equal(mask.numpy(), expected_mask)
+        expected_obs = np.stack([encode_observation(game, game.current) for game in self.games])
+        np.testing.assert_array_equal(obs.numpy(), expected_obs)
+        sizes = env.num_players
+        for k in range(1, 4):  # every other seat's view too
+            seats = (env.current_player + k) % sizes
+            expected = np.stack([encode_observation(game, int(s)) for game, s in zip(self.games, seats)])
+            np.testing.assert_array_equal(env.observe(seats).numpy(), expected)
+
+
+def _play_differential(env: BatchedLoveLetter, steps: int, seed: int, decks=None) -> int:
+    generator = torch.Generator().manual_seed(seed)
+    obs, mask = env.reset(decks=decks)
+    mirror = ScalarMirror(env)
+    mirror.check(obs, mask)
+    episodes = 0
+    for _ in range(steps):
+        actions = _sample(mask, generator)
+        obs, mask, rewards, dones, info = env.step(actions)
+        expected_rewards, expected_dones, ended = mirror.step(actions.tolist())
+        np.testing.assert_array_equal(rewards.numpy(), expected_rewards)
+        np.testing.assert_array_equal(dones.numpy(), expected_dones)
+        for g, end in enumerate(ended):
+            assert bool(info["round_over"][g]) == (end is not None)
+            if end is not None:
+                winners, tokens = end
+                assert info["round_winners"][g].nonzero().flatten().tolist() == list(winners)
+                assert info["tokens"][g, : len(tokens)].tolist() == tokens
+        mirror.check(obs, mask)
+        episodes += int(dones.sum())
+    return episodes
+
+
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("table", TABLES)
+def test_random_rounds_match_scalar(table, rules):
+    env = BatchedLoveLetter(48, _table_sizes(table, 48), rules=rules, episode="round", seed=7)
+    episodes = _play_differential(env, steps=90, seed=11)
+    assert episodes > 200  # thousands of rounds across the parametrisation
+
+
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("table", (2, "mixed"))
+def test_random_games_match_scalar(table, rules):
+    """Whole games: later rounds start from the previous round's lowest-seat winner."""
+    env = BatchedLoveLetter(24, _table_sizes(table, 24), rules=rules, episode="game", seed=3)
+    episodes = _play_differential(env, steps=260, seed=5)
+    assert episodes > 0
+
+
+def _scripted_decks() -> list[list[int]]:
+    sorted_deck = list(FULL_DECK)
+    court = [COUNTESS, KING, PRINCE, PRINCESS]
+    rest = list(FULL_DECK)
+    for c in [GUARD] + court:
+        rest.remove(c)
+    decks = [
+        sorted_deck,  # all Guards up front: Guard duels
+        sorted_deck[::-1],  # Princess set aside, court cards first
+        [GUARD] + court + rest,  # forced Countess, Prince into Princess
+        rest[:4] + court + [GUARD] + rest[4:],
+        [GUARD] + rest[::-1] + court[::-1],  # late court cards: showdown ties, set-aside draws
+    ]
+    assert all(sorted(d) == sorted_deck for d in decks)
+    return decks
+
+
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("table", (2, 3, 4))
+def test_scripted_decks_match_scalar(table, rules):
+    decks = torch.tensor([d for d in _scripted_decks() for _ in range(8)])
+    env = BatchedLoveLetter(len(decks), table, rules=rules, seed=table)
+    _play_differential(env, steps=40, seed=table, decks=decks)
+
+
+def _random_scalar_states(num: int, seed: int, rules: str) -> list[engine.GameState]:
+    """Scalar games at random points of a round, some of them finished."""
+    rng = np.random.default_rng(seed)
+    states = []
+    while len(states) < num:
+        n = int(rng.integers(2, 5))
+        game = engine.new_game(n, rng.permutation(FULL_DECK).tolist(), int(rng.integers(n)), rules)
+        for _ in range(int(rng.integers(0, 14))):
+            if game.round_over:
+                break
+            legal = engine.legal_actions(game)
+            engine.step(game, legal[int(rng.integers(len(legal)))])
+        states.append(game)
+    return states
+
+
+def _assert_same_state(batched, scalar_games) -> None:
+    expected = state_from_scalar(scalar_games).tensors()
+    for name, value in batched.tensors().items():
+        if name == "deck":
+            continue
+        torch.testing.assert_close(value, expected[name], rtol=0, atol=0, msg=f"field {name!r} differs")
+
+
+@pytest.mark.parametrize("rules", RULES)
+def test_one_turn_matches_scalar_state(rules):
+    """play_turn from arbitrary mid-round states reproduces every field of the scalar state,
+    including finished rounds (winners, tokens) and their observations."""
+    rng = np.random.default_rng(1)
+    games = [g for g in _random_scalar_states(600, seed=2, rules=rules) if not g.round_over]
+    state = state_from_scalar(games)
+    np.testing.assert_array_equal(
+        legal_mask(state, games[0].rules).numpy(), np.array([engine.legal_mask(g) for g in games], bool)
+    )
+    actions = [engine.legal_actions(g)[int(rng.integers(len(engine.legal_actions(g))))] for g in games]
+    play_turn(state, torch.tensor(actions), games[0].rules)
+    for game, action in zip(games, actions):
+        engine.step(game, action)
+    _assert_same_state(state, games)
+    assert state.round_over.any() and (~state.round_over).any()
+    observers = torch.tensor([i % g.num_players for i, g in enumerate(games)])
+    expected = np.stack([encode_observation(g, int(s)) for g, s in zip(games, observers)])
+    np.testing.assert_array_equal(encode_observations(state, observers, games[0].rules).numpy(), expected)
+
+
+def test_mask_and_observation_of_finished_rounds():
+    games = _random_scalar_states(300, seed=4, rules="classic")
+    state = state_from_scalar(games)
+    assert not legal_mask(state, games[0].rules)[state.round_over].any()
+    seats = torch.tensor([g.num_players - 1 for g in games])
+    expected = np.stack([encode_observation(g, int(s)) for g, s in zip(games, seats)])
+    np.testing.assert_array_equal(encode_observations(state, seats, games[0].rules).numpy(), expected)
+
+
+def test_round_episodes_match_pettingzoo_env():
+    """Rewards of the public AEC env for the same decks, first players and actions."""
+    env = BatchedLoveLetter(16, 3, episode="round", seed=9)
+    generator = torch.Generator().manual_seed(0)
+    obs, mask = env.reset()
+    aecs = []
+    for g in range(16):
+        aec = raw_env(num_players=3, episode="round")
+        aec.reset(options={"deck": env.state.deck[g].tolist(), "first_player": int(env.current_player[g])})
+        aecs.append(aec)
+    finished = [False] * 16
+    while not all(finished):
+        actions = _sample(mask, generator)
+        obs, mask, rewards, dones, _ = env.step(actions)
+        for g, aec in enumerate(aecs):
+            if finished[g]:
+                continue
+            assert aec.agent_selection == f"player_{int(actions.new_tensor(0) + aec.game.current)}"
+            aec.step(int(actions[g]))
+            if dones[g]:
+                finished[g] = True
+                assert [aec.rewards[a] for a in aec.possible_agents] == rewards[g, :3].tolist()
+            else:
+                np.testing.assert_array_equal(obs[g].numpy(), aec.observe(aec.agent_selection)["observation"])
+                assert rewards[g].abs().sum() == 0
+
+
+def test_same_seed_same_episodes():
+    def run(seed: int) -> list[torch.Tensor]:
+        env = BatchedLoveLetter(32, [2, 3, 4, 3] * 8, episode="game", seed=seed)
+        generator = torch.Generator().manual_seed(1)
+        obs, mask = env.reset()
+        out = [obs]
+        for _ in range(30):
+            obs, mask, rewards, dones, _ = env.step(_sample(mask, generator))
+            out += [obs, rewards]
+        return out
+
+    a, b, c = run(0), run(0), run(1)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert not all(torch.equal(x, y) for x, y in zip(a, c))
+
+
+def test_shapes_dtypes_and_padding():
+    env = BatchedLoveLetter(6, [2, 3, 4, 2, 3, 4], seed=0)
+    obs, mask = env.reset()
+    assert obs.shape == (6, OBSERVATION_SIZE) and obs.dtype == torch.float32
+    assert mask.shape == (6, NUM_ACTIONS) and mask.dtype == torch.bool
+    assert env.current_player.dtype == torch.long and env.num_players.tolist() == [2, 3, 4, 2, 3, 4]
+    _, _, rewards, dones, _ = env.step(_sample(mask, torch.Generator().manual_seed(0)))
+    assert rewards.shape == (6, 4) and rewards.dtype == torch.float32 and dones.dtype == torch.bool
+    assert env.state_bytes_per_game() <= 512
+
+
+def test_illegal_actions_are_named_and_change_nothing():
+    env = BatchedLoveLetter(5, 2, seed=0)
+    obs, mask = env.reset()
+    actions = _sample(mask, torch.Generator().manual_seed(0))
+    bad = actions.clone()
+    illegal = (~mask[3]).nonzero()[0].item()
+    bad[3] = illegal
+    bad[4] = 99
+    before = env.state.clone()
+    with pytest.raises(BatchedIllegalActionError) as err:
+        env.step(bad)
+    assert err.value.games == (3, 4) and err.value.actions == (illegal, 99)
+    assert "game 3" in str(err.value) and "game 4" in str(err.value) and "out of range" in str(err.value)
+    for name, value in env.state.tensors().items():
+        assert torch.equal(value, before.tensors()[name]), name
+    env.step(actions)  # the legal actions still go through
+
+
+@pytest.mark.parametrize(
+    "actions, error",
+    [
+        (torch.zeros(4, dtype=torch.long), ValueError),  # wrong shape
+        (torch.zeros(5, dtype=torch.float32), TypeError),  # wrong dtype
+        ([0, 0, 0, 0, 0], TypeError),  # not a tensor
+        (torch.zeros(5, 1, dtype=torch.long), ValueError),
+    ],
+)
+def test_malformed_actions_are_rejected(actions, error):
+    env = BatchedLoveLetter(5, 2, seed=0)
+    env.reset()
+    with pytest.raises(error, match="actions"):
+        env.step(actions)
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(3, [2, 5, 3])
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(3, [2, 3])
+    with pytest.raises(ValueError, match="episode"):
+        BatchedLoveLetter(3, episode="match")
+    with pytest.raises(ValueError, match="rules"):
+        BatchedLoveLetter(3, rules="house")
+    env = BatchedLoveLetter(2, [2, 3])
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(torch.zeros(2, dtype=torch.long))
+    deck = torch.tensor([FULL_DECK, FULL_DECK])
+    broken = deck.clone()
+    broken[1, 0] = 8
+    with pytest.raises(ValueError, match="game 1"):
+        env.reset(decks=broken)
+    with pytest.raises(ValueError, match="game 1"):
+        env.reset(decks=deck, first_player=torch.tensor([1, 3]))
+    obs, _ = env.reset(decks=deck, first_player=torch.tensor([1, 2]))
+    assert env.current_player.tolist() == [1, 2]
