@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import time
 
 import numpy as np
@@ -20,34 +21,40 @@ from pettingzoo.utils import wrappers
 
 from . import engine
 from .actions import NUM_ACTIONS
-from .cards import FULL_DECK
-from .env import OBSERVATION_HIGH, env as make_env
+from .env import OBSERVATION_HIGH, DeckShuffler, env as make_env
 from .observation import OBSERVATION_SIZE
 
 
-def bench_engine(num_players: int, turns: int, seed: int = 0) -> float:
-    """Turns per second of the bare engine under uniform random legal play."""
+def bench_engine(num_players: int, turns: int, seed: int = 0) -> tuple[float, float]:
+    """Turns per second of the bare engine under uniform random legal play, one round
+    per game, and the mean number of turns in a round."""
     rng = random.Random(seed)
-    deck = list(FULL_DECK)
-    done = 0
+    decks = DeckShuffler(np.random.default_rng(seed))
+    done = rounds = 0
     start = time.perf_counter()
+    state = engine.new_game(num_players, decks.next(), 0)
     while done < turns:
-        rng.shuffle(deck)
-        state = engine.new_game(num_players, deck, 0)
+        if state.round_over:
+            if state.game_over:
+                state = engine.new_game(num_players, decks.next(), 0)
+            else:
+                engine.start_round(state, decks.next())
         while not state.round_over:
             legal = engine.legal_actions(state)
             engine.step(state, legal[int(rng.random() * len(legal))])
             done += 1
-    return done / (time.perf_counter() - start)
+        rounds += 1
+    return done / (time.perf_counter() - start), done / rounds
 
 
-def _aec_loop(env, turns: int, seed: int) -> float:
+def _aec_loop(env, turns: int, seed: int) -> tuple[float, float]:
+    """Random legal play through ``agent_iter``/``last``/``step`` for at least ``turns``
+    turns; returns turns per second and the mean number of turns per episode."""
     rng = random.Random(seed)
-    done, episode = 0, 0
+    done = episodes = 0
     start = time.perf_counter()
-    while done < turns:
-        env.reset(seed=seed + episode)
-        episode += 1
+    env.reset(seed=seed)
+    while True:
         for agent in env.agent_iter():
             obs, reward, terminated, truncated, info = env.last()
             if terminated or truncated:
@@ -57,12 +64,15 @@ def _aec_loop(env, turns: int, seed: int) -> float:
                 action = int(legal[int(rng.random() * len(legal))])
                 done += 1
             env.step(action)
-    return done / (time.perf_counter() - start)
+        episodes += 1
+        if done >= turns:
+            return done / (time.perf_counter() - start), done / episodes
+        env.reset()
 
 
-def bench_aec(num_players: int, turns: int, seed: int = 0) -> float:
-    """Turns per second of the wrapped AEC env (``loveletter_env.env``), one round per episode."""
-    return _aec_loop(make_env(num_players=num_players, episode="round"), turns, seed)
+def bench_aec(num_players: int, turns: int, seed: int = 0, episode: str = "game") -> tuple[float, float]:
+    """Turns per second of the wrapped AEC env (``loveletter_env.env``) and its mean episode length."""
+    return _aec_loop(make_env(num_players=num_players, episode=episode), turns, seed)
 
 
 class NullAECEnv(AECEnv):
@@ -121,24 +131,38 @@ class NullAECEnv(AECEnv):
             self.agent_selection = self.agents[self._turn % len(self.agents)]
 
 
-def bench_null_aec(num_players: int, turns: int, seed: int = 0) -> float:
-    """Turns per second of :class:`NullAECEnv` through the same wrapper and loop."""
-    return _aec_loop(wrappers.OrderEnforcingWrapper(NullAECEnv(num_players)), turns, seed)
+def bench_null_aec(num_players: int, turns: int, episode_length: int, seed: int = 0) -> float:
+    """Turns per second of :class:`NullAECEnv` through the same wrapper and loop, with
+    episodes as long as the real env's rounds (resets and end-of-episode steps cost too)."""
+    env = wrappers.OrderEnforcingWrapper(NullAECEnv(num_players, episode_length))
+    return _aec_loop(env, turns, seed)[0]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m loveletter_env.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
-    parser.add_argument("--turns", type=int, default=200_000, help="turns per measurement (default 200000)")
+    parser.add_argument("--turns", type=int, default=100_000, help="turns per measurement (default 100000)")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats; medians are reported (default 5)")
+    parser.add_argument("--episode", choices=("game", "round"), default="game", help="AEC episode kind (default game)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if args.turns <= 0:
-        parser.error("--turns must be positive")
+    if args.turns <= 0 or args.repeats <= 0:
+        parser.error("--turns and --repeats must be positive")
     n, t = args.players, args.turns
-    ceiling = bench_null_aec(n, t, args.seed)
-    eng = bench_engine(n, t, args.seed)
-    aec = bench_aec(n, t, args.seed)
-    print(f"{n} players, {t} turns each, random legal play")
+    # Interleave the three measurements so that load from other processes on a noisy
+    # machine hits all of them alike; report medians.
+    engine_rates, aec_rates, null_rates = [], [], []
+    for r in range(args.repeats):
+        rate, round_length = bench_engine(n, t, args.seed + r)
+        engine_rates.append(rate)
+        rate, episode_length = bench_aec(n, t, args.seed + r, args.episode)
+        aec_rates.append(rate)
+        null_rates.append(bench_null_aec(n, t, max(1, round(episode_length)), args.seed + r))
+    eng, aec, ceiling = (statistics.median(x) for x in (engine_rates, aec_rates, null_rates))
+    print(
+        f"{n} players, random legal play, median of {args.repeats} x {t:,} turns; "
+        f"{round_length:.1f} turns per round, {episode_length:.1f} per {args.episode} episode"
+    )
     print(f"  (a) engine alone       {eng:>12,.0f} turns/s   {eng / ceiling:5.2f} x ceiling  (target >= 3)")
     print(f"  (b) AEC env            {aec:>12,.0f} turns/s   {aec / ceiling:5.2f} x ceiling  (target >= 0.7)")
     print(f"  (c) do-nothing AEC env {ceiling:>12,.0f} turns/s   1.00 x ceiling")

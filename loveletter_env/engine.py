@@ -255,15 +255,19 @@ def _begin_turn(state: GameState, player: int) -> None:
 # Legal actions ----------------------------------------------------------------------
 
 
+#: _OTHER_SEATS[n][player] lists (offset bit, seat) for every other seat at a table of n.
+_OTHER_SEATS = {
+    n: [tuple((1 << t, (p + t) % n) for t in range(1, n)) for p in range(n)] for n in range(MIN_PLAYERS, MAX_PLAYERS + 1)
+}
+
+
 def _choosable_mask(state: GameState, player: int, ignore_protection: bool = False) -> int:
     """Bit ``t`` set for each seat offset t (1..n-1) whose player a card may choose."""
-    n = state.num_players
     out, protected = state.out, state.protected
     mask = 0
-    for t in range(1, n):
-        seat = (player + t) % n
+    for bit, seat in _OTHER_SEATS[state.num_players][player]:
         if not out[seat] and (ignore_protection or not protected[seat]):
-            mask |= 1 << t
+            mask |= bit
     return mask
 
 
@@ -430,11 +434,10 @@ def _end_turn(state: GameState) -> None:
     """Check for the end of the round; otherwise the next player in the round begins."""
     n = state.num_players
     out = state.out
-    alive = [p for p in range(n) if not out[p]]
-    if len(alive) == 1:
-        _finish_round(state, tuple(alive))
+    if out.count(False) == 1:
+        _finish_round(state, (out.index(False),))
     elif state.next_card >= DECK_SIZE:
-        _finish_round(state, showdown_winners(state, alive))
+        _finish_round(state, showdown_winners(state, [p for p in range(n) if not out[p]]))
     else:
         nxt = (state.current + 1) % n
         while out[nxt]:

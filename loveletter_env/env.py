@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import gymnasium
@@ -15,7 +16,7 @@ from . import engine
 from .actions import NUM_ACTIONS
 from .cards import FULL_DECK
 from .engine import IllegalActionError, MAX_PLAYERS, MIN_PLAYERS
-from .observation import OBSERVATION_SIZE, encode_observation
+from .observation import OBSERVATION_SIZE, ObservationTracker
 from .render import render_seat_view
 from .rules import Rules, resolve_rules
 
@@ -23,6 +24,34 @@ EPISODE_KINDS = ("round", "game")
 RESET_OPTIONS = ("deck", "first_player")
 #: Upper bound of any observation entry (counts, tokens, deck size are all below it).
 OBSERVATION_HIGH = 16.0
+
+
+@functools.lru_cache(maxsize=None)
+def _mask_of(legal: tuple[int, ...]) -> np.ndarray:
+    """The int8 mask of a tuple of legal actions (few distinct tuples exist, so memoised)."""
+    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    mask[list(legal)] = 1
+    return mask
+
+
+class DeckShuffler:
+    """Shuffled decks drawn from one numpy ``Generator``, made in batches.
+
+    One ``permuted`` call for many decks costs about what a single shuffle does, and
+    the sequence of decks depends only on the generator's seed, not on the batching.
+    """
+
+    def __init__(self, rng: np.random.Generator, batch: int = 64):
+        self.rng = rng
+        self.batch = batch
+        self._decks: list[tuple[int, ...]] = []
+
+    def next(self) -> tuple[int, ...]:
+        if not self._decks:
+            block = self.rng.permuted(np.tile(np.array(FULL_DECK, dtype=np.int64), (self.batch, 1)), axis=1)
+            self._decks = [tuple(row) for row in block.tolist()]
+            self._decks.reverse()
+        return self._decks.pop()
 
 
 def env(**kwargs: Any) -> "wrappers.OrderEnforcingWrapper":
@@ -86,7 +115,8 @@ class raw_env(AECEnv):
         self.game: engine.GameState | None = None
         self._np_random: np.random.Generator | None = None
         self._np_random_seed: int | None = None
-        self._legal: list[int] = []
+        self._legal: tuple[int, ...] = ()
+        self._observations = ObservationTracker(self.num_players)
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self.observation_spaces[agent]
@@ -114,11 +144,12 @@ class raw_env(AECEnv):
             raise ValueError(f"first_player must be a seat in 0..{self.num_players - 1}, got {first!r}")
         if seed is not None or self._np_random is None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
+            self._decks = DeckShuffler(self._np_random)
         rng = self._np_random
         if first is None:
             first = int(rng.integers(self.num_players))
         if deck is None:
-            deck = self._shuffled_deck()
+            deck = self._decks.next()
         self.game = engine.new_game(self.num_players, deck, int(first), self.rules)
         self.agents = self.possible_agents[:]
         self.rewards = {a: 0.0 for a in self.agents}
@@ -130,9 +161,6 @@ class raw_env(AECEnv):
         self.agent_selection = self.possible_agents[self.game.current]
         if self.render_mode == "human":
             self.render()
-
-    def _shuffled_deck(self) -> tuple[int, ...]:
-        return tuple(int(c) for c in self._np_random.permutation(FULL_DECK))
 
     def step(self, action: int | None) -> None:
         """The selected agent plays ``action``. An action whose mask entry is 0 raises
@@ -150,7 +178,7 @@ class raw_env(AECEnv):
             if self.episode == "round" or game.game_over:
                 self._end_episode()
             else:
-                engine.start_round(game, self._shuffled_deck())
+                engine.start_round(game, self._decks.next())
         self._legal = engine.legal_actions(game)
         if not game.round_over:
             self.agent_selection = self.possible_agents[game.current]
@@ -169,10 +197,9 @@ class raw_env(AECEnv):
     # Observation -------------------------------------------------------------------
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         seat = self.agent_name_mapping[agent]
-        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-        if seat == self.game.current and not self.game.round_over:
-            mask[list(self._legal)] = 1
-        return {"observation": encode_observation(self.game, seat), "action_mask": mask}
+        game = self.game
+        legal = self._legal if seat == game.current else ()
+        return {"observation": self._observations.observe(game, seat), "action_mask": _mask_of(legal).copy()}
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:
         """The legal-action mask of ``agent`` (default: the agent to act)."""

@@ -18,6 +18,7 @@ import numpy as np
 
 from .cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, NUM_CARD_TYPES
 from .engine import MAX_PLAYERS, GameState
+from .rules import Rules
 
 #: A seat never discards more than the 16 cards in play, so 16 slots can never overflow.
 MAX_DISCARDS = DECK_SIZE
@@ -236,3 +237,148 @@ def layout_table() -> str:
 
 if __name__ == "__main__":
     print(layout_table())
+
+
+_DYNAMIC_END = SLICES["unseen"].stop  # fields before this change from turn to turn
+_FACE_UP_SEATS = 2
+
+
+def _round_template(num_players: int, rules: Rules) -> np.ndarray:
+    """The entries every seat's vector has at the start of any round at this table."""
+    row = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
+    row[_PRESENT : _PRESENT + num_players] = 1.0
+    row[_TARGET] = rules.tokens_needed(num_players)
+    row[_NPLAYERS + num_players - 2] = 1.0
+    row[_RULES] = float(rules.discard_sum_tiebreak)
+    row[_RULES + 1] = float(rules.king_ignores_handmaid)
+    return row
+
+
+class ObservationTracker:
+    """Every seat's observation vector, kept up to date as one game advances.
+
+    :func:`encode_observation` rebuilds a vector from scratch; the AEC env instead asks
+    this tracker, which writes only what changed: discards are appended as they happen,
+    round-long fields are written once per round, and the small block of turn-to-turn
+    fields is refreshed for the one seat being observed. The result equals
+    :func:`encode_observation` at every point of every game (a property test checks it).
+    """
+
+    def __init__(self, num_players: int):
+        self.num_players = num_players
+        self._buffers = np.zeros((num_players, OBSERVATION_SIZE), dtype=np.float32)
+        # A flat float view: single-element writes through it are several times
+        # cheaper than numpy scalar assignment, and this is the env's hot path.
+        self._flat = memoryview(self._buffers).cast("B").cast("f")
+        self._zeros = memoryview(np.zeros(_DYNAMIC_END, dtype=np.float32)).cast("B").cast("f")
+        self._state: GameState | None = None
+        self._round = -1
+        self._synced = [0] * num_players  # discards already written, per seat
+        self._unplaced = [0] * 9  # copies of each value neither face up nor discarded
+        self._tokens_written: tuple[int, ...] = ()
+        self._template = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
+        self._template_rules: Rules | None = None
+        # Flat positions precomputed per (observer, seat): the hot path then only adds a card value.
+        n, size = num_players, OBSERVATION_SIZE
+        self._discard_offsets = [
+            [(o * size + _DISC + (s - o) % n * MAX_DISCARDS * 8, o * size + _DCNT + (s - o) % n * 8) for o in range(n)]
+            for s in range(n)
+        ]
+        self._other_offsets = [
+            [
+                ((o + k) % n, o * size + _KNOWN + (k - 1) * 8, o * size + _RULED + (k - 1) * 8, o * size + _SEEN + k - 1)
+                for k in range(1, n)
+            ]
+            for o in range(n)
+        ]
+        self._seat_offsets = [
+            [((o + k) % n, o * size + _OUT + k, o * size + _PROT + k) for k in range(n)] for o in range(n)
+        ]
+
+    def observe(self, state: GameState, observer: int) -> np.ndarray:
+        """The observation vector of ``observer`` (a fresh array the caller may keep)."""
+        if state is not self._state or state.round != self._round:
+            self._start_round(state)
+        self._sync_discards(state)
+        if state.round_over and tuple(state.tokens) != self._tokens_written:
+            self._write_tokens(state)
+        self._refresh(state, observer)
+        return self._buffers[observer].copy()
+
+    def _start_round(self, state: GameState) -> None:
+        n = self.num_players
+        self._state, self._round = state, state.round
+        if self._template_rules is not state.rules:
+            self._template = _round_template(n, state.rules)
+            self._template_rules = state.rules
+        self._buffers[:] = self._template
+        self._synced = [0] * n
+        self._unplaced = [0] + [CARD_COUNTS[v] for v in CARD_VALUES]
+        flat = self._flat
+        for card in state.face_up:
+            self._unplaced[card] -= 1
+            for o in range(n):
+                flat[o * OBSERVATION_SIZE + _FACE + card] += 1.0
+        self._write_tokens(state)
+
+    def _write_tokens(self, state: GameState) -> None:
+        n, flat = self.num_players, self._flat
+        for o in range(n):
+            base = o * OBSERVATION_SIZE + _TOKENS
+            for k in range(n):
+                flat[base + k] = state.tokens[(o + k) % n]
+        self._tokens_written = tuple(state.tokens)
+
+    def _sync_discards(self, state: GameState) -> None:
+        flat, synced, unplaced = self._flat, self._synced, self._unplaced
+        for seat, pile in enumerate(state.discards):
+            j = synced[seat]
+            if j == len(pile):
+                continue
+            for card in pile[j:]:
+                unplaced[card] -= 1
+                # Position of (this seat's j-th discard, card) in every observer's vector.
+                for sequence_at, count_at in self._discard_offsets[seat]:
+                    flat[sequence_at + j * 8 + card] = 1.0
+                    flat[count_at + card] += 1.0
+                j += 1
+            synced[seat] = j
+
+    def _refresh(self, state: GameState, observer: int) -> None:
+        flat = self._flat
+        base = observer * OBSERVATION_SIZE
+        flat[base : base + _DYNAMIC_END] = self._zeros
+        unseen = self._unplaced[:]
+        card = state.hands[observer]
+        if card:
+            flat[base + _HAND + card] += 1.0
+            unseen[card] -= 1
+        if observer == state.current and state.drawn:
+            card = state.drawn
+            flat[base + _HAND + card] += 1.0
+            unseen[card] -= 1
+        known_row, known, ruled_out = state.known[observer], state.known, state.ruled_out
+        for seat, known_at, ruled_at, seen_at in self._other_offsets[observer]:
+            card = known_row[seat]
+            if card:
+                flat[known_at + card] = 1.0
+                unseen[card] -= 1
+            mask = ruled_out[seat]
+            if mask:
+                for v in CARD_VALUES:
+                    if mask >> v & 1:
+                        flat[ruled_at + v] = 1.0
+            if known[seat][observer]:
+                flat[seen_at] = 1.0
+        out, protected = state.out, state.protected
+        for seat, out_at, protected_at in self._seat_offsets[observer]:
+            if out[seat]:
+                flat[out_at] = 1.0
+            if protected[seat]:
+                flat[protected_at] = 1.0
+        if not state.round_over:
+            flat[base + _TO_ACT + (state.current - observer) % self.num_players] = 1.0
+        flat[base + _DECK] = state.deck_remaining
+        at = base + _UNSEEN
+        flat[at + 1], flat[at + 2], flat[at + 3], flat[at + 4] = unseen[1], unseen[2], unseen[3], unseen[4]
+        flat[at + 5], flat[at + 6], flat[at + 7], flat[at + 8] = unseen[5], unseen[6], unseen[7], unseen[8]
