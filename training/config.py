@@ -1,0 +1,330 @@
+"""Training configuration: dataclasses, YAML files and ``--set`` dotted overrides.
+
+A config is a :class:`TrainConfig` tree. It comes from the built-in defaults, a YAML
+file that overrides some of them (``configs/default.yaml`` and friends), then dotted
+overrides such as ``ppo.learning_rate=3e-4`` or ``env.num_players=[2,3,4]``. Unknown
+keys and values of the wrong type or range raise :class:`ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Union
+
+import yaml
+
+from loveletter_env.rules import PRESETS
+
+from .ppo import PPOConfig
+
+DEVICES = ("auto", "cpu", "cuda")
+EPISODE_KINDS = ("round", "game")
+
+
+class ConfigError(ValueError):
+    """A config file, key or value that cannot be used; the message names it."""
+
+
+@dataclass
+class EnvConfig:
+    """The batched environment the rollouts run on.
+
+    Attributes:
+        num_players: table sizes; game ``i`` of the batch gets ``num_players[i % len]``,
+            so ``[2, 3, 4]`` trains one network on a mix of table sizes.
+        rules: rule preset name.
+        episode: ``"round"`` (reward after every round) or ``"game"``.
+        num_games: games played side by side.
+        rollout_steps: turns each game advances per rollout (the rollout has
+            ``num_games * rollout_steps`` turns, of which the learner's are trained on).
+    """
+
+    num_players: list[int] = field(default_factory=lambda: [2])
+    rules: str = "classic"
+    episode: str = "round"
+    num_games: int = 256
+    rollout_steps: int = 32
+
+
+@dataclass
+class ModelConfig:
+    """The :class:`~training.ppo.ActorCritic` network."""
+
+    hidden_sizes: list[int] = field(default_factory=lambda: [256, 256])
+
+
+@dataclass
+class OpponentConfig:
+    """Who sits in the seats the learner does not control.
+
+    Each episode of each game draws its kind with these relative weights:
+    ``current`` (every seat is the learning network: self-play, every seat is trained on),
+    ``past`` (one learner seat, the others a snapshot from the pool) or ``bots`` (one
+    learner seat, the others heuristic bots, which act in Python and are slow).
+
+    Attributes:
+        current, past, bots: relative weights (>= 0, not all 0).
+        bot_names: bots to draw from (``loveletter_env.agents.make_agent`` names).
+        snapshot_every: add the current weights to the pool every this many updates.
+        pool_size: snapshots kept (the oldest leave first).
+    """
+
+    current: float = 0.6
+    past: float = 0.25
+    bots: float = 0.15
+    bot_names: list[str] = field(default_factory=lambda: ["rule", "random"])
+    snapshot_every: int = 5
+    pool_size: int = 20
+
+
+@dataclass
+class EvalConfig:
+    """Periodic evaluation through ``training.evaluate.evaluate``.
+
+    Attributes:
+        every: evaluate every this many updates (and at the end); 0 disables.
+        rounds: rounds per opponent, seats rotated.
+        opponents: one evaluation per name; the learner plays against ``num_players - 1`` copies.
+        num_players: table size of the evaluation.
+        best_by: opponent whose win rate picks the ``best`` checkpoint.
+        greedy: evaluate the most likely action instead of sampling.
+    """
+
+    every: int = 20
+    rounds: int = 300
+    opponents: list[str] = field(default_factory=lambda: ["random", "rule"])
+    num_players: int = 2
+    best_by: str = "rule"
+    greedy: bool = True
+
+
+@dataclass
+class TrainConfig:
+    """A whole self-play run.
+
+    Attributes:
+        run_name: outputs go to ``<out_dir>/<run_name>/``.
+        out_dir: parent folder of runs.
+        seed: seeds the environment, the network and every sampling generator.
+        total_steps: environment turns to play (every seat's turns count).
+        device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
+        save_every: write ``latest.pt`` and a numbered snapshot every this many updates.
+        torch_threads: CPU threads torch may use (0: torch's default; 1 suits a small shared CPU).
+    """
+
+    run_name: str = "default"
+    out_dir: str = "checkpoints"
+    seed: int = 0
+    total_steps: int = 4_000_000
+    device: str = "auto"
+    save_every: int = 25
+    torch_threads: int = 1
+    env: EnvConfig = field(default_factory=EnvConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    opponents: OpponentConfig = field(default_factory=OpponentConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    # -- derived sizes ----------------------------------------------------------------
+    @property
+    def steps_per_update(self) -> int:
+        """Environment turns played per rollout."""
+        return self.env.num_games * self.env.rollout_steps
+
+    @property
+    def num_updates(self) -> int:
+        """Rollout + update iterations the run makes (at least one)."""
+        return max(1, self.total_steps // self.steps_per_update)
+
+    def validate(self) -> "TrainConfig":
+        """Raise :class:`ConfigError` naming the first bad value; return ``self``."""
+        def need(ok: bool, key: str, rule: str) -> None:
+            if not ok:
+                raise ConfigError(f"{key} {rule}, got {_get(self, key)!r}")
+
+        need(bool(self.run_name) and "/" not in self.run_name and self.run_name not in (".", ".."),
+             "run_name", "must be a plain folder name")
+        need(self.total_steps > 0, "total_steps", "must be > 0")
+        need(self.device in DEVICES, "device", f"must be one of {DEVICES}")
+        need(self.save_every >= 1, "save_every", "must be >= 1")
+        need(self.torch_threads >= 0, "torch_threads", "must be >= 0")
+        e = self.env
+        need(len(e.num_players) > 0 and all(n in (2, 3, 4) for n in e.num_players),
+             "env.num_players", "must be a non-empty list of table sizes 2, 3 or 4")
+        need(e.rules in PRESETS, "env.rules", f"must be one of {sorted(PRESETS)}")
+        need(e.episode in EPISODE_KINDS, "env.episode", f"must be one of {EPISODE_KINDS}")
+        need(e.num_games >= 1, "env.num_games", "must be >= 1")
+        need(e.rollout_steps >= 2, "env.rollout_steps", "must be >= 2")
+        need(all(h >= 1 for h in self.model.hidden_sizes) and len(self.model.hidden_sizes) > 0,
+             "model.hidden_sizes", "must be a non-empty list of positive sizes")
+        try:
+            self.ppo.validate()
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        o = self.opponents
+        for kind in ("current", "past", "bots"):
+            need(getattr(o, kind) >= 0, f"opponents.{kind}", "must be >= 0")
+        need(o.current + o.past + o.bots > 0, "opponents.current", "and opponents.past/bots must not all be 0")
+        need(o.bots == 0 or len(o.bot_names) > 0, "opponents.bot_names", "must name a bot when opponents.bots > 0")
+        need(o.snapshot_every >= 1, "opponents.snapshot_every", "must be >= 1")
+        need(o.pool_size >= 1, "opponents.pool_size", "must be >= 1")
+        v = self.eval
+        need(v.every >= 0, "eval.every", "must be >= 0")
+        need(v.rounds >= 1, "eval.rounds", "must be >= 1")
+        need(v.num_players in (2, 3, 4), "eval.num_players", "must be 2, 3 or 4")
+        need(v.every == 0 or v.best_by in v.opponents, "eval.best_by", f"must be one of eval.opponents {v.opponents}")
+        return self
+
+
+# ---------------------------------------------------------------------------------
+# dict <-> dataclass, with type checks
+# ---------------------------------------------------------------------------------
+def _get(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    """``value`` checked (and widened where harmless, e.g. int -> float) against ``tp``."""
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, key)
+            except ConfigError as err:
+                errors.append(str(err))
+        raise ConfigError(errors[0] if errors else f"{key}: bad value {value!r}")
+    if origin is list:
+        (item_tp,) = typing.get_args(tp)
+        if isinstance(value, tuple):
+            value = list(value)
+        elif not isinstance(value, (list, dict)):
+            value = [value]  # a single value is a one-item list: `num_players: 2`
+        if not isinstance(value, list):
+            raise ConfigError(f"{key} must be a list, got {value!r}")
+        return [_coerce(v, item_tp, f"{key}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key} must be a mapping of its fields, got {value!r}")
+        return from_dict(tp, value, prefix=f"{key}.")
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key} must be true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)  # 1e6 in YAML is a float
+            raise ConfigError(f"{key} must be an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key} must be a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key} must be a string, got {value!r}")
+        return value
+    raise TypeError(f"config field {key} has an unsupported type {tp!r}")  # a bug in this module
+
+
+def from_dict(cls: type, data: dict, prefix: str = "") -> Any:
+    """Build dataclass ``cls`` from a (possibly partial) nested dict; missing keys keep
+    their defaults, unknown keys raise :class:`ConfigError`."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'} must be a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"unknown config key(s) {[prefix + k for k in unknown]}; known keys: {sorted(names)}")
+    kwargs = {k: _coerce(v, hints[k], prefix + k) for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def to_dict(config: Any) -> dict:
+    """Plain nested dict (YAML- and ``torch.load(weights_only=True)``-safe)."""
+    return dataclasses.asdict(config)
+
+
+# ---------------------------------------------------------------------------------
+# Files and overrides
+# ---------------------------------------------------------------------------------
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``"ppo.learning_rate=3e-4"`` -> (``["ppo", "learning_rate"]``, ``3e-4``); the value is YAML."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"an override looks like section.key=value, got {text!r}")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as err:
+        raise ConfigError(f"override {text!r}: the value is not valid YAML ({err})") from None
+    return key.split("."), _fix_yaml_floats(value)
+
+
+def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
+    """Set each dotted override into the nested dict ``data`` (in place; also returned)."""
+    for text in overrides:
+        path, value = parse_override(text)
+        node = data
+        for part in path[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {text!r}: {part!r} is not a section")
+            node = child
+        node[path[-1]] = value
+    return data
+
+
+def read_yaml(path: str | Path) -> dict:
+    """A YAML config file as a dict (empty file: empty dict)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(path)!r} must hold a mapping of sections, got {type(data).__name__}")
+    return data
+
+
+def _fix_yaml_floats(data: Any) -> Any:
+    """Turn strings such as ``3e-4`` (YAML 1.1 reads them as text) into floats."""
+    if isinstance(data, dict):
+        return {k: _fix_yaml_floats(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_fix_yaml_floats(v) for v in data]
+    if isinstance(data, str):
+        try:
+            return float(data) if any(c in data for c in "eE") and any(c.isdigit() for c in data) else data
+        except ValueError:
+            return data
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> TrainConfig:
+    """Defaults, then the YAML file at ``path`` (if any), then dotted ``overrides``; validated."""
+    data = _fix_yaml_floats(read_yaml(path)) if path is not None else {}
+    apply_overrides(data, overrides)
+    return from_dict(TrainConfig, data).validate()
+
+
+def save_config(config: TrainConfig, path: str | Path) -> None:
+    """Write ``config`` as YAML (every key, so the file documents the whole run)."""
+    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False))

@@ -1,0 +1,396 @@
+"""Masked PPO for Love Letter, written to be read top to bottom.
+
+Pieces, in the order a training update uses them:
+
+1. :class:`PPOConfig` - every hyper-parameter of the algorithm, in one dataclass.
+2. :class:`ActorCritic` - the policy/value network: ``forward(obs) -> (logits, value)``.
+3. Masked distribution helpers - illegal actions get a logit of ``-inf`` in effect
+   (the most negative float), so they are never sampled, carry no probability in the
+   loss, and add nothing to the entropy: the entropy is over legal actions only.
+4. :func:`compute_gae` - advantages over each *player's own* decision points. In a
+   multi-player turn-based game the "next state" of a decision is the same player's
+   next decision, not the next turn of the table; the end-of-round reward is credited
+   to every seat's last decision.
+5. :func:`ppo_losses` / :func:`ppo_update` - clipped surrogate objective, (optionally
+   clipped) value loss, entropy bonus, per-minibatch advantage normalisation and
+   gradient-norm clipping.
+6. :func:`learning_rate` - the linear learning-rate schedule.
+
+:class:`PolicyAgent` wraps a network as an agent with ``act(observation_dict) -> int``,
+the interface every bot and evaluation tool of the project uses.
+
+Randomness always comes from an explicit :class:`torch.Generator`, never from torch's
+global generator, so a seeded run is reproducible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.observation import OBSERVATION_SIZE
+
+
+# ---------------------------------------------------------------------------------
+# 1. Hyper-parameters
+# ---------------------------------------------------------------------------------
+@dataclass
+class PPOConfig:
+    """Hyper-parameters of one PPO update (the environment side lives in ``training.config``).
+
+    Attributes:
+        learning_rate: Adam step size at the start of training.
+        anneal_lr: decay the learning rate linearly to 0 over the run.
+        gamma: discount per decision of the same player. Rounds are short, so 1.0 works.
+        gae_lambda: GAE bias/variance trade-off.
+        update_epochs: passes over each rollout.
+        num_minibatches: minibatches per pass.
+        clip_coef: PPO ratio clip range.
+        clip_vloss: also clip the value update around the old value estimate.
+        ent_coef: entropy bonus weight.
+        vf_coef: value loss weight.
+        max_grad_norm: gradient-norm clip.
+        norm_adv: normalise advantages within each minibatch.
+        target_kl: stop the update's epochs early once the approximate KL exceeds this
+            (``None``: never stop early).
+    """
+
+    learning_rate: float = 2.5e-4
+    anneal_lr: bool = True
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    update_epochs: int = 4
+    num_minibatches: int = 4
+    clip_coef: float = 0.2
+    clip_vloss: bool = True
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    norm_adv: bool = True
+    target_kl: float | None = None
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first out-of-range hyper-parameter."""
+        checks = [
+            ("learning_rate", self.learning_rate > 0, "must be > 0"),
+            ("gamma", 0 < self.gamma <= 1, "must be in (0, 1]"),
+            ("gae_lambda", 0 <= self.gae_lambda <= 1, "must be in [0, 1]"),
+            ("update_epochs", self.update_epochs >= 1, "must be >= 1"),
+            ("num_minibatches", self.num_minibatches >= 1, "must be >= 1"),
+            ("clip_coef", self.clip_coef > 0, "must be > 0"),
+            ("ent_coef", self.ent_coef >= 0, "must be >= 0"),
+            ("vf_coef", self.vf_coef >= 0, "must be >= 0"),
+            ("max_grad_norm", self.max_grad_norm > 0, "must be > 0"),
+            ("target_kl", self.target_kl is None or self.target_kl > 0, "must be > 0 or null"),
+        ]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"ppo.{name} {rule}, got {getattr(self, name)!r}")
+
+
+# ---------------------------------------------------------------------------------
+# 2. The network
+# ---------------------------------------------------------------------------------
+class ActorCritic(nn.Module):
+    """A shared MLP trunk with a policy head (41 logits) and a value head.
+
+    One network plays every seat and every table size: the observation vector already
+    has one shape for 2, 3 and 4 players, with seats relative to the observer.
+    ``forward`` knows nothing of masks, so the module exports to ONNX as is.
+    """
+
+    def __init__(
+        self,
+        hidden_sizes: Sequence[int] = (256, 256),
+        obs_size: int = OBSERVATION_SIZE,
+        num_actions: int = NUM_ACTIONS,
+        generator: torch.Generator | None = None,
+    ):
+        super().__init__()
+        if not hidden_sizes or any(int(h) < 1 for h in hidden_sizes):
+            raise ValueError(f"hidden_sizes must be a non-empty list of positive sizes, got {list(hidden_sizes)}")
+        self.hidden_sizes = tuple(int(h) for h in hidden_sizes)
+        self.obs_size = obs_size
+        self.num_actions = num_actions
+        layers: list[nn.Module] = []
+        width = obs_size
+        for h in self.hidden_sizes:
+            layers += [nn.Linear(width, h), nn.ReLU()]
+            width = h
+        self.trunk = nn.Sequential(*layers)
+        self.policy_head = nn.Linear(width, num_actions)
+        self.value_head = nn.Linear(width, 1)
+        self.reset_parameters(generator)
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Orthogonal init (CleanRL's choice): a small policy head so the first policy is
+        near uniform over legal actions, and zero biases."""
+        gains = [(m, np.sqrt(2)) for m in self.trunk if isinstance(m, nn.Linear)]
+        gains += [(self.policy_head, 0.01), (self.value_head, 1.0)]
+        for layer, gain in gains:
+            nn.init.orthogonal_(layer.weight, gain=float(gain), generator=generator)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``obs`` float ``[B, OBSERVATION_SIZE]`` -> (logits ``[B, 41]``, value ``[B]``)."""
+        features = self.trunk(obs)
+        return self.policy_head(features), self.value_head(features).squeeze(-1)
+
+
+# ---------------------------------------------------------------------------------
+# 3. Masked distribution
+# ---------------------------------------------------------------------------------
+def masked_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Logits with illegal actions pushed to the most negative float.
+
+    The most negative finite float rather than ``-inf`` keeps ``0 * log p`` finite in the
+    entropy and keeps gradients free of NaNs; after softmax those actions get exactly 0.
+    """
+    return logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
+
+
+def masked_log_probs(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Log-probabilities of every action under the masked policy (illegal ones ~ -inf)."""
+    return torch.log_softmax(masked_logits(logits, mask), dim=-1)
+
+
+def masked_entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Entropy of the masked policy, summed over legal actions only: ``[B]``."""
+    log_p = masked_log_probs(logits, mask)
+    return -(log_p.exp() * log_p).where(mask, torch.zeros_like(log_p)).sum(-1)
+
+
+def sample_actions(
+    logits: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None, greedy: bool = False
+) -> torch.Tensor:
+    """One legal action per row: the most likely one (``greedy``) or a sample.
+
+    Sampling uses the Gumbel-max trick with uniforms drawn from ``generator``; masked
+    logits are so low that an illegal action can never win the argmax.
+    """
+    scores = masked_logits(logits, mask)
+    if not greedy:
+        uniform = torch.rand(scores.shape, generator=generator, device=scores.device).clamp_(1e-20, 1.0)
+        # Gumbel noise is bounded (~46) while masked scores sit at -3e38: never picked.
+        scores = scores - torch.log(-torch.log(uniform))
+    return scores.argmax(-1)
+
+
+def action_log_prob(logits: torch.Tensor, mask: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """Log-probability of ``actions`` (``[B]``) under the masked policy."""
+    return masked_log_probs(logits, mask).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+
+
+# ---------------------------------------------------------------------------------
+# 4. Advantages over each player's own decision points
+# ---------------------------------------------------------------------------------
+def compute_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    terminal: torch.Tensor,
+    next_index: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimates for transitions linked per player.
+
+    Transition ``i`` is one decision of one seat in one game. Its successor is the same
+    seat's next decision in the same game, ``next_index[i]`` (always ``> i``), or none:
+
+    - ``terminal[i]``: the episode ended before that seat acted again; ``rewards[i]``
+      holds the seat's end-of-episode reward and there is nothing to bootstrap from;
+    - ``next_index[i] >= 0``: bootstrap from the successor's value and recurse into
+      its advantage (the successor's own advantage counts as 0 when it is unresolved);
+    - otherwise the rollout stopped before the outcome of this decision was known: it is
+      *unresolved*, gets no advantage and is left out of the loss, but its value still
+      serves as the bootstrap of its predecessor.
+
+    Returns ``(advantages, returns, resolved)``; ``returns = advantages + values``.
+    """
+    n = rewards.shape[0]
+    r, v = rewards.tolist(), values.tolist()
+    term, nxt = terminal.tolist(), next_index.tolist()
+    adv = [0.0] * n
+    resolved = [False] * n
+    # Successors always come later, so one backward sweep sees them first.
+    for i in range(n - 1, -1, -1):
+        if term[i]:
+            adv[i] = r[i] - v[i]
+        elif nxt[i] >= 0:
+            j = nxt[i]
+            delta = r[i] + gamma * v[j] - v[i]
+            adv[i] = delta + gamma * gae_lambda * adv[j]
+        else:
+            continue
+        resolved[i] = True
+    advantages = torch.tensor(adv, dtype=values.dtype, device=values.device)
+    return advantages, advantages + values, torch.tensor(resolved, dtype=torch.bool, device=values.device)
+
+
+# ---------------------------------------------------------------------------------
+# 5. The clipped objective and the update
+# ---------------------------------------------------------------------------------
+@dataclass
+class RolloutBatch:
+    """Resolved learner transitions of one rollout, flat over games, seats and time."""
+
+    obs: torch.Tensor  # float [B, OBSERVATION_SIZE]
+    masks: torch.Tensor  # bool [B, 41]
+    actions: torch.Tensor  # long [B]
+    logprobs: torch.Tensor  # float [B], under the policy that acted
+    values: torch.Tensor  # float [B], its value estimates
+    advantages: torch.Tensor  # float [B]
+    returns: torch.Tensor  # float [B]
+
+    def __len__(self) -> int:
+        return self.actions.shape[0]
+
+
+def policy_loss(new_logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, clip_coef: float):
+    """PPO's clipped surrogate, as a loss to minimise: ``mean(max(-A r, -A clip(r)))``."""
+    ratio = (new_logprobs - old_logprobs).exp()
+    unclipped = -advantages * ratio
+    clipped = -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)
+    return torch.max(unclipped, clipped).mean()
+
+
+def value_loss(
+    new_values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    clip_coef: float | None,
+) -> torch.Tensor:
+    """Half mean squared error to the returns; with ``clip_coef`` the pessimistic max of
+    the plain and the clipped-around-``old_values`` errors."""
+    error = (new_values - returns) ** 2
+    if clip_coef is not None:
+        clipped = old_values + (new_values - old_values).clamp(-clip_coef, clip_coef)
+        error = torch.max(error, (clipped - returns) ** 2)
+    return 0.5 * error.mean()
+
+
+def normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """Zero mean, unit standard deviation (a single element is just centred)."""
+    if x.numel() < 2:
+        return x - x.mean()
+    return (x - x.mean()) / (x.std() + eps)
+
+
+def ppo_losses(model: nn.Module, batch: RolloutBatch, cfg: PPOConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Total loss of one minibatch and its pieces (for logging)."""
+    logits, new_values = model(batch.obs)
+    new_logprobs = action_log_prob(logits, batch.masks, batch.actions)
+    entropy = masked_entropy(logits, batch.masks).mean()
+    advantages = normalize(batch.advantages) if cfg.norm_adv else batch.advantages
+    pg = policy_loss(new_logprobs, batch.logprobs, advantages, cfg.clip_coef)
+    vf = value_loss(new_values, batch.values, batch.returns, cfg.clip_coef if cfg.clip_vloss else None)
+    loss = pg - cfg.ent_coef * entropy + cfg.vf_coef * vf
+    with torch.no_grad():
+        log_ratio = new_logprobs - batch.logprobs
+        # The low-variance KL estimator (k3) from http://joschu.net/blog/kl-approx.html
+        approx_kl = ((log_ratio.exp() - 1) - log_ratio).mean()
+        clip_fraction = ((log_ratio.exp() - 1).abs() > cfg.clip_coef).float().mean()
+    return loss, {
+        "policy_loss": pg.detach(),
+        "value_loss": vf.detach(),
+        "entropy": entropy.detach(),
+        "approx_kl": approx_kl,
+        "clip_fraction": clip_fraction,
+    }
+
+
+def ppo_update(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: RolloutBatch,
+    cfg: PPOConfig,
+    generator: torch.Generator,
+) -> dict[str, float]:
+    """Run ``update_epochs`` passes of minibatch gradient steps over ``batch``.
+
+    Returns the mean of each loss piece over the minibatches, plus ``explained_variance``
+    of the value estimates that collected the batch.
+    """
+    size = len(batch)
+    if size == 0:
+        raise ValueError("ppo_update got an empty batch: the rollout resolved no learner decision")
+    minibatch = max(1, size // cfg.num_minibatches)
+    totals: dict[str, float] = {}
+    steps = 0
+    for _ in range(cfg.update_epochs):
+        order = torch.randperm(size, generator=generator, device="cpu").to(batch.actions.device)
+        for start in range(0, size - minibatch + 1, minibatch):
+            idx = order[start : start + minibatch]
+            mb = RolloutBatch(*(getattr(batch, f)[idx] for f in RolloutBatch.__dataclass_fields__))
+            loss, stats = ppo_losses(model, mb, cfg)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+            optimizer.step()
+            for k, val in stats.items():
+                totals[k] = totals.get(k, 0.0) + float(val)
+            steps += 1
+        if cfg.target_kl is not None and float(stats["approx_kl"]) > cfg.target_kl:
+            break
+    out = {k: val / steps for k, val in totals.items()}
+    var_returns = batch.returns.var()
+    out["explained_variance"] = float(1 - (batch.returns - batch.values).var() / var_returns) if var_returns > 0 else 0.0
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# 6. Learning-rate schedule
+# ---------------------------------------------------------------------------------
+def learning_rate(cfg: PPOConfig, progress: float) -> float:
+    """Learning rate once a fraction ``progress`` (0..1) of the run is done."""
+    if not cfg.anneal_lr:
+        return cfg.learning_rate
+    return cfg.learning_rate * max(0.0, 1.0 - progress)
+
+
+# ---------------------------------------------------------------------------------
+# Acting outside training
+# ---------------------------------------------------------------------------------
+class PolicyAgent:
+    """A trained network as an agent: ``act(observation_dict) -> int``.
+
+    Args:
+        model: an :class:`ActorCritic` (or any module with the same ``forward``).
+        greedy: play the most likely legal action; otherwise sample from the masked policy.
+        seed: seeds this agent's own generator (used only when sampling).
+        device: where to run the network.
+    """
+
+    def __init__(self, model: nn.Module, greedy: bool = True, seed: int = 0, device: str | torch.device = "cpu"):
+        self.device = torch.device(device)
+        self.model = model.to(self.device).eval()
+        self.greedy = greedy
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new episode (the network keeps no memory); with ``seed``, reseed sampling."""
+        if seed is not None:
+            self.generator.manual_seed(seed)
+
+    @torch.no_grad()
+    def act(self, observation: Mapping[str, np.ndarray]) -> int:
+        """The action for one observation dict ``{"observation", "action_mask"}``."""
+        mask = np.asarray(observation["action_mask"]).astype(bool)
+        if not mask.any():
+            raise ValueError("the action mask has no legal action: this agent is not the one to act")
+        obs = torch.as_tensor(np.asarray(observation["observation"], dtype=np.float32), device=self.device)
+        logits, _ = self.model(obs.unsqueeze(0))
+        legal = torch.as_tensor(mask, device=self.device).unsqueeze(0)
+        return int(sample_actions(logits, legal, self.generator, greedy=self.greedy)[0])
+
+    @torch.no_grad()
+    def act_batch(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Actions for a batch: ``obs`` float ``[B, OBSERVATION_SIZE]``, ``mask`` bool ``[B, 41]``."""
+        logits, _ = self.model(obs.to(self.device))
+        return sample_actions(logits, mask.to(self.device), self.generator, greedy=self.greedy)
