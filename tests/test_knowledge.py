@@ -1,0 +1,204 @@
+"""SPEC "Knowledge about another player's hand": when knowledge is learned, kept, dropped
+and moved, and the public record of failed Guard guesses.
+
+Every check reads both the engine's tables and the observer's decoded observation, and
+requires them to agree.
+"""
+
+from __future__ import annotations
+
+from conftest import act, offset_of, play, start, view
+from loveletter_env import engine
+from loveletter_env.actions import HANDMAID_ACTION
+from loveletter_env.cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
+from loveletter_env.engine import GameState
+
+
+def knows(state: GameState, observer: int, player: int) -> int:
+    """The card ``observer`` knows ``player`` holds (0 = unknown), read from the engine
+    table and from the observation, which must agree."""
+    table = state.known[observer][player]
+    observed = view(state, observer).known_cards[offset_of(state, observer, player)]
+    assert table == observed, f"engine says {table}, observation of player_{observer} says {observed}"
+    return table
+
+
+def seen_by(state: GameState, observer: int, player: int) -> bool:
+    """Whether ``observer``'s observation says ``player`` knows the observer's card."""
+    flag = view(state, observer).seen_by[offset_of(state, observer, player)]
+    assert flag == bool(state.known[player][observer])
+    return flag
+
+
+def ruled_out(state: GameState, observer: int, player: int) -> frozenset[int]:
+    """Values a failed Guard proved ``player`` lacks, as ``observer`` sees them."""
+    table = frozenset(v for v in range(GUARD, PRINCESS + 1) if state.ruled_out[player] >> v & 1)
+    observed = view(state, observer).ruled_out[offset_of(state, observer, player)]
+    assert table == observed
+    return table
+
+
+# Priest knowledge: kept, dropped ------------------------------------------------------
+
+
+def _priest_sees_baron() -> GameState:
+    """3 players; player_0 has looked at player_1's Baron; player_1 is to act holding
+    Baron + Guard, player_2 holds a Prince and will draw a Guard."""
+    state = start(3, hands={0: PRIEST, 1: BARON, 2: PRINCE}, draws=[HANDMAID, GUARD, GUARD, KING])
+    engine.step(state, act(PRIEST, 1))
+    assert knows(state, 0, 1) == BARON
+    assert knows(state, 2, 1) == 0
+    assert seen_by(state, 1, 0)
+    return state
+
+
+def test_knowledge_stays_when_the_player_plays_another_value():
+    state = _priest_sees_baron()
+    engine.step(state, act(GUARD, 1, PRINCESS))  # player_1 plays the Guard and keeps the Baron
+    assert knows(state, 0, 1) == BARON
+
+
+def test_knowledge_is_dropped_when_the_player_plays_the_same_value():
+    state = start(3, hands={0: PRIEST, 1: HANDMAID, 2: GUARD}, draws=[GUARD, HANDMAID])
+    engine.step(state, act(PRIEST, 1))
+    assert knows(state, 0, 1) == HANDMAID
+    engine.step(state, HANDMAID_ACTION)  # the known copy or the drawn one: no one can tell
+    assert knows(state, 0, 1) == 0
+
+
+def test_knowledge_is_dropped_when_the_player_is_chosen_by_a_prince():
+    state = _priest_sees_baron()
+    play(state, [act(GUARD, 1, PRINCESS), act(PRINCE, 2)])  # player_2 makes player_1 discard
+    assert state.discards[1] == [GUARD, BARON]
+    assert knows(state, 0, 1) == 0
+    assert not seen_by(state, 1, 0)
+
+
+def test_knowledge_is_dropped_when_the_player_chooses_themselves_with_a_prince():
+    state = start(3, hands={0: PRIEST, 1: BARON, 2: GUARD}, draws=[HANDMAID, PRINCE])
+    engine.step(state, act(PRIEST, 1))
+    engine.step(state, act(PRINCE, 0))
+    assert state.discards[1] == [PRINCE, BARON]
+    assert knows(state, 0, 1) == 0
+
+
+def test_knowledge_is_dropped_when_the_player_is_out():
+    state = _priest_sees_baron()
+    play(state, [act(GUARD, 1, PRINCESS), act(GUARD, 2, BARON)])  # player_2 names the Baron
+    assert state.out == [False, True, False]
+    assert knows(state, 0, 1) == 0
+
+
+# King trades ------------------------------------------------------------------------
+
+
+def test_king_trade_moves_a_third_players_knowledge_with_the_card():
+    state = start(3, hands={0: PRIEST, 1: BARON, 2: GUARD}, draws=[HANDMAID, KING])
+    engine.step(state, act(PRIEST, 1))
+    assert knows(state, 0, 1) == BARON
+
+    engine.step(state, act(KING, 1))  # player_1 gives the Baron to player_2, receives the Guard
+    assert state.hands[1:] == [GUARD, BARON]
+    assert knows(state, 0, 2) == BARON
+    assert knows(state, 0, 1) == 0
+
+
+def test_king_trade_moves_knowledge_of_the_targets_hand_too():
+    state = start(3, hands={0: PRIEST, 1: BARON, 2: GUARD}, draws=[HANDMAID, KING])
+    engine.step(state, act(PRIEST, 2))
+    assert knows(state, 0, 2) == GUARD
+
+    engine.step(state, act(KING, 1))
+    assert knows(state, 0, 1) == GUARD
+    assert knows(state, 0, 2) == 0
+
+
+def test_both_traders_know_each_others_new_card():
+    state = start(3, hands={0: PRIEST, 1: BARON, 2: GUARD}, draws=[HANDMAID, KING])
+    play(state, [act(PRIEST, 1), act(KING, 1)])
+
+    assert knows(state, 1, 2) == BARON  # player_1's former card
+    assert knows(state, 2, 1) == GUARD  # player_2's former card
+    assert seen_by(state, 1, 2) and seen_by(state, 2, 1)
+    assert seen_by(state, 2, 0)  # player_0 saw the Baron, which player_2 now holds
+    assert not seen_by(state, 1, 0)  # and knows nothing of player_1's new Guard
+
+
+def test_own_king_trade_tells_you_the_other_players_card():
+    state = start(2, hands={0: KING, 1: PRINCE}, draws=[HANDMAID])
+    engine.step(state, act(KING, 1))
+    assert knows(state, 0, 1) == HANDMAID
+    assert knows(state, 1, 0) == PRINCE
+
+
+# Baron ------------------------------------------------------------------------------
+
+
+def test_baron_tie_both_players_learn_the_other_card_and_only_they():
+    state = start(3, hands={0: BARON, 1: PRIEST, 2: GUARD}, draws=[PRIEST])
+    engine.step(state, act(BARON, 1))
+    assert knows(state, 0, 1) == PRIEST and knows(state, 1, 0) == PRIEST
+    assert knows(state, 2, 0) == 0 and knows(state, 2, 1) == 0
+
+
+def test_baron_winners_card_is_known_to_the_loser():
+    state = start(3, hands={0: BARON, 1: GUARD, 2: PRIEST}, draws=[KING])
+    engine.step(state, act(BARON, 1))
+    assert state.out[1]
+    assert knows(state, 1, 0) == KING
+    assert knows(state, 0, 1) == 0  # the loser's hand is gone
+
+
+# Failed Guard guesses ---------------------------------------------------------------
+
+
+def _guard_misses_player_2() -> GameState:
+    """3 players; player_0's Guard named Countess on player_2 (who holds a Baron) and
+    missed. player_1 is to act, holding a Guard and whatever the test asks for."""
+    return start(3, hands={0: GUARD, 1: GUARD, 2: BARON}, draws=[HANDMAID, KING, PRIEST])
+
+
+def test_failed_guard_guess_is_public():
+    state = _guard_misses_player_2()
+    engine.step(state, act(GUARD, 2, COUNTESS))
+    for observer in (0, 1):
+        assert ruled_out(state, observer, 2) == {COUNTESS}
+    assert view(state, 2).ruled_out[0] == frozenset()  # own seat: nothing to rule out
+
+
+def test_failed_guard_guesses_accumulate_until_that_player_draws():
+    state = start(4, hands={0: GUARD, 1: GUARD, 2: PRIEST, 3: BARON}, draws=[HANDMAID, HANDMAID, GUARD])
+    engine.step(state, act(GUARD, 3, COUNTESS))
+    engine.step(state, act(GUARD, 2, PRINCESS))  # player_1 misses player_3 too
+    for observer in (0, 1, 2):
+        assert ruled_out(state, observer, 3) == {COUNTESS, PRINCESS}
+
+    engine.step(state, act(PRIEST, 1))
+    assert state.current == 3
+    # player_3 has drawn: the card they keep may be the new one.
+    assert ruled_out(state, 0, 3) == frozenset()
+
+
+def test_failed_guard_guesses_clear_when_the_player_is_chosen_by_a_prince():
+    state = start(3, hands={0: GUARD, 1: PRINCE, 2: BARON}, draws=[HANDMAID, KING])
+    engine.step(state, act(GUARD, 2, COUNTESS))
+    assert ruled_out(state, 1, 2) == {COUNTESS}
+    engine.step(state, act(PRINCE, 1))
+    assert ruled_out(state, 1, 2) == frozenset()
+
+
+def test_failed_guard_guesses_clear_when_the_player_is_out():
+    state = _guard_misses_player_2()
+    engine.step(state, act(GUARD, 2, COUNTESS))
+    engine.step(state, act(GUARD, 1, BARON))
+    assert state.out[2]
+    assert ruled_out(state, 0, 2) == frozenset()
+
+
+def test_failed_guard_guesses_move_with_a_king_trade():
+    state = _guard_misses_player_2()
+    engine.step(state, act(GUARD, 2, COUNTESS))
+    engine.step(state, act(KING, 1))  # player_1 takes player_2's Baron
+    assert state.hands[1:] == [BARON, GUARD]
+    assert ruled_out(state, 0, 1) == {COUNTESS}
+    assert ruled_out(state, 0, 2) == frozenset()
