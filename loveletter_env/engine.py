@@ -233,13 +233,12 @@ def start_round(state: GameState, deck: Sequence[int], first_player: int | None 
     state.round_winners = ()
     state.history = []
     # Set-aside card, then the 2-player face-up cards, then one card each in turn order.
-    state.next_card = 1 + (FACE_UP_CARDS_2P if n == 2 else 0)
+    dealt = 1 + (FACE_UP_CARDS_2P if n == 2 else 0)
     hands = [0] * n
     for i in range(n):
-        seat = (first_player + i) % n
-        hands[seat] = state.deck[state.next_card]
-        state.next_card += 1
+        hands[(first_player + i) % n] = state.deck[dealt + i]
     state.hands = hands
+    state.next_card = dealt + n
     _begin_turn(state, first_player)
 
 
@@ -360,7 +359,7 @@ def step(state: GameState, action: int) -> TurnEvent:
     """
     if state.round_over:
         raise ValueError("the round is over; call start_round() to deal the next one")
-    legal = legal_actions(state)
+    legal = state.legal if state.legal is not None else legal_actions(state)
     if action not in legal:
         raise IllegalActionError(action, legal, state.current, state.num_players)
     action = int(action)
@@ -423,7 +422,8 @@ def step(state: GameState, action: int) -> TurnEvent:
         _eliminate(state, player)
         eliminated = (player,)
 
-    event = TurnEvent(state.round, player, card, target, guess, actor_card, target_card, eliminated)
+    # _make skips NamedTuple's keyword-handling __new__: this line runs once per turn.
+    event = TurnEvent._make((state.round, player, card, target, guess, actor_card, target_card, eliminated))
     state.history.append(event)
     state.turn += 1
     _end_turn(state)

@@ -240,6 +240,7 @@ if __name__ == "__main__":
 
 
 _DYNAMIC_END = SLICES["unseen"].stop  # fields before this change from turn to turn
+_ALL_UNPLACED = [0] + [CARD_COUNTS[v] for v in CARD_VALUES]  # indexed by card value
 _FACE_UP_SEATS = 2
 
 
@@ -291,6 +292,8 @@ class ObservationTracker:
             ]
             for o in range(n)
         ]
+        self._token_offsets = [((o + k) % n, o * size + _TOKENS + k) for o in range(n) for k in range(n)]
+        self._rows = list(self._buffers)
         self._seat_offsets = [
             [((o + k) % n, o * size + _OUT + k, o * size + _PROT + k) for k in range(n)] for o in range(n)
         ]
@@ -303,7 +306,7 @@ class ObservationTracker:
         if state.round_over and tuple(state.tokens) != self._tokens_written:
             self._write_tokens(state)
         self._refresh(state, observer)
-        return self._buffers[observer].copy()
+        return self._rows[observer].copy()
 
     def _start_round(self, state: GameState) -> None:
         n = self.num_players
@@ -313,7 +316,7 @@ class ObservationTracker:
             self._template_rules = state.rules
         self._buffers[:] = self._template
         self._synced = [0] * n
-        self._unplaced = [0] + [CARD_COUNTS[v] for v in CARD_VALUES]
+        self._unplaced = _ALL_UNPLACED[:]
         flat = self._flat
         for card in state.face_up:
             self._unplaced[card] -= 1
@@ -322,12 +325,10 @@ class ObservationTracker:
         self._write_tokens(state)
 
     def _write_tokens(self, state: GameState) -> None:
-        n, flat = self.num_players, self._flat
-        for o in range(n):
-            base = o * OBSERVATION_SIZE + _TOKENS
-            for k in range(n):
-                flat[base + k] = state.tokens[(o + k) % n]
-        self._tokens_written = tuple(state.tokens)
+        flat, tokens = self._flat, state.tokens
+        for seat, at in self._token_offsets:
+            flat[at] = tokens[seat]
+        self._tokens_written = tuple(tokens)
 
     def _sync_discards(self, state: GameState) -> None:
         flat, synced, unplaced = self._flat, self._synced, self._unplaced
