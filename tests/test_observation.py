@@ -1,0 +1,234 @@
+"""Observation vectors: fixed shape, no hidden information, and a faithful decoder."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import loveletter_env
+from conftest import act, deal_deck, legal, make_env, play, random_playout, view
+from loveletter_env import engine
+from loveletter_env.actions import GUARD_NO_TARGET, HANDMAID_ACTION
+from loveletter_env.cards import (
+    BARON,
+    CARD_COUNTS,
+    CARD_VALUES,
+    COUNTESS,
+    DECK_SIZE,
+    FULL_DECK,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
+)
+from loveletter_env.engine import GameState
+from loveletter_env.observation import OBSERVATION_SIZE, decode_observation, encode_observation
+
+PROPERTY_SETTINGS = settings(max_examples=40, deadline=None)
+
+
+# Shape ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_observation_has_one_fixed_shape_for_every_table_size(num_players):
+    env = loveletter_env.env(num_players=num_players)
+    env.reset(seed=3)
+    for agent in env.agents:
+        space = env.observation_space(agent)
+        assert space["observation"].shape == (OBSERVATION_SIZE,)
+        assert space["action_mask"].shape == (loveletter_env.NUM_ACTIONS,)
+        obs = env.observe(agent)
+        assert obs["observation"].dtype == np.float32 and obs["observation"].shape == (OBSERVATION_SIZE,)
+        assert obs["action_mask"].dtype == np.int8 and obs["action_mask"].shape == (41,)
+        assert space.contains(obs)
+        assert decode_observation(obs).num_players == num_players
+
+
+def test_only_the_player_to_act_sees_two_cards_and_a_mask():
+    env = make_env(3, deal_deck(3, first_player=1, hands={0: PRIEST, 1: BARON, 2: KING}, draws=[HANDMAID]),
+                   first_player=1)
+    views = {a: decode_observation(env.observe(a)) for a in env.agents}
+    assert views["player_1"].hand == (BARON, HANDMAID) and views["player_1"].my_turn
+    assert views["player_0"].hand == (PRIEST,) and views["player_0"].to_act == 1
+    assert views["player_2"].hand == (KING,) and views["player_2"].to_act == 2
+    assert env.observe("player_0")["action_mask"].sum() == 0
+    assert env.observe("player_1")["action_mask"].sum() > 0
+
+
+# Hidden information -----------------------------------------------------------------
+
+
+def swapped(deck: tuple[int, ...], i: int, j: int) -> tuple[int, ...]:
+    cards = list(deck)
+    cards[i], cards[j] = cards[j], cards[i]
+    return tuple(cards)
+
+
+def assert_same_views(a: GameState, b: GameState, observers) -> None:
+    for seat in observers:
+        np.testing.assert_array_equal(encode_observation(a, seat), encode_observation(b, seat),
+                                      err_msg=f"player_{seat} can tell the two decks apart")
+
+
+def test_set_aside_card_never_shows_in_any_observation():
+    deck = deal_deck(2, set_aside=PRINCESS, face_up=(KING, COUNTESS, BARON), hands={0: BARON, 1: PRINCE},
+                     draws=[HANDMAID, GUARD, HANDMAID, GUARD, GUARD, GUARD, GUARD, PRIEST, PRIEST, PRINCE])
+    other = swapped(deck, 0, DECK_SIZE - 1)  # the set-aside Princess swaps with the bottom Prince
+    a, b = engine.new_game(2, deck, 0), engine.new_game(2, other, 0)
+    actions = [HANDMAID_ACTION, GUARD_NO_TARGET, HANDMAID_ACTION, GUARD_NO_TARGET,
+               act(GUARD, 1, KING), act(GUARD, 1, PRINCESS), act(GUARD, 1, KING), act(PRIEST, 1), act(PRIEST, 1)]
+    assert_same_views(a, b, (0, 1))
+    for action in actions:
+        play(a, [action])
+        play(b, [action])
+        if a.deck_remaining == 0:
+            break  # the bottom card is now in a hand
+        assert_same_views(a, b, (0, 1))
+    assert a.deck_remaining == 0 and a.current == 1
+    assert a.hand_of(1) != b.hand_of(1)  # the decks did differ, for whoever drew the bottom card
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_another_players_hidden_card_never_shows_in_the_observers_observation(num_players):
+    """player_1 holds a Priest in one game and a Baron in the other (swapped with a card
+    deep in the deck); player_0 never learns which, so it must see the same vectors."""
+    others = {seat: GUARD for seat in range(2, num_players)}
+    # Seats 2 and 3 draw a Prince each, choose themselves, and draw a replacement (King, Countess).
+    replays = [PRINCE, KING, PRINCE, COUNTESS][: 2 * (num_players - 2)]
+    deal = dict(hands={0: HANDMAID, 1: PRIEST, **others}, draws=[GUARD, HANDMAID, *replays])
+    deck = deal_deck(num_players, **deal)
+    bottom = DECK_SIZE - 1
+    deck = swapped(deck, bottom, deck.index(BARON))  # a Baron at the bottom
+    other = swapped(deck, deck.index(PRIEST), bottom)  # player_1 holds the Baron instead
+    a, b = engine.new_game(num_players, deck, 0), engine.new_game(num_players, other, 0)
+    assert a.hands[1] == PRIEST and b.hands[1] == BARON
+
+    actions = [act(GUARD, 1, PRINCESS), HANDMAID_ACTION]  # a wrong guess; player_1 hides behind a Handmaid
+    actions += [act(PRINCE, 0)] * (num_players - 2)  # the others discard their Guards and draw
+    for action in actions:
+        play(a, [action])
+        play(b, [action])
+        assert_same_views(a, b, [0])
+    assert not np.array_equal(encode_observation(a, 1), encode_observation(b, 1))
+
+
+def _first_hidden_position(num_players: int) -> int:
+    """Deck index of the first card nobody holds after the deal and the first draw."""
+    return 1 + (engine.FACE_UP_CARDS_2P if num_players == 2 else 0) + num_players + 1
+
+
+@PROPERTY_SETTINGS
+@given(
+    num_players=st.sampled_from([2, 3, 4]),
+    deck=st.permutations(FULL_DECK),
+    first_player=st.integers(0, 3),
+    positions=st.data(),
+    rng=st.randoms(use_true_random=False),
+)
+def test_observations_do_not_depend_on_unseen_deck_order(num_players, deck, first_player, positions, rng):
+    first_player %= num_players
+    hidden = range(_first_hidden_position(num_players), DECK_SIZE)
+    i = positions.draw(st.sampled_from([0, *hidden]), label="i")
+    j = positions.draw(st.sampled_from([p for p in hidden if p != i]), label="j")
+    a = engine.new_game(num_players, tuple(deck), first_player)
+    b = engine.new_game(num_players, swapped(tuple(deck), i, j), first_player)
+    first_drawn = min(p for p in (i, j) if p)
+
+    while not a.round_over and a.next_card <= first_drawn:
+        assert_same_views(a, b, range(num_players))
+        assert legal(a) == legal(b)
+        action = rng.choice(legal(a))
+        engine.step(a, action)
+        engine.step(b, action)
+
+
+# Decoding ---------------------------------------------------------------------------
+
+
+def expected_unseen(state: GameState, seat: int) -> dict[int, int]:
+    """Copies of each value whose place ``seat`` cannot name, counted from the state."""
+    n = state.num_players
+    placed = list(state.hand_of(seat)) + list(state.face_up)
+    for p in range(n):
+        placed += state.discards[p]
+        if p != seat and state.known[seat][p]:
+            placed.append(state.known[seat][p])
+    return {v: CARD_COUNTS[v] - placed.count(v) for v in CARD_VALUES}
+
+
+def assert_decodes_to_the_state(state: GameState, seat: int) -> None:
+    n = state.num_players
+    v = decode_observation(encode_observation(state, seat))
+    seats = [(seat + k) % n for k in range(n)]
+
+    assert v.num_players == n
+    assert v.hand == tuple(sorted(state.hand_of(seat)))
+    assert v.discards == tuple(tuple(state.discards[p]) for p in seats)
+    assert v.face_up == tuple(sorted(state.face_up))
+    assert v.known_cards == (0,) + tuple(state.known[seat][p] for p in seats[1:])
+    assert v.ruled_out[1:] == tuple(
+        frozenset(c for c in CARD_VALUES if state.ruled_out[p] >> c & 1) for p in seats[1:]
+    )
+    assert v.seen_by == (False,) + tuple(bool(state.known[p][seat]) for p in seats[1:])
+    assert v.out == tuple(state.out[p] for p in seats)
+    assert v.protected == tuple(state.protected[p] for p in seats)
+    assert v.tokens == tuple(state.tokens[p] for p in seats)
+    assert v.to_act == (None if state.round_over else (state.current - seat) % n)
+    assert v.deck_size == state.deck_remaining
+    assert v.tokens_to_win == state.tokens_to_win
+    assert v.discard_sum_tiebreak == state.rules.discard_sum_tiebreak
+    assert v.king_ignores_handmaid == state.rules.king_ignores_handmaid
+    assert v.unseen == expected_unseen(state, seat)
+    assert min(v.unseen.values()) >= 0
+
+
+@PROPERTY_SETTINGS
+@given(
+    num_players=st.sampled_from([2, 3, 4]),
+    deck=st.permutations(FULL_DECK),
+    rules=st.sampled_from(["classic", "pegasus", "king_ignores_handmaid"]),
+    rng=st.randoms(use_true_random=False),
+)
+def test_decode_observation_round_trips_every_fact(num_players, deck, rules, rng):
+    state = engine.new_game(num_players, tuple(deck), rng.randrange(num_players), rules)
+    state.tokens = [rng.randrange(state.tokens_to_win) for _ in range(num_players)]
+    while True:
+        for seat in range(num_players):
+            assert_decodes_to_the_state(state, seat)
+        if state.round_over:
+            break
+        engine.step(state, rng.choice(legal(state)))
+
+
+def test_discards_decode_in_the_order_they_were_played():
+    state = engine.new_game(2, deal_deck(2, hands={0: PRINCESS, 1: KING}, draws=[HANDMAID, GUARD, PRIEST]), 0)
+    play(state, [HANDMAID_ACTION, GUARD_NO_TARGET, act(PRIEST, 1)])
+    assert view(state, 0).discards == ((HANDMAID, PRIEST), (GUARD,))
+    assert view(state, 1).discards == ((GUARD,), (HANDMAID, PRIEST))
+    assert view(state, 0).known_cards == (0, KING)
+
+
+def test_decode_observation_accepts_the_env_dict_and_the_bare_vector():
+    env = loveletter_env.env(num_players=4)
+    env.reset(seed=11)
+    obs = env.observe(env.agent_selection)
+    assert decode_observation(obs) == decode_observation(obs["observation"])
+    assert decode_observation(obs).my_turn
+
+
+def test_random_rounds_always_decode_consistently():
+    """A cheap deterministic sweep on top of the hypothesis test: many whole rounds."""
+    rng = random.Random(2024)
+    for game in range(60):
+        n = 2 + game % 3
+        state = engine.new_game(n, tuple(rng.sample(FULL_DECK, DECK_SIZE)), rng.randrange(n))
+        random_playout(state, rng)
+        for seat in range(n):
+            assert_decodes_to_the_state(state, seat)
