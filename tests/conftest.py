@@ -152,15 +152,19 @@ def offset_of(state: GameState, observer: int, seat: int) -> int:
     return (seat - observer) % state.num_players
 
 
+#: GameState slots that memoise derived values rather than hold game state.
+CACHE_SLOTS = frozenset({"legal"})
+
+
 def snapshot(state: GameState) -> tuple:
-    """Every field of ``state`` as nested immutable values, to compare states by value."""
+    """Every field of ``state`` (caches aside) as nested immutable values, to compare states by value."""
 
     def freeze(value):
         if isinstance(value, list):
             return tuple(freeze(v) for v in value)
         return value
 
-    return tuple((name, freeze(getattr(state, name))) for name in GameState.__slots__)
+    return tuple((name, freeze(getattr(state, name))) for name in GameState.__slots__ if name not in CACHE_SLOTS)
 
 
 def legal_from_mask(mask: np.ndarray) -> list[int]:
