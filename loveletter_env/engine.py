@@ -422,8 +422,8 @@ def step(state: GameState, action: int) -> TurnEvent:
         _eliminate(state, player)
         eliminated = (player,)
 
-    # _make skips NamedTuple's keyword-handling __new__: this line runs once per turn.
-    event = TurnEvent._make((state.round, player, card, target, guess, actor_card, target_card, eliminated))
+    # tuple.__new__ skips NamedTuple's keyword-handling __new__: this line runs every turn.
+    event = tuple.__new__(TurnEvent, (state.round, player, card, target, guess, actor_card, target_card, eliminated))
     state.history.append(event)
     state.turn += 1
     _end_turn(state)
