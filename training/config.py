@@ -71,6 +71,8 @@ class OpponentConfig:
         bot_names: bots to draw from (``loveletter_env.agents.make_agent`` names).
         snapshot_every: add the current weights to the pool every this many updates.
         pool_size: snapshots kept (the oldest leave first).
+        past_greedy: snapshots play their most likely action instead of sampling (the
+            exploitability tool uses it to train against an agent exactly as it plays).
     """
 
     current: float = 0.6
@@ -79,6 +81,7 @@ class OpponentConfig:
     bot_names: list[str] = field(default_factory=lambda: ["rule", "random"])
     snapshot_every: int = 5
     pool_size: int = 20
+    past_greedy: bool = False
 
 
 @dataclass

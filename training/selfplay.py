@@ -247,7 +247,7 @@ def plot_learning_curve(csv_path: Path, png_path: Path) -> Path | None:
     plot(ax_ent, "entropy")
     ax_ent.set(title="policy entropy (legal actions)", xlabel="turns played")
     for ax in (ax_eval, ax_train):
-        if ax.lines:
+        if ax.get_legend_handles_labels()[0]:
             ax.legend()
     fig.tight_layout()
     fig.savefig(png_path, dpi=100)
@@ -454,7 +454,7 @@ class SelfPlayTrainer:
             if snapshot.any():
                 rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
                 logits, _ = self.opponent_model(obs[rows])
-                actions[rows] = sample_actions(logits, mask[rows], self.act_gen)
+                actions[rows] = sample_actions(logits, mask[rows], self.act_gen, greedy=self.config.opponents.past_greedy)
             if bot.any():
                 rows = np.flatnonzero(bot)
                 obs_np = obs[torch.from_numpy(rows).to(device)].cpu().numpy()

@@ -1,0 +1,141 @@
+"""Checkpoint files: safe round trip, clear errors for bad files, agents from checkpoints."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+
+from loveletter_env import env as make_env
+from loveletter_env.observation import OBSERVATION_SIZE
+from training import load_agent
+from training.checkpoint import (
+    CheckpointError,
+    build_model,
+    export_agent,
+    load_checkpoint,
+    model_payload,
+    save_checkpoint,
+)
+from training.ppo import ActorCritic
+
+
+@pytest.fixture
+def model() -> ActorCritic:
+    return ActorCritic(hidden_sizes=(32, 16), generator=torch.Generator().manual_seed(3))
+
+
+@pytest.fixture
+def saved(tmp_path, model):
+    payload = {"model": model_payload(model), "config": {"seed": 0}, "update": 7, "global_step": 700,
+               "training": {"optimizer": torch.optim.Adam(model.parameters()).state_dict()}}
+    return save_checkpoint(tmp_path / "run" / "latest.pt", payload)
+
+
+def test_round_trip_loads_with_weights_only(saved, model):
+    raw = torch.load(saved, weights_only=True)  # no pickled code is needed to read it
+    assert raw["update"] == 7 and raw["global_step"] == 700
+    loaded = build_model(load_checkpoint(saved))
+    obs = torch.rand(4, OBSERVATION_SIZE)
+    assert torch.equal(loaded(obs)[0], model(obs)[0])
+    assert loaded.hidden_sizes == (32, 16)
+
+
+def test_save_is_atomic_and_leaves_no_temporary_files(saved):
+    assert sorted(p.name for p in saved.parent.iterdir()) == ["latest.pt"]
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_checkpoint(tmp_path / "nope.pt")
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
+def test_corrupt_file_gives_a_clear_error(tmp_path, saved, damage):
+    bad = tmp_path / "bad.pt"
+    data = saved.read_bytes()
+    bad.write_bytes({"garbage": b"this is not a checkpoint" * 10, "truncated": data[: len(data) // 2], "empty": b""}[damage])
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        load_checkpoint(bad)
+    with pytest.raises(CheckpointError):
+        load_agent(bad)
+
+
+def test_foreign_torch_file_is_refused(tmp_path):
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"state_dict": {"w": torch.zeros(2)}}, foreign)
+    with pytest.raises(CheckpointError, match="not a loveletter-ppo checkpoint"):
+        load_checkpoint(foreign)
+    torch.save(torch.zeros(3), foreign)
+    with pytest.raises(CheckpointError, match="not a loveletter-ppo checkpoint"):
+        load_checkpoint(foreign)
+
+
+def test_file_needing_pickled_code_is_refused(tmp_path):
+    path = tmp_path / "code.pt"
+    # Any class outside torch's weights-only allow-list must not be rebuilt on load.
+    torch.save({"format": "loveletter-ppo", "obj": Fraction(1, 3)}, path)
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize("key,value", [("observation_size", OBSERVATION_SIZE + 1), ("observation_version", 999),
+                                       ("num_actions", 40), ("format_version", 99)])
+def test_other_layouts_are_refused(tmp_path, saved, key, value):
+    data = torch.load(saved, weights_only=True)
+    data[key] = value
+    path = tmp_path / "other.pt"
+    torch.save(data, path)
+    with pytest.raises(CheckpointError, match=key.split("_")[0]):
+        load_checkpoint(path)
+
+
+def test_weights_that_do_not_fit_the_network(tmp_path, saved):
+    data = torch.load(saved, weights_only=True)
+    data["model"]["hidden_sizes"] = [64, 16]
+    path = tmp_path / "mismatch.pt"
+    torch.save(data, path)
+    with pytest.raises(CheckpointError, match="do not fit"):
+        load_agent(path)
+
+
+def test_run_folder_prefers_best(tmp_path, saved, model):
+    assert load_checkpoint(saved.parent)["update"] == 7  # only latest.pt there
+    save_checkpoint(saved.parent / "best.pt", {"model": model_payload(model), "update": 5, "global_step": 500})
+    assert load_checkpoint(saved.parent)["update"] == 5
+    with pytest.raises(CheckpointError, match="holds none of"):
+        load_checkpoint(tmp_path)
+
+
+def test_export_strips_training_state(tmp_path, saved):
+    small = export_agent(saved, tmp_path / "agent.pt")
+    data = load_checkpoint(small)
+    assert "training" not in data and data["update"] == 7
+    assert small.stat().st_size < saved.stat().st_size
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_loaded_agent_plays_legal_moves(saved, greedy):
+    agent = load_agent(saved, greedy=greedy, seed=1)
+    env = make_env(num_players=3, episode="round")
+    for episode in range(3):
+        env.reset(seed=episode)
+        for name in env.agent_iter():
+            obs, _, term, trunc, _ = env.last()
+            action = None if term or trunc else agent.act(obs)
+            if action is not None:
+                assert obs["action_mask"][action] == 1
+            env.step(action)
+
+
+def test_greedy_agent_is_deterministic_and_sampling_is_seeded(saved):
+    env = make_env(num_players=2, episode="round")
+    env.reset(seed=0)
+    obs = env.observe(env.agent_selection)
+    assert len({load_agent(saved).act(obs) for _ in range(5)}) == 1
+    first, second = (load_agent(saved, greedy=False, seed=4) for _ in range(2))
+    picks = [first.act(obs) for _ in range(20)]
+    assert picks == [second.act(obs) for _ in range(20)]
+    assert all(np.asarray(obs["action_mask"])[a] == 1 for a in picks)

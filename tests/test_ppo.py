@@ -1,0 +1,218 @@
+"""The pieces of masked PPO on small hand-made batches."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.observation import OBSERVATION_SIZE
+from training.ppo import (
+    ActorCritic,
+    PolicyAgent,
+    PPOConfig,
+    RolloutBatch,
+    action_log_prob,
+    compute_gae,
+    learning_rate,
+    masked_entropy,
+    masked_log_probs,
+    normalize,
+    policy_loss,
+    ppo_update,
+    sample_actions,
+    value_loss,
+)
+
+
+def random_masks(rows: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    mask = torch.rand(rows, NUM_ACTIONS, generator=g) < 0.15
+    mask[torch.arange(rows), torch.randint(NUM_ACTIONS, (rows,), generator=g)] = True  # at least one legal
+    return mask
+
+
+# -- masking ---------------------------------------------------------------------------
+@pytest.mark.parametrize("greedy", [False, True])
+def test_sampling_never_picks_an_illegal_action(greedy):
+    mask = random_masks(2000, seed=1)
+    # Logits that strongly favour illegal actions: masking must still win.
+    logits = torch.where(mask, torch.full_like(mask, -50.0, dtype=torch.float32), torch.full_like(mask, 50.0, dtype=torch.float32))
+    actions = sample_actions(logits, mask, torch.Generator().manual_seed(0), greedy=greedy)
+    assert mask[torch.arange(2000), actions].all()
+
+
+def test_sampling_follows_the_masked_probabilities():
+    logits = torch.tensor([[0.0, math.log(3.0), 5.0] + [0.0] * (NUM_ACTIONS - 3)]).repeat(20000, 1)
+    mask = torch.zeros(20000, NUM_ACTIONS, dtype=torch.bool)
+    mask[:, :2] = True  # action 2 has the highest logit but is illegal
+    actions = sample_actions(logits, mask, torch.Generator().manual_seed(3))
+    share_of_1 = (actions == 1).float().mean().item()
+    assert set(actions.unique().tolist()) == {0, 1}
+    assert abs(share_of_1 - 0.75) < 0.02
+
+
+def test_sampling_is_reproducible_with_a_seeded_generator():
+    mask = random_masks(64, seed=2)
+    logits = torch.zeros(64, NUM_ACTIONS)
+    a = sample_actions(logits, mask, torch.Generator().manual_seed(5))
+    b = sample_actions(logits, mask, torch.Generator().manual_seed(5))
+    assert torch.equal(a, b)
+
+
+def test_masked_log_probs_put_all_mass_on_legal_actions():
+    mask = random_masks(32, seed=4)
+    log_p = masked_log_probs(torch.randn(32, NUM_ACTIONS), mask)
+    probs = log_p.exp()
+    assert torch.allclose(probs.sum(-1), torch.ones(32))
+    assert (probs[~mask] == 0).all()
+
+
+def test_entropy_counts_legal_actions_only():
+    mask = torch.zeros(3, NUM_ACTIONS, dtype=torch.bool)
+    mask[0, :1] = True
+    mask[1, :4] = True
+    mask[2, 10:30] = True
+    entropy = masked_entropy(torch.zeros(3, NUM_ACTIONS), mask)
+    assert torch.allclose(entropy, torch.tensor([0.0, math.log(4), math.log(20)]), atol=1e-6)
+
+
+def test_masked_loss_pieces_have_finite_gradients():
+    mask = random_masks(16, seed=6)
+    logits = torch.randn(16, NUM_ACTIONS, requires_grad=True)
+    actions = mask.float().argmax(-1)
+    (action_log_prob(logits, mask, actions).sum() + masked_entropy(logits, mask).sum()).backward()
+    assert torch.isfinite(logits.grad).all()
+    assert (logits.grad[~mask] == 0).all()  # illegal logits get no gradient
+
+
+# -- advantages ------------------------------------------------------------------------
+def test_gae_follows_each_players_own_decisions():
+    # Two-player round: seat 0 acts (i=0), seat 1 acts (i=1), seat 0 acts (i=2) and wins.
+    # Seat 0's next decision after i=0 is i=2, not the table's next turn i=1.
+    rewards = torch.tensor([0.0, -1.0, 1.0])
+    values = torch.tensor([0.5, 0.2, 0.1])
+    terminal = torch.tensor([False, True, True])
+    next_index = torch.tensor([2, -1, -1])
+    adv, ret, resolved = compute_gae(rewards, values, terminal, next_index, gamma=1.0, gae_lambda=0.5)
+    expected = torch.tensor([0.0 + 0.1 - 0.5 + 0.5 * 0.9, -1.0 - 0.2, 1.0 - 0.1])
+    assert torch.allclose(adv, expected)
+    assert torch.allclose(ret, expected + values)
+    assert resolved.all()
+
+
+def test_gae_discounts_and_bootstraps_from_unresolved_decisions():
+    # i=0 -> i=1 -> i=2 (rollout ended before i=2's outcome was known).
+    rewards = torch.zeros(3)
+    values = torch.tensor([0.0, 0.3, 0.8])
+    terminal = torch.tensor([False, False, False])
+    next_index = torch.tensor([1, 2, -1])
+    adv, _, resolved = compute_gae(rewards, values, terminal, next_index, gamma=0.9, gae_lambda=0.8)
+    adv1 = 0.9 * 0.8 - 0.3  # bootstraps from i=2's value; i=2 adds no advantage of its own
+    adv0 = 0.9 * 0.3 - 0.0 + 0.9 * 0.8 * adv1
+    assert resolved.tolist() == [True, True, False]
+    assert torch.allclose(adv, torch.tensor([adv0, adv1, 0.0]))
+
+
+def test_gae_with_lambda_one_gives_monte_carlo_returns():
+    rewards = torch.tensor([0.0, 0.0, -1.0])
+    values = torch.tensor([0.2, -0.4, 0.6])
+    _, returns, _ = compute_gae(rewards, values, torch.tensor([False, False, True]), torch.tensor([1, 2, -1]), 1.0, 1.0)
+    assert torch.allclose(returns, torch.tensor([-1.0, -1.0, -1.0]))
+
+
+# -- losses ----------------------------------------------------------------------------
+def test_policy_loss_clips_the_ratio_pessimistically():
+    adv = torch.tensor([1.0, 1.0, -1.0, -1.0])
+    old = torch.zeros(4)
+    new = torch.log(torch.tensor([1.5, 0.5, 1.5, 0.5]))
+    per_item = [-1.0 * 1.2, -1.0 * 0.5, 1.0 * 1.5, 1.0 * 0.8]
+    assert policy_loss(new, old, adv, clip_coef=0.2).item() == pytest.approx(np.mean(per_item))
+    # At ratio 1 the loss is minus the mean advantage.
+    assert policy_loss(old, old, adv * 3, 0.2).item() == pytest.approx(0.0)
+
+
+def test_value_loss_plain_and_clipped():
+    new, old, ret = torch.tensor([1.0]), torch.tensor([0.0]), torch.tensor([2.0])
+    assert value_loss(new, old, ret, None).item() == pytest.approx(0.5 * 1.0)
+    # Clipped prediction 0.2 is further from the return: the pessimistic max picks it.
+    assert value_loss(new, old, ret, 0.2).item() == pytest.approx(0.5 * 1.8**2)
+
+
+def test_normalize():
+    x = normalize(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert x.mean().abs() < 1e-6 and (x.std() - 1).abs() < 1e-4
+    assert normalize(torch.tensor([5.0])).item() == 0.0
+
+
+def test_learning_rate_schedule():
+    cfg = PPOConfig(learning_rate=1e-3)
+    assert learning_rate(cfg, 0.0) == pytest.approx(1e-3)
+    assert learning_rate(cfg, 0.75) == pytest.approx(2.5e-4)
+    assert learning_rate(cfg, 1.0) == 0.0
+    assert learning_rate(PPOConfig(learning_rate=1e-3, anneal_lr=False), 0.9) == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize("field,value", [("learning_rate", 0.0), ("gamma", 1.5), ("clip_coef", -1), ("target_kl", 0)])
+def test_bad_hyper_parameters_are_named(field, value):
+    with pytest.raises(ValueError, match=field):
+        PPOConfig(**{field: value}).validate()
+
+
+# -- the update ------------------------------------------------------------------------
+def test_update_raises_the_probability_of_advantaged_actions_and_keeps_masks():
+    torch_gen = torch.Generator().manual_seed(0)
+    model = ActorCritic(hidden_sizes=(32,), generator=torch_gen)
+    obs = torch.rand(64, OBSERVATION_SIZE, generator=torch_gen)
+    mask = torch.zeros(64, NUM_ACTIONS, dtype=torch.bool)
+    mask[:, [3, 7, 30]] = True
+    actions = torch.tensor([3, 7] * 32)
+    advantages = torch.where(actions == 3, 1.0, -1.0)
+    with torch.no_grad():
+        logits, values = model(obs)
+        old_logp = action_log_prob(logits, mask, actions)
+    batch = RolloutBatch(obs, mask, actions, old_logp, values, advantages, advantages + values)
+    cfg = PPOConfig(learning_rate=3e-3, update_epochs=8, num_minibatches=2, ent_coef=0.0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
+    stats = ppo_update(model, optimizer, batch, cfg, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        probs = masked_log_probs(model(obs)[0], mask).exp()
+    assert probs[:, 3].mean() > old_logp[actions == 3].exp().mean() + 0.05
+    assert (probs[:, [0, 1, 2, 40]] == 0).all()
+    assert set(stats) >= {"policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance"}
+
+
+def test_update_refuses_an_empty_batch():
+    model = ActorCritic(hidden_sizes=(8,))
+    empty = RolloutBatch(torch.zeros(0, OBSERVATION_SIZE), torch.zeros(0, NUM_ACTIONS, dtype=torch.bool),
+                         *(torch.zeros(0, dtype=t) for t in (torch.long, torch.float, torch.float, torch.float, torch.float)))
+    with pytest.raises(ValueError, match="empty batch"):
+        ppo_update(model, torch.optim.Adam(model.parameters()), empty, PPOConfig(), torch.Generator())
+
+
+# -- the network and the agent ---------------------------------------------------------
+def test_network_shapes_and_seeded_init():
+    a = ActorCritic(hidden_sizes=(64, 32), generator=torch.Generator().manual_seed(7))
+    b = ActorCritic(hidden_sizes=(64, 32), generator=torch.Generator().manual_seed(7))
+    logits, value = a(torch.zeros(5, OBSERVATION_SIZE))
+    assert logits.shape == (5, NUM_ACTIONS) and value.shape == (5,)
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    with pytest.raises(ValueError, match="hidden_sizes"):
+        ActorCritic(hidden_sizes=())
+
+
+def test_policy_agent_plays_legal_moves_in_the_env():
+    from loveletter_env import env as make_env
+
+    agent = PolicyAgent(ActorCritic(hidden_sizes=(16,)), greedy=False, seed=0)
+    for num_players in (2, 4):
+        env = make_env(num_players=num_players, episode="round")
+        env.reset(seed=num_players)
+        for name in env.agent_iter():
+            obs, _, term, trunc, _ = env.last()
+            env.step(None if term or trunc else agent.act(obs))  # an illegal action would raise
+    with pytest.raises(ValueError, match="no legal action"):
+        agent.act({"observation": np.zeros(OBSERVATION_SIZE, np.float32), "action_mask": np.zeros(NUM_ACTIONS, np.int8)})

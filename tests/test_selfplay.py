@@ -1,0 +1,215 @@
+"""Self-play training end to end (tiny runs of a few seconds), its config, and the rollout."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from loveletter_env.batched import BatchedLoveLetter
+from training import load_agent
+from training.checkpoint import load_checkpoint
+from training.config import ConfigError, TrainConfig, load_config, to_dict
+from training.selfplay import SelfPlayTrainer, main
+
+REPO = Path(__file__).resolve().parent.parent
+# A run of two updates of 16 games x 8 turns: seconds, yet every code path runs.
+TINY = [
+    "total_steps=256", "env.num_games=16", "env.rollout_steps=8", "model.hidden_sizes=[32]",
+    "eval.every=1", "eval.rounds=6", "save_every=1", "opponents.snapshot_every=1",
+    "opponents.current=0.4", "opponents.past=0.3", "opponents.bots=0.3",
+]
+
+
+def tiny_args(tmp_path: Path, *extra: str) -> list[str]:
+    args = ["--no-progress", "--set", f"out_dir={tmp_path}"]
+    for item in TINY + list(extra):
+        args += ["--set", item]
+    return args
+
+
+def rows(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "metrics.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# -- config ----------------------------------------------------------------------------
+def test_shipped_default_yaml_equals_the_built_in_defaults():
+    assert to_dict(load_config(REPO / "configs" / "default.yaml")) == to_dict(TrainConfig())
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_config_file_is_valid(path):
+    load_config(path)
+
+
+def test_overrides_parse_yaml_values():
+    cfg = load_config(None, ["ppo.learning_rate=3e-4", "env.num_players=[2,3,4]", "total_steps=1e6",
+                             "ppo.target_kl=null", "eval.greedy=false", "env.num_players=3"])
+    assert cfg.ppo.learning_rate == 3e-4 and cfg.total_steps == 1_000_000
+    assert cfg.ppo.target_kl is None and cfg.eval.greedy is False
+    assert cfg.env.num_players == [3]  # a single value is a one-item list
+
+
+@pytest.mark.parametrize("override,message", [
+    ("ppo.lr=1", "unknown config key.*ppo.lr"),
+    ("nonsense.key=1", "unknown config key.*nonsense"),
+    ("env.num_players=[2,5]", "env.num_players"),
+    ("ppo.gamma=1.5", "ppo.gamma"),
+    ("eval.every=often", "eval.every must be an integer"),
+    ("ppo.norm_adv=1", "ppo.norm_adv must be true or false"),
+    ("env=3", "env must be a mapping"),
+    ("env.rules=chess", "env.rules"),
+    ("eval.best_by=belief", "eval.best_by"),
+    ("opponents.current=0", None),  # fine on its own: past and bots still have weight
+    ("no_equals_sign", "section.key=value"),
+])
+def test_bad_overrides_name_the_problem(override, message):
+    if message is None:
+        load_config(None, [override])
+        return
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+def test_bad_config_files(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "missing.yaml")
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(tmp_path / "list.yaml")
+    (tmp_path / "broken.yaml").write_text("ppo: {learning_rate: [1,\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(tmp_path / "broken.yaml")
+    (tmp_path / "typo.yaml").write_text("ppo:\n  learnig_rate: 0.1\n")
+    with pytest.raises(ConfigError, match="ppo.learnig_rate"):
+        load_config(tmp_path / "typo.yaml")
+
+
+def test_cli_reports_config_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--set", "ppo.lr=1", "--set", f"out_dir={tmp_path}"])
+    assert exit_info.value.code == 2
+    assert "ppo.lr" in capsys.readouterr().err
+
+
+# -- end to end ------------------------------------------------------------------------
+def test_short_cli_run_writes_a_loadable_checkpoint(tmp_path):
+    summary = main(tiny_args(tmp_path, "run_name=tiny"))
+    run = tmp_path / "tiny"
+    for name in ("config.yaml", "latest.pt", "best.pt", "metrics.csv", "learning_curve.png"):
+        assert (run / name).is_file(), name
+    assert list((run / "snapshots").glob("update_*.pt"))
+    assert list((run / "tb").iterdir())
+    ckpt = torch.load(run / "latest.pt", weights_only=True)
+    assert ckpt["global_step"] == summary["global_step"] >= 256
+    assert yaml.safe_load((run / "config.yaml").read_text())["env"]["num_games"] == 16
+    metrics = rows(run)
+    assert [int(r["update"]) for r in metrics] == [1, 2]
+    assert all(0 <= float(r["eval_win_rate_rule"]) <= 1 for r in metrics)
+    agent = load_agent(run)
+    from training.evaluate import evaluate
+
+    result = evaluate([agent, "random"], num_players=2, rounds=4, seed=1)
+    assert 0 <= result.win_rate[0] <= 1
+
+
+def test_existing_run_is_not_overwritten(tmp_path, capsys):
+    main(tiny_args(tmp_path, "run_name=once", "eval.every=0"))
+    with pytest.raises(SystemExit):
+        main(tiny_args(tmp_path, "run_name=once", "eval.every=0"))
+    assert "--resume" in capsys.readouterr().err
+
+
+class StopAfter:
+    """Wraps the batched env and interrupts training after ``steps`` env steps (a crash)."""
+
+    def __init__(self, steps: int):
+        self.steps = steps
+
+    def __call__(self, **kwargs):
+        env = BatchedLoveLetter(**kwargs)
+        original, budget = env.step, [self.steps]
+
+        def step(actions):
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise KeyboardInterrupt
+            return original(actions)
+
+        env.step = step
+        return env
+
+
+def test_resume_continues_from_the_last_save(tmp_path):
+    overrides = TINY + [f"out_dir={tmp_path}", "run_name=crash", "total_steps=512", "save_every=2", "eval.every=0"]
+    config = load_config(None, overrides)
+    run = tmp_path / "crash"
+    trainer = SelfPlayTrainer(config, run, env_factory=StopAfter(3 * 8 + 3), progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.train()  # dies during update 4; update 2 was the last save
+    saved = load_checkpoint(run / "latest.pt")
+    assert (saved["update"], saved["global_step"]) == (2, 2 * 128)
+    assert len(rows(run)) == 3
+
+    summary = main(["--resume", str(run), "--no-progress"])
+    assert summary["global_step"] == 512 and summary["update"] == 4
+    assert [int(r["update"]) for r in rows(run)] == [1, 2, 3, 4]  # row 3 was redone, not repeated
+    resumed = load_checkpoint(run / "latest.pt")
+    assert resumed["training"]["pool"]["labels"][-1] == 4
+
+
+def test_resume_refuses_other_settings(tmp_path, capsys):
+    main(tiny_args(tmp_path, "run_name=r", "eval.every=0"))
+    with pytest.raises(SystemExit):
+        main(["--resume", str(tmp_path / "r"), "--set", "ppo.learning_rate=1"])
+    assert "own config" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--resume", str(tmp_path / "nothing_here")])
+    assert "not a run folder" in capsys.readouterr().err
+
+
+def test_same_seed_same_weights(tmp_path):
+    config = load_config(None, TINY + ["eval.every=0", "total_steps=128"])
+    weights = []
+    for name in ("a", "b"):
+        trainer = SelfPlayTrainer(config, tmp_path / name, progress=False)
+        trainer.train()
+        weights.append(trainer.model.state_dict())
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+# -- the rollout -----------------------------------------------------------------------
+@pytest.mark.parametrize("table", ["[2]", "[2,3,4]"])
+def test_rollout_records_legal_linked_decisions(tmp_path, table):
+    config = load_config(None, TINY + [f"env.num_players={table}", "env.rollout_steps=24"])
+    trainer = SelfPlayTrainer(config, tmp_path, progress=False)
+    trainer._make_env()
+    buffer, stats = trainer.collect_rollout()
+    n = buffer.size
+    assert n > 0 and stats["episodes"] > 0
+    # Masking: every recorded action was legal where it was taken.
+    assert buffer.masks[torch.arange(n), buffer.actions[:n]].all()
+    # Links go forward in time and each decision has at most one predecessor.
+    nxt = buffer.next_index[:n]
+    linked = nxt[nxt >= 0]
+    assert (linked > torch.arange(n)[nxt >= 0]).all() and linked.unique().numel() == linked.numel()
+    # A decision is closed by the episode's end or by its successor, never both.
+    assert not (buffer.terminal[:n] & (nxt >= 0)).any()
+    assert set(buffer.rewards[:n][buffer.terminal[:n]].tolist()) <= {-1.0, 1.0}
+    batch = buffer.batch(1.0, 0.95)
+    assert 0 < len(batch) <= n
+
+
+def test_bot_games_train_only_the_learner_seat(tmp_path):
+    config = load_config(None, TINY + ["opponents.current=0", "opponents.past=0", "opponents.bots=1",
+                                      "opponents.bot_names=[rule]", "env.rollout_steps=20"])
+    trainer = SelfPlayTrainer(config, tmp_path, progress=False)
+    trainer._make_env()
+    buffer, stats = trainer.collect_rollout()
+    # Every game has exactly one learner seat, so the learner makes about half the decisions.
+    assert 0.3 * 16 * 20 < buffer.size < 0.7 * 16 * 20
+    assert 0 <= stats["win_rate_vs_bots"] <= 1
