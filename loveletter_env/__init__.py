@@ -13,3 +13,6 @@ __all__ = [
     "ObservationView", "env", "raw_env", "decode_observation", "encode_observation", "describe_action",
     "decode_action", "encode_action", "legal_actions", "new_game", "start_round", "step",
 ]
+
+# Registers "loveletter/LoveLetter-v0" (Gymnasium) and "loveletter/loveletter_v0" (PettingZoo).
+from .wrappers import registration as _registration  # noqa: E402,F401

@@ -1,0 +1,199 @@
+"""Love Letter as a Gymnasium single-agent env: one learning seat against fixed opponents.
+
+Registered as ``"loveletter/LoveLetter-v0"`` on ``import loveletter_env``::
+
+    env = gymnasium.make("loveletter/LoveLetter-v0", num_players=2, opponents="rule")
+
+Every other seat is played by an opponent agent (a bot name, a checkpoint path or an
+agent object, see :mod:`loveletter_env.wrappers.opponents`). The learner's seat is drawn
+from the env's seeded generator at every reset, so the learner plays first and later
+equally often. The legal-action mask comes both from :meth:`LoveLetterGymEnv.action_masks`
+(the sb3-contrib convention) and as ``info["action_mask"]``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from ..actions import NUM_ACTIONS
+from ..env import OBSERVATION_HIGH, RESET_OPTIONS, raw_env
+from ..observation import OBSERVATION_SIZE
+from ..rules import Rules
+from .opponents import OpponentSpec, make_opponents
+
+if TYPE_CHECKING:
+    from ..agents.base import Agent
+
+ILLEGAL_ACTION_MODES = ("lose", "raise")
+#: Reward given for an illegal action under ``illegal_action="lose"``: the same as a loss.
+ILLEGAL_ACTION_REWARD = -1.0
+_SEED_BOUND = 2**31
+
+
+class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
+    """One Love Letter seat as a Gymnasium env; the other seats are played by opponents.
+
+    Args:
+        num_players: 2, 3 or 4.
+        opponents: one opponent description for every other seat, or a sequence of
+            ``num_players - 1`` of them, in turn order after the learner. A description
+            is a bot name (``"random"``, ``"rule"``, ...), a checkpoint path, or an agent.
+        rules: a preset name or a :class:`~loveletter_env.rules.Rules` object.
+        episode: ``"game"`` (rounds until the token target) or ``"round"``.
+        learner_seat: fix the learner's seat; ``None`` draws it at every reset.
+        illegal_action: ``"lose"`` ends the episode with reward -1 and
+            ``info["illegal_action"] = True`` (so unmasked samplers such as
+            ``check_env`` work); ``"raise"`` raises the AEC env's ``IllegalActionError``.
+        render_mode: ``None``, ``"ansi"`` or ``"human"``.
+
+    Observations are the AEC env's float32 vectors seen from the learner's seat. The
+    reward is 0 until the episode ends, then +1 if the learner won and -1 otherwise.
+    Once an episode has ended the mask is all ones: no action is taken there, and an
+    all-zero mask would make a masked softmax undefined in vectorised rollouts.
+
+    With ``episode="round"`` the round can end before the learner acts (an opponent's
+    Guard or Baron). Such deals are replayed inside ``reset``, since Gymnasium has no way
+    to start an episode that is already over; their results are listed in
+    ``info["unplayed_rewards"]`` of the reset so evaluations can count them.
+    """
+
+    metadata = {"render_modes": ["human", "ansi"], "render_fps": 1}
+
+    def __init__(
+        self,
+        num_players: int = 2,
+        opponents: OpponentSpec | Sequence[OpponentSpec] = "random",
+        rules: str | Rules = "classic",
+        episode: str = "game",
+        learner_seat: int | None = None,
+        illegal_action: str = "lose",
+        render_mode: str | None = None,
+    ):
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
+        self.aec = raw_env(num_players=num_players, rules=rules, episode=episode, render_mode=render_mode)
+        self.num_players = self.aec.num_players
+        self._check_seat(learner_seat, "learner_seat")
+        self.fixed_learner_seat = learner_seat
+        self.illegal_action = illegal_action
+        self.render_mode = render_mode
+        self.opponents: list["Agent"] = make_opponents(opponents, self.num_players - 1)
+        self.observation_space = spaces.Box(0.0, OBSERVATION_HIGH, (OBSERVATION_SIZE,), np.float32)
+        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        self.learner_seat = 0
+        self._done = True
+
+    # Gymnasium API -------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        """Start an episode and play the opponents until the learner is to act.
+
+        ``options`` may hold ``"learner_seat"`` (this episode only) and the AEC env's
+        ``"deck"`` and ``"first_player"`` (both apply to the first deal of the episode).
+        """
+        super().reset(seed=seed)
+        options = dict(options or {})
+        seat = options.pop("learner_seat", self.fixed_learner_seat)
+        self._check_seat(seat, "learner_seat")
+        rng = self.np_random
+        self.learner_seat = int(rng.integers(self.num_players)) if seat is None else int(seat)
+        self._learner = self.aec.possible_agents[self.learner_seat]
+        unplayed: list[float] = []
+        while True:
+            self.aec.reset(seed=int(rng.integers(_SEED_BOUND)), options=options)
+            for opponent in self.opponents:
+                reset = getattr(opponent, "reset", None)
+                if callable(reset):
+                    reset(seed=int(rng.integers(_SEED_BOUND)))
+            self._done = False
+            self._play_opponents()
+            if not self._done:
+                break
+            # Replaying the same deck and first player would end the same way.
+            options = {k: v for k, v in options.items() if k not in RESET_OPTIONS}
+            unplayed.append(self._learner_reward())
+        info = self._info()
+        if unplayed:
+            info["unplayed_rewards"] = unplayed
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(), info
+
+    def step(self, action: int | np.integer) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """The learner plays ``action``; the opponents then play until the learner's next turn."""
+        if self._done:
+            raise RuntimeError("step() called on a finished episode; call reset() first")
+        if isinstance(action, np.ndarray) and action.shape == ():
+            action = action.item()
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+            raise ValueError(f"action must be an integer index in 0..{NUM_ACTIONS - 1}, got {action!r}")
+        legal = 0 <= action < NUM_ACTIONS and self.action_masks()[action] == 1
+        if not legal and self.illegal_action == "lose":
+            self._done = True
+            info = self._info()
+            info["illegal_action"] = True
+            return self._observation(), ILLEGAL_ACTION_REWARD, True, False, info
+        self.aec.step(int(action))  # an illegal action raises here and changes nothing
+        self._play_opponents()
+        reward = self._learner_reward() if self._done else 0.0
+        if self.render_mode == "human":
+            self.render()
+        return self._observation(), reward, self._done, False, self._info()
+
+    def action_masks(self) -> np.ndarray:
+        """The learner's legal-action mask (int8[41]); all ones once the episode is over."""
+        if self._done:
+            return np.ones(NUM_ACTIONS, dtype=np.int8)
+        return self.aec.observe(self._learner)["action_mask"]
+
+    def render(self) -> str | None:
+        """The table as the learner's seat sees it (``"ansi"`` returns it, ``"human"`` prints it)."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() was called without a render_mode; pass render_mode='ansi' or 'human'")
+            return None
+        # Show the learner's view even when an opponent's turn ended the episode.
+        selected, self.aec.agent_selection = self.aec.agent_selection, self._learner
+        try:
+            return self.aec.render()
+        finally:
+            self.aec.agent_selection = selected
+
+    def close(self) -> None:
+        self.aec.close()
+
+    # Internals -----------------------------------------------------------------------
+    def _check_seat(self, seat: Any, name: str) -> None:
+        if seat is not None and (
+            isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < self.num_players
+        ):
+            raise ValueError(f"{name} must be None or a seat in 0..{self.num_players - 1}, got {seat!r}")
+
+    def _play_opponents(self) -> None:
+        """Step the AEC env with the opponents' actions until the learner acts or the episode ends."""
+        aec = self.aec
+        # Opponents sit in turn order after the learner: offset k plays opponents[k - 1].
+        while not aec.terminations[self._learner]:
+            agent = aec.agent_selection
+            if agent == self._learner:
+                return
+            offset = (aec.agent_name_mapping[agent] - self.learner_seat) % self.num_players
+            aec.step(int(self.opponents[offset - 1].act(aec.observe(agent))))
+        self._done = True
+
+    def _learner_reward(self) -> float:
+        return float(self.aec.rewards[self._learner])
+
+    def _observation(self) -> np.ndarray:
+        return self.aec.observe(self._learner)["observation"]
+
+    def _info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"action_mask": self.action_masks(), "learner_seat": self.learner_seat}
+        if self._done and self.aec.infos[self._learner]:
+            info.update(
+                winners=list(self.aec.infos[self._learner]["winners"]),
+                tokens=list(self.aec.infos[self._learner]["tokens"]),
+            )
+        return info

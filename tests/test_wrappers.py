@@ -1,0 +1,272 @@
+"""The Gymnasium single-agent env, the registry entries and the library-free adapters."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium
+import numpy as np
+import pettingzoo
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import loveletter_env
+from loveletter_env.engine import IllegalActionError
+from loveletter_env.wrappers import GYM_ENV_ID, PETTINGZOO_ENV_ID, LoveLetterGymEnv, RLlibLoveLetterEnv
+from loveletter_env.wrappers._extras import MissingExtraError, require
+from loveletter_env.wrappers.tianshou import NumericInfoWrapper
+
+
+def play_out(env: gymnasium.Env, seed: int, rng: np.random.Generator) -> list[tuple]:
+    """One episode with uniformly random legal actions; every transition as a tuple."""
+    obs, info = env.reset(seed=seed)
+    trajectory = [(obs.copy(), info["learner_seat"])]
+    done = False
+    while not done:
+        mask = env.unwrapped.action_masks()
+        assert np.array_equal(mask, info["action_mask"])
+        action = int(rng.choice(np.flatnonzero(mask)))
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert not info.get("illegal_action")
+        trajectory.append((action, obs.copy(), reward, terminated))
+        done = terminated or truncated
+    return trajectory
+
+
+class FirstLegal:
+    """An opponent that plays its first legal action and counts its turns."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def act(self, observation) -> int:
+        self.calls += 1
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+
+# Registration ------------------------------------------------------------------------
+def test_import_registers_both_ids_without_loading_bots_or_training():
+    code = (
+        "import sys, gymnasium, pettingzoo, loveletter_env\n"
+        f"gymnasium.spec({GYM_ENV_ID!r}); pettingzoo.spec('aec', {PETTINGZOO_ENV_ID!r})\n"
+        "heavy = [m for m in ('training', 'loveletter_env.agents', 'loveletter_env.wrappers.single_agent',"
+        " 'sb3_contrib', 'torchrl', 'tianshou', 'ray', 'onnxruntime') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_gymnasium_make_builds_the_single_agent_env_with_its_kwargs():
+    env = gymnasium.make(GYM_ENV_ID, num_players=3, opponents="rule", episode="round")
+    assert isinstance(env.unwrapped, LoveLetterGymEnv)
+    assert env.unwrapped.num_players == 3 and env.unwrapped.aec.episode == "round"
+    assert env.observation_space.shape == (loveletter_env.OBSERVATION_SIZE,)
+    assert env.action_space == gymnasium.spaces.Discrete(41)
+
+
+@pytest.mark.parametrize("env_id", [PETTINGZOO_ENV_ID, "loveletter/loveletter-v0", "loveletter/loveletter"])
+def test_pettingzoo_registry_makes_the_aec_env(env_id):
+    aec = pettingzoo.make("aec", env_id, num_players=4, episode="round")
+    assert isinstance(aec.unwrapped, loveletter_env.raw_env)
+    assert aec.possible_agents == [f"player_{i}" for i in range(4)]
+    aec.reset(seed=0)
+    assert aec.observe(aec.agent_selection)["action_mask"].sum() > 0
+
+
+def test_pettingzoo_registry_env_passes_the_api_test():
+    from pettingzoo.test import api_test
+
+    api_test(pettingzoo.make("aec", PETTINGZOO_ENV_ID, num_players=3), num_cycles=50)
+
+
+# Gymnasium API -------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs", [{}, {"num_players": 3, "episode": "round"}, {"num_players": 4, "opponents": "rule"}])
+def test_passes_gymnasium_check_env(kwargs):
+    env = gymnasium.make(GYM_ENV_ID, **kwargs)
+    check_env(env.unwrapped)
+
+
+def test_mask_method_and_info_agree_with_the_aec_env_at_every_step():
+    env = gymnasium.make(GYM_ENV_ID, num_players=3, opponents="random")
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=1)
+    inner = env.unwrapped
+    done = False
+    while not done:
+        aec_obs = inner.aec.observe(inner.aec.possible_agents[inner.learner_seat])
+        assert inner.aec.agent_selection == f"player_{inner.learner_seat}"
+        assert np.array_equal(inner.action_masks(), aec_obs["action_mask"])
+        assert np.array_equal(info["action_mask"], aec_obs["action_mask"])
+        assert np.array_equal(obs, aec_obs["observation"])
+        obs, reward, done, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+    assert reward in (-1.0, 1.0)
+    assert (reward == 1.0) == (f"player_{inner.learner_seat}" in info["winners"])
+    assert info["action_mask"].all(), "the mask is all ones once the episode is over"
+
+
+def test_same_seed_gives_the_same_episode_and_seats_vary_with_the_seed():
+    make = lambda: gymnasium.make(GYM_ENV_ID, num_players=3, opponents="rule")  # noqa: E731
+    first = play_out(make(), seed=7, rng=np.random.default_rng(0))
+    second = play_out(make(), seed=7, rng=np.random.default_rng(0))
+    assert len(first) == len(second)
+    for a, b in zip(first, second):
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y)
+    env = make()
+    seats = {env.reset(seed=s)[1]["learner_seat"] for s in range(30)}
+    assert seats == {0, 1, 2}
+
+
+def test_learner_seat_can_be_fixed_and_bad_seats_are_refused():
+    env = LoveLetterGymEnv(num_players=4, learner_seat=2)
+    assert all(env.reset(seed=s)[1]["learner_seat"] == 2 for s in range(5))
+    assert env.reset(seed=0, options={"learner_seat": 1})[1]["learner_seat"] == 1
+    with pytest.raises(ValueError, match="learner_seat"):
+        LoveLetterGymEnv(num_players=2, learner_seat=2)
+    with pytest.raises(ValueError, match="learner_seat"):
+        env.reset(options={"learner_seat": -1})
+
+
+def test_each_opponent_plays_its_own_seat():
+    opponents = [FirstLegal(), FirstLegal(), FirstLegal()]
+    env = LoveLetterGymEnv(num_players=4, opponents=opponents, learner_seat=0, episode="round")
+    # Seat 3 opens holding two Handmaids (nothing it plays can end the round).
+    deck = [1, 4, 1, 1, 1, 4, 1, 2, 2, 3, 3, 5, 5, 6, 7, 8]
+    env.reset(seed=3, options={"deck": deck, "first_player": 3})
+    # Seat 3 sits just before the learner: the last opponent, the only one to act so far.
+    assert [o.calls for o in opponents] == [0, 0, 1]
+
+
+def test_reset_options_fix_the_deal():
+    deck = [8, 7, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1]
+    env = LoveLetterGymEnv(num_players=2, learner_seat=0)
+    obs, _ = env.reset(seed=0, options={"deck": deck, "first_player": 0})
+    view = loveletter_env.decode_observation(obs)
+    # Set aside 8; face up 7, 6, 5; the learner (first) gets 5 and draws 4 after the opponent's 4.
+    assert sorted(view.hand) == [4, 5]
+
+
+def test_round_episodes_that_end_before_the_learner_acts_are_replayed_and_reported():
+    env = LoveLetterGymEnv(num_players=4, opponents="rule", episode="round")
+    replayed = 0
+    for seed in range(60):
+        obs, info = env.reset(seed=seed)
+        assert env.action_masks().any() and not env.action_masks().all()
+        for reward in info.get("unplayed_rewards", []):
+            assert reward in (-1.0, 1.0)
+            replayed += 1
+    assert replayed > 0
+
+
+# Illegal actions and misuse ------------------------------------------------------------
+def test_illegal_action_loses_by_default_and_raises_on_request():
+    env = LoveLetterGymEnv(opponents="random")
+    _, info = env.reset(seed=0)
+    illegal = int(np.flatnonzero(info["action_mask"] == 0)[0])
+    obs, reward, terminated, truncated, info = env.step(illegal)
+    assert (reward, terminated, truncated, info["illegal_action"]) == (-1.0, True, False, True)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+
+    strict = LoveLetterGymEnv(opponents="random", illegal_action="raise")
+    _, info = strict.reset(seed=0)
+    before = strict.aec.observe(strict.aec.agent_selection)["observation"].copy()
+    with pytest.raises(IllegalActionError, match=str(illegal)):
+        strict.step(illegal)
+    assert np.array_equal(strict.aec.observe(strict.aec.agent_selection)["observation"], before)
+    strict.step(int(np.flatnonzero(info["action_mask"])[0]))  # still the learner's turn
+
+
+@pytest.mark.parametrize("action", [41, -1, 2.5, "3", None])
+def test_out_of_range_or_non_integer_actions(action):
+    env = LoveLetterGymEnv(opponents="random", illegal_action="raise")
+    env.reset(seed=0)
+    with pytest.raises(ValueError):
+        env.step(action)
+
+
+def test_bad_constructor_arguments_name_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="illegal_action"):
+        LoveLetterGymEnv(illegal_action="ignore")
+    with pytest.raises(ValueError, match="expected 2 opponent"):
+        LoveLetterGymEnv(num_players=3, opponents=["random"])
+    with pytest.raises(ValueError, match="unknown agent 'grandmaster'"):
+        LoveLetterGymEnv(opponents="grandmaster")
+    with pytest.raises(FileNotFoundError, match="missing.pt"):
+        LoveLetterGymEnv(opponents=str(tmp_path / "missing.pt"))
+    with pytest.raises(TypeError, match="opponent"):
+        LoveLetterGymEnv(opponents=[42])
+    with pytest.raises(ValueError, match="num_players"):
+        LoveLetterGymEnv(num_players=5)
+
+
+def test_checkpoint_opponents_are_loaded_through_training(tmp_path):
+    torch = pytest.importorskip("torch")
+    from training.checkpoint import model_payload, save_checkpoint
+    from training.ppo import ActorCritic
+
+    path = save_checkpoint(tmp_path / "opponent.pt", {"model": model_payload(ActorCritic(generator=torch.Generator()))})
+    env = gymnasium.make(GYM_ENV_ID, num_players=3, opponents=[str(path), "random"])
+    trajectory = play_out(env, seed=2, rng=np.random.default_rng(2))
+    assert trajectory[-1][2] in (-1.0, 1.0)
+
+
+def test_render_shows_the_learners_view():
+    env = gymnasium.make(GYM_ENV_ID, render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert isinstance(text, str) and text
+
+
+# Vector envs ---------------------------------------------------------------------------
+def test_sync_vector_env_steps_with_the_stacked_masks():
+    envs = gymnasium.make_vec(GYM_ENV_ID, num_envs=3, vectorization_mode="sync", opponents="random", episode="round")
+    rng = np.random.default_rng(0)
+    obs, info = envs.reset(seed=0)
+    finished = 0
+    for _ in range(150):
+        masks = info["action_mask"]
+        assert masks.shape == (3, 41)
+        assert np.array_equal(np.stack(envs.call("action_masks")), masks)
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        obs, rewards, terminated, truncated, info = envs.step(actions)
+        assert not info.get("illegal_action", np.zeros(3, bool)).any()
+        finished += int(terminated.sum())
+        assert set(np.unique(rewards[terminated])) <= {-1.0, 1.0}
+    assert obs.shape == (3, loveletter_env.OBSERVATION_SIZE)
+    assert finished > 10
+
+
+# Adapters that need no optional library -------------------------------------------------
+@pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
+def test_rllib_adapter_has_the_observation_layout_rllib_masking_modules_read():
+    env = RLlibLoveLetterEnv({"num_players": 3, "opponents": "rule"})
+    check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=4)
+    assert set(obs) == {"observations", "action_mask"}
+    assert obs["action_mask"].dtype == np.float32
+    assert np.array_equal(obs["action_mask"], env.action_masks().astype(np.float32))
+    assert env.observation_space.contains(obs)
+    action = int(np.flatnonzero(obs["action_mask"])[0])
+    obs, *_ = env.step(action)
+    assert env.observation_space.contains(obs)
+
+
+def test_numeric_info_wrapper_reports_the_result_as_numbers():
+    aec = NumericInfoWrapper(loveletter_env.env(num_players=3, episode="round"))
+    aec.reset(seed=0)
+    rng = np.random.default_rng(0)
+    while True:
+        obs, reward, terminated, truncated, info = aec.last()
+        if terminated:
+            break
+        assert info == {}
+        aec.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    assert info["won"].dtype == np.float32 and info["won"].sum() >= 1
+    assert info["tokens"].tolist() == aec.unwrapped.infos["player_0"]["tokens"]
+
+
+def test_missing_extra_names_the_pip_install_line():
+    with pytest.raises(MissingExtraError, match=r'pip install "loveletter-env\[sb3\]"'):
+        require("surely_not_an_installed_module", "sb3")
