@@ -213,3 +213,14 @@ def test_bot_games_train_only_the_learner_seat(tmp_path):
     # Every game has exactly one learner seat, so the learner makes about half the decisions.
     assert 0.3 * 16 * 20 < buffer.size < 0.7 * 16 * 20
     assert 0 <= stats["win_rate_vs_bots"] <= 1
+
+
+def test_init_from_starts_with_the_given_weights(tmp_path):
+    main(tiny_args(tmp_path, "run_name=source", "eval.every=0"))
+    source = load_checkpoint(tmp_path / "source")["model"]["state_dict"]
+    config = load_config(None, TINY + [f"model.init_from={tmp_path / 'source'}"])
+    trainer = SelfPlayTrainer(config, tmp_path / "child", progress=False)
+    assert all(torch.equal(trainer.model.state_dict()[k], v) for k, v in source.items())
+    wider = load_config(None, TINY + [f"model.init_from={tmp_path / 'source'}", "model.hidden_sizes=[64]"])
+    with pytest.raises(ConfigError, match="hidden_sizes"):
+        SelfPlayTrainer(wider, tmp_path / "wider", progress=False)

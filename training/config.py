@@ -52,9 +52,16 @@ class EnvConfig:
 
 @dataclass
 class ModelConfig:
-    """The :class:`~training.ppo.ActorCritic` network."""
+    """The :class:`~training.ppo.ActorCritic` network.
+
+    Attributes:
+        hidden_sizes: widths of the shared trunk's layers.
+        init_from: a checkpoint (file or run folder) whose weights start the run, e.g. a
+            2-player agent to fine-tune on mixed table sizes; its ``hidden_sizes`` must match.
+    """
 
     hidden_sizes: list[int] = field(default_factory=lambda: [256, 256])
+    init_from: str | None = None
 
 
 @dataclass

@@ -316,6 +316,8 @@ class SelfPlayTrainer:
 
         if resume:
             self._restore(load_checkpoint(self.run_dir / "latest.pt", map_location="cpu"))
+        elif config.model.init_from:
+            self._initialise_from(config.model.init_from)
         elif len(self.pool) == 0:
             self.pool.add(self.model, label=0)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -356,6 +358,15 @@ class SelfPlayTrainer:
         self.best_score = float(state["best_score"])
         self.update = int(ckpt["update"])
         self.global_step = int(ckpt["global_step"])
+
+    def _initialise_from(self, path: str) -> None:
+        source = load_checkpoint(path)
+        if list(source["model"]["hidden_sizes"]) != list(self.config.model.hidden_sizes):
+            raise ConfigError(
+                f"model.init_from {path!r} has hidden_sizes {source['model']['hidden_sizes']}, "
+                f"but model.hidden_sizes is {self.config.model.hidden_sizes}"
+            )
+        self.model.load_state_dict(build_model(source).state_dict())
 
     def checkpoint_payload(self, with_training_state: bool = True) -> dict[str, Any]:
         payload = {
