@@ -1,0 +1,102 @@
+"""The agent protocol every bot (and every trained policy) follows, and small helpers.
+
+An agent is any object with ``act(observation) -> int``, where ``observation`` is the
+env's dict ``{"observation": float32 vector, "action_mask": int8[41]}`` of the player
+to act, and optionally ``reset(seed=None)``, called at the start of every episode (and
+with a seed when the caller wants the agent's own randomness reproducible).
+
+Bots read the vector only through :func:`loveletter_env.decode_observation`: what an
+agent may use is exactly what its seat has seen.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..cards import CARD_VALUES
+from ..observation import ObservationView, decode_observation
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that picks an action index from an observation dict."""
+
+    def act(self, observation: Mapping[str, Any]) -> int: ...
+
+
+def legal_actions_of(observation: Mapping[str, Any]) -> list[int]:
+    """The legal action indices in an observation dict (from its ``action_mask``).
+
+    Raises ``ValueError`` when the mask has no legal action (the agent is not to act).
+    """
+    try:
+        mask = observation["action_mask"]
+    except (KeyError, TypeError):
+        raise ValueError("an agent needs the env's observation dict with an 'action_mask' entry") from None
+    legal = [int(a) for a in np.flatnonzero(np.asarray(mask))]
+    if not legal:
+        raise ValueError("the action mask has no legal action: this agent is not the one to act")
+    return legal
+
+
+class SeededAgent:
+    """Base class for the bots: a private ``random.Random`` that ``reset(seed)`` reseeds.
+
+    Args:
+        seed: seed of the agent's own generator (``None``: fresh entropy).
+    """
+
+    name = "agent"
+
+    def __init__(self, seed: int | None = None):
+        self._seed = seed
+        self.rng = random.Random(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new episode; with ``seed``, reseed the agent's generator."""
+        if seed is not None:
+            self._seed = seed
+            self.rng = random.Random(seed)
+
+    def act(self, observation: Mapping[str, Any]) -> int:
+        legal = legal_actions_of(observation)
+        if len(legal) == 1:
+            return legal[0]
+        return self.choose(decode_observation(observation["observation"]), legal)
+
+    def choose(self, view: ObservationView, legal: list[int]) -> int:
+        """Pick one of ``legal`` (at least two) from what the seat sees."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(seed={self._seed!r})"
+
+
+def hand_distribution(view: ObservationView, offset: int) -> dict[int, float]:
+    """Probability of each card value in the hand of the player at seat ``offset``.
+
+    A known card is certain. Otherwise the hand is one of the unseen copies, with the
+    values a failed Guard ruled out removed (unless that leaves nothing, which can only
+    follow from an inconsistent view). Players who are out hold nothing: ``{}``.
+    """
+    if not view.in_round(offset) or offset == 0:
+        return {}
+    known = view.known_cards[offset]
+    if known:
+        return {known: 1.0}
+    weights = {v: view.unseen[v] for v in CARD_VALUES if view.unseen[v] and v not in view.ruled_out[offset]}
+    if not weights:
+        weights = {v: view.unseen[v] for v in CARD_VALUES if view.unseen[v]}
+    total = sum(weights.values())
+    return {v: w / total for v, w in weights.items()} if total else {}
+
+
+def other_card(hand: tuple[int, ...], played: int) -> int:
+    """The card kept after playing ``played`` from a two-card ``hand`` (0 if none)."""
+    cards = list(hand)
+    if played in cards:
+        cards.remove(played)
+    return cards[0] if cards else 0

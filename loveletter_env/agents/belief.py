@@ -1,0 +1,175 @@
+"""A card-counting player: a probability for every opponent's hand, then the action of
+highest immediate expected value.
+
+The belief about a hand comes from every public and private fact in the observation:
+unseen counts, the cards this seat knows, and values failed Guards ruled out
+(:func:`~loveletter_env.agents.base.hand_distribution`). Each action is scored in units
+of "round-win probability" relative to an even share:
+
+* what it does now: the chance a Guard or a Baron eliminates someone (or us), the
+  information a Priest buys, the Princess a Prince may hit;
+* what the card kept afterwards is worth: its showdown strength (weighted up as the
+  deck runs out), what it threatens next turn, and the risk of being eliminated before
+  our next turn (Guards that can name it, most of all when an opponent knows it;
+  Barons; Princes against a Princess), which a Handmaid removes.
+"""
+
+from __future__ import annotations
+
+from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET
+from ..cards import BARON, CARD_VALUES, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
+from ..observation import ObservationView
+from .base import SeededAgent, hand_distribution, other_card
+from .memory import KeptCardMemory
+
+
+class _Situation:
+    """Quantities shared by every action's score at one decision."""
+
+    def __init__(self, view: ObservationView, old_card: int):
+        self.view = view
+        self.opponents = [k for k in range(1, view.num_players) if view.in_round(k)]
+        alive = len(self.opponents) + 1
+        self.share = 1.0 / alive  # an even share of the round
+        self.elim_gain = 1.0 / (alive - 1) - self.share
+        self.beliefs = {k: hand_distribution(view, k) for k in self.opponents}
+        total = sum(view.unseen.values())
+        self.unseen = {v: c / total for v, c in view.unseen.items() if c} if total else {}
+        # How much the showdown matters now: all of it on the last turn.
+        self.showdown_weight = 1.0 / (1.0 + view.deck_size / 2.0)
+        self.old_card = old_card
+
+    def beats(self, card: int, k: int) -> float:
+        """P(our ``card`` beats seat ``k``'s hand at a showdown), ties counted half."""
+        dist = self.beliefs[k]
+        return sum(p for v, p in dist.items() if v < card) + 0.5 * dist.get(card, 0.0)
+
+    def showdown(self, card: int) -> float:
+        win = 1.0
+        for k in self.opponents:
+            win *= self.beats(card, k)
+        return win
+
+    def holds_chance(self, k: int, card: int) -> float:
+        """P(seat ``k`` has ``card`` among its hand and the card it will draw)."""
+        return 1.0 - (1.0 - self.beliefs[k].get(card, 0.0)) * (1.0 - self.unseen.get(card, 0.0))
+
+    def guess_chance(self, card: int) -> float:
+        """P(an opponent who does not know our card names it with a Guard): they
+        count the unseen cards too, and our copy is among theirs."""
+        if card == GUARD:
+            return 0.0
+        counts = {v: self.view.unseen[v] for v in CARD_VALUES if v != GUARD}
+        counts[card] += 1
+        best = max(counts.values())
+        return (1.0 / sum(1 for c in counts.values() if c == best)) if counts[card] == best else 0.1 * counts[card] / best
+
+    def risk(self, card: int, exposed: float, protected: bool) -> float:
+        """P(we are eliminated before our next turn) holding ``card``."""
+        if protected or self.view.deck_size == 0:
+            return 0.0
+        survive = 1.0
+        for k in self.opponents:
+            hit = 0.0 if card == GUARD else exposed + (1.0 - exposed) * self.guess_chance(card)
+            threat = self.holds_chance(k, GUARD) * hit
+            threat += self.holds_chance(k, BARON) * (1.0 - self.beats(card, k)) * 0.5
+            if card == PRINCESS:
+                threat += self.holds_chance(k, PRINCE) * 0.5
+            survive *= 1.0 - min(1.0, threat)
+        return 1.0 - survive
+
+    def best_guess(self) -> float:
+        return max((p for k in self.opponents for v, p in self.beliefs[k].items() if v != GUARD), default=0.0)
+
+    def option_value(self, card: int) -> float:
+        """What holding ``card`` threatens at our next turn."""
+        if card == GUARD:
+            return 0.6 * self.elim_gain * self.best_guess()
+        if card == BARON:
+            edge = max((self.beats(BARON, k) for k in self.opponents), default=0.0)
+            return 0.3 * self.elim_gain * max(0.0, edge - 0.5)
+        if card == PRINCE:
+            return 0.5 * self.elim_gain * max((self.beliefs[k].get(PRINCESS, 0.0) for k in self.opponents), default=0)
+        if card in (PRIEST, HANDMAID):
+            return 0.02
+        return 0.0
+
+    def after(self, card: int, exposed: float = 0.0, protected: bool = False) -> float:
+        """Value of continuing the round holding ``card``."""
+        if self.view.deck_size == 0:
+            return self.showdown(card) - self.share
+        value = self.showdown_weight * (self.showdown(card) - self.share) + self.option_value(card)
+        return value - self.risk(card, exposed, protected) * (self.share + value)
+
+
+class BeliefAgent(SeededAgent):
+    """Keeps a probability for every opponent's hand and plays the action of highest
+    immediate expected value (ties broken by its seeded generator)."""
+
+    name = "belief"
+
+    def __init__(self, seed: int | None = None):
+        super().__init__(seed)
+        self.memory = KeptCardMemory()
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self.memory.clear()
+
+    def choose(self, view: ObservationView, legal: list[int]) -> int:
+        situation = _Situation(view, self.memory.old_card(view))
+        scores = {a: self.score(situation, a) for a in legal}
+        top = max(scores.values())
+        action = self.rng.choice([a for a, s in scores.items() if s >= top - 1e-9])
+        self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
+        return action
+
+    def score(self, s: _Situation, action: int) -> float:
+        """Expected value of ``action`` relative to an even share of the round."""
+        view = s.view
+        card, offset, guess = ACTION_CARD[action], ACTION_OFFSET[action], ACTION_GUESS[action]
+        kept = other_card(view.hand, card)
+        # Opponents who saw our old card know ``kept`` if we keep that card.
+        if any(view.seen_by):
+            exposed = 1.0 if s.old_card == kept else (0.5 if not s.old_card and kept != card else 0.0)
+        else:
+            exposed = 0.0
+        targeted = offset > 0
+
+        if card == PRINCESS:
+            return -s.share
+        if card == GUARD and targeted:
+            hit = s.beliefs[offset].get(guess, 0.0)
+            return hit * s.elim_gain + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed)
+        if card == BARON and targeted:
+            win = sum(p for v, p in s.beliefs[offset].items() if v < kept)
+            lose = sum(p for v, p in s.beliefs[offset].items() if v > kept)
+            tie = 1.0 - win - lose
+            go_on = tie + win * (len(s.opponents) > 1)
+            # After a tie the target knows our card.
+            return win * s.elim_gain - lose * s.share + go_on * s.after(kept, max(exposed, tie))
+        if card == PRIEST and targeted:
+            dist = s.beliefs[offset]
+            uncertainty = 1.0 - max(dist.values(), default=1.0)
+            use = 0.8 if kept == GUARD else 0.3 if kept in (BARON, PRINCE) else 0.15
+            return use * uncertainty * s.elim_gain + s.after(kept, exposed)
+        if card == HANDMAID:
+            return s.after(kept, exposed, protected=True)
+        if card == PRINCE:
+            if offset == 0:
+                if kept == PRINCESS:
+                    return -s.share
+                return sum(p * s.after(new) for new, p in s.unseen.items())
+            dist = s.beliefs[offset]
+            hit = dist.get(PRINCESS, 0.0)
+            # A high card discarded is a showdown threat gone.
+            mean = sum(v * p for v, p in dist.items())
+            fresh = sum(v * p for v, p in s.unseen.items())
+            disrupt = s.showdown_weight * max(0.0, mean - fresh) / 16.0
+            return hit * s.elim_gain + disrupt + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed)
+        if card == KING and targeted:
+            # We take their hand and they know what we now hold.
+            received = sum(p * s.after(new, exposed=1.0) for new, p in s.beliefs[offset].items())
+            return received
+        # Countess, or a card played with no one to choose: no effect.
+        return s.after(kept, exposed)

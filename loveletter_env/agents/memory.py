@@ -1,0 +1,39 @@
+"""Which of my two cards the others may know: a memory of the card kept last turn.
+
+The observation says *that* an opponent knows my card (``seen_by``) but not which of
+my two cards on my turn is that old one. An agent that remembers the card it kept at
+its previous turn can usually tell: a Prince on me voids the memory, and so does a King trade unless I
+happened to draw another copy of the card I kept (then the guess may be wrong, which
+costs a heuristic a little, never legality).
+"""
+
+from __future__ import annotations
+
+from ..observation import ObservationView
+
+
+class KeptCardMemory:
+    """Remembers the card kept at the last turn of the current round."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self._kept = 0
+        self._deck_size = -1
+        self._discards = -1
+
+    def old_card(self, view: ObservationView) -> int:
+        """The card held before this turn's draw when it is still the one kept last turn, else 0."""
+        same_round = 0 <= view.deck_size < self._deck_size
+        # Any discard of mine since last turn other than my own play means a Prince hit me.
+        untouched = len(view.discards[0]) == self._discards
+        if same_round and untouched and self._kept in view.hand:
+            return self._kept
+        return 0
+
+    def remember(self, view: ObservationView, kept: int) -> None:
+        """Call after choosing: ``kept`` is the card left in hand after this play."""
+        self._kept = kept
+        self._deck_size = view.deck_size
+        self._discards = len(view.discards[0]) + 1

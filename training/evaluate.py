@@ -1,0 +1,347 @@
+"""Measure agents against each other: ``python -m training.evaluate``.
+
+The function API, used by the self-play trainer::
+
+    from training.evaluate import evaluate
+    result = evaluate(["belief", "rule"], num_players=2, rounds=1000, seed=0)
+    result.win_rate[0], result.ci95[0], result.to_dict()
+
+Agent specs are bot names (``"ismcts"``, with keyword arguments as
+``"ismcts:iterations=100"``), checkpoint paths (loaded by
+``training.checkpoint.load_agent``), ``"package.module:factory"`` (a callable returning
+an agent) or agent objects. Seats rotate so that every lineup slot plays every seat
+equally; each episode's deal and each agent's generator are seeded from
+``(seed, episode index)`` alone, so results do not depend on ``workers``.
+
+League mode (``--league a b c``) plays every pair and rates them with openskill,
+writing a Markdown table, a CSV file and a PNG bar chart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import importlib
+import inspect
+import itertools
+import json
+import math
+import multiprocessing
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from loveletter_env.agents import AGENT_NAMES, Agent, make_agent
+from loveletter_env.env import EPISODE_KINDS, raw_env
+
+AgentSpec = Any  # str | os.PathLike | Agent
+CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt")
+Z_95 = 1.959963984540054
+
+
+# Agent specs ------------------------------------------------------------------------
+
+
+def _accepts_seed(fn: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "seed" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _parse_kwargs(text: str, spec: str) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise ValueError(f"agent spec {spec!r}: expected name:key=value[,key=value...], got {item!r}")
+        try:
+            kwargs[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            kwargs[key.strip()] = value.strip()
+    return kwargs
+
+
+def resolve_agent(spec: AgentSpec, seed: int | None = None) -> Agent:
+    """Turn an agent spec into an agent object.
+
+    Args:
+        spec: a bot name from :data:`~loveletter_env.agents.AGENT_NAMES` (optionally
+            ``name:key=value,...``), a checkpoint path, ``"module:factory"``, or an
+            object with ``act`` (returned as is).
+        seed: seed for the agent's own randomness, where the agent takes one.
+
+    Raises:
+        ValueError: the spec names nothing known; FileNotFoundError: a checkpoint path
+        that does not exist.
+    """
+    if not isinstance(spec, (str, os.PathLike)):
+        if callable(getattr(spec, "act", None)):
+            return spec
+        raise ValueError(f"an agent must have an act(observation) method, got {spec!r}")
+    text = os.fspath(spec)
+    name, colon, rest = text.partition(":")
+    if name in AGENT_NAMES:
+        return make_agent(name, seed=seed, **(_parse_kwargs(rest, text) if colon else {}))
+    looks_like_path = text.endswith(CHECKPOINT_SUFFIXES) or os.sep in text or os.path.exists(text)
+    if looks_like_path and not (colon and not os.path.exists(text) and "." in name and os.sep not in name):
+        path = Path(text)
+        if not path.exists():
+            raise FileNotFoundError(f"checkpoint {text!r} does not exist")
+        from training.checkpoint import load_agent  # lazy: pulls in torch
+
+        return load_agent(path, seed=seed) if _accepts_seed(load_agent) else load_agent(path)
+    if colon and rest:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise ValueError(f"agent spec {text!r}: cannot import module {name!r} ({exc})") from None
+        factory = getattr(module, rest, None)
+        if not callable(factory):
+            raise ValueError(f"agent spec {text!r}: module {name!r} has no callable {rest!r}")
+        agent = factory(seed=seed) if _accepts_seed(factory) else factory()
+        if not callable(getattr(agent, "act", None)):
+            raise ValueError(f"agent spec {text!r}: the factory returned {agent!r}, which has no act() method")
+        return agent
+    raise ValueError(
+        f"unknown agent {text!r}: use one of {list(AGENT_NAMES)}, a checkpoint path ({'/'.join(CHECKPOINT_SUFFIXES)}), "
+        "or 'module:factory'"
+    )
+
+
+def agent_label(spec: AgentSpec) -> str:
+    """A short display name for an agent spec."""
+    if isinstance(spec, (str, os.PathLike)):
+        return os.fspath(spec)
+    return str(getattr(spec, "name", type(spec).__name__))
+
+
+# Statistics -----------------------------------------------------------------------
+
+
+def wilson_interval(successes: float, trials: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (``(0, 1)`` with no trials)."""
+    if trials <= 0:
+        return (0.0, 1.0)
+    p = successes / trials
+    denom = 1.0 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denom
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+class EpisodeRecord(NamedTuple):
+    """One episode's outcome, by lineup slot."""
+
+    winners: tuple[int, ...]  # slots that won (several after a shared showdown)
+    first_slot: int  # slot of the player who moved first (round 1 for whole games)
+    turns: int
+    rounds: int
+
+
+@dataclass
+class EvaluationResult:
+    """Outcome of :func:`evaluate`. Lists are indexed by lineup slot.
+
+    ``win_rate[i]`` counts every episode slot ``i`` won, shared wins included, so the
+    rates may add up to a little more than 1; ``shared_rate`` is the share of episodes
+    with several winners.
+    """
+
+    agents: list[str]
+    num_players: int
+    episode: str
+    episodes: int
+    seed: int
+    wins: list[int]
+    win_rate: list[float]
+    ci95: list[tuple[float, float]]
+    shared_rate: float
+    mean_round_length: float
+    mean_rounds_per_episode: float
+    first_seat_win_rate: float
+    first_seat_ci95: tuple[float, float]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every figure."""
+        d = asdict(self)
+        d["ci95"] = [list(c) for c in self.ci95]
+        d["first_seat_ci95"] = list(self.first_seat_ci95)
+        return d
+
+    def summary(self) -> str:
+        """A human-readable table of the figures."""
+        unit = "rounds" if self.episode == "round" else "games"
+        lines = [f"{self.episodes} {unit}, {self.num_players} players, seed {self.seed}"]
+        width = max(len(a) for a in self.agents)
+        for i, name in enumerate(self.agents):
+            lo, hi = self.ci95[i]
+            lines.append(f"  slot {i}  {name:<{width}}  win rate {self.win_rate[i]:6.1%}  (95% CI {lo:.1%} - {hi:.1%})")
+        lo, hi = self.first_seat_ci95
+        lines.append(f"  first player wins {self.first_seat_win_rate:.1%} (95% CI {lo:.1%} - {hi:.1%})")
+        lines.append(f"  mean round length {self.mean_round_length:.2f} turns; shared wins {self.shared_rate:.1%}")
+        if self.episode == "game":
+            lines.append(f"  mean rounds per game {self.mean_rounds_per_episode:.2f}")
+        return "\n".join(lines)
+
+
+def summarize(records: Sequence[EpisodeRecord], labels: list[str], num_players: int, episode: str, seed: int) -> EvaluationResult:
+    """Aggregate episode records into an :class:`EvaluationResult`."""
+    n_ep = len(records)
+    wins = [sum(1 for r in records if slot in r.winners) for slot in range(len(labels))]
+    first_wins = sum(1 for r in records if r.first_slot in r.winners)
+    rounds = sum(r.rounds for r in records)
+    return EvaluationResult(
+        agents=labels,
+        num_players=num_players,
+        episode=episode,
+        episodes=n_ep,
+        seed=seed,
+        wins=wins,
+        win_rate=[w / n_ep if n_ep else 0.0 for w in wins],
+        ci95=[wilson_interval(w, n_ep) for w in wins],
+        shared_rate=sum(1 for r in records if len(r.winners) > 1) / n_ep if n_ep else 0.0,
+        mean_round_length=sum(r.turns for r in records) / rounds if rounds else 0.0,
+        mean_rounds_per_episode=rounds / n_ep if n_ep else 0.0,
+        first_seat_win_rate=first_wins / n_ep if n_ep else 0.0,
+        first_seat_ci95=wilson_interval(first_wins, n_ep),
+    )
+
+
+# Playing ----------------------------------------------------------------------------
+
+
+def episode_seeds(seed: int, index: int, count: int) -> list[int]:
+    """``count`` independent 32-bit seeds for episode ``index`` of a run seeded ``seed``
+    (the first seeds the deal, the others the slots' agents)."""
+    return [int(s) for s in np.random.SeedSequence(entropy=seed, spawn_key=(index,)).generate_state(count)]
+
+
+def play_episode(
+    agents: Sequence[Agent], env: raw_env, index: int, seed: int
+) -> EpisodeRecord:
+    """Play episode ``index`` with ``agents`` (one per slot; slot ``i`` sits at seat
+    ``(i + index) % n``) and return its record."""
+    n = env.num_players
+    seeds = episode_seeds(seed, index, n + 1)
+    seat_slot = [(s - index) % n for s in range(n)]
+    for slot, agent in enumerate(agents):
+        reset = getattr(agent, "reset", None)
+        if callable(reset):
+            reset(seed=seeds[slot + 1]) if _accepts_seed(reset) else reset()
+    env.reset(seed=seeds[0])
+    game = env.game
+    first_slot = seat_slot[game.current]
+    turns = 0
+    while not all(env.terminations.values()):
+        agent_name = env.agent_selection
+        seat = env.agent_name_mapping[agent_name]
+        slot = seat_slot[seat]
+        action = agents[slot].act(env.observe(agent_name))
+        try:
+            env.step(int(action))
+        except ValueError as exc:
+            raise ValueError(f"agent in slot {slot} ({agent_label(agents[slot])}) chose an illegal action: {exc}") from exc
+        turns += 1
+    winners = game.round_winners if env.episode == "round" else game.game_winners
+    return EpisodeRecord(tuple(sorted(seat_slot[w] for w in winners)), first_slot, turns, game.round)
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(specs: Sequence[AgentSpec], num_players: int, episode: str, rules: str) -> None:
+    _WORKER["agents"] = [resolve_agent(s) for s in specs]
+    _WORKER["env"] = raw_env(num_players=num_players, episode=episode, rules=rules)
+
+
+def _play_chunk(task: tuple[int, int, int]) -> list[EpisodeRecord]:
+    start, stop, seed = task
+    return [play_episode(_WORKER["agents"], _WORKER["env"], i, seed) for i in range(start, stop)]
+
+
+def _lineup(agents: Sequence[AgentSpec], num_players: int) -> list[AgentSpec]:
+    if isinstance(agents, (str, os.PathLike)) or not isinstance(agents, Sequence) or not agents:
+        raise ValueError(f"agents must be a non-empty sequence of agent specs, got {agents!r}")
+    if len(agents) > num_players:
+        raise ValueError(f"{len(agents)} agents given for a {num_players}-player table")
+    return list(agents) + [agents[-1]] * (num_players - len(agents))
+
+
+def evaluate(
+    agents: Sequence[AgentSpec],
+    num_players: int = 2,
+    rounds: int = 1000,
+    episode: str = "round",
+    seed: int = 0,
+    workers: int = 1,
+    progress: bool = False,
+    rules: str = "classic",
+) -> EvaluationResult:
+    """Play ``rounds`` episodes and measure every lineup slot.
+
+    Args:
+        agents: one spec per lineup slot (see :func:`resolve_agent`); with fewer than
+            ``num_players`` the last is repeated.
+        num_players: 2, 3 or 4.
+        rounds: number of episodes (rounds, or games when ``episode="game"``).
+        episode: ``"round"`` or ``"game"``.
+        seed: the whole run's seed: deals and agents' generators derive from it.
+        workers: processes to play in; results do not depend on it (agent objects must
+            then be picklable).
+        progress: show a tqdm progress bar.
+        rules: the rule preset.
+
+    Returns:
+        An :class:`EvaluationResult`.
+    """
+    if isinstance(num_players, bool) or num_players not in (2, 3, 4):
+        raise ValueError(f"num_players must be 2, 3 or 4, got {num_players!r}")
+    if episode not in EPISODE_KINDS:
+        raise ValueError(f"episode must be one of {EPISODE_KINDS}, got {episode!r}")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    lineup = _lineup(agents, num_players)
+    labels = [agent_label(s) for s in lineup]
+    # Resolve once here so a bad spec fails fast, before any process starts.
+    resolved = [resolve_agent(s) for s in lineup]
+    chunk = max(1, min(50, rounds // (workers * 8) or 1))
+    tasks = [(i, min(i + chunk, rounds), seed) for i in range(0, rounds, chunk)]
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=rounds, unit=episode, desc=" vs ".join(labels), dynamic_ncols=True)
+    records: list[EpisodeRecord] = []
+    try:
+        if workers == 1:
+            _init_worker([], num_players, episode, rules)
+            _WORKER["agents"] = resolved
+            for task in tasks:
+                records += _play_chunk(task)
+                if bar:
+                    bar.update(task[1] - task[0])
+        else:
+            # fork: workers start at once and need no importable __main__ (scripts, stdin, notebooks).
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            with ctx.Pool(workers, initializer=_init_worker, initargs=(lineup, num_players, episode, rules)) as pool:
+                for task, part in zip(tasks, pool.imap(_play_chunk, tasks)):
+                    records += part
+                    if bar:
+                        bar.update(task[1] - task[0])
+    finally:
+        _WORKER.clear()
+        if bar:
+            bar.close()
+    return summarize(records, labels, num_players, episode, seed)
