@@ -6,11 +6,11 @@ import random
 
 import numpy as np
 import pytest
+from conftest import act, deal_deck, legal_from_mask, make_env
 from gymnasium import spaces
 from pettingzoo.test import api_test, seed_test
 
 import loveletter_env
-from conftest import act, deal_deck, legal_from_mask, make_env
 from loveletter_env.actions import HANDMAID_ACTION
 from loveletter_env.cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCESS
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import act, deal_deck, make_env, snapshot, start
 
 import loveletter_env
-from conftest import act, deal_deck, make_env, snapshot, start
 from loveletter_env import engine
 from loveletter_env.actions import HANDMAID_ACTION, decode_action, encode_action
 from loveletter_env.cards import FULL_DECK, GUARD, HANDMAID, PRIEST, PRINCESS
@@ -35,6 +35,11 @@ def env_state(env) -> tuple:
 
 
 # Illegal actions --------------------------------------------------------------------
+
+
+def test_illegal_action_error_is_a_value_error():
+    assert issubclass(IllegalActionError, ValueError)
+    assert loveletter_env.IllegalActionError is IllegalActionError
 
 
 @pytest.mark.parametrize("action", ILLEGAL_ACTIONS, ids=repr)

@@ -8,6 +8,7 @@ requires them to agree.
 from __future__ import annotations
 
 from conftest import act, offset_of, play, start, view
+
 from loveletter_env import engine
 from loveletter_env.actions import HANDMAID_ACTION
 from loveletter_env.cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS

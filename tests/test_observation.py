@@ -6,11 +6,11 @@ import random
 
 import numpy as np
 import pytest
+from conftest import act, deal_deck, legal, make_env, play, random_playout, view
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loveletter_env
-from conftest import act, deal_deck, legal, make_env, play, random_playout, view
 from loveletter_env import engine
 from loveletter_env.actions import GUARD_NO_TARGET, HANDMAID_ACTION
 from loveletter_env.cards import (

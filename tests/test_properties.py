@@ -6,11 +6,11 @@ import random
 from collections import Counter
 
 import numpy as np
+from conftest import legal, legal_from_mask, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loveletter_env
-from conftest import legal, legal_from_mask, snapshot
 from loveletter_env import engine
 from loveletter_env.actions import ACTIONS, NO_TARGET
 from loveletter_env.cards import DECK_SIZE, FULL_DECK, KING, PRINCE
@@ -166,5 +166,7 @@ def test_env_matches_an_engine_driven_alongside_it(num_players, deck, rules, see
         assert mirror.tokens == env.unwrapped.game.tokens
 
     assert mirror.game_over
+    for seat, agent in enumerate(agents):  # the final observations show the final tokens
+        np.testing.assert_array_equal(env.observe(agent)["observation"], encode_observation(mirror, seat))
     winners = {agents[p] for p in mirror.game_winners}
     assert env.rewards == {a: (1.0 if a in winners else -1.0) for a in agents}

@@ -5,10 +5,20 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from conftest import (
-    act, actions_of, deal_deck, legal, legal_from_mask, make_env, play, play_cards, scripted_deck, start, view,
+    act,
+    actions_of,
+    deal_deck,
+    legal,
+    legal_from_mask,
+    make_env,
+    play,
+    play_cards,
+    scripted_deck,
+    start,
+    view,
 )
+
 from loveletter_env import decode_observation, engine
 from loveletter_env.actions import (
     ACTIONS,
@@ -32,7 +42,6 @@ from loveletter_env.cards import (
     PRINCE,
     PRINCESS,
 )
-from loveletter_env.engine import IllegalActionError
 
 NO_TARGET_ACTION = {GUARD: GUARD_NO_TARGET, PRIEST: PRIEST_NO_TARGET, BARON: BARON_NO_TARGET, KING: KING_NO_TARGET}
 
@@ -477,7 +486,7 @@ def test_pegasus_showdown_tie_is_shared_without_discard_sum():
     "rules, targets", [("classic", (7, 5, 4)), ("pegasus", (5, 4, 3)), ("king_ignores_handmaid", (7, 5, 4))]
 )
 def test_token_targets(rules, targets):
-    for num_players, target in zip((2, 3, 4), targets):
+    for num_players, target in zip((2, 3, 4), targets, strict=True):
         state = start(num_players, rules=rules)
         assert state.tokens_to_win == target
         assert view(state, 0).tokens_to_win == target
@@ -576,10 +585,6 @@ def test_game_episode_rewards_come_only_at_the_end(rules):
         seen[agent] = reward
         env.step(None)
     assert seen == {a: (1 if a in winners else -1) for a in env.possible_agents}
-
-
-def test_illegal_action_error_is_a_value_error():
-    assert issubclass(IllegalActionError, ValueError)
 
 
 # Helpers ----------------------------------------------------------------------------
