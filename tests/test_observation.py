@@ -149,6 +149,37 @@ def test_observations_do_not_depend_on_unseen_deck_order(num_players, deck, firs
         engine.step(b, action)
 
 
+@PROPERTY_SETTINGS
+@given(
+    num_players=st.sampled_from([2, 3, 4]),
+    deck=st.permutations(FULL_DECK),
+    first_player=st.integers(0, 3),
+    picks=st.data(),
+    rng=st.randoms(use_true_random=False),
+)
+def test_observations_do_not_depend_on_other_players_hidden_cards(num_players, deck, first_player, picks, rng):
+    """Swap one player's dealt card with a card deep in the deck. Until that player acts
+    or is chosen by a card, nobody else can tell the two games apart."""
+    first_player %= num_players
+    holder = picks.draw(st.sampled_from([p for p in range(num_players) if p != first_player]), label="holder")
+    dealt_at = 1 + (engine.FACE_UP_CARDS_2P if num_players == 2 else 0) + (holder - first_player) % num_players
+    deep = picks.draw(st.integers(_first_hidden_position(num_players), DECK_SIZE - 1), label="deep")
+    a = engine.new_game(num_players, tuple(deck), first_player)
+    b = engine.new_game(num_players, swapped(tuple(deck), dealt_at, deep), first_player)
+    observers = [p for p in range(num_players) if p != holder]
+
+    while not a.round_over and a.next_card <= deep:
+        assert_same_views(a, b, observers)
+        if a.current == holder:
+            break
+        action = rng.choice(legal(a))
+        offset = loveletter_env.decode_action(action).offset
+        if offset > 0 and (a.current + offset) % num_players == holder:
+            break
+        engine.step(a, action)
+        engine.step(b, action)
+
+
 # Decoding ---------------------------------------------------------------------------
 
 
