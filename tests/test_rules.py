@@ -409,7 +409,7 @@ def test_offsets_past_the_table_are_masked(num_players, hand, draw):
                              (BARON, [BARON_NO_TARGET]), (PRINCE, [act(PRINCE, 0)])]
 )
 def test_king_ignores_handmaid_lets_only_the_king_choose_a_protected_player(other, other_actions):
-    deal = dict(hands={0: HANDMAID, 1: KING}, draws=[GUARD if other != GUARD else PRIEST, other])
+    deal = dict(hands={0: HANDMAID, 1: KING}, draws=[PRIEST, other])  # player_0 keeps the Priest
     variant = start(2, rules="king_ignores_handmaid", **deal)
     classic = start(2, rules="classic", **deal)
     for state in (variant, classic):
