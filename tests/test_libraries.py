@@ -1,0 +1,150 @@
+"""Other RL libraries: the docs' snippets and the example training loops.
+
+Each library's tests skip (with the extra to install) where the library is missing.
+CI installs them with ``pip install -e ".[dev,libraries]"``; RLlib is left out there
+because ray pins an older gymnasium.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "libraries.md"
+SNIPPET = re.compile(
+    r"<!-- snippet: (?P<name>[\w-]+)(?: requires: (?P<requires>[\w. ]+?))?(?: setup: (?P<setup>\S+))? -->\n"
+    r"```python\n(?P<code>.*?)```",
+    re.S,
+)
+EXTRA_OF = {"sb3_contrib": "sb3", "torchrl": "torchrl", "tianshou": "tianshou", "ray.rllib": "rllib"}
+EXTRA_OF.update(onnxruntime="onnx", onnxscript="onnx")
+
+
+def _snippets() -> dict[str, re.Match]:
+    return {m["name"]: m for m in SNIPPET.finditer(DOCS.read_text())}
+
+
+def _need(module: str) -> None:
+    extra = EXTRA_OF.get(module, module)
+    pytest.importorskip(module, reason=f'needs the {extra} extra: pip install "loveletter-env[{extra}]"')
+
+
+def _load_example(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"examples_{name}", ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and pickling look modules up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Small networks on a shared 2-core machine run faster, and steadier, on one thread."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _write_policy_onnx(folder: Path) -> None:
+    import torch
+
+    from training.checkpoint import model_payload, save_checkpoint
+    from training.export import main as export_main
+    from training.ppo import ActorCritic
+
+    model = ActorCritic(hidden_sizes=(32,), generator=torch.Generator().manual_seed(0))
+    checkpoint = save_checkpoint(folder / "policy.pt", {"model": model_payload(model)})
+    export_main(["--checkpoint", str(checkpoint), "--onnx", str(folder / "policy.onnx"), "--no-verify"])
+
+
+SETUPS = {"policy.onnx": _write_policy_onnx}
+
+
+# The docs ------------------------------------------------------------------------------
+def test_every_python_block_of_the_docs_is_a_tested_snippet():
+    text = DOCS.read_text()
+    assert text.count("```python") == len(_snippets()) > 0
+    for match in _snippets().values():
+        assert match["setup"] is None or match["setup"] in SETUPS
+
+
+@pytest.mark.parametrize("name", sorted(_snippets()))
+def test_docs_snippet_runs(name, tmp_path, monkeypatch):
+    snippet = _snippets()[name]
+    for module in (snippet["requires"] or "").split():
+        _need(module)
+    monkeypatch.chdir(tmp_path)
+    if snippet["setup"]:
+        SETUPS[snippet["setup"]](tmp_path)
+    exec(compile(snippet["code"], f"{DOCS.name}:{name}", "exec"), {"__name__": f"snippet_{name}"})
+
+
+# Stable-Baselines3 ---------------------------------------------------------------------
+def test_sb3_example_trains_maskable_ppo_and_reports_a_win_rate(capsys):
+    _need("sb3_contrib")
+    example = _load_example("sb3_maskable_ppo")
+    win_rate = example.main(["--timesteps", "2048", "--num-envs", "2", "--n-steps", "256", "--eval-episodes", "20"])
+    # evaluate() raises if the masked policy ever picks an illegal action.
+    assert 0.0 <= win_rate <= 1.0
+    assert re.search(r"evaluation win rate vs rule \(2 players, games\): \d\.\d{3} over 20 episodes", capsys.readouterr().out)
+
+
+# TorchRL -------------------------------------------------------------------------------
+def test_torchrl_reinforce_loop_learns_from_legal_self_play():
+    _need("torchrl")
+    import torch
+
+    example = _load_example("torchrl_reinforce")
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        policy = example.make_policy(hidden=32)
+    before = [p.detach().clone() for p in policy.parameters()]
+    history = example.train(iterations=3, frames_per_batch=128, policy=policy)
+    assert len(history) == 3
+    for batch in history:
+        assert batch["decisions"] == 128, "exactly one seat acts per AEC step"
+        assert batch["illegal_actions"] == 0
+        assert batch["episodes"] > 0 and math.isfinite(batch["loss"])
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters())), "no gradient step happened"
+
+
+def test_torchrl_returns_follow_each_seat_to_its_episode_end():
+    _need("torchrl")
+    import torch
+    from tensordict import TensorDict
+
+    example = _load_example("torchrl_reinforce")
+    rewards = torch.tensor([[0, 0], [1, -1], [0, 0], [0, 0], [-1, 1], [0, 0]], dtype=torch.float32)
+    done = torch.tensor([0, 1, 0, 0, 1, 0], dtype=torch.bool)
+    batch = TensorDict({("next", "players", "reward"): rewards.unsqueeze(-1), ("next", "done"): done.unsqueeze(-1)}, [6])
+    returns, finished = example.returns_to_episode_end(batch)
+    assert returns.tolist() == [[1, -1], [1, -1], [-1, 1], [-1, 1], [-1, 1], [0, 0]]
+    assert finished[:, 0].tolist() == [True, True, True, True, True, False]
+
+
+# Tianshou ------------------------------------------------------------------------------
+def test_tianshou_dqn_trains_a_seat_with_the_trainer():
+    _need("tianshou")
+    example = _load_example("tianshou_dqn")
+    out = example.train(epochs=1, steps_per_epoch=256, num_envs=2, seed=0)
+    # Any illegal action would have raised inside the AEC env.
+    assert out["result"].update_step > 0
+    assert out["test_episodes"] == 8
+    assert -1.0 <= out["learner_mean_reward"] <= 1.0
+    assert out["algorithm"].get_algorithm(example.LEARNER).policy is not None
+
+
+# RLlib ---------------------------------------------------------------------------------
+def test_rllib_adapter_does_not_import_ray():
+    code = "import sys, loveletter_env.wrappers.rllib; assert 'ray' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
