@@ -224,3 +224,15 @@ def test_init_from_starts_with_the_given_weights(tmp_path):
     wider = load_config(None, TINY + [f"model.init_from={tmp_path / 'source'}", "model.hidden_sizes=[64]"])
     with pytest.raises(ConfigError, match="hidden_sizes"):
         SelfPlayTrainer(wider, tmp_path / "wider", progress=False)
+
+
+def test_exploit_trains_against_the_frozen_checkpoint(tmp_path):
+    from training.exploit import main as exploit_main
+
+    main(tiny_args(tmp_path, "run_name=target", "eval.every=0"))
+    report = exploit_main(["--checkpoint", str(tmp_path / "target"), "--steps", "128", "--rounds", "6",
+                           "--no-progress", "--set", f"out_dir={tmp_path}", "--set", "env.num_games=16",
+                           "--set", "env.rollout_steps=8"])
+    assert 0 <= report["best_response_win_rate"] <= 1 and report["training_turns"] == 128
+    run = tmp_path / "exploit_target_2p"
+    assert (run / "exploit.json").is_file() and load_checkpoint(run / "latest.pt")["training"]["pool"]["labels"] == [-1]
