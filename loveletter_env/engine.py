@@ -14,6 +14,7 @@ takes a :meth:`GameState.clone` first.
 from __future__ import annotations
 
 import functools
+import numbers
 from typing import NamedTuple, Sequence
 
 from . import knowledge
@@ -62,9 +63,11 @@ class IllegalActionError(ValueError):
         self.legal = tuple(legal)
         self.player = player
         try:
+            if type(action) is bool or not isinstance(action, numbers.Integral):
+                raise ValueError
             what = f"action {action} ({describe_action(action, player, num_players)})"
         except ValueError:
-            what = f"action {action!r}"
+            what = f"action {action!r} (actions are integers 0..40)"
         legal_words = ", ".join(f"{a} ({describe_action(a, player, num_players)})" for a in self.legal)
         super().__init__(f"{what} is not legal for player_{player}; legal actions: {legal_words}")
 
@@ -360,9 +363,13 @@ def step(state: GameState, action: int) -> TurnEvent:
     if state.round_over:
         raise ValueError("the round is over; call start_round() to deal the next one")
     legal = state.legal if state.legal is not None else legal_actions(state)
+    if type(action) is not int:
+        # numpy integers are welcome; floats and bools are not silently truncated.
+        if isinstance(action, bool) or not isinstance(action, numbers.Integral):
+            raise IllegalActionError(action, legal, state.current, state.num_players)
+        action = int(action)
     if action not in legal:
         raise IllegalActionError(action, legal, state.current, state.num_players)
-    action = int(action)
     n = state.num_players
     player = state.current
     card = ACTION_CARD[action]

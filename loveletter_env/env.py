@@ -115,7 +115,6 @@ class raw_env(AECEnv):
         self.game: engine.GameState | None = None
         self._np_random: np.random.Generator | None = None
         self._np_random_seed: int | None = None
-        self._legal: tuple[int, ...] = ()
         self._observations = ObservationTracker(self.num_players)
 
     def observation_space(self, agent: str) -> spaces.Space:
@@ -157,7 +156,6 @@ class raw_env(AECEnv):
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
         self.infos = {a: {} for a in self.agents}
-        self._legal = engine.legal_actions(self.game)
         self.agent_selection = self.possible_agents[self.game.current]
         if self.render_mode == "human":
             self.render()
@@ -165,25 +163,27 @@ class raw_env(AECEnv):
     def step(self, action: int | None) -> None:
         """The selected agent plays ``action``. An action whose mask entry is 0 raises
         :class:`IllegalActionError` and changes nothing."""
+        game = self._require_reset()
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        game = self.game
-        if action is None or action not in self._legal:
-            raise IllegalActionError(action, self._legal, game.current, self.num_players)
+        engine.step(game, action)  # validates first: an illegal action changes nothing
         self._cumulative_rewards[agent] = 0.0
-        engine.step(game, int(action))
         if game.round_over:
             if self.episode == "round" or game.game_over:
                 self._end_episode()
             else:
                 engine.start_round(game, self._decks.next())
-        self._legal = engine.legal_actions(game)
         if not game.round_over:
             self.agent_selection = self.possible_agents[game.current]
         if self.render_mode == "human":
             self.render()
+
+    def _require_reset(self) -> engine.GameState:
+        if self.game is None:
+            raise RuntimeError("call reset() before step() or observe()")
+        return self.game
 
     def _end_episode(self) -> None:
         game = self.game
@@ -196,9 +196,12 @@ class raw_env(AECEnv):
 
     # Observation -------------------------------------------------------------------
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        seat = self.agent_name_mapping[agent]
-        game = self.game
-        legal = self._legal if seat == game.current else ()
+        game = self._require_reset()
+        try:
+            seat = self.agent_name_mapping[agent]
+        except KeyError:
+            raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}") from None
+        legal = engine.legal_actions(game) if seat == game.current else ()
         return {"observation": self._observations.observe(game, seat), "action_mask": _mask_of(legal).copy()}
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:

@@ -194,6 +194,29 @@ def test_step_before_reset_is_an_error():
         env.observe("player_0")
 
 
+def test_raw_env_before_reset_says_to_reset():
+    env = loveletter_env.raw_env(num_players=2)
+    with pytest.raises(RuntimeError, match=r"reset\(\)"):
+        env.step(HANDMAID_ACTION)
+    with pytest.raises(RuntimeError, match=r"reset\(\)"):
+        env.observe("player_0")
+
+
+@pytest.mark.parametrize("action", [30.0, np.float32(30), True, "30"], ids=repr)
+def test_non_integer_actions_are_refused_not_truncated(action):
+    env = make_env(2, DECK)
+    before = env_state(env)
+    with pytest.raises(IllegalActionError, match="actions are integers"):
+        env.step(action)
+    assert env_state(env) == before
+
+
+def test_unknown_agent_is_named():
+    env = make_env(2, DECK)
+    with pytest.raises(ValueError, match="unknown agent 'player_7'"):
+        env.observe("player_7")
+
+
 def test_starting_a_round_after_the_game_is_over_is_refused():
     state = start(2, hands={0: GUARD, 1: PRIEST}, draws=[HANDMAID])
     state.tokens = [6, 0]
