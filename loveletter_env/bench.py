@@ -139,6 +139,49 @@ def bench_null_aec(num_players: int, turns: int, episode_length: int, seed: int 
     return _aec_loop(env, turns, seed)[0]
 
 
+def bench_batched(
+    num_players: int,
+    turns: int,
+    batch: int,
+    device: str = "cpu",
+    seed: int = 0,
+    episode: str = "round",
+    observations: bool = True,
+) -> float:
+    """Turns per second of :class:`~loveletter_env.batched.BatchedLoveLetter` under random
+    legal play: actions sampled uniformly from the mask on ``device``, finished games reset
+    by the env. ``observations=False`` times :meth:`advance` (masks only). At least
+    ``turns`` turns (and 10 steps) after 3 warm-up steps; CPU runs are timed in process
+    CPU time like the rows above, CUDA runs in wall time after a synchronise."""
+    import torch
+
+    from .batched import BatchedLoveLetter
+
+    env = BatchedLoveLetter(batch, num_players, episode=episode, device=device, seed=seed, validate_actions=False)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    _, mask = env.reset()
+
+    def play(steps: int) -> torch.Tensor:
+        mask = env.action_mask
+        for _ in range(steps):
+            keys = torch.rand(mask.shape, generator=generator, device=device)
+            actions = keys.masked_fill(~mask, -1.0).argmax(1)  # uniform over the legal actions
+            mask = env.step(actions)[1] if observations else env.advance(actions)[0]
+        return mask
+
+    cuda = torch.device(device).type == "cuda"
+    clock = time.perf_counter if cuda else time.process_time
+    play(3)
+    steps = max(10, -(-turns // batch))
+    if cuda:
+        torch.cuda.synchronize(device)
+    start = clock()
+    play(steps)
+    if cuda:
+        torch.cuda.synchronize(device)
+    return steps * batch / (clock() - start)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m loveletter_env.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
@@ -146,14 +189,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats; medians are reported (default 5)")
     parser.add_argument("--episode", choices=("game", "round"), default="game", help="AEC episode kind (default game)")
     parser.add_argument("--seed", type=int, default=0)
+    batched = parser.add_argument_group("batched torch engine")
+    batched.add_argument("--batched", action="store_true", help="also time the batched torch engine")
+    batched.add_argument("--batch", type=int, default=4096, help="games stepped at once (default 4096)")
+    batched.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="torch device (default cpu)")
+    batched.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     args = parser.parse_args(argv)
     if args.turns <= 0 or args.repeats <= 0:
         parser.error("--turns and --repeats must be positive")
+    if args.batch <= 0:
+        parser.error("--batch must be positive")
+    if args.batched:
+        import torch
+
+        if args.device == "cuda" and not torch.cuda.is_available():
+            parser.error("--device cuda: no CUDA device is available")
+        if args.threads is not None:
+            if args.threads <= 0:
+                parser.error("--threads must be positive")
+            torch.set_num_threads(args.threads)
     n, t = args.players, args.turns
     # Interleave the three measurements so that load from other processes on a noisy
     # machine hits all of them alike; report medians.
-    engine_rates, aec_rates, null_rates = [], [], []
+    engine_rates, aec_rates, null_rates, batched_rates, masks_only_rates = [], [], [], [], []
     for r in range(args.repeats):
+        if args.batched:
+            for rates, observations in ((batched_rates, True), (masks_only_rates, False)):
+                rates.append(
+                    bench_batched(n, t, args.batch, args.device, args.seed + r, args.episode, observations)
+                )
         rate, round_length = bench_engine(n, t, args.seed + r)
         engine_rates.append(rate)
         rate, episode_length = bench_aec(n, t, args.seed + r, args.episode)
@@ -167,6 +231,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  (a) engine alone       {eng:>12,.0f} turns/s   {eng / ceiling:5.2f} x ceiling  (target >= 3)")
     print(f"  (b) AEC env            {aec:>12,.0f} turns/s   {aec / ceiling:5.2f} x ceiling  (target >= 0.7)")
     print(f"  (c) do-nothing AEC env {ceiling:>12,.0f} turns/s   1.00 x ceiling")
+    if args.batched:
+        from .batched import BatchedLoveLetter
+
+        batched_rate, masks_rate = statistics.median(batched_rates), statistics.median(masks_only_rates)
+        where = f"{args.batch:,} games on {args.device}"
+        print(f"  (d) batched env        {batched_rate:>12,.0f} turns/s   {batched_rate / aec:5.1f} x AEC env  "
+              f"(target >= 20; {where}, observations + masks)")
+        print(f"  (e) batched, no obs    {masks_rate:>12,.0f} turns/s   {masks_rate / aec:5.1f} x AEC env  "
+              f"({where}, masks only)")
+        state_bytes = BatchedLoveLetter(1, n).state_bytes_per_game()
+        print(f"  batched state: {state_bytes} bytes per game (target <= 512); torch threads: {torch.get_num_threads()}")
 
 
 if __name__ == "__main__":

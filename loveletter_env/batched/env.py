@@ -127,6 +127,15 @@ class BatchedLoveLetter:
         ``info`` holds ``"round_over"`` (bool [N]), ``"round_winners"`` (bool [N, 4])
         and ``"tokens"`` (int8 [N, 4], before any reset) of the step that just ended.
         """
+        mask, rewards, dones, info = self.advance(actions)
+        return self.observe(self.state.current), mask, rewards, dones, info
+
+    def advance(
+        self, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """:meth:`step` without building the observation: returns ``(mask, rewards,
+        dones, info)``. For drivers that need only masks (random or scripted players)
+        or observe other seats with :meth:`observe`."""
         self._require_reset()
         if self.validate_actions:
             self._check_actions(actions)
@@ -152,7 +161,7 @@ class BatchedLoveLetter:
         engine.start_rounds(state, self._shuffled_decks(), first, round_over)
 
         self._mask = engine.legal_mask(state, rules)
-        return self.observe(state.current), self._mask, rewards, dones, info
+        return self._mask, rewards, dones, info
 
     def observe(self, seats: torch.Tensor) -> torch.Tensor:
         """float32 [N, OBSERVATION_SIZE]: each game seen from ``seats[g]`` (long [N])."""

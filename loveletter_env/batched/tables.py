@@ -12,7 +12,7 @@ from functools import lru_cache
 import torch
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, NUM_ACTIONS
-from ..cards import BARON, CARD_COUNTS, CARD_VALUES, FULL_DECK, GUARD, KING, PRIEST
+from ..cards import BARON, CARD_COUNTS, CARD_VALUES, FULL_DECK, GUARD, KING, NUM_CARD_TYPES, PRIEST
 
 MAX_SEATS = 4
 #: Cards that must choose *another* player, and are played with no effect when none can be.
@@ -51,6 +51,9 @@ class Tables:
     card_values: torch.Tensor  # int8 [8]: 1..8, for one-hot comparisons
     card_counts: torch.Tensor  # float32 [8]: copies of each value in the deck
     value_bits: torch.Tensor  # uint8 [8]: bit of value v in a ruled-out mask is 1 << (v - 1)
+    card_one_hot: torch.Tensor  # float32 [9, 8]: row v is the one-hot of value v (row 0: no card)
+    mask_bits: torch.Tensor  # float32 [256, 8]: row m holds the 8 bits of ruled-out mask m
+    slot_sum: torch.Tensor  # float32 [16 * 8, 8]: sums one-hot discard slots into counts per value
     seat_ids: torch.Tensor  # long [4]
     slot_ids: torch.Tensor  # long [16]: discard slots
 
@@ -70,6 +73,9 @@ def tables_for(device: torch.device) -> Tables:
         card_values=torch.tensor(CARD_VALUES, dtype=torch.int8, device=device),
         card_counts=torch.tensor([CARD_COUNTS[v] for v in CARD_VALUES], dtype=torch.float32, device=device),
         value_bits=torch.tensor([1 << (v - 1) for v in CARD_VALUES], dtype=torch.uint8, device=device),
+        card_one_hot=torch.cat([torch.zeros(1, NUM_CARD_TYPES), torch.eye(NUM_CARD_TYPES)]).to(device),
+        mask_bits=((torch.arange(256)[:, None] >> torch.arange(NUM_CARD_TYPES)) & 1).to(torch.float32).to(device),
+        slot_sum=torch.eye(NUM_CARD_TYPES).repeat(len(FULL_DECK), 1).to(device),
         seat_ids=torch.arange(MAX_SEATS, **long),
         slot_ids=torch.arange(len(FULL_DECK), **long),
     )
