@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -82,3 +84,11 @@ def test_cli_names_a_missing_checkpoint(tmp_path, capsys):
 def test_onnx_agent_refuses_a_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing.onnx"):
         export.OnnxAgent(tmp_path / "nothing.onnx")
+
+
+def test_cli_names_the_extra_when_onnxscript_is_missing(exported, tmp_path, monkeypatch, capsys):
+    checkpoint, _, _ = exported
+    monkeypatch.setitem(sys.modules, "onnxscript", None)  # makes `import onnxscript` fail
+    with pytest.raises(SystemExit):
+        export.main(["--checkpoint", str(checkpoint), "--onnx", str(tmp_path / "out.onnx")])
+    assert 'pip install "loveletter-env[onnx]"' in capsys.readouterr().err

@@ -199,6 +199,8 @@ def test_bad_constructor_arguments_name_the_problem(tmp_path):
         LoveLetterGymEnv(opponents=[42])
     with pytest.raises(ValueError, match="num_players"):
         LoveLetterGymEnv(num_players=5)
+    with pytest.raises(ValueError, match="render_mode"):
+        LoveLetterGymEnv(render_mode="rgb_array")
 
 
 def test_checkpoint_opponents_are_loaded_through_training(tmp_path):

@@ -33,7 +33,7 @@ from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE
-from loveletter_env.wrappers._extras import require
+from loveletter_env.wrappers._extras import MissingExtraError, require
 
 from .checkpoint import CheckpointError, build_model, load_checkpoint
 from .ppo import masked_logits
@@ -182,6 +182,12 @@ def main(argv: Sequence[str] | None = None) -> Path:
     args = parser.parse_args(argv)
     if args.verify_samples <= 0:
         parser.error("--verify-samples must be positive")
+    try:
+        require("onnxscript", "onnx")
+        if not args.no_verify:
+            require("onnxruntime", "onnx")
+    except MissingExtraError as err:
+        parser.error(str(err))
     try:
         model = build_model(load_checkpoint(args.checkpoint))
     except CheckpointError as err:

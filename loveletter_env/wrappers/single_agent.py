@@ -75,7 +75,12 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
     ):
         if illegal_action not in ILLEGAL_ACTION_MODES:
             raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
-        self.aec = raw_env(num_players=num_players, rules=rules, episode=episode, render_mode=render_mode)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        # The AEC env only formats text: in "human" mode it would also print every
+        # opponent's turn, while this env shows the table once per learner decision.
+        text_mode = None if render_mode is None else "ansi"
+        self.aec = raw_env(num_players=num_players, rules=rules, episode=episode, render_mode=text_mode)
         self.num_players = self.aec.num_players
         self._check_seat(learner_seat, "learner_seat")
         self.fixed_learner_seat = learner_seat
@@ -125,7 +130,7 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
     def step(self, action: int | np.integer) -> tuple[np.ndarray, float, bool, bool, dict]:
         """The learner plays ``action``; the opponents then play until the learner's next turn."""
         if self._done:
-            raise RuntimeError("step() called on a finished episode; call reset() first")
+            raise RuntimeError("step() needs an episode in progress: call reset() first")
         if isinstance(action, np.ndarray) and action.shape == ():
             action = action.item()
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
@@ -157,9 +162,13 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         # Show the learner's view even when an opponent's turn ended the episode.
         selected, self.aec.agent_selection = self.aec.agent_selection, self._learner
         try:
-            return self.aec.render()
+            text = self.aec.render()
         finally:
             self.aec.agent_selection = selected
+        if self.render_mode == "ansi":
+            return text
+        print(text + "\n")
+        return None
 
     def close(self) -> None:
         self.aec.close()
