@@ -16,11 +16,56 @@ of "round-win probability" relative to an even share:
 
 from __future__ import annotations
 
+import random
+
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET
-from ..cards import BARON, CARD_VALUES, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
+from ..cards import BARON, CARD_VALUES, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from ..observation import ObservationView
 from .base import SeededAgent, hand_distribution, other_card
 from .memory import KeptCardMemory
+
+
+# Weights of the value model, in round-win units (set by hand, checked by evaluation).
+GUARD_OPTION = 0.6  # a kept Guard: share of its best guess we expect to cash next turn
+BARON_OPTION = 0.3
+PRINCE_OPTION = 0.5
+SMALL_OPTION = 0.02  # a kept Priest or Handmaid
+SHOWDOWN_HORIZON = 2.0  # the showdown counts 1 / (1 + deck / horizon)
+BARON_THREAT = 0.5  # how readily an opponent Barons us
+RISK_SCALE = 1.0
+#: How often a player keeps the higher of two cards (the rule of thumb everyone follows).
+KEEP_HIGHER = 0.8
+
+
+def play_likelihood(played: int, kept: int) -> float:
+    """How likely a sensible player holding ``{played, kept}`` plays ``played``.
+
+    Players keep the higher card as a rule, never throw the Princess away, and must
+    play the Countess beside a King or a Prince (so playing a King or a Prince proves
+    they do not keep the Countess).
+    """
+    if played == kept:
+        return 1.0
+    if kept == COUNTESS and played in (KING, PRINCE):
+        return 0.0
+    if played == COUNTESS:
+        return 1.0 if kept in (KING, PRINCE) else 0.3
+    if kept == PRINCESS:
+        return 1.0
+    return KEEP_HIGHER if kept > played else 1.0 - KEEP_HIGHER
+
+
+def hand_posterior(view: ObservationView, offset: int) -> dict[int, float]:
+    """:func:`hand_distribution` sharpened by the opponent's last play: the card they
+    kept is weighted by :func:`play_likelihood` of the card they discarded last."""
+    prior = hand_distribution(view, offset)
+    discards = view.discards[offset] if offset < view.num_players else ()
+    if len(prior) < 2 or not discards:
+        return prior
+    played = discards[-1]
+    weights = {v: p * play_likelihood(played, v) for v, p in prior.items()}
+    total = sum(weights.values())
+    return {v: w / total for v, w in weights.items() if w} if total else prior
 
 
 class _Situation:
@@ -32,11 +77,11 @@ class _Situation:
         alive = len(self.opponents) + 1
         self.share = 1.0 / alive  # an even share of the round
         self.elim_gain = 1.0 / (alive - 1) - self.share
-        self.beliefs = {k: hand_distribution(view, k) for k in self.opponents}
+        self.beliefs = {k: hand_posterior(view, k) for k in self.opponents}
         total = sum(view.unseen.values())
         self.unseen = {v: c / total for v, c in view.unseen.items() if c} if total else {}
         # How much the showdown matters now: all of it on the last turn.
-        self.showdown_weight = 1.0 / (1.0 + view.deck_size / 2.0)
+        self.showdown_weight = 1.0 / (1.0 + view.deck_size / SHOWDOWN_HORIZON) if SHOWDOWN_HORIZON else 0.0
         self.old_card = old_card
 
     def beats(self, card: int, k: int) -> float:
@@ -72,7 +117,7 @@ class _Situation:
         for k in self.opponents:
             hit = 0.0 if card == GUARD else exposed + (1.0 - exposed) * self.guess_chance(card)
             threat = self.holds_chance(k, GUARD) * hit
-            threat += self.holds_chance(k, BARON) * (1.0 - self.beats(card, k)) * 0.5
+            threat += self.holds_chance(k, BARON) * (1.0 - self.beats(card, k)) * BARON_THREAT
             if card == PRINCESS:
                 threat += self.holds_chance(k, PRINCE) * 0.5
             survive *= 1.0 - min(1.0, threat)
@@ -84,14 +129,14 @@ class _Situation:
     def option_value(self, card: int) -> float:
         """What holding ``card`` threatens at our next turn."""
         if card == GUARD:
-            return 0.6 * self.elim_gain * self.best_guess()
+            return GUARD_OPTION * self.elim_gain * self.best_guess()
         if card == BARON:
             edge = max((self.beats(BARON, k) for k in self.opponents), default=0.0)
-            return 0.3 * self.elim_gain * max(0.0, edge - 0.5)
+            return BARON_OPTION * self.elim_gain * max(0.0, edge - 0.5)
         if card == PRINCE:
-            return 0.5 * self.elim_gain * max((self.beliefs[k].get(PRINCESS, 0.0) for k in self.opponents), default=0)
+            return PRINCE_OPTION * self.elim_gain * max((self.beliefs[k].get(PRINCESS, 0.0) for k in self.opponents), default=0)
         if card in (PRIEST, HANDMAID):
-            return 0.02
+            return SMALL_OPTION
         return 0.0
 
     def after(self, card: int, exposed: float = 0.0, protected: bool = False) -> float:
@@ -99,7 +144,7 @@ class _Situation:
         if self.view.deck_size == 0:
             return self.showdown(card) - self.share
         value = self.showdown_weight * (self.showdown(card) - self.share) + self.option_value(card)
-        return value - self.risk(card, exposed, protected) * (self.share + value)
+        return value - RISK_SCALE * self.risk(card, exposed, protected) * (self.share + value)
 
 
 class BeliefAgent(SeededAgent):
@@ -117,59 +162,66 @@ class BeliefAgent(SeededAgent):
         self.memory.clear()
 
     def choose(self, view: ObservationView, legal: list[int]) -> int:
-        situation = _Situation(view, self.memory.old_card(view))
-        scores = {a: self.score(situation, a) for a in legal}
-        top = max(scores.values())
-        action = self.rng.choice([a for a, s in scores.items() if s >= top - 1e-9])
+        action = belief_action(view, legal, self.rng, self.memory.old_card(view))
         self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
         return action
 
-    def score(self, s: _Situation, action: int) -> float:
-        """Expected value of ``action`` relative to an even share of the round."""
-        view = s.view
-        card, offset, guess = ACTION_CARD[action], ACTION_OFFSET[action], ACTION_GUESS[action]
-        kept = other_card(view.hand, card)
-        # Opponents who saw our old card know ``kept`` if we keep that card.
-        if any(view.seen_by):
-            exposed = 1.0 if s.old_card == kept else (0.5 if not s.old_card and kept != card else 0.0)
-        else:
-            exposed = 0.0
-        targeted = offset > 0
 
-        if card == PRINCESS:
-            return -s.share
-        if card == GUARD and targeted:
-            hit = s.beliefs[offset].get(guess, 0.0)
-            return hit * s.elim_gain + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed)
-        if card == BARON and targeted:
-            win = sum(p for v, p in s.beliefs[offset].items() if v < kept)
-            lose = sum(p for v, p in s.beliefs[offset].items() if v > kept)
-            tie = 1.0 - win - lose
-            go_on = tie + win * (len(s.opponents) > 1)
-            # After a tie the target knows our card.
-            return win * s.elim_gain - lose * s.share + go_on * s.after(kept, max(exposed, tie))
-        if card == PRIEST and targeted:
-            dist = s.beliefs[offset]
-            uncertainty = 1.0 - max(dist.values(), default=1.0)
-            use = 0.8 if kept == GUARD else 0.3 if kept in (BARON, PRINCE) else 0.15
-            return use * uncertainty * s.elim_gain + s.after(kept, exposed)
-        if card == HANDMAID:
-            return s.after(kept, exposed, protected=True)
-        if card == PRINCE:
-            if offset == 0:
-                if kept == PRINCESS:
-                    return -s.share
-                return sum(p * s.after(new) for new, p in s.unseen.items())
-            dist = s.beliefs[offset]
-            hit = dist.get(PRINCESS, 0.0)
-            # A high card discarded is a showdown threat gone.
-            mean = sum(v * p for v, p in dist.items())
-            fresh = sum(v * p for v, p in s.unseen.items())
-            disrupt = s.showdown_weight * max(0.0, mean - fresh) / 16.0
-            return hit * s.elim_gain + disrupt + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed)
-        if card == KING and targeted:
-            # We take their hand and they know what we now hold.
-            received = sum(p * s.after(new, exposed=1.0) for new, p in s.beliefs[offset].items())
-            return received
-        # Countess, or a card played with no one to choose: no effect.
-        return s.after(kept, exposed)
+def belief_action(view: ObservationView, legal: list[int], rng: random.Random, old_card: int = 0) -> int:
+    """The legal action of highest expected value (see :class:`BeliefAgent`); ties
+    are broken by ``rng``. ``old_card`` is our card the opponents may know (0: unknown)."""
+    situation = _Situation(view, old_card)
+    scores = {a: score_action(situation, a) for a in legal}
+    top = max(scores.values())
+    return rng.choice([a for a, s in scores.items() if s >= top - 1e-9])
+
+
+def score_action(s: _Situation, action: int) -> float:
+    """Expected value of ``action`` relative to an even share of the round."""
+    view = s.view
+    card, offset, guess = ACTION_CARD[action], ACTION_OFFSET[action], ACTION_GUESS[action]
+    kept = other_card(view.hand, card)
+    # Opponents who saw our old card know ``kept`` if we keep that card.
+    if any(view.seen_by):
+        exposed = 1.0 if s.old_card == kept else (0.5 if not s.old_card and kept != card else 0.0)
+    else:
+        exposed = 0.0
+    targeted = offset > 0
+
+    if card == PRINCESS:
+        return -s.share
+    if card == GUARD and targeted:
+        hit = s.beliefs[offset].get(guess, 0.0)
+        return hit * s.elim_gain + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed)
+    if card == BARON and targeted:
+        win = sum(p for v, p in s.beliefs[offset].items() if v < kept)
+        lose = sum(p for v, p in s.beliefs[offset].items() if v > kept)
+        tie = 1.0 - win - lose
+        go_on = tie + win * (len(s.opponents) > 1)
+        # After a tie the target knows our card.
+        return win * s.elim_gain - lose * s.share + go_on * s.after(kept, max(exposed, tie))
+    if card == PRIEST and targeted:
+        dist = s.beliefs[offset]
+        uncertainty = 1.0 - max(dist.values(), default=1.0)
+        use = 0.8 if kept == GUARD else 0.3 if kept in (BARON, PRINCE) else 0.15
+        return use * uncertainty * s.elim_gain + s.after(kept, exposed)
+    if card == HANDMAID:
+        return s.after(kept, exposed, protected=True)
+    if card == PRINCE:
+        if offset == 0:
+            if kept == PRINCESS:
+                return -s.share
+            return sum(p * s.after(new) for new, p in s.unseen.items())
+        dist = s.beliefs[offset]
+        hit = dist.get(PRINCESS, 0.0)
+        # A high card discarded is a showdown threat gone.
+        mean = sum(v * p for v, p in dist.items())
+        fresh = sum(v * p for v, p in s.unseen.items())
+        disrupt = s.showdown_weight * max(0.0, mean - fresh) / 16.0
+        return hit * s.elim_gain + disrupt + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed)
+    if card == KING and targeted:
+        # We take their hand and they know what we now hold.
+        received = sum(p * s.after(new, exposed=1.0) for new, p in s.beliefs[offset].items())
+        return received
+    # Countess, or a card played with no one to choose: no effect.
+    return s.after(kept, exposed)

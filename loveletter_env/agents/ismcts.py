@@ -26,12 +26,13 @@ import random
 from typing import Any, Mapping
 
 from .. import engine
-from ..actions import ACTION_CARD, BARON_BASE, PRINCE_BASE, PRINCESS_ACTION, guard_action
-from ..cards import BARON, CARD_VALUES, DECK_SIZE, FULL_DECK, GUARD, PRINCESS
+from ..actions import ACTION_CARD
+from ..cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, FULL_DECK
 from ..engine import GameState
 from ..observation import ObservationView, decode_observation
 from ..rules import Rules
 from .base import SeededAgent, legal_actions_of, other_card
+from .belief import belief_action, play_likelihood
 from .memory import KeptCardMemory
 
 #: Rejection-sampling tries before ruled-out values are ignored (only an inconsistent view needs it).
@@ -42,7 +43,8 @@ def determinize(view: ObservationView, rng: random.Random, old_card: int = 0) ->
     """A full game state consistent with ``view``, for the seat to act (seat 0 in the result).
 
     Opponents' unknown hands are drawn from the unseen cards, avoiding the values a
-    failed Guard ruled out for them; the remaining unseen cards are shuffled into the
+    failed Guard ruled out for them and weighted by how likely each makes their last
+    play (:func:`~loveletter_env.agents.belief.play_likelihood`); the remaining unseen cards are shuffled into the
     set-aside card and the draw pile. ``old_card`` (the card the others may know we
     hold, 0 if unknown) only fills the knowledge table.
 
@@ -62,11 +64,19 @@ def determinize(view: ObservationView, rng: random.Random, old_card: int = 0) ->
         rest = pool[:]
         ok = True
         for k in hidden:
+            # The hand is one of the cards left, weighted by how likely the player's
+            # last play was with it (a failed Guard's value is impossible).
             banned = view.ruled_out[k] if attempt < _SAMPLING_TRIES else frozenset()
-            i = next((i for i, v in enumerate(rest) if v not in banned), -1)
-            if i < 0:
+            last = view.discards[k][-1] if view.discards[k] else 0
+            weights = [0.0 if v in banned else (play_likelihood(last, v) if last else 1.0) for v in rest]
+            total = sum(weights)
+            if total <= 0.0:
                 ok = False
                 break
+            pick, i = rng.random() * total, 0
+            while pick >= weights[i] and i < len(rest) - 1:
+                pick -= weights[i]
+                i += 1
             hands[k] = rest.pop(i)
         if ok:
             break
@@ -116,28 +126,56 @@ def determinize(view: ObservationView, rng: random.Random, old_card: int = 0) ->
     return state
 
 
-def rollout_action(state: GameState, legal: list[int], rng: random.Random) -> int:
-    """A quick, sensible move for the player to act, from what that player knows:
-    hit a known card, never throw the Princess away, else a random legal move."""
-    p, n = state.current, state.num_players
-    hand = (state.hands[p], state.drawn)
-    known = state.known[p]
-    legal_set = set(legal)
-    for t in range(1, n):
-        card = known[(p + t) % n]
-        if not card:
-            continue
-        if GUARD in hand and card != GUARD and guard_action(t, card) in legal_set:
-            return guard_action(t, card)
-        if card == PRINCESS and PRINCE_BASE + t in legal_set:
-            return PRINCE_BASE + t
-        kept = other_card(hand, BARON)
-        if BARON in hand and card < kept and BARON_BASE + t in legal_set:
-            return BARON_BASE + t
-    # Prince on yourself discards the other card: never when it is the Princess.
-    keep_princess = PRINCESS in hand
-    options = [a for a in legal if a != PRINCESS_ACTION and not (keep_princess and a == PRINCE_BASE)]
-    return rng.choice(options or legal)
+def seat_view(state: GameState, seat: int) -> ObservationView:
+    """What ``seat`` sees of ``state``, as :func:`decode_observation` would return it
+    from :func:`encode_observation`, built directly (the search needs it every move,
+    and the round trip through the vector costs ten times as much; a test checks the
+    two agree)."""
+    n = state.num_players
+    order = [(seat + k) % n for k in range(n)]
+    hand = tuple(sorted(state.hand_of(seat)))
+    face_up = tuple(sorted(state.face_up))
+    unseen = dict(CARD_COUNTS)
+    for card in (*hand, *face_up):
+        unseen[card] -= 1
+    for pile in state.discards:
+        for card in pile:
+            unseen[card] -= 1
+    known_row = state.known[seat]
+    known = (0,) + tuple(known_row[p] for p in order[1:])
+    for card in known[1:]:
+        if card:
+            unseen[card] -= 1
+    return ObservationView(
+        num_players=n,
+        hand=hand,
+        discards=tuple(tuple(state.discards[p]) for p in order),
+        face_up=face_up,
+        known_cards=known,
+        ruled_out=(frozenset(),) + tuple(_RULED_OUT_SETS[state.ruled_out[p]] for p in order[1:]),
+        seen_by=(False,) + tuple(bool(state.known[p][seat]) for p in order[1:]),
+        out=tuple(state.out[p] for p in order),
+        protected=tuple(state.protected[p] for p in order),
+        tokens=tuple(state.tokens[p] for p in order),
+        to_act=None if state.round_over else (state.current - seat) % n,
+        deck_size=state.deck_remaining,
+        tokens_to_win=state.tokens_to_win,
+        discard_sum_tiebreak=state.rules.discard_sum_tiebreak,
+        king_ignores_handmaid=state.rules.king_ignores_handmaid,
+        unseen=unseen,
+    )
+
+
+#: ruled_out bit mask -> the frozenset of values it names.
+_RULED_OUT_SETS = tuple(frozenset(v for v in CARD_VALUES if mask >> v & 1) for mask in range(1 << 9))
+
+
+def model_action(state: GameState, legal: list[int], rng: random.Random) -> int:
+    """How the search expects a player to move outside our own tree decisions: the
+    card-counting bot, on that player's own view of the determinized state."""
+    if len(legal) == 1:
+        return legal[0]
+    return belief_action(seat_view(state, state.current), legal, rng)
 
 
 class _Node:
@@ -162,7 +200,7 @@ class ISMCTSAgent(SeededAgent):
 
     name = "ismcts"
 
-    def __init__(self, seed: int | None = None, iterations: int = 300, exploration: float = 0.7):
+    def __init__(self, seed: int | None = None, iterations: int = 200, exploration: float = 0.7):
         super().__init__(seed)
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
@@ -187,7 +225,8 @@ class ISMCTSAgent(SeededAgent):
         return action
 
     def search(self, view: ObservationView, legal: list[int]) -> int:
-        """Run the search from ``view`` and return the most visited legal root action."""
+        """Run the search from ``view`` and return the most visited legal root action
+        (ties broken by the agent's generator)."""
         rng = self.rng
         root = _Node()
         old_card = self.memory.old_card(view)
@@ -201,14 +240,18 @@ class ISMCTSAgent(SeededAgent):
         return rng.choice([a for a, n in visits.items() if n == top])
 
     def _iterate(self, root: _Node, state: GameState, rng: random.Random) -> None:
-        path: list[tuple[_Node, tuple[int, int], int]] = []  # node, stats key, actor
-        node = root
-        expanded = False
+        """One iteration: descend the tree on this determinization, expand one of our
+        own untried actions, play the rest out with the model, back the result up."""
+        path: list[tuple[_Node, tuple[int, int]]] = []  # our decisions: node, stats key
+        node: _Node | None = root
         while not state.round_over:
             legal = engine.legal_actions(state)
-            actor = state.current
-            if expanded:
-                action = rollout_action(state, legal, rng)
+            if node is None:  # past the tree
+                action = model_action(state, legal, rng)
+            elif state.current != 0 or len(legal) == 1:
+                # Opponents act on their own information, as the model does; forced moves need no statistics.
+                action = model_action(state, legal, rng)
+                node = node.children.setdefault(action, _Node())
             else:
                 hand = _hand_key(state)
                 stats = node.stats
@@ -222,19 +265,19 @@ class ISMCTSAgent(SeededAgent):
                 if untried:
                     action = rng.choice(untried)
                     stats[(hand, action)] = [0.0, 0.0, 1.0]
-                    expanded = True
+                    path.append((node, (hand, action)))
+                    node = None
                 else:
                     action = self._select(stats, hand, legal)
-                path.append((node, (hand, action), actor))
-                node = node.children.setdefault(action, _Node()) if not expanded else node
+                    path.append((node, (hand, action)))
+                    node = node.children.setdefault(action, _Node())
             engine.step(state, action)
         winners = state.round_winners
-        share = 1.0 / len(winners)
-        for node, key, actor in path:
+        reward = 1.0 / len(winners) if 0 in winners else 0.0
+        for node, key in path:
             entry = node.stats[key]
             entry[0] += 1
-            if actor in winners:
-                entry[1] += share
+            entry[1] += reward
 
     def _select(self, stats: dict, hand: int, legal: list[int]) -> int:
         best, best_value = legal[0], -math.inf

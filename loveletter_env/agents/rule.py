@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from ..actions import (
     ACTION_CARD,
     ACTION_GUESS,
@@ -74,90 +76,94 @@ class RuleAgent(SeededAgent):
         self.memory.clear()
 
     def choose(self, view: ObservationView, legal: list[int]) -> int:
-        action = self._decide(view, legal)
+        seen = self.memory.old_card(view) if any(view.seen_by) else 0
+        action = rule_action(view, legal, self.rng, seen)
         self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
         return action
 
-    def _decide(self, view: ObservationView, legal: list[int]) -> int:
-        rng = self.rng
-        options = [a for a in legal if a != PRINCESS_ACTION] or legal
-        cards = set(view.hand)
-        legal_set = set(options)
 
-        def kept_after(card: int) -> int:
-            return other_card(view.hand, card)
+def rule_action(view: ObservationView, legal: list[int], rng: random.Random, seen_card: int = 0) -> int:
+    """The rule-based choice among ``legal`` (see :class:`RuleAgent`).
 
-        # 2. Certain hits.
-        for k in range(1, view.num_players):
-            known = view.known_cards[k]
-            if known and known != GUARD and GUARD in cards and guard_action(k, known) in legal_set:
-                return guard_action(k, known)
-            if known == PRINCESS and PRINCE_BASE + k in legal_set:
-                return PRINCE_BASE + k
-        # 3. Baron when ahead.
-        if BARON in cards:
-            kept = kept_after(BARON)
-            barons = [a for a in options if ACTION_CARD[a] == BARON and ACTION_OFFSET[a] > 0]
-            for a in barons:
-                known = view.known_cards[ACTION_OFFSET[a]]
-                if known and known < kept:
-                    return a
-            odds = sorted(((*baron_odds(view, ACTION_OFFSET[a], kept), a) for a in barons), reverse=True)
-            if odds and odds[0][0] >= odds[0][1] + BARON_MARGIN:
-                return odds[0][2]
-        # 4. Priest before Guard.
-        if PRIEST in cards and GUARD in cards:
-            priests = [a for a in options if ACTION_CARD[a] == PRIEST]
-            unknown = [a for a in priests if ACTION_OFFSET[a] > 0 and not view.known_cards[ACTION_OFFSET[a]]]
-            if unknown or priests:
-                return rng.choice(unknown or priests)
-        # 5. Shelter a high card.
-        if HANDMAID in cards and kept_after(HANDMAID) >= SHELTER_FROM and any(
-            ACTION_CARD[a] == HANDMAID for a in options
-        ):
-            return next(a for a in options if ACTION_CARD[a] == HANDMAID)
-        # 6. Get rid of the card an opponent has seen.
-        seen = self.memory.old_card(view) if any(view.seen_by) else 0
-        if seen and seen != PRINCESS and len(set(view.hand)) == 2:
-            choice = self._play(view, seen, options)
-            if choice is not None:
-                return choice
-        # 7. The lowest safe card.
-        for card in sorted(cards):
-            choice = self._play(view, card, options)
-            if choice is not None:
-                return choice
-        return rng.choice(options)
+    ``seen_card`` is the card of ours an opponent knows (0 if none or unknown).
+    """
+    options = [a for a in legal if a != PRINCESS_ACTION] or legal
+    cards = set(view.hand)
+    legal_set = set(options)
 
-    def _play(self, view: ObservationView, card: int, options: list[int]) -> int | None:
-        """The best way to play ``card``, or ``None`` when playing it is unsafe."""
-        rng = self.rng
-        plays = [a for a in options if ACTION_CARD[a] == card]
-        if not plays or card == PRINCESS:
+    def kept_after(card: int) -> int:
+        return other_card(view.hand, card)
+
+    # 2. Certain hits.
+    for k in range(1, view.num_players):
+        known = view.known_cards[k]
+        if known and known != GUARD and GUARD in cards and guard_action(k, known) in legal_set:
+            return guard_action(k, known)
+        if known == PRINCESS and PRINCE_BASE + k in legal_set:
+            return PRINCE_BASE + k
+    # 3. Baron when ahead.
+    if BARON in cards:
+        kept = kept_after(BARON)
+        barons = [a for a in options if ACTION_CARD[a] == BARON and ACTION_OFFSET[a] > 0]
+        for a in barons:
+            known = view.known_cards[ACTION_OFFSET[a]]
+            if known and known < kept:
+                return a
+        odds = sorted(((*baron_odds(view, ACTION_OFFSET[a], kept), a) for a in barons), reverse=True)
+        if odds and odds[0][0] >= odds[0][1] + BARON_MARGIN:
+            return odds[0][2]
+    # 4. Priest before Guard.
+    if PRIEST in cards and GUARD in cards:
+        priests = [a for a in options if ACTION_CARD[a] == PRIEST]
+        unknown = [a for a in priests if ACTION_OFFSET[a] > 0 and not view.known_cards[ACTION_OFFSET[a]]]
+        if unknown or priests:
+            return rng.choice(unknown or priests)
+    # 5. Shelter a high card.
+    if HANDMAID in cards and kept_after(HANDMAID) >= SHELTER_FROM and any(
+        ACTION_CARD[a] == HANDMAID for a in options
+    ):
+        return next(a for a in options if ACTION_CARD[a] == HANDMAID)
+    # 6. Get rid of the card an opponent has seen.
+    if seen_card and seen_card != PRINCESS and len(set(view.hand)) == 2:
+        choice = _play(view, seen_card, options, rng)
+        if choice is not None:
+            return choice
+    # 7. The lowest safe card.
+    for card in sorted(cards):
+        choice = _play(view, card, options, rng)
+        if choice is not None:
+            return choice
+    return rng.choice(options)
+
+
+def _play(view: ObservationView, card: int, options: list[int], rng: random.Random) -> int | None:
+    """The best way to play ``card``, or ``None`` when playing it is unsafe."""
+    plays = [a for a in options if ACTION_CARD[a] == card]
+    if not plays or card == PRINCESS:
+        return None
+    kept = other_card(view.hand, card)
+    if card == GUARD:
+        return best_guard_action(view, plays, rng) or plays[0]
+    if card == PRIEST:
+        unknown = [a for a in plays if ACTION_OFFSET[a] > 0 and not view.known_cards[ACTION_OFFSET[a]]]
+        return rng.choice(unknown or plays)
+    if card == BARON:
+        targeted = [a for a in plays if ACTION_OFFSET[a] > 0]
+        safe = [a for a in targeted if _not_behind(*baron_odds(view, ACTION_OFFSET[a], kept))]
+        if targeted and not safe:
             return None
-        kept = other_card(view.hand, card)
-        if card == GUARD:
-            return best_guard_action(view, plays, rng) or plays[0]
-        if card == PRIEST:
-            unknown = [a for a in plays if ACTION_OFFSET[a] > 0 and not view.known_cards[ACTION_OFFSET[a]]]
-            return rng.choice(unknown or plays)
-        if card == BARON:
-            targeted = [a for a in plays if ACTION_OFFSET[a] > 0]
-            safe = [a for a in targeted if _not_behind(*baron_odds(view, ACTION_OFFSET[a], kept))]
-            if targeted and not safe:
-                return None
-            return rng.choice(safe or plays)
-        if card == PRINCE:
-            others = [a for a in plays if ACTION_OFFSET[a] > 0]
-            if others:
-                # Make the likeliest holder of a high card discard it.
-                def expected(a: int) -> float:
-                    return sum(v * p for v, p in hand_distribution(view, ACTION_OFFSET[a]).items())
+        return rng.choice(safe or plays)
+    if card == PRINCE:
+        others = [a for a in plays if ACTION_OFFSET[a] > 0]
+        if others:
+            # Make the likeliest holder of a high card discard it.
+            def expected(a: int) -> float:
+                return sum(v * p for v, p in hand_distribution(view, ACTION_OFFSET[a]).items())
 
-                top = max(expected(a) for a in others)
-                return rng.choice([a for a in others if expected(a) >= top - 1e-9])
-            return None if kept == PRINCESS else PRINCE_BASE
-        if card == KING:
-            # Trading away the Princess hands the opponent the round.
-            return None if kept == PRINCESS else rng.choice(plays)
-        return rng.choice(plays)
+            top = max(expected(a) for a in others)
+            return rng.choice([a for a in others if expected(a) >= top - 1e-9])
+        return None if kept == PRINCESS else PRINCE_BASE
+    if card == KING:
+        # Trading away the Princess hands the opponent the round.
+        return None if kept == PRINCESS else rng.choice(plays)
+    return rng.choice(plays)
