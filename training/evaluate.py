@@ -96,7 +96,7 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None) -> Agent:
             raise FileNotFoundError(f"checkpoint {text!r} does not exist")
         from training.checkpoint import load_agent  # lazy: pulls in torch
 
-        return load_agent(path, seed=seed) if _accepts_seed(load_agent) else load_agent(path)
+        return load_agent(path, seed=seed) if seed is not None and _accepts_seed(load_agent) else load_agent(path)
     if colon and rest:
         try:
             module = importlib.import_module(name)
@@ -105,7 +105,7 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None) -> Agent:
         factory = getattr(module, rest, None)
         if not callable(factory):
             raise ValueError(f"agent spec {text!r}: module {name!r} has no callable {rest!r}")
-        agent = factory(seed=seed) if _accepts_seed(factory) else factory()
+        agent = factory(seed=seed) if seed is not None and _accepts_seed(factory) else factory()
         if not callable(getattr(agent, "act", None)):
             raise ValueError(f"agent spec {text!r}: the factory returned {agent!r}, which has no act() method")
         return agent
@@ -302,6 +302,21 @@ def evaluate(
     Returns:
         An :class:`EvaluationResult`.
     """
+    labels, records = play_matches(agents, num_players, rounds, episode, seed, workers, progress, rules)
+    return summarize(records, labels, num_players, episode, seed)
+
+
+def play_matches(
+    agents: Sequence[AgentSpec],
+    num_players: int = 2,
+    rounds: int = 1000,
+    episode: str = "round",
+    seed: int = 0,
+    workers: int = 1,
+    progress: bool = False,
+    rules: str = "classic",
+) -> tuple[list[str], list[EpisodeRecord]]:
+    """Like :func:`evaluate`, but return the slot labels and every episode's record."""
     if isinstance(num_players, bool) or num_players not in (2, 3, 4):
         raise ValueError(f"num_players must be 2, 3 or 4, got {num_players!r}")
     if episode not in EPISODE_KINDS:
@@ -344,4 +359,161 @@ def evaluate(
         _WORKER.clear()
         if bar:
             bar.close()
-    return summarize(records, labels, num_players, episode, seed)
+    return labels, records
+
+
+# League -----------------------------------------------------------------------------
+
+
+@dataclass
+class LeagueEntry:
+    """One agent's line in the league table."""
+
+    agent: str
+    mu: float
+    sigma: float
+    ordinal: float  # mu - 3 sigma: the conservative rating the table is sorted by
+    episodes: int
+    win_rate: float
+
+
+def league(
+    agents: Sequence[AgentSpec],
+    num_players: int = 2,
+    rounds: int = 200,
+    episode: str = "round",
+    seed: int = 0,
+    workers: int = 1,
+    progress: bool = False,
+    rules: str = "classic",
+) -> list[LeagueEntry]:
+    """Round robin: every group of ``num_players`` distinct agents plays ``rounds``
+    episodes; openskill (Plackett-Luce) rates every episode in order. Returns the
+    table, best first."""
+    from openskill.models import PlackettLuce
+
+    if len(agents) < num_players:
+        raise ValueError(f"a {num_players}-player league needs at least {num_players} agents, got {len(agents)}")
+    labels = [agent_label(a) for a in agents]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"league agents must be distinct, got {labels}")
+    model = PlackettLuce()
+    ratings = {name: model.rating(name=name) for name in labels}
+    played = dict.fromkeys(labels, 0)
+    won = dict.fromkeys(labels, 0)
+    for group_index, group in enumerate(itertools.combinations(range(len(agents)), num_players)):
+        names = [labels[i] for i in group]
+        _, records = play_matches(
+            [agents[i] for i in group], num_players, rounds, episode, seed + group_index, workers, progress, rules
+        )
+        for record in records:
+            teams = [[ratings[name]] for name in names]
+            ranks = [1 if slot in record.winners else 2 for slot in range(num_players)]
+            for name, [rating] in zip(names, model.rate(teams, ranks=ranks)):
+                ratings[name] = rating
+            for slot, name in enumerate(names):
+                played[name] += 1
+                won[name] += slot in record.winners
+    table = [
+        LeagueEntry(name, r.mu, r.sigma, r.ordinal(), played[name], won[name] / played[name])
+        for name, r in ratings.items()
+    ]
+    return sorted(table, key=lambda e: e.ordinal, reverse=True)
+
+
+def league_markdown(table: Sequence[LeagueEntry]) -> str:
+    """The league table in Markdown."""
+    rows = ["| rank | agent | rating (mu - 3 sigma) | mu | sigma | episodes | win rate |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for rank, e in enumerate(table, 1):
+        rows.append(
+            f"| {rank} | {e.agent} | {e.ordinal:.2f} | {e.mu:.2f} | {e.sigma:.2f} | {e.episodes} | {e.win_rate:.1%} |"
+        )
+    return "\n".join(rows)
+
+
+def write_league(table: Sequence[LeagueEntry], out_dir: Path) -> list[Path]:
+    """Write ``league.md``, ``league.csv`` and ``league.png`` (a bar chart) into ``out_dir``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md, csv_path, png = out_dir / "league.md", out_dir / "league.csv", out_dir / "league.png"
+    md.write_text(league_markdown(table) + "\n")
+    with csv_path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["rank", "agent", "ordinal", "mu", "sigma", "episodes", "win_rate"])
+        for rank, e in enumerate(table, 1):
+            writer.writerow([rank, e.agent, f"{e.ordinal:.4f}", f"{e.mu:.4f}", f"{e.sigma:.4f}", e.episodes, f"{e.win_rate:.4f}"])
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(table)), 3.5))
+    ax.bar([e.agent for e in table], [e.mu for e in table], yerr=[3 * e.sigma for e in table], capsize=4, color="tab:blue")
+    ax.set_ylabel("openskill mu (error bar: 3 sigma)")
+    ax.set_title("Love Letter league")
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+    return [md, csv_path, png]
+
+
+# Command line -----------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.evaluate",
+        description="Play Love Letter agents against each other and report win rates with 95% (Wilson) "
+        "confidence intervals, or rate a league of agents with openskill.",
+        epilog="Agents: " + ", ".join(AGENT_NAMES) + " (options as ismcts:iterations=100), a checkpoint path "
+        "or run folder, or package.module:factory. Examples:\n"
+        "  python -m training.evaluate belief rule --rounds 2000\n"
+        "  python -m training.evaluate ismcts random --players 4 --games 50 --workers 2\n"
+        "  python -m training.evaluate --league random rule belief --out league/",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("agents", nargs="*", help="one agent per lineup slot (the last fills the remaining seats)")
+    parser.add_argument("--league", nargs="+", metavar="AGENT", help="round robin between these agents, rated with openskill")
+    parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--rounds", type=int, help="play this many single rounds (default 1000; per group in a league: 200)")
+    length.add_argument("--games", type=int, help="play this many whole games instead of rounds")
+    parser.add_argument("--rules", default="classic", help="rule preset (default classic)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
+    parser.add_argument("--workers", type=int, default=1, help="processes to play in; results do not depend on it")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--out", type=Path, default=Path("league"), help="league output folder (default ./league)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if bool(args.agents) == bool(args.league):
+        parser.error("give the agents to evaluate, or --league AGENT AGENT ..., not both")
+    for name in ("rounds", "games", "workers"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name} must be a positive integer, got {value}")
+    episode = "game" if args.games else "round"
+    count = args.games or args.rounds or (200 if args.league else 1000)
+    progress = not args.no_progress
+    try:
+        if args.league:
+            table = league(args.league, args.players, count, episode, args.seed, args.workers, progress, args.rules)
+            paths = write_league(table, args.out)
+            if args.json:
+                print(json.dumps([asdict(e) for e in table], indent=2))
+            else:
+                print(league_markdown(table))
+                print("written: " + ", ".join(str(p) for p in paths))
+            return 0
+        result = evaluate(args.agents, args.players, count, episode, args.seed, args.workers, progress, args.rules)
+    except (ValueError, FileNotFoundError) as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
