@@ -1,0 +1,198 @@
+"""Play Love Letter against bots or trained agents in the terminal: ``python -m training.play``.
+
+You see what your seat sees (``render_seat_view``), every turn is narrated as you
+experienced it (``narrate``: a Priest's look only if it was yours), and you answer with
+an action index or any unique part of a move's description (``guard on player_1,
+naming priest``, ``handmaid``, ``31``). Moves are read from standard input, so a script
+can play too::
+
+    printf '0\n1\n' | python -m training.play rule --seed 3 --rounds 1
+
+Commands at the prompt: ``help`` shows your view and moves again, ``quit`` leaves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence, TextIO
+
+import numpy as np
+
+from loveletter_env import engine
+from loveletter_env.actions import NUM_ACTIONS, describe_action
+from loveletter_env.cards import FULL_DECK, card_name
+from loveletter_env.engine import GameState
+from loveletter_env.observation import encode_observation
+from loveletter_env.render import narrate, render_seat_view
+from loveletter_env.rules import PRESETS
+
+from .evaluate import agent_label, resolve_agent
+
+
+class QuitGame(Exception):
+    """The player asked to leave, or the input ran out."""
+
+
+def observation_of(state: GameState, seat: int) -> dict[str, np.ndarray]:
+    """The env's observation dict for ``seat`` (mask all zeros when not to act)."""
+    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    if seat == state.current and not state.round_over:
+        mask[list(engine.legal_actions(state))] = 1
+    return {"observation": encode_observation(state, seat), "action_mask": mask}
+
+
+def parse_move(text: str, legal: Sequence[int], seat: int, num_players: int) -> int:
+    """Turn the player's answer into a legal action index.
+
+    Accepts an action index or a case-insensitive part of a legal move's description
+    that matches exactly one move. Raises ``ValueError`` with a message for the player.
+    """
+    answer = " ".join(text.strip().lower().split())
+    if not answer:
+        raise ValueError("type a move number or part of its description")
+    if answer.lstrip("-").isdigit():
+        index = int(answer)
+        if index in legal:
+            return index
+        raise ValueError(f"{index} is not one of your legal moves ({', '.join(map(str, legal))})")
+    words = {a: describe_action(a, seat, num_players).lower() for a in legal}
+    exact = [a for a, w in words.items() if w == answer]
+    matches = exact or [a for a, w in words.items() if w.startswith(answer)] or [
+        a for a, w in words.items() if answer in w
+    ]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ValueError(f"no legal move matches {text.strip()!r}")
+    listed = "; ".join(f"{a}: {describe_action(a, seat, num_players)}" for a in matches)
+    raise ValueError(f"{text.strip()!r} matches several moves ({listed}); be more precise")
+
+
+def ask_move(state: GameState, seat: int, stdin: TextIO, out: TextIO) -> int:
+    """Show the seat's view and read moves until a legal one arrives."""
+    legal = engine.legal_actions(state)
+    print(render_seat_view(state, seat), file=out)
+    while True:
+        print("Your move> ", end="", file=out, flush=True)
+        line = stdin.readline()
+        if not line:
+            raise QuitGame("no more input")
+        command = line.strip().lower()
+        if command in ("quit", "exit", "q"):
+            raise QuitGame("you left the game")
+        if command in ("help", "?", "h"):
+            print(render_seat_view(state, seat), file=out)
+            continue
+        try:
+            return parse_move(line, legal, seat, state.num_players)
+        except ValueError as exc:
+            print(f"  {exc}. Try again.", file=out)
+
+
+def _round_summary(state: GameState, seat: int) -> str:
+    alive = [p for p in range(state.num_players) if not state.out[p]]
+    names = ["you" if p == seat else f"player_{p}" for p in range(state.num_players)]
+    lines = []
+    if len(alive) > 1:
+        reveal = ", ".join(f"{names[p]}: {card_name(state.hands[p])}" for p in alive)
+        lines.append(f"Showdown - {reveal}")
+    lines.append(
+        f"Round {state.round} won by {', '.join(names[p] for p in state.round_winners)}. Tokens: "
+        + ", ".join(f"{names[p]} {state.tokens[p]}" for p in range(state.num_players))
+        + f" (target {state.tokens_to_win})"
+    )
+    return "\n".join(lines)
+
+
+def play(
+    opponents: Sequence[object],
+    num_players: int = 2,
+    seat: int = 0,
+    seed: int | None = None,
+    rules: str = "classic",
+    rounds: int | None = None,
+    stdin: TextIO = sys.stdin,
+    out: TextIO = sys.stdout,
+) -> GameState:
+    """Play one game (or ``rounds`` rounds) with a person at ``seat``.
+
+    Args:
+        opponents: agent specs for the other seats in seat order after the person's;
+            the last is repeated to fill the table.
+        num_players: 2, 3 or 4.
+        seat: the person's seat.
+        seed: seed of the deals and of the agents.
+        rules: the rule preset.
+        rounds: stop after this many rounds (default: play the whole game).
+
+    Returns the final game state. Raises :class:`QuitGame` when the person leaves.
+    """
+    if num_players not in (2, 3, 4):
+        raise ValueError(f"num_players must be 2, 3 or 4, got {num_players!r}")
+    if not 0 <= seat < num_players:
+        raise ValueError(f"seat must be in 0..{num_players - 1}, got {seat!r}")
+    if not opponents:
+        raise ValueError("name at least one opponent agent")
+    if len(opponents) > num_players - 1:
+        raise ValueError(f"{len(opponents)} opponents given for {num_players - 1} other seats")
+    specs = list(opponents) + [opponents[-1]] * (num_players - 1 - len(opponents))
+    rng = np.random.default_rng(seed)
+    others = [p for p in range(num_players) if p != seat]
+    agents = {p: resolve_agent(spec, seed=int(rng.integers(2**31))) for p, spec in zip(others, specs)}
+    for p, spec in zip(others, specs):
+        print(f"player_{p}: {agent_label(spec)}", file=out)
+    print(f"You are player_{seat}.", file=out)
+
+    def deck() -> list[int]:
+        return [int(c) for c in rng.permutation(FULL_DECK)]
+
+    state = engine.new_game(num_players, deck(), int(rng.integers(num_players)), rules)
+    while True:
+        print(f"\n=== Round {state.round}: player_{state.current} starts ===", file=out)
+        while not state.round_over:
+            player = state.current
+            if player == seat:
+                action = ask_move(state, seat, stdin, out)
+            else:
+                action = int(agents[player].act(observation_of(state, player)))
+            print("  " + narrate(engine.step(state, action), seat), file=out)
+        print(_round_summary(state, seat), file=out)
+        if state.game_over:
+            winners = ", ".join("you" if p == seat else f"player_{p}" for p in state.game_winners)
+            print(f"Game over: {winners} won the game.", file=out)
+            return state
+        if rounds is not None and state.round >= rounds:
+            return state
+        engine.start_round(state, deck())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.play",
+        description="Play Love Letter in the terminal against bots or trained agents. Answer with a move "
+        "number or a unique part of its description; 'help' repeats your view, 'quit' leaves.",
+        epilog="Opponents: random, rule, belief, ismcts (e.g. ismcts:iterations=400), a checkpoint path, "
+        "or package.module:factory. Example: python -m training.play belief --players 3 --seed 7",
+    )
+    parser.add_argument("opponents", nargs="*", default=["belief"], help="agents for the other seats (default: belief)")
+    parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
+    parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
+    parser.add_argument("--seed", type=int, default=None, help="seed of the deals and the agents (default: random)")
+    parser.add_argument("--rules", default="classic", choices=sorted(PRESETS), help="rule preset (default classic)")
+    parser.add_argument("--rounds", type=int, default=None, help="stop after this many rounds (default: a whole game)")
+    args = parser.parse_args(argv)
+    if args.rounds is not None and args.rounds < 1:
+        parser.error(f"--rounds must be a positive integer, got {args.rounds}")
+    try:
+        play(args.opponents, args.players, args.seat, args.seed, args.rules, args.rounds)
+    except (ValueError, FileNotFoundError) as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    except QuitGame as exc:
+        print(f"\nGame stopped: {exc}.")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
