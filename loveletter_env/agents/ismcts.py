@@ -123,6 +123,7 @@ def determinize(view: ObservationView, rng: random.Random, old_card: int = 0) ->
         state.ruled_out[k] = sum(1 << v for v in view.ruled_out[k])
     state.turn = sum(len(d) for d in view.discards)
     state.round_over = False
+    state.legal = None  # the engine caches legal actions; fields were set by hand
     return state
 
 
