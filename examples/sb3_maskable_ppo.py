@@ -77,19 +77,21 @@ def train(
 
 
 def evaluate(
-    model: MaskablePPO,
+    model: MaskablePPO | None,
     episodes: int,
     opponents: str = "rule",
     num_players: int = 2,
     episode: str = "game",
     seed: int = 10_000,
 ) -> float:
-    """Fraction of ``episodes`` the model wins, playing greedily with the action mask.
+    """Fraction of ``episodes`` the model wins, playing greedily with the action mask
+    (``model=None``: uniformly random legal actions, the baseline).
 
     Episodes that ``reset`` replayed because they ended before the learner acted (only
     possible with ``episode="round"``) are counted too.
     """
     env = gymnasium.make(GYM_ENV_ID, num_players=num_players, opponents=opponents, episode=episode)
+    rng = np.random.default_rng(seed)
     wins = played = 0
     for i in tqdm(range(episodes), desc="evaluate", unit="episode"):
         obs, info = env.reset(seed=seed + i)
@@ -97,7 +99,11 @@ def evaluate(
             wins, played = wins + (reward > 0), played + 1
         done = False
         while not done:
-            action, _ = model.predict(obs, action_masks=env.unwrapped.action_masks(), deterministic=True)
+            mask = env.unwrapped.action_masks()
+            if model is None:
+                action = rng.choice(np.flatnonzero(mask))
+            else:
+                action, _ = model.predict(obs, action_masks=mask, deterministic=True)
             obs, reward, terminated, truncated, info = env.step(int(action))
             if info.get("illegal_action"):
                 raise RuntimeError(f"the masked policy chose an illegal action {int(action)}")
@@ -126,10 +132,11 @@ def main(argv: Sequence[str] | None = None) -> float:
     if args.save:
         model.save(args.save)
     win_rate = evaluate(model, args.eval_episodes, args.opponents, args.players, args.episode)
-    baseline = 1 / args.players
+    random_rate = evaluate(None, args.eval_episodes, args.opponents, args.players, args.episode)
     print(
         f"evaluation win rate vs {args.opponents} ({args.players} players, {args.episode}s): "
-        f"{win_rate:.3f} over {args.eval_episodes} episodes (equal-strength baseline {baseline:.3f})"
+        f"{win_rate:.3f} over {args.eval_episodes} episodes (random legal actions: {random_rate:.3f}, "
+        f"an equal opponent: {1 / args.players:.3f})"
     )
     return win_rate
 

@@ -68,10 +68,11 @@ def train(
     num_players: int = 2,
     episode: str = "round",
     seed: int = 0,
+    eval_episodes: int = 200,
 ) -> dict[str, Any]:
     """Train for ``epochs`` x ``steps_per_epoch`` env steps. Returns the trained
     ``algorithm``, Tianshou's ``result`` statistics, and the learner's mean reward over
-    ``test_episodes`` greedy test episodes (+1 win, -1 loss)."""
+    ``eval_episodes`` greedy test episodes (+1 win, -1 loss) after training."""
     train_envs = DummyVectorEnv([lambda: make_env(num_players, episode) for _ in range(num_envs)])
     test_envs = DummyVectorEnv([lambda: make_env(num_players, episode) for _ in range(num_envs)])
     train_envs.seed(seed)
@@ -104,7 +105,7 @@ def train(
             verbose=False,
         )
     )
-    evaluation = test_collector.collect(n_episode=4 * num_envs, reset_before_collect=True)
+    evaluation = test_collector.collect(n_episode=eval_episodes, reset_before_collect=True)
     train_envs.close()
     test_envs.close()
     learner_returns = np.asarray(evaluation.returns)[:, learner_index]
@@ -123,11 +124,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--num-envs", type=int, default=4)
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4))
     parser.add_argument("--episode", default="round", choices=("round", "game"))
+    parser.add_argument("--eval-episodes", type=int, default=200, help="greedy test episodes after training")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    if min(args.epochs, args.steps_per_epoch, args.num_envs) <= 0:
-        parser.error("--epochs, --steps-per-epoch and --num-envs must be positive")
-    out = train(args.epochs, args.steps_per_epoch, args.num_envs, args.players, args.episode, args.seed)
+    if min(args.epochs, args.steps_per_epoch, args.num_envs, args.eval_episodes) <= 0:
+        parser.error("--epochs, --steps-per-epoch, --num-envs and --eval-episodes must be positive")
+    out = train(
+        args.epochs, args.steps_per_epoch, args.num_envs, args.players, args.episode, args.seed, args.eval_episodes
+    )
     print(
         f"DQN ({LEARNER}) vs random: mean reward {out['learner_mean_reward']:+.3f} over "
         f"{out['test_episodes']} test episodes (+1 win, -1 loss)"

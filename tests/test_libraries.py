@@ -136,7 +136,7 @@ def test_torchrl_returns_follow_each_seat_to_its_episode_end():
 def test_tianshou_dqn_trains_a_seat_with_the_trainer():
     _need("tianshou")
     example = _load_example("tianshou_dqn")
-    out = example.train(epochs=1, steps_per_epoch=256, num_envs=2, seed=0)
+    out = example.train(epochs=1, steps_per_epoch=256, num_envs=2, seed=0, eval_episodes=8)
     # Any illegal action would have raised inside the AEC env.
     assert out["result"].update_step > 0
     assert out["test_episodes"] == 8

@@ -240,6 +240,20 @@ def test_sync_vector_env_steps_with_the_stacked_masks():
     assert finished > 10
 
 
+def test_async_vector_env_runs_the_env_in_worker_processes():
+    envs = gymnasium.make_vec(GYM_ENV_ID, num_envs=2, vectorization_mode="async", opponents="rule")
+    try:
+        obs, info = envs.reset(seed=0)
+        rng = np.random.default_rng(0)
+        for _ in range(20):
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in info["action_mask"]])
+            obs, rewards, terminated, truncated, info = envs.step(actions)
+        assert obs.shape == (2, loveletter_env.OBSERVATION_SIZE)
+        assert np.array_equal(np.stack(envs.call("action_masks")), info["action_mask"])
+    finally:
+        envs.close()
+
+
 # Adapters that need no optional library -------------------------------------------------
 @pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
 def test_rllib_adapter_has_the_observation_layout_rllib_masking_modules_read():
