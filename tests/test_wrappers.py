@@ -208,8 +208,9 @@ def test_checkpoint_opponents_are_loaded_through_training(tmp_path):
     from training.checkpoint import model_payload, save_checkpoint
     from training.ppo import ActorCritic
 
-    path = save_checkpoint(tmp_path / "opponent.pt", {"model": model_payload(ActorCritic(generator=torch.Generator()))})
-    env = gymnasium.make(GYM_ENV_ID, num_players=3, opponents=[str(path), "random"])
+    path = save_checkpoint(tmp_path / "best.pt", {"model": model_payload(ActorCritic(generator=torch.Generator()))})
+    # A checkpoint file, and a run folder (whose best.pt is loaded).
+    env = gymnasium.make(GYM_ENV_ID, num_players=3, opponents=[str(path), str(tmp_path)])
     trajectory = play_out(env, seed=2, rng=np.random.default_rng(2))
     assert trajectory[-1][2] in (-1.0, 1.0)
 

@@ -4,7 +4,8 @@ An opponent is anything with ``act(observation_dict) -> int`` and, optionally,
 ``reset(seed=None)`` (see :mod:`loveletter_env.agents.base`). Descriptions accepted:
 
 * a bot name known to :func:`loveletter_env.agents.make_agent` (``"random"``, ``"rule"``, ...);
-* a path to a checkpoint written by ``training`` (loaded with ``training.load_agent``);
+* a path to a checkpoint written by ``training``, or to a run folder (loaded with
+  ``training.checkpoint.load_agent``, greedy);
 * an agent object, used as given.
 """
 
@@ -31,7 +32,7 @@ def make_opponent(spec: OpponentSpec, seed: int | None = None) -> Agent:
     if isinstance(spec, (str, Path)):
         if _looks_like_path(spec) or Path(spec).is_file():
             path = Path(spec)
-            if not path.is_file():
+            if not path.exists():  # a file, or a run folder (its best.pt, else latest.pt)
                 raise FileNotFoundError(f"opponent checkpoint {str(path)!r} does not exist")
             # training imports torch and sits above this package: import it only when asked.
             from training.checkpoint import load_agent
