@@ -1,18 +1,22 @@
 """The rules over N games at once: legal masks, one turn, round set-up.
 
 Each function mirrors one phase of the scalar engine (:mod:`loveletter_env.engine`) and
-the knowledge rules of :mod:`loveletter_env.knowledge`, written as whole-batch tensor
-operations: per-game choices become boolean masks and ``torch.where``, per-seat lookups
-become one-hot seat masks or ``gather``. No function reads a tensor value back to the
-host, so a CUDA step never synchronises. Functions update the :class:`BatchedState` in
-place by rebinding its fields; ``rules`` only selects code paths (it is not data).
+the knowledge rules of :mod:`loveletter_env.knowledge`. Per-game choices become boolean
+masks; a per-game seat becomes a ``gather``/``scatter_`` index, so an update touches one
+entry per game instead of a whole per-seat table. No function reads a tensor value back
+to the host, so a CUDA step never synchronises.
+
+Functions update the :class:`BatchedState` in place. The fields a caller may hold on
+to between steps (``current``, ``round_over``, ``round_winners``, ``tokens``) are
+replaced by new tensors instead of written into, so earlier references stay valid.
+``rules`` only selects code paths; it is not data.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..cards import BARON, COUNTESS, DECK_SIZE, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
+from ..cards import BARON, COUNTESS, DECK_SIZE, GUARD, HANDMAID, KING, NUM_CARD_TYPES, PRIEST, PRINCE, PRINCESS
 from ..engine import FACE_UP_CARDS_2P
 from ..rules import Rules
 from .state import BatchedState
@@ -29,9 +33,7 @@ from .tables import (
 Tensor = torch.Tensor
 
 
-def seat_mask(seats: Tensor) -> Tensor:
-    """bool [N, 4]: one-hot of a seat per game."""
-    return seats[:, None] == torch.arange(MAX_SEATS, device=seats.device)
+# Per-game indexing helpers -------------------------------------------------------------
 
 
 def at_seat(values: Tensor, seats: Tensor) -> Tensor:
@@ -40,9 +42,23 @@ def at_seat(values: Tensor, seats: Tensor) -> Tensor:
     return values.gather(1, index).squeeze(1)
 
 
-def seat_at_offset(state: BatchedState, seats: Tensor, offsets: Tensor) -> Tensor:
-    """The seat ``offsets`` places after ``seats`` in turn order (broadcasts)."""
-    return (seats + offsets) % (state.num_players if seats.dim() == 1 else state.num_players[:, None])
+def _put(values: Tensor, index: Tensor, new: Tensor, where: Tensor) -> None:
+    """``values[g, index[g]] = new[g]`` in the games ``where`` (in place, ``values`` [N, K])."""
+    index = index[:, None]
+    old = values.gather(1, index).squeeze(1)
+    values.scatter_(1, index, torch.where(where, new, old).to(values.dtype)[:, None])
+
+
+def _column(known: Tensor, seats: Tensor) -> Tensor:
+    """int8 [N, 4]: ``known[g, :, seats[g]]``, what every observer knows of that seat."""
+    return known.gather(2, seats[:, None, None].expand(-1, MAX_SEATS, 1)).squeeze(2)
+
+
+def _put_column(known: Tensor, seats: Tensor, column: Tensor, where: Tensor) -> None:
+    """``known[g, :, seats[g]] = column[g]`` in the games ``where`` (in place)."""
+    index = seats[:, None, None].expand(-1, MAX_SEATS, 1)
+    old = known.gather(2, index)
+    known.scatter_(2, index, torch.where(where[:, None, None], column[:, :, None], old))
 
 
 def _relative_seats(state: BatchedState, seats: Tensor) -> Tensor:
@@ -57,9 +73,7 @@ def legal_mask(state: BatchedState, rules: Rules) -> Tensor:
     """bool [N, 41]: the actions the player to act may take (all False once a round is over)."""
     t = tables_for(state.device)
     player = state.current
-    hand, drawn = at_seat(state.hands, player), state.drawn
-    held = (hand[:, None] == t.card_values) | (drawn[:, None] == t.card_values)  # [N, 8]
-    holds = lambda card: held[:, card - 1]  # noqa: E731
+    held = t.held_cards[at_seat(state.hands, player).long() * 9 + state.drawn.long()]  # [N, 8]
 
     others = _relative_seats(state, player)[:, 1:]  # seats at offsets 1..3
     exists = torch.arange(1, MAX_SEATS, device=state.device) < state.num_players[:, None]
@@ -73,9 +87,9 @@ def legal_mask(state: BatchedState, rules: Rules) -> Tensor:
     conditions[:, COND_KING_NOBODY] = ~king_choosable.any(1)
     conditions[:, COND_KING_OFFSET : COND_KING_OFFSET + 3] = king_choosable
 
-    mask = held[:, t.action_card - 1] & conditions[:, t.action_condition]
+    mask = held.index_select(1, t.action_card - 1) & conditions.index_select(1, t.action_condition)
     # The Countess must be played beside a King or a Prince.
-    forced = holds(COUNTESS) & (holds(KING) | holds(PRINCE))
+    forced = held[:, COUNTESS - 1] & (held[:, KING - 1] | held[:, PRINCE - 1])
     mask = torch.where(forced[:, None], t.action_card == COUNTESS, mask)
     return mask & ~state.round_over[:, None]
 
@@ -83,28 +97,39 @@ def legal_mask(state: BatchedState, rules: Rules) -> Tensor:
 # Knowledge (mirrors loveletter_env.knowledge) ---------------------------------------------
 
 
-def _forget_hand(state: BatchedState, seats: Tensor) -> None:
-    """``on_hand_replaced``: every fact about the hands in ``seats`` (bool [N, 4]) is void."""
-    state.known = state.known.masked_fill(seats[:, None, :], 0)
-    state.ruled_out = state.ruled_out.masked_fill(seats, 0)
+def _forget_hand(state: BatchedState, seats: Tensor, where: Tensor) -> None:
+    """``on_hand_replaced``: every fact about the hand of ``seats`` is void (games ``where``)."""
+    _put_column(state.known, seats, torch.zeros_like(state.known[:, :, 0]), where)
+    _put(state.ruled_out, seats, torch.zeros_like(state.ruled_out[:, 0]), where)
 
 
-def _append_discards(state: BatchedState, cards: Tensor) -> None:
-    """Each seat discards ``cards[g, seat]`` face up (0 = nothing), after its earlier discards."""
-    t = tables_for(state.device)
-    adds = cards != 0
-    slot = adds[:, :, None] & (t.slot_ids == state.discard_count[:, :, None])
-    state.discards = torch.where(slot, cards[:, :, None].to(torch.int8), state.discards)
-    state.discard_count = state.discard_count + adds.to(torch.int8)
+def _learn(state: BatchedState, observer: Tensor, player: Tensor, card: Tensor, where: Tensor) -> None:
+    """``learn``: ``observer`` has seen that ``player`` holds ``card`` (games ``where``)."""
+    _put(state.known.view(state.num_games, -1), observer * MAX_SEATS + player, card, where)
 
 
-def _eliminate(state: BatchedState, seats: Tensor) -> None:
-    """``seats`` (bool [N, 4]) are out: their hands are discarded face up without effect."""
-    state.out = state.out | seats
-    state.protected = state.protected & ~seats
-    _append_discards(state, torch.where(seats, state.hands, 0))
-    state.hands = state.hands.masked_fill(seats, 0)
-    _forget_hand(state, seats)
+# Cards leaving hands ----------------------------------------------------------------------
+
+
+def _discard(state: BatchedState, seats: Tensor, cards: Tensor, where: Tensor) -> None:
+    """``seats`` discard ``cards`` face up after their earlier discards (games ``where``)."""
+    count = at_seat(state.num_discards, seats).long()
+    slot = seats * DECK_SIZE + count.clamp(max=DECK_SIZE - 1)
+    _put(state.discards.view(state.num_games, -1), slot, cards, where)
+    _put(state.num_discards, seats, count + 1, where)
+    copies = state.discarded.view(state.num_games, -1)
+    value_slot = seats * NUM_CARD_TYPES + (cards.long() - 1).clamp(min=0)
+    _put(copies, value_slot, copies.gather(1, value_slot[:, None]).squeeze(1) + 1, where)
+
+
+def _eliminate(state: BatchedState, seats: Tensor, where: Tensor) -> None:
+    """``seats`` are out (games ``where``): their hand is discarded face up without effect."""
+    _put(state.out, seats, torch.ones_like(where), where)
+    _put(state.protected, seats, torch.zeros_like(where), where)
+    hand = at_seat(state.hands, seats)
+    _discard(state, seats, hand, where & (hand != 0))
+    _put(state.hands, seats, torch.zeros_like(hand), where)
+    _forget_hand(state, seats, where)
 
 
 # One turn ----------------------------------------------------------------------------------
@@ -113,102 +138,96 @@ def _eliminate(state: BatchedState, seats: Tensor) -> None:
 def play_turn(state: BatchedState, actions: Tensor, rules: Rules) -> None:
     """Every game's player to act plays ``actions`` (long [N], assumed legal); the turn
     resolves and the next one begins, or the round ends (``round_over``, ``round_winners``,
-    tokens). Games whose round is already over must not be passed a meaningful action:
-    they are left unchanged."""
+    tokens). Games whose round is already over are left unchanged."""
     t = tables_for(state.device)
     live = ~state.round_over
-    card = t.action_card[actions]
-    offset = t.action_offset[actions]
+    card, offset, guess = t.action_fields[actions].unbind(1)
     player = state.current
     has_target = (offset >= 0) & live
-    target = torch.where(has_target, seat_at_offset(state, player, offset.clamp(min=0)), player)
-    player_seat, target_seat = seat_mask(player) & live[:, None], seat_mask(target) & has_target[:, None]
+    target = torch.where(has_target, (player + offset) % state.num_players, player)
 
-    _play_card(state, player_seat, card)
-    eliminated = _resolve_effect(state, card, t.action_guess[actions], player_seat, target_seat, live, has_target)
-    _eliminate(state, eliminated)
+    actor_card = _play_card(state, player, card, live)
+    loser = _resolve_effect(state, card, guess, player, target, actor_card, live, has_target)
+    _eliminate(state, torch.where(loser == 1, player, target), live & (loser != 0))
     _end_turn(state, rules, live)
 
 
-def _play_card(state: BatchedState, player_seat: Tensor, card: Tensor) -> None:
-    """The player discards ``card`` and keeps the other one (``on_card_played``)."""
-    hand = torch.where(state.drawn != card, state.drawn, at_seat(state.hands, state.current))
-    state.hands = torch.where(player_seat, hand[:, None], state.hands)
-    state.drawn = state.drawn.masked_fill(player_seat.any(1), 0)
-    _append_discards(state, torch.where(player_seat, card[:, None], 0))
+def _play_card(state: BatchedState, player: Tensor, card: Tensor, live: Tensor) -> Tensor:
+    """The player discards ``card`` and keeps the other one (``on_card_played``); returns
+    the card they keep."""
+    drawn = state.drawn
+    kept = torch.where(drawn != card, drawn, at_seat(state.hands, player))
+    _put(state.hands, player, kept, live)
+    state.drawn = drawn.masked_fill(live, 0)
+    _discard(state, player, card, live)
     # Whoever knew the player held this value can no longer tell which copy was played.
-    forget = player_seat[:, None, :] & (state.known == card[:, None, None])
-    state.known = state.known.masked_fill(forget, 0)
+    column = _column(state.known, player)
+    _put_column(state.known, player, column.masked_fill(column == card[:, None], 0), live)
+    return kept
 
 
 def _resolve_effect(
     state: BatchedState,
     card: Tensor,
     guess: Tensor,
-    player_seat: Tensor,
-    target_seat: Tensor,
+    player: Tensor,
+    target: Tensor,
+    actor_card: Tensor,
     live: Tensor,
     has_target: Tensor,
 ) -> Tensor:
-    """Apply the played card's effect; return the seats it puts out (bool [N, 4])."""
-    hands = state.hands
-    actor_card = at_seat(hands, state.current)
-    target_card = (hands * target_seat).sum(1).to(torch.int8)  # 0 when there is no target
+    """Apply the played card's effect. Returns who it puts out: long [N], 0 = nobody,
+    1 = the player, 2 = the target."""
+    target_card = at_seat(state.hands, target).masked_fill(~has_target, 0)
     plays = lambda value: (card == value) & has_target  # noqa: E731
-    eliminated = torch.zeros_like(player_seat)
+    target_out = torch.zeros_like(live)
 
     # Guard: a right guess puts the target out; a wrong one is public proof they lack it.
     guard = plays(GUARD)
     hit = guard & (target_card == guess)
-    eliminated |= target_seat & hit[:, None]
+    target_out |= hit
     miss_bit = tables_for(state.device).value_bits[(guess - 1).clamp(min=0)]
-    state.ruled_out = torch.where(target_seat & (guard & ~hit)[:, None], state.ruled_out | miss_bit[:, None], state.ruled_out)
+    _put(state.ruled_out, target, at_seat(state.ruled_out, target) | miss_bit, guard & ~hit)
 
-    # Priest and Baron: the player learns the target's card; with a Baron, the target learns
-    # the player's too, and the lower card is out.
-    learns = plays(PRIEST) | plays(BARON)
-    pair = player_seat[:, :, None] & target_seat[:, None, :]  # [observer = player, player = target]
-    state.known = torch.where(pair & learns[:, None, None], target_card[:, None, None], state.known)
+    # Priest and Baron: the player learns the target's card; with a Baron the target
+    # learns the player's too, and the lower card is out.
     baron = plays(BARON)
-    state.known = torch.where(pair.transpose(1, 2) & baron[:, None, None], actor_card[:, None, None], state.known)
-    eliminated |= player_seat & (baron & (actor_card < target_card))[:, None]
-    eliminated |= target_seat & (baron & (target_card < actor_card))[:, None]
+    _learn(state, player, target, target_card, plays(PRIEST) | baron)
+    _learn(state, target, player, actor_card, baron)
+    player_out = baron & (actor_card < target_card)
+    target_out |= baron & (target_card < actor_card)
 
-    # Prince: the target discards their hand without effect and draws a replacement
-    # (the set-aside card once the deck is empty); a discarded Princess puts them out.
+    # Prince: the target discards their hand without effect and draws a replacement (the
+    # set-aside card once the deck is empty); a discarded Princess puts them out.
     prince = plays(PRINCE)
-    princed = target_seat & prince[:, None]
-    _append_discards(state, torch.where(princed, state.hands, 0))
-    state.hands = state.hands.masked_fill(princed, 0)
-    _forget_hand(state, princed)
-    eliminated |= princed & (target_card == PRINCESS)[:, None]
-    draws = prince & (target_card != PRINCESS)
+    _discard(state, target, target_card, prince)
+    _forget_hand(state, target, prince)
+    princess_discarded = prince & (target_card == PRINCESS)
+    target_out |= princess_discarded
+    draws = prince & ~princess_discarded
     from_deck = state.next_card < DECK_SIZE
     top = state.deck.gather(1, state.next_card.long().clamp(max=DECK_SIZE - 1)[:, None]).squeeze(1)
-    replacement = torch.where(from_deck, top, state.deck[:, 0])
-    state.hands = torch.where(princed & draws[:, None], replacement[:, None], state.hands)
+    _put(state.hands, target, torch.where(from_deck, top, state.deck[:, 0]).masked_fill(~draws, 0), prince)
     state.next_card = state.next_card + (draws & from_deck).to(torch.int8)
 
     # King: the two trade hands; what anyone knew moves with the card, then each trader
     # knows what the other now holds (``on_king_trade``).
     king = plays(KING)
-    swap_p, swap_t = player_seat & king[:, None], target_seat & king[:, None]
-    state.hands = torch.where(swap_p, target_card[:, None], torch.where(swap_t, actor_card[:, None], state.hands))
-    col_p = (state.known * player_seat[:, None, :]).sum(2)  # [N, observer]: what each knew of the player
-    col_t = (state.known * target_seat[:, None, :]).sum(2)
-    state.known = torch.where(
-        swap_p[:, None, :], col_t[:, :, None], torch.where(swap_t[:, None, :], col_p[:, :, None], state.known)
-    ).to(torch.int8)
-    ro_p = (state.ruled_out * player_seat).sum(1, keepdim=True)
-    ro_t = (state.ruled_out * target_seat).sum(1, keepdim=True)
-    state.ruled_out = torch.where(swap_p, ro_t, torch.where(swap_t, ro_p, state.ruled_out)).to(torch.uint8)
-    state.known = torch.where(pair & king[:, None, None], actor_card[:, None, None], state.known)
-    state.known = torch.where(pair.transpose(1, 2) & king[:, None, None], target_card[:, None, None], state.known)
+    _put(state.hands, player, target_card, king)
+    _put(state.hands, target, actor_card, king)
+    known_of_player, known_of_target = _column(state.known, player), _column(state.known, target)
+    _put_column(state.known, player, known_of_target, king)
+    _put_column(state.known, target, known_of_player, king)
+    ruled_player, ruled_target = at_seat(state.ruled_out, player), at_seat(state.ruled_out, target)
+    _put(state.ruled_out, player, ruled_target, king)
+    _put(state.ruled_out, target, ruled_player, king)
+    _learn(state, player, target, actor_card, king)
+    _learn(state, target, player, target_card, king)
 
     # Handmaid protects the player; the Princess, played, puts the player out.
-    state.protected = state.protected | (player_seat & ((card == HANDMAID) & live)[:, None])
-    eliminated |= player_seat & ((card == PRINCESS) & live)[:, None]
-    return eliminated
+    _put(state.protected, player, live, live & (card == HANDMAID))
+    player_out |= live & (card == PRINCESS)
+    return player_out.to(torch.long) + 2 * target_out.to(torch.long)
 
 
 def _end_turn(state: BatchedState, rules: Rules, live: Tensor) -> None:
@@ -232,22 +251,21 @@ def _end_turn(state: BatchedState, rules: Rules, live: Tensor) -> None:
 def showdown_winners(state: BatchedState, alive: Tensor, rules: Rules) -> Tensor:
     """bool [N, 4]: who wins when the deck runs out: highest card; then (``classic``) the
     highest sum of discards; whoever is still tied shares the round."""
-    hands = torch.where(alive, state.hands, 0)
+    hands = state.hands.masked_fill(~alive, 0)
     tied = alive & (hands == hands.amax(1, keepdim=True))
     if rules.discard_sum_tiebreak:
-        sums = state.discards.sum(2, dtype=torch.int16)
-        best = torch.where(tied, sums, -1).amax(1, keepdim=True)
-        tied = tied & (sums == best)
+        values = tables_for(state.device).card_values
+        sums = (state.discarded * values).sum(2).masked_fill(~tied, -1)
+        tied = tied & (sums == sums.amax(1, keepdim=True))
     return tied
 
 
 def _begin_turn(state: BatchedState, player: Tensor, where: Tensor) -> None:
     """In games ``where``, ``player`` starts a turn: Handmaid protection ends, they draw,
     and failed Guard guesses against them no longer hold (``on_draw``)."""
-    starts = seat_mask(player) & where[:, None]
     state.current = torch.where(where, player, state.current)
-    state.protected = state.protected & ~starts
-    state.ruled_out = state.ruled_out.masked_fill(starts, 0)
+    _put(state.protected, player, torch.zeros_like(where), where)
+    _put(state.ruled_out, player, torch.zeros_like(state.ruled_out[:, 0]), where)
     top = state.deck.gather(1, state.next_card.long().clamp(max=DECK_SIZE - 1)[:, None]).squeeze(1)
     state.drawn = torch.where(where, top, state.drawn)
     state.next_card = state.next_card + where.to(torch.int8)
@@ -259,23 +277,24 @@ def _begin_turn(state: BatchedState, player: Tensor, where: Tensor) -> None:
 def start_rounds(state: BatchedState, decks: Tensor, first_player: Tensor, where: Tensor) -> None:
     """In games ``where``, deal a new round from ``decks`` (int8 [N, 16], top first) with
     ``first_player`` to start. Tokens carry over (zero them first for a new game)."""
-    w1, w2, w3 = where[:, None], where[:, None, None], where[:, None, None]
+    per_seat, per_slot = where[:, None], where[:, None, None]
     n = state.num_players
-    state.deck = torch.where(w1, decks, state.deck)
+    state.deck = torch.where(per_seat, decks, state.deck)
     present = state.present
     # Set-aside card, the 2-player face-up cards, then one card each from the first player.
     first_deal = 1 + FACE_UP_CARDS_2P * (n == 2)
     seats = torch.arange(MAX_SEATS, device=state.device)
     deal_index = first_deal[:, None] + (seats - first_player[:, None]) % n[:, None]
     dealt = state.deck.gather(1, deal_index.clamp(max=DECK_SIZE - 1)).masked_fill(~present, 0)
-    state.hands = torch.where(w1, dealt, state.hands)
+    state.hands = torch.where(per_seat, dealt, state.hands)
     state.next_card = torch.where(where, (first_deal + n).to(torch.int8), state.next_card)
-    state.out = torch.where(w1, ~present, state.out)
-    state.protected = state.protected & ~w1
-    state.discards = state.discards.masked_fill(w2, 0)
-    state.discard_count = state.discard_count.masked_fill(w1, 0)
-    state.known = state.known.masked_fill(w3, 0)
-    state.ruled_out = state.ruled_out.masked_fill(w1, 0)
+    state.out = torch.where(per_seat, ~present, state.out)
+    state.protected.masked_fill_(per_seat, False)
+    state.discards.masked_fill_(per_slot, 0)
+    state.num_discards.masked_fill_(per_seat, 0)
+    state.discarded.masked_fill_(per_slot, 0)
+    state.known.masked_fill_(per_slot, 0)
+    state.ruled_out.masked_fill_(per_seat, 0)
     state.round_over = state.round_over & ~where
-    state.round_winners = state.round_winners & ~w1
+    state.round_winners = state.round_winners & ~per_seat
     _begin_turn(state, first_player, where)

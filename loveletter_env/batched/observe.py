@@ -1,79 +1,81 @@
 """Observation vectors for N games at once, bit for bit those of
 :func:`loveletter_env.observation.encode_observation`.
 
-Each field of :data:`loveletter_env.observation.LAYOUT` is computed as a ``[N, *shape]``
-tensor and the fields are concatenated in layout order, so the layout lives in one place.
-Every entry is a small whole number, exact in float32, so sums are order-independent.
-One-hot fields are row lookups in constant tables (``F.embedding``), which on CPU is
-several times faster than comparing against the card values.
+Like the scalar encoder, the vector starts at zero and every card the observer can see
+adds 1 at its flat position (one ``scatter_add_`` for all one-hot fields); the fields
+that hold numbers or flags are copied into their slices. Positions come from
+:data:`loveletter_env.observation.SLICES`, so the layout lives in one place. Every entry
+is a small whole number, exact in float32, so the order of the additions cannot matter.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
-from ..cards import DECK_SIZE
+from ..cards import DECK_SIZE, NUM_CARD_TYPES
 from ..engine import FACE_UP_CARDS_2P
-from ..observation import LAYOUT, OBSERVATION_SIZE
+from ..observation import LAYOUT, OBSERVATION_SIZE, SLICES
 from ..rules import Rules
 from .engine import at_seat
 from .state import BatchedState
 from .tables import MAX_SEATS, tables_for
 
 Tensor = torch.Tensor
+#: Width of one seat's block in the ``discards`` field.
+_SEAT_DISCARDS = DECK_SIZE * NUM_CARD_TYPES
+_SHAPES = {f.name: f.shape for f in LAYOUT}
 
 
 def encode_observations(state: BatchedState, observers: Tensor, rules: Rules) -> Tensor:
     """float32 [N, OBSERVATION_SIZE]: game ``g`` seen from seat ``observers[g]``."""
     t = tables_for(state.device)
-    one_hot = lambda cards: F.embedding(cards.long(), t.card_one_hot)  # noqa: E731  (0 -> zeros)
     n = state.num_games
     num_players = state.num_players[:, None]
     offsets = torch.arange(MAX_SEATS, device=state.device)
     present = offsets < num_players  # [N, 4], by offset from the observer
-    absent_other = ~present[:, 1:]
     seat = (observers[:, None] + offsets) % num_players  # the seat at each offset (padding wraps)
+    others, other_present = seat[:, 1:], present[:, 1:]
 
+    # One-hot cards: own hand, every seat's discards in order, face-up cards, known cards;
+    # a card the observer cannot see becomes 0, which adds nothing.
     acting = (observers == state.current) & ~state.round_over
-    hand = one_hot(at_seat(state.hands, observers)) + one_hot(state.drawn.masked_fill(~acting, 0))
+    discards = state.discards.gather(1, seat[:, :, None].expand(n, MAX_SEATS, DECK_SIZE))
+    known = at_seat(state.known, observers).gather(1, others)
+    cards = torch.cat(
+        [
+            at_seat(state.hands, observers)[:, None],
+            state.drawn.masked_fill(~acting, 0)[:, None],
+            discards.masked_fill(~present[:, :, None], 0).view(n, -1),
+            state.deck[:, 1 : 1 + FACE_UP_CARDS_2P].masked_fill((state.num_players != 2)[:, None], 0),
+            known.masked_fill(~other_present, 0),
+        ],
+        dim=1,
+    ).long()
+    positions = t.card_blocks + (cards - 1).clamp(min=0)
+    obs = torch.zeros(n, OBSERVATION_SIZE, dtype=torch.float32, device=state.device)
+    obs.scatter_add_(1, positions, (cards != 0).to(torch.float32))
 
-    discarded = state.discards.gather(1, seat[:, :, None].expand(n, MAX_SEATS, DECK_SIZE))
-    discards = one_hot(discarded.masked_fill(~present[:, :, None], 0))  # [N, 4, 16, 8]
-    discard_counts = discards.view(n, MAX_SEATS, -1) @ t.slot_sum  # [N, 4, 8], exact small integers
+    field = lambda name: obs[:, SLICES[name]].view(n, *_SHAPES[name])  # noqa: E731
 
-    face_up_cards = state.deck[:, 1 : 1 + FACE_UP_CARDS_2P].masked_fill((state.num_players != 2)[:, None], 0)
-    face_up = one_hot(face_up_cards).sum(1)
-
-    known_row = at_seat(state.known, observers)  # [N, player]: what the observer knows of each
-    known_card = one_hot(known_row.gather(1, seat)[:, 1:].masked_fill(absent_other, 0))
-    ruled = state.ruled_out.gather(1, seat)[:, 1:].masked_fill(absent_other, 0)
+    # Numbers and flags, each copied (and converted to float32) into its slice.
+    discarded = state.discarded.gather(1, seat[:, :, None].expand(n, MAX_SEATS, NUM_CARD_TYPES))
+    field("discard_counts").copy_(discarded.masked_fill(~present[:, :, None], 0))
+    ruled = state.ruled_out.gather(1, others).masked_fill(~other_present, 0)
+    field("ruled_out").copy_((ruled[:, :, None] & t.value_bits) != 0)
     knows_me = state.known.gather(2, observers[:, None, None].expand(n, MAX_SEATS, 1)).squeeze(2)
-
+    field("seen_by").copy_((knows_me.gather(1, others) != 0) & other_present)
+    field("present").copy_(present)
+    field("out").copy_(state.out.gather(1, seat) & present)
+    field("protected").copy_(state.protected.gather(1, seat) & present)
+    field("tokens").copy_(state.tokens.gather(1, seat).masked_fill(~present, 0))
     to_act_offset = (state.current - observers) % state.num_players
-    unseen = t.card_counts - hand - face_up - discard_counts.sum(1) - known_card.sum(1)
-    rule_flags = torch.tensor(
-        [rules.discard_sum_tiebreak, rules.king_ignores_handmaid], dtype=torch.float32, device=state.device
-    )
-    fields = {
-        "hand": hand,
-        "discards": discards,
-        "discard_counts": discard_counts,
-        "face_up": face_up,
-        "known_card": known_card,
-        "ruled_out": F.embedding(ruled.long(), t.mask_bits),
-        "seen_by": ((knows_me.gather(1, seat) != 0) & present)[:, 1:],
-        "present": present,
-        "out": state.out.gather(1, seat) & present,
-        "protected": state.protected.gather(1, seat) & present,
-        "tokens": state.tokens.gather(1, seat).masked_fill(~present, 0),
-        "to_act": (offsets == to_act_offset[:, None]) & ~state.round_over[:, None],
-        "deck_size": (DECK_SIZE - state.next_card)[:, None],
-        "tokens_to_win": state.tokens_to_win[:, None],
-        "num_players": offsets[:3] == (num_players - 2),
-        "rules": rule_flags.expand(n, 2),
-        "unseen": unseen,
-    }
-    obs = torch.cat([fields[f.name].reshape(n, -1).to(torch.float32) for f in LAYOUT], dim=1)
-    assert obs.shape[1] == OBSERVATION_SIZE, "observation layout changed: update batched.observe"
+    field("to_act").copy_((offsets == to_act_offset[:, None]) & ~state.round_over[:, None])
+    field("deck_size").copy_(DECK_SIZE - state.next_card[:, None])
+    field("tokens_to_win").copy_(state.tokens_to_win[:, None])
+    field("num_players").copy_(offsets[:3] == (num_players - 2))
+    field("rules")[:, 0] = float(rules.discard_sum_tiebreak)
+    field("rules")[:, 1] = float(rules.king_ignores_handmaid)
+    # Copies whose place the observer cannot name: all, less every card seen above.
+    seen = field("hand") + field("face_up") + field("discard_counts").sum(1) + field("known_card").sum(1)
+    field("unseen").copy_(t.card_counts - seen)
     return obs

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import torch
 
-from ..cards import DECK_SIZE
+from ..cards import CARD_VALUES, DECK_SIZE, NUM_CARD_TYPES
 from ..engine import GameState
 from ..rules import Rules
 from .tables import MAX_SEATS
@@ -40,7 +40,8 @@ class BatchedState:
     out: torch.Tensor  # bool [N, 4]: out of the round (padding seats always)
     protected: torch.Tensor  # bool [N, 4]: Handmaid protection
     discards: torch.Tensor  # int8 [N, 4, 16]: discards in order, 0 = empty slot
-    discard_count: torch.Tensor  # int8 [N, 4]
+    num_discards: torch.Tensor  # int8 [N, 4]: filled slots of ``discards``
+    discarded: torch.Tensor  # int8 [N, 4, 8]: copies of each value 1..8 discarded this round
     known: torch.Tensor  # int8 [N, 4, 4]: known[g, observer, player]
     ruled_out: torch.Tensor  # uint8 [N, 4]: bit v-1 set = a failed Guard proved value v absent
     round_over: torch.Tensor  # bool [N]
@@ -98,7 +99,8 @@ def empty_state(num_players: torch.Tensor, rules: Rules) -> BatchedState:
         out=~present,
         protected=zeros(MAX_SEATS, dtype=torch.bool),
         discards=zeros(MAX_SEATS, DECK_SIZE),
-        discard_count=zeros(MAX_SEATS),
+        num_discards=zeros(MAX_SEATS),
+        discarded=zeros(MAX_SEATS, NUM_CARD_TYPES),
         known=zeros(MAX_SEATS, MAX_SEATS),
         ruled_out=zeros(MAX_SEATS, dtype=torch.uint8),
         round_over=torch.ones(n, dtype=torch.bool, device=device),
@@ -130,7 +132,9 @@ def state_from_scalar(games: Sequence[GameState], device: "str | torch.device" =
         rows["out"].append(g.out + [True] * len(pad))
         rows["protected"].append(g.protected + [False] * len(pad))
         rows["discards"].append([d + [0] * (DECK_SIZE - len(d)) for d in g.discards] + [[0] * DECK_SIZE] * len(pad))
-        rows["discard_count"].append([len(d) for d in g.discards] + pad)
+        rows["num_discards"].append([len(d) for d in g.discards] + pad)
+        copies = [[d.count(v) for v in CARD_VALUES] for d in g.discards]
+        rows["discarded"].append(copies + [[0] * NUM_CARD_TYPES] * len(pad))
         rows["known"].append([row + pad for row in g.known] + [[0] * MAX_SEATS] * len(pad))
         # Scalar masks keep value v at bit v; ours at bit v - 1.
         rows["ruled_out"].append([m >> 1 for m in g.ruled_out] + pad)

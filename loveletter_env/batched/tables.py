@@ -13,6 +13,8 @@ import torch
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, NUM_ACTIONS
 from ..cards import BARON, CARD_COUNTS, CARD_VALUES, FULL_DECK, GUARD, KING, NUM_CARD_TYPES, PRIEST
+from ..engine import FACE_UP_CARDS_2P
+from ..observation import SLICES
 
 MAX_SEATS = 4
 #: Cards that must choose *another* player, and are played with no effect when none can be.
@@ -39,6 +41,20 @@ def _action_condition(card: int, offset: int) -> int:
     return (COND_KING_OFFSET if king else COND_OFFSET) + offset - 1
 
 
+def _observation_card_blocks() -> list[int]:
+    """Flat observation position of value 1 for each one-hot card entry, in the order
+    :func:`~loveletter_env.batched.observe.encode_observations` lists them: own hand (2),
+    discards (4 seats x 16 slots), face-up cards (3), known cards (3 other seats)."""
+    hand, discards = SLICES["hand"].start, SLICES["discards"].start
+    face_up, known = SLICES["face_up"].start, SLICES["known_card"].start
+    return (
+        [hand, hand]
+        + [discards + slot * NUM_CARD_TYPES for slot in range(MAX_SEATS * len(FULL_DECK))]
+        + [face_up] * FACE_UP_CARDS_2P
+        + [known + k * NUM_CARD_TYPES for k in range(MAX_SEATS - 1)]
+    )
+
+
 @dataclass(frozen=True)
 class Tables:
     """Device-resident constants (all indexed by action, card value or slot)."""
@@ -47,13 +63,13 @@ class Tables:
     action_offset: torch.Tensor  # long [41]: target seat offset, -1 = no target
     action_guess: torch.Tensor  # long [41]: value a Guard names, else 0
     action_condition: torch.Tensor  # long [41]: column of the target-condition table
+    action_fields: torch.Tensor  # long [41, 3]: (card, offset, guess), one lookup per step
+    held_cards: torch.Tensor  # bool [81, 8]: row 9 * a + b: which values a hand (a, b) holds
     full_deck: torch.Tensor  # int8 [16]: the 16 cards, sorted
     card_values: torch.Tensor  # int8 [8]: 1..8, for one-hot comparisons
     card_counts: torch.Tensor  # float32 [8]: copies of each value in the deck
     value_bits: torch.Tensor  # uint8 [8]: bit of value v in a ruled-out mask is 1 << (v - 1)
-    card_one_hot: torch.Tensor  # float32 [9, 8]: row v is the one-hot of value v (row 0: no card)
-    mask_bits: torch.Tensor  # float32 [256, 8]: row m holds the 8 bits of ruled-out mask m
-    slot_sum: torch.Tensor  # float32 [16 * 8, 8]: sums one-hot discard slots into counts per value
+    card_blocks: torch.Tensor  # long [72]: observation position of value 1 per one-hot card entry
     seat_ids: torch.Tensor  # long [4]
     slot_ids: torch.Tensor  # long [16]: discard slots
 
@@ -69,13 +85,15 @@ def tables_for(device: torch.device) -> Tables:
         action_condition=torch.tensor(
             [_action_condition(c, o) for c, o in zip(ACTION_CARD, ACTION_OFFSET)], **long
         ),
+        action_fields=torch.tensor(list(zip(ACTION_CARD, ACTION_OFFSET, ACTION_GUESS)), **long),
+        held_cards=torch.tensor(
+            [[v in (a, b) for v in CARD_VALUES] for a in range(9) for b in range(9)], dtype=torch.bool, device=device
+        ),
         full_deck=torch.tensor(FULL_DECK, dtype=torch.int8, device=device),
         card_values=torch.tensor(CARD_VALUES, dtype=torch.int8, device=device),
         card_counts=torch.tensor([CARD_COUNTS[v] for v in CARD_VALUES], dtype=torch.float32, device=device),
         value_bits=torch.tensor([1 << (v - 1) for v in CARD_VALUES], dtype=torch.uint8, device=device),
-        card_one_hot=torch.cat([torch.zeros(1, NUM_CARD_TYPES), torch.eye(NUM_CARD_TYPES)]).to(device),
-        mask_bits=((torch.arange(256)[:, None] >> torch.arange(NUM_CARD_TYPES)) & 1).to(torch.float32).to(device),
-        slot_sum=torch.eye(NUM_CARD_TYPES).repeat(len(FULL_DECK), 1).to(device),
+        card_blocks=torch.tensor(_observation_card_blocks(), **long),
         seat_ids=torch.arange(MAX_SEATS, **long),
         slot_ids=torch.arange(len(FULL_DECK), **long),
     )
