@@ -316,10 +316,11 @@ class SelfPlayTrainer:
 
         if resume:
             self._restore(load_checkpoint(self.run_dir / "latest.pt", map_location="cpu"))
-        elif config.model.init_from:
-            self._initialise_from(config.model.init_from)
-        elif len(self.pool) == 0:
-            self.pool.add(self.model, label=0)
+        else:
+            if config.model.init_from:
+                self._initialise_from(config.model.init_from)
+            if len(self.pool) == 0:  # the starting weights are the first past opponent
+                self.pool.add(self.model, label=0)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         save_config(config, self.run_dir / "config.yaml")
 
@@ -467,14 +468,8 @@ class SelfPlayTrainer:
                 logits, _ = self.opponent_model(obs[rows])
                 actions[rows] = sample_actions(logits, mask[rows], self.act_gen, greedy=self.config.opponents.past_greedy)
             if bot.any():
-                rows = np.flatnonzero(bot)
-                obs_np = obs[torch.from_numpy(rows).to(device)].cpu().numpy()
-                mask_np = mask[torch.from_numpy(rows).to(device)].cpu().numpy().astype(np.int8)
-                picked = [
-                    self._bots_for(g, self.bot_name[g])[seat[g]].act({"observation": o, "action_mask": m})
-                    for g, o, m in zip(rows.tolist(), obs_np, mask_np)
-                ]
-                actions[torch.from_numpy(rows).to(device)] = torch.tensor(picked, device=device)
+                rows = torch.from_numpy(np.flatnonzero(bot)).to(device)
+                actions[rows] = self._bot_actions(rows.cpu().numpy(), seat, obs[rows], mask[rows])
 
             self.obs, self.mask, rewards, dones, _ = self.env.step(actions)
             self.global_step += n
@@ -488,13 +483,22 @@ class SelfPlayTrainer:
                     sel = self.kind[done] == kind
                     wins[kind][0] += int((learner_reward[sel] > 0).sum())
                     wins[kind][1] += int(sel.sum())
-                self._draw_seating(done)
+                self._draw_seating(done)  # the finished games start new episodes: new opponents
         stats = {
             "win_rate_vs_past": wins[PAST][0] / wins[PAST][1] if wins[PAST][1] else float("nan"),
             "win_rate_vs_bots": wins[BOTS][0] / wins[BOTS][1] if wins[BOTS][1] else float("nan"),
             "episodes": episodes,
         }
         return buffer, stats
+
+    def _bot_actions(self, games: np.ndarray, seat: np.ndarray, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Bots act one game at a time in Python, on the observation dict of their own seat."""
+        obs_np, mask_np = obs.cpu().numpy(), mask.cpu().numpy().astype(np.int8)
+        picked = [
+            self._bots_for(g, self.bot_name[g])[seat[g]].act({"observation": o, "action_mask": m})
+            for g, o, m in zip(games.tolist(), obs_np, mask_np)
+        ]
+        return torch.tensor(picked, dtype=torch.long, device=obs.device)
 
     # -- evaluation ------------------------------------------------------------------
     def evaluate(self) -> dict[str, EvalResult]:
