@@ -6,12 +6,36 @@
 - :mod:`training.checkpoint`: safe checkpoint files and :func:`load_agent`;
 - :mod:`training.exploit`: ``python -m training.exploit``, a best response to a frozen checkpoint;
 - :mod:`training.evaluate`: ``python -m training.evaluate``, win rates with confidence intervals.
+
+The names below load on first use, so ``import training.evaluate`` does not pull in torch.
 """
 
-from .checkpoint import CheckpointError, load_agent, load_checkpoint
-from .ppo import ActorCritic, PolicyAgent, PPOConfig
+from __future__ import annotations
 
-#: The policy network class (an alias that reads naturally next to ``load_agent``).
-PolicyNetwork = ActorCritic
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ActorCritic", "CheckpointError", "PPOConfig", "PolicyAgent", "PolicyNetwork", "load_agent", "load_checkpoint"]
+if TYPE_CHECKING:
+    from .checkpoint import CheckpointError, load_agent, load_checkpoint
+    from .ppo import ActorCritic, PolicyAgent, PolicyNetwork, PPOConfig
+
+_EXPORTS = {
+    "load_agent": "checkpoint",
+    "load_checkpoint": "checkpoint",
+    "CheckpointError": "checkpoint",
+    "ActorCritic": "ppo",
+    "PolicyAgent": "ppo",
+    "PPOConfig": "ppo",
+    "PolicyNetwork": "ppo",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'training' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -143,6 +143,10 @@ class ActorCritic(nn.Module):
         return self.policy_head(features), self.value_head(features).squeeze(-1)
 
 
+#: The same class under the name the rest of the project's docs use.
+PolicyNetwork = ActorCritic
+
+
 # ---------------------------------------------------------------------------------
 # 3. Masked distribution
 # ---------------------------------------------------------------------------------
