@@ -46,11 +46,11 @@ class FirstLegal:
 
 
 # Registration ------------------------------------------------------------------------
-def test_import_registers_both_ids_without_loading_bots_or_training():
+def test_import_registers_both_ids_without_loading_the_envs_or_optional_libraries():
     code = (
         "import sys, gymnasium, pettingzoo, loveletter_env\n"
         f"gymnasium.spec({GYM_ENV_ID!r}); pettingzoo.spec('aec', {PETTINGZOO_ENV_ID!r})\n"
-        "heavy = [m for m in ('training', 'loveletter_env.agents', 'loveletter_env.wrappers.single_agent',"
+        "heavy = [m for m in ('training', 'loveletter_env.wrappers.single_agent',"
         " 'sb3_contrib', 'torchrl', 'tianshou', 'ray', 'onnxruntime') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
