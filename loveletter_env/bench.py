@@ -139,6 +139,12 @@ def bench_null_aec(num_players: int, turns: int, episode_length: int, seed: int 
     return _aec_loop(env, turns, seed)[0]
 
 
+#: How the batched benchmark delivers observations: written into one reused caller buffer
+#: (``step(actions, out=...)``, as a trainer filling rollout storage does), as a fresh tensor
+#: per step (``step(actions)``), or not at all (``advance(actions)``: masks only).
+BATCHED_OBSERVATIONS = ("buffer", "fresh", "none")
+
+
 def bench_batched(
     num_players: int,
     turns: int,
@@ -146,28 +152,31 @@ def bench_batched(
     device: str = "cpu",
     seed: int = 0,
     episode: str = "round",
-    observations: bool = True,
+    observations: str = "buffer",
 ) -> float:
     """Turns per second of :class:`~loveletter_env.batched.BatchedLoveLetter` under random
     legal play: actions sampled uniformly from the mask on ``device``, finished games reset
-    by the env. ``observations=False`` times :meth:`advance` (masks only). At least
-    ``turns`` turns (and 10 steps) after 3 warm-up steps; CPU runs are timed in process
-    CPU time like the rows above, CUDA runs in wall time after a synchronise."""
+    by the env; ``observations`` is one of :data:`BATCHED_OBSERVATIONS`. At least ``turns``
+    turns (and 10 steps) after 3 warm-up steps; CPU runs are timed in process CPU time like
+    the rows above, CUDA runs in wall time after a synchronise."""
     import torch
 
     from .batched import BatchedLoveLetter
+    from .observation import OBSERVATION_SIZE
 
+    if observations not in BATCHED_OBSERVATIONS:
+        raise ValueError(f"observations must be one of {BATCHED_OBSERVATIONS}, got {observations!r}")
     env = BatchedLoveLetter(batch, num_players, episode=episode, device=device, seed=seed, validate_actions=False)
     generator = torch.Generator(device=device).manual_seed(seed)
-    _, mask = env.reset()
+    buffer = torch.empty(batch, OBSERVATION_SIZE, device=device) if observations == "buffer" else None
+    env.reset()
 
-    def play(steps: int) -> torch.Tensor:
+    def play(steps: int) -> None:
         mask = env.action_mask
         for _ in range(steps):
             keys = torch.rand(mask.shape, generator=generator, device=device)
             actions = keys.masked_fill(~mask, -1.0).argmax(1)  # uniform over the legal actions
-            mask = env.step(actions)[1] if observations else env.advance(actions)[0]
-        return mask
+            mask = env.advance(actions)[0] if observations == "none" else env.step(actions, out=buffer)[1]
 
     cuda = torch.device(device).type == "cuda"
     clock = time.perf_counter if cuda else time.process_time
@@ -211,13 +220,12 @@ def main(argv: list[str] | None = None) -> None:
     n, t = args.players, args.turns
     # Interleave the three measurements so that load from other processes on a noisy
     # machine hits all of them alike; report medians.
-    engine_rates, aec_rates, null_rates, batched_rates, masks_only_rates = [], [], [], [], []
+    engine_rates, aec_rates, null_rates = [], [], []
+    batched_rates: dict[str, list[float]] = {kind: [] for kind in BATCHED_OBSERVATIONS}
     for r in range(args.repeats):
         if args.batched:
-            for rates, observations in ((batched_rates, True), (masks_only_rates, False)):
-                rates.append(
-                    bench_batched(n, t, args.batch, args.device, args.seed + r, args.episode, observations)
-                )
+            for kind, rates in batched_rates.items():
+                rates.append(bench_batched(n, t, args.batch, args.device, args.seed + r, args.episode, kind))
         rate, round_length = bench_engine(n, t, args.seed + r)
         engine_rates.append(rate)
         rate, episode_length = bench_aec(n, t, args.seed + r, args.episode)
@@ -234,12 +242,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.batched:
         from .batched import BatchedLoveLetter
 
-        batched_rate, masks_rate = statistics.median(batched_rates), statistics.median(masks_only_rates)
-        where = f"{args.batch:,} games on {args.device}"
-        print(f"  (d) batched env        {batched_rate:>12,.0f} turns/s   {batched_rate / aec:5.1f} x AEC env  "
-              f"(target >= 20; {where}, observations + masks)")
-        print(f"  (e) batched, no obs    {masks_rate:>12,.0f} turns/s   {masks_rate / aec:5.1f} x AEC env  "
-              f"({where}, masks only)")
+        rows = (
+            ("(d) batched env", "buffer", "observations into a reused buffer, masks"),
+            ("(e) batched env", "fresh", "a fresh observation tensor per step, masks"),
+            ("(f) batched engine", "none", "masks only, no observations"),
+        )
+        print(f"  batched: {args.batch:,} games per step on {args.device}, {args.episode} episodes; target >= 20 x AEC env")
+        for label, kind, what in rows:
+            rate = statistics.median(batched_rates[kind])
+            print(f"  {label:<22} {rate:>12,.0f} turns/s   {rate / aec:5.1f} x AEC env  ({what})")
         state_bytes = BatchedLoveLetter(1, n).state_bytes_per_game()
         print(f"  batched state: {state_bytes} bytes per game (target <= 512); torch threads: {torch.get_num_threads()}")
 

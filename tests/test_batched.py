@@ -312,3 +312,65 @@ def test_bad_arguments_are_rejected():
         env.reset(decks=deck, first_player=torch.tensor([1, 3]))
     obs, _ = env.reset(decks=deck, first_player=torch.tensor([1, 2]))
     assert env.current_player.tolist() == [1, 2]
+
+
+def test_observations_into_caller_buffer_and_advance():
+    """``step(out=...)`` writes into the caller's tensor; ``advance`` is ``step`` without
+    observations; both give what a fresh ``step`` gives."""
+    envs = [BatchedLoveLetter(40, [2, 3, 4, 3] * 10, episode="game", seed=2) for _ in range(3)]
+    masks = [env.reset()[1] for env in envs]
+    buffer = torch.full((40, OBSERVATION_SIZE), 7.0)
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(25):
+        actions = _sample(masks[0], generator)
+        obs, mask, rewards, dones, _ = envs[0].step(actions)
+        into, mask_b, rewards_b, dones_b, _ = envs[1].step(actions, out=buffer)
+        mask_c, rewards_c, dones_c, _ = envs[2].advance(actions)
+        assert into.data_ptr() == buffer.data_ptr()
+        assert torch.equal(obs, buffer) and torch.equal(obs, envs[2].observe(envs[2].current_player))
+        for a, b, c in ((mask, mask_b, mask_c), (rewards, rewards_b, rewards_c), (dones, dones_b, dones_c)):
+            assert torch.equal(a, b) and torch.equal(a, c)
+        masks[0] = mask
+    with pytest.raises(ValueError, match="out"):
+        envs[1].step(_sample(masks[0], generator), out=torch.zeros(40, OBSERVATION_SIZE - 1))
+    with pytest.raises(ValueError, match="out"):
+        envs[1].observe(envs[1].current_player, out=torch.zeros(OBSERVATION_SIZE, 40).t())
+
+
+def test_observe_rejects_bad_seats():
+    env = BatchedLoveLetter(3, [2, 3, 4], seed=0)
+    env.reset()
+    with pytest.raises(ValueError, match="game 0"):
+        env.observe(torch.tensor([2, 0, 0]))
+    with pytest.raises(ValueError, match="seats"):
+        env.observe(torch.tensor([0, 0]))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_matches_scalar_and_never_synchronises():
+    env = BatchedLoveLetter(64, _table_sizes("mixed", 64), episode="game", device="cuda", seed=1)
+    obs, mask = env.reset()
+    mirror = ScalarMirror(env)
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    fast = BatchedLoveLetter(4096, 3, device="cuda", seed=1, validate_actions=False)
+    fast_mask = fast.reset()[1]
+    buffer = torch.empty(4096, OBSERVATION_SIZE, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")  # any host synchronisation inside step raises
+    try:
+        for _ in range(20):
+            keys = torch.rand(fast_mask.shape, generator=generator, device="cuda")
+            fast_mask = fast.step(keys.masked_fill(~fast_mask, -1.0).argmax(1), out=buffer)[1]
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    cpu_generator = torch.Generator().manual_seed(0)
+    for _ in range(40):
+        actions = _sample(mask.cpu(), cpu_generator)
+        obs, mask, rewards, dones, _ = env.step(actions.cuda())
+        expected_rewards, expected_dones, _ = mirror.step(actions.tolist())
+        np.testing.assert_array_equal(rewards.cpu().numpy(), expected_rewards)
+        np.testing.assert_array_equal(dones.cpu().numpy(), expected_dones)
+        np.testing.assert_array_equal(mask.cpu().numpy(), np.array([engine.legal_mask(g) for g in mirror.games], bool))
+        np.testing.assert_array_equal(
+            obs.cpu().numpy(), np.stack([encode_observation(g, g.current) for g in mirror.games])
+        )

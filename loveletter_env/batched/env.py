@@ -67,7 +67,7 @@ class BatchedLoveLetter:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         if episode not in EPISODE_KINDS:
             raise ValueError(f"episode must be one of {EPISODE_KINDS}, got {episode!r}")
-        self.device = torch.device(device)
+        self.device = torch.empty(0, device=device).device  # normalised: "cuda" -> "cuda:0"
         self.rules = resolve_rules(rules)
         self.episode = episode
         self.num_games = num_games
@@ -115,10 +115,10 @@ class BatchedLoveLetter:
         engine.start_rounds(state, decks, first, torch.ones(n, dtype=torch.bool, device=self.device))
         self.state = state
         self._mask = engine.legal_mask(state, self.rules)
-        return self.observe(state.current), self._mask
+        return self._observe(state.current, None), self._mask
 
     def step(
-        self, actions: torch.Tensor
+        self, actions: torch.Tensor, out: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """Each game's player to act plays ``actions[g]`` (long [N]).
 
@@ -126,9 +126,13 @@ class BatchedLoveLetter:
         games are reset, so ``obs``/``mask`` of a done game belong to the new episode.
         ``info`` holds ``"round_over"`` (bool [N]), ``"round_winners"`` (bool [N, 4])
         and ``"tokens"`` (int8 [N, 4], before any reset) of the step that just ended.
+        ``out`` (float32 [N, OBSERVATION_SIZE], contiguous) receives ``obs``, e.g. a slice
+        of rollout storage; it is checked before anything changes.
         """
+        if out is not None:
+            self._check_out(out)
         mask, rewards, dones, info = self.advance(actions)
-        return self.observe(self.state.current), mask, rewards, dones, info
+        return self._observe(self.state.current, out), mask, rewards, dones, info
 
     def advance(
         self, actions: torch.Tensor
@@ -163,10 +167,17 @@ class BatchedLoveLetter:
         self._mask = engine.legal_mask(state, rules)
         return self._mask, rewards, dones, info
 
-    def observe(self, seats: torch.Tensor) -> torch.Tensor:
-        """float32 [N, OBSERVATION_SIZE]: each game seen from ``seats[g]`` (long [N])."""
+    def observe(self, seats: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """float32 [N, OBSERVATION_SIZE]: each game seen from ``seats[g]`` (long [N]),
+        written into ``out`` if given."""
         self._require_reset()
-        return encode_observations(self.state, self._check_seats(seats, "seats"), self.rules)
+        seats = self._check_seats(seats, "seats")
+        if out is not None:
+            self._check_out(out)
+        return self._observe(seats, out)
+
+    def _observe(self, seats: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        return encode_observations(self.state, seats, self.rules, out)
 
     # Randomness ------------------------------------------------------------------------
     def _shuffled_decks(self) -> torch.Tensor:
@@ -193,6 +204,13 @@ class BatchedLoveLetter:
         if x.device != self.device:
             raise ValueError(f"{name} is on {x.device}, the env is on {self.device}")
         return x
+
+    def _check_out(self, out: Any) -> None:
+        shape = (self.num_games, OBSERVATION_SIZE)
+        if not isinstance(out, torch.Tensor) or out.dtype != torch.float32 or tuple(out.shape) != shape:
+            raise ValueError(f"out must be a float32 tensor of shape {list(shape)}, got {_describe(out)}")
+        if out.device != self.device or not out.is_contiguous():
+            raise ValueError(f"out must be contiguous and on {self.device}, got {_describe(out)}")
 
     def _check_seats(self, seats: Any, name: str) -> torch.Tensor:
         seats = self._check_tensor(seats, name, (self.num_games,)).long()
@@ -233,6 +251,12 @@ class BatchedLoveLetter:
             games,
             [int(actions[g]) for g in games],
         )
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, torch.Tensor):
+        return f"{x.dtype} tensor of shape {list(x.shape)} on {x.device}" + ("" if x.is_contiguous() else ", not contiguous")
+    return type(x).__name__
 
 
 def _table_sizes(num_players: Any, num_games: int, device: torch.device) -> torch.Tensor:

@@ -26,8 +26,13 @@ _SEAT_DISCARDS = DECK_SIZE * NUM_CARD_TYPES
 _SHAPES = {f.name: f.shape for f in LAYOUT}
 
 
-def encode_observations(state: BatchedState, observers: Tensor, rules: Rules) -> Tensor:
-    """float32 [N, OBSERVATION_SIZE]: game ``g`` seen from seat ``observers[g]``."""
+def encode_observations(state: BatchedState, observers: Tensor, rules: Rules, out: Tensor | None = None) -> Tensor:
+    """float32 [N, OBSERVATION_SIZE]: game ``g`` seen from seat ``observers[g]``.
+
+    ``out``, if given (float32 [N, OBSERVATION_SIZE], contiguous, on the state's device),
+    receives the result and is returned: writing straight into rollout storage saves
+    allocating a fresh array per step, which on CPU can cost more than the encoding.
+    """
     t = tables_for(state.device)
     n = state.num_games
     num_players = state.num_players[:, None]
@@ -52,7 +57,10 @@ def encode_observations(state: BatchedState, observers: Tensor, rules: Rules) ->
         dim=1,
     ).long()
     positions = t.card_blocks + (cards - 1).clamp(min=0)
-    obs = torch.zeros(n, OBSERVATION_SIZE, dtype=torch.float32, device=state.device)
+    if out is None:
+        obs = torch.zeros(n, OBSERVATION_SIZE, dtype=torch.float32, device=state.device)
+    else:
+        obs = out.zero_()
     obs.scatter_add_(1, positions, (cards != 0).to(torch.float32))
 
     field = lambda name: obs[:, SLICES[name]].view(n, *_SHAPES[name])  # noqa: E731
