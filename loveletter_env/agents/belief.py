@@ -25,14 +25,16 @@ from .base import SeededAgent, hand_distribution, other_card
 from .memory import KeptCardMemory
 
 
+#: Score of putting yourself out: below anything that leaves a chance.
+SURE_LOSS = -1.0
 # Weights of the value model, in round-win units (set by hand, checked by evaluation).
-GUARD_OPTION = 0.6  # a kept Guard: share of its best guess we expect to cash next turn
+GUARD_OPTION = 1.2  # weight of a kept Guard's best guess, cashed next turn
 BARON_OPTION = 0.3
 PRINCE_OPTION = 0.5
 SMALL_OPTION = 0.02  # a kept Priest or Handmaid
 SHOWDOWN_HORIZON = 2.0  # the showdown counts 1 / (1 + deck / horizon)
 BARON_THREAT = 0.5  # how readily an opponent Barons us
-RISK_SCALE = 1.0
+RISK_SCALE = 2.0  # weight of the chance of being put out before our next turn
 #: How often a player keeps the higher of two cards (the rule of thumb everyone follows).
 KEEP_HIGHER = 0.8
 
@@ -170,10 +172,15 @@ class BeliefAgent(SeededAgent):
 def belief_action(view: ObservationView, legal: list[int], rng: random.Random, old_card: int = 0) -> int:
     """The legal action of highest expected value (see :class:`BeliefAgent`); ties
     are broken by ``rng``. ``old_card`` is our card the opponents may know (0: unknown)."""
-    situation = _Situation(view, old_card)
-    scores = {a: score_action(situation, a) for a in legal}
+    scores = action_scores(view, legal, old_card)
     top = max(scores.values())
     return rng.choice([a for a, s in scores.items() if s >= top - 1e-9])
+
+
+def action_scores(view: ObservationView, legal: list[int], old_card: int = 0) -> dict[int, float]:
+    """The expected value :class:`BeliefAgent` gives each of ``legal``."""
+    situation = _Situation(view, old_card)
+    return {a: score_action(situation, a) for a in legal}
 
 
 def score_action(s: _Situation, action: int) -> float:
@@ -189,7 +196,7 @@ def score_action(s: _Situation, action: int) -> float:
     targeted = offset > 0
 
     if card == PRINCESS:
-        return -s.share
+        return SURE_LOSS
     if card == GUARD and targeted:
         hit = s.beliefs[offset].get(guess, 0.0)
         return hit * s.elim_gain + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed)
@@ -210,7 +217,7 @@ def score_action(s: _Situation, action: int) -> float:
     if card == PRINCE:
         if offset == 0:
             if kept == PRINCESS:
-                return -s.share
+                return SURE_LOSS
             return sum(p * s.after(new) for new, p in s.unseen.items())
         dist = s.beliefs[offset]
         hit = dist.get(PRINCESS, 0.0)

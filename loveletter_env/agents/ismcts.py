@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .. import engine
 from ..actions import ACTION_CARD
@@ -32,7 +32,7 @@ from ..engine import GameState
 from ..observation import ObservationView, decode_observation
 from ..rules import Rules
 from .base import SeededAgent, legal_actions_of, other_card
-from .belief import belief_action, play_likelihood
+from .belief import action_scores, belief_action, play_likelihood
 from .memory import KeptCardMemory
 
 #: Rejection-sampling tries before ruled-out values are ignored (only an inconsistent view needs it).
@@ -182,10 +182,12 @@ def model_action(state: GameState, legal: list[int], rng: random.Random) -> int:
 class _Node:
     """A public action sequence: children by action, bandit statistics by (actor's hand, action)."""
 
-    __slots__ = ("children", "stats")
+    __slots__ = ("children", "stats", "candidates")
 
     def __init__(self) -> None:
         self.children: dict[int, _Node] = {}
+        # our hand key -> the actions worth searching there (the belief bot's best few)
+        self.candidates: dict[int, list[int]] = {}
         # (hand key, action) -> [visits, total reward of the actor, availability]
         self.stats: dict[tuple[int, int], list[float]] = {}
 
@@ -197,18 +199,24 @@ class ISMCTSAgent(SeededAgent):
         seed: seed of the agent's generator (determinizations, tie breaks, rollouts).
         iterations: search iterations per decision (the strength/time budget).
         exploration: the UCB1 exploration constant.
+        width: at our own decisions, search only the ``width`` actions the card-counting
+            bot rates best (a Guard alone has up to 21 ways to be played; most are
+            hopeless and would each cost iterations). 0 searches every legal action.
     """
 
     name = "ismcts"
 
-    def __init__(self, seed: int | None = None, iterations: int = 200, exploration: float = 0.7):
+    def __init__(self, seed: int | None = None, iterations: int = 300, exploration: float = 0.7, width: int = 4):
         super().__init__(seed)
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
         if not exploration >= 0:
             raise ValueError(f"exploration must be >= 0, got {exploration!r}")
+        if isinstance(width, bool) or not isinstance(width, int) or width < 0:
+            raise ValueError(f"width must be a non-negative integer, got {width!r}")
         self.iterations = iterations
         self.exploration = float(exploration)
+        self.width = width
         self.memory = KeptCardMemory()
 
     def reset(self, seed: int | None = None) -> None:
@@ -216,7 +224,10 @@ class ISMCTSAgent(SeededAgent):
         self.memory.clear()
 
     def __repr__(self) -> str:
-        return f"ISMCTSAgent(seed={self._seed!r}, iterations={self.iterations}, exploration={self.exploration})"
+        return (
+            f"ISMCTSAgent(seed={self._seed!r}, iterations={self.iterations}, "
+            f"exploration={self.exploration}, width={self.width})"
+        )
 
     def act(self, observation: Mapping[str, Any]) -> int:
         legal = legal_actions_of(observation)
@@ -256,8 +267,11 @@ class ISMCTSAgent(SeededAgent):
             else:
                 hand = _hand_key(state)
                 stats = node.stats
+                options = node.candidates.get(hand)
+                if options is None:
+                    options = node.candidates[hand] = self._candidates(state, legal)
                 untried = []
-                for a in legal:
+                for a in options:
                     entry = stats.get((hand, a))
                     if entry is None:
                         untried.append(a)
@@ -269,7 +283,7 @@ class ISMCTSAgent(SeededAgent):
                     path.append((node, (hand, action)))
                     node = None
                 else:
-                    action = self._select(stats, hand, legal)
+                    action = self._select(stats, hand, options)
                     path.append((node, (hand, action)))
                     node = node.children.setdefault(action, _Node())
             engine.step(state, action)
@@ -279,6 +293,12 @@ class ISMCTSAgent(SeededAgent):
             entry = node.stats[key]
             entry[0] += 1
             entry[1] += reward
+
+    def _candidates(self, state: GameState, legal: Sequence[int]) -> list[int]:
+        if not self.width or len(legal) <= self.width:
+            return list(legal)
+        scores = action_scores(seat_view(state, 0), list(legal))
+        return sorted(legal, key=lambda a: -scores[a])[: self.width]
 
     def _select(self, stats: dict, hand: int, legal: list[int]) -> int:
         best, best_value = legal[0], -math.inf
