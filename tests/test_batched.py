@@ -284,8 +284,9 @@ def test_illegal_actions_are_named_and_change_nothing():
         (torch.zeros(5, 1, dtype=torch.long), ValueError),
     ],
 )
-def test_malformed_actions_are_rejected(actions, error):
-    env = BatchedLoveLetter(5, 2, seed=0)
+@pytest.mark.parametrize("validate", (True, False))
+def test_malformed_actions_are_rejected(actions, error, validate):
+    env = BatchedLoveLetter(5, 2, seed=0, validate_actions=validate)
     env.reset()
     with pytest.raises(error, match="actions"):
         env.step(actions)

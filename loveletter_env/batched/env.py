@@ -44,9 +44,10 @@ class BatchedLoveLetter:
             player reaches the token target; a new round starts within the episode).
         device: torch device of every tensor.
         seed: seed of the ``torch.Generator`` that shuffles decks and picks first players.
-        validate_actions: check every ``step``'s actions (shape, dtype, device, legality).
-            The legality check reads one flag back to the host; turn it off for a CUDA
-            loop that samples from the mask and must never synchronise.
+        validate_actions: check that every action is legal in its game before stepping.
+            The check reads one flag back to the host; turn it off for a CUDA loop that
+            samples from the mask and must never synchronise. Shape, dtype and device
+            are always checked (that costs no synchronisation).
 
     Observations are those of :func:`loveletter_env.observation.encode_observation`
     for the player to act; masks are ``engine.legal_mask``; rewards are +1 to each winner
@@ -63,8 +64,9 @@ class BatchedLoveLetter:
         seed: int = 0,
         validate_actions: bool = True,
     ):
-        if isinstance(num_games, bool) or not isinstance(num_games, int) or num_games < 1:
+        if isinstance(num_games, bool) or not hasattr(num_games, "__index__") or int(num_games) < 1:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+        num_games = int(num_games)
         if episode not in EPISODE_KINDS:
             raise ValueError(f"episode must be one of {EPISODE_KINDS}, got {episode!r}")
         self.device = torch.empty(0, device=device).device  # normalised: "cuda" -> "cuda:0"
@@ -141,8 +143,9 @@ class BatchedLoveLetter:
         dones, info)``. For drivers that need only masks (random or scripted players)
         or observe other seats with :meth:`observe`."""
         self._require_reset()
+        actions = self._check_tensor(actions, "actions", (self.num_games,)).long()
         if self.validate_actions:
-            self._check_actions(actions)
+            self._check_actions_legal(actions)
         state, rules = self.state, self.rules
         engine.play_turn(state, actions, rules)
 
@@ -231,8 +234,7 @@ class BatchedLoveLetter:
             raise ValueError(f"decks must be permutations of the 16 cards; {len(games)} are not: {listed}")
         return decks.to(torch.int8)
 
-    def _check_actions(self, actions: Any) -> None:
-        actions = self._check_tensor(actions, "actions", (self.num_games,))
+    def _check_actions_legal(self, actions: torch.Tensor) -> None:
         in_range = (actions >= 0) & (actions < NUM_ACTIONS)
         legal = in_range & self._mask.gather(1, actions.long().clamp(0, NUM_ACTIONS - 1)[:, None]).squeeze(1)
         if bool(legal.all()):
