@@ -270,6 +270,25 @@ def test_rllib_adapter_has_the_observation_layout_rllib_masking_modules_read():
     assert env.observation_space.contains(obs)
 
 
+def test_rllib_aec_observations_are_renamed_for_every_agent_at_every_step():
+    # Not pettingzoo's api_test: it requires int8 masks under "action_mask", and RLlib's
+    # modules take float masks.
+    from loveletter_env.wrappers import RLlibObservationAEC
+
+    aec = RLlibObservationAEC(loveletter_env.env(num_players=3, episode="round"))
+    assert aec.observation_space("player_1") is aec.observation_space("player_1")
+    aec.reset(seed=1)
+    rng = np.random.default_rng(1)
+    for agent in aec.agent_iter():
+        obs, reward, terminated, truncated, info = aec.last()
+        assert set(obs) == {"observations", "action_mask"} and obs["action_mask"].dtype == np.float32
+        assert aec.observation_space(agent).contains(obs)
+        inner = aec.unwrapped.observe(agent)
+        assert np.array_equal(obs["action_mask"], inner["action_mask"])
+        assert np.array_equal(obs["observations"], inner["observation"])
+        aec.step(None if terminated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+
+
 def test_numeric_info_wrapper_reports_the_result_as_numbers():
     aec = NumericInfoWrapper(loveletter_env.env(num_players=3, episode="round"))
     aec.reset(seed=0)

@@ -19,6 +19,8 @@ _LAZY = {
     "make_opponents": ".opponents",
     "RLlibLoveLetterEnv": ".rllib",
     "rllib_env_creator": ".rllib",
+    "RLlibObservationAEC": ".rllib",
+    "rllib_multi_agent_env": ".rllib",
     "tianshou_env": ".tianshou",
 }
 
