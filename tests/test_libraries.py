@@ -18,7 +18,7 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs" / "libraries.md"
+SECTION = "## Use with other libraries"
 SNIPPET = re.compile(
     r"<!-- snippet: (?P<name>[\w-]+)(?: requires: (?P<requires>[\w. ]+?))?(?: setup: (?P<setup>\S+))? -->\n"
     r"```python\n(?P<code>.*?)```",
@@ -28,8 +28,19 @@ EXTRA_OF = {"sb3_contrib": "sb3", "torchrl": "torchrl", "tianshou": "tianshou", 
 EXTRA_OF.update(onnxruntime="onnx", onnxscript="onnx")
 
 
+def _section() -> str:
+    """The "Use with other libraries" section: in its docs fragment, or in the README
+    once the fragment is merged there."""
+    for path in (ROOT / "docs" / "libraries.md", ROOT / "README.md"):
+        text = path.read_text() if path.is_file() else ""
+        if SECTION in text:
+            section = text[text.index(SECTION) + len(SECTION) :]
+            return section.split("\n## ", 1)[0]
+    raise FileNotFoundError(f"no {SECTION!r} section in docs/libraries.md or README.md")
+
+
 def _snippets() -> dict[str, re.Match]:
-    return {m["name"]: m for m in SNIPPET.finditer(DOCS.read_text())}
+    return {m["name"]: m for m in SNIPPET.finditer(_section())}
 
 
 def _need(module: str) -> None:
@@ -72,8 +83,7 @@ SETUPS = {"policy.onnx": _write_policy_onnx}
 
 # The docs ------------------------------------------------------------------------------
 def test_every_python_block_of_the_docs_is_a_tested_snippet():
-    text = DOCS.read_text()
-    assert text.count("```python") == len(_snippets()) > 0
+    assert _section().count("```python") == len(_snippets()) > 0
     for match in _snippets().values():
         assert match["setup"] is None or match["setup"] in SETUPS
 
@@ -86,7 +96,7 @@ def test_docs_snippet_runs(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     if snippet["setup"]:
         SETUPS[snippet["setup"]](tmp_path)
-    exec(compile(snippet["code"], f"{DOCS.name}:{name}", "exec"), {"__name__": f"snippet_{name}"})
+    exec(compile(snippet["code"], f"<docs snippet {name}>", "exec"), {"__name__": f"snippet_{name}"})
 
 
 # Stable-Baselines3 ---------------------------------------------------------------------
