@@ -174,8 +174,9 @@ def bench_batched(
     def play(steps: int) -> None:
         mask = env.action_mask
         for _ in range(steps):
-            keys = torch.rand(mask.shape, generator=generator, device=device)
-            actions = keys.masked_fill(~mask, -1.0).argmax(1)  # uniform over the legal actions
+            # Uniform over the legal actions: keys in [1, 2) for them, 0 for the others.
+            keys = torch.rand(mask.shape, generator=generator, device=device).add_(1.0).mul_(mask)
+            actions = keys.argmax(1)
             mask = env.advance(actions)[0] if observations == "none" else env.step(actions, out=buffer)[1]
 
     cuda = torch.device(device).type == "cuda"

@@ -147,8 +147,8 @@ def play_turn(state: BatchedState, actions: Tensor, rules: Rules) -> None:
     target = torch.where(has_target, (player + offset) % state.num_players, player)
 
     actor_card = _play_card(state, player, card, live)
-    loser = _resolve_effect(state, card, guess, player, target, actor_card, live, has_target)
-    _eliminate(state, torch.where(loser == 1, player, target), live & (loser != 0))
+    player_out, target_out = _resolve_effect(state, card, guess, player, target, actor_card, live, has_target)
+    _eliminate(state, torch.where(player_out, player, target), player_out | target_out)
     _end_turn(state, rules, live)
 
 
@@ -175,9 +175,9 @@ def _resolve_effect(
     actor_card: Tensor,
     live: Tensor,
     has_target: Tensor,
-) -> Tensor:
-    """Apply the played card's effect. Returns who it puts out: long [N], 0 = nobody,
-    1 = the player, 2 = the target."""
+) -> tuple[Tensor, Tensor]:
+    """Apply the played card's effect. Returns whether it puts the player out and whether
+    it puts the target out (bool [N] each; never both)."""
     target_card = at_seat(state.hands, target).masked_fill(~has_target, 0)
     plays = lambda value: (card == value) & has_target  # noqa: E731
     target_out = torch.zeros_like(live)
@@ -227,7 +227,7 @@ def _resolve_effect(
     # Handmaid protects the player; the Princess, played, puts the player out.
     _put(state.protected, player, live, live & (card == HANDMAID))
     player_out |= live & (card == PRINCESS)
-    return player_out.to(torch.long) + 2 * target_out.to(torch.long)
+    return player_out, target_out
 
 
 def _end_turn(state: BatchedState, rules: Rules, live: Tensor) -> None:

@@ -56,12 +56,10 @@ def encode_observations(state: BatchedState, observers: Tensor, rules: Rules, ou
         ],
         dim=1,
     ).long()
-    positions = t.card_blocks + (cards - 1).clamp(min=0)
-    if out is None:
-        obs = torch.zeros(n, OBSERVATION_SIZE, dtype=torch.float32, device=state.device)
-    else:
-        obs = out.zero_()
-    obs.scatter_add_(1, positions, (cards != 0).to(torch.float32))
+    seen = (cards != 0).to(torch.float32)
+    positions = cards.sub_(1).clamp_(min=0).add_(t.card_blocks)  # in place: no page faults
+    obs = torch.zeros(n, OBSERVATION_SIZE, device=state.device) if out is None else out.zero_()
+    obs.scatter_add_(1, positions, seen)
 
     field = lambda name: obs[:, SLICES[name]].view(n, *_SHAPES[name])  # noqa: E731
 
@@ -84,6 +82,6 @@ def encode_observations(state: BatchedState, observers: Tensor, rules: Rules, ou
     field("rules")[:, 0] = float(rules.discard_sum_tiebreak)
     field("rules")[:, 1] = float(rules.king_ignores_handmaid)
     # Copies whose place the observer cannot name: all, less every card seen above.
-    seen = field("hand") + field("face_up") + field("discard_counts").sum(1) + field("known_card").sum(1)
-    field("unseen").copy_(t.card_counts - seen)
+    located = field("hand") + field("face_up") + field("discard_counts").sum(1) + field("known_card").sum(1)
+    field("unseen").copy_(t.card_counts - located)
     return obs
