@@ -132,6 +132,8 @@ def sample_observations(count: int, seed: int = 0, num_players: int = 2) -> tupl
     """``count`` (observation, mask) pairs of the player to act in seeded random games."""
     from loveletter_env import env as make_env
 
+    if count == 0:
+        return np.zeros((0, OBSERVATION_SIZE), np.float32), np.zeros((0, NUM_ACTIONS), np.int8)
     rng = np.random.default_rng(seed)
     game = make_env(num_players=num_players, episode="game")
     game.reset(seed=seed)
@@ -148,14 +150,18 @@ def sample_observations(count: int, seed: int = 0, num_players: int = 2) -> tupl
 
 
 def verify_onnx(model: nn.Module, onnx_path: str | Path, count: int = 256, seed: int = 0) -> dict[str, float]:
-    """Compare onnxruntime with torch on ``count`` observations from random games.
+    """Compare onnxruntime with torch on ``count`` observations from random 2-, 3- and
+    4-player games.
 
     Returns the fraction of identical actions, the number of clear mismatches (onnxruntime
     picked an action whose torch logit is below the best by more than
     :data:`VERIFY_TOLERANCE`), and the largest logit and value gaps (over legal actions;
     illegal logits are the same lowest float in both).
     """
-    observations, masks = sample_observations(count, seed)
+    # Every table size: seat padding differs between 2, 3 and 4 players.
+    parts = [sample_observations(count // 3 + (i < count % 3), seed + i, n) for i, n in enumerate((2, 3, 4))]
+    observations = np.concatenate([obs for obs, _ in parts])
+    masks = np.concatenate([mask for _, mask in parts])
     onnx_out = OnnxAgent(onnx_path).run(observations, masks)
     with torch.no_grad():
         action, logits, value = GreedyPolicy(model).eval()(torch.from_numpy(observations), torch.from_numpy(masks))

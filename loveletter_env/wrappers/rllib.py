@@ -24,7 +24,6 @@ from typing import Any, Mapping
 import gymnasium
 import numpy as np
 from gymnasium import spaces
-
 from pettingzoo.utils import BaseWrapper
 
 from ..actions import NUM_ACTIONS
