@@ -28,12 +28,13 @@ from loveletter_env.wrappers._extras import require
 require("torchrl", "torchrl")
 from tensordict import TensorDictBase  # noqa: E402
 from tensordict.nn import TensorDictModule  # noqa: E402
-try:  # TorchRL >= 0.14 names its single-process collector Collector
-    from torchrl.collectors import Collector  # noqa: E402
-except ImportError:
-    from torchrl.collectors import SyncDataCollector as Collector  # noqa: E402
 from torchrl.envs import PettingZooWrapper  # noqa: E402
 from torchrl.modules import MLP, MaskedCategorical, ProbabilisticActor  # noqa: E402
+
+try:
+    from torchrl.collectors import Collector
+except ImportError:  # TorchRL before 0.14 called its single-process collector SyncDataCollector
+    from torchrl.collectors import SyncDataCollector as Collector
 
 GROUP = "players"
 

@@ -14,7 +14,7 @@ pytest.importorskip("onnxscript", reason='ONNX export needs the onnx extra: pip 
 from loveletter_env import env as make_env  # noqa: E402
 from training import export  # noqa: E402
 from training.checkpoint import model_payload, save_checkpoint  # noqa: E402
-from training.ppo import ActorCritic, PolicyAgent  # noqa: E402
+from training.ppo import ActorCritic  # noqa: E402
 
 
 def _decisive_network(seed: int) -> ActorCritic:

@@ -22,7 +22,7 @@ SECTION = "## Use with other libraries"
 SNIPPET = re.compile(
     r"<!-- snippet: (?P<name>[\w-]+)(?: requires: (?P<requires>[\w. ]+?))?(?: setup: (?P<setup>\S+))? -->\n"
     r"```python\n(?P<code>.*?)```",
-    re.S,
+    re.DOTALL,
 )
 EXTRA_OF = {"sb3_contrib": "sb3", "torchrl": "torchrl", "tianshou": "tianshou", "ray.rllib": "rllib"}
 EXTRA_OF.update(onnxruntime="onnx", onnxscript="onnx")

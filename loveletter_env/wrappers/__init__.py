@@ -24,7 +24,10 @@ _LAZY = {
     "tianshou_env": ".tianshou",
 }
 
-__all__ = ["GYM_ENV_ID", "PETTINGZOO_ENV_ID", "register_envs", *_LAZY]
+__all__ = [
+    "GYM_ENV_ID", "PETTINGZOO_ENV_ID", "LoveLetterGymEnv", "RLlibLoveLetterEnv", "RLlibObservationAEC",
+    "make_opponent", "make_opponents", "register_envs", "rllib_env_creator", "rllib_multi_agent_env", "tianshou_env",
+]
 
 
 def __getattr__(name: str) -> Any:

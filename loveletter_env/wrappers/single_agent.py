@@ -86,7 +86,7 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.fixed_learner_seat = learner_seat
         self.illegal_action = illegal_action
         self.render_mode = render_mode
-        self.opponents: list["Agent"] = make_opponents(opponents, self.num_players - 1)
+        self.opponents: list[Agent] = make_opponents(opponents, self.num_players - 1)
         self.observation_space = spaces.Box(0.0, OBSERVATION_HIGH, (OBSERVATION_SIZE,), np.float32)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.learner_seat = 0
