@@ -16,19 +16,11 @@ from __future__ import annotations
 
 import torch
 
-from ..cards import BARON, COUNTESS, DECK_SIZE, GUARD, HANDMAID, KING, NUM_CARD_TYPES, PRIEST, PRINCE, PRINCESS
+from ..cards import BARON, DECK_SIZE, GUARD, HANDMAID, KING, NUM_CARD_TYPES, PRIEST, PRINCE, PRINCESS
 from ..engine import FACE_UP_CARDS_2P
 from ..rules import Rules
 from .state import BatchedState
-from .tables import (
-    COND_KING_NOBODY,
-    COND_KING_OFFSET,
-    COND_NOBODY,
-    COND_OFFSET,
-    MAX_SEATS,
-    NUM_CONDITIONS,
-    tables_for,
-)
+from .tables import MAX_SEATS, tables_for
 
 Tensor = torch.Tensor
 
@@ -49,16 +41,20 @@ def _put(values: Tensor, index: Tensor, new: Tensor, where: Tensor) -> None:
     values.scatter_(1, index, torch.where(where, new, old).to(values.dtype)[:, None])
 
 
+def _column_index(seats: Tensor) -> Tensor:
+    """long [N, 4]: flat positions of ``known[g, observer, seats[g]]`` for observers 0..3."""
+    return torch.arange(0, MAX_SEATS * MAX_SEATS, MAX_SEATS, device=seats.device) + seats[:, None]
+
+
 def _column(known: Tensor, seats: Tensor) -> Tensor:
     """int8 [N, 4]: ``known[g, :, seats[g]]``, what every observer knows of that seat."""
-    return known.gather(2, seats[:, None, None].expand(-1, MAX_SEATS, 1)).squeeze(2)
+    return known.view(known.shape[0], -1).gather(1, _column_index(seats))
 
 
 def _put_column(known: Tensor, seats: Tensor, column: Tensor, where: Tensor) -> None:
     """``known[g, :, seats[g]] = column[g]`` in the games ``where`` (in place)."""
-    index = seats[:, None, None].expand(-1, MAX_SEATS, 1)
-    old = known.gather(2, index)
-    known.scatter_(2, index, torch.where(where[:, None, None], column[:, :, None], old))
+    flat, index = known.view(known.shape[0], -1), _column_index(seats)
+    flat.scatter_(1, index, torch.where(where[:, None], column, flat.gather(1, index)))
 
 
 def _relative_seats(state: BatchedState, seats: Tensor) -> Tensor:
@@ -70,27 +66,23 @@ def _relative_seats(state: BatchedState, seats: Tensor) -> Tensor:
 
 
 def legal_mask(state: BatchedState, rules: Rules) -> Tensor:
-    """bool [N, 41]: the actions the player to act may take (all False once a round is over)."""
+    """bool [N, 41]: the actions the player to act may take (all False once a round is over).
+
+    An action is legal when the hand allows its card (with the Countess rule) and its
+    target can be chosen: two row lookups, by hand and by the set of choosable players.
+    """
     t = tables_for(state.device)
     player = state.current
-    held = t.held_cards[at_seat(state.hands, player).long() * 9 + state.drawn.long()]  # [N, 8]
+    hand = at_seat(state.hands, player).long() * 9 + state.drawn.long()
 
     others = _relative_seats(state, player)[:, 1:]  # seats at offsets 1..3
     exists = torch.arange(1, MAX_SEATS, device=state.device) < state.num_players[:, None]
     in_round = exists & ~state.out.gather(1, others)
     choosable = in_round & ~state.protected.gather(1, others)
     king_choosable = in_round if rules.king_ignores_handmaid else choosable
+    code = (torch.cat([choosable, king_choosable], 1) * t.target_code_bits).sum(1)
 
-    conditions = torch.ones(state.num_games, NUM_CONDITIONS, dtype=torch.bool, device=state.device)
-    conditions[:, COND_NOBODY] = ~choosable.any(1)
-    conditions[:, COND_OFFSET : COND_OFFSET + 3] = choosable
-    conditions[:, COND_KING_NOBODY] = ~king_choosable.any(1)
-    conditions[:, COND_KING_OFFSET : COND_KING_OFFSET + 3] = king_choosable
-
-    mask = held.index_select(1, t.action_card - 1) & conditions.index_select(1, t.action_condition)
-    # The Countess must be played beside a King or a Prince.
-    forced = held[:, COUNTESS - 1] & (held[:, KING - 1] | held[:, PRINCE - 1])
-    mask = torch.where(forced[:, None], t.action_card == COUNTESS, mask)
+    mask = t.hand_actions.index_select(0, hand) & t.target_actions.index_select(0, code)
     return mask & ~state.round_over[:, None]
 
 

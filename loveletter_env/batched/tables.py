@@ -1,7 +1,9 @@
 """Constant lookup tables of the batched engine, built from the scalar engine's tables.
 
-Nothing here restates a rule: the action layout comes from :mod:`loveletter_env.actions`,
-the deck from :mod:`loveletter_env.cards`. Tables are built once per device and cached.
+The action layout comes from :mod:`loveletter_env.actions`, the deck from
+:mod:`loveletter_env.cards`, observation positions from :mod:`loveletter_env.observation`.
+The legal-action tables restate the two rules that shape the mask (targets, the Countess)
+once, as lookups by hand and by who can be chosen. Tables are built once per device and cached.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from functools import lru_cache
 import torch
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, NUM_ACTIONS
-from ..cards import BARON, CARD_COUNTS, CARD_VALUES, FULL_DECK, GUARD, KING, NUM_CARD_TYPES, PRIEST
+from ..cards import BARON, CARD_COUNTS, CARD_VALUES, COUNTESS, FULL_DECK, GUARD, KING, NUM_CARD_TYPES, PRIEST, PRINCE
 from ..engine import FACE_UP_CARDS_2P
 from ..observation import SLICES
 
@@ -20,25 +22,30 @@ MAX_SEATS = 4
 #: Cards that must choose *another* player, and are played with no effect when none can be.
 OTHER_PLAYER_CARDS = (GUARD, PRIEST, BARON, KING)
 
-# Columns of the per-game "target condition" table that ``legal_mask`` builds; every
-# action reads exactly one column (``Tables.action_condition``).
-COND_ALWAYS = 0  # Handmaid, Countess, Princess, Prince on yourself
-COND_NOBODY = 1  # "no target" version of Guard / Priest / Baron
-COND_OFFSET = 2  # 2, 3, 4: another player at offset 1, 2, 3 can be chosen
-COND_KING_NOBODY = 5  # King with no target (may ignore Handmaid, by rule)
-COND_KING_OFFSET = 6  # 6, 7, 8: the King may choose offset 1, 2, 3
-NUM_CONDITIONS = 9
+#: Rows of ``Tables.target_actions``: bit ``t - 1`` set when the other player at offset
+#: ``t`` can be chosen, for most cards (low 3 bits) and for the King (high 3 bits).
+TARGET_CODES = 1 << (2 * (MAX_SEATS - 1))
 
 
-def _action_condition(card: int, offset: int) -> int:
-    king = card == KING
+def _target_allowed(action: int, choosable: int, king_choosable: int) -> bool:
+    """Whether ``action``'s choice of target is allowed, given the bit masks of the
+    other players that can be chosen (``king_choosable`` for the King, which a rule
+    may let ignore the Handmaid)."""
+    card, offset = ACTION_CARD[action], ACTION_OFFSET[action]
+    if card not in OTHER_PLAYER_CARDS and (card != PRINCE or offset == 0):
+        return True  # no target, or the Prince on yourself: always allowed
+    bits = king_choosable if card == KING else choosable
     if offset == NO_TARGET:
-        if card not in OTHER_PLAYER_CARDS:
-            return COND_ALWAYS
-        return COND_KING_NOBODY if king else COND_NOBODY
-    if offset == 0:
-        return COND_ALWAYS
-    return (COND_KING_OFFSET if king else COND_OFFSET) + offset - 1
+        return bits == 0  # "no effect" only when nobody else can be chosen
+    return bool(bits >> (offset - 1) & 1)
+
+
+def _hand_allows(action: int, a: int, b: int) -> bool:
+    """Whether a player holding cards ``a`` and ``b`` may play ``action``'s card."""
+    held = (a, b)
+    if COUNTESS in held and (KING in held or PRINCE in held):
+        return ACTION_CARD[action] == COUNTESS  # the Countess must be played
+    return ACTION_CARD[action] in held
 
 
 def _observation_card_blocks() -> list[int]:
@@ -62,9 +69,10 @@ class Tables:
     action_card: torch.Tensor  # long [41]: card value each action plays
     action_offset: torch.Tensor  # long [41]: target seat offset, -1 = no target
     action_guess: torch.Tensor  # long [41]: value a Guard names, else 0
-    action_condition: torch.Tensor  # long [41]: column of the target-condition table
     action_fields: torch.Tensor  # long [41, 3]: (card, offset, guess), one lookup per step
-    held_cards: torch.Tensor  # bool [81, 8]: row 9 * a + b: which values a hand (a, b) holds
+    hand_actions: torch.Tensor  # bool [81, 41]: row 9a + b: actions a hand (a, b) allows
+    target_actions: torch.Tensor  # bool [64, 41]: row = target code: actions whose target is allowed
+    target_code_bits: torch.Tensor  # long [6]: weights turning (choosable, king-choosable) flags into a code
     full_deck: torch.Tensor  # int8 [16]: the 16 cards, sorted
     card_values: torch.Tensor  # int8 [8]: 1..8, for one-hot comparisons
     card_counts: torch.Tensor  # float32 [8]: copies of each value in the deck
@@ -82,13 +90,16 @@ def tables_for(device: torch.device) -> Tables:
         action_card=torch.tensor(ACTION_CARD, **long),
         action_offset=torch.tensor(ACTION_OFFSET, **long),
         action_guess=torch.tensor(ACTION_GUESS, **long),
-        action_condition=torch.tensor(
-            [_action_condition(c, o) for c, o in zip(ACTION_CARD, ACTION_OFFSET)], **long
-        ),
         action_fields=torch.tensor(list(zip(ACTION_CARD, ACTION_OFFSET, ACTION_GUESS)), **long),
-        held_cards=torch.tensor(
-            [[v in (a, b) for v in CARD_VALUES] for a in range(9) for b in range(9)], dtype=torch.bool, device=device
+        hand_actions=torch.tensor(
+            [[_hand_allows(i, a, b) for i in range(NUM_ACTIONS)] for a in range(9) for b in range(9)],
+            dtype=torch.bool, device=device,
         ),
+        target_actions=torch.tensor(
+            [[_target_allowed(i, code & 7, code >> 3) for i in range(NUM_ACTIONS)] for code in range(TARGET_CODES)],
+            dtype=torch.bool, device=device,
+        ),
+        target_code_bits=torch.tensor([1 << i for i in range(2 * (MAX_SEATS - 1))], **long),
         full_deck=torch.tensor(FULL_DECK, dtype=torch.int8, device=device),
         card_values=torch.tensor(CARD_VALUES, dtype=torch.int8, device=device),
         card_counts=torch.tensor([CARD_COUNTS[v] for v in CARD_VALUES], dtype=torch.float32, device=device),
