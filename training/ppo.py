@@ -60,12 +60,12 @@ class PPOConfig:
             (``None``: never stop early).
     """
 
-    learning_rate: float = 2.5e-4
+    learning_rate: float = 8e-4
     anneal_lr: bool = True
     gamma: float = 1.0
     gae_lambda: float = 0.95
     update_epochs: int = 4
-    num_minibatches: int = 4
+    num_minibatches: int = 8
     clip_coef: float = 0.2
     clip_vloss: bool = True
     ent_coef: float = 0.01
