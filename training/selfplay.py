@@ -238,7 +238,12 @@ def plot_learning_curve(csv_path: Path, png_path: Path) -> Path | None:
 
     fig, (ax_eval, ax_train, ax_ent) = plt.subplots(1, 3, figsize=(15, 4))
     for key in [c for c in rows[0] if c.startswith("eval_win_rate_")]:
-        plot(ax_eval, key, marker="o", label=f"vs {key.removeprefix('eval_win_rate_')}")
+        name = key.removeprefix("eval_win_rate_")
+        plot(ax_eval, key, marker="o", label=f"vs {name}")
+        band = [(float(r["global_step"]), float(r[f"eval_ci95_low_{name}"]), float(r[f"eval_ci95_high_{name}"]))
+                for r in rows if r.get(key) not in (None, "")]
+        if band:
+            ax_eval.fill_between(*zip(*band), alpha=0.2, color=ax_eval.lines[-1].get_color())
     ax_eval.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax_eval.set(title="evaluation win rate", xlabel="turns played", ylim=(0, 1))
     for key in ("win_rate_vs_past", "win_rate_vs_bots"):
