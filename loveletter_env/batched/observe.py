@@ -1,11 +1,11 @@
 """Observation vectors for N games at once, bit for bit those of
 :func:`loveletter_env.observation.encode_observation`.
 
-Like the scalar encoder, the vector starts at zero and every card the observer can see
-adds 1 at its flat position (one ``scatter_add_`` for all one-hot fields); the fields
-that hold numbers or flags are copied into their slices. Positions come from
-:data:`loveletter_env.observation.SLICES`, so the layout lives in one place. Every entry
-is a small whole number, exact in float32, so the order of the additions cannot matter.
+Every field of :data:`loveletter_env.observation.LAYOUT` is computed as a ``[N, *shape]``
+tensor and copied (with its conversion to float32) into its slice of the output, whose
+positions come from :data:`loveletter_env.observation.SLICES`: the layout lives in one
+place. One-hot cards are row lookups in an identity table. Every entry is a small whole
+number, exact in float32, so sums cannot round.
 """
 
 from __future__ import annotations
@@ -21,9 +21,14 @@ from .state import BatchedState
 from .tables import MAX_SEATS, tables_for
 
 Tensor = torch.Tensor
-#: Width of one seat's block in the ``discards`` field.
-_SEAT_DISCARDS = DECK_SIZE * NUM_CARD_TYPES
 _SHAPES = {f.name: f.shape for f in LAYOUT}
+
+
+def _one_hot(cards: Tensor) -> Tensor:
+    """float32 [*cards.shape, 8]: one-hot card values (0, "no card", gives zeros), looked up
+    as rows of an identity table: cheaper on CPU than comparing against the values."""
+    table = tables_for(cards.device).card_one_hot
+    return table.index_select(0, cards.reshape(-1).long()).view(*cards.shape, NUM_CARD_TYPES)
 
 
 def encode_observations(state: BatchedState, observers: Tensor, rules: Rules, out: Tensor | None = None) -> Tensor:
@@ -41,27 +46,20 @@ def encode_observations(state: BatchedState, observers: Tensor, rules: Rules, ou
     seat = (observers[:, None] + offsets) % num_players  # the seat at each offset (padding wraps)
     others, other_present = seat[:, 1:], present[:, 1:]
 
-    # One-hot cards: own hand, every seat's discards in order, face-up cards, known cards;
-    # a card the observer cannot see becomes 0, which adds nothing.
-    acting = (observers == state.current) & ~state.round_over
-    discards = state.discards.gather(1, seat[:, :, None].expand(n, MAX_SEATS, DECK_SIZE))
-    known = at_seat(state.known, observers).gather(1, others)
-    cards = torch.cat(
-        [
-            at_seat(state.hands, observers)[:, None],
-            state.drawn.masked_fill(~acting, 0)[:, None],
-            discards.masked_fill(~present[:, :, None], 0).view(n, -1),
-            state.deck[:, 1 : 1 + FACE_UP_CARDS_2P].masked_fill((state.num_players != 2)[:, None], 0),
-            known.masked_fill(~other_present, 0),
-        ],
-        dim=1,
-    ).long()
-    seen = (cards != 0).to(torch.float32)
-    positions = cards.sub_(1).clamp_(min=0).add_(t.card_blocks)  # in place: no page faults
-    obs = torch.zeros(n, OBSERVATION_SIZE, device=state.device) if out is None else out.zero_()
-    obs.scatter_add_(1, positions, seen)
-
+    # Every field is written in full below (the LAYOUT tiles the vector), so no zeroing.
+    obs = torch.empty(n, OBSERVATION_SIZE, device=state.device) if out is None else out
     field = lambda name: obs[:, SLICES[name]].view(n, *_SHAPES[name])  # noqa: E731
+
+    # Cards the observer sees, one-hot; a card they cannot see is 0, whose row is zeros.
+    acting = (observers == state.current) & ~state.round_over
+    hand = _one_hot(at_seat(state.hands, observers)) + _one_hot(state.drawn.masked_fill(~acting, 0))
+    face_up = _one_hot(state.deck[:, 1 : 1 + FACE_UP_CARDS_2P].masked_fill((state.num_players != 2)[:, None], 0))
+    known = _one_hot(at_seat(state.known, observers).gather(1, others).masked_fill(~other_present, 0))
+    discards = state.discards.gather(1, seat[:, :, None].expand(n, MAX_SEATS, DECK_SIZE))
+    field("hand").copy_(hand)
+    field("face_up").copy_(face_up.sum(1))
+    field("known_card").copy_(known)
+    field("discards").copy_(_one_hot(discards.masked_fill(~present[:, :, None], 0)))
 
     # Numbers and flags, each copied (and converted to float32) into its slice.
     discarded = state.discarded.gather(1, seat[:, :, None].expand(n, MAX_SEATS, NUM_CARD_TYPES))
@@ -82,6 +80,6 @@ def encode_observations(state: BatchedState, observers: Tensor, rules: Rules, ou
     field("rules")[:, 0] = float(rules.discard_sum_tiebreak)
     field("rules")[:, 1] = float(rules.king_ignores_handmaid)
     # Copies whose place the observer cannot name: all, less every card seen above.
-    located = field("hand") + field("face_up") + field("discard_counts").sum(1) + field("known_card").sum(1)
+    located = hand + face_up.sum(1) + field("discard_counts").sum(1) + known.sum(1)
     field("unseen").copy_(t.card_counts - located)
     return obs

@@ -1,7 +1,7 @@
 """Constant lookup tables of the batched engine, built from the scalar engine's tables.
 
 The action layout comes from :mod:`loveletter_env.actions`, the deck from
-:mod:`loveletter_env.cards`, observation positions from :mod:`loveletter_env.observation`.
+:mod:`loveletter_env.cards`.
 The legal-action tables restate the two rules that shape the mask (targets, the Countess)
 once, as lookups by hand and by who can be chosen. Tables are built once per device and cached.
 """
@@ -15,8 +15,6 @@ import torch
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, NUM_ACTIONS
 from ..cards import BARON, CARD_COUNTS, CARD_VALUES, COUNTESS, FULL_DECK, GUARD, KING, NUM_CARD_TYPES, PRIEST, PRINCE
-from ..engine import FACE_UP_CARDS_2P
-from ..observation import SLICES
 
 MAX_SEATS = 4
 #: Cards that must choose *another* player, and are played with no effect when none can be.
@@ -48,20 +46,6 @@ def _hand_allows(action: int, a: int, b: int) -> bool:
     return ACTION_CARD[action] in held
 
 
-def _observation_card_blocks() -> list[int]:
-    """Flat observation position of value 1 for each one-hot card entry, in the order
-    :func:`~loveletter_env.batched.observe.encode_observations` lists them: own hand (2),
-    discards (4 seats x 16 slots), face-up cards (3), known cards (3 other seats)."""
-    hand, discards = SLICES["hand"].start, SLICES["discards"].start
-    face_up, known = SLICES["face_up"].start, SLICES["known_card"].start
-    return (
-        [hand, hand]
-        + [discards + slot * NUM_CARD_TYPES for slot in range(MAX_SEATS * len(FULL_DECK))]
-        + [face_up] * FACE_UP_CARDS_2P
-        + [known + k * NUM_CARD_TYPES for k in range(MAX_SEATS - 1)]
-    )
-
-
 @dataclass(frozen=True)
 class Tables:
     """Device-resident constants (all indexed by action, card value or slot)."""
@@ -77,7 +61,7 @@ class Tables:
     card_values: torch.Tensor  # int8 [8]: 1..8, for one-hot comparisons
     card_counts: torch.Tensor  # float32 [8]: copies of each value in the deck
     value_bits: torch.Tensor  # uint8 [8]: bit of value v in a ruled-out mask is 1 << (v - 1)
-    card_blocks: torch.Tensor  # long [72]: observation position of value 1 per one-hot card entry
+    card_one_hot: torch.Tensor  # float32 [9, 8]: row v is the one-hot of value v; row 0 is zeros
     seat_ids: torch.Tensor  # long [4]
     slot_ids: torch.Tensor  # long [16]: discard slots
 
@@ -104,7 +88,7 @@ def tables_for(device: torch.device) -> Tables:
         card_values=torch.tensor(CARD_VALUES, dtype=torch.int8, device=device),
         card_counts=torch.tensor([CARD_COUNTS[v] for v in CARD_VALUES], dtype=torch.float32, device=device),
         value_bits=torch.tensor([1 << (v - 1) for v in CARD_VALUES], dtype=torch.uint8, device=device),
-        card_blocks=torch.tensor(_observation_card_blocks(), **long),
+        card_one_hot=torch.cat([torch.zeros(1, NUM_CARD_TYPES), torch.eye(NUM_CARD_TYPES)]).to(device),
         seat_ids=torch.arange(MAX_SEATS, **long),
         slot_ids=torch.arange(len(FULL_DECK), **long),
     )
