@@ -47,7 +47,7 @@ def encode_observations(state: BatchedState, observers: Tensor, rules: Rules, ou
     others, other_present = seat[:, 1:], present[:, 1:]
 
     # Every field is written in full below (the LAYOUT tiles the vector), so no zeroing.
-    obs = torch.empty(n, OBSERVATION_SIZE, device=state.device) if out is None else out
+    obs = torch.zeros(n, OBSERVATION_SIZE, device=state.device) if out is None else out
     field = lambda name: obs[:, SLICES[name]].view(n, *_SHAPES[name])  # noqa: E731
 
     # Cards the observer sees, one-hot; a card they cannot see is 0, whose row is zeros.
