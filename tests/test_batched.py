@@ -375,3 +375,22 @@ def test_cuda_matches_scalar_and_never_synchronises():
         np.testing.assert_array_equal(
             obs.cpu().numpy(), np.stack([encode_observation(g, g.current) for g in mirror.games])
         )
+
+
+def test_shuffled_decks_are_uniform():
+    from loveletter_env.batched.shuffle import _tables, shuffled_decks
+
+    orders, placements, _ = _tables(torch.device("cpu"))
+    assert len({tuple(r) for r in orders.tolist()}) == 40320
+    assert len({tuple(r) for r in placements.tolist()}) == 12870
+    assert (placements.sort(1).values == torch.arange(16)).all()
+    decks = shuffled_decks(200_000, torch.Generator().manual_seed(0), torch.device("cpu")).long()
+    assert (decks.sort(1).values == torch.tensor(sorted(FULL_DECK))).all()
+    counts = torch.tensor([FULL_DECK.count(v) for v in range(1, 9)], dtype=torch.float64)
+    frequency = torch.stack([(decks == v).double().mean(0) for v in range(1, 9)])  # [value, position]
+    expected = (counts / 16)[:, None]
+    sigma = (expected * (1 - expected) / len(decks)).sqrt()
+    assert ((frequency - expected).abs() < 5 * sigma).all()
+    # A joint event across the two halves of the construction: Princess on top, a Guard last.
+    joint = ((decks[:, 0] == PRINCESS) & (decks[:, 15] == GUARD)).double().mean().item()
+    assert abs(joint - 1 / 16 * 5 / 15) < 5 * (joint * (1 - joint) / len(decks)) ** 0.5

@@ -13,6 +13,7 @@ from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from . import engine
 from .observe import encode_observations
+from .shuffle import shuffled_decks
 from .state import BatchedState, empty_state
 from .tables import MAX_SEATS, tables_for
 
@@ -184,9 +185,8 @@ class BatchedLoveLetter:
 
     # Randomness ------------------------------------------------------------------------
     def _shuffled_decks(self) -> torch.Tensor:
-        """int8 [N, 16]: a uniformly shuffled deck per game (argsort of random keys)."""
-        keys = torch.rand(self.num_games, DECK_SIZE, generator=self.generator, device=self.device)
-        return tables_for(self.device).full_deck[keys.argsort(1)]
+        """int8 [N, 16]: a uniformly shuffled deck per game."""
+        return shuffled_decks(self.num_games, self.generator, self.device)
 
     def _random_first_players(self) -> torch.Tensor:
         u = torch.rand(self.num_games, generator=self.generator, device=self.device)
