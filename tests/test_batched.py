@@ -362,6 +362,7 @@ def test_cuda_matches_scalar_and_never_synchronises():
         for _ in range(20):
             keys = torch.rand(fast_mask.shape, generator=generator, device="cuda")
             fast_mask = fast.step(keys.masked_fill(~fast_mask, -1.0).argmax(1), out=buffer)[1]
+            fast.observe((fast.current_player + 1) % fast.num_players, out=buffer)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     cpu_generator = torch.Generator().manual_seed(0)

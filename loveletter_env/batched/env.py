@@ -12,7 +12,7 @@ from ..engine import MAX_PLAYERS, MIN_PLAYERS
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from . import engine
-from .observe import encode_observations
+from .observe import discard_scratch, encode_observations
 from .shuffle import shuffled_decks
 from .state import BatchedState, empty_state
 from .tables import MAX_SEATS, tables_for
@@ -45,10 +45,11 @@ class BatchedLoveLetter:
             player reaches the token target; a new round starts within the episode).
         device: torch device of every tensor.
         seed: seed of the ``torch.Generator`` that shuffles decks and picks first players.
-        validate_actions: check that every action is legal in its game before stepping.
-            The check reads one flag back to the host; turn it off for a CUDA loop that
-            samples from the mask and must never synchronise. Shape, dtype and device
-            are always checked (that costs no synchronisation).
+        validate_actions: check that every action is legal in its game before stepping,
+            and that the seats passed to :meth:`observe` exist. The checks read one flag
+            back to the host; turn them off for a CUDA loop that samples from the mask and
+            must never synchronise. Shape, dtype and device are always checked (that costs
+            no synchronisation).
 
     Observations are those of :func:`loveletter_env.observation.encode_observation`
     for the player to act; masks are ``engine.legal_mask``; rewards are +1 to each winner
@@ -80,6 +81,7 @@ class BatchedLoveLetter:
         self.generator.manual_seed(int(seed))
         self.state: BatchedState = empty_state(self._players, self.rules)
         self._mask: torch.Tensor | None = None
+        self._scratch = discard_scratch(num_games, self.device)  # reused by every observation
 
     # Public views --------------------------------------------------------------------
     @property
@@ -173,15 +175,16 @@ class BatchedLoveLetter:
 
     def observe(self, seats: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """float32 [N, OBSERVATION_SIZE]: each game seen from ``seats[g]`` (long [N]),
-        written into ``out`` if given."""
+        written into ``out`` if given. Seats are checked to exist when ``validate_actions``
+        is on (the check synchronises a CUDA device)."""
         self._require_reset()
-        seats = self._check_seats(seats, "seats")
+        seats = self._check_seats(seats, "seats", values=self.validate_actions)
         if out is not None:
             self._check_out(out)
         return self._observe(seats, out)
 
     def _observe(self, seats: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
-        return encode_observations(self.state, seats, self.rules, out)
+        return encode_observations(self.state, seats, self.rules, out, self._scratch)
 
     # Randomness ------------------------------------------------------------------------
     def _shuffled_decks(self) -> torch.Tensor:
@@ -215,8 +218,11 @@ class BatchedLoveLetter:
         if out.device != self.device or not out.is_contiguous():
             raise ValueError(f"out must be contiguous and on {self.device}, got {_describe(out)}")
 
-    def _check_seats(self, seats: Any, name: str) -> torch.Tensor:
+    def _check_seats(self, seats: Any, name: str, values: bool = True) -> torch.Tensor:
+        """Shape, dtype and device; with ``values``, also that each seat exists (a host sync)."""
         seats = self._check_tensor(seats, name, (self.num_games,)).long()
+        if not values:
+            return seats
         bad = (seats < 0) | (seats >= self._players)
         if bool(bad.any()):
             games = bad.nonzero().flatten().tolist()

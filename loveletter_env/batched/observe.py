@@ -24,19 +24,34 @@ Tensor = torch.Tensor
 _SHAPES = {f.name: f.shape for f in LAYOUT}
 
 
-def _one_hot(cards: Tensor) -> Tensor:
+def _one_hot(cards: Tensor, scratch: Tensor | None = None) -> Tensor:
     """float32 [*cards.shape, 8]: one-hot card values (0, "no card", gives zeros), looked up
-    as rows of an identity table: cheaper on CPU than comparing against the values."""
+    as rows of an identity table: cheaper on CPU than comparing against the values.
+    ``scratch`` (float32 [cards.numel(), 8]) receives the rows instead of a new tensor."""
     table = tables_for(cards.device).card_one_hot
-    return table.index_select(0, cards.reshape(-1).long()).view(*cards.shape, NUM_CARD_TYPES)
+    rows = torch.index_select(table, 0, cards.reshape(-1).long(), out=scratch)
+    return rows.view(*cards.shape, NUM_CARD_TYPES)
 
 
-def encode_observations(state: BatchedState, observers: Tensor, rules: Rules, out: Tensor | None = None) -> Tensor:
+def discard_scratch(num_games: int, device: "str | torch.device") -> Tensor:
+    """A workspace for :func:`encode_observations`' ``scratch`` argument."""
+    return torch.empty(num_games * MAX_SEATS * DECK_SIZE, NUM_CARD_TYPES, device=device)
+
+
+def encode_observations(
+    state: BatchedState,
+    observers: Tensor,
+    rules: Rules,
+    out: Tensor | None = None,
+    scratch: Tensor | None = None,
+) -> Tensor:
     """float32 [N, OBSERVATION_SIZE]: game ``g`` seen from seat ``observers[g]``.
 
     ``out``, if given (float32 [N, OBSERVATION_SIZE], contiguous, on the state's device),
     receives the result and is returned: writing straight into rollout storage saves
-    allocating a fresh array per step, which on CPU can cost more than the encoding.
+    allocating a fresh array per step. ``scratch`` (from :func:`discard_scratch`) is reused
+    for the largest intermediate, the one-hot discards. On CPU, fresh large allocations
+    can cost more than the encoding itself (page faults), hence both.
     """
     t = tables_for(state.device)
     n = state.num_games
@@ -59,7 +74,7 @@ def encode_observations(state: BatchedState, observers: Tensor, rules: Rules, ou
     field("hand").copy_(hand)
     field("face_up").copy_(face_up.sum(1))
     field("known_card").copy_(known)
-    field("discards").copy_(_one_hot(discards.masked_fill(~present[:, :, None], 0)))
+    field("discards").copy_(_one_hot(discards.masked_fill(~present[:, :, None], 0), scratch))
 
     # Numbers and flags, each copied (and converted to float32) into its slice.
     discarded = state.discarded.gather(1, seat[:, :, None].expand(n, MAX_SEATS, NUM_CARD_TYPES))
