@@ -2,7 +2,7 @@
 
 Every field's first dimension is the game. Seats are padded to 4; a padding seat is
 permanently "out", so the rules that skip players who are out skip it too, and the
-observation masks it with ``present``. Small dtypes keep a game near 150 bytes
+observation masks it with ``present``. Small dtypes keep a game at 176 bytes
 (:meth:`BatchedState.nbytes_per_game`).
 
 Conventions shared with the scalar engine (:class:`loveletter_env.engine.GameState`):

@@ -1,8 +1,7 @@
 """Constant lookup tables of the batched engine, built from the scalar engine's tables.
 
 The action layout comes from :mod:`loveletter_env.actions`, the deck from
-:mod:`loveletter_env.cards`.
-The legal-action tables restate the two rules that shape the mask (targets, the Countess)
+:mod:`loveletter_env.cards`. The legal-action tables restate the two rules that shape the mask (targets, the Countess)
 once, as lookups by hand and by who can be chosen. Tables are built once per device and cached.
 """
 
@@ -50,20 +49,15 @@ def _hand_allows(action: int, a: int, b: int) -> bool:
 class Tables:
     """Device-resident constants (all indexed by action, card value or slot)."""
 
-    action_card: torch.Tensor  # long [41]: card value each action plays
-    action_offset: torch.Tensor  # long [41]: target seat offset, -1 = no target
-    action_guess: torch.Tensor  # long [41]: value a Guard names, else 0
     action_fields: torch.Tensor  # long [41, 3]: (card, offset, guess), one lookup per step
     hand_actions: torch.Tensor  # bool [81, 41]: row 9a + b: actions a hand (a, b) allows
     target_actions: torch.Tensor  # bool [64, 41]: row = target code: actions whose target is allowed
     target_code_bits: torch.Tensor  # long [6]: weights turning (choosable, king-choosable) flags into a code
     full_deck: torch.Tensor  # int8 [16]: the 16 cards, sorted
-    card_values: torch.Tensor  # int8 [8]: 1..8, for one-hot comparisons
+    card_values: torch.Tensor  # int8 [8]: the values 1..8 (weights of discard sums)
     card_counts: torch.Tensor  # float32 [8]: copies of each value in the deck
     value_bits: torch.Tensor  # uint8 [8]: bit of value v in a ruled-out mask is 1 << (v - 1)
     card_one_hot: torch.Tensor  # float32 [9, 8]: row v is the one-hot of value v; row 0 is zeros
-    seat_ids: torch.Tensor  # long [4]
-    slot_ids: torch.Tensor  # long [16]: discard slots
 
 
 @lru_cache(maxsize=None)
@@ -71,9 +65,6 @@ def tables_for(device: torch.device) -> Tables:
     """The lookup tables on ``device`` (cached)."""
     long = dict(dtype=torch.long, device=device)
     return Tables(
-        action_card=torch.tensor(ACTION_CARD, **long),
-        action_offset=torch.tensor(ACTION_OFFSET, **long),
-        action_guess=torch.tensor(ACTION_GUESS, **long),
         action_fields=torch.tensor(list(zip(ACTION_CARD, ACTION_OFFSET, ACTION_GUESS)), **long),
         hand_actions=torch.tensor(
             [[_hand_allows(i, a, b) for i in range(NUM_ACTIONS)] for a in range(9) for b in range(9)],
@@ -89,9 +80,5 @@ def tables_for(device: torch.device) -> Tables:
         card_counts=torch.tensor([CARD_COUNTS[v] for v in CARD_VALUES], dtype=torch.float32, device=device),
         value_bits=torch.tensor([1 << (v - 1) for v in CARD_VALUES], dtype=torch.uint8, device=device),
         card_one_hot=torch.cat([torch.zeros(1, NUM_CARD_TYPES), torch.eye(NUM_CARD_TYPES)]).to(device),
-        seat_ids=torch.arange(MAX_SEATS, **long),
-        slot_ids=torch.arange(len(FULL_DECK), **long),
     )
 
-
-assert NUM_ACTIONS == len(ACTION_CARD)
