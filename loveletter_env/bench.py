@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     batched = parser.add_argument_group("batched torch engine")
     batched.add_argument("--batched", action="store_true", help="also time the batched torch engine")
-    batched.add_argument("--batch", type=int, default=4096, help="games stepped at once (default 4096)")
+    batched.add_argument("--batch", type=int, default=8192, help="games stepped at once (default 8192)")
     batched.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="torch device (default cpu)")
     batched.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     args = parser.parse_args(argv)
