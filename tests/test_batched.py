@@ -395,3 +395,12 @@ def test_shuffled_decks_are_uniform():
     # A joint event across the two halves of the construction: Princess on top, a Guard last.
     joint = ((decks[:, 0] == PRINCESS) & (decks[:, 15] == GUARD)).double().mean().item()
     assert abs(joint - 1 / 16 * 5 / 15) < 5 * (joint * (1 - joint) / len(decks)) ** 0.5
+
+
+def test_bench_batched_runs():
+    from loveletter_env.bench import BATCHED_OBSERVATIONS, bench_batched
+
+    for kind in BATCHED_OBSERVATIONS:
+        assert bench_batched(3, turns=64, batch=16, observations=kind) > 0
+    with pytest.raises(ValueError, match="observations"):
+        bench_batched(2, turns=64, batch=16, observations="all")
