@@ -8,9 +8,10 @@ the scalar engine (kept honest by ``tests/test_batched.py``).
 from .engine import legal_mask, play_turn, showdown_winners, start_rounds
 from .env import BatchedIllegalActionError, BatchedLoveLetter
 from .observe import encode_observations
+from .shuffle import shuffled_decks
 from .state import BatchedState, empty_state, state_from_scalar
 
 __all__ = [
     "BatchedLoveLetter", "BatchedIllegalActionError", "BatchedState", "empty_state", "state_from_scalar",
-    "legal_mask", "play_turn", "showdown_winners", "start_rounds", "encode_observations",
+    "legal_mask", "play_turn", "showdown_winners", "start_rounds", "encode_observations", "shuffled_decks",
 ]
