@@ -22,7 +22,7 @@ from loveletter_env.cards import (
 from loveletter_env.env import raw_env
 from loveletter_env.observation import decode_observation, encode_observation
 
-FAST = {"ismcts": {"iterations": 8}}
+FAST = {"ismcts": {"iterations": 24}}
 
 
 def build(name: str, seed: int = 0):
@@ -39,7 +39,7 @@ def observation(state, seat: int) -> dict:
 @pytest.mark.parametrize("num_players", [2, 3, 4])
 @pytest.mark.parametrize("name", AGENT_NAMES)
 def test_bots_only_play_legal_actions(name: str, num_players: int):
-    rounds = 12 if name == "ismcts" else 80
+    rounds = 15 if name == "ismcts" else 80
     env = raw_env(num_players=num_players, episode="round")
     agents = [build(name, seed) for seed in range(num_players)]
     for episode in range(rounds):

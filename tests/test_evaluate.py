@@ -120,3 +120,15 @@ def test_cli_league_writes_table_csv_and_chart(tmp_path: Path):
     rows = (tmp_path / "league.csv").read_text().splitlines()
     assert rows[0].startswith("rank,agent") and len(rows) == 4
     assert (tmp_path / "league.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_checkpoint_paths_are_loaded_with_training_checkpoint(tmp_path: Path):
+    torch = pytest.importorskip("torch")
+    from training.checkpoint import model_payload, save_checkpoint
+    from training.ppo import ActorCritic
+
+    model = ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(0))
+    path = save_checkpoint(tmp_path / "net.pt", {"model": model_payload(model), "update": 1, "global_step": 1})
+    one = evaluate([str(path), "random"], rounds=20, seed=1)
+    assert one.agents == [str(path), "random"] and one.episodes == 20
+    assert evaluate([path, "random"], rounds=20, seed=1, workers=2).to_dict() == one.to_dict()

@@ -29,8 +29,9 @@ import json
 import math
 import multiprocessing
 import os
+import pickle
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
 
@@ -89,8 +90,8 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None) -> Agent:
     name, colon, rest = text.partition(":")
     if name in AGENT_NAMES:
         return make_agent(name, seed=seed, **(_parse_kwargs(rest, text) if colon else {}))
-    looks_like_path = text.endswith(CHECKPOINT_SUFFIXES) or os.sep in text or os.path.exists(text)
-    if looks_like_path and not (colon and not os.path.exists(text) and "." in name and os.sep not in name):
+    # "package.module:factory" never contains a path separator or a checkpoint suffix.
+    if os.path.exists(text) or text.endswith(CHECKPOINT_SUFFIXES) or os.sep in text:
         path = Path(text)
         if not path.exists():
             raise FileNotFoundError(f"checkpoint {text!r} does not exist")
@@ -167,7 +168,6 @@ class EvaluationResult:
     mean_rounds_per_episode: float
     first_seat_win_rate: float
     first_seat_ci95: tuple[float, float]
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every figure."""
@@ -267,6 +267,29 @@ def _play_chunk(task: tuple[int, int, int]) -> list[EpisodeRecord]:
     return [play_episode(_WORKER["agents"], _WORKER["env"], i, seed) for i in range(start, stop)]
 
 
+def _play_chunk_in_worker(task: tuple[int, int, int]) -> list[EpisodeRecord]:
+    """:func:`_play_chunk` for a pool worker: an exception that cannot be pickled back
+    to the parent would hang the pool, so it travels as a ``RuntimeError`` with its text."""
+    try:
+        return _play_chunk(task)
+    except Exception as exc:
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:
+            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
+        raise
+
+
+def _start_method() -> str:
+    """``fork`` where it is safe: workers start at once and need no importable
+    ``__main__`` (stdin, notebooks). Once torch is loaded its thread pools make forked
+    children hang, so then ``spawn`` (the caller's main module must be importable, as
+    multiprocessing always requires with spawn)."""
+    if "fork" in multiprocessing.get_all_start_methods() and "torch" not in sys.modules:
+        return "fork"
+    return "spawn"
+
+
 def _lineup(agents: Sequence[AgentSpec], num_players: int) -> list[AgentSpec]:
     if isinstance(agents, (str, os.PathLike)) or not isinstance(agents, Sequence) or not agents:
         raise ValueError(f"agents must be a non-empty sequence of agent specs, got {agents!r}")
@@ -347,11 +370,9 @@ def play_matches(
                 if bar:
                     bar.update(task[1] - task[0])
         else:
-            # fork: workers start at once and need no importable __main__ (scripts, stdin, notebooks).
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            ctx = multiprocessing.get_context(_start_method())
             with ctx.Pool(workers, initializer=_init_worker, initargs=(lineup, num_players, episode, rules)) as pool:
-                for task, part in zip(tasks, pool.imap(_play_chunk, tasks)):
+                for task, part in zip(tasks, pool.imap(_play_chunk_in_worker, tasks)):
                     records += part
                     if bar:
                         bar.update(task[1] - task[0])
@@ -509,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("written: " + ", ".join(str(p) for p in paths))
             return 0
         result = evaluate(args.agents, args.players, count, episode, args.seed, args.workers, progress, args.rules)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
     return 0

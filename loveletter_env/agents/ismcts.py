@@ -1,22 +1,23 @@
-"""Information-set Monte Carlo tree search (ISMCTS).
+"""Information-set Monte Carlo tree search (ISMCTS), single observer.
 
 Each iteration samples one *determinization*: a full game state consistent with what
-this seat has seen (opponents' unknown hands, the set-aside card and the deck order
-drawn from the unseen cards, respecting known cards and values ruled out by failed
-Guards). The iteration then walks one shared tree with that state and the engine.
+this seat has seen. Opponents' unknown hands come from the unseen cards, never a value
+a failed Guard ruled out, weighted by how likely each makes their last play; the rest
+of the unseen cards become the set-aside card and the deck order. The iteration then
+walks one tree with that state and the engine.
 
-Tree nodes are reached by the public sequence of actions, which every player sees, so
-one tree serves every seat. At each node the player to act chooses by UCB1 over the
-actions legal in this determinization, with statistics kept per *hand of that player*:
-the node plus the cards the actor holds is the actor's information set (for the root
-player this is exact; for an opponent it is the part of their information that
-matters most), so opponents in the tree act on their own cards, not on ours. Rewards
-are the round outcome per seat. The action visited most at the root is played.
+Tree nodes are public action sequences (every action is public in Love Letter). At our
+own decisions the statistics are kept per *our hand* at that node, which with the
+public history is exactly our information set, and UCB1 (with availability counts)
+chooses among the few actions the card-counting bot rates best. Opponents are modelled
+by their information sets: at their turns they play the card-counting bot on their own
+view of the determinized state (:func:`seat_view`), never on cards they cannot see,
+and so do all players in the playout below the tree. The reward is winning the round.
+The action visited most at the root is played.
 
-The engine runs the game: :class:`~loveletter_env.engine.GameState` is built from the
+The engine does the rest: :class:`~loveletter_env.engine.GameState` is built from the
 decoded view (seat offset ``k`` becomes seat ``k``, so the searching player is seat 0)
-and :func:`~loveletter_env.engine.step` plays it out; rollouts past the tree use a
-cheap heuristic that, like the bots, only uses what the acting seat knows.
+and :func:`~loveletter_env.engine.step` plays it out.
 """
 
 from __future__ import annotations
@@ -186,8 +187,8 @@ class _Node:
 
     def __init__(self) -> None:
         self.children: dict[int, _Node] = {}
-        # our hand key -> the actions worth searching there (the belief bot's best few)
-        self.candidates: dict[int, list[int]] = {}
+        # (our hand key, legal actions) -> the actions worth searching (the belief bot's best few)
+        self.candidates: dict[tuple[int, tuple[int, ...]], list[int]] = {}
         # (hand key, action) -> [visits, total reward of the actor, availability]
         self.stats: dict[tuple[int, int], list[float]] = {}
 
@@ -257,7 +258,7 @@ class ISMCTSAgent(SeededAgent):
         path: list[tuple[_Node, tuple[int, int]]] = []  # our decisions: node, stats key
         node: _Node | None = root
         while not state.round_over:
-            legal = engine.legal_actions(state)
+            legal = tuple(engine.legal_actions(state))
             if node is None:  # past the tree
                 action = model_action(state, legal, rng)
             elif state.current != 0 or len(legal) == 1:
@@ -267,9 +268,11 @@ class ISMCTSAgent(SeededAgent):
             else:
                 hand = _hand_key(state)
                 stats = node.stats
-                options = node.candidates.get(hand)
+                # Outcomes differ between determinizations (a Guard hits in one, misses in
+                # another), so the same node may offer different legal actions.
+                options = node.candidates.get((hand, legal))
                 if options is None:
-                    options = node.candidates[hand] = self._candidates(state, legal)
+                    options = node.candidates[(hand, legal)] = self._candidates(state, legal)
                 untried = []
                 for a in options:
                     entry = stats.get((hand, a))
