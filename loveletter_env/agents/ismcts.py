@@ -207,7 +207,14 @@ class ISMCTSAgent(SeededAgent):
 
     name = "ismcts"
 
-    def __init__(self, seed: int | None = None, iterations: int = 300, exploration: float = 0.7, width: int = 4):
+    def __init__(
+        self,
+        seed: int | None = None,
+        iterations: int = 300,
+        exploration: float = 0.7,
+        width: int = 4,
+        tree_depth: int = 1,
+    ):
         super().__init__(seed)
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
             raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
@@ -218,6 +225,9 @@ class ISMCTSAgent(SeededAgent):
         self.iterations = iterations
         self.exploration = float(exploration)
         self.width = width
+        if isinstance(tree_depth, bool) or not isinstance(tree_depth, int) or tree_depth < 1:
+            raise ValueError(f"tree_depth must be a positive integer, got {tree_depth!r}")
+        self.tree_depth = tree_depth
         self.memory = KeptCardMemory()
 
     def reset(self, seed: int | None = None) -> None:
@@ -238,25 +248,37 @@ class ISMCTSAgent(SeededAgent):
         return action
 
     def search(self, view: ObservationView, legal: list[int]) -> int:
-        """Run the search from ``view`` and return the most visited legal root action
-        (ties broken by the agent's generator)."""
-        rng = self.rng
-        root = _Node()
-        old_card = self.memory.old_card(view)
-        for _ in range(self.iterations):
-            self._iterate(root, determinize(view, rng, old_card), rng)
-        visits = {a: 0.0 for a in legal}
-        for (_, a), (n, _, _) in root.stats.items():
-            if a in visits:
-                visits[a] += n
-        top = max(visits.values())
-        return rng.choice([a for a, n in visits.items() if n == top])
+        """Run the search from ``view`` and return the root action of highest mean reward.
 
-    def _iterate(self, root: _Node, state: GameState, rng: random.Random) -> None:
-        """One iteration: descend the tree on this determinization, expand one of our
-        own untried actions, play the rest out with the model, back the result up."""
-        path: list[tuple[_Node, tuple[int, int]]] = []  # our decisions: node, stats key
-        node: _Node | None = root
+        Every root candidate is tried on the *same* determinizations and playout seeds
+        (common random numbers): the hidden cards are what makes one playout differ most
+        from another, so comparing candidates on the same deals removes most of the
+        noise. Ties go to the action the card-counting bot prefers.
+        """
+        rng = self.rng
+        old_card = self.memory.old_card(view)
+        candidates = self._ranked(action_scores(view, legal, old_card), legal)
+        if len(candidates) == 1:
+            return candidates[0]
+        root = _Node()
+        totals = dict.fromkeys(candidates, 0.0)
+        for _ in range(max(1, self.iterations // len(candidates))):
+            deal = determinize(view, rng, old_card)
+            playout_seed = rng.getrandbits(64)
+            for action in candidates:
+                totals[action] += self._iterate(root, deal.clone(), random.Random(playout_seed), action)
+        return max(candidates, key=totals.__getitem__)  # max() keeps the first of equals
+
+    def _iterate(self, root: _Node, state: GameState, rng: random.Random, first: int) -> float:
+        """One iteration: play ``first`` at the root, descend the tree on this
+        determinization, expand one of our own untried actions, play the rest out with
+        the model, back the result up; return our reward."""
+        hand = _hand_key(state)
+        root.stats.setdefault((hand, first), [0.0, 0.0, 0.0])
+        path: list[tuple[_Node, tuple[int, int]]] = [(root, (hand, first))]  # our decisions
+        engine.step(state, first)
+        node: _Node | None = root.children.setdefault(first, _Node()) if self.tree_depth > 1 else None
+        depth = 1
         while not state.round_over:
             legal = tuple(engine.legal_actions(state))
             if node is None:  # past the tree
@@ -280,7 +302,11 @@ class ISMCTSAgent(SeededAgent):
                         untried.append(a)
                     else:
                         entry[2] += 1
-                if untried:
+                depth += 1
+                if depth > self.tree_depth:
+                    action = model_action(state, legal, rng)
+                    node = None
+                elif untried:
                     action = rng.choice(untried)
                     stats[(hand, action)] = [0.0, 0.0, 1.0]
                     path.append((node, (hand, action)))
@@ -296,12 +322,15 @@ class ISMCTSAgent(SeededAgent):
             entry = node.stats[key]
             entry[0] += 1
             entry[1] += reward
+        return reward
 
     def _candidates(self, state: GameState, legal: Sequence[int]) -> list[int]:
-        if not self.width or len(legal) <= self.width:
-            return list(legal)
-        scores = action_scores(seat_view(state, 0), list(legal))
-        return sorted(legal, key=lambda a: -scores[a])[: self.width]
+        return self._ranked(action_scores(seat_view(state, 0), list(legal)), legal)
+
+    def _ranked(self, scores: dict[int, float], legal: Sequence[int]) -> list[int]:
+        """The ``width`` best of ``legal`` by ``scores``, best first (all with width 0)."""
+        ranked = sorted(legal, key=lambda a: -scores[a])
+        return ranked[: self.width] if self.width else ranked
 
     def _select(self, stats: dict, hand: int, legal: list[int]) -> int:
         best, best_value = legal[0], -math.inf
