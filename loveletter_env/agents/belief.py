@@ -34,6 +34,8 @@ PRINCE_OPTION = 0.5
 SMALL_OPTION = 0.02  # a kept Priest or Handmaid
 SHOWDOWN_HORIZON = 2.0  # the showdown counts 1 / (1 + deck / horizon)
 BARON_THREAT = 0.5  # how readily an opponent Barons us
+#: A hit next turn is never worth as much as the same hit now.
+MAX_OPTION = 0.9
 RISK_SCALE = 2.0  # weight of the chance of being put out before our next turn
 #: How often a player keeps the higher of two cards (the rule of thumb everyone follows).
 KEEP_HIGHER = 0.8
@@ -131,7 +133,7 @@ class _Situation:
     def option_value(self, card: int) -> float:
         """What holding ``card`` threatens at our next turn."""
         if card == GUARD:
-            return GUARD_OPTION * self.elim_gain * self.best_guess()
+            return min(MAX_OPTION, GUARD_OPTION * self.best_guess()) * self.elim_gain
         if card == BARON:
             edge = max((self.beats(BARON, k) for k in self.opponents), default=0.0)
             return BARON_OPTION * self.elim_gain * max(0.0, edge - 0.5)
