@@ -17,7 +17,15 @@ from loveletter_env.agents.belief import hand_posterior, play_likelihood
 from loveletter_env.agents.ismcts import seat_view
 from loveletter_env.agents.rule import rule_action
 from loveletter_env.cards import (
-    BARON, COUNTESS, FULL_DECK, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS,
+    BARON,
+    COUNTESS,
+    FULL_DECK,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
 )
 from loveletter_env.env import raw_env
 from loveletter_env.observation import decode_observation, encode_observation
@@ -60,17 +68,16 @@ def _hidden_variants(state, seat: int, rng: random.Random, count: int):
     know and on whom no Guard missed."""
     n = state.num_players
     hidden_seats = [
-        p for p in range(n)
-        if p != seat and not state.out[p] and not state.known[seat][p] and not state.ruled_out[p]
+        p for p in range(n) if p != seat and not state.out[p] and not state.known[seat][p] and not state.ruled_out[p]
     ]
     for _ in range(count):
         variant = state.clone()
-        cards = [variant.deck[0], *variant.deck[variant.next_card:], *(variant.hands[p] for p in hidden_seats)]
+        cards = [variant.deck[0], *variant.deck[variant.next_card :], *(variant.hands[p] for p in hidden_seats)]
         rng.shuffle(cards)
         pile = len(variant.deck) - variant.next_card
         deck = list(variant.deck)
         deck[0] = cards[0]
-        deck[variant.next_card:] = cards[1 : 1 + pile]
+        deck[variant.next_card :] = cards[1 : 1 + pile]
         variant.deck = tuple(deck)
         for p, card in zip(hidden_seats, cards[1 + pile :]):
             variant.hands[p] = card
@@ -229,7 +236,7 @@ def test_determinizations_agree_with_the_view():
             det = determinize(view, rng)
             # Seat offsets become seats: the searcher is seat 0.
             np.testing.assert_array_equal(encode_observation(det, 0), obs)
-            cards = [det.deck[0], *det.deck[det.next_card:], *det.hand_of(0), *det.face_up]
+            cards = [det.deck[0], *det.deck[det.next_card :], *det.hand_of(0), *det.face_up]
             cards += [c for p in range(n) for c in det.discards[p]]
             cards += [det.hands[p] for p in range(1, n) if not det.out[p]]
             assert Counter(cards) == Counter(FULL_DECK)

@@ -46,7 +46,9 @@ def _every_index(times: int) -> str:
 
 def test_play_function_with_scripted_input():
     out = io.StringIO()
-    state = play(["rule"], num_players=3, seat=1, seed=4, rounds=2, stdin=io.StringIO("nonsense\n" + _every_index(40)), out=out)
+    state = play(
+        ["rule"], num_players=3, seat=1, seed=4, rounds=2, stdin=io.StringIO("nonsense\n" + _every_index(40)), out=out
+    )
     text = out.getvalue()
     assert state.round == 2 and state.round_over
     assert "You are player_1." in text and "Legal moves:" in text
@@ -70,7 +72,12 @@ def test_bad_setup_is_named():
 
 def _run(args: list[str], stdin: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "training.play", *args], cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "training.play", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

@@ -192,7 +192,9 @@ class EvaluationResult:
         return "\n".join(lines)
 
 
-def summarize(records: Sequence[EpisodeRecord], labels: list[str], num_players: int, episode: str, seed: int) -> EvaluationResult:
+def summarize(
+    records: Sequence[EpisodeRecord], labels: list[str], num_players: int, episode: str, seed: int
+) -> EvaluationResult:
     """Aggregate episode records into an :class:`EvaluationResult`."""
     n_ep = len(records)
     wins = [sum(1 for r in records if slot in r.winners) for slot in range(len(labels))]
@@ -224,9 +226,7 @@ def episode_seeds(seed: int, index: int, count: int) -> list[int]:
     return [int(s) for s in np.random.SeedSequence(entropy=seed, spawn_key=(index,)).generate_state(count)]
 
 
-def play_episode(
-    agents: Sequence[Agent], env: raw_env, index: int, seed: int
-) -> EpisodeRecord:
+def play_episode(agents: Sequence[Agent], env: raw_env, index: int, seed: int) -> EpisodeRecord:
     """Play episode ``index`` with ``agents`` (one per slot; slot ``i`` sits at seat
     ``(i + index) % n``) and return its record."""
     n = env.num_players
@@ -248,7 +248,9 @@ def play_episode(
         try:
             env.step(int(action))
         except ValueError as exc:
-            raise ValueError(f"agent in slot {slot} ({agent_label(agents[slot])}) chose an illegal action: {exc}") from exc
+            raise ValueError(
+                f"agent in slot {slot} ({agent_label(agents[slot])}) chose an illegal action: {exc}"
+            ) from exc
         turns += 1
     winners = game.round_winners if env.episode == "round" else game.game_winners
     return EpisodeRecord(tuple(sorted(seat_slot[w] for w in winners)), first_slot, turns, game.round)
@@ -444,7 +446,10 @@ def league(
 
 def league_markdown(table: Sequence[LeagueEntry]) -> str:
     """The league table in Markdown."""
-    rows = ["| rank | agent | rating (mu - 3 sigma) | mu | sigma | episodes | win rate |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = [
+        "| rank | agent | rating (mu - 3 sigma) | mu | sigma | episodes | win rate |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for rank, e in enumerate(table, 1):
         rows.append(
             f"| {rank} | {e.agent} | {e.ordinal:.2f} | {e.mu:.2f} | {e.sigma:.2f} | {e.episodes} | {e.win_rate:.1%} |"
@@ -466,9 +471,13 @@ def write_league(table: Sequence[LeagueEntry], out_dir: Path) -> list[Path]:
         writer = csv.writer(f)
         writer.writerow(["rank", "agent", "ordinal", "mu", "sigma", "episodes", "win_rate"])
         for rank, e in enumerate(table, 1):
-            writer.writerow([rank, e.agent, f"{e.ordinal:.4f}", f"{e.mu:.4f}", f"{e.sigma:.4f}", e.episodes, f"{e.win_rate:.4f}"])
+            writer.writerow(
+                [rank, e.agent, f"{e.ordinal:.4f}", f"{e.mu:.4f}", f"{e.sigma:.4f}", e.episodes, f"{e.win_rate:.4f}"]
+            )
     fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(table)), 3.5))
-    ax.bar([e.agent for e in table], [e.mu for e in table], yerr=[3 * e.sigma for e in table], capsize=4, color="tab:blue")
+    ax.bar(
+        [e.agent for e in table], [e.mu for e in table], yerr=[3 * e.sigma for e in table], capsize=4, color="tab:blue"
+    )
     ax.set_ylabel("openskill mu (error bar: 3 sigma)")
     ax.set_title("Love Letter league")
     fig.tight_layout()
@@ -493,10 +502,14 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("agents", nargs="*", help="one agent per lineup slot (the last fills the remaining seats)")
-    parser.add_argument("--league", nargs="+", metavar="AGENT", help="round robin between these agents, rated with openskill")
+    parser.add_argument(
+        "--league", nargs="+", metavar="AGENT", help="round robin between these agents, rated with openskill"
+    )
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
     length = parser.add_mutually_exclusive_group()
-    length.add_argument("--rounds", type=int, help="play this many single rounds (default 1000; per group in a league: 200)")
+    length.add_argument(
+        "--rounds", type=int, help="play this many single rounds (default 1000; per group in a league: 200)"
+    )
     length.add_argument("--games", type=int, help="play this many whole games instead of rounds")
     parser.add_argument("--rules", default="classic", help="rule preset (default classic)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")

@@ -58,9 +58,9 @@ def parse_move(text: str, legal: Sequence[int], seat: int, num_players: int) -> 
         raise ValueError(f"{index} is not one of your legal moves ({', '.join(map(str, legal))})")
     words = {a: describe_action(a, seat, num_players).lower() for a in legal}
     exact = [a for a, w in words.items() if w == answer]
-    matches = exact or [a for a, w in words.items() if w.startswith(answer)] or [
-        a for a, w in words.items() if answer in w
-    ]
+    matches = (
+        exact or [a for a, w in words.items() if w.startswith(answer)] or [a for a, w in words.items() if answer in w]
+    )
     if len(matches) == 1:
         return matches[0]
     if not matches:

@@ -52,6 +52,15 @@ def make_agent(name: str, seed: int | None = None, **kwargs: Any) -> Agent:
 
 
 __all__ = [
-    "AGENT_NAMES", "Agent", "BeliefAgent", "ISMCTSAgent", "RandomAgent", "RuleAgent", "SeededAgent",
-    "determinize", "hand_distribution", "legal_actions_of", "make_agent",
+    "AGENT_NAMES",
+    "Agent",
+    "BeliefAgent",
+    "ISMCTSAgent",
+    "RandomAgent",
+    "RuleAgent",
+    "SeededAgent",
+    "determinize",
+    "hand_distribution",
+    "legal_actions_of",
+    "make_agent",
 ]

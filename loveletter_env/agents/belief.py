@@ -111,7 +111,9 @@ class _Situation:
         counts = {v: self.view.unseen[v] for v in CARD_VALUES if v != GUARD}
         counts[card] += 1
         best = max(counts.values())
-        return (1.0 / sum(1 for c in counts.values() if c == best)) if counts[card] == best else 0.1 * counts[card] / best
+        return (
+            (1.0 / sum(1 for c in counts.values() if c == best)) if counts[card] == best else 0.1 * counts[card] / best
+        )
 
     def risk(self, card: int, exposed: float, protected: bool) -> float:
         """P(we are eliminated before our next turn) holding ``card``."""
@@ -138,7 +140,11 @@ class _Situation:
             edge = max((self.beats(BARON, k) for k in self.opponents), default=0.0)
             return BARON_OPTION * self.elim_gain * max(0.0, edge - 0.5)
         if card == PRINCE:
-            return PRINCE_OPTION * self.elim_gain * max((self.beliefs[k].get(PRINCESS, 0.0) for k in self.opponents), default=0)
+            return (
+                PRINCE_OPTION
+                * self.elim_gain
+                * max((self.beliefs[k].get(PRINCESS, 0.0) for k in self.opponents), default=0)
+            )
         if card in (PRIEST, HANDMAID):
             return SMALL_OPTION
         return 0.0

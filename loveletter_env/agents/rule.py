@@ -119,9 +119,7 @@ def rule_action(view: ObservationView, legal: list[int], rng: random.Random, see
         if unknown or priests:
             return rng.choice(unknown or priests)
     # 5. Shelter a high card.
-    if HANDMAID in cards and kept_after(HANDMAID) >= SHELTER_FROM and any(
-        ACTION_CARD[a] == HANDMAID for a in options
-    ):
+    if HANDMAID in cards and kept_after(HANDMAID) >= SHELTER_FROM and any(ACTION_CARD[a] == HANDMAID for a in options):
         return next(a for a in options if ACTION_CARD[a] == HANDMAID)
     # 6. Get rid of the card an opponent has seen.
     if seen_card and seen_card != PRINCESS and len(set(view.hand)) == 2:
