@@ -69,7 +69,12 @@ class IllegalActionError(ValueError):
         except ValueError:
             what = f"action {action!r} (actions are integers 0..40)"
         legal_words = ", ".join(f"{a} ({describe_action(a, player, num_players)})" for a in self.legal)
+        self.num_players = num_players
         super().__init__(f"{what} is not legal for player_{player}; legal actions: {legal_words}")
+
+    def __reduce__(self):
+        # Rebuild from the constructor's arguments, so the error crosses process boundaries.
+        return (type(self), (self.action, self.legal, self.player, self.num_players))
 
 
 class TurnEvent(NamedTuple):

@@ -56,7 +56,7 @@ def narrate(event: TurnEvent, viewer: int) -> str:
     else:
         text += f" on {tgt}"
         if event.card == GUARD:
-            text += f", naming {card_name(event.guess)}: " + ("right!" if event.target_card else "wrong")
+            text += f", naming {card_name(event.guess)}: " + ("a hit" if event.target_card else "a miss")
         elif event.card == PRIEST and viewer == event.player:
             text += f" and saw {card_name(event.target_card)}"
         elif event.card == BARON:

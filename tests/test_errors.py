@@ -194,6 +194,16 @@ def test_step_before_reset_is_an_error():
         env.observe("player_0")
 
 
+def test_illegal_action_error_survives_pickling():
+    # evaluate --workers sends errors between processes
+    import pickle
+
+    error = IllegalActionError(5, (30, 22), 1, 3)
+    copy = pickle.loads(pickle.dumps(error))
+    assert str(copy) == str(error)
+    assert (copy.action, copy.legal, copy.player) == (5, (30, 22), 1)
+
+
 def test_raw_env_before_reset_says_to_reset():
     env = loveletter_env.raw_env(num_players=2)
     with pytest.raises(RuntimeError, match=r"reset\(\)"):
