@@ -45,6 +45,16 @@ def test_lineup_is_filled_with_the_last_agent_and_seats_rotate():
     assert all(w > 0 for w in result.wins)
 
 
+def test_an_agent_object_filling_several_seats_is_copied_per_seat():
+    from training.evaluate import _lineup
+
+    bot = make_agent("rule", seed=0)
+    lineup = _lineup([make_agent("random", seed=1), bot], 4)
+    assert lineup[1] is bot
+    assert lineup[2] is not bot and lineup[3] is not bot and lineup[2] is not lineup[3]
+    assert all(type(agent) is type(bot) for agent in lineup[1:])
+
+
 def test_whole_games():
     result = evaluate(["belief", "random"], rounds=4, episode="game", seed=0)
     assert result.mean_rounds_per_episode >= 7  # a 2-player game needs 7 tokens

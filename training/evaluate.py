@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import copy
 import csv
 import importlib
 import inspect
@@ -297,7 +298,17 @@ def _lineup(agents: Sequence[AgentSpec], num_players: int) -> list[AgentSpec]:
         raise ValueError(f"agents must be a non-empty sequence of agent specs, got {agents!r}")
     if len(agents) > num_players:
         raise ValueError(f"{len(agents)} agents given for a {num_players}-player table")
-    return list(agents) + [agents[-1]] * (num_players - len(agents))
+    fill = agents[-1]
+    if isinstance(fill, (str, os.PathLike)):
+        return list(agents) + [fill] * (num_players - len(agents))
+    # An agent object may keep per-seat memory, so every extra seat gets its own copy.
+    try:
+        extra = [copy.deepcopy(fill) for _ in range(num_players - len(agents))]
+    except Exception as error:
+        raise ValueError(
+            f"cannot copy agent {fill!r} to fill the remaining seats ({error}); pass one agent object per seat"
+        ) from None
+    return list(agents) + extra
 
 
 def evaluate(
