@@ -16,7 +16,8 @@ def render_seat_view(state: GameState, seat: int) -> str:
     and its legal moves when it is to act. Never another player's hidden card."""
     n = state.num_players
     lines = [
-        f"Round {state.round}, turn {state.turn + 1} - deck: {state.deck_remaining} cards"
+        (f"Round {state.round}, over after {state.turn} turns" if state.round_over else f"Round {state.round}, turn {state.turn + 1}")
+        + f" - deck: {state.deck_remaining} cards"
         + (f" - face up: {_names(state.face_up)}" if n == 2 else "")
     ]
     for p in range(n):

@@ -29,14 +29,11 @@ EXTRA_OF.update(onnxruntime="onnx", onnxscript="onnx")
 
 
 def _section() -> str:
-    """The "Use with other libraries" section: in its docs fragment, or in the README
-    once the fragment is merged there."""
-    for path in (ROOT / "docs" / "libraries.md", ROOT / "README.md"):
-        text = path.read_text() if path.is_file() else ""
-        if SECTION in text:
-            section = text[text.index(SECTION) + len(SECTION) :]
-            return section.split("\n## ", 1)[0]
-    raise FileNotFoundError(f"no {SECTION!r} section in docs/libraries.md or README.md")
+    """The README's "Use with other libraries" section."""
+    text = (ROOT / "README.md").read_text()
+    if SECTION not in text:
+        raise FileNotFoundError(f"no {SECTION!r} section in README.md")
+    return text[text.index(SECTION) + len(SECTION) :].split("\n## ", 1)[0]
 
 
 def _snippets() -> dict[str, re.Match]:
