@@ -21,8 +21,8 @@ import random
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET
 from ..cards import BARON, CARD_VALUES, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from ..observation import ObservationView
-from .base import SeededAgent, hand_distribution, other_card
-from .memory import KeptCardMemory
+from .base import hand_distribution, other_card
+from .memory import KeptCardAgent
 
 
 #: Score of putting yourself out: below anything that leaves a chance.
@@ -157,24 +157,14 @@ class _Situation:
         return value - RISK_SCALE * self.risk(card, exposed, protected) * (self.share + value)
 
 
-class BeliefAgent(SeededAgent):
+class BeliefAgent(KeptCardAgent):
     """Keeps a probability for every opponent's hand and plays the action of highest
     immediate expected value (ties broken by its seeded generator)."""
 
     name = "belief"
 
-    def __init__(self, seed: int | None = None):
-        super().__init__(seed)
-        self.memory = KeptCardMemory()
-
-    def reset(self, seed: int | None = None) -> None:
-        super().reset(seed)
-        self.memory.clear()
-
-    def choose(self, view: ObservationView, legal: list[int]) -> int:
-        action = belief_action(view, legal, self.rng, self.memory.old_card(view))
-        self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
-        return action
+    def decide(self, view: ObservationView, legal: list[int], old_card: int) -> int:
+        return belief_action(view, legal, self.rng, old_card)
 
 
 def belief_action(view: ObservationView, legal: list[int], rng: random.Random, old_card: int = 0) -> int:

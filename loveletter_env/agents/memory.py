@@ -9,7 +9,9 @@ costs a heuristic a little, never legality).
 
 from __future__ import annotations
 
+from ..actions import ACTION_CARD
 from ..observation import ObservationView
+from .base import SeededAgent, other_card
 
 
 class KeptCardMemory:
@@ -37,3 +39,24 @@ class KeptCardMemory:
         self._kept = kept
         self._deck_size = view.deck_size
         self._discards = len(view.discards[0]) + 1
+
+
+class KeptCardAgent(SeededAgent):
+    """A bot that remembers the card it kept last turn and passes it to :meth:`decide`."""
+
+    def __init__(self, seed: int | None = None):
+        super().__init__(seed)
+        self.memory = KeptCardMemory()
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self.memory.clear()
+
+    def choose(self, view: ObservationView, legal: list[int]) -> int:
+        action = self.decide(view, legal, self.memory.old_card(view))
+        self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
+        return action
+
+    def decide(self, view: ObservationView, legal: list[int], old_card: int) -> int:
+        """The action to play; ``old_card`` is the card kept last turn (0 if unknown)."""
+        raise NotImplementedError

@@ -14,8 +14,8 @@ from ..actions import (
 )
 from ..cards import BARON, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from ..observation import ObservationView
-from .base import SeededAgent, hand_distribution, other_card
-from .memory import KeptCardMemory
+from .base import hand_distribution, other_card
+from .memory import KeptCardAgent
 
 #: Keep these behind a Handmaid rather than risk them (King, Countess, Princess).
 SHELTER_FROM = KING
@@ -52,7 +52,7 @@ def _not_behind(win: float, lose: float) -> bool:
     return win >= lose
 
 
-class RuleAgent(SeededAgent):
+class RuleAgent(KeptCardAgent):
     """The strategy good players describe, in priority order:
 
     1. never discard the Princess (the Countess rule is already in the mask);
@@ -67,19 +67,9 @@ class RuleAgent(SeededAgent):
 
     name = "rule"
 
-    def __init__(self, seed: int | None = None):
-        super().__init__(seed)
-        self.memory = KeptCardMemory()
-
-    def reset(self, seed: int | None = None) -> None:
-        super().reset(seed)
-        self.memory.clear()
-
-    def choose(self, view: ObservationView, legal: list[int]) -> int:
-        seen = self.memory.old_card(view) if any(view.seen_by) else 0
-        action = rule_action(view, legal, self.rng, seen)
-        self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
-        return action
+    def decide(self, view: ObservationView, legal: list[int], old_card: int) -> int:
+        # The kept card matters only when someone has seen it.
+        return rule_action(view, legal, self.rng, old_card if any(view.seen_by) else 0)
 
 
 def rule_action(view: ObservationView, legal: list[int], rng: random.Random, seen_card: int = 0) -> int:
