@@ -103,14 +103,14 @@ class GameState:
     Round fields: ``deck`` is this round's 16 cards (index 0 = top, the set-aside card;
     in 2-player rounds indices 1..3 are the face-up cards), ``next_card`` the index of
     the next card to draw. ``hands[p]`` is the card ``p`` holds (0 = none, when out);
-    the player to act also holds ``drawn``. ``known`` and ``ruled_out`` are the
+    the player to act also holds ``drawn``. ``known``, ``seen`` and ``ruled_out`` are the
     knowledge tables described in :mod:`loveletter_env.knowledge`.
     """
 
     __slots__ = (
         "num_players", "rules", "tokens", "round", "deck", "next_card", "set_aside_drawn",
         "hands", "drawn", "current", "out", "protected", "discards", "known", "ruled_out",
-        "turn", "round_over", "round_winners", "game_over", "game_winners", "history", "legal",
+        "turn", "round_over", "round_winners", "game_over", "game_winners", "history", "legal", "seen",
     )
 
     def __init__(self, num_players: int, rules: Rules = CLASSIC):
@@ -131,7 +131,7 @@ class GameState:
         self.out = [False] * num_players
         self.protected = [False] * num_players
         self.discards: list[list[int]] = [[] for _ in range(num_players)]
-        self.known, self.ruled_out = knowledge.new_tables(num_players)
+        knowledge.reset(self, num_players)
         self.turn = 0
         self.round_over = True
         self.round_winners: tuple[int, ...] = ()
@@ -157,6 +157,7 @@ class GameState:
         c.protected = self.protected[:]
         c.discards = [d[:] for d in self.discards]
         c.known = [k[:] for k in self.known]
+        c.seen = [k[:] for k in self.seen]
         c.ruled_out = self.ruled_out[:]
         c.turn = self.turn
         c.round_over = self.round_over
@@ -236,7 +237,7 @@ def start_round(state: GameState, deck: Sequence[int], first_player: int | None 
     state.out = [False] * n
     state.protected = [False] * n
     state.discards = [[] for _ in range(n)]
-    state.known, state.ruled_out = knowledge.new_tables(n)
+    knowledge.reset(state, n)
     state.round_over = False
     state.round_winners = ()
     state.history = []
@@ -256,7 +257,7 @@ def _begin_turn(state: GameState, player: int) -> None:
     state.protected[player] = False  # Handmaid protection lasts until the owner's next turn
     state.drawn = state.deck[state.next_card]
     state.next_card += 1
-    knowledge.on_draw(state.ruled_out, player)
+    knowledge.on_draw(state, player)
 
 
 # Legal actions ----------------------------------------------------------------------
@@ -345,7 +346,7 @@ def _eliminate(state: GameState, player: int) -> None:
     if state.hands[player]:
         state.discards[player].append(state.hands[player])
         state.hands[player] = 0
-    knowledge.on_hand_replaced(state.known, state.ruled_out, player)
+    knowledge.on_hand_replaced(state, player)
 
 
 def _draw_replacement(state: GameState) -> int:
@@ -380,14 +381,14 @@ def step(state: GameState, action: int) -> TurnEvent:
     card = ACTION_CARD[action]
     offset = ACTION_OFFSET[action]
     guess = ACTION_GUESS[action]
-    hands, known = state.hands, state.known
+    hands = state.hands
 
     # Play one card; keep the other.
     if state.drawn != card:
         hands[player] = state.drawn
     state.drawn = 0
     state.discards[player].append(card)
-    knowledge.on_card_played(known, player, card)
+    knowledge.on_card_played(state, player, card)
 
     target = -1 if offset == NO_TARGET else (player + offset) % n
     actor_card = target_card = 0
@@ -400,14 +401,14 @@ def step(state: GameState, action: int) -> TurnEvent:
                 _eliminate(state, target)
                 eliminated = (target,)
             else:
-                knowledge.on_guard_missed(state.ruled_out, target, guess)
+                knowledge.on_guard_missed(state, target, guess)
         elif card == PRIEST:
             target_card = hands[target]
-            knowledge.learn(known, player, target, target_card)
+            knowledge.learn(state, player, target, target_card)
         elif card == BARON:
             actor_card, target_card = hands[player], hands[target]
-            knowledge.learn(known, player, target, target_card)
-            knowledge.learn(known, target, player, actor_card)
+            knowledge.learn(state, player, target, target_card)
+            knowledge.learn(state, target, player, actor_card)
             if actor_card < target_card:
                 _eliminate(state, player)
                 eliminated = (player,)
@@ -418,7 +419,7 @@ def step(state: GameState, action: int) -> TurnEvent:
             target_card = hands[target]
             state.discards[target].append(target_card)
             hands[target] = 0
-            knowledge.on_hand_replaced(known, state.ruled_out, target)
+            knowledge.on_hand_replaced(state, target)
             if target_card == PRINCESS:
                 _eliminate(state, target)
                 eliminated = (target,)
@@ -427,7 +428,7 @@ def step(state: GameState, action: int) -> TurnEvent:
         elif card == KING:
             actor_card, target_card = hands[player], hands[target]
             hands[player], hands[target] = target_card, actor_card
-            knowledge.on_king_trade(known, state.ruled_out, player, target, actor_card, target_card)
+            knowledge.on_king_trade(state, player, target, actor_card, target_card)
     elif card == HANDMAID:
         state.protected[player] = True
     elif card == PRINCESS:

@@ -36,7 +36,7 @@ LAYOUT: tuple[Field, ...] = (
     Field("hand", (8,), "own hand: count of each value 1..8 (two cards while acting)"),
     Field("known_card", (MAX_PLAYERS - 1, 8), "per other seat (offsets 1..3): one-hot card the observer knows they hold"),
     Field("ruled_out", (MAX_PLAYERS - 1, 8), "per other seat: 1 for each value a failed Guard proved they lack"),
-    Field("seen_by", (MAX_PLAYERS - 1,), "per other seat: 1 if that player knows the observer's card"),
+    Field("seen_by", (MAX_PLAYERS - 1,), "per other seat: 1 if the observer can tell that player knows its card"),
     Field("out", (MAX_PLAYERS,), "per seat offset: 1 if out of the round"),
     Field("protected", (MAX_PLAYERS,), "per seat offset: 1 if protected by a Handmaid"),
     Field("to_act", (MAX_PLAYERS,), "one-hot seat offset of the player to act (zeros once the round is over)"),
@@ -122,7 +122,7 @@ def encode_observation(state: GameState, observer: int) -> np.ndarray:
             mask = state.ruled_out[seat]
             if mask:
                 idx.extend(_RULED + (k - 1) * 8 + v for v in CARD_VALUES if mask >> v & 1)
-            if state.known[seat][observer]:
+            if state.seen[seat][observer]:
                 idx.append(_SEEN + k - 1)
         idx.append(_PRESENT + k)
         if state.out[seat]:
@@ -358,7 +358,7 @@ class ObservationTracker:
             card = state.drawn
             flat[base + _HAND + card] += 1.0
             unseen[card] -= 1
-        known_row, known, ruled_out = state.known[observer], state.known, state.ruled_out
+        known_row, seen, ruled_out = state.known[observer], state.seen, state.ruled_out
         for seat, known_at, ruled_at, seen_at in self._other_offsets[observer]:
             card = known_row[seat]
             if card:
@@ -369,7 +369,7 @@ class ObservationTracker:
                 for v in CARD_VALUES:
                     if mask >> v & 1:
                         flat[ruled_at + v] = 1.0
-            if known[seat][observer]:
+            if seen[seat][observer]:
                 flat[seen_at] = 1.0
         out, protected = state.out, state.protected
         for seat, out_at, protected_at in self._seat_offsets[observer]:

@@ -7,7 +7,8 @@ requires them to agree.
 
 from __future__ import annotations
 
-from conftest import act, offset_of, play, start, view
+import numpy as np
+from conftest import act, make_env, offset_of, play, start, view
 
 from loveletter_env import engine
 from loveletter_env.actions import HANDMAID_ACTION
@@ -27,7 +28,8 @@ def knows(state: GameState, observer: int, player: int) -> int:
 def seen_by(state: GameState, observer: int, player: int) -> bool:
     """Whether ``observer``'s observation says ``player`` knows the observer's card."""
     flag = view(state, observer).seen_by[offset_of(state, observer, player)]
-    assert flag == bool(state.known[player][observer])
+    assert flag == state.seen[player][observer]
+    assert not flag or state.known[player][observer]  # only true knowledge is ever flagged
     return flag
 
 
@@ -121,8 +123,28 @@ def test_both_traders_know_each_others_new_card():
     assert knows(state, 1, 2) == BARON  # player_1's former card
     assert knows(state, 2, 1) == GUARD  # player_2's former card
     assert seen_by(state, 1, 2) and seen_by(state, 2, 1)
-    assert seen_by(state, 2, 0)  # player_0 saw the Baron, which player_2 now holds
-    assert not seen_by(state, 1, 0)  # and knows nothing of player_1's new Guard
+    assert knows(state, 0, 2) == BARON  # player_0 saw the Baron, which player_2 now holds...
+    # ...but player_2 is not told: in general whether that knowledge survived depends on
+    # the other trader's hidden card (see the test below).
+    assert not seen_by(state, 2, 0)
+    assert not seen_by(state, 1, 0)  # and player_0 knows nothing of player_1's new Guard
+
+
+def test_seen_by_after_a_king_trade_does_not_depend_on_the_other_traders_hidden_card():
+    # player_2 Priests player_0, then player_0 plays a Priest: whether player_2 still knows
+    # player_0's card depends on which Priest player_0 played. player_0 then trades with
+    # player_1, who receives the same card in both deals and must observe the same thing.
+    rest = [GUARD, GUARD, GUARD, BARON, BARON, PRINCE, PRINCESS]
+    observations = []
+    for deck in (
+        [PRINCE, PRIEST, GUARD, COUNTESS, HANDMAID, PRIEST, GUARD, HANDMAID, KING] + rest,
+        [PRINCE, PRIEST, PRIEST, COUNTESS, HANDMAID, GUARD, GUARD, HANDMAID, KING] + rest,
+    ):
+        env = make_env(3, deck, first_player=2)
+        for action in (act(PRIEST, 1), act(PRIEST, 2), act(GUARD, 1, PRINCESS), act(HANDMAID), act(KING, 1)):
+            env.step(action)
+        observations.append(env.observe("player_1")["observation"])
+    np.testing.assert_array_equal(observations[0], observations[1])
 
 
 def test_own_king_trade_tells_you_the_other_players_card():

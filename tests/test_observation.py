@@ -207,7 +207,7 @@ def assert_decodes_to_the_state(state: GameState, seat: int) -> None:
     assert v.ruled_out[1:] == tuple(
         frozenset(c for c in CARD_VALUES if state.ruled_out[p] >> c & 1) for p in seats[1:]
     )
-    assert v.seen_by == (False,) + tuple(bool(state.known[p][seat]) for p in seats[1:])
+    assert v.seen_by == (False,) + tuple(state.seen[p][seat] for p in seats[1:])
     assert v.out == tuple(state.out[p] for p in seats)
     assert v.protected == tuple(state.protected[p] for p in seats)
     assert v.tokens == tuple(state.tokens[p] for p in seats)

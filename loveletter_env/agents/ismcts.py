@@ -122,6 +122,7 @@ def determinize(view: ObservationView, rng: random.Random, old_card: int = 0) ->
         state.known[0][k] = view.known_cards[k]
         if view.seen_by[k]:
             state.known[k][0] = old_card or hands[0]
+            state.seen[k][0] = True
         state.ruled_out[k] = sum(1 << v for v in view.ruled_out[k])
     state.turn = sum(len(d) for d in view.discards)
     state.round_over = False
@@ -156,7 +157,7 @@ def seat_view(state: GameState, seat: int) -> ObservationView:
         face_up=face_up,
         known_cards=known,
         ruled_out=(frozenset(),) + tuple(_RULED_OUT_SETS[state.ruled_out[p]] for p in order[1:]),
-        seen_by=(False,) + tuple(bool(state.known[p][seat]) for p in order[1:]),
+        seen_by=(False,) + tuple(state.seen[p][seat] for p in order[1:]),
         out=tuple(state.out[p] for p in order),
         protected=tuple(state.protected[p] for p in order),
         tokens=tuple(state.tokens[p] for p in order),

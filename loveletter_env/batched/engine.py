@@ -92,12 +92,14 @@ def legal_mask(state: BatchedState, rules: Rules) -> Tensor:
 def _forget_hand(state: BatchedState, seats: Tensor, where: Tensor) -> None:
     """``on_hand_replaced``: every fact about the hand of ``seats`` is void (games ``where``)."""
     _put_column(state.known, seats, torch.zeros_like(state.known[:, :, 0]), where)
+    _put_column(state.seen, seats, torch.zeros_like(state.seen[:, :, 0]), where)
     _put(state.ruled_out, seats, torch.zeros_like(state.ruled_out[:, 0]), where)
 
 
 def _learn(state: BatchedState, observer: Tensor, player: Tensor, card: Tensor, where: Tensor) -> None:
     """``learn``: ``observer`` has seen that ``player`` holds ``card`` (games ``where``)."""
     _put(state.known.view(state.num_games, -1), observer * MAX_SEATS + player, card, where)
+    _put(state.seen.view(state.num_games, -1), observer * MAX_SEATS + player, where, where)
 
 
 # Cards leaving hands ----------------------------------------------------------------------
@@ -154,7 +156,9 @@ def _play_card(state: BatchedState, player: Tensor, card: Tensor, live: Tensor) 
     _discard(state, player, card, live)
     # Whoever knew the player held this value can no longer tell which copy was played.
     column = _column(state.known, player)
-    _put_column(state.known, player, column.masked_fill(column == card[:, None], 0), live)
+    dropped = column == card[:, None]
+    _put_column(state.known, player, column.masked_fill(dropped, 0), live)
+    _put_column(state.seen, player, _column(state.seen, player) & ~dropped, live)
     return kept
 
 
@@ -210,6 +214,10 @@ def _resolve_effect(
     known_of_player, known_of_target = _column(state.known, player), _column(state.known, target)
     _put_column(state.known, player, known_of_target, king)
     _put_column(state.known, target, known_of_player, king)
+    # The new holders cannot tell whether moved knowledge still held: not ``seen``.
+    nobody = torch.zeros_like(state.seen[:, :, 0])
+    _put_column(state.seen, player, nobody, king)
+    _put_column(state.seen, target, nobody, king)
     ruled_player, ruled_target = at_seat(state.ruled_out, player), at_seat(state.ruled_out, target)
     _put(state.ruled_out, player, ruled_target, king)
     _put(state.ruled_out, target, ruled_player, king)
@@ -286,6 +294,7 @@ def start_rounds(state: BatchedState, decks: Tensor, first_player: Tensor, where
     state.num_discards.masked_fill_(per_seat, 0)
     state.discarded.masked_fill_(per_slot, 0)
     state.known.masked_fill_(per_slot, 0)
+    state.seen.masked_fill_(per_slot, False)
     state.ruled_out.masked_fill_(per_seat, 0)
     state.round_over = state.round_over & ~where
     state.round_winners = state.round_winners & ~per_seat

@@ -2,7 +2,7 @@
 
 Every field's first dimension is the game. Seats are padded to 4; a padding seat is
 permanently "out", so the rules that skip players who are out skip it too, and the
-observation masks it with ``present``. Small dtypes keep a game at 176 bytes
+observation masks it with ``present``. Small dtypes keep a game at 192 bytes
 (:meth:`BatchedState.nbytes_per_game`).
 
 Conventions shared with the scalar engine (:class:`loveletter_env.engine.GameState`):
@@ -43,6 +43,7 @@ class BatchedState:
     num_discards: torch.Tensor  # int8 [N, 4]: filled slots of ``discards``
     discarded: torch.Tensor  # int8 [N, 4, 8]: copies of each value 1..8 discarded this round
     known: torch.Tensor  # int8 [N, 4, 4]: known[g, observer, player]
+    seen: torch.Tensor  # bool [N, 4, 4]: seen[g, observer, player], the player can tell (knowledge.py)
     ruled_out: torch.Tensor  # uint8 [N, 4]: bit v-1 set = a failed Guard proved value v absent
     round_over: torch.Tensor  # bool [N]
     round_winners: torch.Tensor  # bool [N, 4]: winners of the round that just ended
@@ -102,6 +103,7 @@ def empty_state(num_players: torch.Tensor, rules: Rules) -> BatchedState:
         num_discards=zeros(MAX_SEATS),
         discarded=zeros(MAX_SEATS, NUM_CARD_TYPES),
         known=zeros(MAX_SEATS, MAX_SEATS),
+        seen=zeros(MAX_SEATS, MAX_SEATS, dtype=torch.bool),
         ruled_out=zeros(MAX_SEATS, dtype=torch.uint8),
         round_over=torch.ones(n, dtype=torch.bool, device=device),
         round_winners=zeros(MAX_SEATS, dtype=torch.bool),
@@ -136,6 +138,7 @@ def state_from_scalar(games: Sequence[GameState], device: "str | torch.device" =
         copies = [[d.count(v) for v in CARD_VALUES] for d in g.discards]
         rows["discarded"].append(copies + [[0] * NUM_CARD_TYPES] * len(pad))
         rows["known"].append([row + pad for row in g.known] + [[0] * MAX_SEATS] * len(pad))
+        rows["seen"].append([row + [False] * len(pad) for row in g.seen] + [[False] * MAX_SEATS] * len(pad))
         # Scalar masks keep value v at bit v; ours at bit v - 1.
         rows["ruled_out"].append([m >> 1 for m in g.ruled_out] + pad)
         rows["round_over"].append(g.round_over)
