@@ -102,6 +102,20 @@ def test_weights_that_do_not_fit_the_network(tmp_path, saved):
         load_agent(path)
 
 
+@pytest.mark.parametrize("model_entry", [
+    {"hidden_sizes": None, "state_dict": None},
+    {"hidden_sizes": "abc", "state_dict": {}},
+    {"hidden_sizes": [64, 64], "state_dict": {"weight": 3}},
+], ids=["no sizes", "text sizes", "not tensors"])
+def test_malformed_model_entry_is_refused(tmp_path, saved, model_entry):
+    data = torch.load(saved, weights_only=True)
+    data["model"] = model_entry
+    path = tmp_path / "malformed.pt"
+    torch.save(data, path)
+    with pytest.raises(CheckpointError, match="malformed"):
+        load_agent(path)
+
+
 def test_run_folder_prefers_best(tmp_path, saved, model):
     assert load_checkpoint(saved.parent)["update"] == 7  # only latest.pt there
     save_checkpoint(saved.parent / "best.pt", {"model": model_payload(model), "update": 5, "global_step": 500})

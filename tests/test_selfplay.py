@@ -66,6 +66,10 @@ def test_overrides_parse_yaml_values():
     ("eval.best_by=belief", "eval.best_by"),
     ("opponents.current=0", None),  # fine on its own: past and bots still have weight
     ("no_equals_sign", "section.key=value"),
+    ("ppo.learning_rate=.inf", "ppo.learning_rate must be a finite number"),
+    ("ppo.clip_coef=.nan", "ppo.clip_coef must be a finite number"),
+    ("seed=-1", "seed must be >= 0"),
+    ("opponents.bot_names=[nobody]", "opponents.bot_names must be names from"),
 ])
 def test_bad_overrides_name_the_problem(override, message):
     if message is None:
@@ -84,6 +88,9 @@ def test_bad_config_files(tmp_path):
     (tmp_path / "broken.yaml").write_text("ppo: {learning_rate: [1,\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(tmp_path / "broken.yaml")
+    (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(tmp_path / "binary.yaml")
     (tmp_path / "typo.yaml").write_text("ppo:\n  learnig_rate: 0.1\n")
     with pytest.raises(ConfigError, match="ppo.learnig_rate"):
         load_config(tmp_path / "typo.yaml")
@@ -115,6 +122,14 @@ def test_short_cli_run_writes_a_loadable_checkpoint(tmp_path):
 
     result = evaluate([agent, "random"], num_players=2, rounds=4, seed=1)
     assert 0 <= result.win_rate[0] <= 1
+
+
+def test_rollouts_too_short_to_finish_a_decision_do_not_crash(tmp_path):
+    # One game, two turns per rollout: some rollouts resolve no decision at all.
+    summary = main(tiny_args(tmp_path, "run_name=short", "env.num_games=1", "env.rollout_steps=2",
+                             "total_steps=64", "eval.every=0"))
+    assert summary["global_step"] >= 64
+    assert (tmp_path / "short" / "latest.pt").is_file()
 
 
 def test_existing_run_is_not_overwritten(tmp_path, capsys):

@@ -119,6 +119,13 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     model = data.get("model")
     if not isinstance(model, dict) or "state_dict" not in model or "hidden_sizes" not in model:
         raise CheckpointError(f"{str(path)!r} has no model weights")
+    sizes, weights = model["hidden_sizes"], model["state_dict"]
+    if not isinstance(sizes, (list, tuple)) or not sizes or not all(
+        isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in sizes
+    ):
+        raise CheckpointError(f"{str(path)!r} has a malformed network description: hidden_sizes={sizes!r}")
+    if not isinstance(weights, dict) or not all(isinstance(w, torch.Tensor) for w in weights.values()):
+        raise CheckpointError(f"{str(path)!r} has malformed model weights (expected a dict of tensors)")
     return data
 
 

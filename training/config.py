@@ -9,6 +9,7 @@ keys and values of the wrong type or range raise :class:`ConfigError` naming the
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any, Iterable, Union
 
 import yaml
 
+from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.rules import PRESETS
 
 from .ppo import PPOConfig
@@ -159,6 +161,7 @@ class TrainConfig:
         need(bool(self.run_name) and "/" not in self.run_name and self.run_name not in (".", ".."),
              "run_name", "must be a plain folder name")
         need(self.total_steps > 0, "total_steps", "must be > 0")
+        need(self.seed >= 0, "seed", "must be >= 0")
         need(self.device in DEVICES, "device", f"must be one of {DEVICES}")
         need(self.save_every >= 1, "save_every", "must be >= 1")
         need(self.torch_threads >= 0, "torch_threads", "must be >= 0")
@@ -180,6 +183,7 @@ class TrainConfig:
             need(getattr(o, kind) >= 0, f"opponents.{kind}", "must be >= 0")
         need(o.current + o.past + o.bots > 0, "opponents.current", "and opponents.past/bots must not all be 0")
         need(o.bots == 0 or len(o.bot_names) > 0, "opponents.bot_names", "must name a bot when opponents.bots > 0")
+        need(all(name in AGENT_NAMES for name in o.bot_names), "opponents.bot_names", f"must be names from {AGENT_NAMES}")
         need(o.snapshot_every >= 1, "opponents.snapshot_every", "must be >= 1")
         need(o.pool_size >= 1, "opponents.pool_size", "must be >= 1")
         v = self.eval
@@ -243,6 +247,8 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key} must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{key} must be a finite number, got {value!r}")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
@@ -306,9 +312,11 @@ def read_yaml(path: str | Path) -> dict:
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ConfigError(f"config file {str(path)!r} is not valid YAML: {err}") from None
+    except OSError as err:
+        raise ConfigError(f"config file {str(path)!r} cannot be read: {err}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(path)!r} must hold a mapping of sections, got {type(data).__name__}")
     return data

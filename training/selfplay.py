@@ -544,6 +544,9 @@ class SelfPlayTrainer:
                     group["lr"] = lr
                 buffer, roll_stats = self.collect_rollout()
                 batch = buffer.batch(cfg.ppo.gamma, cfg.ppo.gae_lambda)
+                bar.update(min(self.global_step, cfg.total_steps) - bar.n)
+                if len(batch) == 0:
+                    continue  # rollouts this short resolved no decision yet: nothing to learn from
                 self.model.train()
                 stats = ppo_update(self.model, self.optimizer, batch, cfg.ppo, self.update_gen)
                 self.update += 1
