@@ -535,7 +535,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if bool(args.agents) == bool(args.league):
-        parser.error("give the agents to evaluate, or --league AGENT AGENT ..., not both")
+        which = "not both" if args.agents else "none were given"
+        parser.error(f"give the agents to evaluate, or --league AGENT AGENT ... ({which})")
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
     for name in ("rounds", "games", "workers"):
         value = getattr(args, name)
         if value is not None and value < 1:

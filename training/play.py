@@ -34,6 +34,14 @@ class QuitGame(Exception):
     """The player asked to leave, or the input ran out."""
 
 
+def _seed(text: str) -> int:
+    """argparse type: a non-negative integer seed."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def observation_of(state: GameState, seat: int) -> dict[str, np.ndarray]:
     """The env's observation dict for ``seat`` (mask all zeros when not to act)."""
     mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
@@ -178,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("opponents", nargs="*", default=["belief"], help="agents for the other seats (default: belief)")
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
     parser.add_argument("--seat", type=int, default=0, help="your seat (default 0)")
-    parser.add_argument("--seed", type=int, default=None, help="seed of the deals and the agents (default: random)")
+    parser.add_argument("--seed", type=_seed, default=None, help="seed of the deals and the agents (default: random)")
     parser.add_argument("--rules", default="classic", choices=sorted(PRESETS), help="rule preset (default classic)")
     parser.add_argument("--rounds", type=int, default=None, help="stop after this many rounds (default: a whole game)")
     args = parser.parse_args(argv)
