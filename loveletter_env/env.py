@@ -15,7 +15,7 @@ from pettingzoo.utils import wrappers
 from . import engine
 from .actions import NUM_ACTIONS
 from .cards import FULL_DECK
-from .engine import IllegalActionError, MAX_PLAYERS, MIN_PLAYERS
+from .engine import MAX_PLAYERS, MIN_PLAYERS
 from .observation import OBSERVATION_SIZE, ObservationTracker
 from .render import render_seat_view
 from .rules import Rules, resolve_rules

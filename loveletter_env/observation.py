@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, NUM_CARD_TYPES
+from .cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE
 from .engine import MAX_PLAYERS, GameState
 from .rules import Rules
 
