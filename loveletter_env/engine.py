@@ -301,8 +301,9 @@ def _card_actions(card: int, others: tuple[int, ...], king_others: tuple[int, ..
 
 
 @functools.lru_cache(maxsize=None)
-def _legal_for(a: int, b: int, others_mask: int, king_mask: int) -> tuple[int, ...]:
-    """Legal actions holding cards ``a`` and ``b`` with the given choosable offsets.
+def legal_actions_holding(a: int, b: int, others_mask: int, king_mask: int) -> tuple[int, ...]:
+    """Legal actions holding cards ``a`` and ``b`` when bit ``t`` of ``others_mask``
+    (``king_mask`` for the King) is set for each seat offset ``t`` a card may choose.
 
     Only a few thousand combinations exist, so the answer is memoised: the hot path
     of every game is then two bit masks and a dictionary look-up.
@@ -324,7 +325,7 @@ def legal_actions(state: GameState) -> tuple[int, ...]:
             player = state.current
             others = _choosable_mask(state, player)
             king = _choosable_mask(state, player, True) if state.rules.king_ignores_handmaid else others
-            state.legal = _legal_for(state.hands[player], state.drawn, others, king)
+            state.legal = legal_actions_holding(state.hands[player], state.drawn, others, king)
     return state.legal
 
 

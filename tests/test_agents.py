@@ -254,3 +254,16 @@ def test_ismcts_finds_the_winning_guard():
     state.known[0][1] = PRINCESS
     agent = ISMCTSAgent(seed=0, iterations=60)
     assert agent.act(observation(state, 0)) == act(GUARD, 1, PRINCESS)
+
+
+def test_determinize_follows_the_likelihoods():
+    # Likelihood 0 for every value but the Baron: the sampled opponent always holds a Baron;
+    # without likelihoods, plain counting gives other values too.
+    state = start(2, hands={0: PRIEST, 1: BARON}, draws=[HANDMAID, GUARD, KING])
+    engine.step(state, act(HANDMAID))
+    engine.step(state, act(GUARD))  # we are sheltered: no one to choose
+    view = seat_view(state, 0)
+    rng = random.Random(0)
+    only_baron = {1: {v: float(v == BARON) for v in range(1, 9)}}
+    assert {determinize(view, rng, likelihoods=only_baron).hands[1] for _ in range(50)} == {BARON}
+    assert len({determinize(view, rng).hands[1] for _ in range(50)}) > 3

@@ -17,6 +17,7 @@ of "round-win probability" relative to an even share:
 from __future__ import annotations
 
 import random
+from typing import Mapping
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET
 from ..cards import BARON, CARD_VALUES, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
@@ -75,13 +76,14 @@ def hand_posterior(view: ObservationView, offset: int) -> dict[int, float]:
 class _Situation:
     """Quantities shared by every action's score at one decision."""
 
-    def __init__(self, view: ObservationView, old_card: int):
+    def __init__(self, view: ObservationView, old_card: int, beliefs: Mapping[int, dict[int, float]] | None = None):
         self.view = view
         self.opponents = [k for k in range(1, view.num_players) if view.in_round(k)]
         alive = len(self.opponents) + 1
         self.share = 1.0 / alive  # an even share of the round
         self.elim_gain = 1.0 / (alive - 1) - self.share
-        self.beliefs = {k: hand_posterior(view, k) for k in self.opponents}
+        beliefs = beliefs or {}
+        self.beliefs = {k: beliefs.get(k) or hand_posterior(view, k) for k in self.opponents}
         total = sum(view.unseen.values())
         self.unseen = {v: c / total for v, c in view.unseen.items() if c} if total else {}
         # How much the showdown matters now: all of it on the last turn.
@@ -175,9 +177,15 @@ def belief_action(view: ObservationView, legal: list[int], rng: random.Random, o
     return rng.choice([a for a, s in scores.items() if s >= top - 1e-9])
 
 
-def action_scores(view: ObservationView, legal: list[int], old_card: int = 0) -> dict[int, float]:
-    """The expected value :class:`BeliefAgent` gives each of ``legal``."""
-    situation = _Situation(view, old_card)
+def action_scores(
+    view: ObservationView,
+    legal: list[int],
+    old_card: int = 0,
+    beliefs: Mapping[int, dict[int, float]] | None = None,
+) -> dict[int, float]:
+    """The expected value :class:`BeliefAgent` gives each of ``legal``; ``beliefs``
+    (seat offset -> card probabilities) replaces the bot's own reading of those seats."""
+    situation = _Situation(view, old_card, beliefs)
     return {a: score_action(situation, a) for a in legal}
 
 

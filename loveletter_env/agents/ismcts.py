@@ -2,19 +2,21 @@
 
 Each iteration samples one *determinization*: a full game state consistent with what
 this seat has seen. Opponents' unknown hands come from the unseen cards, never a value
-a failed Guard ruled out, weighted by how likely each makes their last play; the rest
-of the unseen cards become the set-aside card and the deck order. The iteration then
-walks one tree with that state and the engine.
+a failed Guard ruled out, weighted by how likely each makes their last play *if they
+play like the card-counting bot* (:mod:`~loveletter_env.agents.inference`); the rest of
+the unseen cards become the set-aside card and the deck order. The iteration then walks
+one tree with that state and the engine.
 
-At the root, each of the few actions the card-counting bot rates best is played out on
-the same deals with the same playout seeds (common random numbers), and the one with
-the most wins is chosen. Below the root (``tree_depth > 1``) tree nodes are public
-action sequences (every action is public in Love Letter); at our own decisions the
-statistics are kept per *our hand* at that node, which with the public history is our
-information set, and UCB1 with availability counts chooses. Opponents are modelled
-by their information sets: at their turns they play the card-counting bot on their own
-view of the determinized state (:func:`seat_view`), never on cards they cannot see,
-and so do all players in the playout below the tree. The reward is winning the round.
+At the root, each of the few actions the card-counting bot rates best (given those
+same model-based hand probabilities) is played out on the same deals with the same
+playout seeds (common random numbers), and the one with the most wins is chosen. Below
+the root (``tree_depth > 1``) tree nodes are public action sequences (every action is
+public in Love Letter); at our own decisions the statistics are kept per *our hand* at
+that node, which with the public history is our information set, and UCB1 with
+availability counts chooses. Opponents are modelled by their information sets: at their
+turns they play the card-counting bot on their own view of the determinized state
+(:func:`seat_view`), never on cards they cannot see, and so do all players in the
+playout below the tree. The reward is winning the round.
 
 The engine does the rest: :class:`~loveletter_env.engine.GameState` is built from the
 decoded view (seat offset ``k`` becomes seat ``k``, so the searching player is seat 0)
@@ -34,21 +36,29 @@ from ..engine import GameState
 from ..observation import ObservationView, decode_observation
 from ..rules import Rules
 from .base import SeededAgent, legal_actions_of, other_card
-from .belief import action_scores, belief_action, play_likelihood
+from .belief import action_scores, belief_action
+from .inference import play_likelihoods, posterior
 from .memory import KeptCardMemory
 
 #: Rejection-sampling tries before ruled-out values are ignored (only an inconsistent view needs it).
 _SAMPLING_TRIES = 64
 
 
-def determinize(view: ObservationView, rng: random.Random, old_card: int = 0) -> GameState:
+def determinize(
+    view: ObservationView,
+    rng: random.Random,
+    old_card: int = 0,
+    likelihoods: Mapping[int, Mapping[int, float]] | None = None,
+) -> GameState:
     """A full game state consistent with ``view``, for the seat to act (seat 0 in the result).
 
     Opponents' unknown hands are drawn from the unseen cards, avoiding the values a
-    failed Guard ruled out for them and weighted by how likely each makes their last
-    play (:func:`~loveletter_env.agents.belief.play_likelihood`); the remaining unseen
-    cards are shuffled into the set-aside card and the draw pile. ``old_card`` (the card the others may know we
-    hold, 0 if unknown) only fills the knowledge table.
+    failed Guard ruled out for them; each unseen copy of value ``v`` is weighted by
+    ``likelihoods[k][v]`` for seat offset ``k`` (how likely ``v`` makes their last play,
+    :func:`~loveletter_env.agents.inference.play_likelihoods`; missing: plain counting).
+    The remaining unseen cards are shuffled into the set-aside card and the draw pile.
+    ``old_card`` (the card the others may know we hold, 0 if unknown) only fills the
+    knowledge table.
 
     Raises ``ValueError`` when the view is not of the seat to act.
     """
@@ -69,8 +79,8 @@ def determinize(view: ObservationView, rng: random.Random, old_card: int = 0) ->
             # The hand is one of the cards left, weighted by how likely the player's
             # last play was with it (a failed Guard's value is impossible).
             banned = view.ruled_out[k] if attempt < _SAMPLING_TRIES else frozenset()
-            last = view.discards[k][-1] if view.discards[k] else 0
-            weights = [0.0 if v in banned else (play_likelihood(last, v) if last else 1.0) for v in rest]
+            weight_of = likelihoods.get(k) if likelihoods else None
+            weights = [0.0 if v in banned else (weight_of.get(v, 0.0) if weight_of else 1.0) for v in rest]
             total = sum(weights)
             if total <= 0.0:
                 ok = False
@@ -209,6 +219,9 @@ class ISMCTSAgent(SeededAgent):
         tree_depth: how many of our own decisions per playout the tree searches; the
             later ones follow the model. 1 (the default, and the strongest we measured
             at 300 iterations) searches the root only.
+        model_noise: how far opponents are assumed to stray from the card-counting bot
+            when their last play is read for the card they kept (0: they play exactly
+            like it; 1: read nothing from plays, count cards only).
     """
 
     name = "ismcts"
@@ -220,6 +233,7 @@ class ISMCTSAgent(SeededAgent):
         exploration: float = 0.7,
         width: int = 4,
         tree_depth: int = 1,
+        model_noise: float = 0.1,
     ):
         super().__init__(seed)
         if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
@@ -234,6 +248,9 @@ class ISMCTSAgent(SeededAgent):
         if isinstance(tree_depth, bool) or not isinstance(tree_depth, int) or tree_depth < 1:
             raise ValueError(f"tree_depth must be a positive integer, got {tree_depth!r}")
         self.tree_depth = tree_depth
+        if not 0.0 <= model_noise <= 1.0:
+            raise ValueError(f"model_noise must be between 0 and 1, got {model_noise!r}")
+        self.model_noise = float(model_noise)
         self.memory = KeptCardMemory()
 
     def reset(self, seed: int | None = None) -> None:
@@ -243,7 +260,8 @@ class ISMCTSAgent(SeededAgent):
     def __repr__(self) -> str:
         return (
             f"ISMCTSAgent(seed={self._seed!r}, iterations={self.iterations}, "
-            f"exploration={self.exploration}, width={self.width}, tree_depth={self.tree_depth})"
+            f"exploration={self.exploration}, width={self.width}, tree_depth={self.tree_depth}, "
+            f"model_noise={self.model_noise})"
         )
 
     def act(self, observation: Mapping[str, Any]) -> int:
@@ -263,13 +281,16 @@ class ISMCTSAgent(SeededAgent):
         """
         rng = self.rng
         old_card = self.memory.old_card(view)
-        candidates = self._ranked(action_scores(view, legal, old_card), legal)
+        held = self.memory.last_kept(view)
+        likelihoods = {k: play_likelihoods(view, k, held, self.model_noise) for k in range(1, view.num_players)}
+        beliefs = {k: posterior(view, k, lk) for k, lk in likelihoods.items() if lk}
+        candidates = self._ranked(action_scores(view, legal, old_card, beliefs), legal)
         if len(candidates) == 1:
             return candidates[0]
         root = _Node()
         totals = dict.fromkeys(candidates, 0.0)
         for _ in range(max(1, self.iterations // len(candidates))):
-            deal = determinize(view, rng, old_card)
+            deal = determinize(view, rng, old_card, likelihoods)
             playout_seed = rng.getrandbits(64)
             for action in candidates:
                 totals[action] += self._iterate(root, deal.clone(), random.Random(playout_seed), action)

@@ -34,6 +34,11 @@ class KeptCardMemory:
             return self._kept
         return 0
 
+    def last_kept(self, view: ObservationView) -> int:
+        """The card kept at my last turn of this round (what I held while the others
+        played since), 0 at my first turn."""
+        return self._kept if 0 <= view.deck_size < self._deck_size else 0
+
     def remember(self, view: ObservationView, kept: int) -> None:
         """Call after choosing: ``kept`` is the card left in hand after this play."""
         self._kept = kept

@@ -1,0 +1,138 @@
+"""What an opponent's last play says about the card they kept, read through a model of
+how they play.
+
+The card-counting bot reads a play with a rule of thumb (players keep the higher card,
+:func:`~loveletter_env.agents.belief.play_likelihood`). Measured against real play that
+rule is poor: against ``belief`` opponents its posterior names the held card less often
+than plain card counting does. The search bot can afford a better reading. For every
+card ``v`` the opponent might have kept, it rebuilds the opponent's view at the moment of
+that play, holding the played card and ``v``, and asks the card-counting bot what it
+would have played there. The answer, mixed with some ``noise`` for players who do not
+play like the model, is the likelihood of ``v``:
+
+    P(they played p | they kept v) = noise + (1 - noise) * P(model plays p | {p, v})
+
+The rebuilt view is an approximation from the current one. It takes the opponent's last
+discard back into their hand, does not count the draws made since, and takes what they
+know of us from ``seen_by``. It ignores anything else that happened after their play,
+which at three or four players includes the other opponents' plays.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .. import engine
+from ..actions import ACTION_CARD
+from ..cards import CARD_COUNTS, CARD_VALUES, HANDMAID, PRIEST
+from ..observation import ObservationView
+from .base import hand_distribution
+from .belief import action_scores
+
+
+def decision_view(view: ObservationView, offset: int, kept: int, our_card: int = 0) -> ObservationView | None:
+    """Seat ``offset``'s view when they made their last play, had they kept ``kept``
+    (approximate; see the module docstring). ``our_card`` is the card we held then
+    (0 if unknown), which they know when ``seen_by[offset]`` says so.
+
+    Returns ``None`` when no consistent view exists (``kept`` cannot be in their hand).
+    """
+    n = view.num_players
+    order = [(offset + j) % n for j in range(n)]  # their offset j is our offset order[j]
+    played = view.discards[offset][-1]
+    hand = tuple(sorted((played, kept)))
+    discards = [view.discards[o] for o in order]
+    discards[0] = discards[0][:-1]
+    us = n - offset
+    known = [0] * n
+    # A Priest they just played on us taught them our card only after the play.
+    if view.seen_by[offset] and played != PRIEST and our_card:
+        known[us] = our_card
+    protected = [view.protected[o] for o in order]
+    protected[0] = False  # their own Handmaid, if any, came with this play
+    # Our last discard being a Handmaid means we were sheltered during their turn.
+    protected[us] = bool(view.discards[0]) and view.discards[0][-1] == HANDMAID
+    unseen = dict(CARD_COUNTS)
+    for card in (*hand, *view.face_up, *(c for pile in discards for c in pile), *(c for c in known if c)):
+        unseen[card] -= 1
+    if min(unseen.values()) < 0:
+        return None
+    # Everyone after them who is still in drew a card since, us included.
+    draws_since = 1 + sum(1 for o in range(offset + 1, n) if view.in_round(o))
+    return ObservationView(
+        num_players=n,
+        hand=hand,
+        discards=tuple(discards),
+        face_up=view.face_up,
+        known_cards=tuple(known),
+        ruled_out=tuple(view.ruled_out[o] for o in order),
+        seen_by=(False,) * n,
+        out=tuple(view.out[o] for o in order),
+        protected=tuple(protected),
+        tokens=tuple(view.tokens[o] for o in order),
+        to_act=0,
+        deck_size=view.deck_size + draws_since,
+        tokens_to_win=view.tokens_to_win,
+        discard_sum_tiebreak=view.discard_sum_tiebreak,
+        king_ignores_handmaid=view.king_ignores_handmaid,
+        unseen=unseen,
+    )
+
+
+def view_legal_actions(view: ObservationView) -> tuple[int, ...]:
+    """The legal actions of the seat that ``view`` belongs to, holding ``view.hand``."""
+    choosable = king_choosable = 0
+    for t in range(1, view.num_players):
+        if view.in_round(t):
+            king_choosable |= 1 << t
+            if not view.protected[t]:
+                choosable |= 1 << t
+    if not view.king_ignores_handmaid:
+        king_choosable = choosable
+    a, b = view.hand
+    return engine.legal_actions_holding(a, b, choosable, king_choosable)
+
+
+def model_play_probability(view: ObservationView, card: int) -> float:
+    """P(the card-counting bot, holding ``view.hand``, plays ``card``): its best-scored
+    actions share the probability, as its tie-break does."""
+    legal = view_legal_actions(view)
+    if len(legal) == 1:
+        return float(ACTION_CARD[legal[0]] == card)
+    scores = action_scores(view, list(legal))
+    top = max(scores.values())
+    best = [a for a in legal if scores[a] >= top - 1e-9]
+    return sum(ACTION_CARD[a] == card for a in best) / len(best)
+
+
+def play_likelihoods(view: ObservationView, offset: int, our_card: int = 0, noise: float = 0.1) -> dict[int, float]:
+    """For each value seat ``offset`` may hold, P(their last play | they kept it), with
+    ``noise`` the floor for players who stray from the model (1.0 reads nothing).
+
+    Empty when there is nothing to read (no play yet, or the hand is known).
+    """
+    if not view.in_round(offset) or view.known_cards[offset] or not view.discards[offset]:
+        return {}
+    played = view.discards[offset][-1]
+    likelihoods = {}
+    for kept in CARD_VALUES:
+        if not view.unseen[kept] or kept in view.ruled_out[offset]:
+            continue
+        if kept == played:
+            chance = 1.0  # either copy played is the same play
+        else:
+            then = decision_view(view, offset, kept, our_card)
+            chance = 0.0 if then is None else model_play_probability(then, played)
+        likelihoods[kept] = noise + (1.0 - noise) * chance
+    return likelihoods
+
+
+def posterior(view: ObservationView, offset: int, likelihoods: Mapping[int, float]) -> dict[int, float]:
+    """Card counting (:func:`~loveletter_env.agents.base.hand_distribution`) weighted by
+    ``likelihoods``; the plain count where the likelihoods leave nothing."""
+    prior = hand_distribution(view, offset)
+    if not likelihoods:
+        return prior
+    weights = {v: p * likelihoods.get(v, 0.0) for v, p in prior.items()}
+    total = sum(weights.values())
+    return {v: w / total for v, w in weights.items() if w} if total else prior

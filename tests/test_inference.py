@@ -1,0 +1,125 @@
+"""Reading an opponent's last play through the card-counting model (ISMCTS's inference)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from conftest import act, start
+
+from loveletter_env import engine
+from loveletter_env.actions import ACTION_CARD
+from loveletter_env.agents import make_agent
+from loveletter_env.agents.base import hand_distribution
+from loveletter_env.agents.belief import action_scores, hand_posterior
+from loveletter_env.agents.inference import decision_view, play_likelihoods, posterior, view_legal_actions
+from loveletter_env.agents.ismcts import seat_view
+from loveletter_env.cards import BARON, COUNTESS, FULL_DECK, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
+
+
+def test_decision_view_rebuilds_what_the_opponent_saw():
+    """Between two of our turns the opponent drew and played once: taking their play
+    back into their hand gives the view they decided from, in 2-player games whose
+    plays leave our hand and theirs alone."""
+    rng = random.Random(5)
+    checked = 0
+    for game in range(250):
+        deck = list(FULL_DECK)
+        rng.shuffle(deck)
+        state = engine.new_game(2, deck, 0)
+        bots = [make_agent("belief", seed=game + s) for s in range(2)]
+        before = None  # (opponent's view at their decision, what they kept, what we held)
+        while not state.round_over:
+            seat = state.current
+            if seat == 0 and before is not None:
+                then, kept, ours = before
+                rebuilt = decision_view(seat_view(state, 0), 1, kept, ours)
+                assert rebuilt == then
+                checked += 1
+            view = seat_view(state, seat)
+            action = bots[seat].choose(view, list(engine.legal_actions(state)))
+            card = ACTION_CARD[action]
+            nobody_knows = not any(any(row) for row in state.seen)
+            simple = card in (GUARD, PRIEST, HANDMAID, COUNTESS) and nobody_knows
+            if seat == 1 and simple and not state.protected[0] and not state.ruled_out[0]:
+                kept = state.drawn if state.hands[1] == card else state.hands[1]
+                before = (view, kept, state.hands[0])
+            else:
+                before = None
+            engine.step(state, action)
+            if state.out[0] or state.out[1] or (card == GUARD and state.ruled_out[0]):
+                before = None  # their play changed what they know of us: not a simple case
+    assert checked > 100
+
+
+def test_the_countess_rule_is_read_exactly():
+    # They played a King: with noise 0 they cannot have kept the Countess (which must
+    # have been played instead); with noise it keeps the floor.
+    state = start(2, hands={0: GUARD, 1: KING}, draws=[PRIEST, PRINCESS, BARON])
+    engine.step(state, act(PRIEST, 1))  # we see the King ...
+    engine.step(state, act(KING, 1))  # ... they trade it away: we now hold it, they our Guard
+    view = seat_view(state, 0)
+    assert view.known_cards[1] == GUARD
+    assert play_likelihoods(view, 1) == {}  # a known hand needs no reading
+
+    state = start(2, hands={0: HANDMAID, 1: KING}, draws=[PRIEST, BARON, GUARD])
+    engine.step(state, act(HANDMAID))
+    engine.step(state, act(KING))  # no one to choose: they played the King anyway
+    view = seat_view(state, 0)
+    exact = play_likelihoods(view, 1, noise=0.0)
+    assert exact[COUNTESS] == 0.0
+    assert play_likelihoods(view, 1, noise=0.1)[COUNTESS] == 0.1
+    assert set(play_likelihoods(view, 1, noise=1.0).values()) == {1.0}
+    dist = posterior(view, 1, exact)
+    assert COUNTESS not in dist and abs(sum(dist.values()) - 1.0) < 1e-9
+
+
+def test_likelihood_is_the_models_choice():
+    # Whatever they kept, the likelihood of their play is 1 exactly when the model,
+    # rebuilt on their view holding both cards, plays that card.
+    state = start(2, hands={0: PRIEST, 1: BARON}, draws=[HANDMAID, PRINCE, GUARD])
+    engine.step(state, act(HANDMAID))
+    engine.step(state, act(PRINCE, 0))  # they Prince themselves (we are sheltered)
+    view = seat_view(state, 0)
+    likelihoods = play_likelihoods(view, 1, noise=0.0)
+    played = view.discards[1][-1]
+    for kept, chance in likelihoods.items():
+        if kept == played:
+            assert chance == 1.0
+            continue
+        then = decision_view(view, 1, kept)
+        scores = action_scores(then, list(view_legal_actions(then)))
+        best = max(scores.values())
+        plays_it = {ACTION_CARD[a] for a, s in scores.items() if s >= best - 1e-9}
+        assert (chance > 0) == (played in plays_it)
+
+
+def test_model_reading_names_a_belief_players_card_better_than_counting():
+    """Against the card-counting bot, the model reading puts more probability on the
+    card actually held than plain counting and the bot's own rule of thumb do."""
+    rng = random.Random(8)
+    log_score = {"counting": 0.0, "rule of thumb": 0.0, "model": 0.0}
+    samples = 0
+    for game in range(120):
+        deck = list(FULL_DECK)
+        rng.shuffle(deck)
+        state = engine.new_game(2, deck, game % 2)
+        bots = [make_agent("belief", seed=game + s) for s in range(2)]
+        while not state.round_over:
+            seat = state.current
+            view = seat_view(state, seat)
+            if view.in_round(1) and not view.known_cards[1] and view.discards[1]:
+                truth = state.hands[1 - seat]
+                held = bots[seat].memory.last_kept(view)
+                readings = {
+                    "counting": hand_distribution(view, 1),
+                    "rule of thumb": hand_posterior(view, 1),
+                    "model": posterior(view, 1, play_likelihoods(view, 1, held)),
+                }
+                for name, dist in readings.items():
+                    log_score[name] += math.log(max(dist.get(truth, 0.0), 1e-6))
+                samples += 1
+            engine.step(state, bots[seat].choose(view, list(engine.legal_actions(state))))
+    assert samples > 200
+    assert log_score["model"] > log_score["counting"] + 0.1 * samples
+    assert log_score["model"] > log_score["rule of thumb"] + 0.1 * samples
