@@ -6,7 +6,8 @@ Every agent has ``act(observation_dict) -> int`` and ``reset(seed=None)``; see
 * ``random``: a uniformly random legal action;
 * ``rule``: the rules of thumb good players describe;
 * ``belief``: card counting and the action of highest immediate expected value;
-* ``ismcts``: information-set Monte Carlo tree search over sampled deals.
+* ``ismcts``: information-set Monte Carlo tree search over sampled deals, reading
+  opponents' plays through the ``belief`` model (:mod:`.inference`).
 """
 
 from __future__ import annotations
