@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
+
 from conftest import act, start
 
 from loveletter_env import engine
@@ -123,3 +125,11 @@ def test_model_reading_names_a_belief_players_card_better_than_counting():
     assert samples > 200
     assert log_score["model"] > log_score["counting"] + 0.1 * samples
     assert log_score["model"] > log_score["rule of thumb"] + 0.1 * samples
+
+
+def test_a_seat_that_has_not_played_has_nothing_to_read():
+    state = start(2, hands={0: GUARD, 1: PRIEST}, draws=[BARON])
+    view = seat_view(state, 0)
+    assert play_likelihoods(view, 1) == {}
+    with pytest.raises(ValueError, match="has not played yet"):
+        decision_view(view, 1, KING)

@@ -35,8 +35,11 @@ def decision_view(view: ObservationView, offset: int, kept: int, our_card: int =
     (approximate; see the module docstring). ``our_card`` is the card we held then
     (0 if unknown), which they know when ``seen_by[offset]`` says so.
 
-    Returns ``None`` when no consistent view exists (``kept`` cannot be in their hand).
+    Returns ``None`` when no consistent view exists (``kept`` cannot be in their hand);
+    raises ``ValueError`` when that seat has not played yet.
     """
+    if not view.discards[offset]:
+        raise ValueError(f"seat offset {offset} has not played yet: there is no play to read")
     n = view.num_players
     order = [(offset + j) % n for j in range(n)]  # their offset j is our offset order[j]
     played = view.discards[offset][-1]
