@@ -6,7 +6,6 @@ import math
 import random
 
 import pytest
-
 from conftest import act, start
 
 from loveletter_env import engine
