@@ -13,9 +13,24 @@ from loveletter_env.actions import ACTION_CARD
 from loveletter_env.agents import make_agent
 from loveletter_env.agents.base import hand_distribution
 from loveletter_env.agents.belief import action_scores, hand_posterior
-from loveletter_env.agents.inference import decision_view, play_likelihoods, posterior, view_legal_actions
+from loveletter_env.agents.inference import (
+    decision_view,
+    play_likelihoods,
+    posterior,
+    view_legal_actions,
+)
 from loveletter_env.agents.ismcts import seat_view
-from loveletter_env.cards import BARON, COUNTESS, FULL_DECK, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
+from loveletter_env.cards import (
+    BARON,
+    COUNTESS,
+    FULL_DECK,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
+)
 
 
 def test_decision_view_rebuilds_what_the_opponent_saw():

@@ -20,11 +20,20 @@ import random
 from typing import Mapping
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET
-from ..cards import BARON, CARD_VALUES, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
+from ..cards import (
+    BARON,
+    CARD_VALUES,
+    COUNTESS,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
+)
 from ..observation import ObservationView
 from .base import hand_distribution, other_card
 from .memory import KeptCardAgent
-
 
 #: Score of putting yourself out: below anything that leaves a chance.
 SURE_LOSS = -1.0
