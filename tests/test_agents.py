@@ -119,6 +119,9 @@ def test_make_agent_rejects_unknown_names_and_arguments():
         make_agent("rule", iterations=5)
     with pytest.raises(ValueError, match="iterations must be a positive integer"):
         make_agent("ismcts", iterations=0)
+    for noise in (-0.1, 1.5, float("nan"), "high", True):
+        with pytest.raises(ValueError, match="model_noise must be a number between 0 and 1"):
+            make_agent("ismcts", model_noise=noise)
 
 
 def test_agents_are_reproducible_with_a_seed():

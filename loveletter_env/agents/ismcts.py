@@ -248,8 +248,8 @@ class ISMCTSAgent(SeededAgent):
         if isinstance(tree_depth, bool) or not isinstance(tree_depth, int) or tree_depth < 1:
             raise ValueError(f"tree_depth must be a positive integer, got {tree_depth!r}")
         self.tree_depth = tree_depth
-        if not 0.0 <= model_noise <= 1.0:
-            raise ValueError(f"model_noise must be between 0 and 1, got {model_noise!r}")
+        if isinstance(model_noise, bool) or not isinstance(model_noise, (int, float)) or not 0.0 <= model_noise <= 1.0:
+            raise ValueError(f"model_noise must be a number between 0 and 1, got {model_noise!r}")
         self.model_noise = float(model_noise)
         self.memory = KeptCardMemory()
 
