@@ -27,12 +27,10 @@ class KeptCardMemory:
 
     def old_card(self, view: ObservationView) -> int:
         """The card held before this turn's draw when it is still the one kept last turn, else 0."""
-        same_round = 0 <= view.deck_size < self._deck_size
+        kept = self.last_kept(view)
         # Any discard of mine since last turn other than my own play means a Prince hit me.
         untouched = len(view.discards[0]) == self._discards
-        if same_round and untouched and self._kept in view.hand:
-            return self._kept
-        return 0
+        return kept if untouched and kept in view.hand else 0
 
     def last_kept(self, view: ObservationView) -> int:
         """The card kept at my last turn of this round (what I held while the others
