@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from fractions import Fraction
 from pathlib import Path
 
@@ -14,7 +15,9 @@ from loveletter_env.observation import OBSERVATION_SIZE
 from training import load_agent
 from training.checkpoint import (
     CheckpointError,
+    DIGEST_KEY,
     build_model,
+    checkpoint_digest,
     export_agent,
     load_checkpoint,
     model_payload,
@@ -58,10 +61,70 @@ def test_corrupt_file_gives_a_clear_error(tmp_path, saved, damage):
     bad = tmp_path / "bad.pt"
     data = saved.read_bytes()
     bad.write_bytes({"garbage": b"this is not a checkpoint" * 10, "truncated": data[: len(data) // 2], "empty": b""}[damage])
-    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+    with pytest.raises(CheckpointError, match="is not a checkpoint"):
         load_checkpoint(bad)
     with pytest.raises(CheckpointError):
         load_agent(bad)
+
+
+def flip_bytes(data: bytes, start: int, count: int) -> bytes:
+    """``data`` with ``count`` bytes from ``start`` inverted."""
+    damaged = bytearray(data)
+    for i in range(start, start + count):
+        damaged[i] ^= 0xFF
+    return bytes(damaged)
+
+
+SHIPPED_2P = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped" / "ppo_2p.pt"
+
+
+def test_damaged_tensor_bytes_are_refused(tmp_path):
+    # 2,000 bytes a third of the way into the file land in the weights: torch's zip reader
+    # loads them without complaint, the digest does not match.
+    data = SHIPPED_2P.read_bytes()
+    damaged = flip_bytes(data, len(data) // 3, 2000)
+    bad = tmp_path / "damaged.pt"
+    bad.write_bytes(damaged)
+    raw = torch.load(bad, weights_only=True)  # what used to be played with
+    assert not torch.equal(raw["model"]["state_dict"]["trunk.0.weight"],
+                           torch.load(SHIPPED_2P, weights_only=True)["model"]["state_dict"]["trunk.0.weight"])
+    with pytest.raises(CheckpointError, match="damaged"):
+        load_checkpoint(bad)
+    with pytest.raises(CheckpointError, match="damaged"):
+        load_agent(bad)
+
+
+@pytest.mark.parametrize("edit", ["weight", "config", "drop digest"])
+def test_edited_content_is_refused(tmp_path, saved, edit):
+    data = torch.load(saved, weights_only=True)
+    if edit == "weight":
+        data["model"]["state_dict"]["trunk.0.bias"][0] += 1e-6
+    elif edit == "config":
+        data["config"]["seed"] = 1
+    else:
+        del data[DIGEST_KEY]
+    path = tmp_path / "edited.pt"
+    torch.save(data, path)
+    with pytest.raises(CheckpointError, match="damaged"):
+        load_checkpoint(path)
+
+
+def test_digest_survives_a_load_and_save(tmp_path, saved):
+    again = save_checkpoint(tmp_path / "again.pt", load_checkpoint(saved))
+    assert torch.load(again, weights_only=True)[DIGEST_KEY] == torch.load(saved, weights_only=True)[DIGEST_KEY]
+
+
+def test_legacy_version_1_files_without_digest_still_load(tmp_path, saved, model):
+    data = torch.load(saved, weights_only=True)
+    del data[DIGEST_KEY]
+    data["format_version"] = 1
+    path = tmp_path / "legacy.pt"
+    torch.save(data, path)
+    obs = torch.rand(3, OBSERVATION_SIZE)
+    assert torch.equal(build_model(load_checkpoint(path))(obs)[0], model(obs)[0])
+    # Saving it again writes the current format, digest included.
+    resaved = torch.load(save_checkpoint(tmp_path / "resaved.pt", load_checkpoint(path)), weights_only=True)
+    assert resaved["format_version"] == 2 and resaved[DIGEST_KEY] == checkpoint_digest(resaved)
 
 
 def test_foreign_torch_file_is_refused(tmp_path):
@@ -78,8 +141,18 @@ def test_file_needing_pickled_code_is_refused(tmp_path):
     path = tmp_path / "code.pt"
     # Any class outside torch's weights-only allow-list must not be rebuilt on load.
     torch.save({"format": "loveletter-ppo", "obj": Fraction(1, 3)}, path)
-    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+    with pytest.raises(CheckpointError, match="not a checkpoint.*fractions.Fraction") as info:
         load_checkpoint(path)
+    # Torch's own message advises weights_only=False, which would run the file's code.
+    assert "weights_only" not in str(info.value)
+
+
+def test_plain_pickle_is_not_a_checkpoint_and_no_unsafe_advice(tmp_path):
+    path = tmp_path / "plain.pkl"
+    path.write_bytes(pickle.dumps({"a": 1}))
+    with pytest.raises(CheckpointError, match="is not a checkpoint") as info:
+        load_checkpoint(path)
+    assert "weights_only" not in str(info.value)
 
 
 @pytest.mark.parametrize("key,value", [("observation_size", OBSERVATION_SIZE + 1), ("observation_version", 999),
@@ -88,7 +161,10 @@ def test_other_layouts_are_refused(tmp_path, saved, key, value):
     data = torch.load(saved, weights_only=True)
     data[key] = value
     path = tmp_path / "other.pt"
-    torch.save(data, path)
+    if key == "format_version":
+        torch.save(data, path)  # save_checkpoint always writes the current version
+    else:
+        save_checkpoint(path, data)  # a valid digest: the layout check speaks
     with pytest.raises(CheckpointError, match=key.split("_")[0]):
         load_checkpoint(path)
 
@@ -96,8 +172,17 @@ def test_other_layouts_are_refused(tmp_path, saved, key, value):
 def test_weights_that_do_not_fit_the_network(tmp_path, saved):
     data = torch.load(saved, weights_only=True)
     data["model"]["hidden_sizes"] = [64, 16]
-    path = tmp_path / "mismatch.pt"
-    torch.save(data, path)
+    path = save_checkpoint(tmp_path / "mismatch.pt", data)
+    with pytest.raises(CheckpointError, match="do not fit"):
+        load_agent(path)
+
+
+@pytest.mark.parametrize("sizes", [[10**9, 10**9], [2**40], [32] * 10_000], ids=["huge", "huger", "deep"])
+def test_absurd_hidden_sizes_are_refused_before_allocating(tmp_path, saved, sizes):
+    # Building these networks would need petabytes; the check compares shapes without allocating.
+    data = torch.load(saved, weights_only=True)
+    data["model"]["hidden_sizes"] = sizes
+    path = save_checkpoint(tmp_path / "absurd.pt", data)
     with pytest.raises(CheckpointError, match="do not fit"):
         load_agent(path)
 
@@ -110,8 +195,7 @@ def test_weights_that_do_not_fit_the_network(tmp_path, saved):
 def test_malformed_model_entry_is_refused(tmp_path, saved, model_entry):
     data = torch.load(saved, weights_only=True)
     data["model"] = model_entry
-    path = tmp_path / "malformed.pt"
-    torch.save(data, path)
+    path = save_checkpoint(tmp_path / "malformed.pt", data)
     with pytest.raises(CheckpointError, match="malformed"):
         load_agent(path)
 
@@ -164,4 +248,5 @@ def test_shipped_agents_load_and_play_legally(path):
     # Fails when the observation or action layout changes: the shipped agents need retraining then.
     data = load_checkpoint(path)
     assert "training" not in data  # shipped files carry weights only
+    assert data["format_version"] >= 2 and DIGEST_KEY in data  # and are checked on load
     test_loaded_agent_plays_legal_moves(path, greedy=True)

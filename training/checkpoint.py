@@ -10,12 +10,24 @@ loads with ``torch.load(path, weights_only=True)``: no pickled code ever runs. I
 - ``config``: the training config as a dict; ``global_step`` and ``update``;
 - ``training`` (absent in exported agents): optimizer state, generator states and the
   opponent pool, everything ``--resume`` needs;
-- ``evaluation``: the latest evaluation results, if any.
+- ``evaluation``: the latest evaluation results, if any;
+- ``sha256``: a digest of everything above (every tensor's dtype, shape and bytes, and
+  every other value), written by :func:`save_checkpoint` and checked by
+  :func:`load_checkpoint`, so a damaged file is refused instead of playing with garbage
+  weights (torch's zip reader does not check the tensor bytes itself).
+
+Files of format version 1, written before the digest existed, carry none: they still
+load, unchecked (re-save one with ``save_checkpoint(path, load_checkpoint(path))`` to
+add the digest). Version 2 files without a matching digest are refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import struct
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +39,11 @@ from loveletter_env.observation import OBSERVATION_SIZE, OBSERVATION_VERSION
 from .ppo import ActorCritic, PolicyAgent
 
 FORMAT = "loveletter-ppo"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions this code reads: 1 is the same layout without the ``sha256`` digest.
+READABLE_FORMAT_VERSIONS = (1, 2)
+#: The key holding the digest of the rest of the checkpoint.
+DIGEST_KEY = "sha256"
 #: Files tried, in order, when a run folder is given instead of a file.
 RUN_DIR_FILES = ("best.pt", "latest.pt")
 
@@ -56,12 +72,50 @@ def model_payload(model: ActorCritic) -> dict[str, Any]:
     }
 
 
+def _feed(digest: Any, value: Any) -> None:
+    """Add ``value`` to ``digest`` in a canonical encoding: a type tag, then the value
+    (lengths first, so no two different values encode alike)."""
+    if isinstance(value, torch.Tensor):
+        flat = value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()
+        header = f"{value.dtype}{tuple(value.shape)}".encode()
+        digest.update(b"T" + struct.pack("<Q", len(header)) + header + struct.pack("<Q", flat.nbytes))
+        digest.update(flat)
+    elif isinstance(value, dict):
+        digest.update(b"D" + struct.pack("<Q", len(value)))
+        for key, item in value.items():  # insertion order survives torch.save/torch.load
+            _feed(digest, key)
+            _feed(digest, item)
+    elif isinstance(value, (list, tuple)):
+        digest.update((b"L" if isinstance(value, list) else b"U") + struct.pack("<Q", len(value)))
+        for item in value:
+            _feed(digest, item)
+    else:
+        # Scalars and text: the type name keeps 1, 1.0, True and "1" apart; repr is exact for floats.
+        text = f"{type(value).__qualname__}:{value!r}".encode()
+        digest.update(b"S" + struct.pack("<Q", len(text)) + text)
+
+
+def checkpoint_digest(data: dict[str, Any]) -> str:
+    """The SHA-256 hex digest of a checkpoint's content, its own ``sha256`` entry left out."""
+    digest = hashlib.sha256()
+    _feed(digest, {key: value for key, value in data.items() if key != DIGEST_KEY})
+    return digest.hexdigest()
+
+
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` (header added) to ``path`` atomically: a crash mid-write never
-    leaves a truncated file where a good one was."""
+    """Write ``payload`` (header and digest added) to ``path`` atomically: a crash
+    mid-write never leaves a truncated file where a good one was.
+
+    The file is always written in the current format (:data:`FORMAT_VERSION`); layout
+    keys of ``payload`` take precedence over the header's, and a ``sha256`` entry in it is
+    replaced by the digest of what is written, so a loaded checkpoint (even a version 1
+    file) can be saved again as is.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {**format_header(), **payload}
+    data = {**format_header(), **payload, "format": FORMAT, "format_version": FORMAT_VERSION}
+    data.pop(DIGEST_KEY, None)
+    data[DIGEST_KEY] = checkpoint_digest(data)
     # A sibling temporary file (same filesystem, so the rename is atomic; plain open() so
     # the file gets the usual permissions rather than mkstemp's owner-only ones).
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -88,27 +142,56 @@ def resolve_checkpoint_path(path: str | Path) -> Path:
     return path
 
 
+def _read_torch_file(path: Path, map_location: str | torch.device) -> Any:
+    """``torch.load(weights_only=True)``, its many failure types turned into one clear error."""
+    try:
+        with warnings.catch_warnings():
+            # Torch warns about the pickle protocol of files it did not write; the error below says more.
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
+            return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:  # torch raises many types for a bad file: unpickling, zip, EOF...
+        if type(err).__name__ == "UnpicklingError":
+            # Torch's own message suggests weights_only=False, which would run the file's code:
+            # never the right advice for a file that is supposed to be a checkpoint.
+            found = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
+            what = f" (it holds a {found.group(1)} object)" if found else ""
+            raise CheckpointError(
+                f"{str(path)!r} is not a checkpoint: it is a pickle that needs Python code to load{what}, "
+                f"and checkpoints hold only tensors, numbers and text, so it is not loaded"
+            ) from None
+        raise CheckpointError(
+            f"{str(path)!r} is not a checkpoint (not a readable torch file: corrupt, truncated, or another "
+            f"kind of file; {type(err).__name__})"
+        ) from None
+
+
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """Load and check a checkpoint (a file, or a run folder: see :func:`resolve_checkpoint_path`).
 
     Raises :class:`CheckpointError` if the file is unreadable, not a checkpoint of this
-    project, or was trained for a different observation or action layout.
+    project, damaged (its ``sha256`` digest does not match), or was trained for a
+    different observation or action layout.
     """
     path = resolve_checkpoint_path(path)
-    try:
-        data = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as err:  # torch raises many types for a bad file: unpickling, zip, EOF...
-        raise CheckpointError(
-            f"{str(path)!r} is not a readable checkpoint (corrupt, truncated, or not a torch file): "
-            f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-        ) from None
+    data = _read_torch_file(path, map_location)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(f"{str(path)!r} is a torch file but not a {FORMAT} checkpoint")
-    if data.get("format_version") != FORMAT_VERSION:
+    version = data.get("format_version")
+    if isinstance(version, bool) or version not in READABLE_FORMAT_VERSIONS:
         raise CheckpointError(
-            f"{str(path)!r} has checkpoint format version {data.get('format_version')!r}; "
-            f"this code reads version {FORMAT_VERSION}"
+            f"{str(path)!r} has checkpoint format version {version!r}; "
+            f"this code reads versions {list(READABLE_FORMAT_VERSIONS)}"
         )
+    if version >= 2:
+        # Checked before anything else in the file is trusted.
+        stored = data.get(DIGEST_KEY)
+        if not isinstance(stored, str):
+            raise CheckpointError(f"{str(path)!r} is damaged: its {DIGEST_KEY} integrity digest is missing")
+        if stored != checkpoint_digest(data):
+            raise CheckpointError(
+                f"{str(path)!r} is damaged: its content does not match its {DIGEST_KEY} integrity digest "
+                f"(corrupted on disk or in transfer?); use another copy"
+            )
     expected = format_header()
     for key in ("observation_version", "observation_size", "num_actions"):
         if data.get(key) != expected[key]:
@@ -132,9 +215,31 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
 def build_model(checkpoint: dict[str, Any], device: str | torch.device = "cpu") -> ActorCritic:
     """The :class:`ActorCritic` stored in a loaded checkpoint."""
     spec = checkpoint["model"]
-    model = ActorCritic(hidden_sizes=spec["hidden_sizes"])
+    sizes, weights = spec["hidden_sizes"], spec["state_dict"]
+    # Every layer has at least one weight tensor: more layers than tensors cannot fit.
+    if len(sizes) > len(weights):
+        raise CheckpointError(
+            f"the checkpoint's weights do not fit its network: {len(sizes)} hidden layers, {len(weights)} tensors"
+        )
+    # Compare shapes on the meta device (no memory) first, so absurd hidden_sizes in a
+    # file are refused here rather than by the allocator.
+    with torch.device("meta"):
+        shapes = {name: tuple(value.shape) for name, value in ActorCritic(hidden_sizes=sizes).state_dict().items()}
+    stored = {name: tuple(value.shape) for name, value in weights.items()}
+    if shapes != stored:
+        wrong = sorted(
+            f"{name}: network {shapes.get(name, 'none')}, file {stored.get(name, 'none')}"
+            for name in shapes.keys() | stored.keys()
+            if shapes.get(name) != stored.get(name)
+        )
+        raise CheckpointError(
+            f"the checkpoint's weights do not fit its network (hidden_sizes={list(sizes)}): "
+            + "; ".join(wrong[:3])
+            + (f"; and {len(wrong) - 3} more" if len(wrong) > 3 else "")
+        )
+    model = ActorCritic(hidden_sizes=sizes)
     try:
-        model.load_state_dict(spec["state_dict"])
+        model.load_state_dict(weights)
     except RuntimeError as err:
         raise CheckpointError(f"the checkpoint's weights do not fit its network: {err}") from None
     return model.to(device)
