@@ -75,3 +75,19 @@ def narrate(event: TurnEvent, viewer: int) -> str:
     for p in event.eliminated:
         text += f". {'You are' if p == viewer else f'player_{p} is'} out"
     return text + "."
+
+
+def round_summary(state: GameState, viewer: int | None = None) -> str:
+    """The end of a round in words: the showdown hands (when several players were left),
+    the winners and the tokens. ``viewer`` is called "you" (``None``: nobody)."""
+    names = ["you" if p == viewer else f"player_{p}" for p in range(state.num_players)]
+    alive = [p for p in range(state.num_players) if not state.out[p]]
+    lines = []
+    if len(alive) > 1:
+        lines.append("Showdown - " + ", ".join(f"{names[p]}: {card_name(state.hands[p])}" for p in alive))
+    lines.append(
+        f"Round {state.round} won by {', '.join(names[p] for p in state.round_winners)}. Tokens: "
+        + ", ".join(f"{names[p]} {state.tokens[p]}" for p in range(state.num_players))
+        + f" (target {state.tokens_to_win})"
+    )
+    return "\n".join(lines)

@@ -26,7 +26,7 @@ global generator, so a seeded run is reproducible.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -392,6 +392,20 @@ class PolicyAgent:
         logits, _ = self.model(obs.unsqueeze(0))
         legal = torch.as_tensor(mask, device=self.device).unsqueeze(0)
         return int(sample_actions(logits, legal, self.generator, greedy=self.greedy)[0])
+
+    @torch.no_grad()
+    def explain(self, observation: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """The masked policy's probability for each legal action and the value estimate
+        (what replays show for the decision); it changes nothing."""
+        mask = np.asarray(observation["action_mask"]).astype(bool)
+        obs = torch.as_tensor(np.asarray(observation["observation"], dtype=np.float32), device=self.device)
+        logits, value = self.model(obs.unsqueeze(0))
+        legal = torch.as_tensor(mask, device=self.device)
+        probs = torch.softmax(logits[0].masked_fill(~legal, float("-inf")), dim=-1)
+        return {
+            "probabilities": {int(a): float(probs[a]) for a in np.flatnonzero(mask)},
+            "value": float(value.reshape(-1)[0]),
+        }
 
     @torch.no_grad()
     def act_batch(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

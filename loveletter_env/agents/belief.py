@@ -31,7 +31,7 @@ from ..cards import (
     PRINCE,
     PRINCESS,
 )
-from ..observation import ObservationView
+from ..observation import ObservationView, decode_observation
 from .base import hand_distribution, other_card
 from .memory import KeptCardAgent
 
@@ -176,6 +176,12 @@ class BeliefAgent(KeptCardAgent):
 
     def decide(self, view: ObservationView, legal: list[int], old_card: int) -> int:
         return belief_action(view, legal, self.rng, old_card)
+
+    def explain(self, observation: Mapping) -> dict:
+        """The bot's probabilities for each opponent's hand (seat offset -> {value: p}),
+        as replays show them; it changes nothing."""
+        view = decode_observation(observation["observation"])
+        return {"hand_beliefs": {k: hand_posterior(view, k) for k in range(1, view.num_players) if view.in_round(k)}}
 
 
 def belief_action(view: ObservationView, legal: list[int], rng: random.Random, old_card: int = 0) -> int:

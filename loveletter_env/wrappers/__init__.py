@@ -22,10 +22,11 @@ _LAZY = {
     "RLlibObservationAEC": ".rllib",
     "rllib_multi_agent_env": ".rllib",
     "tianshou_env": ".tianshou",
+    "RecordReplay": ".recorder",
 }
 
 __all__ = [
-    "GYM_ENV_ID", "PETTINGZOO_ENV_ID", "LoveLetterGymEnv", "RLlibLoveLetterEnv", "RLlibObservationAEC",
+    "GYM_ENV_ID", "PETTINGZOO_ENV_ID", "LoveLetterGymEnv", "RecordReplay", "RLlibLoveLetterEnv", "RLlibObservationAEC",
     "make_opponent", "make_opponents", "register_envs", "rllib_env_creator", "rllib_multi_agent_env", "tianshou_env",
 ]
 

@@ -1,0 +1,110 @@
+"""Record every episode of the AEC env as a replay (:mod:`loveletter_env.replay`).
+
+::
+
+    env = RecordReplay(loveletter_env.env(num_players=2), directory="replays")
+    env.reset(seed=0)
+    for agent in env.agent_iter():
+        ...
+        env.step(action)
+    env.last_replay            # the finished episode; also saved as replays/episode_00000.json
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pettingzoo import AECEnv
+from pettingzoo.utils.wrappers import BaseWrapper
+
+from ..replay import AgentInfo, Replay, ReplayRecorder, save_replay
+
+
+class RecordReplay(BaseWrapper):
+    """Wraps a Love Letter AEC env (wrapped or raw) and records each episode.
+
+    Args:
+        env: the env to record.
+        agents: who plays each seat, for the replay's ``agents`` entry (names, or
+            :class:`~loveletter_env.replay.AgentInfo`); default ``player_0 ... player_{n-1}``.
+        directory: when given, every finished episode is saved there as
+            ``{prefix}_{index:05d}.json``.
+        prefix: file name prefix.
+        metadata: copied into every replay's ``metadata``.
+
+    The finished episode is :attr:`last_replay`. :meth:`set_details` attaches what an agent
+    reported about its next move (see :func:`~loveletter_env.replay.decision_details`).
+    """
+
+    def __init__(
+        self,
+        env: AECEnv,
+        agents: Sequence[str | AgentInfo] | None = None,
+        directory: str | os.PathLike | None = None,
+        prefix: str = "episode",
+        metadata: Mapping[str, Any] | None = None,
+    ):
+        super().__init__(env)
+        base = env.unwrapped
+        if not hasattr(base, "game") or not hasattr(base, "num_players"):
+            raise ValueError(f"RecordReplay wraps a Love Letter env, got {type(base).__name__}")
+        self.seat_agents = (
+            None if agents is None else [a if isinstance(a, AgentInfo) else AgentInfo(str(a)) for a in agents]
+        )
+        if self.seat_agents is not None and len(self.seat_agents) != base.num_players:
+            raise ValueError(f"{len(self.seat_agents)} agents given for {base.num_players} seats")
+        self.directory = Path(directory) if directory is not None else None
+        self.prefix = prefix
+        self.metadata = dict(metadata or {})
+        self.episodes_saved = 0
+        self.last_replay: Replay | None = None
+        self.last_path: Path | None = None
+        self._recorder: ReplayRecorder | None = None
+        self._details: dict[str, Any] | None = None
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        self.env.reset(seed=seed, options=options)
+        base = self.env.unwrapped
+        metadata = {**self.metadata, "seed": seed} if seed is not None else dict(self.metadata)
+        self._recorder = ReplayRecorder(base.num_players, base.rules, base.episode, self.seat_agents, metadata)
+        self._recorder.start_round(base.game)
+        self._details = None
+
+    def set_details(self, details: Mapping[str, Any] | None) -> None:
+        """Attach ``details`` (the replay's JSON form) to the next recorded step."""
+        self._details = dict(details) if details else None
+
+    def step(self, action: Any) -> None:
+        base = self.env.unwrapped
+        recorder = self._recorder
+        if recorder is None or base.game is None:
+            raise RuntimeError("call reset() before step()")
+        agent = base.agent_selection
+        if base.terminations.get(agent) or base.truncations.get(agent):
+            self.env.step(action)  # the dead step after the episode's end: nothing to record
+            return
+        game = base.game
+        round_before = game.round
+        recorder.record(game, action, self._details)
+        self._details = None
+        try:
+            self.env.step(action)
+        except BaseException:
+            recorder.discard_last()  # the env refused the move and changed nothing
+            raise
+        if all(base.terminations.values()):
+            self._finish(game)
+        elif game.round != round_before:
+            recorder.start_round(game)
+
+    def _finish(self, game: Any) -> None:
+        assert self._recorder is not None
+        self.last_replay = self._recorder.finish(game)
+        if self.directory is not None:
+            self.last_path = save_replay(
+                self.last_replay, self.directory / f"{self.prefix}_{self.episodes_saved:05d}.json"
+            )
+            self.episodes_saved += 1

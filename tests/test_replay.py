@@ -1,0 +1,273 @@
+"""Replays: recording, the JSON round trip, re-simulation, refusal of tampered files, narration."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+
+import numpy as np
+import pytest
+
+import loveletter_env
+from loveletter_env import engine
+from loveletter_env.agents import make_agent
+from loveletter_env.cards import FULL_DECK
+from loveletter_env.replay import (
+    MAX_REPLAY_BYTES,
+    AgentInfo,
+    ReplayError,
+    ReplayRecorder,
+    decision_details,
+    load_replay,
+    parse_replay,
+    replay_frames,
+    replay_from_dict,
+    save_replay,
+)
+from loveletter_env.wrappers import RecordReplay
+from training.replay import main as replay_main
+from training.replay import narrate_replay
+
+
+def play_recorded(num_players=3, seed=0, episode="game", agent_names=("belief", "rule", "random", "belief")):
+    """A whole game between bots on the engine, recorded with every bot's details."""
+    rng = np.random.default_rng(seed)
+    agents = [make_agent(agent_names[p], seed=seed + p) for p in range(num_players)]
+    infos = [AgentInfo(agent_names[p], agent_names[p], {}, seed + p) for p in range(num_players)]
+    recorder = ReplayRecorder(num_players, "classic", episode, infos, {"seed": seed})
+    state = engine.new_game(num_players, [int(c) for c in rng.permutation(FULL_DECK)], 0)
+    recorder.start_round(state)
+    while True:
+        while not state.round_over:
+            obs = _obs(state)
+            agent = agents[state.current]
+            details = decision_details(agent, obs, state.current, num_players)
+            action = agent.act(obs)
+            recorder.record(state, action, details)
+            engine.step(state, action)
+        if episode == "round" or state.game_over:
+            return recorder.finish(state), state
+        engine.start_round(state, [int(c) for c in rng.permutation(FULL_DECK)])
+        recorder.start_round(state)
+
+
+def _obs(state):
+    from loveletter_env.observation import encode_observation
+
+    mask = np.zeros(41, dtype=np.int8)
+    mask[list(engine.legal_actions(state))] = 1
+    return {"observation": encode_observation(state, state.current), "action_mask": mask}
+
+
+@pytest.fixture(scope="module")
+def game_replay():
+    return play_recorded()
+
+
+def test_round_trip_gives_the_same_game(tmp_path, game_replay):
+    replay, final = game_replay
+    path = save_replay(replay, tmp_path / "sub" / "game.json")
+    loaded = load_replay(path)
+    assert loaded.to_dict() == replay.to_dict()
+    assert loaded.result["tokens"] == final.tokens
+    assert loaded.result["winners"] == list(final.game_winners)
+    assert len(loaded.rounds) == final.round
+    # The re-simulation ends in the same state as the game that was recorded.
+    last = list(replay_frames(loaded))[-1].state
+    assert last.tokens == final.tokens and last.discards == final.discards and last.hands == final.hands
+
+
+def test_belief_details_are_recorded_per_seat(game_replay):
+    replay, _ = game_replay
+    belief_steps = [s for r in replay.rounds for s in r.steps if replay.agents[s.player].name == "belief"]
+    rule_steps = [s for r in replay.rounds for s in r.steps if replay.agents[s.player].name == "rule"]
+    assert belief_steps and all(s.details and "hand_beliefs" in s.details for s in belief_steps)
+    assert all(s.details is None for s in rule_steps)
+    for s in belief_steps:
+        for seat, dist in s.details["hand_beliefs"].items():
+            assert int(seat) != s.player and len(dist) == 8
+            assert sum(dist) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_checkpoint_details_hold_legal_probabilities_and_a_value():
+    from training import load_agent
+
+    agent = load_agent("checkpoints/shipped/ppo_2p.pt")
+    env = loveletter_env.env(num_players=2, episode="round")
+    env.reset(seed=3)
+    obs = env.observe(env.agent_selection)
+    details = decision_details(agent, obs, 0, 2)
+    legal = {str(a) for a in np.flatnonzero(obs["action_mask"])}
+    assert set(details["probabilities"]) == legal
+    assert sum(details["probabilities"].values()) == pytest.approx(1.0, abs=1e-3)
+    assert -1.0 <= details["value"] <= 1.0
+    assert max(details["probabilities"], key=details["probabilities"].get) == str(agent.act(obs))
+
+
+def test_aec_recorder_saves_every_episode(tmp_path):
+    env = RecordReplay(loveletter_env.env(num_players=2, episode="game"), directory=tmp_path, agents=["a", "b"])
+    infos = []
+    for episode in range(2):
+        env.reset(seed=episode)
+        rng = np.random.default_rng(episode)
+        for _agent in env.agent_iter():
+            obs, _, terminated, truncated, info = env.last()
+            env.step(None if terminated or truncated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+        infos.append(info)
+    files = sorted(tmp_path.glob("episode_*.json"))
+    assert [f.name for f in files] == ["episode_00000.json", "episode_00001.json"]
+    for f, info in zip(files, infos, strict=True):
+        replay = load_replay(f)
+        assert replay.result["tokens"] == info["tokens"]
+        assert [f"player_{w}" for w in replay.result["winners"]] == info["winners"]
+        assert [a.name for a in replay.agents] == ["a", "b"]
+        assert replay.metadata["seed"] in (0, 1)
+
+
+def test_aec_recorder_drops_a_refused_move():
+    env = RecordReplay(loveletter_env.env(num_players=2, episode="round"))
+    env.reset(seed=0, options={"deck": [1, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 7, 8], "first_player": 0})
+    obs = env.observe(env.agent_selection)
+    illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
+    with pytest.raises(ValueError):
+        env.step(illegal)
+    while not all(env.terminations.values()):
+        obs = env.observe(env.agent_selection)
+        env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+    assert env.last_replay.rounds[0].steps[0].action != illegal
+    assert parse_replay(env.last_replay.to_json()).num_steps == env.last_replay.num_steps
+
+
+def _tampered(replay, edit):
+    data = copy.deepcopy(replay.to_dict())
+    edit(data)
+    return data
+
+
+def _first_decision_with_choice(replay):
+    state = engine.new_game(replay.num_players, replay.rounds[0].deck, replay.rounds[0].first_player, replay.rules)
+    for i, step in enumerate(replay.rounds[0].steps):
+        legal = engine.legal_actions(state)
+        if len(legal) < 41:
+            illegal = next(a for a in range(41) if a not in legal)
+            return i, illegal
+        engine.step(state, step.action)
+    raise AssertionError("no step")
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d.update(format="something-else"), "not a Love Letter replay"),
+        (lambda d: d.update(version=99), "version 99 is not supported"),
+        (lambda d: d.update(num_players=5), "num_players must be 2, 3 or 4"),
+        (lambda d: d["rounds"][0]["deck"].__setitem__(0, 9), "round 1: deck holds values that are not cards"),
+        (
+            lambda d: d["rounds"][0]["steps"][0].update(player=(d["rounds"][0]["steps"][0]["player"] + 1) % 3),
+            "round 1, step 1: the step is by player_",
+        ),
+        (
+            lambda d: d["rounds"][1].update(first_player=(d["rounds"][1]["first_player"] + 1) % 3),
+            "round 2: first_player is player_",
+        ),
+        (lambda d: d["rounds"][0]["steps"].pop(), "round 1: the steps end after step"),
+        (lambda d: d["rounds"][0]["steps"].append(d["rounds"][0]["steps"][-1]), "the file has extra steps"),
+        (lambda d: d["result"]["tokens"].__setitem__(0, 99), "result.tokens is"),
+        (lambda d: d["result"].update(winners=[]), "result.winners is"),
+        (lambda d: d["rounds"].pop(), "the game is not over after round"),
+        (lambda d: d.update(episode="round"), "exactly one round"),
+        (lambda d: d["rounds"][0]["steps"][0].update(action="12"), "round 1, step 1: action must be int"),
+        (lambda d: d["agents"].pop(), "agents lists 2 seats for a 3-player table"),
+        (lambda d: d["rules"].update(king_ignores_handmaid="yes"), "rules.king_ignores_handmaid must be true or false"),
+    ],
+)
+def test_tampered_files_are_refused_naming_the_problem(game_replay, edit, message):
+    replay, _ = game_replay
+    with pytest.raises(ReplayError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        replay_from_dict(_tampered(replay, edit))
+
+
+def test_an_illegal_move_names_the_first_bad_step(game_replay):
+    replay, _ = game_replay
+    index, illegal = _first_decision_with_choice(replay)
+    data = _tampered(replay, lambda d: d["rounds"][0]["steps"][index].update(action=illegal))
+    with pytest.raises(ReplayError, match=rf"round 1, step {index + 1}: action {illegal} .* is not legal"):
+        replay_from_dict(data)
+
+
+def test_details_are_checked(game_replay):
+    replay, _ = game_replay
+    data = replay.to_dict()
+    step = next(s for s in data["rounds"][0]["steps"] if s.get("details"))
+    step["details"]["hand_beliefs"] = {str(step["player"]): [0.125] * 8}
+    with pytest.raises(ReplayError, match="hand_beliefs must map other seats"):
+        replay_from_dict(data)
+    step["details"] = {"probabilities": {"41": 1.0}}
+    with pytest.raises(ReplayError, match="probabilities must map legal actions"):
+        replay_from_dict(data)
+    step["details"] = {"value": 7}
+    with pytest.raises(ReplayError, match="value must be a number in -1..1"):
+        replay_from_dict(data)
+
+
+def test_unreadable_files_are_refused(tmp_path):
+    with pytest.raises(ReplayError, match="cannot read replay"):
+        load_replay(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ReplayError, match="bad.json.*not valid JSON"):
+        load_replay(tmp_path / "bad.json")
+    (tmp_path / "big.json").write_bytes(b" " * (MAX_REPLAY_BYTES + 1))
+    with pytest.raises(ReplayError, match="the limit is"):
+        load_replay(tmp_path / "big.json")
+    with pytest.raises(ReplayError, match="a replay is a JSON object"):
+        parse_replay("[1, 2]")
+
+
+def test_a_round_replay_and_a_stopped_game():
+    replay, state = play_recorded(num_players=2, seed=4, episode="round")
+    assert replay.episode == "round" and len(replay.rounds) == 1
+    assert replay.result["winners"] == list(state.round_winners) == replay.result["round_winners"][0]
+    data = replay.to_dict()
+    data["episode"] = "rounds"  # one round of a game that was stopped: winners are then the game's (none)
+    data["result"]["winners"] = []
+    assert parse_replay(json.dumps(data)).episode == "rounds"
+
+
+def _narration(replay, seat):
+    out = io.StringIO()
+    narrate_replay(replay, seat, out)
+    return out.getvalue()
+
+
+def test_narration_from_a_seat_shows_only_what_it_saw():
+    replay, _ = play_recorded(num_players=2, seed=1, episode="round", agent_names=("belief", "belief"))
+    open_text = _narration(replay, None)
+    seat_text = _narration(replay, 0)
+    assert "set aside" in open_text and "hands: player_0" in open_text
+    assert "set aside" not in seat_text and "hands: player_0" not in seat_text
+    assert "your hand:" in seat_text
+    # Seat 0's view shows its own reasoning, never seat 1's.
+    assert "thinks player_1 holds" in seat_text and "thinks player_0 holds" not in seat_text
+    assert "thinks player_0 holds" in open_text
+    # A Priest look by the other player is narrated without the card.
+    for line in seat_text.splitlines():
+        if line.strip().startswith("player_1 played Priest"):
+            assert "saw" not in line
+
+
+def test_cli(tmp_path, capsys, game_replay):
+    replay, _ = game_replay
+    path = save_replay(replay, tmp_path / "g.json")
+    assert replay_main([str(path), "--seat", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "player_1 (you)" in text and "Game over:" in text
+    bad = _tampered(replay, lambda d: d["result"]["tokens"].__setitem__(0, 99))
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(SystemExit) as exit_info:
+        replay_main([str(tmp_path / "bad.json")])
+    assert exit_info.value.code == 2
+    assert "result.tokens is" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        replay_main([str(path), "--seat", "3"])
+    assert "--seat must be a seat in 0..2" in capsys.readouterr().err
