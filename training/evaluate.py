@@ -80,8 +80,8 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None) -> Agent:
         seed: seed for the agent's own randomness, where the agent takes one.
 
     Raises:
-        ValueError: the spec names nothing known; FileNotFoundError: a checkpoint path
-        that does not exist.
+        ValueError: the spec names nothing known.
+        FileNotFoundError: a checkpoint path that does not exist.
     """
     if not isinstance(spec, (str, os.PathLike)):
         if callable(getattr(spec, "act", None)):
