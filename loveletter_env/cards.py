@@ -55,10 +55,13 @@ def validate_deck(deck) -> tuple[int, ...]:
     Raises ``ValueError`` naming what is wrong (length, non-card values, wrong counts).
     """
     try:
-        # operator.index accepts Python and numpy integers but refuses 1.5 or "3".
-        cards = tuple(map(operator.index, deck))
+        # operator.index accepts Python and numpy integers but refuses 1.5 or "3" (and numpy bools).
+        items = list(deck)
+        cards = tuple(map(operator.index, items))
     except TypeError:
         raise ValueError(f"deck must be a sequence of 16 integer card values 1..8, got {deck!r}") from None
+    if any(isinstance(card, bool) for card in items):  # True would pass as a Guard
+        raise ValueError(f"deck must hold integer card values 1..8, not booleans, got {items!r}")
     if len(cards) == DECK_SIZE and sorted(cards) == _SORTED_DECK:
         return cards  # the common case, settled in one comparison
     if len(cards) != DECK_SIZE:

@@ -19,6 +19,7 @@ from .engine import MAX_PLAYERS, MIN_PLAYERS
 from .observation import OBSERVATION_SIZE, ObservationTracker
 from .render import render_seat_view
 from .rules import Rules, resolve_rules
+from .validation import check_int, check_seat
 
 EPISODE_KINDS = ("round", "game")
 RESET_OPTIONS = ("deck", "first_player")
@@ -52,6 +53,23 @@ class DeckShuffler:
             self._decks = [tuple(row) for row in block.tolist()]
             self._decks.reverse()
         return self._decks.pop()
+
+
+def check_reset_seed(seed: Any) -> int | None:
+    """``seed`` as an ``int`` (or ``None``); a bool, a non-integer or a negative seed is a
+    ``ValueError`` naming it (Gymnasium's own check raises its generic error type)."""
+    return None if seed is None else check_int("seed", seed, low=0)
+
+
+def check_reset_options(options: dict[str, Any], num_players: int) -> tuple[tuple[int, ...] | None, int | None]:
+    """The ``deck`` and ``first_player`` reset options, checked (each ``None`` if absent)."""
+    deck = options.get("deck")
+    first = options.get("first_player")
+    if deck is not None:
+        deck = engine.validate_deck(deck)
+    if first is not None:
+        first = check_seat("first_player", first, num_players)
+    return deck, first
 
 
 def env(**kwargs: Any) -> "wrappers.OrderEnforcingWrapper":
@@ -132,15 +150,9 @@ class raw_env(AECEnv):
         if unknown:
             # A warning, not an error: pettingzoo's api_test passes an arbitrary option.
             gymnasium.logger.warn(f"ignoring unknown reset option(s) {unknown}; known options: {list(RESET_OPTIONS)}")
-        deck = options.get("deck")
-        first = options.get("first_player")
-        # Validate before touching anything, so a bad option leaves the env as it was.
-        if deck is not None:
-            deck = engine.validate_deck(deck)
-        if first is not None and (
-            isinstance(first, bool) or not isinstance(first, (int, np.integer)) or not 0 <= first < self.num_players
-        ):
-            raise ValueError(f"first_player must be a seat in 0..{self.num_players - 1}, got {first!r}")
+        # Validate before touching anything, so a bad seed or option leaves the env as it was.
+        seed = check_reset_seed(seed)
+        deck, first = check_reset_options(options, self.num_players)
         if seed is not None or self._np_random is None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
             self._decks = DeckShuffler(self._np_random)

@@ -14,8 +14,8 @@ from loveletter_env import env as make_env
 from loveletter_env.observation import OBSERVATION_SIZE
 from training import load_agent
 from training.checkpoint import (
-    CheckpointError,
     DIGEST_KEY,
+    CheckpointError,
     build_model,
     checkpoint_digest,
     export_agent,
@@ -33,8 +33,13 @@ def model() -> ActorCritic:
 
 @pytest.fixture
 def saved(tmp_path, model):
-    payload = {"model": model_payload(model), "config": {"seed": 0}, "update": 7, "global_step": 700,
-               "training": {"optimizer": torch.optim.Adam(model.parameters()).state_dict()}}
+    payload = {
+        "model": model_payload(model),
+        "config": {"seed": 0},
+        "update": 7,
+        "global_step": 700,
+        "training": {"optimizer": torch.optim.Adam(model.parameters()).state_dict()},
+    }
     return save_checkpoint(tmp_path / "run" / "latest.pt", payload)
 
 
@@ -60,7 +65,9 @@ def test_missing_file(tmp_path):
 def test_corrupt_file_gives_a_clear_error(tmp_path, saved, damage):
     bad = tmp_path / "bad.pt"
     data = saved.read_bytes()
-    bad.write_bytes({"garbage": b"this is not a checkpoint" * 10, "truncated": data[: len(data) // 2], "empty": b""}[damage])
+    bad.write_bytes(
+        {"garbage": b"this is not a checkpoint" * 10, "truncated": data[: len(data) // 2], "empty": b""}[damage]
+    )
     with pytest.raises(CheckpointError, match="is not a checkpoint"):
         load_checkpoint(bad)
     with pytest.raises(CheckpointError):
@@ -86,8 +93,10 @@ def test_damaged_tensor_bytes_are_refused(tmp_path):
     bad = tmp_path / "damaged.pt"
     bad.write_bytes(damaged)
     raw = torch.load(bad, weights_only=True)  # what used to be played with
-    assert not torch.equal(raw["model"]["state_dict"]["trunk.0.weight"],
-                           torch.load(SHIPPED_2P, weights_only=True)["model"]["state_dict"]["trunk.0.weight"])
+    assert not torch.equal(
+        raw["model"]["state_dict"]["trunk.0.weight"],
+        torch.load(SHIPPED_2P, weights_only=True)["model"]["state_dict"]["trunk.0.weight"],
+    )
     with pytest.raises(CheckpointError, match="damaged"):
         load_checkpoint(bad)
     with pytest.raises(CheckpointError, match="damaged"):
@@ -155,8 +164,15 @@ def test_plain_pickle_is_not_a_checkpoint_and_no_unsafe_advice(tmp_path):
     assert "weights_only" not in str(info.value)
 
 
-@pytest.mark.parametrize("key,value", [("observation_size", OBSERVATION_SIZE + 1), ("observation_version", 999),
-                                       ("num_actions", 40), ("format_version", 99)])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("observation_size", OBSERVATION_SIZE + 1),
+        ("observation_version", 999),
+        ("num_actions", 40),
+        ("format_version", 99),
+    ],
+)
 def test_other_layouts_are_refused(tmp_path, saved, key, value):
     data = torch.load(saved, weights_only=True)
     data[key] = value
@@ -187,11 +203,15 @@ def test_absurd_hidden_sizes_are_refused_before_allocating(tmp_path, saved, size
         load_agent(path)
 
 
-@pytest.mark.parametrize("model_entry", [
-    {"hidden_sizes": None, "state_dict": None},
-    {"hidden_sizes": "abc", "state_dict": {}},
-    {"hidden_sizes": [64, 64], "state_dict": {"weight": 3}},
-], ids=["no sizes", "text sizes", "not tensors"])
+@pytest.mark.parametrize(
+    "model_entry",
+    [
+        {"hidden_sizes": None, "state_dict": None},
+        {"hidden_sizes": "abc", "state_dict": {}},
+        {"hidden_sizes": [64, 64], "state_dict": {"weight": 3}},
+    ],
+    ids=["no sizes", "text sizes", "not tensors"],
+)
 def test_malformed_model_entry_is_refused(tmp_path, saved, model_entry):
     data = torch.load(saved, weights_only=True)
     data["model"] = model_entry
@@ -221,7 +241,7 @@ def test_loaded_agent_plays_legal_moves(saved, greedy):
     env = make_env(num_players=3, episode="round")
     for episode in range(3):
         env.reset(seed=episode)
-        for name in env.agent_iter():
+        for _ in env.agent_iter():
             obs, _, term, trunc, _ = env.last()
             action = None if term or trunc else agent.act(obs)
             if action is not None:

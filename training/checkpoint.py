@@ -203,8 +203,10 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     if not isinstance(model, dict) or "state_dict" not in model or "hidden_sizes" not in model:
         raise CheckpointError(f"{str(path)!r} has no model weights")
     sizes, weights = model["hidden_sizes"], model["state_dict"]
-    if not isinstance(sizes, (list, tuple)) or not sizes or not all(
-        isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in sizes
+    if (
+        not isinstance(sizes, (list, tuple))
+        or not sizes
+        or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in sizes)
     ):
         raise CheckpointError(f"{str(path)!r} has a malformed network description: hidden_sizes={sizes!r}")
     if not isinstance(weights, dict) or not all(isinstance(w, torch.Tensor) for w in weights.values()):
@@ -245,9 +247,7 @@ def build_model(checkpoint: dict[str, Any], device: str | torch.device = "cpu") 
     return model.to(device)
 
 
-def load_agent(
-    path: str | Path, greedy: bool = True, seed: int = 0, device: str | torch.device = "cpu"
-) -> PolicyAgent:
+def load_agent(path: str | Path, greedy: bool = True, seed: int = 0, device: str | torch.device = "cpu") -> PolicyAgent:
     """An agent with ``act(observation_dict) -> int`` from a checkpoint file or run folder.
 
     Args:

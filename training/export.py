@@ -23,9 +23,12 @@ checks it with onnxruntime against torch on observations from seeded random game
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,6 +41,10 @@ from loveletter_env.wrappers._extras import MissingExtraError, require
 from .checkpoint import CheckpointError, build_model, load_checkpoint
 from .ppo import masked_logits
 
+#: The exporter's op registry reports at its first use, through this logger, that each of
+#: torchvision's four ops (nms, roi_align, roi_pool, deform_conv2d) is skipped when
+#: torchvision is absent. This network uses none of them, so those lines are only noise.
+_REGISTRY_LOGGER = "torch.onnx._internal.exporter._registration"
 INPUT_NAMES = ("observation", "action_mask")
 OUTPUT_NAMES = ("action", "logits", "value")
 #: Largest |torch - onnxruntime| accepted on logits and values by :func:`verify_onnx`.
@@ -62,6 +69,24 @@ class GreedyPolicy(nn.Module):
         return logits.argmax(-1), logits, value
 
 
+class _DropTorchvisionNotices(logging.Filter):
+    """Drops the exporter's "torchvision is not installed" records and nothing else."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("torchvision is not installed")
+
+
+@contextlib.contextmanager
+def _quiet_registry() -> Iterator[None]:
+    logger = logging.getLogger(_REGISTRY_LOGGER)
+    notice_filter = _DropTorchvisionNotices()
+    logger.addFilter(notice_filter)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice_filter)
+
+
 def export_onnx(model: nn.Module, path: str | Path) -> Path:
     """Write ``model`` (``forward(obs) -> (logits, value)``) as an ONNX greedy policy at ``path``.
 
@@ -73,7 +98,7 @@ def export_onnx(model: nn.Module, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     policy = GreedyPolicy(model).eval()
     example = (torch.zeros(2, OBSERVATION_SIZE), torch.ones(2, NUM_ACTIONS, dtype=torch.int8))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _quiet_registry():
         # The exporter warns about its own internals (pytree deprecations, naming one
         # dynamic axis shared by both inputs): nothing a user of this function can act on.
         warnings.filterwarnings("ignore", category=FutureWarning, module="copyreg")
@@ -118,7 +143,7 @@ class OnnxAgent:
             "observation": np.ascontiguousarray(observation, dtype=np.float32),
             "action_mask": np.ascontiguousarray(action_mask, dtype=np.int8),
         }
-        return dict(zip(OUTPUT_NAMES, self.session.run(list(OUTPUT_NAMES), feeds)))
+        return dict(zip(OUTPUT_NAMES, self.session.run(list(OUTPUT_NAMES), feeds), strict=True))
 
     def act(self, observation: Mapping[str, Any]) -> int:
         mask = np.asarray(observation["action_mask"])

@@ -13,14 +13,15 @@ equally often. The legal-action mask comes both from :meth:`LoveLetterGymEnv.act
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
 from ..actions import NUM_ACTIONS
-from ..env import OBSERVATION_HIGH, RESET_OPTIONS, raw_env
+from ..env import OBSERVATION_HIGH, RESET_OPTIONS, check_reset_options, check_reset_seed, raw_env
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules
 from .opponents import OpponentSpec, make_opponents
@@ -99,10 +100,14 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         ``options`` may hold ``"learner_seat"`` (this episode only) and the AEC env's
         ``"deck"`` and ``"first_player"`` (both apply to the first deal of the episode).
         """
-        super().reset(seed=seed)
+        # Everything is checked before anything changes: a refused reset leaves the
+        # episode in progress, the learner's seat and the generators as they were.
+        seed = check_reset_seed(seed)
         options = dict(options or {})
         seat = options.pop("learner_seat", self.fixed_learner_seat)
         self._check_seat(seat, "learner_seat")
+        check_reset_options(options, self.num_players)
+        super().reset(seed=seed)
         rng = self.np_random
         self.learner_seat = int(rng.integers(self.num_players)) if seat is None else int(seat)
         self._learner = self.aec.possible_agents[self.learner_seat]

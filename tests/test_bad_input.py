@@ -1,0 +1,137 @@
+"""Bad input is refused with a clear error before anything changes.
+
+Regression tests for inputs that once broke that contract: a refused Gymnasium reset
+that had already moved the learner, booleans taken for cards, seeds refused with
+Gymnasium's generic error type, and the exporter's noise about torchvision.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+
+import loveletter_env  # noqa: F401  (registers the Gymnasium id)
+from loveletter_env import env as make_env
+from loveletter_env.cards import FULL_DECK, validate_deck
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def gym_env(num_players: int = 3, **kwargs):
+    return gymnasium.make("loveletter/LoveLetter-v0", num_players=num_players, opponents="rule", **kwargs).unwrapped
+
+
+def snapshot(env) -> tuple:
+    """What a refused reset must leave as it was."""
+    return (
+        env.learner_seat,
+        env._learner,
+        env._done,
+        env.np_random.bit_generator.state["state"]["state"],
+        env.aec.agent_selection,
+        env._observation().tobytes(),
+        env.action_masks().tobytes(),
+    )
+
+
+def play_out(env, seed: int) -> list:
+    """Legal first-choice moves until the episode ends, then a fresh seedless reset: the trail."""
+    trail = []
+    done = False
+    while not done:
+        action = int(np.flatnonzero(env.action_masks())[0])
+        obs, reward, done, _, info = env.step(action)
+        assert not info.get("illegal_action")
+        trail.append((action, reward, obs.tobytes()))
+    obs, info = env.reset()  # draws from the generator a refused reset must not have touched
+    trail.append((info["learner_seat"], obs.tobytes()))
+    return trail
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"deck": [1] * 15, "learner_seat": 0},
+        {"deck": list(FULL_DECK), "first_player": 7, "learner_seat": 0},
+        {"learner_seat": 5},
+        {"deck": [True] + list(FULL_DECK[1:]), "learner_seat": 0},
+    ],
+    ids=["short deck", "bad first player", "bad seat", "bool in deck"],
+)
+def test_refused_gym_reset_changes_nothing(options):
+    env, untouched = gym_env(), gym_env()
+    env.reset(seed=4)
+    untouched.reset(seed=4)
+    assert env.learner_seat != 0  # so a premature seat change would show
+    before = snapshot(env)
+    with pytest.raises(ValueError):
+        env.reset(options=options)
+    assert snapshot(env) == before
+    # The episode in progress goes on exactly as in an env that never saw the bad call.
+    assert play_out(env, 4) == play_out(untouched, 4)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "3", np.float64(2.0)])
+def test_bad_seeds_are_a_value_error_naming_the_seed(seed):
+    aec = make_env(num_players=2)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer, got"):
+        aec.reset(seed=seed)
+    env = gym_env()
+    env.reset(seed=1)
+    before = snapshot(env)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer, got"):
+        env.reset(seed=seed)
+    assert snapshot(env) == before
+
+
+def test_numpy_integer_seeds_are_accepted_and_match_python_ints():
+    first, second = make_env(num_players=2), make_env(num_players=2)
+    first.reset(seed=np.int64(9))
+    second.reset(seed=9)
+    assert first.observe(first.agent_selection)["observation"].tobytes() == (
+        second.observe(second.agent_selection)["observation"].tobytes()
+    )
+    obs_np, _ = gym_env().reset(seed=np.int32(9))
+    obs_int, _ = gym_env().reset(seed=9)
+    assert obs_np.tobytes() == obs_int.tobytes()
+
+
+@pytest.mark.parametrize("flag", [True, np.True_], ids=["bool", "numpy bool"])
+def test_a_boolean_is_not_a_guard(flag):
+    deck = list(FULL_DECK)
+    deck[0] = flag  # FULL_DECK starts with a Guard: True == 1 would pass for it
+    with pytest.raises(ValueError, match="integer card values"):
+        validate_deck(deck)
+    aec = make_env(num_players=2)
+    with pytest.raises(ValueError, match="integer card values"):
+        aec.reset(options={"deck": deck})
+
+
+def test_export_keeps_torchvision_notices_out_of_the_users_way(tmp_path):
+    pytest.importorskip("onnxscript")
+    # A fresh interpreter: the exporter reports only on its first use in a process.
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "training.export",
+            "--checkpoint",
+            str(ROOT / "checkpoints/shipped/ppo_2p.pt"),
+            "--onnx",
+            str(tmp_path / "policy.onnx"),
+            "--no-verify",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "torchvision is not installed" not in result.stderr + result.stdout
+    assert result.stderr == ""
+    assert "wrote" in result.stdout
