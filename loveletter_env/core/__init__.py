@@ -1,0 +1,113 @@
+"""The compiled core: the rules of :mod:`loveletter_env.engine` as numba kernels over
+per-game byte records, bit-identical to the reference engine.
+
+The reference engine stays the readable statement of the rules; the core runs the
+same rules at machine speed for the batched CPU engine, the AEC env and search.
+``tests/test_core.py`` keeps the two in step. It imports nothing above the engine
+(no torch, gymnasium or pettingzoo).
+
+Records are described in :mod:`.layout`, kernels in :mod:`.kernels`; this module
+converts between records and :class:`~loveletter_env.engine.GameState` objects and
+creates records for a table and rule preset. Kernels compile on first use and are
+cached on disk (numba's ``cache=True``) for later processes.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .. import knowledge
+from ..cards import DECK_SIZE
+from ..engine import GameState
+from ..rules import Rules
+from . import kernels, layout
+from .layout import MAX_SEATS, RECORD_SIZE
+
+__all__ = ["kernels", "layout", "RECORD_SIZE", "new_records", "record_from_state", "state_from_record"]
+
+
+def new_records(num_players: "np.ndarray | Sequence[int]", rules: Rules) -> np.ndarray:
+    """uint8 [N, RECORD_SIZE]: N games (table sizes ``num_players``, already checked to be
+    2..4) with no round dealt yet."""
+    sizes = np.asarray(num_players, dtype=np.int64)
+    records = np.zeros((sizes.shape[0], RECORD_SIZE), dtype=np.uint8)
+    records[:, layout.NUM_PLAYERS] = sizes
+    records[:, layout.TOKENS_TO_WIN] = np.asarray(rules.tokens_to_win, dtype=np.int64)[sizes - 2]
+    records[:, layout.RULE_DISCARD_SUM] = rules.discard_sum_tiebreak
+    records[:, layout.RULE_KING_IGNORES_HANDMAID] = rules.king_ignores_handmaid
+    records[:, layout.ROUND_OVER] = 1
+    records[:, layout.OUT : layout.OUT + MAX_SEATS] = np.arange(MAX_SEATS) >= sizes[:, None]
+    return records
+
+
+def record_from_state(state: GameState) -> np.ndarray:
+    """A core record holding ``state`` (at any point of a game)."""
+    n = state.num_players
+    r = new_records([n], state.rules)[0]
+    pad = [0] * (MAX_SEATS - n)
+    r[layout.CURRENT] = state.current
+    r[layout.DRAWN] = state.drawn
+    r[layout.NEXT_CARD] = state.next_card
+    r[layout.ROUND_OVER] = state.round_over
+    r[layout.GAME_OVER] = state.game_over
+    r[layout.SET_ASIDE_DRAWN] = state.set_aside_drawn
+    r[layout.TURN] = state.turn
+    r[layout.ROUND] = state.round
+
+    def put(at: int, values: Sequence[int]) -> None:
+        r[at : at + len(values)] = values
+
+    put(layout.TOKENS, state.tokens + pad)
+    put(layout.HANDS, state.hands + pad)
+    put(layout.OUT, [int(o) for o in state.out] + [1] * len(pad))
+    put(layout.PROTECTED, [int(p) for p in state.protected] + pad)
+    put(layout.NUM_DISCARDS, [len(d) for d in state.discards] + pad)
+    put(layout.RULED_OUT, [m >> 1 for m in state.ruled_out] + pad)
+    put(layout.ROUND_WINNERS, [int(p in state.round_winners) for p in range(MAX_SEATS)])
+    put(layout.GAME_WINNERS, [int(p in state.game_winners) for p in range(MAX_SEATS)])
+    if state.deck:
+        put(layout.DECK, state.deck)
+    for observer in range(n):
+        put(layout.KNOWN + observer * MAX_SEATS, state.known[observer])
+        put(layout.SEEN + observer * MAX_SEATS, [int(s) for s in state.seen[observer]])
+    for seat, pile in enumerate(state.discards):
+        put(layout.DISCARDS + seat * DECK_SIZE, pile)
+        for card in pile:
+            r[layout.DISCARDED + seat * 8 + card - 1] += 1
+    return r
+
+
+def state_from_record(record: np.ndarray, rules: Rules) -> GameState:
+    """The :class:`GameState` a record holds (its ``history`` is empty: records keep no
+    turn events). ``rules`` is the preset the record was made with."""
+    r = [int(x) for x in record]
+    n = r[layout.NUM_PLAYERS]
+    state = GameState(n, rules)
+
+    def row(at: int, size: int = n) -> list[int]:
+        return r[at : at + size]
+
+    state.tokens = row(layout.TOKENS)
+    state.round = r[layout.ROUND]
+    state.deck = tuple(row(layout.DECK, DECK_SIZE)) if state.round else ()
+    state.next_card = r[layout.NEXT_CARD]
+    state.set_aside_drawn = bool(r[layout.SET_ASIDE_DRAWN])
+    state.hands = row(layout.HANDS)
+    state.drawn = r[layout.DRAWN]
+    state.current = r[layout.CURRENT]
+    state.out = [bool(x) for x in row(layout.OUT)]
+    state.protected = [bool(x) for x in row(layout.PROTECTED)]
+    state.discards = [row(layout.DISCARDS + seat * DECK_SIZE, r[layout.NUM_DISCARDS + seat]) for seat in range(n)]
+    knowledge.reset(state, n)
+    for observer in range(n):
+        state.known[observer] = row(layout.KNOWN + observer * MAX_SEATS)
+        state.seen[observer] = [bool(x) for x in row(layout.SEEN + observer * MAX_SEATS)]
+    state.ruled_out = [m << 1 for m in row(layout.RULED_OUT)]
+    state.turn = r[layout.TURN]
+    state.round_over = bool(r[layout.ROUND_OVER])
+    state.round_winners = tuple(p for p in range(n) if r[layout.ROUND_WINNERS + p])
+    state.game_over = bool(r[layout.GAME_OVER])
+    state.game_winners = tuple(p for p in range(n) if r[layout.GAME_WINNERS + p])
+    return state

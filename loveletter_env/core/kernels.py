@@ -1,0 +1,545 @@
+"""The rules as compiled per-game kernels over core records (see :mod:`.layout`).
+
+Each kernel mirrors one function of the reference engine (:mod:`loveletter_env.engine`)
+and the knowledge rules of :mod:`loveletter_env.knowledge`; ``tests/test_core.py`` drives
+both with the same decks and actions and compares everything they produce. Kernels
+assume valid input (a legal action, a seat of the table, a permutation of the 16
+cards): the Python layers that call them check it first, so nothing out of range
+reaches compiled code.
+
+Batch drivers (``*_batch``) loop over games in compiled code, so one call from Python
+steps thousands of games.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..cards import BARON, DECK_SIZE, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
+from ..engine import FACE_UP_CARDS_2P
+from .layout import (
+    CARD_OF_ACTION,
+    COPIES,
+    CURRENT,
+    DECK,
+    DECK_HALVES,
+    DISCARDED,
+    DISCARDS,
+    DRAWN,
+    GAME_OVER,
+    GAME_WINNERS,
+    GUESS_OF_ACTION,
+    HAND_ACTIONS,
+    HANDS,
+    KNOWN,
+    MAX_SEATS,
+    NEXT_CARD,
+    NUM_DISCARDS,
+    NUM_PLAYERS,
+    OBS_DECK,
+    OBS_DISCARD_COUNTS,
+    OBS_DISCARDS,
+    OBS_FACE_UP,
+    OBS_HAND,
+    OBS_KNOWN,
+    OBS_NUM_PLAYERS,
+    OBS_OUT,
+    OBS_PRESENT,
+    OBS_PROTECTED,
+    OBS_RULED,
+    OBS_RULES,
+    OBS_SEEN,
+    OBS_SIZE,
+    OBS_TARGET,
+    OBS_TO_ACT,
+    OBS_TOKENS,
+    OBS_UNSEEN,
+    OFFSET_OF_ACTION,
+    OUT,
+    PROTECTED,
+    ROUND,
+    ROUND_OVER,
+    ROUND_WINNERS,
+    RULE_DISCARD_SUM,
+    RULE_KING_IGNORES_HANDMAID,
+    RULED_OUT,
+    SEEN,
+    SET_ASIDE_DRAWN,
+    TARGET_ACTIONS,
+    TOKENS,
+    TOKENS_TO_WIN,
+    TURN,
+)
+
+NUM_ACTIONS = CARD_OF_ACTION.shape[0]
+_MAX_DISCARDS = DECK_SIZE
+_DISCARD_BLOCK = _MAX_DISCARDS * 8  # observation entries per seat's discard sequence
+
+
+# Knowledge (mirrors loveletter_env.knowledge) -------------------------------------------
+
+
+@njit(cache=True)
+def _learn(r, observer, player, card):
+    r[KNOWN + observer * MAX_SEATS + player] = card
+    r[SEEN + observer * MAX_SEATS + player] = 1
+
+
+@njit(cache=True)
+def _on_hand_replaced(r, player):
+    for observer in range(MAX_SEATS):
+        r[KNOWN + observer * MAX_SEATS + player] = 0
+        r[SEEN + observer * MAX_SEATS + player] = 0
+    r[RULED_OUT + player] = 0
+
+
+# Round set-up and turns -------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _begin_turn(r, player):
+    r[CURRENT] = player
+    r[PROTECTED + player] = 0  # Handmaid protection lasts until the owner's next turn
+    nxt = np.int64(r[NEXT_CARD])
+    r[DRAWN] = r[DECK + nxt]
+    r[NEXT_CARD] = nxt + 1
+    r[RULED_OUT + player] = 0  # the card kept may be the new one
+
+
+@njit(cache=True)
+def start_round(r, deck, first_player):
+    """Deal a new round from ``deck`` (16 cards, top first); ``first_player`` starts.
+    Tokens carry over; everything else about the round starts afresh."""
+    n = np.int64(r[NUM_PLAYERS])
+    for i in range(DECK_SIZE):
+        r[DECK + i] = deck[i]
+    r[ROUND] += 1
+    r[TURN] = 0
+    r[SET_ASIDE_DRAWN] = 0
+    r[ROUND_OVER] = 0
+    for seat in range(MAX_SEATS):
+        r[OUT + seat] = 1 if seat >= n else 0
+        r[PROTECTED + seat] = 0
+        r[NUM_DISCARDS + seat] = 0
+        r[RULED_OUT + seat] = 0
+        r[ROUND_WINNERS + seat] = 0
+        r[HANDS + seat] = 0
+    for i in range(MAX_SEATS * MAX_SEATS):
+        r[KNOWN + i] = 0
+        r[SEEN + i] = 0
+    for i in range(MAX_SEATS * 8):
+        r[DISCARDED + i] = 0
+    for i in range(MAX_SEATS * _MAX_DISCARDS):
+        r[DISCARDS + i] = 0
+    # Set-aside card, then the 2-player face-up cards, then one card each in turn order.
+    dealt = 1 + (FACE_UP_CARDS_2P if n == 2 else 0)
+    for i in range(n):
+        r[HANDS + (first_player + i) % n] = r[DECK + dealt + i]
+    r[NEXT_CARD] = dealt + n
+    _begin_turn(r, first_player)
+
+
+@njit(cache=True)
+def new_game(r, num_players, tokens_to_win, discard_sum, king_ignores_handmaid):
+    """Clear ``r`` into a game of ``num_players`` with no round dealt yet."""
+    r[:] = 0
+    r[NUM_PLAYERS] = num_players
+    r[TOKENS_TO_WIN] = tokens_to_win
+    r[RULE_DISCARD_SUM] = discard_sum
+    r[RULE_KING_IGNORES_HANDMAID] = king_ignores_handmaid
+    r[ROUND_OVER] = 1
+    for seat in range(num_players, MAX_SEATS):
+        r[OUT + seat] = 1
+
+
+@njit(cache=True)
+def restart_game(r):
+    """Zero the tokens and round count of ``r`` for a new game at the same table."""
+    for seat in range(MAX_SEATS):
+        r[TOKENS + seat] = 0
+        r[GAME_WINNERS + seat] = 0
+    r[GAME_OVER] = 0
+    r[ROUND] = 0
+
+
+@njit(cache=True)
+def lowest_round_winner(r):
+    for seat in range(MAX_SEATS):
+        if r[ROUND_WINNERS + seat]:
+            return seat
+    return 0
+
+
+# Legal actions --------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _target_code(r):
+    """Bits of the other players that can be chosen: offsets 1..3 in bits 0..2, and for the
+    King in bits 3..5 (see ``layout.TARGET_CODES``)."""
+    n = np.int64(r[NUM_PLAYERS])
+    player = np.int64(r[CURRENT])
+    ignore = r[RULE_KING_IGNORES_HANDMAID] != 0
+    code = 0
+    king = 0
+    for t in range(1, n):
+        seat = (player + t) % n
+        if r[OUT + seat]:
+            continue
+        if not r[PROTECTED + seat]:
+            code |= 1 << (t - 1)
+            king |= 1 << (t - 1)
+        elif ignore:
+            king |= 1 << (t - 1)
+    return code | (king << 3)
+
+
+@njit(cache=True)
+def legal_mask_into(r, mask):
+    """Write the legal actions of the player to act into ``mask`` (41 entries, any
+    numeric or bool dtype; all zero once the round is over)."""
+    if r[ROUND_OVER]:
+        for a in range(NUM_ACTIONS):
+            mask[a] = 0
+        return
+    hand = np.int64(r[HANDS + r[CURRENT]]) * 9 + np.int64(r[DRAWN])
+    code = _target_code(r)
+    for a in range(NUM_ACTIONS):
+        mask[a] = HAND_ACTIONS[hand, a] and TARGET_ACTIONS[code, a]
+
+
+@njit(cache=True)
+def is_legal(r, action):
+    """Whether ``action`` (any integer) is legal for the player to act."""
+    if r[ROUND_OVER] or action < 0 or action >= NUM_ACTIONS:
+        return False
+    hand = np.int64(r[HANDS + r[CURRENT]]) * 9 + np.int64(r[DRAWN])
+    return HAND_ACTIONS[hand, action] and TARGET_ACTIONS[_target_code(r), action]
+
+
+# Applying an action ---------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _discard(r, seat, card):
+    j = np.int64(r[NUM_DISCARDS + seat])
+    r[DISCARDS + seat * _MAX_DISCARDS + j] = card
+    r[NUM_DISCARDS + seat] = j + 1
+    r[DISCARDED + seat * 8 + card - 1] += 1
+
+
+@njit(cache=True)
+def _eliminate(r, player):
+    """``player`` is out: their hand is discarded face up without effect."""
+    r[OUT + player] = 1
+    r[PROTECTED + player] = 0
+    card = np.int64(r[HANDS + player])
+    if card:
+        _discard(r, player, card)
+        r[HANDS + player] = 0
+    _on_hand_replaced(r, player)
+
+
+@njit(cache=True)
+def _draw_replacement(r):
+    """The card a Prince's target draws: the top of the deck, or the set-aside card."""
+    nxt = np.int64(r[NEXT_CARD])
+    if nxt < DECK_SIZE:
+        r[NEXT_CARD] = nxt + 1
+        return np.int64(r[DECK + nxt])
+    r[SET_ASIDE_DRAWN] = 1
+    return np.int64(r[DECK])
+
+
+@njit(cache=True)
+def play(r, action):
+    """The player to act plays ``action`` (assumed legal); the turn resolves, then the
+    next one begins or the round ends (winners, tokens, game end)."""
+    n = np.int64(r[NUM_PLAYERS])
+    player = np.int64(r[CURRENT])
+    card = CARD_OF_ACTION[action]
+    offset = OFFSET_OF_ACTION[action]
+    guess = GUESS_OF_ACTION[action]
+
+    # Play one card; keep the other.
+    drawn = np.int64(r[DRAWN])
+    if drawn != card:
+        r[HANDS + player] = drawn
+    r[DRAWN] = 0
+    _discard(r, player, card)
+    # Whoever knew the player held this value can no longer tell which copy was played.
+    for observer in range(MAX_SEATS):
+        at = observer * MAX_SEATS + player
+        if r[KNOWN + at] == card:
+            r[KNOWN + at] = 0
+            r[SEEN + at] = 0
+
+    if offset >= 0:
+        target = (player + offset) % n
+        if card == GUARD:
+            if r[HANDS + target] == guess:
+                _eliminate(r, target)
+            else:
+                r[RULED_OUT + target] |= 1 << (guess - 1)
+        elif card == PRIEST:
+            _learn(r, player, target, r[HANDS + target])
+        elif card == BARON:
+            actor_card = np.int64(r[HANDS + player])
+            target_card = np.int64(r[HANDS + target])
+            _learn(r, player, target, target_card)
+            _learn(r, target, player, actor_card)
+            if actor_card < target_card:
+                _eliminate(r, player)
+            elif target_card < actor_card:
+                _eliminate(r, target)
+        elif card == PRINCE:
+            target_card = np.int64(r[HANDS + target])
+            _discard(r, target, target_card)
+            r[HANDS + target] = 0
+            _on_hand_replaced(r, target)
+            if target_card == PRINCESS:
+                _eliminate(r, target)
+            else:
+                r[HANDS + target] = _draw_replacement(r)
+        elif card == KING:
+            actor_card = r[HANDS + player]
+            target_card = r[HANDS + target]
+            r[HANDS + player] = target_card
+            r[HANDS + target] = actor_card
+            # What anyone knew moves with the card; the new holder cannot tell whether it held.
+            for observer in range(MAX_SEATS):
+                row = KNOWN + observer * MAX_SEATS
+                known_player = r[row + player]
+                r[row + player] = r[row + target]
+                r[row + target] = known_player
+                r[SEEN + observer * MAX_SEATS + player] = 0
+                r[SEEN + observer * MAX_SEATS + target] = 0
+            ruled = r[RULED_OUT + player]
+            r[RULED_OUT + player] = r[RULED_OUT + target]
+            r[RULED_OUT + target] = ruled
+            _learn(r, player, target, actor_card)
+            _learn(r, target, player, target_card)
+    elif card == HANDMAID:
+        r[PROTECTED + player] = 1
+    elif card == PRINCESS:
+        _eliminate(r, player)
+
+    r[TURN] += 1
+    _end_turn(r)
+
+
+@njit(cache=True)
+def _end_turn(r):
+    """Check for the end of the round; otherwise the next player in the round begins."""
+    n = np.int64(r[NUM_PLAYERS])
+    alive = 0
+    last = 0
+    for seat in range(n):
+        if not r[OUT + seat]:
+            alive += 1
+            last = seat
+    if alive == 1:
+        r[ROUND_WINNERS + last] = 1
+        _finish_round(r)
+    elif r[NEXT_CARD] >= DECK_SIZE:
+        _showdown(r)
+        _finish_round(r)
+    else:
+        nxt = (np.int64(r[CURRENT]) + 1) % n
+        while r[OUT + nxt]:
+            nxt = (nxt + 1) % n
+        _begin_turn(r, nxt)
+
+
+@njit(cache=True)
+def _discard_sum(r, seat):
+    total = 0
+    for v in range(1, 9):
+        total += v * np.int64(r[DISCARDED + seat * 8 + v - 1])
+    return total
+
+
+@njit(cache=True)
+def _showdown(r):
+    """Mark the showdown winners: highest card; then (``classic``) highest sum of
+    discards; whoever is still tied shares the round."""
+    n = np.int64(r[NUM_PLAYERS])
+    best = -1
+    for seat in range(n):
+        if not r[OUT + seat] and r[HANDS + seat] > best:
+            best = np.int64(r[HANDS + seat])
+    tied = 0
+    best_sum = -1
+    for seat in range(n):
+        if not r[OUT + seat] and r[HANDS + seat] == best:
+            tied += 1
+            best_sum = max(best_sum, _discard_sum(r, seat))
+    tiebreak = tied > 1 and r[RULE_DISCARD_SUM] != 0
+    for seat in range(n):
+        if not r[OUT + seat] and r[HANDS + seat] == best and (not tiebreak or _discard_sum(r, seat) == best_sum):
+            r[ROUND_WINNERS + seat] = 1
+
+
+@njit(cache=True)
+def _finish_round(r):
+    r[ROUND_OVER] = 1
+    r[DRAWN] = 0
+    n = np.int64(r[NUM_PLAYERS])
+    for seat in range(n):
+        if r[ROUND_WINNERS + seat]:
+            r[TOKENS + seat] += 1
+    for seat in range(n):
+        if r[TOKENS + seat] >= r[TOKENS_TO_WIN]:
+            r[GAME_OVER] = 1
+            r[GAME_WINNERS + seat] = 1
+
+
+# Observation ----------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def observe_into(r, observer, out):
+    """Write seat ``observer``'s observation vector (as
+    :func:`loveletter_env.observation.encode_observation`) into ``out`` (646 floats)."""
+    n = np.int64(r[NUM_PLAYERS])
+    for i in range(OBS_SIZE):
+        out[i] = 0.0
+    unseen = COPIES.copy()
+
+    card = np.int64(r[HANDS + observer])
+    if card:
+        out[OBS_HAND + card - 1] += 1.0
+        unseen[card] -= 1
+    if observer == r[CURRENT] and r[DRAWN]:
+        card = np.int64(r[DRAWN])
+        out[OBS_HAND + card - 1] += 1.0
+        unseen[card] -= 1
+    if n == 2:
+        for i in range(1, 1 + FACE_UP_CARDS_2P):
+            card = np.int64(r[DECK + i])
+            out[OBS_FACE_UP + card - 1] += 1.0
+            unseen[card] -= 1
+
+    for k in range(n):
+        seat = (observer + k) % n
+        sequence = OBS_DISCARDS + k * _DISCARD_BLOCK - 1
+        for j in range(np.int64(r[NUM_DISCARDS + seat])):
+            card = np.int64(r[DISCARDS + seat * _MAX_DISCARDS + j])
+            out[sequence + j * 8 + card] = 1.0
+            unseen[card] -= 1
+        for v in range(8):
+            out[OBS_DISCARD_COUNTS + k * 8 + v] = r[DISCARDED + seat * 8 + v]
+        if k:
+            card = np.int64(r[KNOWN + observer * MAX_SEATS + seat])
+            if card:
+                out[OBS_KNOWN + (k - 1) * 8 + card - 1] = 1.0
+                unseen[card] -= 1
+            ruled = np.int64(r[RULED_OUT + seat])
+            for v in range(8):
+                if ruled >> v & 1:
+                    out[OBS_RULED + (k - 1) * 8 + v] = 1.0
+            if r[SEEN + seat * MAX_SEATS + observer]:
+                out[OBS_SEEN + k - 1] = 1.0
+        out[OBS_PRESENT + k] = 1.0
+        if r[OUT + seat]:
+            out[OBS_OUT + k] = 1.0
+        if r[PROTECTED + seat]:
+            out[OBS_PROTECTED + k] = 1.0
+        out[OBS_TOKENS + k] = r[TOKENS + seat]
+    if not r[ROUND_OVER]:
+        out[OBS_TO_ACT + (np.int64(r[CURRENT]) - observer) % n] = 1.0
+    out[OBS_NUM_PLAYERS + n - 2] = 1.0
+    out[OBS_RULES] = r[RULE_DISCARD_SUM]
+    out[OBS_RULES + 1] = r[RULE_KING_IGNORES_HANDMAID]
+    out[OBS_DECK] = DECK_SIZE - np.int64(r[NEXT_CARD])
+    out[OBS_TARGET] = r[TOKENS_TO_WIN]
+    for v in range(8):
+        out[OBS_UNSEEN + v] = unseen[v + 1]
+
+
+# Batch drivers ----------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def deal_shuffled(r, orders, placements, draws, first_player):
+    """Deal ``r`` a new round from the deck that ``draws`` (three row indices) pick: the
+    sorted deck's first 8 cards in the order ``orders[draws[0]]``, its last 8 in the
+    order ``orders[draws[1]]``, placed at the positions ``placements[draws[2]]`` (the
+    construction of :func:`loveletter_env.batched.shuffle.shuffled_decks`)."""
+    deck = np.empty(DECK_SIZE, np.uint8)
+    half = DECK_SIZE // 2
+    first = orders[draws[0]]
+    second = orders[draws[1]]
+    positions = placements[draws[2]]
+    for j in range(half):
+        deck[positions[j]] = DECK_HALVES[0, first[j]]
+        deck[positions[half + j]] = DECK_HALVES[1, second[j]]
+    start_round(r, deck, first_player)
+
+
+@njit(cache=True)
+def reset_batch(records, decks, first_players, masks):
+    """Start a new game in every record from ``decks`` [N, 16] and ``first_players`` [N];
+    write the legal masks."""
+    for g in range(records.shape[0]):
+        r = records[g]
+        restart_game(r)
+        start_round(r, decks[g], first_players[g])
+        legal_mask_into(r, masks[g])
+
+
+@njit(cache=True)
+def step_batch(
+    records, actions, episode_is_round, random_first, orders, placements, draws,
+    rewards, dones, round_over, round_winners, tokens, current, masks, observations, observe,
+):
+    """Every game's player to act plays ``actions[g]`` (assumed legal); rounds that end
+    are followed at once by the next: a new game (tokens zeroed, ``random_first[g]``
+    starts) where the episode is done, else the next round of the same game, which the
+    previous round's lowest-seat winner starts. Decks come from ``draws[g]`` (see
+    :func:`deal_shuffled`).
+
+    Writes, per game: ``rewards`` [N, 4] (+1 winners, -1 others at an episode's end, 0
+    for padding seats and otherwise), ``dones``, ``round_over``, ``round_winners`` and
+    ``tokens`` of the turn just played (before any reset), then the new ``current``
+    seat, ``masks`` and, when ``observe``, the acting seat's ``observations``."""
+    for g in range(records.shape[0]):
+        r = records[g]
+        play(r, actions[g])
+        over = r[ROUND_OVER] != 0
+        round_over[g] = over
+        for seat in range(MAX_SEATS):
+            round_winners[g, seat] = r[ROUND_WINNERS + seat]
+            tokens[g, seat] = r[TOKENS + seat]
+            rewards[g, seat] = 0.0
+        done = False
+        if over:
+            done = episode_is_round or r[GAME_OVER] != 0
+            if done:
+                winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
+                for seat in range(np.int64(r[NUM_PLAYERS])):
+                    rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
+                restart_game(r)
+                first = random_first[g]
+            else:
+                first = lowest_round_winner(r)
+            deal_shuffled(r, orders, placements, draws[g], first)
+        dones[g] = done
+        current[g] = r[CURRENT]
+        legal_mask_into(r, masks[g])
+        if observe:
+            observe_into(r, np.int64(r[CURRENT]), observations[g])
+
+
+@njit(cache=True)
+def observe_batch(records, seats, out):
+    """``out[g]`` = game ``g`` seen from ``seats[g]``."""
+    for g in range(records.shape[0]):
+        observe_into(records[g], seats[g], out[g])
+
+
+@njit(cache=True)
+def masks_batch(records, masks):
+    for g in range(records.shape[0]):
+        legal_mask_into(records[g], masks[g])

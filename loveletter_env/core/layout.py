@@ -1,0 +1,122 @@
+"""Where each field of a game lives in a core record, and the constant tables the kernels read.
+
+A *record* is one game as a row of ``RECORD_SIZE`` unsigned bytes; N games are a
+``uint8 [N, RECORD_SIZE]`` array. One flat row per game makes a game cheap to copy
+(search clones states by copying rows) and lets a compiled kernel take one array
+argument per batch instead of one per field. Every value fits a byte: cards are 0..8,
+seats 0..3, counters at most 16, tokens at most 7.
+
+Conventions are the reference engine's (:class:`loveletter_env.engine.GameState`):
+card value 0 means "no card" / "unknown", ``deck`` index 0 is the top (the set-aside
+card), ``known[observer * 4 + player]`` is the card ``observer`` knows ``player``
+holds. Two differences of representation: seats are padded to 4, a padding seat being
+permanently out; and ``ruled_out`` keeps value ``v`` at bit ``v - 1`` (the reference
+uses bit ``v``) so that 8 values fit a byte.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, NUM_ACTIONS
+from ..cards import BARON, CARD_COUNTS, CARD_VALUES, COUNTESS, DECK_SIZE, FULL_DECK, GUARD, KING, PRIEST, PRINCE
+from ..observation import MAX_DISCARDS, OBSERVATION_SIZE, SLICES
+
+MAX_SEATS = 4
+
+# Scalars.
+NUM_PLAYERS = 0
+TOKENS_TO_WIN = 1
+RULE_DISCARD_SUM = 2  # 1: a showdown tie goes to the highest sum of discards
+RULE_KING_IGNORES_HANDMAID = 3  # 1: the King may choose a protected player
+CURRENT = 4  # seat to act (kept after the round ends, as the reference does)
+DRAWN = 5  # the second card of the player to act (0 once the round is over)
+NEXT_CARD = 6  # index of the next card to draw (16 = empty)
+ROUND_OVER = 7
+GAME_OVER = 8
+SET_ASIDE_DRAWN = 9
+TURN = 10  # turns played this round
+ROUND = 11  # rounds dealt this game
+# Per seat (4 bytes each).
+TOKENS = 12
+HANDS = 16  # the card each seat keeps (0 = none)
+OUT = 20
+PROTECTED = 24
+NUM_DISCARDS = 28
+RULED_OUT = 32  # bit v - 1 set: a failed Guard proved value v absent
+ROUND_WINNERS = 36
+GAME_WINNERS = 40
+# Larger blocks.
+DECK = 44  # 16 cards, top first
+KNOWN = 60  # [observer, player]
+SEEN = 76  # [observer, player]: the player can tell that observer knows its card
+DISCARDED = 92  # [seat, value - 1]: copies of each value discarded this round
+DISCARDS = 124  # [seat, slot]: discards in order
+RECORD_SIZE = DISCARDS + MAX_SEATS * MAX_DISCARDS  # 188
+
+assert MAX_DISCARDS == DECK_SIZE
+
+# Observation positions (from the one layout in loveletter_env.observation).
+OBS_SIZE = OBSERVATION_SIZE
+OBS_HAND = SLICES["hand"].start
+OBS_KNOWN = SLICES["known_card"].start
+OBS_RULED = SLICES["ruled_out"].start
+OBS_SEEN = SLICES["seen_by"].start
+OBS_OUT = SLICES["out"].start
+OBS_PROTECTED = SLICES["protected"].start
+OBS_TO_ACT = SLICES["to_act"].start
+OBS_DECK = SLICES["deck_size"].start
+OBS_UNSEEN = SLICES["unseen"].start
+OBS_FACE_UP = SLICES["face_up"].start
+OBS_PRESENT = SLICES["present"].start
+OBS_TOKENS = SLICES["tokens"].start
+OBS_TARGET = SLICES["tokens_to_win"].start
+OBS_NUM_PLAYERS = SLICES["num_players"].start
+OBS_RULES = SLICES["rules"].start
+OBS_DISCARD_COUNTS = SLICES["discard_counts"].start
+OBS_DISCARDS = SLICES["discards"].start
+
+# Action tables.
+OTHER_PLAYER_CARDS = (GUARD, PRIEST, BARON, KING)
+#: Rows of ``TARGET_ACTIONS``: bit ``t - 1`` set when the other player at offset ``t`` can
+#: be chosen, for most cards (low 3 bits) and for the King (high 3 bits).
+TARGET_CODES = 1 << (2 * (MAX_SEATS - 1))
+
+
+def target_allowed(action: int, choosable: int, king_choosable: int) -> bool:
+    """Whether ``action``'s choice of target is allowed, given the bit masks of the other
+    players that can be chosen (``king_choosable`` for the King, which a rule may let
+    ignore the Handmaid)."""
+    card, offset = ACTION_CARD[action], ACTION_OFFSET[action]
+    if card not in OTHER_PLAYER_CARDS and (card != PRINCE or offset == 0):
+        return True  # no target, or the Prince on yourself: always allowed
+    bits = king_choosable if card == KING else choosable
+    if offset == NO_TARGET:
+        return bits == 0  # "no effect" only when nobody else can be chosen
+    return bool(bits >> (offset - 1) & 1)
+
+
+def hand_allows(action: int, a: int, b: int) -> bool:
+    """Whether a player holding cards ``a`` and ``b`` may play ``action``'s card."""
+    held = (a, b)
+    if COUNTESS in held and (KING in held or PRINCE in held):
+        return ACTION_CARD[action] == COUNTESS  # the Countess must be played
+    return ACTION_CARD[action] in held
+
+
+#: ``HAND_ACTIONS[9 * a + b]``: the actions a hand of cards ``a`` and ``b`` allows.
+HAND_ACTIONS = np.array(
+    [[hand_allows(i, a, b) for i in range(NUM_ACTIONS)] for a in range(9) for b in range(9)], dtype=np.bool_
+)
+#: ``TARGET_ACTIONS[code]``: the actions whose target is allowed (see ``TARGET_CODES``).
+TARGET_ACTIONS = np.array(
+    [[target_allowed(i, code & 7, code >> 3) for i in range(NUM_ACTIONS)] for code in range(TARGET_CODES)],
+    dtype=np.bool_,
+)
+CARD_OF_ACTION = np.array(ACTION_CARD, dtype=np.int64)
+OFFSET_OF_ACTION = np.array(ACTION_OFFSET, dtype=np.int64)
+GUESS_OF_ACTION = np.array(ACTION_GUESS, dtype=np.int64)
+#: Copies of each value, indexed by value (index 0 unused).
+COPIES = np.array([0] + [CARD_COUNTS[v] for v in CARD_VALUES], dtype=np.int64)
+#: The sorted deck in two halves of 8 (the deck construction of :func:`deal_shuffled`).
+DECK_HALVES = np.array(FULL_DECK, dtype=np.uint8).reshape(2, DECK_SIZE // 2)
