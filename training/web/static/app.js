@@ -1,0 +1,421 @@
+// Love Letter web app: three pages (Play, Replays, Leaderboard) drawn from the server's JSON.
+// The server decides everything about the game; this file only draws it and sends clicks.
+"use strict";
+
+const state = { meta: null, game: null, chosenCard: null, chosenTarget: null, replay: null, source: null, frame: 0 };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "class") node.className = value;
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (value !== undefined && value !== null && value !== false) node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function showError(message) {
+  const box = document.getElementById("error");
+  box.textContent = message;
+  box.hidden = !message;
+}
+
+async function api(path, options) {
+  const response = await fetch(path, options);
+  const body = await response.json().catch(() => ({ error: `answer ${response.status} is not JSON` }));
+  if (!response.ok) throw new Error(body.error || `request failed (${response.status})`);
+  return body;
+}
+
+function postJSON(path, body) {
+  return api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+}
+
+// Cards -----------------------------------------------------------------------------------
+
+function cardInfo(value) {
+  return state.meta.cards.find((c) => c.value === value);
+}
+
+function cardNode(value, opts = {}) {
+  if (!value) return el("div", { class: "card back" + (opts.small ? " small" : "") }, opts.small ? "?" : "");
+  const info = cardInfo(value);
+  if (opts.small) {
+    return el("div", { class: `card small v${value}`, title: `${info.name}: ${info.effect}`, dataset: { card: value } },
+      el("span", { class: "value" }, value), el("span", { class: "cname" }, info.name));
+  }
+  return el("div", { class: `card v${value}`, dataset: { card: value }, title: info.effect },
+    el("span", { class: "value" }, value), el("span", { class: "cname" }, info.name),
+    el("span", { class: "effect" }, info.effect));
+}
+
+function cardName(value) {
+  return value ? cardInfo(value).name : "?";
+}
+
+function renderReference(container) {
+  container.replaceChildren(el("h3", {}, "Cards"),
+    ...state.meta.cards.map((c) => el("div", { class: "ref-card" },
+      el("span", { class: `ref-value v${c.value}` }, c.value),
+      el("strong", {}, `${c.name} ×${c.copies}`),
+      el("span", {}, c.effect))));
+}
+
+// The table -------------------------------------------------------------------------------
+
+function playerBox(p, view) {
+  const flags = [];
+  if (p.to_act) flags.push(el("span", { class: "flag acting" }, "to act"));
+  if (p.protected) flags.push(el("span", { class: "flag protected" }, "protected"));
+  if (p.out) flags.push(el("span", { class: "flag out" }, "out"));
+  if (view.round_over && view.round_winners.includes(p.seat)) flags.push(el("span", { class: "flag acting" }, "won the round"));
+  const hand = p.hand ? p.hand.map((c) => cardNode(c, { small: true })) : Array.from({ length: p.hand_size }, () => cardNode(0, { small: true }));
+  const known = [];
+  if (p.known) known.push(el("div", {}, "You know they hold: ", el("strong", {}, cardName(p.known))));
+  if (p.ruled_out.length) known.push(el("div", { class: "hint" }, "A Guard proved they hold no ", p.ruled_out.map(cardName).join(", ")));
+  return el("div", { class: "player" + (p.to_act ? " to-act" : "") + (p.out ? " out" : "") + (p.you ? " you" : ""), dataset: { seat: p.seat } },
+    el("div", {}, el("span", { class: "name" }, p.you ? `You (player_${p.seat})` : p.name), ...flags),
+    el("div", { class: "tokens", title: `${p.tokens} of ${view.tokens_to_win} tokens` }, "♥".repeat(p.tokens) + "♡".repeat(Math.max(0, view.tokens_to_win - p.tokens))),
+    el("div", { class: "hint" }, "Hand:"), el("div", { class: "cards hand" }, hand),
+    el("div", { class: "hint" }, "Discards, in order:"), el("div", { class: "cards discards" }, p.discards.map((c) => cardNode(c, { small: true }))),
+    ...known);
+}
+
+function renderTable(container, view, handArea) {
+  const info = el("div", { class: "table-info" },
+    el("strong", {}, `Round ${view.round}`), el("span", {}, `Deck: ${view.deck_remaining} cards`),
+    el("span", {}, `Rules: ${view.rules}`), el("span", {}, `Tokens to win: ${view.tokens_to_win}`));
+  if (view.face_up.length) info.append(el("span", {}, "Face up: "), el("div", { class: "cards" }, view.face_up.map((c) => cardNode(c, { small: true }))));
+  if (view.set_aside) info.append(el("span", {}, "Set aside: "), cardNode(view.set_aside, { small: true }));
+  const players = el("div", { class: "players" }, view.players.map((p) => playerBox(p, view)));
+  container.replaceChildren(info, players);
+  if (handArea) container.append(handArea);
+}
+
+// Play ------------------------------------------------------------------------------------
+
+function opponentOptions() {
+  const bots = state.meta.opponents.bots.map((b) => el("option", { value: b.name }, b.name));
+  const checkpoints = state.meta.opponents.checkpoints.map((c) => el("option", { value: `checkpoint:${c}` }, `checkpoint ${c}`));
+  return [...bots, ...checkpoints];
+}
+
+function renderOpponentRows() {
+  const count = Number(document.getElementById("players").value) - 1;
+  const rows = [];
+  for (let i = 1; i <= count; i++) {
+    const select = el("select", { id: `opp-${i}`, class: "opponent" }, opponentOptions());
+    select.value = state.meta.opponents.checkpoints.length && i === 1 ? `checkpoint:${state.meta.opponents.checkpoints[0]}` : "belief";
+    const options = el("input", { id: `opt-${i}`, placeholder: "options, e.g. iterations=300", size: 26 });
+    const sync = () => { options.hidden = select.value !== "ismcts"; };
+    select.addEventListener("change", sync);
+    sync();
+    rows.push(el("div", { class: "row" }, el("label", {}, `Opponent ${i} `, select), options));
+  }
+  document.getElementById("opponents").replaceChildren(...rows);
+}
+
+async function startGame(event) {
+  event.preventDefault();
+  const players = Number(document.getElementById("players").value);
+  const opponents = [];
+  for (let i = 1; i < players; i++) {
+    const name = document.getElementById(`opp-${i}`).value;
+    const options = document.getElementById(`opt-${i}`).value.trim();
+    opponents.push(name === "ismcts" && options ? `${name}:${options}` : name);
+  }
+  try {
+    const game = await postJSON("/api/games", {
+      players, opponents, rules: document.getElementById("rules").value, length: document.getElementById("length").value,
+    });
+    showError("");
+    showGame(game);
+  } catch (err) {
+    showError(err.message);
+  }
+}
+
+function showGame(game) {
+  state.game = game;
+  state.chosenCard = null;
+  state.chosenTarget = null;
+  document.getElementById("game").hidden = false;
+  document.getElementById("setup").hidden = true;
+  const view = game.view;
+  const me = view.players[game.seat];
+  const playable = new Set(game.legal.map((m) => m.card));
+  const handCards = (me.hand || []).map((c, i) => {
+    const node = cardNode(c);
+    node.dataset.index = i;
+    if (playable.has(c)) {
+      node.classList.add("playable");
+      node.addEventListener("click", () => chooseCard(c));
+    } else if (game.legal.length) {
+      node.classList.add("disabled");
+    }
+    return node;
+  });
+  const prompt = game.legal.length ? "Your turn: click a card to play." : (view.round_over ? "" : "Waiting for the others…");
+  const handArea = el("div", { class: "hand-area panel" }, el("h3", {}, "Your hand"), el("div", { class: "cards", id: "hand" }, handCards), el("div", { class: "hint", id: "prompt" }, prompt));
+  renderTable(document.getElementById("board"), view, handArea);
+  renderPicker();
+  const log = document.getElementById("log");
+  log.replaceChildren(...game.log.map((line) => el("li", {}, line)));
+  log.scrollTop = log.scrollHeight;
+  renderResult();
+}
+
+function movesFor(card, target) {
+  return state.game.legal.filter((m) => m.card === card && (target === undefined || m.target === target));
+}
+
+function chooseCard(card) {
+  const moves = movesFor(card);
+  document.querySelectorAll("#hand .card").forEach((n) => n.classList.toggle("chosen", Number(n.dataset.card) === card));
+  if (moves.length === 1) return play(moves[0]);
+  state.chosenCard = card;
+  state.chosenTarget = null;
+  renderPicker();
+}
+
+function chooseTarget(target) {
+  const moves = movesFor(state.chosenCard, target);
+  if (moves.length === 1) return play(moves[0]);
+  state.chosenTarget = target;
+  renderPicker();
+}
+
+function renderPicker() {
+  const picker = document.getElementById("picker");
+  const card = state.chosenCard;
+  if (card === null) { picker.hidden = true; picker.replaceChildren(); return; }
+  picker.hidden = false;
+  const cancel = el("button", { id: "cancel", type: "button", onclick: () => showGame(state.game) }, "Cancel");
+  if (state.chosenTarget === null) {
+    const targets = [...new Set(movesFor(card).map((m) => m.target))];
+    picker.replaceChildren(el("h3", {}, `${cardName(card)}: choose a player`),
+      ...targets.map((t) => el("button", { type: "button", class: "target-btn", dataset: { seat: t }, onclick: () => chooseTarget(t) },
+        t === state.game.seat ? "yourself" : state.game.view.players[t].name)), cancel);
+  } else {
+    const moves = movesFor(card, state.chosenTarget);
+    picker.replaceChildren(el("h3", {}, `${cardName(card)} on ${state.game.view.players[state.chosenTarget].name}: name a card`),
+      ...moves.map((m) => el("button", { type: "button", class: "guess-btn", dataset: { guess: m.guess }, onclick: () => play(m) }, cardName(m.guess))), cancel);
+  }
+}
+
+function confirmPrincess() {
+  return new Promise((resolve) => {
+    const modal = document.getElementById("confirm");
+    modal.hidden = false;
+    const done = (answer) => { modal.hidden = true; resolve(answer); };
+    document.getElementById("confirm-yes").onclick = () => done(true);
+    document.getElementById("confirm-no").onclick = () => done(false);
+  });
+}
+
+async function play(move) {
+  if (move.card === 8 && !(await confirmPrincess())) return showGame(state.game);
+  try {
+    const game = await postJSON(`/api/games/${state.game.id}/move`, { action: move.action });
+    showError("");
+    showGame(game);
+  } catch (err) {
+    showError(err.message);
+  }
+}
+
+function renderResult() {
+  const box = document.getElementById("result");
+  const game = state.game;
+  const view = game.view;
+  if (!view.round_over) { box.hidden = true; box.replaceChildren(); return; }
+  const names = (seats) => seats.map((s) => (s === game.seat ? "You" : view.players[s].name)).join(", ");
+  const children = [el("div", { class: "winner", id: "round-winner" }, `Round ${view.round} won by ${names(view.round_winners)}.`)];
+  if (view.game_over) children.push(el("div", { class: "winner", id: "game-winner" }, `Game over: ${names(view.game_winners)} won the game.`));
+  if (game.replay_file) {
+    children.push(el("p", {}, "Saved as replay ", el("a", { href: `#/replays/${encodeURIComponent(game.replay_file)}`, id: "replay-link" }, game.replay_file), "."));
+  }
+  if (!game.finished) children.push(el("button", { id: "next-round", type: "button", onclick: nextRound }, "Next round"));
+  children.push(el("button", { id: "new-game", type: "button", onclick: newGame }, "New game"));
+  box.replaceChildren(...children);
+  box.hidden = false;
+}
+
+function newGame() {
+  document.getElementById("game").hidden = true;
+  document.getElementById("setup").hidden = false;
+  window.scrollTo(0, 0);
+}
+
+async function nextRound() {
+  try {
+    showGame(await postJSON(`/api/games/${state.game.id}/next-round`, {}));
+  } catch (err) {
+    showError(err.message);
+  }
+}
+
+// Replays ---------------------------------------------------------------------------------
+
+async function loadReplayList() {
+  try {
+    const data = await api("/api/replays");
+    document.getElementById("replay-folder").textContent = data.folder ? `Folder: ${data.folder}` : "No replay folder.";
+    const items = data.files.map((f) => el("li", {}, el("button", { type: "button", class: "replay-item", dataset: { name: f.name }, onclick: () => openReplay({ file: f.name }) }, f.name)));
+    document.getElementById("replay-list").replaceChildren(...(items.length ? items : [el("li", { class: "hint" }, "No replays yet: play a game, or run training.evaluate with --save-replays.")]));
+  } catch (err) {
+    showError(err.message);
+  }
+}
+
+async function openReplay(source, seat = "open") {
+  const path = source.file ? `/api/replays/file/${source.file.split("/").map(encodeURIComponent).join("/")}` : `/api/uploads/${source.upload}`;
+  try {
+    const replay = await api(`${path}?seat=${seat}`);
+    showError("");
+    const keepFrame = state.source && (state.source.file === source.file && state.source.upload === source.upload);
+    state.replay = replay;
+    state.source = source;
+    state.frame = keepFrame ? Math.min(state.frame, replay.frames.length - 1) : 0;
+    document.getElementById("viewer").hidden = false;
+    document.getElementById("replay-title").textContent = source.file || "uploaded replay";
+    const select = document.getElementById("view-seat");
+    select.replaceChildren(el("option", { value: "open" }, "every card open"),
+      ...replay.agents.map((a, i) => el("option", { value: i }, `player_${i} (${a.name})`)));
+    select.value = seat;
+    renderFrame();
+  } catch (err) {
+    showError(err.message);
+  }
+}
+
+function renderFrame() {
+  const replay = state.replay;
+  const frame = replay.frames[state.frame];
+  document.getElementById("frame-label").textContent = `${state.frame + 1} / ${replay.frames.length}`;
+  renderTable(document.getElementById("replay-board"), frame.view, null);
+  const log = [];
+  replay.frames.slice(0, state.frame + 1).forEach((f, i) => f.log.forEach((line) => log.push(el("li", { class: i === state.frame ? "current" : "" }, line))));
+  const logNode = document.getElementById("replay-log");
+  logNode.replaceChildren(...log);
+  logNode.scrollTop = logNode.scrollHeight;
+  renderDetails(frame);
+}
+
+function renderDetails(frame) {
+  const box = document.getElementById("details");
+  const d = frame.details;
+  if (!d) { box.hidden = true; box.replaceChildren(); return; }
+  const parts = [el("h3", {}, `What player_${d.player} thought`)];
+  if (d.probabilities.length) {
+    parts.push(el("div", { class: "hint" }, "Policy over the legal moves:"));
+    d.probabilities.forEach((m) => parts.push(el("div", { class: "bar" }, el("span", {}, m.text),
+      el("div", {}, el("div", { class: "fill", style: `width:${(100 * m.p).toFixed(1)}%` })), el("span", {}, `${(100 * m.p).toFixed(1)}%`))));
+  }
+  if (d.value !== null && d.value !== undefined) parts.push(el("div", { id: "value-estimate" }, `Value estimate: ${d.value >= 0 ? "+" : ""}${d.value.toFixed(2)} (−1 loses, +1 wins)`));
+  if (d.hand_beliefs.length) {
+    const head = el("tr", {}, el("th", {}, "hand of"), ...d.hand_beliefs[0].cards.map((c) => el("th", {}, c.name)));
+    const rows = d.hand_beliefs.map((b) => el("tr", {}, el("th", {}, `player_${b.seat}`), ...b.cards.map((c) => el("td", {}, c.p ? `${Math.round(100 * c.p)}%` : ""))));
+    parts.push(el("div", { class: "hint" }, "Its probabilities for each opponent's hand:"), el("table", { class: "beliefs" }, head, ...rows));
+  }
+  box.replaceChildren(...parts);
+  box.hidden = false;
+}
+
+function stepReplay(where) {
+  if (!state.replay) return;
+  const last = state.replay.frames.length - 1;
+  state.frame = Math.max(0, Math.min(last, where === "first" ? 0 : where === "last" ? last : state.frame + where));
+  renderFrame();
+}
+
+async function uploadReplay(event) {
+  const file = event.target.files[0];
+  if (!file) return;
+  try {
+    const text = await file.text();
+    const answer = await api("/api/replays", { method: "POST", headers: { "Content-Type": "application/json" }, body: text });
+    openReplay({ upload: answer.id });
+  } catch (err) {
+    showError(err.message);
+  } finally {
+    event.target.value = "";
+  }
+}
+
+// Leaderboard -----------------------------------------------------------------------------
+
+async function loadLeaderboard() {
+  try {
+    const data = await api("/api/leaderboard");
+    const table = document.getElementById("league-table");
+    const chart = document.getElementById("league-chart");
+    const message = document.getElementById("league-message");
+    if (!data.available) {
+      message.textContent = `No league to show: ${data.reason}.`;
+      table.hidden = chart.hidden = true;
+      return;
+    }
+    message.textContent = `League run in ${data.folder}: openskill ratings, best first.`;
+    const columns = Object.keys(data.rows[0] || {});
+    table.replaceChildren(el("tr", {}, columns.map((c) => el("th", {}, c))),
+      ...data.rows.map((row) => el("tr", {}, columns.map((c) => el("td", {}, row[c])))));
+    table.hidden = false;
+    if (data.chart) { chart.src = "/leaderboard/league.png"; chart.hidden = false; }
+  } catch (err) {
+    showError(err.message);
+  }
+}
+
+// Pages -----------------------------------------------------------------------------------
+
+function route() {
+  const hash = location.hash || "#/play";
+  const [, page, ...rest] = hash.split("/");
+  const name = ["play", "replays", "leaderboard"].includes(page) ? page : "play";
+  for (const p of ["play", "replays", "leaderboard"]) {
+    document.getElementById(`page-${p}`).hidden = p !== name;
+    document.getElementById(`nav-${p}`).classList.toggle("active", p === name);
+  }
+  showError("");
+  if (name === "replays") {
+    loadReplayList();
+    if (rest.length) openReplay({ file: decodeURIComponent(rest.join("/")) });
+  }
+  if (name === "leaderboard") loadLeaderboard();
+}
+
+async function init() {
+  try {
+    state.meta = await api("/api/meta");
+  } catch (err) {
+    showError(`The server did not answer: ${err.message}`);
+    return;
+  }
+  document.getElementById("rules").replaceChildren(...state.meta.rules.map((r) => el("option", { value: r, selected: r === "classic" }, r)));
+  document.getElementById("players").addEventListener("change", renderOpponentRows);
+  document.getElementById("setup").addEventListener("submit", startGame);
+  renderOpponentRows();
+  renderReference(document.getElementById("reference"));
+  renderReference(document.getElementById("reference-replays"));
+  document.getElementById("first").addEventListener("click", () => stepReplay("first"));
+  document.getElementById("prev").addEventListener("click", () => stepReplay(-1));
+  document.getElementById("next").addEventListener("click", () => stepReplay(1));
+  document.getElementById("last").addEventListener("click", () => stepReplay("last"));
+  document.getElementById("view-seat").addEventListener("change", (e) => openReplay(state.source, e.target.value));
+  document.getElementById("upload").addEventListener("change", uploadReplay);
+  document.addEventListener("keydown", (e) => {
+    if (document.getElementById("page-replays").hidden || e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
+    if (e.key === "ArrowRight") stepReplay(1);
+    if (e.key === "ArrowLeft") stepReplay(-1);
+  });
+  window.addEventListener("hashchange", route);
+  route();
+}
+
+init();

@@ -1,0 +1,151 @@
+"""Game states and replays as the JSON the browser pages draw.
+
+Everything here reads the engine's state and the render module's narration; nothing
+decides a rule. A view is always *for a viewer*: a seat (only what that seat has seen)
+or ``None`` (every card open, for replays).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loveletter_env.actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, describe_action
+from loveletter_env.cards import CARD_COUNTS, CARD_NAMES, CARD_VALUES, card_name
+from loveletter_env.engine import GameState, legal_actions
+from loveletter_env.render import narrate, round_summary
+from loveletter_env.replay import Frame, Replay, replay_frames
+
+#: What each card does, for the card reference (the rules themselves live in the engine).
+CARD_EFFECTS: dict[int, str] = {
+    1: "Choose another player and name a card other than Guard: if they hold it, they are out.",
+    2: "Choose another player and look at their hand.",
+    3: "Choose another player and compare hands in secret: the lower card is out (a tie does nothing).",
+    4: "You are protected until your next turn: no card can choose you.",
+    5: "Choose any player (yourself too): they discard their hand without effect and draw a new card.",
+    6: "Choose another player and trade hands with them.",
+    7: "No effect, but you must play her if you hold the King or a Prince with her.",
+    8: "If you play or discard her, you are out of the round.",
+}
+
+
+def card_reference() -> list[dict[str, Any]]:
+    """Every card: value, name, copies in the deck, effect."""
+    return [
+        {"value": v, "name": CARD_NAMES[v], "copies": CARD_COUNTS[v], "effect": CARD_EFFECTS[v]} for v in CARD_VALUES
+    ]
+
+
+def legal_moves(state: GameState) -> list[dict[str, Any]]:
+    """The legal actions of the player to act, decoded for the page (card, target seat, guess, words)."""
+    seat, n = state.current, state.num_players
+    moves = []
+    for action in legal_actions(state):
+        offset = ACTION_OFFSET[action]
+        moves.append(
+            {
+                "action": action,
+                "card": ACTION_CARD[action],
+                "target": -1 if offset == NO_TARGET else (seat + offset) % n,
+                "guess": ACTION_GUESS[action],
+                "text": describe_action(action, seat, n),
+            }
+        )
+    return moves
+
+
+def _bits(mask: int) -> list[int]:
+    return [v for v in CARD_VALUES if mask >> v & 1]
+
+
+def state_view(state: GameState, viewer: int | None, names: list[str], reveal: bool = False) -> dict[str, Any]:
+    """The table as ``viewer`` sees it (``None``: every card open).
+
+    ``reveal`` also shows the hands of players still in (the end-of-round showdown).
+    """
+    n = state.num_players
+    show_all = viewer is None or reveal
+    players = []
+    for p in range(n):
+        own = p == viewer
+        hand = list(state.hand_of(p)) if (own or viewer is None or (reveal and not state.out[p])) else None
+        players.append(
+            {
+                "seat": p,
+                "name": names[p],
+                "you": own,
+                "tokens": state.tokens[p],
+                "out": state.out[p],
+                "protected": state.protected[p],
+                "to_act": p == state.current and not state.round_over,
+                "discards": list(state.discards[p]),
+                "hand": hand,
+                "hand_size": len(state.hand_of(p)),
+                "known": state.known[viewer][p] if viewer is not None and not own else 0,
+                "ruled_out": _bits(state.ruled_out[p]),
+            }
+        )
+    view: dict[str, Any] = {
+        "num_players": n,
+        "rules": state.rules.name,
+        "round": state.round,
+        "turn": state.turn,
+        "deck_remaining": state.deck_remaining,
+        "face_up": list(state.face_up),
+        "set_aside": state.set_aside if show_all and viewer is None else None,
+        "tokens_to_win": state.tokens_to_win,
+        "viewer": viewer,
+        "players": players,
+        "round_over": state.round_over,
+        "round_winners": list(state.round_winners) if state.round_over else [],
+        "game_over": state.game_over,
+        "game_winners": list(state.game_winners),
+    }
+    return view
+
+
+def _frame_view(replay: Replay, frame: Frame, viewer: int | None, names: list[str]) -> dict[str, Any]:
+    state, step = frame.state, frame.step
+    n = replay.num_players
+    if frame.event is None:
+        lines = [f"Round {state.round}: player_{state.current} starts."]
+    else:
+        lines = [narrate(frame.event, -1 if viewer is None else viewer)]
+        if state.round_over:
+            lines += round_summary(state, viewer).splitlines()
+    details = None
+    if step is not None and step.details and (viewer is None or step.player == viewer):
+        details = {
+            "player": step.player,
+            "probabilities": [
+                {"action": int(a), "text": describe_action(int(a), step.player, n), "p": p}
+                for a, p in sorted(step.details.get("probabilities", {}).items(), key=lambda kv: -kv[1])
+            ],
+            "value": step.details.get("value"),
+            "hand_beliefs": [
+                {"seat": int(s), "cards": [{"card": v, "name": card_name(v), "p": p} for v, p in zip(CARD_VALUES, d)]}
+                for s, d in step.details.get("hand_beliefs", {}).items()
+            ],
+        }
+    return {
+        "round_index": frame.round_index,
+        "step_index": frame.step_index,
+        "move": None if step is None else {"player": step.player, "text": describe_action(step.action, step.player, n)},
+        "log": lines,
+        "details": details,
+        "view": state_view(state, viewer, names, reveal=state.round_over),
+    }
+
+
+def replay_view(replay: Replay, viewer: int | None) -> dict[str, Any]:
+    """Every frame of ``replay`` (each round's deal, then the table after every move) as ``viewer`` saw it."""
+    names = [a.name for a in replay.agents]
+    return {
+        "num_players": replay.num_players,
+        "rules": replay.rules.name,
+        "episode": replay.episode,
+        "agents": [a.to_dict() for a in replay.agents],
+        "result": replay.result,
+        "metadata": replay.metadata,
+        "viewer": viewer,
+        "frames": [_frame_view(replay, f, viewer, names) for f in replay_frames(replay, check_result=False)],
+    }
