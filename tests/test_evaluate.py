@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from loveletter_env.agents import RandomAgent, make_agent
-from training.evaluate import EvaluationResult, evaluate, resolve_agent, wilson_interval
+from loveletter_env.agents.specs import resolve_agent
+from training.evaluate import EvaluationResult, evaluate, wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 

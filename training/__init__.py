@@ -13,7 +13,10 @@ The names below load on first use, so ``import training.evaluate`` does not pull
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from loveletter_env.agents.specs import register_checkpoint_loader
 
 if TYPE_CHECKING:
     from .checkpoint import CheckpointError, load_agent, load_checkpoint
@@ -29,7 +32,33 @@ _EXPORTS = {
     "PolicyNetwork": "ppo",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ActorCritic",
+    "CheckpointError",
+    "PPOConfig",
+    "PolicyAgent",
+    "PolicyNetwork",
+    "load_agent",
+    "load_checkpoint",
+]
+
+
+def _load_checkpoint_agent(path: Path, seed: int) -> PolicyAgent:
+    """Checkpoint specs of :func:`loveletter_env.agents.specs.resolve_agent` load through here (greedy)."""
+    from .checkpoint import load_agent
+
+    return load_agent(path, seed=seed)
+
+
+def _load_checkpoint_network(path: Path) -> ActorCritic:
+    """:func:`loveletter_env.agents.specs.load_checkpoint_network` loads through here."""
+    from .checkpoint import build_model, load_checkpoint
+
+    return build_model(load_checkpoint(path)).eval()
+
+
+# The environment package loads checkpoints only through these (it never imports training).
+register_checkpoint_loader(_load_checkpoint_agent, _load_checkpoint_network)
 
 
 def __getattr__(name: str) -> Any:

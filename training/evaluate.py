@@ -20,11 +20,8 @@ writing a Markdown table, a CSV file and a PNG bar chart.
 from __future__ import annotations
 
 import argparse
-import ast
 import copy
 import csv
-import importlib
-import inspect
 import itertools
 import json
 import math
@@ -32,96 +29,18 @@ import multiprocessing
 import os
 import pickle
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from loveletter_env.agents import AGENT_NAMES, Agent, make_agent
+from loveletter_env.agents import AGENT_NAMES, Agent
+from loveletter_env.agents.specs import AgentSpec, accepts_seed, agent_label, resolve_agent
 from loveletter_env.env import EPISODE_KINDS, raw_env
 
-AgentSpec = Any  # str | os.PathLike | Agent
-CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt")
 Z_95 = 1.959963984540054
-
-
-# Agent specs ------------------------------------------------------------------------
-
-
-def _accepts_seed(fn: Any) -> bool:
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return "seed" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
-def _parse_kwargs(text: str, spec: str) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {}
-    for item in filter(None, (s.strip() for s in text.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip().isidentifier():
-            raise ValueError(f"agent spec {spec!r}: expected name:key=value[,key=value...], got {item!r}")
-        try:
-            kwargs[key.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            kwargs[key.strip()] = value.strip()
-    return kwargs
-
-
-def resolve_agent(spec: AgentSpec, seed: int | None = None) -> Agent:
-    """Turn an agent spec into an agent object.
-
-    Args:
-        spec: a bot name from :data:`~loveletter_env.agents.AGENT_NAMES` (optionally
-            ``name:key=value,...``), a checkpoint path, ``"module:factory"``, or an
-            object with ``act`` (returned as is).
-        seed: seed for the agent's own randomness, where the agent takes one.
-
-    Raises:
-        ValueError: the spec names nothing known.
-        FileNotFoundError: a checkpoint path that does not exist.
-    """
-    if not isinstance(spec, (str, os.PathLike)):
-        if callable(getattr(spec, "act", None)):
-            return spec
-        raise ValueError(f"an agent must have an act(observation) method, got {spec!r}")
-    text = os.fspath(spec)
-    name, colon, rest = text.partition(":")
-    if name in AGENT_NAMES:
-        return make_agent(name, seed=seed, **(_parse_kwargs(rest, text) if colon else {}))
-    # "package.module:factory" never contains a path separator or a checkpoint suffix.
-    if os.path.exists(text) or text.endswith(CHECKPOINT_SUFFIXES) or os.sep in text:
-        path = Path(text)
-        if not path.exists():
-            raise FileNotFoundError(f"checkpoint {text!r} does not exist")
-        from training.checkpoint import load_agent  # lazy: pulls in torch
-
-        return load_agent(path, seed=seed) if seed is not None and _accepts_seed(load_agent) else load_agent(path)
-    if colon and rest:
-        try:
-            module = importlib.import_module(name)
-        except ImportError as exc:
-            raise ValueError(f"agent spec {text!r}: cannot import module {name!r} ({exc})") from None
-        factory = getattr(module, rest, None)
-        if not callable(factory):
-            raise ValueError(f"agent spec {text!r}: module {name!r} has no callable {rest!r}")
-        agent = factory(seed=seed) if seed is not None and _accepts_seed(factory) else factory()
-        if not callable(getattr(agent, "act", None)):
-            raise ValueError(f"agent spec {text!r}: the factory returned {agent!r}, which has no act() method")
-        return agent
-    raise ValueError(
-        f"unknown agent {text!r}: use one of {list(AGENT_NAMES)}, a checkpoint path ({'/'.join(CHECKPOINT_SUFFIXES)}), "
-        "or 'module:factory'"
-    )
-
-
-def agent_label(spec: AgentSpec) -> str:
-    """A short display name for an agent spec."""
-    if isinstance(spec, (str, os.PathLike)):
-        return os.fspath(spec)
-    return str(getattr(spec, "name", type(spec).__name__))
 
 
 # Statistics -----------------------------------------------------------------------
@@ -236,7 +155,7 @@ def play_episode(agents: Sequence[Agent], env: raw_env, index: int, seed: int) -
     for slot, agent in enumerate(agents):
         reset = getattr(agent, "reset", None)
         if callable(reset):
-            reset(seed=seeds[slot + 1]) if _accepts_seed(reset) else reset()
+            reset(seed=seeds[slot + 1]) if accepts_seed(reset) else reset()
     env.reset(seed=seeds[0])
     game = env.game
     first_slot = seat_slot[game.current]

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence, TextIO
+from collections.abc import Sequence
+from typing import TextIO
 
 import numpy as np
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS, describe_action
+from loveletter_env.agents.specs import agent_label, resolve_agent
 from loveletter_env.cards import FULL_DECK, card_name
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
 from loveletter_env.render import narrate, render_seat_view
 from loveletter_env.rules import PRESETS
-
-from .evaluate import agent_label, resolve_agent
 
 
 class QuitGame(Exception):

@@ -12,7 +12,9 @@ Every agent has ``act(observation_dict) -> int`` and ``reset(seed=None)``; see
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import inspect
+from collections.abc import Callable
+from typing import Any
 
 from .base import Agent, SeededAgent, hand_distribution, legal_actions_of
 from .belief import BeliefAgent
@@ -31,24 +33,38 @@ _FACTORIES: dict[str, Callable[..., Agent]] = {
 AGENT_NAMES: tuple[str, ...] = tuple(_FACTORIES)
 
 
+def agent_options(name: str) -> tuple[str, ...]:
+    """The keyword options bot ``name`` takes besides ``seed`` (``ismcts``: ``iterations``, ...)."""
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    params = inspect.signature(_FACTORIES[name]).parameters.values()
+    return tuple(p.name for p in params if p.name != "seed" and p.kind in named)
+
+
 def make_agent(name: str, seed: int | None = None, **kwargs: Any) -> Agent:
     """Build a bot by name (one of :data:`AGENT_NAMES`).
 
     Args:
         name: ``"random"``, ``"rule"``, ``"belief"`` or ``"ismcts"``.
         seed: seed of the agent's own random generator (``None``: fresh entropy).
-        **kwargs: passed to the agent's class, e.g. ``iterations=200`` for ``ismcts``.
+        **kwargs: passed to the agent's class, e.g. ``iterations=200`` for ``ismcts``
+            (:func:`agent_options` lists them).
 
     Raises:
-        ValueError: unknown name, or keyword arguments the agent does not take.
+        ValueError: unknown name, options the agent does not take (the message lists the
+        ones it does), or option values it refuses.
     """
     try:
         factory = _FACTORIES[name]
     except (KeyError, TypeError):
         raise ValueError(f"unknown agent {name!r}; choose one of {list(AGENT_NAMES)}") from None
+    options = agent_options(name)
+    unknown = sorted(set(kwargs) - set(options))
+    if unknown:
+        takes = f"its options are {', '.join(options)}" if options else "it takes no options"
+        raise ValueError(f"bad arguments for agent {name!r}: no option {', '.join(map(repr, unknown))}; {takes}")
     try:
         return factory(seed=seed, **kwargs)
-    except TypeError as exc:
+    except TypeError as exc:  # e.g. an option of a type the agent cannot compare
         raise ValueError(f"bad arguments for agent {name!r}: {exc}") from None
 
 
@@ -60,6 +76,7 @@ __all__ = [
     "RandomAgent",
     "RuleAgent",
     "SeededAgent",
+    "agent_options",
     "determinize",
     "hand_distribution",
     "legal_actions_of",

@@ -1,0 +1,207 @@
+"""Agent specs: the one place that turns a description of an agent into an agent.
+
+Everything that takes "an agent" by name uses :func:`resolve_agent`: the evaluation and
+terminal-play tools, the Gymnasium env's ``opponents=`` and anything built on them. A
+spec is one of:
+
+* a bot name from :data:`~loveletter_env.agents.AGENT_NAMES`, optionally with options
+  as ``name:key=value,key=value`` (``"ismcts:iterations=100,width=3"``); values are read
+  as Python literals (``100``, ``0.5``, ``True``), anything else stays a string. An
+  option the bot does not take is an error that lists the options it does take;
+* a checkpoint path (a ``.pt``/``.pth``/``.ckpt`` file, any path with a separator, or an
+  existing file or folder, such as a training run folder), loaded by the registered
+  checkpoint loader (see below);
+* ``"package.module:factory"``: a callable called with ``seed=`` (when it takes one) that
+  returns an agent;
+* an object with ``act(observation) -> int``, returned as it is.
+
+Checkpoints: this package does not depend on the training code. Loading a checkpoint
+(as an agent, :func:`load_checkpoint_agent`, or as a bare network for agents that search
+with one, :func:`load_checkpoint_network`) goes through loaders registered with
+:func:`register_checkpoint_loader`. The ``training`` package registers its own when it
+is imported; when a checkpoint meets no registered loader, the package named by
+:data:`CHECKPOINT_LOADER_PACKAGE` is imported once (by name) so that it can register.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Union
+
+from . import AGENT_NAMES, make_agent
+from .base import Agent
+
+#: What :func:`resolve_agent` accepts: a spec string, a path, or an agent object.
+AgentSpec = Union[str, "os.PathLike[str]", Agent]
+#: File suffixes that mark a spec as a checkpoint path.
+CHECKPOINT_SUFFIXES: tuple[str, ...] = (".pt", ".pth", ".ckpt")
+#: Imported on the first checkpoint spec when no loader is registered yet; it registers one.
+CHECKPOINT_LOADER_PACKAGE = "training"
+
+#: ``loader(path, seed) -> agent`` for checkpoint files and run folders.
+CheckpointLoader = Callable[[Path, int], Agent]
+#: ``loader(path) -> network`` (``forward(obs) -> (logits, value)``, in eval mode), for agents built on a network.
+NetworkLoader = Callable[[Path], Any]
+_loaders: dict[str, Callable[..., Any]] = {}
+
+
+class AgentSpecError(ValueError):
+    """A spec that names no agent, or options the agent does not take; the message says which."""
+
+
+class AgentTypeError(AgentSpecError, TypeError):
+    """Something given as an agent that is neither a spec nor an object with ``act()``."""
+
+
+def register_checkpoint_loader(agent: CheckpointLoader, network: NetworkLoader | None = None) -> None:
+    """Make ``agent(path, seed)`` the way checkpoint specs become agents, and ``network(path)`` the way
+    :func:`load_checkpoint_network` reads a checkpoint's network (the last registration wins)."""
+    _loaders["agent"] = agent
+    if network is not None:
+        _loaders["network"] = network
+
+
+def accepts_seed(fn: Any) -> bool:
+    """Whether ``fn`` can be called with ``seed=`` (a ``seed`` parameter or ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "seed" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def parse_options(text: str, spec: str) -> dict[str, Any]:
+    """``"key=value,key=value"`` as keyword arguments (values read as Python literals when they are)."""
+    options: dict[str, Any] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise AgentSpecError(f"agent spec {spec!r}: expected name:key=value[,key=value...], got {item!r}")
+        try:
+            options[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            options[key.strip()] = value.strip()
+    return options
+
+
+def is_checkpoint_path(spec: str | os.PathLike[str]) -> bool:
+    """Whether a spec that is not a bot name denotes a checkpoint file or run folder.
+
+    ``package.module:factory`` never contains a path separator or a checkpoint suffix.
+    """
+    if isinstance(spec, os.PathLike):
+        return True
+    return spec.endswith(CHECKPOINT_SUFFIXES) or "/" in spec or os.sep in spec or os.path.exists(spec)
+
+
+def _checkpoint_loader(kind: str, path: Path) -> Callable[..., Any]:
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+    if kind not in _loaders:
+        try:
+            importlib.import_module(CHECKPOINT_LOADER_PACKAGE)
+        except ImportError as exc:
+            raise AgentSpecError(
+                f"cannot load checkpoint {str(path)!r}: no checkpoint loader is registered and "
+                f"{CHECKPOINT_LOADER_PACKAGE!r} cannot be imported ({exc})"
+            ) from None
+    if kind not in _loaders:
+        raise AgentSpecError(
+            f"cannot load checkpoint {str(path)!r}: no {kind} loader is registered "
+            "(see loveletter_env.agents.specs.register_checkpoint_loader)"
+        )
+    return _loaders[kind]
+
+
+def load_checkpoint_agent(path: str | os.PathLike[str], seed: int = 0) -> Agent:
+    """The agent stored in a checkpoint file or run folder (greedy), through the registered loader."""
+    path = Path(path)
+    return _checkpoint_loader("agent", path)(path, seed)
+
+
+def load_checkpoint_network(path: str | os.PathLike[str]) -> Any:
+    """The network stored in a checkpoint file or run folder (``forward(obs) -> (logits, value)``, in
+    eval mode), through the registered loader: for agents that search with a trained network."""
+    path = Path(path)
+    return _checkpoint_loader("network", path)(path)
+
+
+def _from_factory(text: str, module_name: str, attribute: str, seed: int | None) -> Agent:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AgentSpecError(f"agent spec {text!r}: cannot import module {module_name!r} ({exc})") from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise AgentSpecError(f"agent spec {text!r}: module {module_name!r} has no callable {attribute!r}")
+    agent = factory(seed=seed) if seed is not None and accepts_seed(factory) else factory()
+    if not callable(getattr(agent, "act", None)):
+        raise AgentSpecError(f"agent spec {text!r}: the factory returned {agent!r}, which has no act() method")
+    return agent
+
+
+def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent") -> Agent:
+    """Turn an agent spec (see the module docstring) into an agent object.
+
+    Args:
+        spec: a bot name with optional options, a checkpoint path, ``"package.module:factory"``,
+            or an object with ``act`` (returned as is).
+        seed: seed of the agent's own randomness, where the agent takes one (checkpoint
+            agents get 0 when it is ``None``).
+        role: what the caller calls the agent (``"opponent"``...), used in error messages.
+
+    Raises:
+        AgentSpecError (a ``ValueError``): the spec names nothing known, or options the bot
+        does not take; AgentTypeError (also a ``TypeError``): ``spec`` is neither a spec nor
+        an agent; FileNotFoundError: a checkpoint path that does not exist.
+    """
+    if not isinstance(spec, (str, os.PathLike)):
+        if callable(getattr(spec, "act", None)):
+            return spec
+        raise AgentTypeError(
+            f"an {role} must be a bot name, a checkpoint path, 'package.module:factory' or an object with "
+            f"act(observation) -> int; got {spec!r}"
+        )
+    text = os.fspath(spec)
+    name, colon, rest = text.partition(":")
+    if name in AGENT_NAMES and not isinstance(spec, os.PathLike):
+        return make_agent(name, seed=seed, **(parse_options(rest, text) if colon else {}))
+    if is_checkpoint_path(spec):
+        return load_checkpoint_agent(text, seed=0 if seed is None else seed)
+    if colon and rest:
+        return _from_factory(text, name, rest, seed)
+    raise AgentSpecError(
+        f"unknown agent {text!r}: use one of {list(AGENT_NAMES)} (options as 'ismcts:iterations=100'), "
+        f"a checkpoint path ({'/'.join(CHECKPOINT_SUFFIXES)}) or run folder, or 'package.module:factory'"
+    )
+
+
+def agent_label(spec: AgentSpec) -> str:
+    """A short display name for an agent spec."""
+    if isinstance(spec, (str, os.PathLike)):
+        return os.fspath(spec)
+    return str(getattr(spec, "name", type(spec).__name__))
+
+
+__all__ = [
+    "CHECKPOINT_LOADER_PACKAGE",
+    "CHECKPOINT_SUFFIXES",
+    "AgentSpec",
+    "AgentSpecError",
+    "AgentTypeError",
+    "CheckpointLoader",
+    "NetworkLoader",
+    "accepts_seed",
+    "agent_label",
+    "is_checkpoint_path",
+    "load_checkpoint_agent",
+    "load_checkpoint_network",
+    "parse_options",
+    "register_checkpoint_loader",
+    "resolve_agent",
+]
