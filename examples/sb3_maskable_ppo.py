@@ -1,6 +1,6 @@
 """Train sb3-contrib's MaskablePPO on one Love Letter seat, then report its win rate.
 
-    pip install -e ".[sb3]"
+    pip install -e .   # Stable-Baselines3 and sb3-contrib come with the project
     python examples/sb3_maskable_ppo.py --timesteps 200000 --opponents rule
 
 The env is the registered single-agent ``"loveletter/LoveLetter-v0"``: the learner's seat

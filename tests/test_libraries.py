@@ -18,22 +18,19 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTION = "## Use with other libraries"
+PAGE = ROOT / "docs" / "libraries.md"
 SNIPPET = re.compile(
     r"<!-- snippet: (?P<name>[\w-]+)(?: requires: (?P<requires>[\w. ]+?))?(?: setup: (?P<setup>\S+))? -->\n"
     r"```python\n(?P<code>.*?)```",
     re.DOTALL,
 )
-EXTRA_OF = {"sb3_contrib": "sb3", "torchrl": "torchrl", "tianshou": "tianshou", "ray.rllib": "rllib"}
+EXTRA_OF = {"torchrl": "torchrl", "tianshou": "tianshou", "ray.rllib": "rllib"}
 EXTRA_OF.update(onnxruntime="onnx", onnxscript="onnx")
 
 
 def _section() -> str:
-    """The README's "Use with other libraries" section."""
-    text = (ROOT / "README.md").read_text()
-    if SECTION not in text:
-        raise FileNotFoundError(f"no {SECTION!r} section in README.md")
-    return text[text.index(SECTION) + len(SECTION) :].split("\n## ", 1)[0]
+    """The documentation page on other libraries (docs/libraries.md)."""
+    return PAGE.read_text(encoding="utf-8")
 
 
 def _snippets() -> dict[str, re.Match]:
@@ -98,7 +95,7 @@ def test_docs_snippet_runs(name, tmp_path, monkeypatch):
 
 # Stable-Baselines3 ---------------------------------------------------------------------
 def test_sb3_example_trains_maskable_ppo_and_reports_a_win_rate(capsys):
-    _need("sb3_contrib")
+    # Stable-Baselines3 and sb3-contrib are core dependencies: this never skips.
     example = _load_example("sb3_maskable_ppo")
     win_rate = example.main(["--timesteps", "2048", "--num-envs", "2", "--n-steps", "256", "--eval-episodes", "20"])
     # evaluate() raises if the masked policy ever picks an illegal action.
