@@ -51,7 +51,7 @@ def make_agent(name: str, seed: int | None = None, **kwargs: Any) -> Agent:
 
     Raises:
         ValueError: unknown name, options the agent does not take (the message lists the
-        ones it does), or option values it refuses.
+            ones it does), or option values it refuses.
     """
     try:
         factory = _FACTORIES[name]
