@@ -135,3 +135,42 @@ def test_export_keeps_torchvision_notices_out_of_the_users_way(tmp_path):
     assert "torchvision is not installed" not in result.stderr + result.stdout
     assert result.stderr == ""
     assert "wrote" in result.stdout
+
+
+ASYNC_VECTOR_SCRIPT = """
+import sys
+import gymnasium
+import numpy as np
+import torch
+import loveletter_env
+
+# The parent has run parallel torch ops before the workers fork, as a training script would.
+torch.nn.init.orthogonal_(torch.empty(256, 646))
+envs = gymnasium.make_vec(
+    "loveletter/LoveLetter-v0", num_envs=2, vectorization_mode="async", opponents=sys.argv[1]
+)
+obs, info = envs.reset(seed=0)
+for _ in range(5):
+    actions = np.array([np.flatnonzero(mask)[0] for mask in info["action_mask"]])
+    obs, reward, terminated, truncated, info = envs.step(actions)
+envs.close()
+print("done", obs.shape)
+"""
+
+
+def test_async_vector_env_with_checkpoint_opponents_works_with_default_settings(tmp_path):
+    # Forked workers once deadlocked in torch's thread pool, and a killed parent left them behind.
+    script = tmp_path / "async_vector_env_check.py"
+    script.write_text(ASYNC_VECTOR_SCRIPT)
+    checkpoint = str(ROOT / "checkpoints/shipped/ppo_2p.pt")
+    try:
+        result = subprocess.run(
+            [sys.executable, str(script), checkpoint], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
+    finally:
+        leftover = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True).stdout.split()
+        for pid in leftover:  # a hang leaves workers behind: end them so the suite goes on
+            subprocess.run(["kill", "-9", pid])
+    assert result.returncode == 0, result.stderr
+    assert "done (2, 646)" in result.stdout
+    assert leftover == [], "worker processes outlived the vector env"

@@ -48,6 +48,19 @@ DIGEST_KEY = "sha256"
 RUN_DIR_FILES = ("best.pt", "latest.pt")
 
 
+def _one_torch_thread_after_fork() -> None:
+    """Run in every child forked from a process that loads networks (Gymnasium's async
+    vector envs fork by default, and build an env, opponents included, in the parent
+    first). Torch's OpenMP thread pool does not survive a fork: a child whose parent
+    already ran a parallel op hangs at its own first one. With one intra-op thread no
+    parallel region is entered (torch's DataLoader workers do the same), and the
+    parallelism comes from the processes anyway."""
+    torch.set_num_threads(1)
+
+
+os.register_at_fork(after_in_child=_one_torch_thread_after_fork)
+
+
 class CheckpointError(ValueError):
     """A file that is missing, corrupt, not a checkpoint of this project, or made for
     another observation/action layout. The message says which."""
