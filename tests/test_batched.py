@@ -404,3 +404,80 @@ def test_bench_batched_runs():
         assert bench_batched(3, turns=64, batch=16, observations=kind) > 0
     with pytest.raises(ValueError, match="observations"):
         bench_batched(2, turns=64, batch=16, observations="all")
+
+
+def _torch_engine(env: BatchedLoveLetter) -> BatchedLoveLetter:
+    """``env`` switched to the torch engine (what CUDA runs), here on CPU."""
+    from loveletter_env.batched.observe import discard_scratch
+    from loveletter_env.batched.state import empty_state
+
+    env._records = None
+    env._state = empty_state(env.num_players, env.rules)
+    env._scratch = discard_scratch(env.num_games, env.device)
+    return env
+
+
+@pytest.mark.parametrize("episode", ("round", "game"))
+def test_compiled_core_and_torch_engine_give_the_same_episodes(episode):
+    """Same seed, same games on either engine: the core draws from the generator exactly
+    as the torch engine does, so CPU results did not change when the core came in."""
+    sizes = [2, 3, 4, 2, 3] * 8
+    core = BatchedLoveLetter(40, sizes, rules="pegasus", episode=episode, seed=4)
+    torch_engine = _torch_engine(BatchedLoveLetter(40, sizes, rules="pegasus", episode=episode, seed=4))
+    generator = torch.Generator().manual_seed(2)
+    results = [env.reset() for env in (core, torch_engine)]
+    for _ in range(120):
+        for a, b in zip(*results):
+            assert torch.equal(a, b)
+        assert torch.equal(core.current_player, torch_engine.current_player)
+        actions = _sample(results[0][1], generator)
+        results = [env.step(actions) for env in (core, torch_engine)]
+        for key in ("round_over", "round_winners", "tokens"):
+            assert torch.equal(results[0][4][key], results[1][4][key])
+        results = [r[:4] for r in results]
+    for name, value in core.state.tensors().items():
+        assert torch.equal(value, torch_engine.state.tensors()[name]), name
+
+
+def test_refused_reset_draws_nothing_from_the_generator():
+    env, fresh = BatchedLoveLetter(4, 4, seed=5), BatchedLoveLetter(4, 4, seed=5)
+    with pytest.raises(ValueError, match="first_player"):
+        env.reset(first_player=torch.full((4,), 9))
+    with pytest.raises(ValueError, match="decks"):
+        env.reset(decks=torch.ones(4, 16, dtype=torch.long))
+    for a, b in zip(env.reset(), fresh.reset()):
+        assert torch.equal(a, b)
+    assert torch.equal(env.state.deck, fresh.state.deck)
+    actions = _sample(fresh.action_mask, torch.Generator().manual_seed(0))
+    assert all(torch.equal(a, b) for a, b in zip(env.step(actions)[:4], fresh.step(actions)[:4]))
+
+
+def test_table_sizes_must_be_integers():
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(4, [2.5, 3.9, 2.0, 4.7])
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(4, torch.tensor([2.0, 3.0, 2.0, 4.0]))
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(2, 2.0)
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(2, [True, True])
+    assert BatchedLoveLetter(3, np.int64(3)).num_players.tolist() == [3, 3, 3]
+    assert BatchedLoveLetter(3, np.array([2, 3, 4], np.int8)).num_players.tolist() == [2, 3, 4]
+
+
+def test_unvalidated_cpu_env_still_refuses_what_the_core_cannot_take():
+    """On CPU the compiled core checks actions and seats even with ``validate_actions=False``:
+    out-of-range values never reach compiled code, and a refused step changes nothing."""
+    env = BatchedLoveLetter(3, [2, 3, 4], seed=0, validate_actions=False)
+    obs, mask = env.reset()
+    before = env.state
+    for bad in (torch.tensor([0, 1, 10**6]), torch.tensor([-1, 0, 0]), torch.tensor([2**40, 0, 0])):
+        with pytest.raises(BatchedIllegalActionError):
+            env.step(bad)
+    for name, value in env.state.tensors().items():
+        assert torch.equal(value, before.tensors()[name]), name
+    with pytest.raises(ValueError, match="seats"):
+        env.observe(torch.tensor([0, 0, 9]))
+    with pytest.raises(ValueError, match="seats"):
+        env.observe(torch.tensor([-1, 0, 0]))
+    env.step(_sample(mask, torch.Generator().manual_seed(0)))

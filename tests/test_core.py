@@ -72,8 +72,8 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
         np.array(first_decks, np.uint8) if first_decks is not None else np.array([rng.permutation(FULL_DECK) for _ in range(n)], np.uint8)
     )
     firsts = np.array([rng.integers(s) for s in sizes], np.int64)
-    masks = np.zeros((n, NUM_ACTIONS), np.bool_)
-    kernels.reset_batch(records, decks, firsts, masks)
+    masks, legal = np.zeros((n, NUM_ACTIONS), np.bool_), np.zeros((n, NUM_ACTIONS), np.bool_)
+    kernels.reset_batch(records, decks, firsts, masks, legal)
     games = [engine.new_game(sizes[g], decks[g].tolist(), int(firsts[g]), preset) for g in range(n)]
     _assert_same(records, games)
     rewards, tokens = np.zeros((n, 4), np.float32), np.zeros((n, 4), np.uint8)
@@ -82,13 +82,13 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
     rounds = 0
     for _ in range(steps):
         actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks], np.int64)
-        random_first = np.array([rng.integers(s) for s in sizes], np.int64)
+        uniforms = rng.random(n, dtype=np.float32)
         draws = np.stack(
             [rng.integers(len(orders), size=n), rng.integers(len(orders), size=n), rng.integers(len(placements), size=n)], 1
         )
         kernels.step_batch(
-            records, actions, episode == "round", random_first, orders, placements, draws,
-            rewards, dones, round_over, winners, tokens, current, masks, observations, True,
+            records, actions, episode == "round", uniforms, orders, placements, draws,
+            rewards, dones, round_over, winners, tokens, current, masks, legal, observations, True,
         )
         expected_rewards = np.zeros((n, 4), np.float32)
         for g, game in enumerate(games):
@@ -104,12 +104,14 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
                 if done:
                     won = game.round_winners if episode == "round" else game.game_winners
                     expected_rewards[g, : game.num_players] = [1.0 if p in won else -1.0 for p in range(game.num_players)]
-                    games[g] = engine.new_game(game.num_players, deck, int(random_first[g]), preset)
+                    first = min(int(uniforms[g] * np.float32(game.num_players)), 3)
+                    games[g] = engine.new_game(game.num_players, deck, first, preset)
                 else:
                     engine.start_round(game, deck)  # the reference picks the first player
             else:
                 assert not dones[g]
         _assert_equal(rewards, expected_rewards, "rewards")
+        _assert_equal(legal, masks, "private masks")
         assert current.tolist() == [game.current for game in games]
         _assert_equal(observations, np.stack([encode_observation(game, game.current) for game in games]), "step obs")
         _assert_same(records, games)

@@ -1,20 +1,31 @@
-"""``BatchedLoveLetter``: N Love Letter games stepped together, with automatic resets."""
+"""``BatchedLoveLetter``: N Love Letter games stepped together, with automatic resets.
+
+On CPU the games run on the compiled core (:mod:`loveletter_env.core`): one compiled
+call per step plays every game's turn, deals the rounds that ended, and writes masks
+and observations. On CUDA they run on the torch engine (:mod:`.engine`), which never
+synchronises with the host. Both give the same results for the same seed, bit for bit,
+as the reference engine does for the same decks and actions.
+"""
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 
 from ..actions import NUM_ACTIONS, describe_action
 from ..cards import DECK_SIZE
+from ..core import RECORD_SIZE, kernels, new_records
+from ..core.decks import deck_tables
 from ..engine import MAX_PLAYERS, MIN_PLAYERS
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from . import engine
 from .observe import discard_scratch, encode_observations
-from .shuffle import shuffled_decks
-from .state import BatchedState, empty_state
+from .shuffle import deck_draws, shuffled_decks
+from .state import BatchedState, empty_state, state_from_records
 from .tables import MAX_SEATS, tables_for
 
 EPISODE_KINDS = ("round", "game")
@@ -49,7 +60,8 @@ class BatchedLoveLetter:
             and that the seats passed to :meth:`observe` exist. The checks read one flag
             back to the host; turn them off for a CUDA loop that samples from the mask and
             must never synchronise. Shape, dtype and device are always checked (that costs
-            no synchronisation).
+            no synchronisation). On CPU the checks always run, inside the compiled step,
+            where they cost next to nothing: nothing unchecked reaches compiled code.
 
     Observations are those of :func:`loveletter_env.observation.encode_observation`
     for the player to act; masks are ``engine.legal_mask``; rewards are +1 to each winner
@@ -79,15 +91,31 @@ class BatchedLoveLetter:
         self._players = _table_sizes(num_players, num_games, self.device)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(seed))
-        self.state: BatchedState = empty_state(self._players, self.rules)
         self._mask: torch.Tensor | None = None
-        self._scratch = discard_scratch(num_games, self.device)  # reused by every observation
+        # CPU: the games live in compiled-core records; CUDA: in a BatchedState of tensors.
+        self._records: np.ndarray | None = None
+        if self.device.type == "cpu":
+            self._records = new_records(self._players.numpy(), self.rules)
+            self._current = torch.zeros(num_games, dtype=torch.long)
+            self._legal = np.zeros((num_games, NUM_ACTIONS), np.bool_)  # private copy of the masks
+            self._deck_tables = deck_tables()
+        else:
+            self._state = empty_state(self._players, self.rules)
+            self._scratch = discard_scratch(num_games, self.device)  # reused by every observation
 
     # Public views --------------------------------------------------------------------
     @property
+    def state(self) -> BatchedState:
+        """The games' state as a :class:`BatchedState`. On CPU this is a copy made from the
+        compiled core's records (changing it changes nothing); on CUDA, the live state."""
+        if self._records is not None:
+            return state_from_records(self._records)
+        return self._state
+
+    @property
     def current_player(self) -> torch.Tensor:
         """long [N]: the seat to act in each game."""
-        return self.state.current
+        return self._current if self._records is not None else self._state.current
 
     @property
     def num_players(self) -> torch.Tensor:
@@ -102,7 +130,7 @@ class BatchedLoveLetter:
 
     def state_bytes_per_game(self) -> int:
         """Bytes of game state per game."""
-        return self.state.nbytes_per_game()
+        return RECORD_SIZE if self._records is not None else self._state.nbytes_per_game()
 
     # Episode control -------------------------------------------------------------------
     def reset(
@@ -114,11 +142,22 @@ class BatchedLoveLetter:
         Returns ``(obs float32 [N, OBSERVATION_SIZE], mask bool [N, 41])``.
         """
         n = self.num_games
-        decks = self._shuffled_decks() if decks is None else self._check_decks(decks)
-        first = self._random_first_players() if first_player is None else self._check_seats(first_player, "first_player")
+        # Check everything before drawing from the generator: a refused call changes nothing.
+        if decks is not None:
+            decks = self._check_decks(decks)
+        if first_player is not None:
+            first_player = self._check_seats(first_player, "first_player")
+        decks = self._shuffled_decks() if decks is None else decks
+        first = self._random_first_players() if first_player is None else first_player
+        if self._records is not None:
+            mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool)
+            kernels.reset_batch(self._records, decks.numpy().astype(np.uint8), first.numpy(), mask.numpy(), self._legal)
+            self._current = first.clone()
+            self._mask = mask
+            return self._observe(self._current, None), mask
         state = empty_state(self._players, self.rules)
         engine.start_rounds(state, decks, first, torch.ones(n, dtype=torch.bool, device=self.device))
-        self.state = state
+        self._state = state
         self._mask = engine.legal_mask(state, self.rules)
         return self._observe(state.current, None), self._mask
 
@@ -136,8 +175,12 @@ class BatchedLoveLetter:
         """
         if out is not None:
             self._check_out(out)
+        if self._records is not None:
+            obs = torch.empty(self.num_games, OBSERVATION_SIZE) if out is None else out
+            mask, rewards, dones, info = self._advance_core(actions, obs)
+            return obs, mask, rewards, dones, info
         mask, rewards, dones, info = self.advance(actions)
-        return self._observe(self.state.current, out), mask, rewards, dones, info
+        return self._observe(self._state.current, out), mask, rewards, dones, info
 
     def advance(
         self, actions: torch.Tensor
@@ -145,11 +188,13 @@ class BatchedLoveLetter:
         """:meth:`step` without building the observation: returns ``(mask, rewards,
         dones, info)``. For drivers that need only masks (random or scripted players)
         or observe other seats with :meth:`observe`."""
+        if self._records is not None:
+            return self._advance_core(actions, None)
         self._require_reset()
         actions = self._check_tensor(actions, "actions", (self.num_games,)).long()
         if self.validate_actions:
-            self._check_actions_legal(actions)
-        state, rules = self.state, self.rules
+            self._check_actions_legal(actions, self._mask)
+        state, rules = self._state, self.rules
         engine.play_turn(state, actions, rules)
 
         round_over, round_winners, tokens = state.round_over, state.round_winners, state.tokens
@@ -173,18 +218,56 @@ class BatchedLoveLetter:
         self._mask = engine.legal_mask(state, rules)
         return self._mask, rewards, dones, info
 
+    def _advance_core(
+        self, actions: torch.Tensor, obs: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """:meth:`advance` on the compiled core; writes the new observations into ``obs`` if given."""
+        self._require_reset()
+        actions = self._check_tensor(actions, "actions", (self.num_games,))
+        actions_np = actions.numpy().astype(np.int64, copy=False)
+        # Always checked (one compiled pass over a private copy of the masks, which callers
+        # cannot change): an illegal action never reaches the kernels.
+        if kernels.first_illegal(self._legal, actions_np) >= 0:
+            self._check_actions_legal(actions.long(), torch.from_numpy(self._legal))
+        # The same draws, in the same order, as the torch path: same seed, same games.
+        uniforms = torch.rand(self.num_games, generator=self.generator, device=self.device).numpy()
+        draws = deck_draws(self.num_games, self.generator, self.device).numpy()
+        n = self.num_games
+        rewards = torch.empty(n, MAX_SEATS)
+        dones = torch.empty(n, dtype=torch.bool)
+        round_over = torch.empty(n, dtype=torch.bool)
+        round_winners = torch.empty(n, MAX_SEATS, dtype=torch.bool)
+        tokens = torch.empty(n, MAX_SEATS, dtype=torch.int8)
+        current = torch.empty(n, dtype=torch.long)
+        mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool)
+        orders, placements = self._deck_tables
+        observations = obs.numpy() if obs is not None else np.empty((0, OBSERVATION_SIZE), np.float32)
+        kernels.step_batch(
+            self._records, actions_np, self.episode == "round", uniforms, orders, placements, draws,
+            rewards.numpy(), dones.numpy(), round_over.numpy(), round_winners.numpy(), tokens.numpy(),
+            current.numpy(), mask.numpy(), self._legal, observations, obs is not None,
+        )
+        self._current, self._mask = current, mask
+        info = {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
+        return mask, rewards, dones, info
+
     def observe(self, seats: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """float32 [N, OBSERVATION_SIZE]: each game seen from ``seats[g]`` (long [N]),
         written into ``out`` if given. Seats are checked to exist when ``validate_actions``
         is on (the check synchronises a CUDA device)."""
         self._require_reset()
-        seats = self._check_seats(seats, "seats", values=self.validate_actions)
+        # The compiled core always checks seats: out-of-range ones must never reach it.
+        seats = self._check_seats(seats, "seats", values=self.validate_actions or self._records is not None)
         if out is not None:
             self._check_out(out)
         return self._observe(seats, out)
 
     def _observe(self, seats: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
-        return encode_observations(self.state, seats, self.rules, out, self._scratch)
+        if self._records is not None:
+            obs = torch.empty(self.num_games, OBSERVATION_SIZE) if out is None else out
+            kernels.observe_batch(self._records, seats.numpy(), obs.numpy())
+            return obs
+        return encode_observations(self._state, seats, self.rules, out, self._scratch)
 
     # Randomness ------------------------------------------------------------------------
     def _shuffled_decks(self) -> torch.Tensor:
@@ -240,17 +323,18 @@ class BatchedLoveLetter:
             raise ValueError(f"decks must be permutations of the 16 cards; {len(games)} are not: {listed}")
         return decks.to(torch.int8)
 
-    def _check_actions_legal(self, actions: torch.Tensor) -> None:
+    def _check_actions_legal(self, actions: torch.Tensor, mask: torch.Tensor) -> None:
+        """Raise :class:`BatchedIllegalActionError` naming every game whose action ``mask`` refuses."""
         in_range = (actions >= 0) & (actions < NUM_ACTIONS)
-        legal = in_range & self._mask.gather(1, actions.long().clamp(0, NUM_ACTIONS - 1)[:, None]).squeeze(1)
+        legal = in_range & mask.gather(1, actions.long().clamp(0, NUM_ACTIONS - 1)[:, None]).squeeze(1)
         if bool(legal.all()):
             return
         games = (~legal).nonzero().flatten().tolist()
         lines = []
         for g in games[:_MAX_LISTED]:
-            a, player, n = int(actions[g]), int(self.state.current[g]), int(self._players[g])
+            a, player, n = int(actions[g]), int(self.current_player[g]), int(self._players[g])
             what = describe_action(a, player, n) if 0 <= a < NUM_ACTIONS else "out of range 0..40"
-            allowed = ", ".join(str(i) for i in self._mask[g].nonzero().flatten().tolist())
+            allowed = ", ".join(str(i) for i in mask[g].nonzero().flatten().tolist())
             lines.append(f"game {g}: action {a} ({what}) for player_{player}; legal: [{allowed}]")
         more = f"\n  ... and {len(games) - _MAX_LISTED} more" if len(games) > _MAX_LISTED else ""
         raise BatchedIllegalActionError(
@@ -268,18 +352,24 @@ def _describe(x: Any) -> str:
 
 
 def _table_sizes(num_players: Any, num_games: int, device: torch.device) -> torch.Tensor:
-    """long [N] table sizes from an int or one value per game; raise ValueError naming bad ones."""
-    if isinstance(num_players, bool):
+    """long [N] table sizes from an int or one int per game; raise ValueError naming bad ones.
+
+    Python and numpy integers are accepted; floats (even whole ones) and booleans are
+    refused rather than truncated."""
+    if isinstance(num_players, (bool, np.bool_)):
         raise ValueError(f"num_players must be 2, 3 or 4 (or one per game), got {num_players!r}")
-    if isinstance(num_players, int):
-        sizes = torch.full((num_games,), num_players, dtype=torch.long)
+    if isinstance(num_players, numbers.Integral):
+        sizes = torch.full((num_games,), int(num_players), dtype=torch.long)
     else:
         try:
-            sizes = torch.as_tensor(num_players).to(torch.long).cpu()
+            values = np.asarray(num_players.cpu() if isinstance(num_players, torch.Tensor) else num_players)
         except (TypeError, ValueError, RuntimeError):
             raise ValueError(f"num_players must be an int or a sequence of ints, got {num_players!r}") from None
-        if sizes.shape != (num_games,):
-            raise ValueError(f"num_players per game must have shape [{num_games}], got {list(sizes.shape)}")
+        if values.dtype == np.bool_ or not np.issubdtype(values.dtype, np.integer):
+            raise ValueError(f"num_players must be an int or a sequence of ints, got {num_players!r}")
+        if values.shape != (num_games,):
+            raise ValueError(f"num_players per game must have shape [{num_games}], got {list(values.shape)}")
+        sizes = torch.from_numpy(values.astype(np.int64))
     bad = ((sizes < MIN_PLAYERS) | (sizes > MAX_PLAYERS)).nonzero().flatten().tolist()
     if bad:
         raise ValueError(

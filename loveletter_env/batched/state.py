@@ -17,9 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from ..cards import CARD_VALUES, DECK_SIZE, NUM_CARD_TYPES
+from ..core import layout
 from ..engine import GameState
 from ..rules import Rules
 from .tables import MAX_SEATS
@@ -148,3 +150,36 @@ def state_from_scalar(games: Sequence[GameState], device: "str | torch.device" =
             old = getattr(state, name)
             setattr(state, name, torch.tensor(values, dtype=old.dtype, device=old.device))
     return state
+
+
+def state_from_records(records: np.ndarray) -> BatchedState:
+    """A :class:`BatchedState` copy of compiled-core records (uint8 [N, RECORD_SIZE], see
+    :mod:`loveletter_env.core.layout`): the same games in this module's representation."""
+    r = torch.from_numpy(np.ascontiguousarray(records))
+    n = r.shape[0]
+
+    def block(at: int, *shape: int, dtype: torch.dtype = torch.int8) -> torch.Tensor:
+        size = int(np.prod(shape)) if shape else 1
+        values = r[:, at : at + size].reshape(n, *shape) if shape else r[:, at]
+        return values.to(dtype)
+
+    return BatchedState(
+        num_players=block(layout.NUM_PLAYERS, dtype=torch.long),
+        tokens_to_win=block(layout.TOKENS_TO_WIN),
+        tokens=block(layout.TOKENS, MAX_SEATS),
+        deck=block(layout.DECK, DECK_SIZE),
+        next_card=block(layout.NEXT_CARD),
+        hands=block(layout.HANDS, MAX_SEATS),
+        drawn=block(layout.DRAWN),
+        current=block(layout.CURRENT, dtype=torch.long),
+        out=block(layout.OUT, MAX_SEATS, dtype=torch.bool),
+        protected=block(layout.PROTECTED, MAX_SEATS, dtype=torch.bool),
+        discards=block(layout.DISCARDS, MAX_SEATS, DECK_SIZE),
+        num_discards=block(layout.NUM_DISCARDS, MAX_SEATS),
+        discarded=block(layout.DISCARDED, MAX_SEATS, NUM_CARD_TYPES),
+        known=block(layout.KNOWN, MAX_SEATS, MAX_SEATS),
+        seen=block(layout.SEEN, MAX_SEATS, MAX_SEATS, dtype=torch.bool),
+        ruled_out=block(layout.RULED_OUT, MAX_SEATS, dtype=torch.uint8),
+        round_over=block(layout.ROUND_OVER, dtype=torch.bool),
+        round_winners=block(layout.ROUND_WINNERS, MAX_SEATS, dtype=torch.bool),
+    )

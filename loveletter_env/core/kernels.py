@@ -403,42 +403,33 @@ def observe_into(r, observer, out):
     """Write seat ``observer``'s observation vector (as
     :func:`loveletter_env.observation.encode_observation`) into ``out`` (646 floats)."""
     n = np.int64(r[NUM_PLAYERS])
-    for i in range(OBS_SIZE):
-        out[i] = 0.0
-    unseen = COPIES.copy()
+    out[:] = 0.0
 
     card = np.int64(r[HANDS + observer])
     if card:
         out[OBS_HAND + card - 1] += 1.0
-        unseen[card] -= 1
     if observer == r[CURRENT] and r[DRAWN]:
-        card = np.int64(r[DRAWN])
-        out[OBS_HAND + card - 1] += 1.0
-        unseen[card] -= 1
+        out[OBS_HAND + np.int64(r[DRAWN]) - 1] += 1.0
     if n == 2:
         for i in range(1, 1 + FACE_UP_CARDS_2P):
-            card = np.int64(r[DECK + i])
-            out[OBS_FACE_UP + card - 1] += 1.0
-            unseen[card] -= 1
+            out[OBS_FACE_UP + np.int64(r[DECK + i]) - 1] += 1.0
 
     for k in range(n):
         seat = (observer + k) % n
         sequence = OBS_DISCARDS + k * _DISCARD_BLOCK - 1
         for j in range(np.int64(r[NUM_DISCARDS + seat])):
-            card = np.int64(r[DISCARDS + seat * _MAX_DISCARDS + j])
-            out[sequence + j * 8 + card] = 1.0
-            unseen[card] -= 1
+            out[sequence + j * 8 + np.int64(r[DISCARDS + seat * _MAX_DISCARDS + j])] = 1.0
         for v in range(8):
             out[OBS_DISCARD_COUNTS + k * 8 + v] = r[DISCARDED + seat * 8 + v]
         if k:
             card = np.int64(r[KNOWN + observer * MAX_SEATS + seat])
             if card:
                 out[OBS_KNOWN + (k - 1) * 8 + card - 1] = 1.0
-                unseen[card] -= 1
             ruled = np.int64(r[RULED_OUT + seat])
-            for v in range(8):
-                if ruled >> v & 1:
-                    out[OBS_RULED + (k - 1) * 8 + v] = 1.0
+            if ruled:
+                for v in range(8):
+                    if ruled >> v & 1:
+                        out[OBS_RULED + (k - 1) * 8 + v] = 1.0
             if r[SEEN + seat * MAX_SEATS + observer]:
                 out[OBS_SEEN + k - 1] = 1.0
         out[OBS_PRESENT + k] = 1.0
@@ -454,8 +445,14 @@ def observe_into(r, observer, out):
     out[OBS_RULES + 1] = r[RULE_KING_IGNORES_HANDMAID]
     out[OBS_DECK] = DECK_SIZE - np.int64(r[NEXT_CARD])
     out[OBS_TARGET] = r[TOKENS_TO_WIN]
+    # Copies whose place the observer cannot name: all, less every card located above.
     for v in range(8):
-        out[OBS_UNSEEN + v] = unseen[v + 1]
+        located = out[OBS_HAND + v] + out[OBS_FACE_UP + v]
+        for k in range(MAX_SEATS):
+            located += out[OBS_DISCARD_COUNTS + k * 8 + v]
+        for k in range(MAX_SEATS - 1):
+            located += out[OBS_KNOWN + k * 8 + v]
+        out[OBS_UNSEEN + v] = COPIES[v + 1] - located
 
 
 # Batch drivers ----------------------------------------------------------------------------
@@ -467,7 +464,7 @@ def deal_shuffled(r, orders, placements, draws, first_player):
     sorted deck's first 8 cards in the order ``orders[draws[0]]``, its last 8 in the
     order ``orders[draws[1]]``, placed at the positions ``placements[draws[2]]`` (the
     construction of :func:`loveletter_env.batched.shuffle.shuffled_decks`)."""
-    deck = np.empty(DECK_SIZE, np.uint8)
+    deck = r[DECK : DECK + DECK_SIZE]  # dealt in place: start_round copies a deck onto itself
     half = DECK_SIZE // 2
     first = orders[draws[0]]
     second = orders[draws[1]]
@@ -479,38 +476,47 @@ def deal_shuffled(r, orders, placements, draws, first_player):
 
 
 @njit(cache=True)
-def reset_batch(records, decks, first_players, masks):
+def reset_batch(records, decks, first_players, masks, legal):
     """Start a new game in every record from ``decks`` [N, 16] and ``first_players`` [N];
-    write the legal masks."""
+    write the legal masks into ``masks`` and ``legal``."""
     for g in range(records.shape[0]):
         r = records[g]
         restart_game(r)
         start_round(r, decks[g], first_players[g])
-        legal_mask_into(r, masks[g])
+        legal_mask_into(r, legal[g])
+        masks[g, :] = legal[g, :]
+
+
+@njit(cache=True)
+def random_seat(u, num_players):
+    """The seat ``torch``'s ``(u * num_players).long().clamp(max=3)`` picks from a uniform
+    float32 ``u`` (the same float32 product, so the same seat)."""
+    return min(np.int64(np.float32(u) * np.float32(num_players)), MAX_SEATS - 1)
 
 
 @njit(cache=True)
 def step_batch(
-    records, actions, episode_is_round, random_first, orders, placements, draws,
-    rewards, dones, round_over, round_winners, tokens, current, masks, observations, observe,
+    records, actions, episode_is_round, uniforms, orders, placements, draws,
+    rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
 ):
-    """Every game's player to act plays ``actions[g]`` (assumed legal); rounds that end
-    are followed at once by the next: a new game (tokens zeroed, ``random_first[g]``
-    starts) where the episode is done, else the next round of the same game, which the
-    previous round's lowest-seat winner starts. Decks come from ``draws[g]`` (see
-    :func:`deal_shuffled`).
+    """Every game's player to act plays ``actions[g]`` (checked legal by the caller, see
+    :func:`first_illegal`); rounds that end are followed at once by the next: a new game
+    (tokens zeroed, the seat ``random_seat(uniforms[g])`` starts) where the episode is
+    done, else the next round of the same game, which the previous round's lowest-seat
+    winner starts. Decks come from ``draws[g]`` (see :func:`deal_shuffled`).
 
     Writes, per game: ``rewards`` [N, 4] (+1 winners, -1 others at an episode's end, 0
     for padding seats and otherwise), ``dones``, ``round_over``, ``round_winners`` and
     ``tokens`` of the turn just played (before any reset), then the new ``current``
-    seat, ``masks`` and, when ``observe``, the acting seat's ``observations``."""
+    seat, the legal ``masks`` (and the same into ``legal``, the caller's private copy)
+    and, when ``observe``, the acting seat's ``observations``."""
     for g in range(records.shape[0]):
         r = records[g]
         play(r, actions[g])
         over = r[ROUND_OVER] != 0
         round_over[g] = over
         for seat in range(MAX_SEATS):
-            round_winners[g, seat] = r[ROUND_WINNERS + seat]
+            round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
             tokens[g, seat] = r[TOKENS + seat]
             rewards[g, seat] = 0.0
         done = False
@@ -521,15 +527,27 @@ def step_batch(
                 for seat in range(np.int64(r[NUM_PLAYERS])):
                     rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
                 restart_game(r)
-                first = random_first[g]
+                first = random_seat(uniforms[g], r[NUM_PLAYERS])
             else:
                 first = lowest_round_winner(r)
             deal_shuffled(r, orders, placements, draws[g], first)
         dones[g] = done
         current[g] = r[CURRENT]
-        legal_mask_into(r, masks[g])
+        legal_mask_into(r, legal[g])
+        masks[g, :] = legal[g, :]
         if observe:
             observe_into(r, np.int64(r[CURRENT]), observations[g])
+
+
+@njit(cache=True)
+def first_illegal(legal, actions):
+    """The first game whose action (any integer) is not set in its row of ``legal``
+    (bool [N, 41], the masks the kernels last wrote), else -1."""
+    for g in range(legal.shape[0]):
+        a = actions[g]
+        if a < 0 or a >= NUM_ACTIONS or not legal[g, a]:
+            return g
+    return -1
 
 
 @njit(cache=True)
