@@ -100,7 +100,9 @@ def test_sb3_example_trains_maskable_ppo_and_reports_a_win_rate(capsys):
     win_rate = example.main(["--timesteps", "2048", "--num-envs", "2", "--n-steps", "256", "--eval-episodes", "20"])
     # evaluate() raises if the masked policy ever picks an illegal action.
     assert 0.0 <= win_rate <= 1.0
-    assert re.search(r"evaluation win rate vs rule \(2 players, games\): \d\.\d{3} over 20 episodes", capsys.readouterr().out)
+    assert re.search(
+        r"evaluation win rate vs rule \(2 players, games\): \d\.\d{3} over 20 episodes", capsys.readouterr().out
+    )
 
 
 # TorchRL -------------------------------------------------------------------------------
@@ -130,7 +132,9 @@ def test_torchrl_returns_follow_each_seat_to_its_episode_end():
     example = _load_example("torchrl_reinforce")
     rewards = torch.tensor([[0, 0], [1, -1], [0, 0], [0, 0], [-1, 1], [0, 0]], dtype=torch.float32)
     done = torch.tensor([0, 1, 0, 0, 1, 0], dtype=torch.bool)
-    batch = TensorDict({("next", "players", "reward"): rewards.unsqueeze(-1), ("next", "done"): done.unsqueeze(-1)}, [6])
+    batch = TensorDict(
+        {("next", "players", "reward"): rewards.unsqueeze(-1), ("next", "done"): done.unsqueeze(-1)}, [6]
+    )
     returns, finished = example.returns_to_episode_end(batch)
     assert returns.tolist() == [[1, -1], [1, -1], [-1, 1], [-1, 1], [-1, 1], [0, 0]]
     assert finished[:, 0].tolist() == [True, True, True, True, True, False]

@@ -117,9 +117,51 @@ def _run(block: Block, monkeypatch) -> None:
         text=True,
         timeout=600,
     )
-    assert done.returncode == 0, f"{block.where} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, (
+        f"{block.where} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+    )
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
 def test_docs_block_runs(block, monkeypatch, capsys):
     _run(block, monkeypatch)
+
+
+# The rules page agrees with the code ------------------------------------------------
+def _table(page: Path, header: str) -> list[list[str]]:
+    """The rows of the Markdown table whose header line starts with ``header``."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_rules_page_lists_every_card_with_its_value_and_copies():
+    from loveletter_env.cards import CARD_COUNTS, CARD_NAMES
+
+    rows = _table(ROOT / "docs" / "rules.md", "| value | card | copies |")
+    assert {(int(value), name, int(copies)) for value, name, copies, _ in rows} == {
+        (value, CARD_NAMES[value], CARD_COUNTS[value]) for value in CARD_NAMES
+    }
+
+
+def test_the_rules_page_lists_every_preset_as_the_code_defines_it():
+    from loveletter_env.rules import PRESETS
+
+    rows = _table(ROOT / "docs" / "rules.md", "| preset | tokens")
+    documented = {}
+    for preset, tokens, tie, king in rows:
+        name = re.match(r"`(\w+)`", preset)[1]
+        documented[name] = (
+            tuple(int(t) for t in tokens.split(" / ")),
+            tie.startswith("highest discard sum") or tie == "as `classic`",
+            "may choose a protected player" in king,
+        )
+    assert documented == {
+        name: (rules.tokens_to_win, rules.discard_sum_tiebreak, rules.king_ignores_handmaid)
+        for name, rules in PRESETS.items()
+    }
