@@ -178,8 +178,8 @@ def decision_details(agent: Any, observation: Mapping[str, Any], actor: int, num
     """What ``agent`` can say about its coming decision, in the replay's JSON form.
 
     Agents that offer ``explain(observation) -> dict`` report any of ``probabilities``
-    (action index -> probability, legal moves only), ``value`` (the expected outcome,
-    -1..1) and ``hand_beliefs`` (seat offset -> {card value: probability}). Offsets are
+    (action index -> probability, legal moves only), ``value`` (the expected outcome: a
+    network's estimate of the -1..1 reward, which may stray a little outside it) and ``hand_beliefs`` (seat offset -> {card value: probability}). Offsets are
     turned into seats here, so the file reads the same from every seat. Call it before
     ``act``: ``explain`` never changes the agent. Agents without ``explain`` give ``None``.
     """
@@ -216,9 +216,9 @@ def _check_details(details: Any, state: GameState, where: str) -> None:
         raise ReplayError(f"{where}: details.probabilities must map legal actions to probabilities, got {probs!r}")
     value = details.get("value")
     if value is not None and not (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and -1.01 <= value <= 1.01
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     ):
-        raise ReplayError(f"{where}: details.value must be a number in -1..1, got {value!r}")
+        raise ReplayError(f"{where}: details.value must be a finite number, got {value!r}")
     beliefs = details.get("hand_beliefs")
     if beliefs is not None:
         seats = {str(p) for p in range(state.num_players) if p != state.current}

@@ -230,7 +230,10 @@ class HumanGame:
         replay = self.recorder.finish(self.state)
         if self.state.game_over:
             self.log.append(f"Game over: {', '.join(self._name(p) for p in self.state.game_winners)} won the game.")
-        self.replay_file = self._on_finish(self, replay)
+        try:
+            self.replay_file = self._on_finish(self, replay)
+        except OSError as exc:  # the game itself is fine: say so in its log rather than fail the move
+            self.log.append(f"The replay could not be saved: {exc}")
 
     def move(self, action: Any) -> None:
         """The person plays ``action``; the agents answer. :class:`RequestError` when it is not legal."""

@@ -129,10 +129,11 @@ async function startGame(event) {
     const options = document.getElementById(`opt-${i}`).value.trim();
     opponents.push(name === "ismcts" && options ? `${name}:${options}` : name);
   }
+  const request = { players, opponents, rules: document.getElementById("rules").value, length: document.getElementById("length").value };
+  const seed = document.getElementById("seed").value.trim();
+  if (seed) request.seed = Number(seed);
   try {
-    const game = await postJSON("/api/games", {
-      players, opponents, rules: document.getElementById("rules").value, length: document.getElementById("length").value,
-    });
+    const game = await postJSON("/api/games", request);
     showError("");
     showGame(game);
   } catch (err) {
@@ -154,7 +155,7 @@ function showGame(game) {
     node.dataset.index = i;
     if (playable.has(c)) {
       node.classList.add("playable");
-      node.addEventListener("click", () => chooseCard(c));
+      node.addEventListener("click", () => chooseCard(c, node));
     } else if (game.legal.length) {
       node.classList.add("disabled");
     }
@@ -174,9 +175,9 @@ function movesFor(card, target) {
   return state.game.legal.filter((m) => m.card === card && (target === undefined || m.target === target));
 }
 
-function chooseCard(card) {
+function chooseCard(card, node) {
   const moves = movesFor(card);
-  document.querySelectorAll("#hand .card").forEach((n) => n.classList.toggle("chosen", Number(n.dataset.card) === card));
+  document.querySelectorAll("#hand .card").forEach((n) => n.classList.toggle("chosen", n === node));
   if (moves.length === 1) return play(moves[0]);
   state.chosenCard = card;
   state.chosenTarget = null;
@@ -314,8 +315,10 @@ function renderDetails(frame) {
   const parts = [el("h3", {}, `What player_${d.player} thought`)];
   if (d.probabilities.length) {
     parts.push(el("div", { class: "hint" }, "Policy over the legal moves:"));
-    d.probabilities.forEach((m) => parts.push(el("div", { class: "bar" }, el("span", {}, m.text),
+    const shown = d.probabilities.slice(0, 8);
+    shown.forEach((m) => parts.push(el("div", { class: "bar" }, el("span", {}, m.text),
       el("div", {}, el("div", { class: "fill", style: `width:${(100 * m.p).toFixed(1)}%` })), el("span", {}, `${(100 * m.p).toFixed(1)}%`))));
+    if (d.probabilities.length > shown.length) parts.push(el("div", { class: "hint" }, `and ${d.probabilities.length - shown.length} less likely moves`));
   }
   if (d.value !== null && d.value !== undefined) parts.push(el("div", { id: "value-estimate" }, `Value estimate: ${d.value >= 0 ? "+" : ""}${d.value.toFixed(2)} (−1 loses, +1 wins)`));
   if (d.hand_beliefs.length) {
