@@ -12,7 +12,8 @@ import pytest
 
 from loveletter_env.agents import RandomAgent, make_agent
 from loveletter_env.agents.specs import resolve_agent
-from training.evaluate import EvaluationResult, evaluate, wilson_interval
+from training.evaluate import EvaluationResult, evaluate
+from training.stats import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +48,7 @@ def test_lineup_is_filled_with_the_last_agent_and_seats_rotate():
 
 
 def test_an_agent_object_filling_several_seats_is_copied_per_seat():
-    from training.evaluate import _lineup
+    from training.matches import _lineup
 
     bot = make_agent("rule", seed=0)
     lineup = _lineup([make_agent("random", seed=1), bot], 4)

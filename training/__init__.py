@@ -1,11 +1,30 @@
-"""Everything that learns or measures Love Letter agents.
+"""Everything that learns or measures Love Letter agents. One module, one job:
 
-- :mod:`training.ppo`: masked PPO (the network, losses, GAE over each player's decisions);
-- :mod:`training.selfplay`: ``python -m training.selfplay``, self-play on the batched engine;
+Self-play training (``python -m training.selfplay``):
+
+- :mod:`training.selfplay`: the command line;
+- :mod:`training.trainer`: :class:`~training.trainer.SelfPlayTrainer`, the run (rollouts, updates,
+  evaluations, checkpoints, resume);
+- :mod:`training.ppo`: masked PPO, readable top to bottom (the network, losses, GAE over each
+  player's decisions, the update, :class:`~training.ppo.PolicyAgent`);
+- :mod:`training.rollout`: rollout storage, the learner's decisions linked per (game, seat);
+- :mod:`training.opponents`: opponent kinds, the pool of past weights, who sits in which seat;
+- :mod:`training.metrics`: ``metrics.csv``, TensorBoard and the learning-curve plot;
+- :mod:`training.runtime`: the device and the derived seeds of a run;
 - :mod:`training.config`: the run configuration (dataclasses, YAML, ``--set`` overrides);
-- :mod:`training.checkpoint`: safe checkpoint files and :func:`load_agent`;
-- :mod:`training.exploit`: ``python -m training.exploit``, a best response to a frozen checkpoint;
-- :mod:`training.evaluate`: ``python -m training.evaluate``, win rates with confidence intervals.
+- :mod:`training.checkpoint`: safe checkpoint files and :func:`load_agent`.
+
+Measuring agents (``python -m training.evaluate``, ``python -m training.exploit``):
+
+- :mod:`training.evaluate`: :func:`~training.evaluate.evaluate` and the command line;
+- :mod:`training.matches`: playing seeded episodes with rotating seats, in one or several processes;
+- :mod:`training.stats`: :class:`~training.stats.EvaluationResult` (the one result type) and intervals;
+- :mod:`training.league`: openskill leagues and their Markdown/CSV/PNG tables;
+- :mod:`training.exploit`: a best response to a frozen checkpoint.
+
+:mod:`training.play` plays in the terminal and :mod:`training.export` exports to ONNX. Agent specs
+(bot names, checkpoint paths, factories) are resolved by :mod:`loveletter_env.agents.specs`; this
+package registers the checkpoint loader it uses.
 
 The names below load on first use, so ``import training.evaluate`` does not pull in torch.
 """

@@ -1,0 +1,130 @@
+"""Who sits in the seats the learner does not control, game by game.
+
+Each episode of each game of the batch draws an :class:`OpponentKind` with the config's
+weights (``opponents.current/past/bots``):
+
+- ``CURRENT``: every seat is the learning network, and every seat's decisions are trained on;
+- ``PAST``: one seat is the learner, the others a snapshot from the :class:`OpponentPool`
+  (earlier weights, so the learner keeps beating what it used to be);
+- ``BOTS``: one seat is the learner, the others heuristic bots (they act in Python, one
+  game at a time: keep their share small).
+
+:class:`Seating` holds the draw for every game (kind, learner seat, bot name) and the bots
+themselves; the trainer asks it to redraw the games whose episode just ended.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+import torch
+
+from loveletter_env.agents import Agent, make_agent
+from loveletter_env.validation import MAX_PLAYERS
+
+from .config import OpponentConfig
+from .runtime import derive_seed
+
+
+class OpponentKind(IntEnum):
+    """What plays the non-learner seats of a game's episode (stored as ints in :attr:`Seating.kind`)."""
+
+    CURRENT = 0
+    PAST = 1
+    BOTS = 2
+
+
+class OpponentPool:
+    """Earlier weights of the learner, kept on the CPU, oldest first.
+
+    Only one snapshot plays per rollout (drawn uniformly), so the rollout needs a single
+    extra forward pass per step whatever the pool size.
+    """
+
+    def __init__(self, max_size: int):
+        self.max_size = max_size
+        self.snapshots: list[dict[str, torch.Tensor]] = []
+        self.labels: list[int] = []  # the update each snapshot was taken at
+
+    def __len__(self) -> int:
+        return len(self.snapshots)
+
+    def add(self, model: torch.nn.Module, label: int) -> None:
+        """Keep a copy of ``model``'s weights (the oldest snapshot goes once the pool is full)."""
+        self.snapshots.append({k: v.detach().cpu().clone() for k, v in model.state_dict().items()})
+        self.labels.append(label)
+        if len(self.snapshots) > self.max_size:
+            self.snapshots.pop(0)
+            self.labels.pop(0)
+
+    def sample(self, rng: np.random.Generator) -> int:
+        """The index of a uniformly drawn snapshot."""
+        return int(rng.integers(len(self.snapshots)))
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint stores to restore the pool."""
+        return {"snapshots": self.snapshots, "labels": self.labels}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore the pool from :meth:`state`."""
+        self.snapshots = list(state["snapshots"])
+        self.labels = [int(x) for x in state["labels"]]
+
+
+class Seating:
+    """The opponent kind, learner seat and bot of every game of the batch, and the bots.
+
+    Args:
+        config: the run's ``opponents`` section.
+        num_players: table size of every game.
+        run_seed: the run's seed (each bot's generator derives from it, its game and seat).
+    """
+
+    def __init__(self, config: OpponentConfig, num_players: np.ndarray, run_seed: int):
+        self.config = config
+        self.num_players = num_players
+        self.run_seed = run_seed
+        n = len(num_players)
+        self.kind = np.zeros(n, dtype=np.int64)
+        self.learner_seat = np.zeros(n, dtype=np.int64)
+        self.bot_name: list[str] = [""] * n
+        self._bots: dict[tuple[int, str], list[Agent]] = {}
+
+    def draw(self, games: np.ndarray, rng: np.random.Generator, pool_size: int) -> None:
+        """Redraw opponent kind, learner seat and bots for ``games`` (new episodes)."""
+        o = self.config
+        weights = np.array([o.current, o.past if pool_size else 0.0, o.bots], dtype=float)
+        if weights.sum() == 0:  # only "past" was asked for and the pool is empty
+            weights[OpponentKind.CURRENT] = 1.0
+        kinds = rng.choice(len(OpponentKind), size=len(games), p=weights / weights.sum())
+        seats = rng.integers(0, self.num_players[games])
+        self.kind[games] = kinds
+        self.learner_seat[games] = seats
+        for g, kind in zip(games.tolist(), kinds.tolist()):
+            if kind == OpponentKind.BOTS:
+                name = o.bot_names[int(rng.integers(len(o.bot_names)))]
+                self.bot_name[g] = name
+                for bot in self.bots_for(g, name):
+                    reset = getattr(bot, "reset", None)
+                    if reset is not None:
+                        reset()
+
+    def bots_for(self, game: int, name: str) -> list[Agent]:
+        """One bot per seat (bots remember things about their own seat within a round)."""
+        key = (game, name)
+        if key not in self._bots:
+            self._bots[key] = [
+                make_agent(name, seed=derive_seed(self.run_seed, 4, game, seat)) for seat in range(MAX_PLAYERS)
+            ]
+        return self._bots[key]
+
+    def bot_actions(self, games: np.ndarray, seat: np.ndarray, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Bots act one game at a time in Python, on the observation dict of their own seat."""
+        obs_np, mask_np = obs.cpu().numpy(), mask.cpu().numpy().astype(np.int8)
+        picked = [
+            self.bots_for(g, self.bot_name[g])[seat[g]].act({"observation": o, "action_mask": m})
+            for g, o, m in zip(games.tolist(), obs_np, mask_np)
+        ]
+        return torch.tensor(picked, dtype=torch.long, device=obs.device)

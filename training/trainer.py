@@ -1,0 +1,357 @@
+"""The self-play trainer: rollouts, PPO updates, evaluations and checkpoints of one run.
+
+:class:`SelfPlayTrainer` runs a :class:`~training.config.TrainConfig`. Each iteration it
+collects a rollout on the batched engine (the learner's decisions into a
+:class:`~training.rollout.RolloutBuffer`, the other seats played as
+:class:`~training.opponents.Seating` draws them), computes advantages over each seat's own
+decisions (:func:`training.ppo.compute_gae`), runs :func:`training.ppo.ppo_update`, and
+every so often evaluates against the bots (:func:`training.evaluate.evaluate`), logs
+(:class:`~training.metrics.MetricsLog`) and saves (:mod:`training.checkpoint`).
+
+Every piece of the trainer's state (network, optimizer, generators, pool, env, seating)
+is created in ``__init__``; ``--resume`` restores it from ``latest.pt`` there too.
+The command line is :mod:`training.selfplay`.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from loveletter_env.agents import make_agent
+
+from .checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint
+from .config import ConfigError, TrainConfig, from_dict, save_config, to_dict
+from .evaluate import evaluate
+from .metrics import MetricsLog, plot_learning_curve
+from .opponents import OpponentKind, OpponentPool, Seating
+from .ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
+from .rollout import RolloutBuffer
+from .runtime import derive_seed, pick_device
+from .stats import EvaluationResult
+
+#: Config keys that say where a run executes, not what it computes: --resume may change them.
+MACHINE_KEYS = ("device", "torch_threads")
+
+EnvFactory = Callable[..., Any]
+
+
+def default_env_factory(**kwargs: Any) -> Any:
+    """The batched engine (imported lazily so the rest of this module loads without it)."""
+    from loveletter_env.batched import BatchedLoveLetter
+
+    return BatchedLoveLetter(**kwargs)
+
+
+class SelfPlayTrainer:
+    """Runs a :class:`~training.config.TrainConfig`: rollouts, PPO updates, evaluation, checkpoints.
+
+    Args:
+        config: the run's config (validated).
+        run_dir: output folder (created).
+        resume: continue from ``run_dir/latest.pt``.
+        pool: a ready-made opponent pool; with ``grow_pool=False`` it stays frozen (the
+            exploitability tool trains against one fixed checkpoint this way).
+        grow_pool: add snapshots of the learner every ``opponents.snapshot_every`` updates.
+        env_factory: builds the batched env from ``BatchedLoveLetter``'s keyword arguments.
+        progress: show a tqdm progress bar.
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        run_dir: str | Path,
+        resume: bool = False,
+        pool: OpponentPool | None = None,
+        grow_pool: bool = True,
+        env_factory: EnvFactory = default_env_factory,
+        progress: bool = True,
+    ):
+        self.config = config.validate()
+        self.run_dir = Path(run_dir)
+        self.device = pick_device(config.device)
+        self.env_factory = env_factory
+        self.progress = progress
+        self.grow_pool = grow_pool
+        if config.torch_threads:
+            torch.set_num_threads(config.torch_threads)
+
+        seed = config.seed
+        init_generator = torch.Generator().manual_seed(seed)
+        self.model = ActorCritic(config.model.hidden_sizes, generator=init_generator).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
+        # Separate streams: acting (on the rollout device), minibatch order, opponent draws.
+        self.act_gen = torch.Generator(device=self.device).manual_seed(derive_seed(seed, 1))
+        self.update_gen = torch.Generator().manual_seed(derive_seed(seed, 2))
+        self.rng = np.random.default_rng(derive_seed(seed, 3))
+        self.pool = pool if pool is not None else OpponentPool(config.opponents.pool_size)
+        self.opponent_model = copy.deepcopy(self.model).eval()
+        self.update = 0
+        self.global_step = 0
+        self.best_score = -math.inf
+        self.last_eval: dict[str, EvaluationResult] = {}
+
+        if resume:
+            self._restore(load_checkpoint(self.run_dir / "latest.pt", map_location="cpu"))
+        else:
+            if config.model.init_from:
+                self._initialise_from(config.model.init_from)
+            if len(self.pool) == 0:  # the starting weights are the first past opponent
+                self.pool.add(self.model, label=0)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        save_config(config, self.run_dir / "config.yaml")
+        self._make_env()
+
+    # -- state -----------------------------------------------------------------------
+    def _training_state(self) -> dict[str, Any]:
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "act_generator": self.act_gen.get_state(),
+            "act_device": self.device.type,
+            "update_generator": self.update_gen.get_state(),
+            "numpy_rng": self.rng.bit_generator.state,
+            "pool": self.pool.state(),
+            "best_score": self.best_score,
+        }
+
+    def _restore(self, ckpt: dict[str, Any]) -> None:
+        saved, current = to_dict(from_dict(TrainConfig, ckpt["config"])), to_dict(self.config)
+        for key in MACHINE_KEYS:  # where it runs does not change what the run is
+            saved.pop(key), current.pop(key)
+        if saved != current:
+            raise ConfigError(
+                "the config differs from the one the checkpoint was trained with; resume with the run's own config.yaml"
+            )
+        if "training" not in ckpt:
+            raise CheckpointError("this checkpoint was exported without its training state and cannot be resumed")
+        state = ckpt["training"]
+        self.model.load_state_dict(build_model(ckpt).state_dict())
+        self.optimizer.load_state_dict(state["optimizer"])
+        if state["act_device"] == self.device.type:
+            self.act_gen.set_state(state["act_generator"])
+        else:  # CPU and CUDA generators have different states: start a fresh stream
+            self.act_gen.manual_seed(derive_seed(self.config.seed, 1, int(ckpt["update"])))
+        self.update_gen.set_state(state["update_generator"])
+        self.rng.bit_generator.state = state["numpy_rng"]
+        self.pool.load_state(state["pool"])
+        self.best_score = float(state["best_score"])
+        self.update = int(ckpt["update"])
+        self.global_step = int(ckpt["global_step"])
+
+    def _initialise_from(self, path: str) -> None:
+        source = load_checkpoint(path)
+        if list(source["model"]["hidden_sizes"]) != list(self.config.model.hidden_sizes):
+            raise ConfigError(
+                f"model.init_from {path!r} has hidden_sizes {source['model']['hidden_sizes']}, "
+                f"but model.hidden_sizes is {self.config.model.hidden_sizes}"
+            )
+        self.model.load_state_dict(build_model(source).state_dict())
+
+    def checkpoint_payload(self, with_training_state: bool = True) -> dict[str, Any]:
+        payload = {
+            "model": model_payload(self.model),
+            "config": to_dict(self.config),
+            "update": self.update,
+            "global_step": self.global_step,
+            "evaluation": {k: v.slot_figures(0, ci_as_list=True) for k, v in self.last_eval.items()},
+        }
+        if with_training_state:
+            payload["training"] = self._training_state()
+        return payload
+
+    def save(self) -> None:
+        """``latest.pt`` (everything resume needs) and a weights-only numbered snapshot."""
+        save_checkpoint(self.run_dir / "latest.pt", self.checkpoint_payload())
+        save_checkpoint(
+            self.run_dir / "snapshots" / f"update_{self.update:05d}.pt",
+            self.checkpoint_payload(with_training_state=False),
+        )
+
+    # -- rollout ---------------------------------------------------------------------
+    def _make_env(self) -> None:
+        """Start fresh games (the env's seed follows the update, so a resumed run gets new deals)."""
+        env_cfg = self.config.env
+        n = env_cfg.num_games
+        sizes = [env_cfg.num_players[i % len(env_cfg.num_players)] for i in range(n)]
+        self.env = self.env_factory(
+            num_games=n,
+            num_players=sizes,
+            rules=env_cfg.rules,
+            episode=env_cfg.episode,
+            device=str(self.device),
+            seed=derive_seed(self.config.seed, 5, self.update),
+        )
+        self.seating = Seating(self.config.opponents, np.array(sizes), self.config.seed)
+        self.seating.draw(np.arange(n), self.rng, len(self.pool))
+        self.obs, self.mask = self.env.reset()
+
+    @torch.no_grad()
+    def collect_rollout(self) -> tuple[RolloutBuffer, dict[str, float]]:
+        """Play ``rollout_steps`` turns in every game; return the learner's decisions."""
+        cfg = self.config.env
+        n, device = cfg.num_games, self.device
+        buffer = RolloutBuffer(n * cfg.rollout_steps, n, device)
+        if len(self.pool):
+            self.opponent_model.load_state_dict(self.pool.snapshots[self.pool.sample(self.rng)])
+        game_ids = torch.arange(n, device=device)
+        past, bots = OpponentKind.PAST, OpponentKind.BOTS
+        wins = {past: [0, 0], bots: [0, 0]}  # [wins, episodes] of the learner seat
+        seating = self.seating
+        episodes = 0
+        self.model.eval()
+        for _ in range(cfg.rollout_steps):
+            obs, mask = self.obs, self.mask
+            seat_t = self.env.current_player.to(device)
+            seat = seat_t.cpu().numpy()
+            learner = (seating.kind == OpponentKind.CURRENT) | (seat == seating.learner_seat)
+            snapshot = (seating.kind == past) & ~learner
+            bot = (seating.kind == bots) & ~learner
+            actions = torch.zeros(n, dtype=torch.long, device=device)
+
+            rows = torch.from_numpy(np.flatnonzero(learner)).to(device)
+            if rows.numel():
+                logits, values = self.model(obs[rows])
+                chosen = sample_actions(logits, mask[rows], self.act_gen)
+                actions[rows] = chosen
+                buffer.add(
+                    game_ids[rows],
+                    seat_t[rows],
+                    obs[rows],
+                    mask[rows],
+                    chosen,
+                    action_log_prob(logits, mask[rows], chosen),
+                    values,
+                )
+            if snapshot.any():
+                rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
+                logits, _ = self.opponent_model(obs[rows])
+                actions[rows] = sample_actions(
+                    logits, mask[rows], self.act_gen, greedy=self.config.opponents.past_greedy
+                )
+            if bot.any():
+                rows = torch.from_numpy(np.flatnonzero(bot)).to(device)
+                actions[rows] = seating.bot_actions(rows.cpu().numpy(), seat, obs[rows], mask[rows])
+
+            self.obs, self.mask, rewards, dones, _ = self.env.step(actions)
+            self.global_step += n
+            if dones.any():
+                done_t = dones.nonzero().squeeze(-1)
+                buffer.close_episodes(done_t, rewards[done_t].to(device))
+                done = done_t.cpu().numpy()
+                episodes += len(done)
+                learner_reward = rewards[done_t].cpu().numpy()[np.arange(len(done)), seating.learner_seat[done]]
+                for kind in (past, bots):
+                    sel = seating.kind[done] == kind
+                    wins[kind][0] += int((learner_reward[sel] > 0).sum())
+                    wins[kind][1] += int(sel.sum())
+                # The finished games start new episodes: new opponents.
+                seating.draw(done, self.rng, len(self.pool))
+        stats = {
+            "win_rate_vs_past": wins[past][0] / wins[past][1] if wins[past][1] else float("nan"),
+            "win_rate_vs_bots": wins[bots][0] / wins[bots][1] if wins[bots][1] else float("nan"),
+            "episodes": episodes,
+        }
+        return buffer, stats
+
+    # -- evaluation ------------------------------------------------------------------
+    def evaluate(self) -> dict[str, EvaluationResult]:
+        """The current weights (slot 0) against each ``eval.opponents`` bot, through
+        :func:`training.evaluate.evaluate` (seats rotated by that tool)."""
+        cfg = self.config.eval
+        model = copy.deepcopy(self.model).to("cpu").eval()
+        results = {}
+        for i, name in enumerate(cfg.opponents):
+            learner = PolicyAgent(model, greedy=cfg.greedy, seed=derive_seed(self.config.seed, 6, self.update))
+            others = [
+                make_agent(name, seed=derive_seed(self.config.seed, 7, self.update, i, k))
+                for k in range(cfg.num_players - 1)
+            ]
+            results[name] = evaluate(
+                [learner, *others],
+                num_players=cfg.num_players,
+                rounds=cfg.rounds,
+                episode="round",
+                seed=derive_seed(self.config.seed, 8, self.update, i) % 2**32,
+                progress=False,
+                rules=self.config.env.rules,
+            )
+        return results
+
+    # -- main loop -------------------------------------------------------------------
+    def train(self) -> dict[str, Any]:
+        """Run until ``total_steps`` turns; return a summary (final step, evaluation, paths)."""
+        cfg = self.config
+        resume_update = self.update if self.update else None
+        log = MetricsLog(self.run_dir, cfg.eval.opponents if cfg.eval.every else [], resume_update)
+        bar = tqdm(
+            total=cfg.total_steps,
+            initial=min(self.global_step, cfg.total_steps),
+            unit="turn",
+            unit_scale=True,
+            dynamic_ncols=True,
+            disable=not self.progress,
+            desc=cfg.run_name,
+        )
+        start, start_step = time.perf_counter(), self.global_step
+        try:
+            while self.global_step < cfg.total_steps:
+                lr = learning_rate(cfg.ppo, self.global_step / cfg.total_steps)
+                for group in self.optimizer.param_groups:
+                    group["lr"] = lr
+                buffer, roll_stats = self.collect_rollout()
+                batch = buffer.batch(cfg.ppo.gamma, cfg.ppo.gae_lambda)
+                bar.update(min(self.global_step, cfg.total_steps) - bar.n)
+                if len(batch) == 0:
+                    continue  # rollouts this short resolved no decision yet: nothing to learn from
+                self.model.train()
+                stats = ppo_update(self.model, self.optimizer, batch, cfg.ppo, self.update_gen)
+                self.update += 1
+                bar.update(min(self.global_step, cfg.total_steps) - bar.n)
+
+                if self.grow_pool and self.update % cfg.opponents.snapshot_every == 0:
+                    self.pool.add(self.model, label=self.update)
+                finished = self.global_step >= cfg.total_steps
+                row: dict[str, Any] = {
+                    "update": self.update,
+                    "global_step": self.global_step,
+                    "elapsed_s": round(time.perf_counter() - start, 2),
+                    "turns_per_s": round((self.global_step - start_step) / (time.perf_counter() - start), 1),
+                    "learning_rate": lr,
+                    "learner_decisions": len(batch),
+                    **roll_stats,
+                    **stats,
+                }
+                if cfg.eval.every and (self.update % cfg.eval.every == 0 or finished):
+                    self.last_eval = self.evaluate()
+                    for name, res in self.last_eval.items():
+                        row[f"eval_win_rate_{name}"] = res.win_rate[0]
+                        row[f"eval_ci95_low_{name}"], row[f"eval_ci95_high_{name}"] = res.ci95[0]
+                    bar.set_postfix({f"vs {k}": f"{v.win_rate[0]:.0%}" for k, v in self.last_eval.items()})
+                    score = self.last_eval[cfg.eval.best_by].win_rate[0]
+                    if score > self.best_score:
+                        self.best_score = score
+                        save_checkpoint(self.run_dir / "best.pt", self.checkpoint_payload(with_training_state=False))
+                log.write(row)
+                if self.update % cfg.save_every == 0 or finished:
+                    self.save()
+        finally:
+            bar.close()
+            log.close()
+        plot = plot_learning_curve(log.path, self.run_dir / "learning_curve.png")
+        elapsed = time.perf_counter() - start
+        return {
+            "run_dir": str(self.run_dir),
+            "update": self.update,
+            "global_step": self.global_step,
+            "turns_per_s": (self.global_step - start_step) / elapsed if elapsed > 0 else float("nan"),
+            "evaluation": {k: v.slot_figures(0) for k, v in self.last_eval.items()},
+            "plot": str(plot) if plot else None,
+        }
