@@ -179,9 +179,10 @@ def decision_details(agent: Any, observation: Mapping[str, Any], actor: int, num
 
     Agents that offer ``explain(observation) -> dict`` report any of ``probabilities``
     (action index -> probability, legal moves only), ``value`` (the expected outcome: a
-    network's estimate of the -1..1 reward, which may stray a little outside it) and ``hand_beliefs`` (seat offset -> {card value: probability}). Offsets are
-    turned into seats here, so the file reads the same from every seat. Call it before
-    ``act``: ``explain`` never changes the agent. Agents without ``explain`` give ``None``.
+    network's estimate of the -1..1 reward, which may stray a little outside it) and
+    ``hand_beliefs`` (seat offset -> {card value: probability}). Offsets are turned into
+    seats here, so the file reads the same from every seat. Call it before ``act``:
+    ``explain`` never changes the agent. Agents without ``explain`` give ``None``.
     """
     explain = getattr(agent, "explain", None)
     if not callable(explain):

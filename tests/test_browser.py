@@ -38,8 +38,8 @@ if missing:
     pytest.skip(reason, allow_module_level=True)
 
 from selenium import webdriver  # noqa: E402
-from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
