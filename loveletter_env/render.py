@@ -62,7 +62,12 @@ def narrate(event: TurnEvent, viewer: int) -> str:
             text += f" and saw {card_name(event.target_card)}"
         elif event.card == BARON:
             if viewer in (event.player, event.target):
-                text += f": {card_name(event.actor_card)} against {card_name(event.target_card)}"
+                # Say whose card is whose: "King against Princess" left the reader guessing.
+                mine, theirs = (event.actor_card, event.target_card)
+                other = event.target if viewer == event.player else event.player
+                if viewer == event.target:
+                    mine, theirs = theirs, mine
+                text += f": your {card_name(mine)} against player_{other}'s {card_name(theirs)}"
             elif not event.eliminated:
                 text += ": a tie"
         elif event.card == PRINCE:

@@ -12,7 +12,8 @@ agent may use is exactly what its seat has seen.
 from __future__ import annotations
 
 import random
-from typing import Any, Mapping, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -40,6 +41,39 @@ def legal_actions_of(observation: Mapping[str, Any]) -> list[int]:
     if not legal:
         raise ValueError("the action mask has no legal action: this agent is not the one to act")
     return legal
+
+
+class AgentError(ValueError):
+    """An agent broke the protocol: its ``act`` returned something that is not a legal action."""
+
+
+def checked_act(agent: Agent, observation: Mapping[str, Any], name: str | None = None) -> int:
+    """``agent.act(observation)`` as an ``int``, checked against the observation's mask.
+
+    Tools that seat agents they did not write (evaluation, play, opponents) call this, so
+    a faulty agent is named with what it returned instead of failing somewhere inside
+    the env. ``name`` defaults to the agent's ``repr``.
+
+    Raises:
+        AgentError: the returned value is not an integer (``None``, a float, a bool...),
+            is outside ``0..40``, or is not legal in this observation.
+    """
+    action = agent.act(observation)
+    if isinstance(action, np.ndarray) and action.shape == ():
+        action = action.item()
+    label = repr(agent) if name is None else name
+    mask = np.asarray(observation["action_mask"])
+    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+        raise AgentError(
+            f"agent {label} returned {action!r} ({type(action).__name__}) from act(); "
+            f"it must return an action index (an int in 0..{len(mask) - 1})"
+        )
+    if not 0 <= action < len(mask):
+        raise AgentError(f"agent {label} returned action {action!r} from act(); action indices are 0..{len(mask) - 1}")
+    if not mask[action]:
+        legal = [int(a) for a in np.flatnonzero(mask)]
+        raise AgentError(f"agent {label} returned action {int(action)}, which is not legal here (legal: {legal})")
+    return int(action)
 
 
 class SeededAgent:

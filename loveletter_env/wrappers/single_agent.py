@@ -21,6 +21,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..actions import NUM_ACTIONS
+from ..agents.base import checked_act
 from ..env import OBSERVATION_HIGH, RESET_OPTIONS, check_reset_options, check_reset_seed, raw_env
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules
@@ -194,7 +195,8 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
             if agent == self._learner:
                 return
             offset = (aec.agent_name_mapping[agent] - self.learner_seat) % self.num_players
-            aec.step(int(self.opponents[offset - 1].act(aec.observe(agent))))
+            opponent = self.opponents[offset - 1]
+            aec.step(checked_act(opponent, aec.observe(agent), name=f"{opponent!r} (the opponent at {agent})"))
         self._done = True
 
     def _learner_reward(self) -> float:
