@@ -271,3 +271,32 @@ def test_cli(tmp_path, capsys, game_replay):
     with pytest.raises(SystemExit):
         replay_main([str(path), "--seat", "3"])
     assert "--seat must be a seat in 0..2" in capsys.readouterr().err
+
+
+class FirstLegalMove(io.StringIO):
+    """Standard input for ``training.play`` that answers each prompt with the first legal move listed."""
+
+    def __init__(self, out: io.StringIO):
+        super().__init__()
+        self.out = out
+
+    def readline(self, *args) -> str:
+        listing = self.out.getvalue().rsplit("Legal moves:", 1)[1]
+        return listing.split("\n")[1].split(":")[0].strip() + "\n"
+
+
+def test_terminal_play_saves_a_replay(tmp_path):
+    from training.play import play
+
+    out = io.StringIO()
+    final = play(["belief"], num_players=3, seed=2, stdin=FirstLegalMove(out), out=out, replay_path=tmp_path / "p.json")
+    replay = load_replay(tmp_path / "p.json")
+    assert replay.episode == "game" and final.game_over
+    assert replay.result["tokens"] == final.tokens and len(replay.rounds) == final.round
+    assert [a.name for a in replay.agents] == ["human", "belief", "belief"]
+    assert "Replay saved" in out.getvalue()
+    # Stopped after one round: the replay says the game was not finished.
+    out = io.StringIO()
+    play(["rule"], seed=2, rounds=1, stdin=FirstLegalMove(out), out=out, replay_path=tmp_path / "one.json")
+    stopped = load_replay(tmp_path / "one.json")
+    assert stopped.episode == "rounds" and len(stopped.rounds) == 1 and stopped.result["winners"] == []

@@ -14,6 +14,7 @@ Commands at the prompt: ``help`` shows your view and moves again, ``quit`` leave
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -23,10 +24,11 @@ import numpy as np
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS, describe_action
 from loveletter_env.agents.specs import agent_label, resolve_agent
-from loveletter_env.cards import FULL_DECK, card_name
+from loveletter_env.cards import FULL_DECK
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
-from loveletter_env.render import narrate, render_seat_view
+from loveletter_env.render import narrate, render_seat_view, round_summary
+from loveletter_env.replay import AgentInfo, ReplayRecorder, decision_details, save_replay
 from loveletter_env.rules import PRESETS
 
 
@@ -98,21 +100,6 @@ def ask_move(state: GameState, seat: int, stdin: TextIO, out: TextIO) -> int:
             print(f"  {exc}. Try again.", file=out)
 
 
-def _round_summary(state: GameState, seat: int) -> str:
-    alive = [p for p in range(state.num_players) if not state.out[p]]
-    names = ["you" if p == seat else f"player_{p}" for p in range(state.num_players)]
-    lines = []
-    if len(alive) > 1:
-        reveal = ", ".join(f"{names[p]}: {card_name(state.hands[p])}" for p in alive)
-        lines.append(f"Showdown - {reveal}")
-    lines.append(
-        f"Round {state.round} won by {', '.join(names[p] for p in state.round_winners)}. Tokens: "
-        + ", ".join(f"{names[p]} {state.tokens[p]}" for p in range(state.num_players))
-        + f" (target {state.tokens_to_win})"
-    )
-    return "\n".join(lines)
-
-
 def play(
     opponents: Sequence[object],
     num_players: int = 2,
@@ -122,6 +109,7 @@ def play(
     rounds: int | None = None,
     stdin: TextIO = sys.stdin,
     out: TextIO = sys.stdout,
+    replay_path: str | os.PathLike | None = None,
 ) -> GameState:
     """Play one game (or ``rounds`` rounds) with a person at ``seat``.
 
@@ -133,6 +121,7 @@ def play(
         seed: seed of the deals and of the agents.
         rules: the rule preset.
         rounds: stop after this many rounds (default: play the whole game).
+        replay_path: save the game there as a replay (:mod:`loveletter_env.replay`) once it ends.
 
     Returns the final game state. Raises :class:`QuitGame` when the person leaves.
     """
@@ -147,7 +136,12 @@ def play(
     specs = list(opponents) + [opponents[-1]] * (num_players - 1 - len(opponents))
     rng = np.random.default_rng(seed)
     others = [p for p in range(num_players) if p != seat]
-    agents = {p: resolve_agent(spec, seed=int(rng.integers(2**31))) for p, spec in zip(others, specs)}
+    agent_seeds = {p: int(rng.integers(2**31)) for p in others}
+    agents = {p: resolve_agent(spec, seed=agent_seeds[p]) for p, spec in zip(others, specs)}
+    infos = [AgentInfo("human")] * num_players
+    for p, spec in zip(others, specs):
+        infos[p] = AgentInfo(agent_label(spec), agent_label(spec), {}, agent_seeds[p])
+    recorder = ReplayRecorder(num_players, rules, "game", infos, {"source": "training.play", "seed": seed})
     for p, spec in zip(others, specs):
         print(f"player_{p}: {agent_label(spec)}", file=out)
     print(f"You are player_{seat}.", file=out)
@@ -157,22 +151,30 @@ def play(
 
     state = engine.new_game(num_players, deck(), int(rng.integers(num_players)), rules)
     while True:
+        recorder.start_round(state)
         print(f"\n=== Round {state.round}: player_{state.current} starts ===", file=out)
         while not state.round_over:
             player = state.current
+            details = None
             if player == seat:
                 action = ask_move(state, seat, stdin, out)
             else:
-                action = int(agents[player].act(observation_of(state, player)))
+                observation = observation_of(state, player)
+                details = decision_details(agents[player], observation, player, num_players)
+                action = int(agents[player].act(observation))
+            recorder.record(state, action, details)
             print("  " + narrate(engine.step(state, action), seat), file=out)
-        print(_round_summary(state, seat), file=out)
-        if state.game_over:
-            winners = ", ".join("you" if p == seat else f"player_{p}" for p in state.game_winners)
-            print(f"Game over: {winners} won the game.", file=out)
-            return state
-        if rounds is not None and state.round >= rounds:
-            return state
+        print(round_summary(state, seat), file=out)
+        if state.game_over or (rounds is not None and state.round >= rounds):
+            break
         engine.start_round(state, deck())
+    if state.game_over:
+        winners = ", ".join("you" if p == seat else f"player_{p}" for p in state.game_winners)
+        print(f"Game over: {winners} won the game.", file=out)
+    if replay_path is not None:
+        recorder.episode = "game" if state.game_over else "rounds"
+        print(f"Replay saved: {save_replay(recorder.finish(state), replay_path)}", file=out)
+    return state
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -189,12 +191,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=_seed, default=None, help="seed of the deals and the agents (default: random)")
     parser.add_argument("--rules", default="classic", choices=sorted(PRESETS), help="rule preset (default classic)")
     parser.add_argument("--rounds", type=int, default=None, help="stop after this many rounds (default: a whole game)")
+    parser.add_argument("--save-replay", metavar="FILE", help="save the game as a replay file (JSON) when it ends")
     args = parser.parse_args(argv)
     if args.rounds is not None and args.rounds < 1:
         parser.error(f"--rounds must be a positive integer, got {args.rounds}")
     try:
-        play(args.opponents, args.players, args.seat, args.seed, args.rules, args.rounds)
-    except (ValueError, FileNotFoundError) as exc:
+        play(args.opponents, args.players, args.seat, args.seed, args.rules, args.rounds, replay_path=args.save_replay)
+    except (ValueError, OSError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
     except QuitGame as exc:
         print(f"\nGame stopped: {exc}.")
