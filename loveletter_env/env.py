@@ -1,4 +1,58 @@
-"""PettingZoo AEC environment for Love Letter (2 to 4 players)."""
+"""Love Letter: a PettingZoo AEC environment (2 to 4 players).
+
+| | |
+| --- | --- |
+| Import | ``import loveletter_env; env = loveletter_env.env(num_players=2)`` |
+| Registered id | ``loveletter/loveletter_v0`` (PettingZoo), ``loveletter/LoveLetter-v0`` (Gymnasium, one seat) |
+| Actions | Discrete, masked |
+| Parallel API | No (turn-based) |
+| Agents | ``player_0`` ... ``player_{n-1}``, n = 2, 3 or 4 |
+| Action space | ``Discrete(41)``, the same layout for every table size |
+| Observation space | ``Dict(observation=Box(0, 16, (646,), float32), action_mask=Box(0, 1, (41,), int8))`` |
+| Observation values | small whole numbers stored as float32, each in [0, 16] |
+
+Love Letter is a card game of deduction and risk for 2 to 4 players: each player holds
+one card, draws a second on their turn and plays one of the two, whose effect (guess a
+card, look at a hand, compare hands, swap hands...) may knock a player out of the round.
+The last player in, or the highest card when the deck runs out, wins the round and a
+token; the first to the token target wins the game.
+
+Observation: what the observing seat can know and nothing more: its hand, every
+discard, face-up cards, tokens, who is out or protected, the cards it has seen or ruled
+out, and the counts of cards not yet seen. Seats are relative to the observer (offset 0
+is the observer, 1 the next seat in turn order; seats past the table are zero padding).
+The fields are :data:`loveletter_env.observation.LAYOUT`
+(``python -m loveletter_env.observation`` prints the table); ``decode_observation``
+turns a vector back into a readable view.
+
+Action mask: ``action_mask[a]`` is 1 when action ``a`` is legal for the agent to act,
+and all zeros for every other agent. An action whose mask entry is 0 raises
+:class:`~loveletter_env.engine.IllegalActionError` (a ``ValueError``) and changes nothing;
+``loveletter_env.describe_action`` names any action in words.
+
+Action space (targets are seat offsets from the acting player): 0-20 Guard on offset 1-3
+naming a value 2-8, 22-24 Priest, 26-28 Baron, 35-37 King on offset 1-3, 31-34 Prince on
+offset 0-3 (0: yourself), 30 Handmaid, 39 Countess, 40 Princess; 21, 25, 29 and 38 play the
+Guard, Priest, Baron or King with no effect when no one can be chosen
+(see :mod:`loveletter_env.actions`).
+
+Rewards: 0 during the episode; at its end +1 for each winner (several after a shared
+showdown) and -1 for every other player. ``info`` at the end holds ``winners`` and ``tokens``.
+
+Arguments (``env(...)``/``raw_env(...)``): ``num_players`` (2, 3 or 4), ``rules`` (a preset
+name, ``"classic"`` by default, or a :class:`~loveletter_env.rules.Rules`), ``episode``
+(``"game"``: rounds until the token target; ``"round"``: one round) and ``render_mode``
+(``None``, ``"ansi"``, ``"human"``). ``reset(seed=..., options={"deck": [...],
+"first_player": k})`` fixes the first round's deck and starting seat.
+
+Version history:
+
+* ``loveletter_v0`` (observation layout version 1,
+  :data:`~loveletter_env.observation.OBSERVATION_VERSION`): initial release.
+
+The module is also what the package's ``loveletter_env.env`` is: called, it builds the
+wrapped env (:func:`env`); its attributes are this module's (``loveletter_env.env.raw_env``).
+"""
 
 from __future__ import annotations
 
