@@ -300,3 +300,37 @@ def test_terminal_play_saves_a_replay(tmp_path):
     play(["rule"], seed=2, rounds=1, stdin=FirstLegalMove(out), out=out, replay_path=tmp_path / "one.json")
     stopped = load_replay(tmp_path / "one.json")
     assert stopped.episode == "rounds" and len(stopped.rounds) == 1 and stopped.result["winners"] == []
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_evaluate_saves_replays_that_replay_the_same_results(tmp_path, workers):
+    from loveletter_env.agents.specs import resolve_agent
+    from training.evaluate import evaluate
+
+    folder = tmp_path / f"w{workers}"
+    result = evaluate(["belief", "rule"], num_players=3, rounds=12, seed=4, workers=workers, save_replays=folder)
+    files = sorted(folder.glob("episode_*.json"))
+    assert [f.name for f in files] == [f"episode_{i:06d}.json" for i in range(12)]
+    wins = [0, 0, 0]
+    for f in files:
+        replay = load_replay(f)
+        index = replay.metadata["episode_index"]
+        for seat in replay.result["winners"]:
+            wins[(seat - index) % 3] += 1  # slot i sits at seat (i + index) % n
+        # The recorded agents, rebuilt from their spec and seed, choose every recorded move again.
+        agents = [resolve_agent(a.spec, seed=a.seed) for a in replay.agents]
+        state = engine.new_game(3, replay.rounds[0].deck, replay.rounds[0].first_player, replay.rules)
+        for step in replay.rounds[0].steps:
+            assert agents[step.player].act(_obs(state)) == step.action
+            engine.step(state, step.action)
+    assert wins == result.wins
+
+
+def test_evaluate_saves_every_kth_episode(tmp_path):
+    from training.evaluate import main as evaluate_main
+
+    args = ["random", "--rounds", "7", "--no-progress", "--save-replays", str(tmp_path), "--save-replays-every", "3"]
+    assert evaluate_main(args) == 0
+    assert sorted(f.name for f in tmp_path.glob("*.json")) == [f"episode_{i:06d}.json" for i in (0, 3, 6)]
+    with pytest.raises(SystemExit):
+        evaluate_main(["random", "--save-replays", str(tmp_path), "--save-replays-every", "0"])

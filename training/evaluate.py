@@ -50,6 +50,8 @@ def evaluate(
     workers: int = 1,
     progress: bool = False,
     rules: str = "classic",
+    save_replays: str | Path | None = None,
+    save_replays_every: int = 1,
 ) -> EvaluationResult:
     """Play ``rounds`` episodes and measure every lineup slot.
 
@@ -64,11 +66,16 @@ def evaluate(
             then be picklable).
         progress: show a tqdm progress bar.
         rules: the rule preset.
+        save_replays: a folder to save episodes in as replay files (``episode_<index>.json``,
+            see :mod:`loveletter_env.replay`); ``None`` saves nothing.
+        save_replays_every: save only every K-th episode (0, K, 2K, ...).
 
     Returns:
         An :class:`EvaluationResult`.
     """
-    labels, records = play_matches(agents, num_players, rounds, episode, seed, workers, progress, rules)
+    labels, records = play_matches(
+        agents, num_players, rounds, episode, seed, workers, progress, rules, save_replays, save_replays_every
+    )
     return summarize(records, labels, num_players, episode, seed)
 
 
@@ -103,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--out", type=Path, default=Path("league"), help="league output folder (default ./league)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--save-replays", type=Path, metavar="DIR", help="save the episodes as replay files in DIR")
+    parser.add_argument(
+        "--save-replays-every", type=int, default=1, metavar="K", help="with --save-replays: every K-th episode only"
+    )
     return parser
 
 
@@ -114,10 +125,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"give the agents to evaluate, or --league AGENT AGENT ... ({which})")
     if args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
-    for name in ("rounds", "games", "workers"):
+    if args.league and args.save_replays:
+        parser.error("--save-replays works with a plain evaluation, not with --league")
+    for name in ("rounds", "games", "workers", "save_replays_every"):
         value = getattr(args, name)
         if value is not None and value < 1:
-            parser.error(f"--{name} must be a positive integer, got {value}")
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
     episode = "game" if args.games else "round"
     count = args.games or args.rounds or (200 if args.league else 1000)
     progress = not args.no_progress
@@ -131,8 +144,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(league_markdown(table))
                 print("written: " + ", ".join(str(p) for p in paths))
             return 0
-        result = evaluate(args.agents, args.players, count, episode, args.seed, args.workers, progress, args.rules)
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        result = evaluate(
+            args.agents,
+            args.players,
+            count,
+            episode,
+            args.seed,
+            args.workers,
+            progress,
+            args.rules,
+            args.save_replays,
+            args.save_replays_every,
+        )
+    except (ValueError, OSError, RuntimeError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
     return 0

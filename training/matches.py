@@ -18,6 +18,8 @@ import os
 import pickle
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +27,9 @@ import numpy as np
 from loveletter_env.agents import Agent
 from loveletter_env.agents.specs import AgentSpec, accepts_seed, agent_label, resolve_agent
 from loveletter_env.env import raw_env
+from loveletter_env.replay import AgentInfo, decision_details, save_replay
 from loveletter_env.validation import check_episode, check_int, check_num_players
+from loveletter_env.wrappers.recorder import RecordReplay
 
 from .stats import EpisodeRecord
 
@@ -36,9 +40,24 @@ def episode_seeds(seed: int, index: int, count: int) -> list[int]:
     return [int(s) for s in np.random.SeedSequence(entropy=seed, spawn_key=(index,)).generate_state(count)]
 
 
-def play_episode(agents: Sequence[Agent], env: raw_env, index: int, seed: int) -> EpisodeRecord:
+@dataclass(frozen=True)
+class ReplaySaving:
+    """Save every ``every``-th episode as a replay in ``directory`` (``episode_<index>.json``);
+    ``labels`` names each lineup slot in the files."""
+
+    directory: Path
+    every: int = 1
+    labels: tuple[str, ...] = ()
+
+    def path(self, index: int) -> Path | None:
+        return self.directory / f"episode_{index:06d}.json" if index % self.every == 0 else None
+
+
+def play_episode(
+    agents: Sequence[Agent], env: raw_env, index: int, seed: int, replays: ReplaySaving | None = None
+) -> EpisodeRecord:
     """Play episode ``index`` with ``agents`` (one per slot; slot ``i`` sits at seat
-    ``(i + index) % n``) and return its record."""
+    ``(i + index) % n``) and return its record; ``replays`` says whether to save it."""
     n = env.num_players
     seeds = episode_seeds(seed, index, n + 1)
     seat_slot = [(s - index) % n for s in range(n)]
@@ -46,6 +65,13 @@ def play_episode(agents: Sequence[Agent], env: raw_env, index: int, seed: int) -
         reset = getattr(agent, "reset", None)
         if callable(reset):
             reset(seed=seeds[slot + 1]) if accepts_seed(reset) else reset()
+    replay_path = replays.path(index) if replays else None
+    recorder = None
+    if replays and replay_path:
+        labels = replays.labels or tuple(agent_label(a) for a in agents)
+        infos = [AgentInfo(labels[seat_slot[s]], labels[seat_slot[s]], {}, seeds[seat_slot[s] + 1]) for s in range(n)]
+        metadata = {"source": "training.evaluate", "run_seed": seed, "episode_index": index}
+        env = recorder = RecordReplay(env, infos, metadata=metadata)  # type: ignore[assignment]
     env.reset(seed=seeds[0])
     game = env.game
     first_slot = seat_slot[game.current]
@@ -54,7 +80,10 @@ def play_episode(agents: Sequence[Agent], env: raw_env, index: int, seed: int) -
         agent_name = env.agent_selection
         seat = env.agent_name_mapping[agent_name]
         slot = seat_slot[seat]
-        action = agents[slot].act(env.observe(agent_name))
+        observation = env.observe(agent_name)
+        if recorder is not None:
+            recorder.set_details(decision_details(agents[slot], observation, seat, n))
+        action = agents[slot].act(observation)
         try:
             env.step(int(action))
         except ValueError as exc:
@@ -62,29 +91,36 @@ def play_episode(agents: Sequence[Agent], env: raw_env, index: int, seed: int) -
                 f"agent in slot {slot} ({agent_label(agents[slot])}) chose an illegal action: {exc}"
             ) from exc
         turns += 1
+    if recorder is not None and recorder.last_replay is not None and replay_path is not None:
+        save_replay(recorder.last_replay, replay_path)
     winners = game.round_winners if env.episode == "round" else game.game_winners
     return EpisodeRecord(tuple(sorted(seat_slot[w] for w in winners)), first_slot, turns, game.round)
 
 
-def _play_chunk(agents: Sequence[Agent], env: raw_env, task: tuple[int, int, int]) -> list[EpisodeRecord]:
+def _play_chunk(
+    agents: Sequence[Agent], env: raw_env, task: tuple[int, int, int], replays: ReplaySaving | None = None
+) -> list[EpisodeRecord]:
     start, stop, seed = task
-    return [play_episode(agents, env, i, seed) for i in range(start, stop)]
+    return [play_episode(agents, env, i, seed, replays) for i in range(start, stop)]
 
 
 #: A pool worker's agents and env (set by :func:`_init_worker` in worker processes only).
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(specs: Sequence[AgentSpec], num_players: int, episode: str, rules: str) -> None:
+def _init_worker(
+    specs: Sequence[AgentSpec], num_players: int, episode: str, rules: str, replays: ReplaySaving | None = None
+) -> None:
     _WORKER["agents"] = [resolve_agent(s) for s in specs]
     _WORKER["env"] = raw_env(num_players=num_players, episode=episode, rules=rules)
+    _WORKER["replays"] = replays
 
 
 def _play_chunk_in_worker(task: tuple[int, int, int]) -> list[EpisodeRecord]:
     """:func:`_play_chunk` for a pool worker: an exception that cannot be pickled back
     to the parent would hang the pool, so it travels as a ``RuntimeError`` with its text."""
     try:
-        return _play_chunk(_WORKER["agents"], _WORKER["env"], task)
+        return _play_chunk(_WORKER["agents"], _WORKER["env"], task, _WORKER["replays"])
     except Exception as exc:
         try:
             pickle.loads(pickle.dumps(exc))
@@ -130,6 +166,8 @@ def play_matches(
     workers: int = 1,
     progress: bool = False,
     rules: str = "classic",
+    save_replays: str | os.PathLike | None = None,
+    save_replays_every: int = 1,
 ) -> tuple[list[str], list[EpisodeRecord]]:
     """Play ``rounds`` episodes; return the slot labels and every episode's record.
 
@@ -143,6 +181,11 @@ def play_matches(
     labels = [agent_label(s) for s in lineup]
     # Resolve once here so a bad spec fails fast, before any process starts.
     resolved = [resolve_agent(s) for s in lineup]
+    replays = None
+    if save_replays is not None:
+        check_int("save_replays_every", save_replays_every, low=1)
+        Path(save_replays).mkdir(parents=True, exist_ok=True)
+        replays = ReplaySaving(Path(save_replays), save_replays_every, tuple(labels))
     chunk = max(1, min(50, rounds // (workers * 8) or 1))
     tasks = [(i, min(i + chunk, rounds), seed) for i in range(0, rounds, chunk)]
 
@@ -156,12 +199,13 @@ def play_matches(
         if workers == 1:
             env = raw_env(num_players=num_players, episode=episode, rules=rules)
             for task in tasks:
-                records += _play_chunk(resolved, env, task)
+                records += _play_chunk(resolved, env, task, replays)
                 if bar:
                     bar.update(task[1] - task[0])
         else:
             ctx = multiprocessing.get_context(_start_method())
-            with ctx.Pool(workers, initializer=_init_worker, initargs=(lineup, num_players, episode, rules)) as pool:
+            initargs = (lineup, num_players, episode, rules, replays)
+            with ctx.Pool(workers, initializer=_init_worker, initargs=initargs) as pool:
                 for task, part in zip(tasks, pool.imap(_play_chunk_in_worker, tasks)):
                     records += part
                     if bar:

@@ -12,6 +12,7 @@ refused with the first step that does not replay.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -108,7 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             f"--seat must be a seat in 0..{replay.num_players - 1} for this {replay.num_players}-player replay"
         )
-    narrate_replay(replay, args.seat)
+    try:
+        narrate_replay(replay, args.seat)
+    except BrokenPipeError:  # the reader stopped early (| head): not an error worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
