@@ -3,8 +3,44 @@
 from __future__ import annotations
 
 from .actions import describe_action
-from .cards import BARON, GUARD, KING, PRIEST, PRINCE, card_name
+from .cards import (
+    BARON,
+    CARD_COUNTS,
+    CARD_VALUES,
+    COUNTESS,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
+    card_name,
+)
 from .engine import GameState, TurnEvent, legal_actions
+from .rules import CLASSIC, Rules
+
+#: What each card does when played, in a line (the rules page says it at length).
+CARD_EFFECTS: dict[int, str] = {
+    GUARD: "name a non-Guard card; if the chosen player holds it, they are out",
+    PRIEST: "look at another player's hand",
+    BARON: "compare hands with another player in secret; the lower card is out (a tie: nothing)",
+    HANDMAID: "no other player's card can choose you until your next turn",
+    PRINCE: "a player (you too) discards their hand and draws; discarding the Princess puts them out",
+    KING: "trade hands with another player",
+    COUNTESS: "no effect, but you must play her while you also hold the King or a Prince",
+    PRINCESS: "if you play or discard her, you are out",
+}
+
+
+def card_reference(rules: Rules = CLASSIC) -> str:
+    """A table of every card: value, name, copies in the deck and effect."""
+    lines = ["value  card      copies  effect"]
+    for value in CARD_VALUES:
+        effect = CARD_EFFECTS[value]
+        if value == KING and rules.king_ignores_handmaid:
+            effect += " (a Handmaid does not protect from the King in these rules)"
+        lines.append(f"  {value}    {card_name(value):<9} {CARD_COUNTS[value]}       {effect}")
+    return "\n".join(lines)
 
 
 def _names(cards) -> str:
@@ -16,7 +52,11 @@ def render_seat_view(state: GameState, seat: int) -> str:
     and its legal moves when it is to act. Never another player's hidden card."""
     n = state.num_players
     lines = [
-        (f"Round {state.round}, over after {state.turn} turns" if state.round_over else f"Round {state.round}, turn {state.turn + 1}")
+        (
+            f"Round {state.round}, over after {state.turn} turns"
+            if state.round_over
+            else f"Round {state.round}, turn {state.turn + 1}"
+        )
         + f" - deck: {state.deck_remaining} cards"
         + (f" - face up: {_names(state.face_up)}" if n == 2 else "")
     ]
