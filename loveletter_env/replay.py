@@ -15,7 +15,8 @@ Loading re-simulates every step through :mod:`loveletter_env.engine`. A file tha
 corrupted or edited by hand (an illegal move, a wrong actor, a result that does not
 follow from the moves) is refused with a :class:`ReplayError` that names the first bad
 step. :class:`ReplayRecorder` builds replays as a game is played;
-:func:`replay_frames` walks a replay one decision at a time for viewers.
+:func:`replay_frames` walks a replay one move at a time for viewers, and
+:func:`iter_decisions` gives every decision with the observation its seat had.
 """
 
 from __future__ import annotations
@@ -30,10 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import engine
 from .actions import NUM_ACTIONS, describe_action
 from .cards import CARD_VALUES, validate_deck
 from .engine import MAX_PLAYERS, MIN_PLAYERS, GameState, TurnEvent
+from .observation import encode_observation
 from .rules import PRESETS, Rules
 
 REPLAY_FORMAT = "loveletter-replay"
@@ -390,6 +394,43 @@ def _check_result(replay: Replay, final: GameState, round_winners: list[list[int
             raise ReplayError(
                 f"result.{key} is {replay.result.get(key)!r}, but replaying the moves gives {expected[key]!r}"
             )
+
+
+@dataclass
+class Decision:
+    """One decision of a replay as the deciding seat saw it: its env ``observation``
+    (``{"observation", "action_mask"}``, exactly what the env would have given that
+    agent), the ``action`` taken, and the ``agent`` who took it."""
+
+    round_index: int
+    step_index: int
+    player: int
+    agent: AgentInfo
+    observation: dict[str, np.ndarray]
+    action: int
+    details: dict[str, Any] | None
+
+
+def iter_decisions(replay: Replay) -> Iterator[Decision]:
+    """Every decision of ``replay``, in order, with the acting seat's observation: the
+    (observation, action) pairs that imitation learning trains on."""
+    before: GameState | None = None
+    for frame in replay_frames(replay):
+        if frame.step is not None and before is not None:
+            player = frame.step.player
+            mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+            mask[list(engine.legal_actions(before))] = 1
+            observation = {"observation": encode_observation(before, player), "action_mask": mask}
+            yield Decision(
+                frame.round_index,
+                frame.step_index,
+                player,
+                replay.agents[player],
+                observation,
+                frame.step.action,
+                frame.step.details,
+            )
+        before = frame.state
 
 
 def validate_replay(replay: Replay) -> GameState:

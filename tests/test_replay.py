@@ -334,3 +334,26 @@ def test_evaluate_saves_every_kth_episode(tmp_path):
     assert sorted(f.name for f in tmp_path.glob("*.json")) == [f"episode_{i:06d}.json" for i in (0, 3, 6)]
     with pytest.raises(SystemExit):
         evaluate_main(["random", "--save-replays", str(tmp_path), "--save-replays-every", "0"])
+
+
+def test_decisions_carry_the_observation_the_env_gave():
+    from loveletter_env.replay import iter_decisions
+
+    env = RecordReplay(loveletter_env.env(num_players=4, episode="game"))
+    env.reset(seed=8)
+    rng = np.random.default_rng(8)
+    seen = []
+    for agent in env.agent_iter():
+        obs, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            env.step(None)
+            continue
+        action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        seen.append((env.agent_name_mapping[agent], obs, action))
+        env.step(action)
+    decisions = list(iter_decisions(env.last_replay))
+    assert len(decisions) == len(seen)
+    for decision, (seat, obs, action) in zip(decisions, seen, strict=True):
+        assert decision.player == seat and decision.action == action
+        np.testing.assert_array_equal(decision.observation["observation"], obs["observation"])
+        np.testing.assert_array_equal(decision.observation["action_mask"], obs["action_mask"])
