@@ -12,7 +12,7 @@ never samples an illegal action.
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from collections.abc import Sequence
 
 import gymnasium
 import numpy as np

@@ -16,7 +16,8 @@ only if the caller seeds it; this script does not touch global random state.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from tqdm import tqdm

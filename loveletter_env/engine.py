@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 import numbers
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from . import knowledge
 from .actions import (
@@ -140,7 +141,7 @@ class GameState:
         self.history: list[TurnEvent] = []
         self.legal: tuple[int, ...] | None = None  # cache of legal_actions(); None = stale
 
-    def clone(self) -> "GameState":
+    def clone(self) -> GameState:
         """A deep copy that shares nothing mutable with this state."""
         c = GameState.__new__(GameState)
         c.num_players = self.num_players
@@ -207,7 +208,7 @@ class GameState:
 
 
 def new_game(
-    num_players: int, deck: Sequence[int], first_player: int = 0, rules: "str | Rules" = CLASSIC
+    num_players: int, deck: Sequence[int], first_player: int = 0, rules: str | Rules = CLASSIC
 ) -> GameState:
     """A new game, with its first round dealt from ``deck`` (top card first)."""
     state = GameState(num_players, resolve_rules(rules))
@@ -265,7 +266,8 @@ def _begin_turn(state: GameState, player: int) -> None:
 
 #: _OTHER_SEATS[n][player] lists (offset bit, seat) for every other seat at a table of n.
 _OTHER_SEATS = {
-    n: [tuple((1 << t, (p + t) % n) for t in range(1, n)) for p in range(n)] for n in range(MIN_PLAYERS, MAX_PLAYERS + 1)
+    n: [tuple((1 << t, (p + t) % n) for t in range(1, n)) for p in range(n)]
+    for n in range(MIN_PLAYERS, MAX_PLAYERS + 1)
 }
 
 
@@ -300,7 +302,7 @@ def _card_actions(card: int, others: tuple[int, ...], king_others: tuple[int, ..
     return [PRINCESS_ACTION]  # playing the Princess is legal, and loses the round
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def legal_actions_holding(a: int, b: int, others_mask: int, king_mask: int) -> tuple[int, ...]:
     """Legal actions holding cards ``a`` and ``b`` when bit ``t`` of ``others_mask``
     (``king_mask`` for the King) is set for each seat offset ``t`` a card may choose.

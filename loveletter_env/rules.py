@@ -34,7 +34,7 @@ KING_IGNORES_HANDMAID = Rules(name="king_ignores_handmaid", king_ignores_handmai
 PRESETS: dict[str, Rules] = {r.name: r for r in (CLASSIC, PEGASUS, KING_IGNORES_HANDMAID)}
 
 
-def resolve_rules(rules: "str | Rules") -> Rules:
+def resolve_rules(rules: str | Rules) -> Rules:
     """Turn a preset name or a :class:`Rules` object into a :class:`Rules` object."""
     if isinstance(rules, Rules):
         return rules

@@ -40,7 +40,8 @@ def random_masks(rows: int, seed: int) -> torch.Tensor:
 def test_sampling_never_picks_an_illegal_action(greedy):
     mask = random_masks(2000, seed=1)
     # Logits that strongly favour illegal actions: masking must still win.
-    logits = torch.where(mask, torch.full_like(mask, -50.0, dtype=torch.float32), torch.full_like(mask, 50.0, dtype=torch.float32))
+    low, high = torch.full_like(mask, -50.0, dtype=torch.float32), torch.full_like(mask, 50.0, dtype=torch.float32)
+    logits = torch.where(mask, low, high)
     actions = sample_actions(logits, mask, torch.Generator().manual_seed(0), greedy=greedy)
     assert mask[torch.arange(2000), actions].all()
 
@@ -188,7 +189,7 @@ def test_update_raises_the_probability_of_advantaged_actions_and_keeps_masks():
 def test_update_refuses_an_empty_batch():
     model = ActorCritic(hidden_sizes=(8,))
     empty = RolloutBatch(torch.zeros(0, OBSERVATION_SIZE), torch.zeros(0, NUM_ACTIONS, dtype=torch.bool),
-                         *(torch.zeros(0, dtype=t) for t in (torch.long, torch.float, torch.float, torch.float, torch.float)))
+                         *(torch.zeros(0, dtype=t) for t in (torch.long, *[torch.float] * 4)))
     with pytest.raises(ValueError, match="empty batch"):
         ppo_update(model, torch.optim.Adam(model.parameters()), empty, PPOConfig(), torch.Generator())
 
@@ -211,8 +212,10 @@ def test_policy_agent_plays_legal_moves_in_the_env():
     for num_players in (2, 4):
         env = make_env(num_players=num_players, episode="round")
         env.reset(seed=num_players)
-        for name in env.agent_iter():
+        for _ in env.agent_iter():
             obs, _, term, trunc, _ = env.last()
             env.step(None if term or trunc else agent.act(obs))  # an illegal action would raise
     with pytest.raises(ValueError, match="no legal action"):
-        agent.act({"observation": np.zeros(OBSERVATION_SIZE, np.float32), "action_mask": np.zeros(NUM_ACTIONS, np.int8)})
+        agent.act(
+            {"observation": np.zeros(OBSERVATION_SIZE, np.float32), "action_mask": np.zeros(NUM_ACTIONS, np.int8)}
+        )

@@ -81,7 +81,9 @@ def test_pettingzoo_registry_env_passes_the_api_test():
 
 
 # Gymnasium API -------------------------------------------------------------------------
-@pytest.mark.parametrize("kwargs", [{}, {"num_players": 3, "episode": "round"}, {"num_players": 4, "opponents": "rule"}])
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"num_players": 3, "episode": "round"}, {"num_players": 4, "opponents": "rule"}]
+)
 def test_passes_gymnasium_check_env(kwargs):
     env = gymnasium.make(GYM_ENV_ID, **kwargs)
     check_env(env.unwrapped)

@@ -12,9 +12,10 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any, Union
 
 import yaml
 
@@ -152,7 +153,7 @@ class TrainConfig:
         """Rollout + update iterations the run makes (at least one)."""
         return max(1, self.total_steps // self.steps_per_update)
 
-    def validate(self) -> "TrainConfig":
+    def validate(self) -> TrainConfig:
         """Raise :class:`ConfigError` naming the first bad value; return ``self``."""
         def need(ok: bool, key: str, rule: str) -> None:
             if not ok:
@@ -183,7 +184,8 @@ class TrainConfig:
             need(getattr(o, kind) >= 0, f"opponents.{kind}", "must be >= 0")
         need(o.current + o.past + o.bots > 0, "opponents.current", "and opponents.past/bots must not all be 0")
         need(o.bots == 0 or len(o.bot_names) > 0, "opponents.bot_names", "must name a bot when opponents.bots > 0")
-        need(all(name in AGENT_NAMES for name in o.bot_names), "opponents.bot_names", f"must be names from {AGENT_NAMES}")
+        known_bots = all(name in AGENT_NAMES for name in o.bot_names)
+        need(known_bots, "opponents.bot_names", f"must be names from {AGENT_NAMES}")
         need(o.snapshot_every >= 1, "opponents.snapshot_every", "must be >= 1")
         need(o.pool_size >= 1, "opponents.pool_size", "must be >= 1")
         v = self.eval

@@ -25,8 +25,9 @@ global generator, so a seeded run is reproducible.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -344,7 +345,8 @@ def ppo_update(
             break
     out = {k: val / steps for k, val in totals.items()}
     var_returns = batch.returns.var()
-    out["explained_variance"] = float(1 - (batch.returns - batch.values).var() / var_returns) if var_returns > 0 else 0.0
+    unexplained = (batch.returns - batch.values).var()
+    out["explained_variance"] = float(1 - unexplained / var_returns) if var_returns > 0 else 0.0
     return out
 
 

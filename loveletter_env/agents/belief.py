@@ -17,7 +17,7 @@ of "round-win probability" relative to an even share:
 from __future__ import annotations
 
 import random
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET
 from ..cards import (

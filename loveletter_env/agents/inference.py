@@ -20,7 +20,7 @@ which at three or four players includes the other opponents' plays.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .. import engine
 from ..actions import ACTION_CARD

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .. import engine
 from ..actions import ACTION_CARD

@@ -19,7 +19,8 @@ Only :func:`rllib_multi_agent_env` imports ray (it needs the ``rllib`` extra).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import gymnasium
 import numpy as np
