@@ -4,17 +4,28 @@ story, progress lines without a progress bar, percentages that add up."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from conftest import act, start
 
-from loveletter_env.cards import BARON, CARD_COUNTS, CARD_VALUES, KING, PRINCESS, card_name
+from loveletter_env.actions import PRINCESS_ACTION
+from loveletter_env.agents.base import AgentError
+from loveletter_env.cards import BARON, CARD_COUNTS, CARD_VALUES, GUARD, KING, PRINCE, PRINCESS, card_name
 from loveletter_env.engine import TurnEvent
 from loveletter_env.render import CARD_EFFECTS, card_reference, narrate
 from loveletter_env.rules import PRESETS
+from training.play import QuitGame, ask_move, discards_princess, play
 from training.ratings import fit_ratings
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(
@@ -71,3 +82,86 @@ def test_ratings_stay_finite_for_an_agent_that_never_wins_and_split_shared_wins(
     assert all(math.isfinite(r) for r in ratings.values()) and ratings["a"] > ratings["b"]
     with pytest.raises(ValueError, match="known agents"):
         fit_ratings(["a", "b"], [(("a", "c"), ("a",))])
+
+
+# training.play ------------------------------------------------------------------------
+
+
+def princess_and_prince_state():
+    """Seat 0 to act, holding the Princess and a Prince."""
+    return start(2, hands={0: PRINCESS, 1: GUARD}, draws=[PRINCE])
+
+
+def test_play_help_shows_the_card_reference():
+    out = io.StringIO()
+    with pytest.raises(QuitGame):
+        play(["rule"], seed=0, stdin=io.StringIO("help\nquit\n"), out=out)
+    assert card_reference() in out.getvalue()
+
+
+def test_discarding_the_princess_needs_a_yes_at_a_terminal():
+    state = princess_and_prince_state()
+    assert discards_princess(state, 0, PRINCESS_ACTION) and discards_princess(state, 0, act(PRINCE, 0))
+    assert not discards_princess(state, 0, act(PRINCE, 1))
+    out = io.StringIO()
+    answers = io.StringIO("princess\nn\n31\n\nprincess\ny\n")
+    assert ask_move(state, 0, answers, out, confirm_princess=True) == PRINCESS_ACTION
+    assert out.getvalue().count("This discards your Princess") == 3
+    assert out.getvalue().count("Not played") == 2
+    # Declining leaves every other move open.
+    assert ask_move(state, 0, io.StringIO("40\nno\n32\n"), io.StringIO(), confirm_princess=True) == act(PRINCE, 1)
+
+
+def test_scripted_moves_discard_the_princess_without_a_question():
+    state = princess_and_prince_state()
+    out = io.StringIO()
+    assert ask_move(state, 0, io.StringIO("40\n"), out) == PRINCESS_ACTION  # a StringIO is no terminal
+    assert "Sure?" not in out.getvalue()
+
+
+def test_play_names_an_opponent_whose_act_returns_none():
+    with pytest.raises(AgentError, match=r"at player_1 returned None \(NoneType\) from act\(\)"):
+        play([NoneAgent()], seed=0, stdin=io.StringIO("0\n" * 200), out=io.StringIO(), seat=0)
+
+
+class NoneAgent:
+    """An opponent whose act forgets to return."""
+
+    name = "forgetful"
+
+    def act(self, observation):
+        return None
+
+
+AGENT_MODULE = """
+class NoneAgent:
+    name = "forgetful"
+
+    def act(self, observation):
+        return None
+
+
+def make(seed=None):
+    return NoneAgent()
+"""
+
+
+@pytest.mark.parametrize("tool", ["play"])
+def test_cli_names_an_agent_whose_act_returns_none(tmp_path, tool):
+    (tmp_path / "forgetful_agent.py").write_text(AGENT_MODULE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    args = ["forgetful_agent:make", "--seed", "0", "--rounds", "3"]
+    if tool == "evaluate":
+        args = ["rule", *args, "--no-progress"]
+    run = subprocess.run(
+        [sys.executable, "-m", f"training.{tool}", *args],
+        cwd=ROOT,
+        input="0\n" * 300,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    assert "forgetful" in run.stderr and "returned None (NoneType) from act()" in run.stderr

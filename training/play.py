@@ -8,7 +8,9 @@ can play too::
 
     printf '0\n1\n' | python -m training.play rule --seed 3 --rounds 1
 
-Commands at the prompt: ``help`` shows your view and moves again, ``quit`` leaves.
+Commands at the prompt: ``help`` shows your view, your moves and what every card does;
+``quit`` leaves. At a terminal, a move that would discard your Princess (and so put you
+out) asks for a ``y`` first; moves read from a pipe or a file are played as given.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from typing import TextIO
 import numpy as np
 
 from loveletter_env import engine
-from loveletter_env.actions import NUM_ACTIONS, describe_action
+from loveletter_env.actions import NUM_ACTIONS, PRINCE_BASE, PRINCESS_ACTION, describe_action
+from loveletter_env.agents.base import checked_act
 from loveletter_env.agents.specs import agent_label, resolve_agent
-from loveletter_env.cards import FULL_DECK
+from loveletter_env.cards import FULL_DECK, PRINCE, PRINCESS
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
-from loveletter_env.render import narrate, render_seat_view, round_summary
+from loveletter_env.render import card_reference, narrate, render_seat_view, round_summary
 from loveletter_env.replay import AgentInfo, ReplayRecorder, decision_details, save_replay
 from loveletter_env.rules import PRESETS
 
@@ -79,25 +82,57 @@ def parse_move(text: str, legal: Sequence[int], seat: int, num_players: int) -> 
     raise ValueError(f"{text.strip()!r} matches several moves ({listed}); be more precise")
 
 
-def ask_move(state: GameState, seat: int, stdin: TextIO, out: TextIO) -> int:
-    """Show the seat's view and read moves until a legal one arrives."""
+def discards_princess(state: GameState, seat: int, action: int) -> bool:
+    """Whether ``action`` makes ``seat`` discard the Princess: playing her, or a Prince
+    on yourself while she is your other card."""
+    if action == PRINCESS_ACTION:
+        return True
+    if action == PRINCE_BASE:  # the Prince on offset 0: yourself
+        hand = list(state.hand_of(seat))
+        hand.remove(PRINCE)
+        return hand == [PRINCESS]
+    return False
+
+
+def _read_line(stdin: TextIO, out: TextIO, prompt: str) -> str:
+    print(prompt, end="", file=out, flush=True)
+    line = stdin.readline()
+    if not line:
+        raise QuitGame("no more input")
+    return line
+
+
+def ask_move(state: GameState, seat: int, stdin: TextIO, out: TextIO, confirm_princess: bool | None = None) -> int:
+    """Show the seat's view and read moves until a legal one arrives.
+
+    With ``confirm_princess`` (default: when ``stdin`` is a terminal) a move that
+    discards the Princess is played only after a ``y``.
+    """
+    if confirm_princess is None:
+        confirm_princess = stdin.isatty()
     legal = engine.legal_actions(state)
     print(render_seat_view(state, seat), file=out)
     while True:
-        print("Your move> ", end="", file=out, flush=True)
-        line = stdin.readline()
-        if not line:
-            raise QuitGame("no more input")
+        line = _read_line(stdin, out, "Your move> ")
         command = line.strip().lower()
         if command in ("quit", "exit", "q"):
             raise QuitGame("you left the game")
         if command in ("help", "?", "h"):
             print(render_seat_view(state, seat), file=out)
+            print("\nCards:\n" + card_reference(state.rules), file=out)
+            print("Answer with a move number or a unique part of its description; 'quit' leaves.", file=out)
             continue
         try:
-            return parse_move(line, legal, seat, state.num_players)
+            action = parse_move(line, legal, seat, state.num_players)
         except ValueError as exc:
             print(f"  {exc}. Try again.", file=out)
+            continue
+        if confirm_princess and discards_princess(state, seat, action):
+            answer = _read_line(stdin, out, "  This discards your Princess: you will be out of the round. Sure? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                print("  Not played. Choose another move.", file=out)
+                continue
+        return action
 
 
 def play(
@@ -161,7 +196,7 @@ def play(
             else:
                 observation = observation_of(state, player)
                 details = decision_details(agents[player], observation, player, num_players)
-                action = int(agents[player].act(observation))
+                action = checked_act(agents[player], observation, name=f"{infos[player].name} at player_{player}")
             recorder.record(state, action, details)
             print("  " + narrate(engine.step(state, action), seat), file=out)
         print(round_summary(state, seat), file=out)
