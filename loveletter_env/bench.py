@@ -11,9 +11,11 @@ across machines; absolute figures are noisy. Times are CPU time of this process
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import time
+from typing import Callable, NamedTuple
 
 import numpy as np
 from gymnasium import spaces
@@ -145,6 +147,22 @@ def bench_null_aec(num_players: int, turns: int, episode_length: int, seed: int 
 BATCHED_OBSERVATIONS = ("buffer", "fresh", "none")
 
 
+class Rates(NamedTuple):
+    """Transitions per second of process CPU time and of wall-clock time."""
+
+    cpu: float
+    wall: float
+
+
+def _timed(play: Callable[[int], None], steps: int, batch: int, synchronise: Callable[[], None] = lambda: None) -> Rates:
+    """Run ``play(steps)`` (already warmed up) and return its transitions per CPU and wall second."""
+    synchronise()
+    cpu, wall = time.process_time(), time.perf_counter()
+    play(steps)
+    synchronise()
+    return Rates(steps * batch / (time.process_time() - cpu), steps * batch / (time.perf_counter() - wall))
+
+
 def bench_batched(
     num_players: int,
     turns: int,
@@ -153,43 +171,95 @@ def bench_batched(
     seed: int = 0,
     episode: str = "round",
     observations: str = "buffer",
-) -> float:
+) -> Rates:
     """Turns per second of :class:`~loveletter_env.batched.BatchedLoveLetter` under random
-    legal play: actions sampled uniformly from the mask on ``device``, finished games reset
-    by the env; ``observations`` is one of :data:`BATCHED_OBSERVATIONS`. At least ``turns``
-    turns (and 10 steps) after 3 warm-up steps; CPU runs are timed in process CPU time like
-    the rows above, CUDA runs in wall time after a synchronise."""
+    legal play: actions drawn uniformly from the mask inside the timed loop (on CPU by a
+    compiled sampler, :mod:`loveletter_env.core.sampling`; on CUDA by torch), finished
+    games reset by the env, every game's turn counted; ``observations`` is one of
+    :data:`BATCHED_OBSERVATIONS`. At least ``turns`` turns (and 10 steps) after 3 warm-up
+    steps, which also compile anything not yet compiled."""
     import torch
 
     from .batched import BatchedLoveLetter
+    from .core.sampling import new_generator, sample_legal
     from .observation import OBSERVATION_SIZE
 
     if observations not in BATCHED_OBSERVATIONS:
         raise ValueError(f"observations must be one of {BATCHED_OBSERVATIONS}, got {observations!r}")
     env = BatchedLoveLetter(batch, num_players, episode=episode, device=device, seed=seed, validate_actions=False)
+    cuda = torch.device(device).type == "cuda"
     generator = torch.Generator(device=device).manual_seed(seed)
+    sampler_state = new_generator(seed)
+    actions = torch.zeros(batch, dtype=torch.long, device=device)
     buffer = torch.empty(batch, OBSERVATION_SIZE, device=device) if observations == "buffer" else None
     env.reset()
+
+    def sample(mask: torch.Tensor) -> torch.Tensor:
+        if cuda:
+            # Uniform over the legal actions: keys in [1, 2) for them, 0 for the others.
+            return torch.rand(mask.shape, generator=generator, device=device).add_(1.0).mul_(mask).argmax(1)
+        sample_legal(mask.numpy(), sampler_state, actions.numpy())
+        return actions
 
     def play(steps: int) -> None:
         mask = env.action_mask
         for _ in range(steps):
-            # Uniform over the legal actions: keys in [1, 2) for them, 0 for the others.
-            keys = torch.rand(mask.shape, generator=generator, device=device).add_(1.0).mul_(mask)
-            actions = keys.argmax(1)
-            mask = env.advance(actions)[0] if observations == "none" else env.step(actions, out=buffer)[1]
+            if observations == "none":
+                mask = env.advance(sample(mask))[0]
+            else:
+                mask = env.step(sample(mask), out=buffer)[1]
 
-    cuda = torch.device(device).type == "cuda"
-    clock = time.perf_counter if cuda else time.process_time
     play(3)
     steps = max(10, -(-turns // batch))
-    if cuda:
-        torch.cuda.synchronize(device)
-    start = clock()
-    play(steps)
-    if cuda:
-        torch.cuda.synchronize(device)
-    return steps * batch / (clock() - start)
+    return _timed(play, steps, batch, (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None))
+
+
+def bench_pgx(turns: int, batch: int, seed: int = 0, game: str = "leduc_holdem") -> Rates:
+    """Steps per second of the pgx game ``game`` (JAX), under the same protocol as
+    :func:`bench_batched`: ``batch`` games, uniform random legal actions drawn inside the
+    timed (jitted) step, games that end reset at once (``pgx.experimental.auto_reset``),
+    every game's step counted, compilation and 3 warm-up steps excluded.
+
+    Raises ``ImportError`` when pgx is not installed (``pip install -e ".[bench]"``)."""
+    import jax
+    import jax.numpy as jnp
+    import pgx
+    from pgx.experimental import auto_reset
+
+    env = pgx.make(game)
+    init = jax.vmap(env.init)
+
+    @jax.jit
+    def advance(state, key):
+        key, pick, reset = jax.random.split(key, 3)
+        logits = jnp.where(state.legal_action_mask, 0.0, -jnp.inf)
+        action = jax.random.categorical(pick, logits, axis=1)
+        state = jax.vmap(auto_reset(env.step, env.init))(state, action, jax.random.split(reset, batch))
+        return state, key
+
+    key, first = jax.random.split(jax.random.PRNGKey(seed))
+    box = [jax.jit(init)(jax.random.split(first, batch)), key]
+
+    def play(steps: int) -> None:
+        state, key = box
+        for _ in range(steps):
+            state, key = advance(state, key)
+        box[:] = [state, key]
+
+    play(3)
+    steps = max(10, -(-turns // batch))
+    return _timed(play, steps, batch, lambda: jax.block_until_ready(box[0]))
+
+
+PGX_MISSING = "pgx is not installed: pip install -e \".[bench]\" (or pip install pgx) to compare with it"
+
+
+def _limit_xla_threads(threads: int) -> None:
+    """Ask XLA (pgx's backend) for ``threads`` compute threads; only effective before jax is imported."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "intra_op_parallelism_threads" not in flags and threads == 1:
+        flags += " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    os.environ["XLA_FLAGS"] = flags.strip()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -199,36 +269,50 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats; medians are reported (default 5)")
     parser.add_argument("--episode", choices=("game", "round"), default="game", help="AEC episode kind (default game)")
     parser.add_argument("--seed", type=int, default=0)
-    batched = parser.add_argument_group("batched torch engine")
-    batched.add_argument("--batched", action="store_true", help="also time the batched torch engine")
+    batched = parser.add_argument_group("batched engine")
+    batched.add_argument("--batched", action="store_true", help="also time the batched engine")
     batched.add_argument("--batch", type=int, default=8192, help="games stepped at once (default 8192)")
     batched.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="torch device (default cpu)")
     batched.add_argument(
         "--threads", type=int, default=1,
-        help="torch CPU threads (default 1: on a busy 2-core machine, 2 threads ran 10x slower)",
+        help="torch and XLA CPU threads (default 1: on a busy 2-core machine, 2 threads ran 10x slower)",
+    )
+    batched.add_argument(
+        "--vs-pgx", action="store_true",
+        help="also time pgx's leduc_holdem (JAX) with the same protocol and batch; implies --batched",
     )
     args = parser.parse_args(argv)
     if args.turns <= 0 or args.repeats <= 0:
         parser.error("--turns and --repeats must be positive")
     if args.batch <= 0:
         parser.error("--batch must be positive")
+    if args.threads <= 0:
+        parser.error("--threads must be positive")
+    args.batched = args.batched or args.vs_pgx
+    pgx_missing = False
+    if args.vs_pgx:
+        _limit_xla_threads(args.threads)
+        try:
+            import pgx  # noqa: F401
+        except ImportError:
+            pgx_missing = True
     if args.batched:
         import torch
 
         if args.device == "cuda" and not torch.cuda.is_available():
             parser.error("--device cuda: no CUDA device is available")
-        if args.threads <= 0:
-            parser.error("--threads must be positive")
         torch.set_num_threads(args.threads)
     n, t = args.players, args.turns
-    # Interleave the three measurements so that load from other processes on a noisy
-    # machine hits all of them alike; report medians.
-    engine_rates, aec_rates, null_rates = [], [], []
-    batched_rates: dict[str, list[float]] = {kind: [] for kind in BATCHED_OBSERVATIONS}
+    # Interleave the measurements so that load from other processes on a noisy machine
+    # hits all of them alike; report medians.
+    engine_rates, aec_rates, null_rates, pgx_rates = [], [], [], []
+    batched_rates: dict[str, list[Rates]] = {kind: [] for kind in BATCHED_OBSERVATIONS}
     for r in range(args.repeats):
         if args.batched:
             for kind, rates in batched_rates.items():
                 rates.append(bench_batched(n, t, args.batch, args.device, args.seed + r, args.episode, kind))
+        if args.vs_pgx and not pgx_missing:
+            pgx_rates.append(bench_pgx(t, args.batch, args.seed + r))
         rate, round_length = bench_engine(n, t, args.seed + r)
         engine_rates.append(rate)
         rate, episode_length = bench_aec(n, t, args.seed + r, args.episode)
@@ -237,25 +321,49 @@ def main(argv: list[str] | None = None) -> None:
     eng, aec, ceiling = (statistics.median(x) for x in (engine_rates, aec_rates, null_rates))
     print(
         f"{n} players, random legal play, median of {args.repeats} x {t:,} turns; "
-        f"{round_length:.1f} turns per round, {episode_length:.1f} per {args.episode} episode"
+        f"{round_length:.1f} turns per round, {episode_length:.1f} per {args.episode} episode; "
+        "rates per second of process CPU time"
     )
-    print(f"  (a) engine alone       {eng:>12,.0f} turns/s   {eng / ceiling:5.2f} x ceiling  (target >= 3)")
+    print(f"  (a) engine alone       {eng:>12,.0f} turns/s   {eng / ceiling:5.2f} x ceiling")
     print(f"  (b) AEC env            {aec:>12,.0f} turns/s   {aec / ceiling:5.2f} x ceiling  (target >= 0.7)")
     print(f"  (c) do-nothing AEC env {ceiling:>12,.0f} turns/s   1.00 x ceiling")
-    if args.batched:
-        from .batched import BatchedLoveLetter
+    if not args.batched:
+        return
+    import torch
 
-        rows = (
-            ("(d) batched env", "buffer", "observations into a reused buffer, masks"),
-            ("(e) batched env", "fresh", "a fresh observation tensor per step, masks"),
-            ("(f) batched engine", "none", "masks only, no observations"),
-        )
-        print(f"  batched: {args.batch:,} games per step on {args.device}, {args.episode} episodes; target >= 20 x AEC env")
-        for label, kind, what in rows:
-            rate = statistics.median(batched_rates[kind])
-            print(f"  {label:<22} {rate:>12,.0f} turns/s   {rate / aec:5.1f} x AEC env  ({what})")
-        state_bytes = BatchedLoveLetter(1, n).state_bytes_per_game()
-        print(f"  batched state: {state_bytes} bytes per game (target <= 512); torch threads: {torch.get_num_threads()}")
+    engine_name = "compiled core" if args.device == "cpu" else "torch"
+    print(
+        f"  batched ({engine_name}): {args.batch:,} games per step on {args.device}, {args.episode} episodes, "
+        f"random legal actions sampled in the loop; torch threads: {torch.get_num_threads()}"
+    )
+    rows = (
+        ("(d) batched env", "buffer", "observations into a reused buffer, masks"),
+        ("(e) batched env", "fresh", "a fresh observation tensor per step, masks"),
+        ("(f) batched engine", "none", "masks only, no observations"),
+    )
+    print(f"  {'':<22} {'turns/CPU-s':>12}  {'turns/wall-s':>12}")
+    medians = {}
+    for label, kind, what in rows:
+        cpu = statistics.median(x.cpu for x in batched_rates[kind])
+        wall = statistics.median(x.wall for x in batched_rates[kind])
+        medians[kind] = cpu
+        print(f"  {label:<22} {cpu:>12,.0f}  {wall:>12,.0f}   {cpu / aec:6.1f} x AEC env  ({what})")
+    if args.vs_pgx:
+        if pgx_missing:
+            print(f"  (g) pgx leduc_holdem: skipped, {PGX_MISSING}")
+        else:
+            import jax
+
+            cpu = statistics.median(x.cpu for x in pgx_rates)
+            wall = statistics.median(x.wall for x in pgx_rates)
+            print(
+                f"  {'(g) pgx leduc_holdem':<22} {cpu:>12,.0f}  {wall:>12,.0f}   same batch and protocol, "
+                f"jax {jax.__version__} on {jax.default_backend()}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
+            )
+            print(f"  (d) / (g) per CPU-second: {medians['buffer'] / cpu:.2f}  (target >= 2)")
+    from .batched import BatchedLoveLetter
+
+    print(f"  batched state: {BatchedLoveLetter(1, n, device=args.device).state_bytes_per_game()} bytes per game")
 
 
 if __name__ == "__main__":

@@ -401,7 +401,8 @@ def test_bench_batched_runs():
     from loveletter_env.bench import BATCHED_OBSERVATIONS, bench_batched
 
     for kind in BATCHED_OBSERVATIONS:
-        assert bench_batched(3, turns=64, batch=16, observations=kind) > 0
+        rates = bench_batched(3, turns=64, batch=16, observations=kind)
+        assert rates.cpu > 0 and rates.wall > 0
     with pytest.raises(ValueError, match="observations"):
         bench_batched(2, turns=64, batch=16, observations="all")
 

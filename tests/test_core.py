@@ -72,7 +72,7 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
         np.array(first_decks, np.uint8) if first_decks is not None else np.array([rng.permutation(FULL_DECK) for _ in range(n)], np.uint8)
     )
     firsts = np.array([rng.integers(s) for s in sizes], np.int64)
-    masks, legal = np.zeros((n, NUM_ACTIONS), np.bool_), np.zeros((n, NUM_ACTIONS), np.bool_)
+    masks, legal = np.zeros((n, NUM_ACTIONS), np.bool_), np.zeros(n, np.uint64)
     kernels.reset_batch(records, decks, firsts, masks, legal)
     games = [engine.new_game(sizes[g], decks[g].tolist(), int(firsts[g]), preset) for g in range(n)]
     _assert_same(records, games)
@@ -111,7 +111,7 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
             else:
                 assert not dones[g]
         _assert_equal(rewards, expected_rewards, "rewards")
-        _assert_equal(legal, masks, "private masks")
+        _assert_equal((legal[:, None] >> np.arange(NUM_ACTIONS, dtype=np.uint64)) & 1 == 1, masks, "private masks")
         assert current.tolist() == [game.current for game in games]
         _assert_equal(observations, np.stack([encode_observation(game, game.current) for game in games]), "step obs")
         _assert_same(records, games)

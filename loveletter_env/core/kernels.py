@@ -30,7 +30,7 @@ from .layout import (
     GAME_OVER,
     GAME_WINNERS,
     GUESS_OF_ACTION,
-    HAND_ACTIONS,
+    HAND_ACTION_BITS,
     HANDS,
     KNOWN,
     MAX_SEATS,
@@ -66,7 +66,7 @@ from .layout import (
     RULED_OUT,
     SEEN,
     SET_ASIDE_DRAWN,
-    TARGET_ACTIONS,
+    TARGET_ACTION_BITS,
     TOKENS,
     TOKENS_TO_WIN,
     TURN,
@@ -118,20 +118,12 @@ def start_round(r, deck, first_player):
     r[TURN] = 0
     r[SET_ASIDE_DRAWN] = 0
     r[ROUND_OVER] = 0
-    for seat in range(MAX_SEATS):
-        r[OUT + seat] = 1 if seat >= n else 0
-        r[PROTECTED + seat] = 0
-        r[NUM_DISCARDS + seat] = 0
-        r[RULED_OUT + seat] = 0
-        r[ROUND_WINNERS + seat] = 0
-        r[HANDS + seat] = 0
-    for i in range(MAX_SEATS * MAX_SEATS):
-        r[KNOWN + i] = 0
-        r[SEEN + i] = 0
-    for i in range(MAX_SEATS * 8):
-        r[DISCARDED + i] = 0
-    for i in range(MAX_SEATS * _MAX_DISCARDS):
-        r[DISCARDS + i] = 0
+    # Contiguous blocks (see the layout): hands, out, protected, discard counts, ruled-out
+    # masks and round winners; then knowledge and discards to the end of the record.
+    r[HANDS:GAME_WINNERS] = 0
+    r[KNOWN:] = 0
+    for seat in range(n, MAX_SEATS):
+        r[OUT + seat] = 1
     # Set-aside card, then the 2-player face-up cards, then one card each in turn order.
     dealt = 1 + (FACE_UP_CARDS_2P if n == 2 else 0)
     for i in range(n):
@@ -196,26 +188,35 @@ def _target_code(r):
 
 
 @njit(cache=True)
+def legal_bits(r):
+    """The legal actions of the player to act as a bit set (bit ``a`` for action ``a``;
+    0 once the round is over)."""
+    if r[ROUND_OVER]:
+        return np.uint64(0)
+    hand = np.int64(r[HANDS + r[CURRENT]]) * 9 + np.int64(r[DRAWN])
+    return HAND_ACTION_BITS[hand] & TARGET_ACTION_BITS[_target_code(r)]
+
+
+@njit(cache=True)
+def write_mask(bits, mask):
+    """Write a bit set of actions into ``mask`` (41 entries, bool or any numeric dtype)."""
+    for a in range(NUM_ACTIONS):
+        mask[a] = (bits >> np.uint64(a)) & np.uint64(1)
+
+
+@njit(cache=True)
 def legal_mask_into(r, mask):
     """Write the legal actions of the player to act into ``mask`` (41 entries, any
     numeric or bool dtype; all zero once the round is over)."""
-    if r[ROUND_OVER]:
-        for a in range(NUM_ACTIONS):
-            mask[a] = 0
-        return
-    hand = np.int64(r[HANDS + r[CURRENT]]) * 9 + np.int64(r[DRAWN])
-    code = _target_code(r)
-    for a in range(NUM_ACTIONS):
-        mask[a] = HAND_ACTIONS[hand, a] and TARGET_ACTIONS[code, a]
+    write_mask(legal_bits(r), mask)
 
 
 @njit(cache=True)
 def is_legal(r, action):
     """Whether ``action`` (any integer) is legal for the player to act."""
-    if r[ROUND_OVER] or action < 0 or action >= NUM_ACTIONS:
+    if action < 0 or action >= NUM_ACTIONS:
         return False
-    hand = np.int64(r[HANDS + r[CURRENT]]) * 9 + np.int64(r[DRAWN])
-    return HAND_ACTIONS[hand, action] and TARGET_ACTIONS[_target_code(r), action]
+    return (legal_bits(r) >> np.uint64(action)) & np.uint64(1) != 0
 
 
 # Applying an action ---------------------------------------------------------------------
@@ -478,13 +479,13 @@ def deal_shuffled(r, orders, placements, draws, first_player):
 @njit(cache=True)
 def reset_batch(records, decks, first_players, masks, legal):
     """Start a new game in every record from ``decks`` [N, 16] and ``first_players`` [N];
-    write the legal masks into ``masks`` and ``legal``."""
+    write the legal masks into ``masks`` and, as bit sets, into ``legal`` (uint64 [N])."""
     for g in range(records.shape[0]):
         r = records[g]
         restart_game(r)
         start_round(r, decks[g], first_players[g])
-        legal_mask_into(r, legal[g])
-        masks[g, :] = legal[g, :]
+        legal[g] = legal_bits(r)
+        write_mask(legal[g], masks[g])
 
 
 @njit(cache=True)
@@ -508,8 +509,8 @@ def step_batch(
     Writes, per game: ``rewards`` [N, 4] (+1 winners, -1 others at an episode's end, 0
     for padding seats and otherwise), ``dones``, ``round_over``, ``round_winners`` and
     ``tokens`` of the turn just played (before any reset), then the new ``current``
-    seat, the legal ``masks`` (and the same into ``legal``, the caller's private copy)
-    and, when ``observe``, the acting seat's ``observations``."""
+    seat, the legal ``masks`` (and the same as bit sets into ``legal`` uint64 [N], the
+    caller's private copy) and, when ``observe``, the acting seat's ``observations``."""
     for g in range(records.shape[0]):
         r = records[g]
         play(r, actions[g])
@@ -533,19 +534,20 @@ def step_batch(
             deal_shuffled(r, orders, placements, draws[g], first)
         dones[g] = done
         current[g] = r[CURRENT]
-        legal_mask_into(r, legal[g])
-        masks[g, :] = legal[g, :]
+        bits = legal_bits(r)
+        legal[g] = bits
+        write_mask(bits, masks[g])
         if observe:
             observe_into(r, np.int64(r[CURRENT]), observations[g])
 
 
 @njit(cache=True)
 def first_illegal(legal, actions):
-    """The first game whose action (any integer) is not set in its row of ``legal``
-    (bool [N, 41], the masks the kernels last wrote), else -1."""
+    """The first game whose action (any integer) is not in its bit set ``legal[g]``
+    (uint64 [N], as the kernels last wrote them), else -1."""
     for g in range(legal.shape[0]):
         a = actions[g]
-        if a < 0 or a >= NUM_ACTIONS or not legal[g, a]:
+        if a < 0 or a >= NUM_ACTIONS or (legal[g] >> np.uint64(a)) & np.uint64(1) == 0:
             return g
     return -1
 

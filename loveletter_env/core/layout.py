@@ -113,6 +113,11 @@ TARGET_ACTIONS = np.array(
     [[target_allowed(i, code & 7, code >> 3) for i in range(NUM_ACTIONS)] for code in range(TARGET_CODES)],
     dtype=np.bool_,
 )
+#: The same two tables as bit sets: bit ``a`` set for action ``a`` (41 actions fit 64 bits).
+HAND_ACTION_BITS = (HAND_ACTIONS.astype(np.uint64) << np.arange(NUM_ACTIONS, dtype=np.uint64)).sum(1, dtype=np.uint64)
+TARGET_ACTION_BITS = (TARGET_ACTIONS.astype(np.uint64) << np.arange(NUM_ACTIONS, dtype=np.uint64)).sum(
+    1, dtype=np.uint64
+)
 CARD_OF_ACTION = np.array(ACTION_CARD, dtype=np.int64)
 OFFSET_OF_ACTION = np.array(ACTION_OFFSET, dtype=np.int64)
 GUESS_OF_ACTION = np.array(ACTION_GUESS, dtype=np.int64)

@@ -1,0 +1,53 @@
+"""Uniform random legal actions for N games in compiled code, from a caller-owned generator.
+
+The generator is SplitMix64: its whole state is one 64-bit counter in a ``uint64 [1]``
+array the caller owns (no global random state), and each draw is a few integer
+operations, so sampling 8,192 games costs a few microseconds, not the milliseconds of
+drawing 41 random keys per game.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def new_generator(seed: int) -> np.ndarray:
+    """The state of a generator seeded with ``seed`` (any int >= 0)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    return np.array([int(seed) % (1 << 64)], dtype=np.uint64)
+
+
+@njit(cache=True)
+def _next(state):
+    state[0] += _GOLDEN
+    z = state[0]
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def sample_legal(masks, state, out):
+    """``out[g]`` = an action drawn uniformly from the set entries of ``masks[g]`` (bool
+    [N, 41]); -1 for a row with none."""
+    for g in range(masks.shape[0]):
+        count = 0
+        for a in range(masks.shape[1]):
+            count += masks[g, a]
+        if count == 0:
+            out[g] = -1
+            continue
+        # The top 32 bits times the count: uniform up to a bias below 2^-26.
+        k = np.int64(((_next(state) >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
+        for a in range(masks.shape[1]):
+            if masks[g, a]:
+                if k == 0:
+                    out[g] = a
+                    break
+                k -= 1
