@@ -136,8 +136,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, float]]:
         parser.error("--iterations and --frames-per-batch must be positive")
     history = train(args.iterations, args.frames_per_batch, args.players, args.episode, seed=args.seed)
     episodes = sum(h["episodes"] for h in history)
-    print(f"trained on {sum(h['decisions'] for h in history)} decisions over {episodes} episodes; "
-          f"last loss {history[-1]['loss']:.4f}")
+    print(
+        f"trained on {sum(h['decisions'] for h in history)} decisions over {episodes} episodes; "
+        f"last loss {history[-1]['loss']:.4f}"
+    )
     return history
 
 

@@ -79,9 +79,7 @@ def encode_action(card: int, offset: int = NO_TARGET, guess: int = 0) -> int:
     try:
         return _INDEX[Action(card, offset, guess)]
     except KeyError:
-        raise ValueError(
-            f"no action plays {card_name(card)} with offset {offset} and guess {guess}"
-        ) from None
+        raise ValueError(f"no action plays {card_name(card)} with offset {offset} and guess {guess}") from None
 
 
 def describe_action(index: int, actor: int | None = None, num_players: int | None = None) -> str:

@@ -50,8 +50,8 @@ from .cards import (
     validate_deck,
 )
 from .rules import CLASSIC, Rules, resolve_rules
+from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players, check_seat
 
-MIN_PLAYERS, MAX_PLAYERS = 2, 4
 #: 2-player rounds lay this many cards face up after the set-aside card.
 FACE_UP_CARDS_2P = 3
 
@@ -109,16 +109,37 @@ class GameState:
     """
 
     __slots__ = (
-        "num_players", "rules", "tokens", "round", "deck", "next_card", "set_aside_drawn",
-        "hands", "drawn", "current", "out", "protected", "discards", "known", "ruled_out",
-        "turn", "round_over", "round_winners", "game_over", "game_winners", "history", "legal", "seen",
+        "num_players",
+        "rules",
+        "tokens",
+        "round",
+        "deck",
+        "next_card",
+        "set_aside_drawn",
+        "hands",
+        "drawn",
+        "current",
+        "out",
+        "protected",
+        "discards",
+        "known",
+        "ruled_out",
+        "turn",
+        "round_over",
+        "round_winners",
+        "game_over",
+        "game_winners",
+        "history",
+        "legal",
+        "seen",
     )
+    # The knowledge tables (filled by knowledge.reset, so declared here for type checkers).
+    known: list[list[int]]
+    seen: list[list[bool]]
+    ruled_out: list[int]
 
     def __init__(self, num_players: int, rules: Rules = CLASSIC):
-        if isinstance(num_players, bool) or not isinstance(num_players, int) or not (
-            MIN_PLAYERS <= num_players <= MAX_PLAYERS
-        ):
-            raise ValueError(f"num_players must be 2, 3 or 4, got {num_players!r}")
+        num_players = check_num_players(num_players)
         self.num_players = num_players
         self.rules = resolve_rules(rules)
         self.tokens = [0] * num_players
@@ -207,9 +228,7 @@ class GameState:
 # Round and game set-up ----------------------------------------------------------------
 
 
-def new_game(
-    num_players: int, deck: Sequence[int], first_player: int = 0, rules: str | Rules = CLASSIC
-) -> GameState:
+def new_game(num_players: int, deck: Sequence[int], first_player: int = 0, rules: str | Rules = CLASSIC) -> GameState:
     """A new game, with its first round dealt from ``deck`` (top card first)."""
     state = GameState(num_players, resolve_rules(rules))
     start_round(state, deck, first_player)
@@ -229,8 +248,7 @@ def start_round(state: GameState, deck: Sequence[int], first_player: int | None 
         if not state.round_winners:
             raise ValueError("first_player is required for the first round")
         first_player = min(state.round_winners)
-    if isinstance(first_player, bool) or not isinstance(first_player, int) or not 0 <= first_player < n:
-        raise ValueError(f"first_player must be a seat in 0..{n - 1}, got {first_player!r}")
+    first_player = check_seat("first_player", first_player, n)
     state.deck = validate_deck(deck)
     state.round += 1
     state.turn = 0

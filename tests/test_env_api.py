@@ -143,8 +143,9 @@ def test_action_mask_helper_matches_the_observation():
 
 # player_0 holds a Handmaid and draws a Priest; player_1 holds the Princess and will
 # draw a Baron; the set-aside card is the Countess; the face-up cards are Guards.
-RENDER_DECK = deal_deck(2, set_aside=COUNTESS, face_up=(GUARD, GUARD, GUARD),
-                        hands={0: HANDMAID, 1: PRINCESS}, draws=[PRIEST, BARON])
+RENDER_DECK = deal_deck(
+    2, set_aside=COUNTESS, face_up=(GUARD, GUARD, GUARD), hands={0: HANDMAID, 1: PRINCESS}, draws=[PRIEST, BARON]
+)
 
 
 def test_ansi_render_shows_the_acting_players_hand_and_no_hidden_card():

@@ -18,8 +18,9 @@ DECK = deal_deck(2, hands={0: HANDMAID, 1: GUARD}, draws=[PRIEST])
 LEGAL = (act(PRIEST, 1), HANDMAID_ACTION)
 ILLEGAL_ACTIONS = [
     act(GUARD, 1, PRINCESS),  # a card player_0 does not hold
-    act(PRIEST, 2),           # an offset past a 2-player table
-    41, -1,                   # not actions at all
+    act(PRIEST, 2),  # an offset past a 2-player table
+    41,
+    -1,  # not actions at all
     np.int64(0),
 ]
 
@@ -30,8 +31,7 @@ def env_state(env) -> tuple:
         (agent, env.observe(agent)["observation"].tobytes(), env.observe(agent)["action_mask"].tobytes())
         for agent in env.possible_agents
     )
-    return (env.agent_selection, observations, dict(env.rewards), dict(env.terminations),
-            snapshot(env.unwrapped.game))
+    return (env.agent_selection, observations, dict(env.rewards), dict(env.terminations), snapshot(env.unwrapped.game))
 
 
 # Illegal actions --------------------------------------------------------------------
@@ -142,8 +142,7 @@ def test_numpy_deck_is_accepted():
     assert env.unwrapped.game.deck == DECK
 
 
-@pytest.mark.parametrize("num_players, bad", [(2, -1), (2, 2), (3, 3), (4, 4), (2, True), (2, "0"), (2, 1.0)],
-                         ids=repr)
+@pytest.mark.parametrize("num_players, bad", [(2, -1), (2, 2), (3, 3), (4, 4), (2, True), (2, "0"), (2, 1.0)], ids=repr)
 def test_bad_first_player_is_refused(num_players, bad):
     with pytest.raises(ValueError, match="first_player"):
         engine.new_game(num_players, FULL_DECK, bad)

@@ -188,8 +188,11 @@ def test_update_raises_the_probability_of_advantaged_actions_and_keeps_masks():
 
 def test_update_refuses_an_empty_batch():
     model = ActorCritic(hidden_sizes=(8,))
-    empty = RolloutBatch(torch.zeros(0, OBSERVATION_SIZE), torch.zeros(0, NUM_ACTIONS, dtype=torch.bool),
-                         *(torch.zeros(0, dtype=t) for t in (torch.long, *[torch.float] * 4)))
+    empty = RolloutBatch(
+        torch.zeros(0, OBSERVATION_SIZE),
+        torch.zeros(0, NUM_ACTIONS, dtype=torch.bool),
+        *(torch.zeros(0, dtype=t) for t in (torch.long, *[torch.float] * 4)),
+    )
     with pytest.raises(ValueError, match="empty batch"):
         ppo_update(model, torch.optim.Adam(model.parameters()), empty, PPOConfig(), torch.Generator())
 

@@ -34,7 +34,7 @@ def cards_in_play(state: GameState) -> Counter:
     for pile in state.discards:
         cards.update(pile)
     cards.update(state.face_up)
-    cards.update(state.deck[state.next_card:])
+    cards.update(state.deck[state.next_card :])
     if not state.set_aside_drawn:
         cards[state.set_aside] += 1
     return cards

@@ -88,8 +88,14 @@ def test_three_and_four_player_deal_has_no_face_up_cards(num_players, first_play
 
 
 def test_env_reset_deals_the_scripted_deck():
-    deck = deal_deck(2, first_player=1, set_aside=PRINCESS, face_up=(KING, COUNTESS, BARON),
-                     hands={1: PRIEST, 0: HANDMAID}, draws=[PRINCE])
+    deck = deal_deck(
+        2,
+        first_player=1,
+        set_aside=PRINCESS,
+        face_up=(KING, COUNTESS, BARON),
+        hands={1: PRIEST, 0: HANDMAID},
+        draws=[PRINCE],
+    )
     env = make_env(2, deck, first_player=1)
 
     assert env.agent_selection == "player_1"
@@ -270,15 +276,26 @@ def _prince_on_the_last_turn() -> engine.GameState:
     """A full 2-player round: ten quiet turns, the last of which (player_1, holding two
     Princes) draws the bottom card and makes player_0 discard, with the deck empty."""
     state = start(
-        2, set_aside=PRINCESS, face_up=(KING, COUNTESS, BARON), hands={0: BARON, 1: PRINCE},
+        2,
+        set_aside=PRINCESS,
+        face_up=(KING, COUNTESS, BARON),
+        hands={0: BARON, 1: PRINCE},
         draws=[HANDMAID, GUARD, HANDMAID, GUARD, GUARD, GUARD, GUARD, PRIEST, PRIEST, PRINCE],
     )
-    play(state, [
-        HANDMAID_ACTION, GUARD_NO_TARGET,               # player_0 protected: player_1's Guard has no target
-        HANDMAID_ACTION, GUARD_NO_TARGET,
-        act(GUARD, 1, KING), act(GUARD, 1, PRINCESS),   # misses
-        act(GUARD, 1, KING), act(PRIEST, 1), act(PRIEST, 1),
-    ])
+    play(
+        state,
+        [
+            HANDMAID_ACTION,
+            GUARD_NO_TARGET,  # player_0 protected: player_1's Guard has no target
+            HANDMAID_ACTION,
+            GUARD_NO_TARGET,
+            act(GUARD, 1, KING),
+            act(GUARD, 1, PRINCESS),  # misses
+            act(GUARD, 1, KING),
+            act(PRIEST, 1),
+            act(PRIEST, 1),
+        ],
+    )
     assert state.deck_remaining == 0 and state.current == 1 and not state.round_over
     engine.step(state, act(PRINCE, 1))
     return state
@@ -395,9 +412,10 @@ def test_out_players_cannot_be_chosen_and_are_skipped():
 @pytest.mark.parametrize("hand, draw", [(GUARD, PRIEST), (BARON, KING), (PRINCE, HANDMAID)])
 def test_offsets_past_the_table_are_masked(num_players, hand, draw):
     state = start(num_players, hands={0: hand}, draws=[draw])
-    expected = sorted(targeted_actions(hand, num_players) + (
-        [HANDMAID_ACTION] if draw == HANDMAID else targeted_actions(draw, num_players)
-    ))
+    expected = sorted(
+        targeted_actions(hand, num_players)
+        + ([HANDMAID_ACTION] if draw == HANDMAID else targeted_actions(draw, num_players))
+    )
     assert legal(state) == expected
 
 
@@ -405,8 +423,8 @@ def test_offsets_past_the_table_are_masked(num_players, hand, draw):
 
 
 @pytest.mark.parametrize(
-    "other, other_actions", [(GUARD, [GUARD_NO_TARGET]), (PRIEST, [PRIEST_NO_TARGET]),
-                             (BARON, [BARON_NO_TARGET]), (PRINCE, [act(PRINCE, 0)])]
+    "other, other_actions",
+    [(GUARD, [GUARD_NO_TARGET]), (PRIEST, [PRIEST_NO_TARGET]), (BARON, [BARON_NO_TARGET]), (PRINCE, [act(PRINCE, 0)])],
 )
 def test_king_ignores_handmaid_lets_only_the_king_choose_a_protected_player(other, other_actions):
     deal = dict(hands={0: HANDMAID, 1: KING}, draws=[PRIEST, other])  # player_0 keeps the Priest
@@ -452,8 +470,15 @@ EQUAL_SUMS = [GUARD, GUARD, GUARD, GUARD, GUARD, PRIEST, PRIEST, HANDMAID, COUNT
 
 
 def _tied_showdown(draws: list[int], rules: str, first_player: int = 0) -> engine.GameState:
-    state = start(2, rules=rules, first_player=first_player, set_aside=PRINCESS, face_up=(PRINCE, PRINCE, KING),
-                  hands={0: BARON, 1: BARON}, draws=draws)
+    state = start(
+        2,
+        rules=rules,
+        first_player=first_player,
+        set_aside=PRINCESS,
+        face_up=(PRINCE, PRINCE, KING),
+        hands={0: BARON, 1: BARON},
+        draws=draws,
+    )
     play_cards(state, draws)
     assert state.round_over and state.hands == [BARON, BARON]
     return state
@@ -541,13 +566,12 @@ def test_next_round_after_a_shared_win_starts_with_the_lowest_winning_seat():
 
 
 def test_round_episode_rewards_winner_plus_one_and_others_minus_one():
-    env = make_env(3, deal_deck(3, hands={0: BARON, 1: GUARD, 2: PRIEST}, draws=[KING, GUARD, GUARD]),
-                   episode="round")
-    env.step(act(BARON, 1))                 # player_1 is out
+    env = make_env(3, deal_deck(3, hands={0: BARON, 1: GUARD, 2: PRIEST}, draws=[KING, GUARD, GUARD]), episode="round")
+    env.step(act(BARON, 1))  # player_1 is out
     assert env.rewards == {"player_0": 0, "player_1": 0, "player_2": 0}
     assert not any(env.terminations.values())
-    env.step(act(GUARD, 1, PRINCESS))       # player_2 misses player_0 (who holds the King)
-    env.step(act(GUARD, 2, PRIEST))         # player_0 hits player_2
+    env.step(act(GUARD, 1, PRINCESS))  # player_2 misses player_0 (who holds the King)
+    env.step(act(GUARD, 2, PRIEST))  # player_0 hits player_2
     assert all(env.terminations.values())
     assert env.rewards == {"player_0": 1, "player_1": -1, "player_2": -1}
     assert env.infos["player_0"]["winners"] == ["player_0"]

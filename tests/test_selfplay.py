@@ -18,9 +18,17 @@ from training.selfplay import SelfPlayTrainer, main
 REPO = Path(__file__).resolve().parent.parent
 # A run of two updates of 16 games x 8 turns: seconds, yet every code path runs.
 TINY = [
-    "total_steps=256", "env.num_games=16", "env.rollout_steps=8", "model.hidden_sizes=[32]",
-    "eval.every=1", "eval.rounds=6", "save_every=1", "opponents.snapshot_every=1",
-    "opponents.current=0.4", "opponents.past=0.3", "opponents.bots=0.3",
+    "total_steps=256",
+    "env.num_games=16",
+    "env.rollout_steps=8",
+    "model.hidden_sizes=[32]",
+    "eval.every=1",
+    "eval.rounds=6",
+    "save_every=1",
+    "opponents.snapshot_every=1",
+    "opponents.current=0.4",
+    "opponents.past=0.3",
+    "opponents.bots=0.3",
 ]
 
 
@@ -47,30 +55,42 @@ def test_every_config_file_is_valid(path):
 
 
 def test_overrides_parse_yaml_values():
-    cfg = load_config(None, ["ppo.learning_rate=3e-4", "env.num_players=[2,3,4]", "total_steps=1e6",
-                             "ppo.target_kl=null", "eval.greedy=false", "env.num_players=3"])
+    cfg = load_config(
+        None,
+        [
+            "ppo.learning_rate=3e-4",
+            "env.num_players=[2,3,4]",
+            "total_steps=1e6",
+            "ppo.target_kl=null",
+            "eval.greedy=false",
+            "env.num_players=3",
+        ],
+    )
     assert cfg.ppo.learning_rate == 3e-4 and cfg.total_steps == 1_000_000
     assert cfg.ppo.target_kl is None and cfg.eval.greedy is False
     assert cfg.env.num_players == [3]  # a single value is a one-item list
 
 
-@pytest.mark.parametrize("override,message", [
-    ("ppo.lr=1", "unknown config key.*ppo.lr"),
-    ("nonsense.key=1", "unknown config key.*nonsense"),
-    ("env.num_players=[2,5]", "env.num_players"),
-    ("ppo.gamma=1.5", "ppo.gamma"),
-    ("eval.every=often", "eval.every must be an integer"),
-    ("ppo.norm_adv=1", "ppo.norm_adv must be true or false"),
-    ("env=3", "env must be a mapping"),
-    ("env.rules=chess", "env.rules"),
-    ("eval.best_by=belief", "eval.best_by"),
-    ("opponents.current=0", None),  # fine on its own: past and bots still have weight
-    ("no_equals_sign", "section.key=value"),
-    ("ppo.learning_rate=.inf", "ppo.learning_rate must be a finite number"),
-    ("ppo.clip_coef=.nan", "ppo.clip_coef must be a finite number"),
-    ("seed=-1", "seed must be >= 0"),
-    ("opponents.bot_names=[nobody]", "opponents.bot_names must be names from"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("ppo.lr=1", "unknown config key.*ppo.lr"),
+        ("nonsense.key=1", "unknown config key.*nonsense"),
+        ("env.num_players=[2,5]", "env.num_players"),
+        ("ppo.gamma=1.5", "ppo.gamma"),
+        ("eval.every=often", "eval.every must be an integer"),
+        ("ppo.norm_adv=1", "ppo.norm_adv must be true or false"),
+        ("env=3", "env must be a mapping"),
+        ("env.rules=chess", "env.rules"),
+        ("eval.best_by=belief", "eval.best_by"),
+        ("opponents.current=0", None),  # fine on its own: past and bots still have weight
+        ("no_equals_sign", "section.key=value"),
+        ("ppo.learning_rate=.inf", "ppo.learning_rate must be a finite number"),
+        ("ppo.clip_coef=.nan", "ppo.clip_coef must be a finite number"),
+        ("seed=-1", "seed must be >= 0"),
+        ("opponents.bot_names=[nobody]", "opponents.bot_names must be names from"),
+    ],
+)
 def test_bad_overrides_name_the_problem(override, message):
     if message is None:
         load_config(None, [override])
@@ -126,8 +146,11 @@ def test_short_cli_run_writes_a_loadable_checkpoint(tmp_path):
 
 def test_rollouts_too_short_to_finish_a_decision_do_not_crash(tmp_path):
     # One game, two turns per rollout: some rollouts resolve no decision at all.
-    summary = main(tiny_args(tmp_path, "run_name=short", "env.num_games=1", "env.rollout_steps=2",
-                             "total_steps=64", "eval.every=0"))
+    summary = main(
+        tiny_args(
+            tmp_path, "run_name=short", "env.num_games=1", "env.rollout_steps=2", "total_steps=64", "eval.every=0"
+        )
+    )
     assert summary["global_step"] >= 64
     assert (tmp_path / "short" / "latest.pt").is_file()
 
@@ -220,8 +243,17 @@ def test_rollout_records_legal_linked_decisions(tmp_path, table):
 
 
 def test_bot_games_train_only_the_learner_seat(tmp_path):
-    config = load_config(None, TINY + ["opponents.current=0", "opponents.past=0", "opponents.bots=1",
-                                      "opponents.bot_names=[rule]", "env.rollout_steps=20"])
+    config = load_config(
+        None,
+        TINY
+        + [
+            "opponents.current=0",
+            "opponents.past=0",
+            "opponents.bots=1",
+            "opponents.bot_names=[rule]",
+            "env.rollout_steps=20",
+        ],
+    )
     trainer = SelfPlayTrainer(config, tmp_path, progress=False)
     trainer._make_env()
     buffer, stats = trainer.collect_rollout()
@@ -245,9 +277,23 @@ def test_exploit_trains_against_the_frozen_checkpoint(tmp_path):
     from training.exploit import main as exploit_main
 
     main(tiny_args(tmp_path, "run_name=target", "eval.every=0"))
-    report = exploit_main(["--checkpoint", str(tmp_path / "target"), "--steps", "128", "--rounds", "6",
-                           "--no-progress", "--set", f"out_dir={tmp_path}", "--set", "env.num_games=16",
-                           "--set", "env.rollout_steps=8"])
+    report = exploit_main(
+        [
+            "--checkpoint",
+            str(tmp_path / "target"),
+            "--steps",
+            "128",
+            "--rounds",
+            "6",
+            "--no-progress",
+            "--set",
+            f"out_dir={tmp_path}",
+            "--set",
+            "env.num_games=16",
+            "--set",
+            "env.rollout_steps=8",
+        ]
+    )
     assert 0 <= report["best_response_win_rate"] <= 1 and report["training_turns"] == 128
     run = tmp_path / "exploit_target_2p"
     assert (run / "exploit.json").is_file() and load_checkpoint(run / "latest.pt")["training"]["pool"]["labels"] == [-1]

@@ -155,26 +155,36 @@ class TrainConfig:
 
     def validate(self) -> TrainConfig:
         """Raise :class:`ConfigError` naming the first bad value; return ``self``."""
+
         def need(ok: bool, key: str, rule: str) -> None:
             if not ok:
                 raise ConfigError(f"{key} {rule}, got {_get(self, key)!r}")
 
-        need(bool(self.run_name) and "/" not in self.run_name and self.run_name not in (".", ".."),
-             "run_name", "must be a plain folder name")
+        need(
+            bool(self.run_name) and "/" not in self.run_name and self.run_name not in (".", ".."),
+            "run_name",
+            "must be a plain folder name",
+        )
         need(self.total_steps > 0, "total_steps", "must be > 0")
         need(self.seed >= 0, "seed", "must be >= 0")
         need(self.device in DEVICES, "device", f"must be one of {DEVICES}")
         need(self.save_every >= 1, "save_every", "must be >= 1")
         need(self.torch_threads >= 0, "torch_threads", "must be >= 0")
         e = self.env
-        need(len(e.num_players) > 0 and all(n in (2, 3, 4) for n in e.num_players),
-             "env.num_players", "must be a non-empty list of table sizes 2, 3 or 4")
+        need(
+            len(e.num_players) > 0 and all(n in (2, 3, 4) for n in e.num_players),
+            "env.num_players",
+            "must be a non-empty list of table sizes 2, 3 or 4",
+        )
         need(e.rules in PRESETS, "env.rules", f"must be one of {sorted(PRESETS)}")
         need(e.episode in EPISODE_KINDS, "env.episode", f"must be one of {EPISODE_KINDS}")
         need(e.num_games >= 1, "env.num_games", "must be >= 1")
         need(e.rollout_steps >= 2, "env.rollout_steps", "must be >= 2")
-        need(all(h >= 1 for h in self.model.hidden_sizes) and len(self.model.hidden_sizes) > 0,
-             "model.hidden_sizes", "must be a non-empty list of positive sizes")
+        need(
+            all(h >= 1 for h in self.model.hidden_sizes) and len(self.model.hidden_sizes) > 0,
+            "model.hidden_sizes",
+            "must be a non-empty list of positive sizes",
+        )
         try:
             self.ppo.validate()
         except ValueError as err:

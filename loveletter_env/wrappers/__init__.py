@@ -26,8 +26,18 @@ _LAZY = {
 }
 
 __all__ = [
-    "GYM_ENV_ID", "PETTINGZOO_ENV_ID", "LoveLetterGymEnv", "RecordReplay", "RLlibLoveLetterEnv", "RLlibObservationAEC",
-    "make_opponent", "make_opponents", "register_envs", "rllib_env_creator", "rllib_multi_agent_env", "tianshou_env",
+    "GYM_ENV_ID",
+    "PETTINGZOO_ENV_ID",
+    "LoveLetterGymEnv",
+    "RecordReplay",
+    "RLlibLoveLetterEnv",
+    "RLlibObservationAEC",
+    "make_opponent",
+    "make_opponents",
+    "register_envs",
+    "rllib_env_creator",
+    "rllib_multi_agent_env",
+    "tianshou_env",
 ]
 
 

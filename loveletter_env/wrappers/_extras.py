@@ -18,5 +18,5 @@ def require(module: str, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as error:
         raise MissingExtraError(
-            f"{module!r} is not installed; it comes with the {extra!r} extra: pip install \"{PACKAGE}[{extra}]\""
+            f'{module!r} is not installed; it comes with the {extra!r} extra: pip install "{PACKAGE}[{extra}]"'
         ) from error
