@@ -12,26 +12,20 @@ from typing import Any
 from loveletter_env.actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, describe_action
 from loveletter_env.cards import CARD_COUNTS, CARD_NAMES, CARD_VALUES, card_name
 from loveletter_env.engine import GameState, legal_actions
-from loveletter_env.render import narrate, round_summary
+from loveletter_env.render import CARD_EFFECTS, narrate, round_summary
 from loveletter_env.replay import Frame, Replay, replay_frames
-
-#: What each card does, for the card reference (the rules themselves live in the engine).
-CARD_EFFECTS: dict[int, str] = {
-    1: "Choose another player and name a card other than Guard: if they hold it, they are out.",
-    2: "Choose another player and look at their hand.",
-    3: "Choose another player and compare hands in secret: the lower card is out (a tie does nothing).",
-    4: "You are protected until your next turn: no card can choose you.",
-    5: "Choose any player (yourself too): they discard their hand without effect and draw a new card.",
-    6: "Choose another player and trade hands with them.",
-    7: "No effect, but you must play her if you hold the King or a Prince with her.",
-    8: "If you play or discard her, you are out of the round.",
-}
 
 
 def card_reference() -> list[dict[str, Any]]:
-    """Every card: value, name, copies in the deck, effect."""
+    """Every card: value, name, copies in the deck, effect (the render module's words)."""
     return [
-        {"value": v, "name": CARD_NAMES[v], "copies": CARD_COUNTS[v], "effect": CARD_EFFECTS[v]} for v in CARD_VALUES
+        {
+            "value": v,
+            "name": CARD_NAMES[v],
+            "copies": CARD_COUNTS[v],
+            "effect": CARD_EFFECTS[v][:1].upper() + CARD_EFFECTS[v][1:] + ".",
+        }
+        for v in CARD_VALUES
     ]
 
 
