@@ -1,0 +1,154 @@
+"""How fast the web app answers: ``python -m training.web.timings``.
+
+Measures, on a server started in this process: the page and its files over HTTP, the page
+load in headless Chromium (when ``chromium`` and ``chromedriver`` are installed), each
+opponent's decision time inside the game driver at 2 and 4 players (observation, the
+agent's explanation for the replay, its move), and the round trip of a move request (the
+person's move, then every bot until the person's turn). Wall-clock times: run it on a
+quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .app import ServerConfig, create_app
+from .games import HumanGame, OpponentCatalog
+
+OPPONENTS = ("random", "rule", "belief", "ismcts", "checkpoint:shipped/ppo_2to4p")
+
+
+def _line(what: str, seconds: Sequence[float]) -> str:
+    ms = np.asarray(seconds) * 1000
+    spread = f"median {np.median(ms):8.2f} ms  p95 {np.percentile(ms, 95):8.2f} ms  max {ms.max():8.2f} ms"
+    return f"  {what:<44} n={len(ms):4d}  {spread}"
+
+
+def _start_server(config: ServerConfig) -> tuple[str, object]:
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.02)
+    return f"http://127.0.0.1:{port}", server
+
+
+def http_timings(base: str, repeats: int) -> None:
+    try:
+        import httpx2 as httpx
+    except ImportError:
+        import httpx  # type: ignore[no-redef]
+
+    print("HTTP (server in this process):")
+    with httpx.Client(base_url=base, timeout=120) as client:
+        for path in ("/", "/static/app.js", "/static/style.css", "/api/meta"):
+            times = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                client.get(path).raise_for_status()
+                times.append(time.perf_counter() - start)
+            print(_line(f"GET {path}", times))
+        for players, opponent in ((2, "ismcts"), (4, "ismcts"), (4, "checkpoint:shipped/ppo_2to4p")):
+            times = []
+            for seed in range(repeats // 5 or 1):
+                body = {"players": players, "opponents": [opponent], "length": "round", "seed": seed}
+                game = client.post("/api/games", json=body).json()
+                rng = np.random.default_rng(seed)
+                while not game["finished"]:
+                    action = int(rng.choice([m["action"] for m in game["legal"]]))
+                    start = time.perf_counter()
+                    game = client.post(f"/api/games/{game['id']}/move", json={"action": action}).json()
+                    times.append(time.perf_counter() - start)
+            print(_line(f"POST move, {players}p against {players - 1}x {opponent}", times))
+
+
+def browser_timings(base: str, repeats: int) -> None:
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        chromium = None
+    if not chromium or not driver_path:
+        print("Browser: skipped (needs chromium, chromedriver and selenium)")
+        return
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    print("Browser (headless Chromium; load event, and until the page has drawn the server's data):")
+    try:
+        for page in ("play", "replays", "leaderboard"):
+            loads, ready = [], []
+            for i in range(repeats + 1):
+                start = time.perf_counter()
+                driver.get(f"{base}/?visit={i}#/{page}")
+                while not driver.execute_script("return document.querySelectorAll('#reference .ref-card').length > 0"):
+                    time.sleep(0.002)
+                if i:  # the first visit warms the browser's caches
+                    ready.append(time.perf_counter() - start)
+                    nav = "const n = performance.getEntriesByType('navigation')[0]; return n.loadEventEnd - n.startTime"
+                    loads.append(driver.execute_script(nav) / 1000)
+            print(_line(f"{page}: load event", loads))
+            print(_line(f"{page}: drawn", ready))
+    finally:
+        driver.quit()
+
+
+def decision_timings(checkpoints: dict[str, Path], seeds: int) -> None:
+    from training.checkpoint import load_agent
+
+    catalog = OpponentCatalog(checkpoints, lambda path, seed: load_agent(path, seed=seed))
+    print("Bot decisions inside the game driver:")
+    for players in (2, 4):
+        for opponent in OPPONENTS:
+            times: list[float] = []
+            for seed in range(seeds):
+                choices = [catalog.choose(opponent)] * (players - 1)
+                game = HumanGame(choices, players, 0, "classic", "round", seed, lambda game, replay: None)
+                rng = np.random.default_rng(seed)
+                while not game.finished:
+                    game.move(int(rng.choice([m["action"] for m in game.view()["legal"]])))
+                times += game.bot_seconds
+            print(_line(f"{players}p {opponent}", times))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.web.timings", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=20, help="requests and page loads per measurement (default 20)")
+    parser.add_argument("--seeds", type=int, default=10, help="rounds per opponent for decision times (default 10)")
+    args = parser.parse_args(argv)
+    if args.repeats < 1 or args.seeds < 1:
+        parser.error("--repeats and --seeds must be positive")
+    shipped = Path("checkpoints/shipped")
+    checkpoints = {f"shipped/{p.stem}": p.resolve() for p in sorted(shipped.glob("*.pt"))}
+    if "shipped/ppo_2to4p" not in checkpoints:
+        parser.error("run it from the repository root: it plays checkpoints/shipped/ppo_2to4p.pt")
+    import training.checkpoint  # noqa: F401  (torch loads now, as python -m training.serve does at start-up)
+
+    with tempfile.TemporaryDirectory() as replays:
+        base, server = _start_server(ServerConfig(Path(replays), None, checkpoints))
+        print(f"Server at {base}")
+        http_timings(base, args.repeats)
+        browser_timings(base, max(1, args.repeats // 4))
+        decision_timings(checkpoints, args.seeds)
+        server.should_exit = True  # type: ignore[attr-defined]
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
