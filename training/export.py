@@ -112,6 +112,8 @@ def export_onnx(model: nn.Module, path: str | Path) -> Path:
             dynamo=True,
             verbose=False,
         )
+    if program is None:  # torch returns None only for the TorchScript exporter, not dynamo=True
+        raise RuntimeError("torch.onnx.export returned no ONNX program")
     program.save(str(path))
     return path
 
@@ -162,7 +164,8 @@ def sample_observations(count: int, seed: int = 0, num_players: int = 2) -> tupl
     rng = np.random.default_rng(seed)
     game = make_env(num_players=num_players, episode="game")
     game.reset(seed=seed)
-    observations, masks = [], []
+    observations: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
     while len(observations) < count:
         if any(game.terminations.values()):
             game.reset(seed=int(rng.integers(2**31)))

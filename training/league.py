@@ -60,7 +60,7 @@ def league(
         )
         for record in records:
             teams = [[ratings[name]] for name in names]
-            ranks = [1 if slot in record.winners else 2 for slot in range(num_players)]
+            ranks: list[float] = [1 if slot in record.winners else 2 for slot in range(num_players)]
             for name, [rating] in zip(names, model.rate(teams, ranks=ranks)):
                 ratings[name] = rating
             for slot, name in enumerate(names):

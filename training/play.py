@@ -26,13 +26,14 @@ import numpy as np
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS, PRINCE_BASE, PRINCESS_ACTION, describe_action
 from loveletter_env.agents.base import checked_act
-from loveletter_env.agents.specs import agent_label, resolve_agent
+from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
 from loveletter_env.cards import FULL_DECK, PRINCE, PRINCESS
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
 from loveletter_env.render import card_reference, narrate, render_seat_view, round_summary
 from loveletter_env.replay import AgentInfo, ReplayRecorder, decision_details, save_replay
 from loveletter_env.rules import PRESETS
+from loveletter_env.validation import check_num_players, is_int
 
 
 class QuitGame(Exception):
@@ -136,7 +137,7 @@ def ask_move(state: GameState, seat: int, stdin: TextIO, out: TextIO, confirm_pr
 
 
 def play(
-    opponents: Sequence[object],
+    opponents: Sequence[AgentSpec],
     num_players: int = 2,
     seat: int = 0,
     seed: int | None = None,
@@ -160,9 +161,8 @@ def play(
 
     Returns the final game state. Raises :class:`QuitGame` when the person leaves.
     """
-    if num_players not in (2, 3, 4):
-        raise ValueError(f"num_players must be 2, 3 or 4, got {num_players!r}")
-    if not 0 <= seat < num_players:
+    num_players = check_num_players(num_players)
+    if not is_int(seat) or not 0 <= seat < num_players:
         raise ValueError(f"seat must be in 0..{num_players - 1}, got {seat!r}")
     if not opponents:
         raise ValueError("name at least one opponent agent")

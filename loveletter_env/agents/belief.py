@@ -17,7 +17,7 @@ of "round-win probability" relative to an even share:
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET
 from ..cards import (
@@ -184,7 +184,7 @@ class BeliefAgent(KeptCardAgent):
         return {"hand_beliefs": {k: hand_posterior(view, k) for k in range(1, view.num_players) if view.in_round(k)}}
 
 
-def belief_action(view: ObservationView, legal: list[int], rng: random.Random, old_card: int = 0) -> int:
+def belief_action(view: ObservationView, legal: Sequence[int], rng: random.Random, old_card: int = 0) -> int:
     """The legal action of highest expected value (see :class:`BeliefAgent`); ties
     are broken by ``rng``. ``old_card`` is our card the opponents may know (0: unknown)."""
     scores = action_scores(view, legal, old_card)
@@ -194,7 +194,7 @@ def belief_action(view: ObservationView, legal: list[int], rng: random.Random, o
 
 def action_scores(
     view: ObservationView,
-    legal: list[int],
+    legal: Sequence[int],
     old_card: int = 0,
     beliefs: Mapping[int, dict[int, float]] | None = None,
 ) -> dict[int, float]:

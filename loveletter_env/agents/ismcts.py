@@ -36,6 +36,7 @@ from ..cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, FULL_DECK
 from ..engine import GameState
 from ..observation import ObservationView, decode_observation
 from ..rules import Rules
+from ..validation import check_int, check_number
 from .base import SeededAgent, legal_actions_of, other_card
 from .belief import action_scores, belief_action
 from .inference import play_likelihoods, posterior
@@ -185,7 +186,7 @@ def seat_view(state: GameState, seat: int) -> ObservationView:
 _RULED_OUT_SETS = tuple(frozenset(v for v in CARD_VALUES if mask >> v & 1) for mask in range(1 << 9))
 
 
-def model_action(state: GameState, legal: list[int], rng: random.Random) -> int:
+def model_action(state: GameState, legal: Sequence[int], rng: random.Random) -> int:
     """How the search expects a player to move outside our own tree decisions: the
     card-counting bot, on that player's own view of the determinized state."""
     if len(legal) == 1:
@@ -237,21 +238,11 @@ class ISMCTSAgent(SeededAgent):
         model_noise: float = 0.1,
     ):
         super().__init__(seed)
-        if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-            raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
-        if not exploration >= 0:
-            raise ValueError(f"exploration must be >= 0, got {exploration!r}")
-        if isinstance(width, bool) or not isinstance(width, int) or width < 0:
-            raise ValueError(f"width must be a non-negative integer, got {width!r}")
-        self.iterations = iterations
-        self.exploration = float(exploration)
-        self.width = width
-        if isinstance(tree_depth, bool) or not isinstance(tree_depth, int) or tree_depth < 1:
-            raise ValueError(f"tree_depth must be a positive integer, got {tree_depth!r}")
-        self.tree_depth = tree_depth
-        if isinstance(model_noise, bool) or not isinstance(model_noise, (int, float)) or not 0.0 <= model_noise <= 1.0:
-            raise ValueError(f"model_noise must be a number between 0 and 1, got {model_noise!r}")
-        self.model_noise = float(model_noise)
+        self.iterations = check_int("iterations", iterations, low=1)
+        self.exploration = check_number("exploration", exploration, low=0)
+        self.width = check_int("width", width, low=0)
+        self.tree_depth = check_int("tree_depth", tree_depth, low=1)
+        self.model_noise = check_number("model_noise", model_noise, 0, 1)
         self.memory = KeptCardMemory()
 
     def reset(self, seed: int | None = None) -> None:

@@ -51,18 +51,20 @@ class RLlibLoveLetterEnv(gymnasium.ObservationWrapper):
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None):
-        super().__init__(LoveLetterGymEnv(**dict(config or {})))
+        learner_env = LoveLetterGymEnv(**dict(config or {}))
+        super().__init__(learner_env)
+        self._learner_env = learner_env
         self.observation_space = _rllib_space(self.env.observation_space)
 
     def observation(self, observation: np.ndarray) -> dict[str, np.ndarray]:
         return {
             OBSERVATIONS_KEY: observation,
-            ACTION_MASK_KEY: self.env.unwrapped.action_masks().astype(np.float32),
+            ACTION_MASK_KEY: self._learner_env.action_masks().astype(np.float32),
         }
 
     def action_masks(self) -> np.ndarray:
         """The legal-action mask (int8[41]), as on the wrapped env."""
-        return self.env.unwrapped.action_masks()
+        return self._learner_env.action_masks()
 
 
 def rllib_env_creator(config: Mapping[str, Any] | None = None) -> RLlibLoveLetterEnv:

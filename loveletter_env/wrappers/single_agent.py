@@ -173,7 +173,7 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
             self.aec.agent_selection = selected
         if self.render_mode == "ansi":
             return text
-        print(text + "\n")
+        print(f"{text}\n")
         return None
 
     def close(self) -> None:
