@@ -16,7 +16,9 @@ import copy
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from loveletter_env.agents import Agent
+from loveletter_env.agents.base import checked_act
 from loveletter_env.agents.specs import AgentSpec, accepts_seed, agent_label, resolve_agent
 from loveletter_env.env import raw_env
 from loveletter_env.replay import AgentInfo, decision_details, save_replay
@@ -32,6 +35,16 @@ from loveletter_env.validation import check_episode, check_int, check_num_player
 from loveletter_env.wrappers.recorder import RecordReplay
 
 from .stats import EpisodeRecord
+
+
+class PlayInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`play_matches`: carries the slot labels and the records of the
+    episodes finished by then (the first ones in order, so they are the start of the same
+    seeded run), so a command line can report them."""
+
+    def __init__(self, labels: list[str], records: list[EpisodeRecord], total: int):
+        super().__init__(f"interrupted after {len(records)} of {total} episodes")
+        self.labels, self.records, self.total = labels, records, total
 
 
 def episode_seeds(seed: int, index: int, count: int) -> list[int]:
@@ -71,7 +84,7 @@ def play_episode(
         labels = replays.labels or tuple(agent_label(a) for a in agents)
         infos = [AgentInfo(labels[seat_slot[s]], labels[seat_slot[s]], {}, seeds[seat_slot[s] + 1]) for s in range(n)]
         metadata = {"source": "training.evaluate", "run_seed": seed, "episode_index": index}
-        env = recorder = RecordReplay(env, infos, metadata=metadata)  # type: ignore[assignment]
+        env = recorder = RecordReplay(env, infos, metadata=metadata)
     env.reset(seed=seeds[0])
     game = env.game
     first_slot = seat_slot[game.current]
@@ -83,13 +96,7 @@ def play_episode(
         observation = env.observe(agent_name)
         if recorder is not None:
             recorder.set_details(decision_details(agents[slot], observation, seat, n))
-        action = agents[slot].act(observation)
-        try:
-            env.step(int(action))
-        except ValueError as exc:
-            raise ValueError(
-                f"agent in slot {slot} ({agent_label(agents[slot])}) chose an illegal action: {exc}"
-            ) from exc
+        env.step(checked_act(agents[slot], observation, name=f"in slot {slot} ({agent_label(agents[slot])})"))
         turns += 1
     if recorder is not None and recorder.last_replay is not None and replay_path is not None:
         save_replay(recorder.last_replay, replay_path)
@@ -127,6 +134,10 @@ def _play_chunk_in_worker(task: tuple[int, int, int]) -> list[EpisodeRecord]:
         except Exception:
             raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
         raise
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 def _start_method() -> str:
@@ -205,11 +216,21 @@ def play_matches(
         else:
             ctx = multiprocessing.get_context(_start_method())
             initargs = (lineup, num_players, episode, rules, replays)
-            with ctx.Pool(workers, initializer=_init_worker, initargs=initargs) as pool:
+            # Workers start with Ctrl-C ignored (inherited, across spawn's exec too): the
+            # parent alone handles it and ends them, instead of each printing a traceback.
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _in_main_thread() else None
+            try:
+                pool = ctx.Pool(workers, initializer=_init_worker, initargs=initargs)
+            finally:
+                if previous is not None:
+                    signal.signal(signal.SIGINT, previous)
+            with pool:
                 for task, part in zip(tasks, pool.imap(_play_chunk_in_worker, tasks)):
                     records += part
                     if bar:
                         bar.update(task[1] - task[0])
+    except KeyboardInterrupt:
+        raise PlayInterrupted(labels, records, rounds) from None
     finally:
         if bar:
             bar.close()

@@ -105,12 +105,19 @@ function opponentOptions() {
   return [...bots, ...checkpoints];
 }
 
+// The shipped agent for the table size when it was offered, else the first checkpoint.
+function preferredCheckpoint(players) {
+  const offered = state.meta.opponents.checkpoints;
+  const shipped = players === 2 ? "shipped/ppo_2p" : "shipped/ppo_2to4p";
+  return offered.includes(shipped) ? shipped : offered[0];
+}
+
 function renderOpponentRows() {
   const count = Number(document.getElementById("players").value) - 1;
   const rows = [];
   for (let i = 1; i <= count; i++) {
     const select = el("select", { id: `opp-${i}`, class: "opponent" }, opponentOptions());
-    select.value = state.meta.opponents.checkpoints.length && i === 1 ? `checkpoint:${state.meta.opponents.checkpoints[0]}` : "belief";
+    select.value = i === 1 && preferredCheckpoint(count + 1) ? `checkpoint:${preferredCheckpoint(count + 1)}` : "belief";
     const options = el("input", { id: `opt-${i}`, placeholder: "options, e.g. iterations=300", size: 26 });
     const sync = () => { options.hidden = select.value !== "ismcts"; };
     select.addEventListener("change", sync);
