@@ -146,7 +146,7 @@ def make(seed=None):
 """
 
 
-@pytest.mark.parametrize("tool", ["play"])
+@pytest.mark.parametrize("tool", ["play", "evaluate"])
 def test_cli_names_an_agent_whose_act_returns_none(tmp_path, tool):
     (tmp_path / "forgetful_agent.py").write_text(AGENT_MODULE)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}

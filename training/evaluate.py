@@ -34,8 +34,9 @@ from pathlib import Path
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import AgentSpec
 
+from .interrupt import EXIT_INTERRUPTED
 from .league import league, league_markdown, write_league
-from .matches import play_matches
+from .matches import PlayInterrupted, play_matches
 from .stats import EvaluationResult, summarize
 
 __all__ = ["EvaluationResult", "build_parser", "evaluate", "league", "league_markdown", "main", "write_league"]
@@ -158,8 +159,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (ValueError, OSError, RuntimeError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    except PlayInterrupted as stop:
+        return _report_interruption(args, stop, episode)
+    except KeyboardInterrupt:
+        print("\ninterrupted before any episode was played; nothing was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
     return 0
+
+
+def _report_interruption(args: argparse.Namespace, stop: PlayInterrupted, episode: str) -> int:
+    """Ctrl-C: say what was played; a plain evaluation shows the figures of the episodes
+    it finished (the first ones of the same seeded run), a league writes nothing."""
+    unit = "rounds" if episode == "round" else "games"
+    if args.league:
+        print(f"\ninterrupted: the league was not finished, nothing was written to {args.out}", file=sys.stderr)
+    elif not stop.records:
+        print(f"\ninterrupted before the first {unit[:-1]} ended; no figures", file=sys.stderr)
+    else:
+        print(
+            f"\ninterrupted after {len(stop.records)} of {stop.total} {unit}; the figures cover those "
+            f"(the first {len(stop.records)} {unit} of the same run; rerun for the full count)",
+            file=sys.stderr,
+        )
+        result = summarize(stop.records, stop.labels, args.players, episode, args.seed)
+        print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
+    if args.save_replays:
+        print(f"replays of the finished {unit} are in {args.save_replays}", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

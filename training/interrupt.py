@@ -43,7 +43,8 @@ class StopRequest:
         self.requested = True
         print(f"\n{self.notice}", file=sys.stderr, flush=True)
 
-    def __enter__(self) -> StopRequest:
+    def install(self) -> StopRequest:
+        """Take over SIGINT (where allowed, see the class); :meth:`uninstall` gives it back."""
         if threading.current_thread() is threading.main_thread():
             current = signal.getsignal(signal.SIGINT)
             if current is signal.default_int_handler:
@@ -51,9 +52,16 @@ class StopRequest:
                 signal.signal(signal.SIGINT, self._handle)
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
-    ) -> None:
+    def uninstall(self) -> None:
+        """Restore the SIGINT handler found by :meth:`install`."""
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
             self._previous = None
+
+    def __enter__(self) -> StopRequest:
+        return self.install()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.uninstall()

@@ -22,13 +22,15 @@ seeds), :mod:`training.ppo` (the network and the update) and :mod:`training.chec
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import CheckpointError
+from .checkpoint import CheckpointError, load_checkpoint
 from .config import ConfigError, load_config
+from .interrupt import EXIT_INTERRUPTED
 from .trainer import SelfPlayTrainer
 
 __all__ = ["SelfPlayTrainer", "build_parser", "main"]
@@ -82,7 +84,34 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         trainer = SelfPlayTrainer(config, run_dir, resume=bool(args.resume), progress=not args.no_progress)
     except (ConfigError, CheckpointError) as err:
         parser.error(str(err))
-    summary = trainer.train()
+    except KeyboardInterrupt:
+        print("\ninterrupted before training started; nothing was saved", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    resume = f"python -m training.selfplay --resume {shlex.quote(str(run_dir))}"
+    if args.no_progress:
+        resume += " --no-progress"
+    try:
+        summary = trainer.train()
+    except KeyboardInterrupt:
+        # A second Ctrl-C: the update in progress is lost, the last save stands.
+        latest = run_dir / "latest.pt"
+        if latest.is_file():
+            saved = load_checkpoint(latest)
+            print(
+                f"\nstopped at once: {latest} holds update {saved['update']} ({saved['global_step']:,} turns).\n"
+                f"Resume with: {resume}",
+                file=sys.stderr,
+            )
+        else:
+            print("\nstopped at once, before the first save: nothing to resume", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    if summary["interrupted"]:
+        print(
+            f"interrupted: saved update {summary['update']} ({summary['global_step']:,} turns) to "
+            f"{run_dir / 'latest.pt'}.\nResume with: {resume}",
+            file=sys.stderr,
+        )
+        sys.exit(EXIT_INTERRUPTED)
     print(
         f"done: {summary['global_step']:,} turns in {summary['update']} updates "
         f"({summary['turns_per_s']:,.0f} turns/s); outputs in {summary['run_dir']}"

@@ -31,6 +31,7 @@ from loveletter_env.agents import make_agent
 from .checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint
 from .config import ConfigError, TrainConfig, from_dict, save_config, to_dict
 from .evaluate import evaluate
+from .interrupt import StopRequest
 from .metrics import MetricsLog, plot_learning_curve
 from .opponents import OpponentKind, OpponentPool, Seating
 from .ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
@@ -49,6 +50,14 @@ def default_env_factory(**kwargs: Any) -> Any:
     from loveletter_env.batched import BatchedLoveLetter
 
     return BatchedLoveLetter(**kwargs)
+
+
+def evaluation_line(update: int, global_step: int, results: dict[str, EvaluationResult]) -> str:
+    """The learner's evaluation in one line (what a run without a progress bar prints)."""
+    figures = ", ".join(
+        f"vs {name} {res.win_rate[0]:.1%} ({res.ci95[0][0]:.1%}-{res.ci95[0][1]:.1%})" for name, res in results.items()
+    )
+    return f"update {update} ({global_step:,} turns): win rate {figures}"
 
 
 class SelfPlayTrainer:
@@ -80,6 +89,7 @@ class SelfPlayTrainer:
         self.device = pick_device(config.device)
         self.env_factory = env_factory
         self.progress = progress
+        self.interrupted = False  # set by train() when Ctrl-C stopped it
         self.grow_pool = grow_pool
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
@@ -301,6 +311,9 @@ class SelfPlayTrainer:
             desc=cfg.run_name,
         )
         start, start_step = time.perf_counter(), self.global_step
+        # A first Ctrl-C ends the run after the current update, saved; a second at once.
+        stop = StopRequest("stopping after this update, which will be saved; press Ctrl-C again to stop at once")
+        stop.install()
         try:
             while self.global_step < cfg.total_steps:
                 lr = learning_rate(cfg.ppo, self.global_step / cfg.total_steps)
@@ -310,6 +323,10 @@ class SelfPlayTrainer:
                 batch = buffer.batch(cfg.ppo.gamma, cfg.ppo.gae_lambda)
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
                 if len(batch) == 0:
+                    if stop.requested:
+                        self.save()
+                        self.interrupted = True
+                        break
                     continue  # rollouts this short resolved no decision yet: nothing to learn from
                 self.model.train()
                 stats = ppo_update(self.model, self.optimizer, batch, cfg.ppo, self.update_gen)
@@ -335,14 +352,22 @@ class SelfPlayTrainer:
                         row[f"eval_win_rate_{name}"] = res.win_rate[0]
                         row[f"eval_ci95_low_{name}"], row[f"eval_ci95_high_{name}"] = res.ci95[0]
                     bar.set_postfix({f"vs {k}": f"{v.win_rate[0]:.0%}" for k, v in self.last_eval.items()})
+                    if not self.progress:
+                        print(evaluation_line(self.update, self.global_step, self.last_eval), flush=True)
                     score = self.last_eval[cfg.eval.best_by].win_rate[0]
                     if score > self.best_score:
                         self.best_score = score
                         save_checkpoint(self.run_dir / "best.pt", self.checkpoint_payload(with_training_state=False))
                 log.write(row)
-                if self.update % cfg.save_every == 0 or finished:
+                if self.update % cfg.save_every == 0 or finished or stop.requested:
                     self.save()
+                    if not self.progress and not cfg.eval.every:  # no evaluation lines: say something
+                        print(f"update {self.update} ({self.global_step:,} turns): saved", flush=True)
+                if stop.requested:
+                    self.interrupted = True
+                    break
         finally:
+            stop.uninstall()
             bar.close()
             log.close()
         plot = plot_learning_curve(log.path, self.run_dir / "learning_curve.png")
@@ -354,4 +379,5 @@ class SelfPlayTrainer:
             "turns_per_s": (self.global_step - start_step) / elapsed if elapsed > 0 else float("nan"),
             "evaluation": {k: v.slot_figures(0) for k, v in self.last_eval.items()},
             "plot": str(plot) if plot else None,
+            "interrupted": self.interrupted,
         }

@@ -1,0 +1,151 @@
+"""Ctrl-C in the long-running tools: no traceback, what was saved, how to resume, exit 130.
+
+Each test starts the command in its own session, waits until it is working, and sends
+SIGINT to the whole process group, as a terminal does on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from training.checkpoint import load_checkpoint
+from training.interrupt import EXIT_INTERRUPTED
+
+ROOT = Path(__file__).resolve().parent.parent
+TRAIN = [
+    "total_steps=100000000",
+    "env.num_games=16",
+    "env.rollout_steps=8",
+    "model.hidden_sizes=[32]",
+    "eval.every=1",
+    "eval.rounds=4",
+    "eval.opponents=[random]",
+    "eval.best_by=random",
+    "save_every=1000",
+    "opponents.bots=0",
+]
+
+
+def start(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def wait_for_lines(stream, pattern: str, count: int, timeout: float = 120) -> list[str]:
+    """Read ``stream`` until ``count`` lines matched ``pattern``; return every line read."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    matched = 0
+    while matched < count:
+        assert time.monotonic() < deadline, f"no {count} lines matching {pattern!r} in time: {lines}"
+        line = stream.readline()
+        assert line, f"the command ended early: {lines}"
+        lines.append(line)
+        matched += bool(re.search(pattern, line))
+    return lines
+
+
+def ctrl_c(process: subprocess.Popen, times: int = 1) -> tuple[str, str]:
+    for _ in range(times):
+        os.killpg(process.pid, signal.SIGINT)
+        time.sleep(0.05)
+    try:
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    return out, err
+
+
+def no_process_left(process: subprocess.Popen) -> bool:
+    for _ in range(50):
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def metric_rows(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "metrics.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def selfplay_args(out_dir: Path) -> list[str]:
+    args = ["training.selfplay", "--no-progress", "--set", f"out_dir={out_dir}", "--set", "run_name=r"]
+    for item in TRAIN:
+        args += ["--set", item]
+    return args
+
+
+def test_ctrl_c_in_selfplay_saves_the_update_and_says_how_to_resume(tmp_path):
+    run_dir = tmp_path / "r"
+    process = start(selfplay_args(tmp_path))
+    wait_for_lines(process.stdout, r"^update \d+ \(.* turns\): win rate vs random", count=2)
+    out, err = ctrl_c(process)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err
+    saved = load_checkpoint(run_dir / "latest.pt")
+    assert f"interrupted: saved update {saved['update']} " in err
+    resume = f"python -m training.selfplay --resume {shlex.quote(str(run_dir))} --no-progress"
+    assert f"Resume with: {resume}" in err
+    # The saved update is the last one logged: a resumed run neither loses nor repeats rows.
+    assert int(metric_rows(run_dir)[-1]["update"]) == saved["update"]
+
+    # The printed command resumes the run (stopped again after one more evaluation).
+    resumed = start(shlex.split(resume)[2:])  # start() runs python -m itself
+    lines = wait_for_lines(resumed.stdout, r"^update \d+ ", count=1)
+    assert lines[-1].startswith(f"update {saved['update'] + 1} ")
+    _, err = ctrl_c(resumed)
+    assert resumed.returncode == EXIT_INTERRUPTED and "Traceback" not in err
+    assert load_checkpoint(run_dir / "latest.pt")["update"] > saved["update"]
+    updates = [int(row["update"]) for row in metric_rows(run_dir)]
+    assert updates == list(range(1, updates[-1] + 1))
+
+
+def test_second_ctrl_c_in_selfplay_stops_at_once_without_a_traceback(tmp_path):
+    process = start(selfplay_args(tmp_path))
+    wait_for_lines(process.stdout, r"^update \d+ ", count=1)
+    out, err = ctrl_c(process, times=2)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err
+    assert "stopped at once" in err or "interrupted: saved update" in err  # the first may finish the update
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_in_evaluate_reports_the_rounds_played(workers):
+    process = start(
+        ["training.evaluate", "rule", "random", "--rounds", "1000000", "--workers", str(workers), "--seed", "3"]
+    )
+    # The progress bar (stderr) shows the evaluation is under way.
+    deadline = time.monotonic() + 120
+    seen = ""
+    while not re.search(r"[1-9]\d*/1000000", seen):
+        assert time.monotonic() < deadline, seen
+        char = process.stderr.read(1)
+        assert char, seen
+        seen += char
+    out, err = ctrl_c(process)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    played = int(re.search(r"interrupted after (\d+) of 1000000 rounds", err).group(1))
+    assert played > 0
+    assert f"{played} rounds, 2 players, seed 3" in out and "slot 0  rule" in out
+    assert no_process_left(process), "worker processes outlived the command"
