@@ -9,10 +9,9 @@ keys and values of the wrong type or range raise :class:`ConfigError` naming the
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -21,11 +20,11 @@ import yaml
 
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.rules import PRESETS
+from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, check_int, check_number
 
 from .ppo import PPOConfig
 
 DEVICES = ("auto", "cpu", "cuda")
-EPISODE_KINDS = ("round", "game")
 
 
 class ConfigError(ValueError):
@@ -172,7 +171,7 @@ class TrainConfig:
         need(self.torch_threads >= 0, "torch_threads", "must be >= 0")
         e = self.env
         need(
-            len(e.num_players) > 0 and all(n in (2, 3, 4) for n in e.num_players),
+            len(e.num_players) > 0 and all(n in PLAYER_COUNTS for n in e.num_players),
             "env.num_players",
             "must be a non-empty list of table sizes 2, 3 or 4",
         )
@@ -201,7 +200,7 @@ class TrainConfig:
         v = self.eval
         need(v.every >= 0, "eval.every", "must be >= 0")
         need(v.rounds >= 1, "eval.rounds", "must be >= 1")
-        need(v.num_players in (2, 3, 4), "eval.num_players", "must be 2, 3 or 4")
+        need(v.num_players in PLAYER_COUNTS, "eval.num_players", "must be 2, 3 or 4")
         need(v.every == 0 or v.best_by in v.opponents, "eval.best_by", f"must be one of eval.opponents {v.opponents}")
         return self
 
@@ -251,22 +250,24 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             raise ConfigError(f"{key} must be true or false, got {value!r}")
         return value
     if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)  # 1e6 in YAML is a float
-            raise ConfigError(f"{key} must be an integer, got {value!r}")
-        return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)  # 1e6 in YAML is a float
+        return _config_check(check_int, key, value)
     if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key} must be a number, got {value!r}")
-        if not math.isfinite(value):
-            raise ConfigError(f"{key} must be a finite number, got {value!r}")
-        return float(value)
+        return _config_check(check_number, key, value)
     if tp is str:
         if not isinstance(value, str):
             raise ConfigError(f"{key} must be a string, got {value!r}")
         return value
     raise TypeError(f"config field {key} has an unsupported type {tp!r}")  # a bug in this module
+
+
+def _config_check(check: Callable[[str, Any], Any], key: str, value: Any) -> Any:
+    """A :mod:`loveletter_env.validation` check whose error becomes a :class:`ConfigError`."""
+    try:
+        return check(key, value)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 def from_dict(cls: type, data: dict, prefix: str = "") -> Any:
