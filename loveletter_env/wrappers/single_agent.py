@@ -25,6 +25,7 @@ from ..agents.base import checked_act
 from ..env import OBSERVATION_HIGH, RESET_OPTIONS, check_reset_options, check_reset_seed, raw_env
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules
+from ..validation import is_int
 from .opponents import OpponentSpec, make_opponents
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
             raise RuntimeError("step() needs an episode in progress: call reset() first")
         if isinstance(action, np.ndarray) and action.shape == ():
             action = action.item()
-        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
+        if not is_int(action):
             raise ValueError(f"action must be an integer index in 0..{NUM_ACTIONS - 1}, got {action!r}")
         legal = 0 <= action < NUM_ACTIONS and self.action_masks()[action] == 1
         if not legal and self.illegal_action == "lose":
@@ -181,9 +182,7 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
 
     # Internals -----------------------------------------------------------------------
     def _check_seat(self, seat: Any, name: str) -> None:
-        if seat is not None and (
-            isinstance(seat, bool) or not isinstance(seat, (int, np.integer)) or not 0 <= seat < self.num_players
-        ):
+        if seat is not None and (not is_int(seat) or not 0 <= seat < self.num_players):
             raise ValueError(f"{name} must be None or a seat in 0..{self.num_players - 1}, got {seat!r}")
 
     def _play_opponents(self) -> None:
