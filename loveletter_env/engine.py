@@ -14,7 +14,6 @@ takes a :meth:`GameState.clone` first.
 from __future__ import annotations
 
 import functools
-import numbers
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -50,7 +49,7 @@ from .cards import (
     validate_deck,
 )
 from .rules import CLASSIC, Rules, resolve_rules
-from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players, check_seat
+from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players, check_seat, is_int
 
 #: 2-player rounds lay this many cards face up after the set-aside card.
 FACE_UP_CARDS_2P = 3
@@ -64,7 +63,7 @@ class IllegalActionError(ValueError):
         self.legal = tuple(legal)
         self.player = player
         try:
-            if type(action) is bool or not isinstance(action, numbers.Integral):
+            if not is_int(action):
                 raise ValueError
             what = f"action {action} ({describe_action(action, player, num_players)})"
         except ValueError:
@@ -392,7 +391,7 @@ def step(state: GameState, action: int) -> TurnEvent:
     legal = state.legal if state.legal is not None else legal_actions(state)
     if type(action) is not int:
         # numpy integers are welcome; floats and bools are not silently truncated.
-        if isinstance(action, bool) or not isinstance(action, numbers.Integral):
+        if not is_int(action):
             raise IllegalActionError(action, legal, state.current, state.num_players)
         action = int(action)
     if action not in legal:
