@@ -87,6 +87,7 @@ def play_episode(
         env = recorder = RecordReplay(env, infos, metadata=metadata)
     env.reset(seed=seeds[0])
     game = env.game
+    assert game is not None  # reset() dealt it
     first_slot = seat_slot[game.current]
     turns = 0
     while not all(env.terminations.values()):
