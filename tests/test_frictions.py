@@ -4,6 +4,7 @@ story, progress lines without a progress bar, percentages that add up."""
 
 from __future__ import annotations
 
+import csv
 import io
 import itertools
 import math
@@ -22,6 +23,8 @@ from loveletter_env.cards import BARON, CARD_COUNTS, CARD_VALUES, GUARD, KING, P
 from loveletter_env.engine import TurnEvent
 from loveletter_env.render import CARD_EFFECTS, card_reference, narrate
 from loveletter_env.rules import PRESETS
+from training.evaluate import build_parser as build_evaluate_parser
+from training.league import league, write_league
 from training.play import QuitGame, ask_move, discards_princess, play
 from training.ratings import fit_ratings
 
@@ -165,3 +168,33 @@ def test_cli_names_an_agent_whose_act_returns_none(tmp_path, tool):
     assert run.returncode == 2, run.stdout + run.stderr
     assert "Traceback" not in run.stderr
     assert "forgetful" in run.stderr and "returned None (NoneType) from act()" in run.stderr
+
+
+# League mode ----------------------------------------------------------------------------
+
+
+def test_league_ranking_rating_and_win_rate_tell_one_story(tmp_path):
+    # With these rounds an online rating (openskill, in order of play) put belief above a
+    # rule bot that had the higher win rate.
+    table = league(["random", "rule", "belief"], rounds=60, seed=0)
+    assert [e.win_rate for e in table] == sorted((e.win_rate for e in table), reverse=True)
+    assert [e.rating for e in table] == sorted((e.rating for e in table), reverse=True)
+    for entry in table:
+        assert entry.win_rate == pytest.approx(entry.wins / entry.episodes)
+        for other, rate in entry.head_to_head.items():
+            mirror = next(e for e in table if e.agent == other).head_to_head[entry.agent]
+            assert rate + mirror == pytest.approx(1.0)  # shared wins split, so every pair adds up
+    paths = write_league(table, tmp_path)
+    rows = list(csv.DictReader(paths[1].open()))
+    assert [row["agent"] for row in rows] == [e.agent for e in table]
+    assert [int(row["rank"]) for row in rows] == [1, 2, 3]
+    assert "Head to head" in paths[0].read_text()
+
+
+def test_league_output_goes_to_an_ignored_folder_by_default():
+    out = build_evaluate_parser().parse_args(["--league", "random", "rule"]).out
+    assert out == Path("runs") / "league" and out.parts[0] != "."
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(out / "league.md")], cwd=ROOT)
+    assert ignored.returncode == 0, f"{out} is not ignored by git"

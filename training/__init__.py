@@ -19,7 +19,7 @@ Measuring agents (``python -m training.evaluate``, ``python -m training.exploit`
 - :mod:`training.evaluate`: :func:`~training.evaluate.evaluate` and the command line;
 - :mod:`training.matches`: playing seeded episodes with rotating seats, in one or several processes;
 - :mod:`training.stats`: :class:`~training.stats.EvaluationResult` (the one result type) and intervals;
-- :mod:`training.league`: openskill leagues and their Markdown/CSV/PNG tables;
+- :mod:`training.league`: leagues (ratings fitted by :mod:`training.ratings`) and their Markdown/CSV/PNG tables;
 - :mod:`training.exploit`: a best response to a frozen checkpoint.
 
 :mod:`training.play` plays in the terminal and :mod:`training.export` exports to ONNX. Agent specs

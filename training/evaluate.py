@@ -13,7 +13,7 @@ Seats rotate so that every lineup slot plays every seat equally; each episode's 
 each agent's generator are seeded from ``(seed, episode index)`` alone, so results do
 not depend on ``workers``.
 
-League mode (``--league a b c``) plays every pair and rates them with openskill,
+League mode (``--league a b c``) plays every group and rates the agents on all the episodes at once,
 writing a Markdown table, a CSV file and a PNG bar chart.
 
 This module is the tool's face: :func:`evaluate` and the command line. The work is done by
@@ -38,6 +38,9 @@ from .interrupt import EXIT_INTERRUPTED
 from .league import league, league_markdown, write_league
 from .matches import PlayInterrupted, play_matches
 from .stats import EvaluationResult, summarize
+
+#: Where league tables go by default: under runs/, which git ignores, rather than the working folder itself.
+DEFAULT_LEAGUE_DIR = Path("runs") / "league"
 
 __all__ = ["EvaluationResult", "build_parser", "evaluate", "league", "league_markdown", "main", "write_league"]
 
@@ -87,17 +90,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m training.evaluate",
         description="Play Love Letter agents against each other and report win rates with 95% (Wilson) "
-        "confidence intervals, or rate a league of agents with openskill.",
+        "confidence intervals, or rate a league of agents.",
         epilog="Agents: " + ", ".join(AGENT_NAMES) + " (options as ismcts:iterations=100), a checkpoint path "
         "or run folder, or package.module:factory. Examples:\n"
         "  python -m training.evaluate belief rule --rounds 2000\n"
         "  python -m training.evaluate ismcts random --players 4 --games 50 --workers 2\n"
-        "  python -m training.evaluate --league random rule belief --out league/",
+        "  python -m training.evaluate --league random rule belief --out runs/league-3bots",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("agents", nargs="*", help="one agent per lineup slot (the last fills the remaining seats)")
     parser.add_argument(
-        "--league", nargs="+", metavar="AGENT", help="round robin between these agents, rated with openskill"
+        "--league", nargs="+", metavar="AGENT", help="round robin between these agents, rated on all its episodes"
     )
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
     length = parser.add_mutually_exclusive_group()
@@ -109,7 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
     parser.add_argument("--workers", type=int, default=1, help="processes to play in; results do not depend on it")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument("--out", type=Path, default=Path("league"), help="league output folder (default ./league)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_LEAGUE_DIR,
+        help=f"league output folder (default {DEFAULT_LEAGUE_DIR})",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--save-replays", type=Path, metavar="DIR", help="save the episodes as replay files in DIR")
     parser.add_argument(

@@ -1,7 +1,14 @@
-"""Leagues: every group of agents plays, openskill rates them, and the table is written out.
+"""Leagues: every group of agents plays, the agents are rated, and the table is written out.
 
 - :func:`league`: the round robin and its ratings (a :class:`LeagueEntry` per agent, best first);
 - :func:`league_markdown` / :func:`write_league`: the table as Markdown, CSV and a PNG bar chart.
+
+Ratings come from :func:`training.ratings.fit_ratings`, fitted on every episode at once:
+in a round robin they rise with the win rate, so the ranking, the rating column and the
+win-rate column agree (an online rating such as openskill depends on the order the groups
+were played in, and could rank an agent above one with a higher win rate). A shared win
+counts as an equal part of one win for each winner, in the rating and in the win rate
+alike. In a 2-player league, ``league.md`` also gives every pair's head-to-head record.
 """
 
 from __future__ import annotations
@@ -9,24 +16,34 @@ from __future__ import annotations
 import csv
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from loveletter_env.agents.specs import AgentSpec, agent_label
 
 from .matches import play_matches
+from .ratings import BASE_RATING, fit_ratings
 
 
 @dataclass
 class LeagueEntry:
-    """One agent's line in the league table."""
+    """One agent's line in the league table.
+
+    Attributes:
+        agent: the agent's label.
+        rating: Elo-scale rating (1500: the agents' average; 400 points: 10-to-1 odds head to head).
+        win_rate: share of its episodes won, a shared win counting as a part of one.
+        wins: episodes won, shared wins counting as a part of one.
+        episodes: episodes played.
+        head_to_head: for each opponent (2-player leagues only), this agent's win rate against it.
+    """
 
     agent: str
-    mu: float
-    sigma: float
-    ordinal: float  # mu - 3 sigma: the conservative rating the table is sorted by
-    episodes: int
+    rating: float
     win_rate: float
+    wins: float
+    episodes: int
+    head_to_head: dict[str, float] = field(default_factory=dict)
 
 
 def league(
@@ -40,49 +57,63 @@ def league(
     rules: str = "classic",
 ) -> list[LeagueEntry]:
     """Round robin: every group of ``num_players`` distinct agents plays ``rounds``
-    episodes; openskill (Plackett-Luce) rates every episode in order. Returns the
-    table, best first."""
-    from openskill.models import PlackettLuce
-
+    episodes; the ratings are fitted on all of them at once. Returns the table, best
+    first (by win rate, which orders the ratings alike)."""
     if len(agents) < num_players:
         raise ValueError(f"a {num_players}-player league needs at least {num_players} agents, got {len(agents)}")
     labels = [agent_label(a) for a in agents]
     if len(set(labels)) != len(labels):
         raise ValueError(f"league agents must be distinct, got {labels}")
-    model = PlackettLuce()
-    ratings = {name: model.rating(name=name) for name in labels}
+    episodes: list[tuple[list[str], list[str]]] = []
     played = dict.fromkeys(labels, 0)
-    won = dict.fromkeys(labels, 0)
+    won = dict.fromkeys(labels, 0.0)
+    pair_won: dict[tuple[str, str], float] = {}
     for group_index, group in enumerate(itertools.combinations(range(len(agents)), num_players)):
         names = [labels[i] for i in group]
         _, records = play_matches(
             [agents[i] for i in group], num_players, rounds, episode, seed + group_index, workers, progress, rules
         )
         for record in records:
-            teams = [[ratings[name]] for name in names]
-            ranks: list[float] = [1 if slot in record.winners else 2 for slot in range(num_players)]
-            for name, [rating] in zip(names, model.rate(teams, ranks=ranks)):
-                ratings[name] = rating
-            for slot, name in enumerate(names):
+            winners = [names[slot] for slot in record.winners]
+            episodes.append((names, winners))
+            for name in names:
                 played[name] += 1
-                won[name] += slot in record.winners
+                share = 1.0 / len(winners) if name in winners else 0.0
+                won[name] += share
+                if num_players == 2:
+                    other = names[1] if name == names[0] else names[0]
+                    pair_won[name, other] = pair_won.get((name, other), 0.0) + share
+    ratings = fit_ratings(labels, episodes)
     table = [
-        LeagueEntry(name, r.mu, r.sigma, r.ordinal(), played[name], won[name] / played[name])
-        for name, r in ratings.items()
+        LeagueEntry(
+            name,
+            ratings[name],
+            won[name] / played[name],
+            won[name],
+            played[name],
+            {other: pair_won[name, other] / rounds for other in labels if (name, other) in pair_won},
+        )
+        for name in labels
     ]
-    return sorted(table, key=lambda e: e.ordinal, reverse=True)
+    return sorted(table, key=lambda e: (e.win_rate, e.rating), reverse=True)
 
 
 def league_markdown(table: Sequence[LeagueEntry]) -> str:
-    """The league table in Markdown."""
+    """The league table in Markdown (and, for 2-player leagues, the head-to-head win rates)."""
     rows = [
-        "| rank | agent | rating (mu - 3 sigma) | mu | sigma | episodes | win rate |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| rank | agent | rating | win rate | episodes |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for rank, e in enumerate(table, 1):
-        rows.append(
-            f"| {rank} | {e.agent} | {e.ordinal:.2f} | {e.mu:.2f} | {e.sigma:.2f} | {e.episodes} | {e.win_rate:.1%} |"
-        )
+        rows.append(f"| {rank} | {e.agent} | {e.rating:.0f} | {e.win_rate:.1%} | {e.episodes} |")
+    if any(e.head_to_head for e in table):
+        names = [e.agent for e in table]
+        rows += ["", "Head to head (the row's win rate against the column):", ""]
+        rows.append("| | " + " | ".join(names) + " |")
+        rows.append("| --- " * (len(names) + 1) + "|")
+        for e in table:
+            cells = [f"{e.head_to_head[n]:.1%}" if n in e.head_to_head else "-" for n in names]
+            rows.append(f"| {e.agent} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
@@ -98,16 +129,13 @@ def write_league(table: Sequence[LeagueEntry], out_dir: Path) -> list[Path]:
     md.write_text(league_markdown(table) + "\n")
     with csv_path.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["rank", "agent", "ordinal", "mu", "sigma", "episodes", "win_rate"])
+        writer.writerow(["rank", "agent", "rating", "win_rate", "episodes"])
         for rank, e in enumerate(table, 1):
-            writer.writerow(
-                [rank, e.agent, f"{e.ordinal:.4f}", f"{e.mu:.4f}", f"{e.sigma:.4f}", e.episodes, f"{e.win_rate:.4f}"]
-            )
+            writer.writerow([rank, e.agent, f"{e.rating:.1f}", f"{e.win_rate:.4f}", e.episodes])
     fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(table)), 3.5))
-    ax.bar(
-        [e.agent for e in table], [e.mu for e in table], yerr=[3 * e.sigma for e in table], capsize=4, color="tab:blue"
-    )
-    ax.set_ylabel("openskill mu (error bar: 3 sigma)")
+    ax.bar([e.agent for e in table], [e.rating for e in table], color="tab:blue")
+    ax.axhline(BASE_RATING, color="grey", linewidth=0.8)
+    ax.set_ylabel("rating (1500: the average agent)")
     ax.set_title("Love Letter league")
     fig.tight_layout()
     fig.savefig(png, dpi=100)

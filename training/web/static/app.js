@@ -371,7 +371,7 @@ async function loadLeaderboard() {
       table.hidden = chart.hidden = true;
       return;
     }
-    message.textContent = `League run in ${data.folder}: openskill ratings, best first.`;
+    message.textContent = `League run in ${data.folder}: ratings fitted on every episode, best first.`;
     const columns = Object.keys(data.rows[0] || {});
     table.replaceChildren(el("tr", {}, columns.map((c) => el("th", {}, c))),
       ...data.rows.map((row) => el("tr", {}, columns.map((c) => el("td", {}, row[c])))));
