@@ -15,7 +15,8 @@ import os
 import random
 import statistics
 import time
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 from gymnasium import spaces
@@ -24,7 +25,8 @@ from pettingzoo.utils import wrappers
 
 from . import engine
 from .actions import NUM_ACTIONS
-from .env import OBSERVATION_HIGH, DeckShuffler, env as make_env
+from .env import OBSERVATION_HIGH, DeckShuffler
+from .env import env as make_env
 from .observation import OBSERVATION_SIZE
 
 
@@ -58,7 +60,7 @@ def _aec_loop(env, turns: int, seed: int) -> tuple[float, float]:
     start = time.process_time()
     env.reset(seed=seed)
     while True:
-        for agent in env.agent_iter():
+        for _agent in env.agent_iter():
             obs, reward, terminated, truncated, info = env.last()
             if terminated or truncated:
                 action = None
@@ -96,7 +98,10 @@ class NullAECEnv(AECEnv):
         )
         self.observation_spaces = {a: space for a in self.possible_agents}
         self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
-        self._obs = {"observation": np.zeros(OBSERVATION_SIZE, np.float32), "action_mask": np.ones(NUM_ACTIONS, np.int8)}
+        self._obs = {
+            "observation": np.zeros(OBSERVATION_SIZE, np.float32),
+            "action_mask": np.ones(NUM_ACTIONS, np.int8),
+        }
         self.episode_length = episode_length
 
     def observation_space(self, agent):
@@ -154,7 +159,9 @@ class Rates(NamedTuple):
     wall: float
 
 
-def _timed(play: Callable[[int], None], steps: int, batch: int, synchronise: Callable[[], None] = lambda: None) -> Rates:
+def _timed(
+    play: Callable[[int], None], steps: int, batch: int, synchronise: Callable[[], None] = lambda: None
+) -> Rates:
     """Run ``play(steps)`` (already warmed up) and return its transitions per CPU and wall second."""
     synchronise()
     cpu, wall = time.process_time(), time.perf_counter()
@@ -204,10 +211,8 @@ def bench_batched(
     def play(steps: int) -> None:
         mask = env.action_mask
         for _ in range(steps):
-            if observations == "none":
-                mask = env.advance(sample(mask))[0]
-            else:
-                mask = env.step(sample(mask), out=buffer)[1]
+            actions = sample(mask)
+            mask = env.advance(actions)[0] if observations == "none" else env.step(actions, out=buffer)[1]
 
     play(3)
     steps = max(10, -(-turns // batch))
@@ -251,7 +256,7 @@ def bench_pgx(turns: int, batch: int, seed: int = 0, game: str = "leduc_holdem")
     return _timed(play, steps, batch, lambda: jax.block_until_ready(box[0]))
 
 
-PGX_MISSING = "pgx is not installed: pip install -e \".[bench]\" (or pip install pgx) to compare with it"
+PGX_MISSING = 'pgx is not installed: pip install -e ".[bench]" (or pip install pgx) to compare with it'
 
 
 def _limit_xla_threads(threads: int) -> None:
@@ -274,11 +279,14 @@ def main(argv: list[str] | None = None) -> None:
     batched.add_argument("--batch", type=int, default=8192, help="games stepped at once (default 8192)")
     batched.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="torch device (default cpu)")
     batched.add_argument(
-        "--threads", type=int, default=1,
+        "--threads",
+        type=int,
+        default=1,
         help="torch and XLA CPU threads (default 1: on a busy 2-core machine, 2 threads ran 10x slower)",
     )
     batched.add_argument(
-        "--vs-pgx", action="store_true",
+        "--vs-pgx",
+        action="store_true",
         help="also time pgx's leduc_holdem (JAX) with the same protocol and batch; implies --batched",
     )
     args = parser.parse_args(argv)

@@ -56,7 +56,7 @@ wrapped env (:func:`env`); its attributes are this module's (``loveletter_env.en
 
 from __future__ import annotations
 
-import functools
+import numbers
 from typing import Any
 
 import gymnasium
@@ -69,8 +69,11 @@ from pettingzoo.utils import wrappers
 from . import engine
 from .actions import NUM_ACTIONS
 from .cards import FULL_DECK
-from .engine import MAX_PLAYERS, MIN_PLAYERS
-from .observation import OBSERVATION_SIZE, ObservationTracker
+from .core import kernels, new_records
+from .core.layout import CURRENT, GAME_OVER, ROUND_OVER
+from .core.live import RecordGameState
+from .engine import MAX_PLAYERS, MIN_PLAYERS, IllegalActionError
+from .observation import OBSERVATION_SIZE
 from .render import render_seat_view
 from .rules import Rules, resolve_rules
 from .validation import check_int, check_seat
@@ -79,14 +82,6 @@ EPISODE_KINDS = ("round", "game")
 RESET_OPTIONS = ("deck", "first_player")
 #: Upper bound of any observation entry (counts, tokens, deck size are all below it).
 OBSERVATION_HIGH = 16.0
-
-
-@functools.lru_cache(maxsize=None)
-def _mask_of(legal: tuple[int, ...]) -> np.ndarray:
-    """The int8 mask of a tuple of legal actions (few distinct tuples exist, so memoised)."""
-    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-    mask[list(legal)] = 1
-    return mask
 
 
 class DeckShuffler:
@@ -99,14 +94,20 @@ class DeckShuffler:
     def __init__(self, rng: np.random.Generator, batch: int = 64):
         self.rng = rng
         self.batch = batch
-        self._decks: list[tuple[int, ...]] = []
+        self._block = np.empty((0, len(FULL_DECK)), dtype=np.uint8)
+        self._used = 0
+
+    def next_array(self) -> np.ndarray:
+        """The next deck as a uint8 array of 16 cards, top first."""
+        if self._used == len(self._block):
+            block = self.rng.permuted(np.tile(np.array(FULL_DECK, dtype=np.int64), (self.batch, 1)), axis=1)
+            self._block, self._used = block.astype(np.uint8), 0
+        self._used += 1
+        return self._block[self._used - 1]
 
     def next(self) -> tuple[int, ...]:
-        if not self._decks:
-            block = self.rng.permuted(np.tile(np.array(FULL_DECK, dtype=np.int64), (self.batch, 1)), axis=1)
-            self._decks = [tuple(row) for row in block.tolist()]
-            self._decks.reverse()
-        return self._decks.pop()
+        """The next deck as a tuple of 16 cards, top first."""
+        return tuple(self.next_array().tolist())
 
 
 def check_reset_seed(seed: Any) -> int | None:
@@ -126,7 +127,7 @@ def check_reset_options(options: dict[str, Any], num_players: int) -> tuple[tupl
     return deck, first
 
 
-def env(**kwargs: Any) -> "wrappers.OrderEnforcingWrapper":
+def env(**kwargs: Any) -> wrappers.OrderEnforcingWrapper:
     """The Love Letter AEC environment, wrapped as PettingZoo's classic envs are.
 
     Takes the same keyword arguments as :class:`raw_env`. Illegal actions raise
@@ -157,13 +158,15 @@ class raw_env(AECEnv):
     def __init__(
         self,
         num_players: int = 2,
-        rules: "str | Rules" = "classic",
+        rules: str | Rules = "classic",
         episode: str = "game",
         render_mode: str | None = None,
     ):
         super().__init__()
-        if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not (
-            MIN_PLAYERS <= num_players <= MAX_PLAYERS
+        if (
+            isinstance(num_players, bool)
+            or not isinstance(num_players, (int, np.integer))
+            or not (MIN_PLAYERS <= num_players <= MAX_PLAYERS)
         ):
             raise ValueError(f"num_players must be 2, 3 or 4, got {num_players!r}")
         if episode not in EPISODE_KINDS:
@@ -184,10 +187,17 @@ class raw_env(AECEnv):
         )
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces = {a: spaces.Discrete(NUM_ACTIONS) for a in self.possible_agents}
-        self.game: engine.GameState | None = None
+        # The game lives in a compiled-core record; ``game`` is a live GameState view of it.
+        self._record = new_records([self.num_players], self.rules)[0]
+        self._game: RecordGameState | None = None
         self._np_random: np.random.Generator | None = None
         self._np_random_seed: int | None = None
-        self._observations = ObservationTracker(self.num_players)
+
+    @property
+    def game(self) -> engine.GameState | None:
+        """The game in progress (``None`` before the first reset): a read-only
+        :class:`~loveletter_env.engine.GameState` that always shows the current state."""
+        return self._game
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self.observation_spaces[agent]
@@ -213,46 +223,60 @@ class raw_env(AECEnv):
         rng = self._np_random
         if first is None:
             first = int(rng.integers(self.num_players))
-        if deck is None:
-            deck = self._decks.next()
-        self.game = engine.new_game(self.num_players, deck, int(first), self.rules)
+        deck = self._decks.next_array() if deck is None else np.array(deck, dtype=np.uint8)
+        record = self._record
+        kernels.restart_game(record)
+        kernels.start_round(record, deck, int(first))
+        if self._game is None:
+            self._game = RecordGameState(record, self.rules)
         self.agents = self.possible_agents[:]
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
         self.infos = {a: {} for a in self.agents}
-        self.agent_selection = self.possible_agents[self.game.current]
+        self.agent_selection = self.possible_agents[record[CURRENT]]
         if self.render_mode == "human":
             self.render()
 
     def step(self, action: int | None) -> None:
         """The selected agent plays ``action``. An action whose mask entry is 0 raises
         :class:`IllegalActionError` and changes nothing."""
-        game = self._require_reset()
+        record = self._require_reset()
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        engine.step(game, action)  # validates first: an illegal action changes nothing
+        # Checked here, before any compiled code sees it: an illegal action changes nothing.
+        if type(action) is not int:
+            # numpy integers are welcome; floats and bools are not silently truncated.
+            if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
+                self._refuse(action)
+            action = int(action)
+        if not 0 <= action < NUM_ACTIONS or not kernels.play_if_legal(record, action):
+            self._refuse(action)
         self._cumulative_rewards[agent] = 0.0
-        if game.round_over:
-            if self.episode == "round" or game.game_over:
+        if record[ROUND_OVER]:
+            if self.episode == "round" or record[GAME_OVER]:
                 self._end_episode()
             else:
-                engine.start_round(game, self._decks.next())
-        if not game.round_over:
-            self.agent_selection = self.possible_agents[game.current]
+                kernels.start_round(record, self._decks.next_array(), kernels.lowest_round_winner(record))
+        if not record[ROUND_OVER]:
+            self.agent_selection = self.possible_agents[record[CURRENT]]
         if self.render_mode == "human":
             self.render()
 
-    def _require_reset(self) -> engine.GameState:
-        if self.game is None:
+    def _refuse(self, action: Any) -> None:
+        game = self._game
+        raise IllegalActionError(action, engine.legal_actions(game), game.current, self.num_players)
+
+    def _require_reset(self) -> np.ndarray:
+        if self._game is None:
             raise RuntimeError("call reset() before step() or observe()")
-        return self.game
+        return self._record
 
     def _end_episode(self) -> None:
-        game = self.game
+        game = self._game
         winners = game.round_winners if self.episode == "round" else game.game_winners
         for i, a in enumerate(self.possible_agents):
             self.rewards[a] = 1.0 if i in winners else -1.0
@@ -262,13 +286,15 @@ class raw_env(AECEnv):
 
     # Observation -------------------------------------------------------------------
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        game = self._require_reset()
+        record = self._require_reset()
         try:
             seat = self.agent_name_mapping[agent]
         except KeyError:
             raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}") from None
-        legal = engine.legal_actions(game) if seat == game.current else ()
-        return {"observation": self._observations.observe(game, seat), "action_mask": _mask_of(legal).copy()}
+        observation = np.empty(OBSERVATION_SIZE, dtype=np.float32)
+        mask = np.empty(NUM_ACTIONS, dtype=np.int8)
+        kernels.observe_seat(record, seat, observation, mask)
+        return {"observation": observation, "action_mask": mask}
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:
         """The legal-action mask of ``agent`` (default: the agent to act)."""

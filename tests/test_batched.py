@@ -20,7 +20,7 @@ from loveletter_env.batched import (
     play_turn,
     state_from_scalar,
 )
-from loveletter_env.cards import FULL_DECK, GUARD, KING, COUNTESS, PRINCE, PRINCESS
+from loveletter_env.cards import COUNTESS, FULL_DECK, GUARD, KING, PRINCE, PRINCESS
 from loveletter_env.env import raw_env
 from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
 

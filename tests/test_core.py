@@ -69,7 +69,9 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
     orders, placements = deck_tables()
     records = new_records(sizes, preset)
     decks = (
-        np.array(first_decks, np.uint8) if first_decks is not None else np.array([rng.permutation(FULL_DECK) for _ in range(n)], np.uint8)
+        np.array(first_decks, np.uint8)
+        if first_decks is not None
+        else np.array([rng.permutation(FULL_DECK) for _ in range(n)], np.uint8)
     )
     firsts = np.array([rng.integers(s) for s in sizes], np.int64)
     masks, legal = np.zeros((n, NUM_ACTIONS), np.bool_), np.zeros(n, np.uint64)
@@ -84,11 +86,31 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
         actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks], np.int64)
         uniforms = rng.random(n, dtype=np.float32)
         draws = np.stack(
-            [rng.integers(len(orders), size=n), rng.integers(len(orders), size=n), rng.integers(len(placements), size=n)], 1
+            [
+                rng.integers(len(orders), size=n),
+                rng.integers(len(orders), size=n),
+                rng.integers(len(placements), size=n),
+            ],
+            1,
         )
         kernels.step_batch(
-            records, actions, episode == "round", uniforms, orders, placements, draws,
-            rewards, dones, round_over, winners, tokens, current, masks, legal, observations, True,
+            records,
+            actions,
+            episode == "round",
+            uniforms,
+            orders,
+            placements,
+            draws,
+            rewards,
+            dones,
+            round_over,
+            winners,
+            tokens,
+            current,
+            masks,
+            legal,
+            observations,
+            True,
         )
         expected_rewards = np.zeros((n, 4), np.float32)
         for g, game in enumerate(games):
@@ -103,7 +125,9 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
                 deck = _deck_from_draws(draws[g])
                 if done:
                     won = game.round_winners if episode == "round" else game.game_winners
-                    expected_rewards[g, : game.num_players] = [1.0 if p in won else -1.0 for p in range(game.num_players)]
+                    expected_rewards[g, : game.num_players] = [
+                        1.0 if p in won else -1.0 for p in range(game.num_players)
+                    ]
                     first = min(int(uniforms[g] * np.float32(game.num_players)), 3)
                     games[g] = engine.new_game(game.num_players, deck, first, preset)
                 else:
@@ -182,4 +206,36 @@ def test_is_legal_refuses_out_of_range_actions():
     record = new_records([2], resolve_rules("classic"))[0]
     kernels.start_round(record, np.array(FULL_DECK, np.uint8), 0)
     assert not kernels.is_legal(record, -1) and not kernels.is_legal(record, NUM_ACTIONS)
-    assert layout.RECORD_SIZE == record.shape[0]
+    assert record.shape[0] == layout.RECORD_SIZE
+
+
+def test_aec_env_game_is_a_live_read_only_view():
+    """``env.game`` follows the game as it moves (callers hold it across steps), cannot be
+    changed behind the env's back, and clones into an independent reference state."""
+    import loveletter_env
+    from loveletter_env.engine import GameState
+
+    env = loveletter_env.env(num_players=3, episode="game")
+    env.reset(seed=3)
+    game = env.unwrapped.game
+    assert isinstance(game, GameState)
+    rng = np.random.default_rng(0)
+    mirror = game.clone()
+    for _ in range(40):
+        legal = engine.legal_actions(game)
+        assert legal == tuple(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))
+        action = int(rng.choice(legal))
+        env.step(action)
+        engine.step(mirror, action)
+        if mirror.round_over and not mirror.game_over:
+            engine.start_round(mirror, game.deck)  # the env dealt the next round already
+        np.testing.assert_array_equal(record_from_state(game), record_from_state(mirror))
+        assert game.current == mirror.current and f"player_{game.current}" == env.agent_selection
+    snapshot = game.clone()
+    before = record_from_state(snapshot)
+    env.step(int(rng.choice(engine.legal_actions(game))))
+    np.testing.assert_array_equal(record_from_state(snapshot), before)  # the clone did not move
+    with pytest.raises(AttributeError, match="read-only"):
+        game.tokens = [7, 0, 0]
+    with pytest.raises(AttributeError):
+        engine.step(game, engine.legal_actions(game)[0])

@@ -10,7 +10,8 @@ as the reference engine does for the same decks and actions.
 from __future__ import annotations
 
 import numbers
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -71,10 +72,10 @@ class BatchedLoveLetter:
     def __init__(
         self,
         num_games: int,
-        num_players: "int | Sequence[int] | torch.Tensor" = 2,
-        rules: "str | Rules" = "classic",
+        num_players: int | Sequence[int] | torch.Tensor = 2,
+        rules: str | Rules = "classic",
         episode: str = "round",
-        device: "str | torch.device" = "cpu",
+        device: str | torch.device = "cpu",
         seed: int = 0,
         validate_actions: bool = True,
     ):
@@ -315,7 +316,9 @@ class BatchedLoveLetter:
         bad = (seats < 0) | (seats >= self._players)
         if bool(bad.any()):
             games = bad.nonzero().flatten().tolist()
-            listed = ", ".join(f"game {g}: {int(seats[g])} (table of {int(self._players[g])})" for g in games[:_MAX_LISTED])
+            listed = ", ".join(
+                f"game {g}: {int(seats[g])} (table of {int(self._players[g])})" for g in games[:_MAX_LISTED]
+            )
             raise ValueError(f"{name} must be a seat of each game's table; bad in {len(games)} game(s): {listed}")
         return seats
 
@@ -353,7 +356,8 @@ class BatchedLoveLetter:
 
 def _describe(x: Any) -> str:
     if isinstance(x, torch.Tensor):
-        return f"{x.dtype} tensor of shape {list(x.shape)} on {x.device}" + ("" if x.is_contiguous() else ", not contiguous")
+        layout = "" if x.is_contiguous() else ", not contiguous"
+        return f"{x.dtype} tensor of shape {list(x.shape)} on {x.device}{layout}"
     return type(x).__name__
 
 

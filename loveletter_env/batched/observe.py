@@ -33,7 +33,7 @@ def _one_hot(cards: Tensor, scratch: Tensor | None = None) -> Tensor:
     return rows.view(*cards.shape, NUM_CARD_TYPES)
 
 
-def discard_scratch(num_games: int, device: "str | torch.device") -> Tensor:
+def discard_scratch(num_games: int, device: str | torch.device) -> Tensor:
     """A workspace for :func:`encode_observations`' ``scratch`` argument."""
     return torch.empty(num_games * MAX_SEATS * DECK_SIZE, NUM_CARD_TYPES, device=device)
 

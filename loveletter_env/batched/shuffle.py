@@ -8,7 +8,7 @@ turns them into decks here, the compiled core in its kernels (the same decks).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import torch
 
@@ -16,7 +16,7 @@ from ..cards import DECK_SIZE, FULL_DECK
 from ..core.decks import HALF, deck_tables
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tables(device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(orders of 8 cards [8!, 8], position lists [C(16,8), 16], sorted deck halves [2, 8])."""
     orders, placements = (torch.tensor(t, dtype=torch.long) for t in deck_tables())

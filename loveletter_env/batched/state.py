@@ -14,8 +14,8 @@ One difference of representation: ``ruled_out`` stores value ``v`` at bit ``v - 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -71,11 +71,11 @@ class BatchedState:
         """Bytes of state one game occupies."""
         return sum(t[0].numel() * t.element_size() for t in self.tensors().values())
 
-    def clone(self) -> "BatchedState":
+    def clone(self) -> BatchedState:
         """A deep copy."""
         return BatchedState(**{k: v.clone() for k, v in self.tensors().items()})
 
-    def copy_(self, other: "BatchedState") -> None:
+    def copy_(self, other: BatchedState) -> None:
         """Overwrite every field with ``other``'s (same shapes)."""
         for name, t in other.tensors().items():
             getattr(self, name).copy_(t)
@@ -112,7 +112,7 @@ def empty_state(num_players: torch.Tensor, rules: Rules) -> BatchedState:
     )
 
 
-def state_from_scalar(games: Sequence[GameState], device: "str | torch.device" = "cpu") -> BatchedState:
+def state_from_scalar(games: Sequence[GameState], device: str | torch.device = "cpu") -> BatchedState:
     """A batched copy of scalar game states, at any point of a round (for differential tests).
 
     The games may have different table sizes but must share one rule preset.

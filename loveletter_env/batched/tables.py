@@ -9,7 +9,7 @@ are built once per device and cached.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import torch
 
@@ -34,7 +34,7 @@ class Tables:
     card_one_hot: torch.Tensor  # float32 [9, 8]: row v is the one-hot of value v; row 0 is zeros
 
 
-@lru_cache(maxsize=None)
+@cache
 def tables_for(device: torch.device) -> Tables:
     """The lookup tables on ``device`` (cached)."""
     long = dict(dtype=torch.long, device=device)

@@ -14,7 +14,7 @@ cached on disk (numba's ``cache=True``) for later processes.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from .layout import MAX_SEATS, RECORD_SIZE
 __all__ = ["kernels", "layout", "RECORD_SIZE", "new_records", "record_from_state", "state_from_record"]
 
 
-def new_records(num_players: "np.ndarray | Sequence[int]", rules: Rules) -> np.ndarray:
+def new_records(num_players: np.ndarray | Sequence[int], rules: Rules) -> np.ndarray:
     """uint8 [N, RECORD_SIZE]: N games (table sizes ``num_players``, already checked to be
     2..4) with no round dealt yet."""
     sizes = np.asarray(num_players, dtype=np.int64)

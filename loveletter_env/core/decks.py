@@ -9,7 +9,7 @@ drawing the three uniformly and independently draws the permutation uniformly
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from itertools import combinations, permutations
 
 import numpy as np
@@ -19,16 +19,14 @@ from ..cards import DECK_SIZE
 HALF = DECK_SIZE // 2
 
 
-@lru_cache(maxsize=None)
+@cache
 def deck_tables() -> tuple[np.ndarray, np.ndarray]:
     """(orders of 8 cards int64 [8!, 8], position lists int64 [C(16,8), 16]): row ``i`` of
     ``orders`` is the ``i``-th permutation of 0..7 in lexicographic order; a row of
     ``placements`` lists 8 chosen positions (ascending) then the other 8 (ascending)."""
     orders = np.array(list(permutations(range(HALF))), dtype=np.int64)
-    placements = np.array(
-        [list(chosen) + [p for p in range(DECK_SIZE) if p not in chosen] for chosen in combinations(range(DECK_SIZE), HALF)],
-        dtype=np.int64,
-    )
+    subsets = combinations(range(DECK_SIZE), HALF)
+    placements = np.array([list(c) + [p for p in range(DECK_SIZE) if p not in c] for c in subsets], dtype=np.int64)
     orders.flags.writeable = False
     placements.flags.writeable = False
     return orders, placements

@@ -50,7 +50,6 @@ from .layout import (
     OBS_RULED,
     OBS_RULES,
     OBS_SEEN,
-    OBS_SIZE,
     OBS_TARGET,
     OBS_TO_ACT,
     OBS_TOKENS,
@@ -454,6 +453,24 @@ def observe_into(r, observer, out):
         for k in range(MAX_SEATS - 1):
             located += out[OBS_KNOWN + k * 8 + v]
         out[OBS_UNSEEN + v] = COPIES[v + 1] - located
+
+
+@njit(cache=True)
+def observe_seat(r, observer, out, mask):
+    """``observer``'s observation into ``out`` and their legal actions into ``mask``
+    (all zeros unless they are to act): what one AEC ``observe`` returns, in one call."""
+    observe_into(r, observer, out)
+    write_mask(legal_bits(r) if observer == r[CURRENT] else np.uint64(0), mask)
+
+
+@njit(cache=True)
+def play_if_legal(r, action):
+    """Play ``action`` (an index 0..40) if it is legal and return True; else change
+    nothing and return False."""
+    if not is_legal(r, action):
+        return False
+    play(r, action)
+    return True
 
 
 # Batch drivers ----------------------------------------------------------------------------

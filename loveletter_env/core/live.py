@@ -1,0 +1,105 @@
+"""A live, read-only :class:`~loveletter_env.engine.GameState` over a core record.
+
+Environments that run on the core keep their game in a record, yet users, renderers and
+replay recorders read ``env.game`` as a ``GameState`` and may hold on to it across steps.
+:class:`RecordGameState` is that object: every attribute reads the record when asked, so
+it always shows the current game. It cannot be changed (step the env instead), it keeps
+no turn history (``history`` is empty), and :meth:`~GameState.clone` gives an ordinary,
+independent ``GameState``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..actions import NUM_ACTIONS
+from ..cards import DECK_SIZE
+from ..engine import GameState
+from ..rules import Rules
+from . import kernels, layout
+from .layout import MAX_SEATS
+
+
+def _seats(at: int):
+    return property(lambda self: [int(x) for x in self._record[at : at + self.num_players]])
+
+
+def _flags(at: int):
+    return property(lambda self: [bool(x) for x in self._record[at : at + self.num_players]])
+
+
+def _who(at: int):
+    return property(lambda self: tuple(p for p in range(self.num_players) if self._record[at + p]))
+
+
+def _scalar(at: int, kind=int):
+    return property(lambda self: kind(self._record[at]))
+
+
+class RecordGameState(GameState):
+    """The game held in ``record`` (uint8 [RECORD_SIZE]), read live, as a ``GameState``."""
+
+    __slots__ = ("_record",)
+
+    def __init__(self, record: np.ndarray, rules: Rules):
+        object.__setattr__(self, "_record", record)
+        object.__setattr__(self, "num_players", int(record[layout.NUM_PLAYERS]))
+        object.__setattr__(self, "rules", rules)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name == "legal":
+            return  # the engine caches legal actions here; the view computes them when asked
+        raise AttributeError(f"{type(self).__name__} is a read-only view of the env's game; step the env instead")
+
+    tokens = _seats(layout.TOKENS)
+    round = _scalar(layout.ROUND)
+    next_card = _scalar(layout.NEXT_CARD)
+    set_aside_drawn = _scalar(layout.SET_ASIDE_DRAWN, bool)
+    hands = _seats(layout.HANDS)
+    drawn = _scalar(layout.DRAWN)
+    current = _scalar(layout.CURRENT)
+    out = _flags(layout.OUT)
+    protected = _flags(layout.PROTECTED)
+    turn = _scalar(layout.TURN)
+    round_over = _scalar(layout.ROUND_OVER, bool)
+    round_winners = _who(layout.ROUND_WINNERS)
+    game_over = _scalar(layout.GAME_OVER, bool)
+    game_winners = _who(layout.GAME_WINNERS)
+
+    @property
+    def deck(self) -> tuple[int, ...]:
+        r = self._record
+        return tuple(int(x) for x in r[layout.DECK : layout.DECK + DECK_SIZE]) if r[layout.ROUND] else ()
+
+    def _rows(self, at: int, stride: int, kind=int) -> list[list]:
+        r, n = self._record, self.num_players
+        return [[kind(x) for x in r[at + i * stride : at + i * stride + n]] for i in range(n)]
+
+    @property
+    def discards(self) -> list[list[int]]:
+        r = self._record
+        starts = [layout.DISCARDS + p * DECK_SIZE for p in range(self.num_players)]
+        return [[int(x) for x in r[at : at + r[layout.NUM_DISCARDS + p]]] for p, at in enumerate(starts)]
+
+    @property
+    def known(self) -> list[list[int]]:
+        return self._rows(layout.KNOWN, MAX_SEATS)
+
+    @property
+    def seen(self) -> list[list[bool]]:
+        return self._rows(layout.SEEN, MAX_SEATS, bool)
+
+    @property
+    def ruled_out(self) -> list[int]:
+        # The reference keeps value v at bit v; records at bit v - 1.
+        return [int(x) << 1 for x in self._record[layout.RULED_OUT : layout.RULED_OUT + self.num_players]]
+
+    @property
+    def history(self) -> list:
+        return []
+
+    @property
+    def legal(self) -> tuple[int, ...]:
+        """The legal actions (what :func:`~loveletter_env.engine.legal_actions` returns)."""
+        bits = int(kernels.legal_bits(self._record))
+        return tuple(a for a in range(NUM_ACTIONS) if bits >> a & 1)
