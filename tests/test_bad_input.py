@@ -7,6 +7,7 @@ Gymnasium's generic error type, and the exporter's noise about torchvision.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,8 @@ import loveletter_env  # noqa: F401  (registers the Gymnasium id)
 from loveletter_env import env as make_env
 from loveletter_env.agents.base import AgentError, checked_act
 from loveletter_env.cards import FULL_DECK, validate_deck
+from training.config import ConfigError, load_config
+from training.selfplay import main as selfplay_main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -229,3 +232,57 @@ def test_gym_env_names_an_opponent_that_returns_none():
         for seed in range(20):  # some seed seats the opponent first
             env.reset(seed=seed)
             env.step(int(np.flatnonzero(env.action_masks())[0]))
+
+
+# Training configs: refused up front, naming the key ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("eval.opponents=[nosuchbot]", r"eval.opponents must be names from .*got \['nosuchbot'\]"),
+        ("seed=1180591620717411303424", r"seed must be >= 0 and below 2\*\*63"),  # 2**70
+        ("ppo.learning_rate=1e300", r"ppo.learning_rate must be in \(0, 1\]"),
+        ("env.num_games=100000000", r"env.num_games must be in 1\.\.65536"),
+        ("env.rollout_steps=1000000", r"env.rollout_steps must be in 2\.\.4096"),
+        ("env.num_games=65536", r"env.num_games times env.rollout_steps .* at most 1,048,576 turns"),
+        ("model.hidden_sizes=[100000000]", r"model.hidden_sizes must be a list of 1 to 16 layer sizes"),
+        ("model.hidden_sizes=[60000,60000]", r"model.hidden_sizes must give a network of at most 100,000,000"),
+        ("torch_threads=100000000", r"torch_threads must be in 0\.\.1024"),
+        ("learning_rate=1e-3", r"unknown config key\(s\) \['learning_rate'\] \(did you mean 'ppo.learning_rate'\?\)"),
+        ("ppo.learnin_rate=1e-3", r"did you mean 'ppo.learning_rate'\?"),
+        ("model=&m [*m]", r"model\[0\] refers to itself \(a recursive YAML alias\)"),
+    ],
+)
+def test_bad_config_values_are_a_config_error_before_training(tmp_path, capsys, override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(["--no-progress", "--set", f"out_dir={tmp_path}", "--set", override])
+    assert exit_info.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []  # nothing was started
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("1: 2\n", r"config key 1 must be a name, got the int 1"),
+        ("ppo:\n  true: 4\n", r"config key ppo.True must be a name, got the bool True"),
+        ("env: &e\n  num_players: *e\n", r"env.num_players refers to itself \(a recursive YAML alias\)"),
+        ("eval: &a [1, *a]\n", r"eval\[1\] refers to itself"),
+    ],
+    ids=["integer key", "boolean key", "recursive mapping", "recursive list"],
+)
+def test_bad_config_files_are_a_config_error_naming_the_key(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_shared_yaml_aliases_are_still_fine(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("opponents:\n  bot_names: &bots [rule]\neval:\n  opponents: *bots\n  best_by: rule\n")
+    config = load_config(path)  # an alias used twice is no loop
+    assert config.opponents.bot_names == config.eval.opponents == ["rule"]

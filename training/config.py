@@ -9,6 +9,7 @@ keys and values of the wrong type or range raise :class:`ConfigError` naming the
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -25,6 +26,17 @@ from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, check_int, c
 from .ppo import PPOConfig
 
 DEVICES = ("auto", "cpu", "cuda")
+# Upper bounds, checked before a run allocates anything: far beyond any useful setting,
+# low enough that a typo is named here instead of failing in an allocator or a seeder.
+#: Largest seed (torch generators take 64-bit seeds; 2**63 - 1 keeps every path in range).
+MAX_SEED = 2**63 - 1
+#: Largest env.num_games, env.rollout_steps, and turns in one rollout (their product:
+#: the rollout stores one 646-float observation per turn, 2.7 GB at this bound).
+MAX_NUM_GAMES, MAX_ROLLOUT_STEPS, MAX_ROLLOUT_TURNS = 2**16, 2**12, 2**20
+#: Largest network: layers, width of a layer, and parameters in all (100 M: 1.2 GB with Adam's state).
+MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE, MAX_PARAMETERS = 16, 2**16, 100_000_000
+#: Largest torch_threads.
+MAX_TORCH_THREADS = 1024
 
 
 class ConfigError(ValueError):
@@ -165,10 +177,10 @@ class TrainConfig:
             "must be a plain folder name",
         )
         need(self.total_steps > 0, "total_steps", "must be > 0")
-        need(self.seed >= 0, "seed", "must be >= 0")
+        need(0 <= self.seed <= MAX_SEED, "seed", "must be >= 0 and below 2**63")
         need(self.device in DEVICES, "device", f"must be one of {DEVICES}")
         need(self.save_every >= 1, "save_every", "must be >= 1")
-        need(self.torch_threads >= 0, "torch_threads", "must be >= 0")
+        need(0 <= self.torch_threads <= MAX_TORCH_THREADS, "torch_threads", f"must be in 0..{MAX_TORCH_THREADS}")
         e = self.env
         need(
             len(e.num_players) > 0 and all(n in PLAYER_COUNTS for n in e.num_players),
@@ -177,12 +189,24 @@ class TrainConfig:
         )
         need(e.rules in PRESETS, "env.rules", f"must be one of {sorted(PRESETS)}")
         need(e.episode in EPISODE_KINDS, "env.episode", f"must be one of {EPISODE_KINDS}")
-        need(e.num_games >= 1, "env.num_games", "must be >= 1")
-        need(e.rollout_steps >= 2, "env.rollout_steps", "must be >= 2")
+        need(1 <= e.num_games <= MAX_NUM_GAMES, "env.num_games", f"must be in 1..{MAX_NUM_GAMES}")
+        need(2 <= e.rollout_steps <= MAX_ROLLOUT_STEPS, "env.rollout_steps", f"must be in 2..{MAX_ROLLOUT_STEPS}")
         need(
-            all(h >= 1 for h in self.model.hidden_sizes) and len(self.model.hidden_sizes) > 0,
+            self.steps_per_update <= MAX_ROLLOUT_TURNS,
+            "env.num_games",
+            f"times env.rollout_steps ({e.rollout_steps}) must be at most {MAX_ROLLOUT_TURNS:,} turns per rollout",
+        )
+        sizes = self.model.hidden_sizes
+        need(
+            0 < len(sizes) <= MAX_HIDDEN_LAYERS and all(1 <= h <= MAX_HIDDEN_SIZE for h in sizes),
             "model.hidden_sizes",
-            "must be a non-empty list of positive sizes",
+            f"must be a list of 1 to {MAX_HIDDEN_LAYERS} layer sizes in 1..{MAX_HIDDEN_SIZE}",
+        )
+        parameters = count_parameters(sizes)
+        need(
+            parameters <= MAX_PARAMETERS,
+            "model.hidden_sizes",
+            f"must give a network of at most {MAX_PARAMETERS:,} parameters (this one has {parameters:,})",
         )
         try:
             self.ppo.validate()
@@ -201,8 +225,21 @@ class TrainConfig:
         need(v.every >= 0, "eval.every", "must be >= 0")
         need(v.rounds >= 1, "eval.rounds", "must be >= 1")
         need(v.num_players in PLAYER_COUNTS, "eval.num_players", "must be 2, 3 or 4")
+        known_opponents = all(name in AGENT_NAMES for name in v.opponents)
+        need(known_opponents, "eval.opponents", f"must be names from {AGENT_NAMES}")
         need(v.every == 0 or v.best_by in v.opponents, "eval.best_by", f"must be one of eval.opponents {v.opponents}")
         return self
+
+
+def count_parameters(hidden_sizes: list[int]) -> int:
+    """Parameters of the :class:`~training.ppo.ActorCritic` with these layer sizes, counted on
+    torch's meta device (shapes only, no memory)."""
+    import torch
+
+    from .ppo import ActorCritic
+
+    with torch.device("meta"):
+        return sum(p.numel() for p in ActorCritic(hidden_sizes).parameters())
 
 
 # ---------------------------------------------------------------------------------
@@ -275,13 +312,37 @@ def from_dict(cls: type, data: dict, prefix: str = "") -> Any:
     their defaults, unknown keys raise :class:`ConfigError`."""
     if not isinstance(data, dict):
         raise ConfigError(f"{prefix.rstrip('.') or 'config'} must be a mapping, got {data!r}")
+    for key in data:
+        if not isinstance(key, str):
+            # YAML reads `1:` or `true:` as a number or a boolean, never a field name.
+            raise ConfigError(f"config key {prefix}{key!r} must be a name, got the {type(key).__name__} {key!r}")
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
-        raise ConfigError(f"unknown config key(s) {[prefix + k for k in unknown]}; known keys: {sorted(names)}")
+        hints_text = "".join(_suggestion(cls, key, prefix) for key in unknown)
+        raise ConfigError(
+            f"unknown config key(s) {[prefix + k for k in unknown]}{hints_text}; known keys: {sorted(names)}"
+        )
     kwargs = {k: _coerce(v, hints[k], prefix + k) for k, v in data.items()}
     return cls(**kwargs)
+
+
+def _dotted_keys(cls: type, prefix: str = "") -> list[str]:
+    """Every key of dataclass ``cls``, nested sections as ``section.key``."""
+    keys = []
+    for f in dataclasses.fields(cls):
+        tp = typing.get_type_hints(cls)[f.name]
+        keys += _dotted_keys(tp, f"{prefix}{f.name}.") if dataclasses.is_dataclass(tp) else [prefix + f.name]
+    return keys
+
+
+def _suggestion(cls: type, key: str, prefix: str) -> str:
+    """`` (did you mean 'ppo.learning_rate'?)`` for a key that lives in another section or is misspelt."""
+    keys = _dotted_keys(cls, prefix)
+    moved = [k for k in keys if k.rsplit(".", 1)[-1] == key]
+    close = moved or difflib.get_close_matches(prefix + key, keys, n=2)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
 def to_dict(config: Any) -> dict:
@@ -302,6 +363,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as err:
         raise ConfigError(f"override {text!r}: the value is not valid YAML ({err})") from None
+    _refuse_cycles(value, key, f"override {text!r}")
     return key.split("."), _fix_yaml_floats(value)
 
 
@@ -332,7 +394,24 @@ def read_yaml(path: str | Path) -> dict:
         raise ConfigError(f"config file {str(path)!r} cannot be read: {err}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(path)!r} must hold a mapping of sections, got {type(data).__name__}")
+    _refuse_cycles(data, "", f"config file {str(path)!r}")
     return data
+
+
+def _refuse_cycles(value: Any, key: str, source: str, open_nodes: tuple[int, ...] = ()) -> None:
+    """Raise :class:`ConfigError` if ``value`` contains itself (a YAML alias used inside
+    its own anchor, such as ``a: &x [*x]``), naming the key where the loop closes."""
+    if not isinstance(value, (dict, list)):
+        return
+    if id(value) in open_nodes:
+        raise ConfigError(f"{source}: {key or 'the top level'} refers to itself (a recursive YAML alias)")
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for child_key, child in items:
+        if isinstance(value, list):
+            child_name = f"{key}[{child_key}]"
+        else:
+            child_name = f"{key}.{child_key}" if key else str(child_key)
+        _refuse_cycles(child, child_name, source, (*open_nodes, id(value)))
 
 
 def _fix_yaml_floats(data: Any) -> Any:

@@ -78,7 +78,7 @@ class PPOConfig:
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first out-of-range hyper-parameter."""
         checks = [
-            ("learning_rate", self.learning_rate > 0, "must be > 0"),
+            ("learning_rate", 0 < self.learning_rate <= 1, "must be in (0, 1]"),  # above 1 Adam only diverges
             ("gamma", 0 < self.gamma <= 1, "must be in (0, 1]"),
             ("gae_lambda", 0 <= self.gae_lambda <= 1, "must be in [0, 1]"),
             ("update_epochs", self.update_epochs >= 1, "must be >= 1"),
