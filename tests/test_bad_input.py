@@ -15,11 +15,13 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import pytest
+import torch
 
 import loveletter_env  # noqa: F401  (registers the Gymnasium id)
 from loveletter_env import env as make_env
 from loveletter_env.agents.base import AgentError, checked_act
 from loveletter_env.cards import FULL_DECK, validate_deck
+from training.checkpoint import save_checkpoint
 from training.config import ConfigError, load_config
 from training.selfplay import main as selfplay_main
 
@@ -286,3 +288,28 @@ def test_shared_yaml_aliases_are_still_fine(tmp_path):
     path.write_text("opponents:\n  bot_names: &bots [rule]\neval:\n  opponents: *bots\n  best_by: rule\n")
     config = load_config(path)  # an alias used twice is no loop
     assert config.opponents.bot_names == config.eval.opponents == ["rule"]
+
+
+@pytest.mark.parametrize("tool", ["play", "exploit", "evaluate"])
+def test_absurd_hidden_sizes_in_a_checkpoint_are_named_without_a_traceback(tmp_path, tool):
+    data = torch.load(ROOT / "checkpoints/shipped/ppo_2p.pt", weights_only=True)
+    data["model"]["hidden_sizes"] = [10**9, 10**9]  # petabytes, were the network built
+    path = save_checkpoint(tmp_path / "absurd.pt", data)  # a valid digest: only the sizes are wrong
+    args = {
+        "play": [str(path), "--seed", "0"],
+        "exploit": ["--checkpoint", str(path), "--steps", "64", "--no-progress"],
+        "evaluate": [str(path), "rule", "--rounds", "2", "--no-progress"],
+    }[tool]
+    run = subprocess.run(
+        [sys.executable, "-m", f"training.{tool}", *args],
+        cwd=tmp_path,
+        input="quit\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    assert "hidden_sizes" in run.stderr
+    if tool != "exploit":  # exploit refuses the training config it derives from the checkpoint
+        assert "absurd.pt" in run.stderr

@@ -275,7 +275,11 @@ def load_agent(path: str | Path, greedy: bool = True, seed: int = 0, device: str
         action = agent.act(env.observe(env.agent_selection))
     """
     checkpoint = load_checkpoint(path, map_location=device)
-    return PolicyAgent(build_model(checkpoint, device), greedy=greedy, seed=seed, device=device)
+    try:
+        model = build_model(checkpoint, device)
+    except CheckpointError as err:
+        raise CheckpointError(f"{str(path)!r}: {err}") from None
+    return PolicyAgent(model, greedy=greedy, seed=seed, device=device)
 
 
 def export_agent(src: str | Path, dst: str | Path) -> Path:
