@@ -8,6 +8,9 @@ Every agent has ``act(observation_dict) -> int`` and ``reset(seed=None)``; see
 * ``belief``: card counting and the action of highest immediate expected value;
 * ``ismcts``: information-set Monte Carlo tree search over sampled deals, reading
   opponents' plays through the ``belief`` model (:mod:`.inference`).
+
+Descriptions of agents (``"ismcts:iterations=100"``, checkpoint paths, ``"package.module:factory"``)
+become agents through :func:`loveletter_env.agents.specs.resolve_agent`.
 """
 
 from __future__ import annotations
