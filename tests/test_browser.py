@@ -2,7 +2,9 @@
 
 It plays a whole round by clicking, checks that the result appears and that the browser
 console stayed free of errors, opens the game's replay and steps through it, shows the
-leaderboard, and saves a screenshot of each page into ``docs/images/``.
+leaderboard, and takes a screenshot of each page: into ``docs/images/`` (the pictures the
+documentation shows) when run as ``LOVELETTER_SCREENSHOTS=docs/images pytest tests/test_browser.py``,
+else into a temporary folder, so that a test run leaves the working tree as it was.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` packages (``.ci/run`` installs them).
 Without them the test is skipped, except in CI (``CI=true``), where it fails instead.
@@ -20,7 +22,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-IMAGES = ROOT / "docs" / "images"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -97,13 +98,22 @@ def visible(driver, css: str) -> bool:
     return any(e.is_displayed() for e in driver.find_elements(By.CSS_SELECTOR, css))
 
 
-def screenshot(driver, name: str) -> None:
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    ActionChains(driver).move_to_element(driver.find_element(By.TAG_NAME, "h1")).perform()  # no hover effects
-    driver.save_screenshot(str(IMAGES / name))
+@pytest.fixture(scope="module")
+def screenshot(tmp_path_factory):
+    """``screenshot(driver, name)`` saves the browser's view as ``name`` in ``LOVELETTER_SCREENSHOTS``
+    (a temporary folder when unset)."""
+    chosen = os.environ.get("LOVELETTER_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def save(driver, name: str) -> None:
+        ActionChains(driver).move_to_element(driver.find_element(By.TAG_NAME, "h1")).perform()  # no hover effects
+        driver.save_screenshot(str(folder / name))
+
+    return save
 
 
-def play_one_click(driver, shot: str | None = None) -> tuple[bool, bool]:
+def play_one_click(driver, screenshot, shot: str | None = None) -> tuple[bool, bool]:
     """Make one move by clicking: a playable card, then a target, then a guess when asked
     (saving the screenshot ``shot`` while the guesses are offered). Returns whether the
     Princess confirmation was asked (it is first declined, which must change nothing, then
@@ -131,7 +141,7 @@ def play_one_click(driver, shot: str | None = None) -> tuple[bool, bool]:
     return True, taken
 
 
-def test_play_a_round_then_watch_its_replay(server, browser):
+def test_play_a_round_then_watch_its_replay(server, browser, screenshot):
     driver = browser
     wait = WebDriverWait(driver, WAIT)
     driver.get(f"{server}/#/play")
@@ -150,7 +160,7 @@ def test_play_a_round_then_watch_its_replay(server, browser):
         if visible(driver, "#round-winner"):
             break
         log_before = len(driver.find_elements(By.CSS_SELECTOR, "#log li"))
-        asked, taken = play_one_click(driver, shot=None if shot else "web-play.png")
+        asked, taken = play_one_click(driver, screenshot, shot=None if shot else "web-play.png")
         confirmed, shot = confirmed or asked, shot or taken
         wait.until(lambda d, n=log_before: len(d.find_elements(By.CSS_SELECTOR, "#log li")) > n)
         moves += 1
@@ -196,7 +206,7 @@ def test_play_a_round_then_watch_its_replay(server, browser):
     assert console_errors(driver) == []
 
 
-def test_leaderboard_page(server, browser):
+def test_leaderboard_page(server, browser, screenshot):
     driver = browser
     driver.get(f"{server}/#/leaderboard")
     wait = WebDriverWait(driver, WAIT)
