@@ -144,3 +144,29 @@ def test_checkpoint_paths_are_loaded_with_training_checkpoint(tmp_path: Path):
     one = evaluate([str(path), "random"], rounds=20, seed=1)
     assert one.agents == [str(path), "random"] and one.episodes == 20
     assert evaluate([path, "random"], rounds=20, seed=1, workers=2).to_dict() == one.to_dict()
+
+
+class _EvaluatesWhilePlaying:
+    """Plays like ``rule``, but runs a small evaluation of its own before its first move."""
+
+    name = "nested"
+
+    def __init__(self) -> None:
+        self.inner = None
+        self.bot = make_agent("rule", seed=0)
+
+    def reset(self, seed=None) -> None:
+        self.bot.reset(seed=seed)
+
+    def act(self, observation):
+        if self.inner is None:
+            self.inner = evaluate(["random", "random"], rounds=3, seed=1)
+        return self.bot.act(observation)
+
+
+def test_an_evaluation_can_run_inside_another():
+    nested = _EvaluatesWhilePlaying()
+    result = evaluate([nested, "rule"], rounds=6, seed=2)
+    assert result.episodes == 6 and nested.inner is not None and nested.inner.episodes == 3
+    plain = evaluate([make_agent("rule", seed=0), "rule"], rounds=6, seed=2)
+    assert result.wins == plain.wins  # the inner evaluation changed nothing in the outer one
