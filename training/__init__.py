@@ -11,6 +11,7 @@ Self-play training (``python -m training.selfplay``):
 - :mod:`training.opponents`: opponent kinds, the pool of past weights, who sits in which seat;
 - :mod:`training.metrics`: ``metrics.csv``, TensorBoard and the learning-curve plot;
 - :mod:`training.runtime`: the device and the derived seeds of a run;
+- :mod:`training.interrupt`: Ctrl-C stops a run at the next safe point (or at once on a second press);
 - :mod:`training.config`: the run configuration (dataclasses, YAML, ``--set`` overrides);
 - :mod:`training.checkpoint`: safe checkpoint files and :func:`load_agent`.
 
@@ -22,7 +23,9 @@ Measuring agents (``python -m training.evaluate``, ``python -m training.exploit`
 - :mod:`training.league`: leagues (ratings fitted by :mod:`training.ratings`) and their Markdown/CSV/PNG tables;
 - :mod:`training.exploit`: a best response to a frozen checkpoint.
 
-:mod:`training.play` plays in the terminal and :mod:`training.export` exports to ONNX. Agent specs
+:mod:`training.play` plays in the terminal, :mod:`training.replay` narrates a saved game,
+:mod:`training.serve` (with :mod:`training.web`) plays and replays in the browser and
+:mod:`training.export` exports to ONNX. Agent specs
 (bot names, checkpoint paths, factories) are resolved by :mod:`loveletter_env.agents.specs`; this
 package registers the checkpoint loader it uses.
 
