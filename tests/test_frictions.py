@@ -10,6 +10,7 @@ import itertools
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,8 @@ from training.evaluate import build_parser as build_evaluate_parser
 from training.league import league, write_league
 from training.play import QuitGame, ask_move, discards_princess, play
 from training.ratings import fit_ratings
+from training.selfplay import main as selfplay_main
+from training.stats import EpisodeRecord, percentages, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -198,3 +201,42 @@ def test_league_output_goes_to_an_ignored_folder_by_default():
         pytest.skip("not a git checkout")
     ignored = subprocess.run(["git", "check-ignore", "-q", str(out / "league.md")], cwd=ROOT)
     assert ignored.returncode == 0, f"{out} is not ignored by git"
+
+
+# Figures that add up, progress without a bar -------------------------------------------
+
+
+def shown_rates(result) -> list[float]:
+    return [float(line.split("win rate")[1].split("%")[0]) for line in result.summary().splitlines() if "slot" in line]
+
+
+@pytest.mark.parametrize("slots", [2, 3])
+def test_one_matchups_percentages_add_up_to_100(slots):
+    episodes = 2000
+    for wins in range(0, episodes + 1, 7):  # 7 of 2000 is 0.35%: rounded alone, 0.4% + 99.7%
+        records = [EpisodeRecord((0,), 0, 5, 1)] * wins + [
+            EpisodeRecord((1 + i % (slots - 1),), 0, 5, 1) for i in range(episodes - wins)
+        ]
+        result = summarize(records, [f"agent{i}" for i in range(slots)], slots, "round", 0)
+        assert sum(shown_rates(result)) == pytest.approx(100.0), result.summary()
+        assert all(abs(s - 100 * r) < 0.1 for s, r in zip(shown_rates(result), result.win_rate, strict=True))
+
+
+def test_percentages_keep_shared_wins_and_stay_within_a_digit():
+    assert percentages([0.0035, 0.9965]) == ["0.4%", "99.6%"]
+    assert percentages([1 / 3] * 3) == ["33.4%", "33.3%", "33.3%"]
+    shared = [0.5505, 0.5005]  # 5.1% of episodes shared: the figures add up to 105.1%
+    assert sum(float(p[:-1]) for p in percentages(shared)) == pytest.approx(105.1)
+
+
+def test_no_progress_prints_one_line_per_evaluation(tmp_path, capsys):
+    overrides = ["total_steps=384", "env.num_games=16", "env.rollout_steps=8", "model.hidden_sizes=[16]"]
+    overrides += ["eval.every=1", "eval.rounds=4", "eval.opponents=[random]", "eval.best_by=random"]
+    args = ["--no-progress", "--set", f"out_dir={tmp_path}"]
+    for item in overrides:
+        args += ["--set", item]
+    summary = selfplay_main(args)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("update ")]
+    assert len(lines) == summary["update"] == 3
+    for update, line in enumerate(lines, 1):
+        assert re.match(rf"update {update} \([\d,]+ turns\): win rate vs random \d+\.\d%", line), line

@@ -23,6 +23,7 @@ from loveletter_env.agents.specs import AgentSpec, agent_label
 
 from .matches import play_matches
 from .ratings import BASE_RATING, fit_ratings
+from .stats import percentages
 
 
 @dataclass
@@ -111,8 +112,13 @@ def league_markdown(table: Sequence[LeagueEntry]) -> str:
         rows += ["", "Head to head (the row's win rate against the column):", ""]
         rows.append("| | " + " | ".join(names) + " |")
         rows.append("| --- " * (len(names) + 1) + "|")
+        by_name = {e.agent: e for e in table}
         for e in table:
-            cells = [f"{e.head_to_head[n]:.1%}" if n in e.head_to_head else "-" for n in names]
+            # Each pair's two figures are rounded together, so they add up to 100.0%.
+            cells = [
+                percentages([e.head_to_head[n], by_name[n].head_to_head[e.agent]])[0] if n in e.head_to_head else "-"
+                for n in names
+            ]
             rows.append(f"| {e.agent} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 

@@ -28,6 +28,23 @@ def wilson_interval(successes: float, trials: int, z: float = Z_95) -> tuple[flo
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def percentages(shares: Sequence[float], decimals: int = 1) -> list[str]:
+    """``shares`` (fractions) as percentages that add up as the shares do.
+
+    Rounding each share on its own can show 0.4% and 99.7% for 0.35% and 99.65%: 100.1%
+    in all. Here every share is rounded down to the last digit shown, and the digits
+    missing from the rounded total go to the shares that lost the most (the largest
+    remainders), so each figure is within one last digit of its share.
+    """
+    scale = 100 * 10**decimals
+    exact = [share * scale for share in shares]
+    shown = [math.floor(x) for x in exact]
+    missing = round(sum(exact)) - sum(shown)
+    for i in sorted(range(len(exact)), key=lambda i: exact[i] - shown[i], reverse=True)[: max(0, missing)]:
+        shown[i] += 1
+    return [f"{units / 10**decimals:.{decimals}f}%" for units in shown]
+
+
 class EpisodeRecord(NamedTuple):
     """One episode's outcome, by lineup slot."""
 
@@ -82,9 +99,10 @@ class EvaluationResult:
         unit = "rounds" if self.episode == "round" else "games"
         lines = [f"{self.episodes} {unit}, {self.num_players} players, seed {self.seed}"]
         width = max(len(a) for a in self.agents)
+        rates = percentages(self.win_rate)  # the slots' figures add up to 100% (more with shared wins)
         for i, name in enumerate(self.agents):
             lo, hi = self.ci95[i]
-            lines.append(f"  slot {i}  {name:<{width}}  win rate {self.win_rate[i]:6.1%}  (95% CI {lo:.1%} - {hi:.1%})")
+            lines.append(f"  slot {i}  {name:<{width}}  win rate {rates[i]:>6}  (95% CI {lo:.1%} - {hi:.1%})")
         lo, hi = self.first_seat_ci95
         lines.append(f"  first player wins {self.first_seat_win_rate:.1%} (95% CI {lo:.1%} - {hi:.1%})")
         lines.append(f"  mean round length {self.mean_round_length:.2f} turns; shared wins {self.shared_rate:.1%}")
