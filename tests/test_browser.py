@@ -134,6 +134,7 @@ def play_one_click(driver, screenshot, shot: str | None = None) -> tuple[bool, b
         return False, taken
     assert value == "8"
     driver.find_element(By.ID, "confirm-no").click()
+    assert not visible(driver, "#confirm") and visible(driver, "#hand .card.playable")  # still our turn
     card = wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#hand .card.playable[data-card='8']")))
     card.click()
     wait.until(lambda d: visible(d, "#confirm"))

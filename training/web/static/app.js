@@ -216,6 +216,12 @@ function renderPicker() {
   }
 }
 
+// Playing the Princess, or a Prince on yourself while the Princess is your other card, puts you out.
+function discardsPrincess(move) {
+  const hand = state.game.view.players[state.game.seat].hand || [];
+  return move.card === 8 || (move.card === 5 && move.target === state.game.seat && hand.includes(8));
+}
+
 function confirmPrincess() {
   return new Promise((resolve) => {
     const modal = document.getElementById("confirm");
@@ -227,7 +233,7 @@ function confirmPrincess() {
 }
 
 async function play(move) {
-  if (move.card === 8 && !(await confirmPrincess())) return showGame(state.game);
+  if (discardsPrincess(move) && !(await confirmPrincess())) return showGame(state.game);
   try {
     const game = await postJSON(`/api/games/${state.game.id}/move`, { action: move.action });
     showError("");
