@@ -330,10 +330,11 @@ def from_dict(cls: type, data: dict, prefix: str = "") -> Any:
 
 def _dotted_keys(cls: type, prefix: str = "") -> list[str]:
     """Every key of dataclass ``cls``, nested sections as ``section.key``."""
-    keys = []
+    keys: list[str] = []
     for f in dataclasses.fields(cls):
         tp = typing.get_type_hints(cls)[f.name]
-        keys += _dotted_keys(tp, f"{prefix}{f.name}.") if dataclasses.is_dataclass(tp) else [prefix + f.name]
+        nested = isinstance(tp, type) and dataclasses.is_dataclass(tp)
+        keys += _dotted_keys(tp, f"{prefix}{f.name}.") if nested else [prefix + f.name]
     return keys
 
 
