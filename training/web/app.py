@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -125,7 +126,8 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
 
     async def new_game(request: Request) -> Response:
         args = check_new_game(await _json_body(request), catalog)
-        game = HumanGame(**args, on_finish=save)
+        # Agents think (and checkpoints load) in a worker thread, so other requests are not held up.
+        game = await run_in_threadpool(lambda: HumanGame(**args, on_finish=save))
         games.add(game)
         return JSONResponse(game.view(), status_code=201)
 
@@ -139,9 +141,13 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
         body = await _json_body(request)
         if not isinstance(body, dict) or set(body) != {"action"}:
             raise RequestError('a move is {"action": <action index>}')
-        with game.lock:
-            game.move(body["action"])
-            return JSONResponse(game.view())
+
+        def play() -> dict[str, Any]:
+            with game.lock:
+                game.move(body["action"])
+                return game.view()
+
+        return JSONResponse(await run_in_threadpool(play))
 
     def next_round(request: Request) -> Response:
         game = games.get(request.path_params["game_id"])
@@ -170,7 +176,7 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
     async def upload_replay(request: Request) -> Response:
         raw = await _read_body(request, MAX_REPLAY_BYTES)
         try:
-            replay = parse_replay(raw)
+            replay = await run_in_threadpool(parse_replay, raw)
         except ReplayError as exc:
             raise RequestError(f"the upload is not a valid replay: {exc}", 422) from None
         upload_id = secrets.token_hex(8)

@@ -57,7 +57,6 @@ def state_view(state: GameState, viewer: int | None, names: list[str], reveal: b
     ``reveal`` also shows the hands of players still in (the end-of-round showdown).
     """
     n = state.num_players
-    show_all = viewer is None or reveal
     players = []
     for p in range(n):
         own = p == viewer
@@ -85,7 +84,7 @@ def state_view(state: GameState, viewer: int | None, names: list[str], reveal: b
         "turn": state.turn,
         "deck_remaining": state.deck_remaining,
         "face_up": list(state.face_up),
-        "set_aside": state.set_aside if show_all and viewer is None else None,
+        "set_aside": state.set_aside if viewer is None else None,
         "tokens_to_win": state.tokens_to_win,
         "viewer": viewer,
         "players": players,
