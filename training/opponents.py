@@ -6,8 +6,9 @@ weights (``opponents.current/past/bots``):
 - ``CURRENT``: every seat is the learning network, and every seat's decisions are trained on;
 - ``PAST``: one seat is the learner, the others a snapshot from the :class:`OpponentPool`
   (earlier weights, so the learner keeps beating what it used to be);
-- ``BOTS``: one seat is the learner, the others heuristic bots (they act in Python, one
-  game at a time: keep their share small).
+- ``BOTS``: one seat is the learner, the others heuristic bots (``rule`` bots decide for
+  the whole batch in one compiled call, :class:`~loveletter_env.agents.batched_rule.BatchedRuleBots`;
+  other bots act in Python, one game at a time: keep their share small).
 
 :class:`Seating` holds the draw for every game (kind, learner seat, bot name) and the bots
 themselves; the trainer asks it to redraw the games whose episode just ended.
@@ -22,6 +23,7 @@ import numpy as np
 import torch
 
 from loveletter_env.agents import Agent, make_agent
+from loveletter_env.agents.batched_rule import BatchedRuleBots
 from loveletter_env.validation import MAX_PLAYERS
 
 from .config import OpponentConfig
@@ -91,6 +93,15 @@ class Seating:
         self.learner_seat = np.zeros(n, dtype=np.int64)
         self.bot_name: list[str] = [""] * n
         self._bots: dict[tuple[int, str], list[Agent]] = {}
+        self._rule_bots: BatchedRuleBots | None = None  # slot game * MAX_PLAYERS + seat
+
+    def rule_bots(self) -> BatchedRuleBots:
+        """The ``rule`` bots of every game and seat, seeded as :meth:`bots_for` seeds them."""
+        if self._rule_bots is None:
+            games = range(len(self.num_players))
+            seeds = [derive_seed(self.run_seed, 4, g, seat) for g in games for seat in range(MAX_PLAYERS)]
+            self._rule_bots = BatchedRuleBots(seeds)
+        return self._rule_bots
 
     def draw(self, games: np.ndarray, rng: np.random.Generator, pool_size: int) -> None:
         """Redraw opponent kind, learner seat and bots for ``games`` (new episodes)."""
@@ -106,6 +117,9 @@ class Seating:
             if kind == OpponentKind.BOTS:
                 name = o.bot_names[int(rng.integers(len(o.bot_names)))]
                 self.bot_name[g] = name
+                if name == "rule":
+                    self.rule_bots().reset(g * MAX_PLAYERS + np.arange(MAX_PLAYERS))
+                    continue
                 for bot in self.bots_for(g, name):
                     reset = getattr(bot, "reset", None)
                     if reset is not None:
@@ -121,10 +135,16 @@ class Seating:
         return self._bots[key]
 
     def bot_actions(self, games: np.ndarray, seat: np.ndarray, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Bots act one game at a time in Python, on the observation dict of their own seat."""
+        """The bots' moves in ``games``, on the observation of their own seat: ``rule`` bots
+        in one compiled call, other bots one game at a time in Python."""
         obs_np, mask_np = obs.cpu().numpy(), mask.cpu().numpy().astype(np.int8)
-        picked = [
-            self.bots_for(g, self.bot_name[g])[seat[g]].act({"observation": o, "action_mask": m})
-            for g, o, m in zip(games.tolist(), obs_np, mask_np)
-        ]
-        return torch.tensor(picked, dtype=torch.long, device=obs.device)
+        picked = np.zeros(len(games), dtype=np.int64)
+        rule = np.array([self.bot_name[g] == "rule" for g in games.tolist()], dtype=bool)
+        if rule.any():
+            slots = games[rule] * MAX_PLAYERS + seat[games[rule]]
+            picked[rule] = self.rule_bots().act(slots, obs_np[rule], mask_np[rule])
+        for i in np.flatnonzero(~rule).tolist():
+            g = int(games[i])
+            bot = self.bots_for(g, self.bot_name[g])[seat[g]]
+            picked[i] = bot.act({"observation": obs_np[i], "action_mask": mask_np[i]})
+        return torch.from_numpy(picked).to(obs.device)

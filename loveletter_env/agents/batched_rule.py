@@ -1,0 +1,382 @@
+"""The ``rule`` bot for many seats at once, compiled: the same moves as :class:`RuleAgent`.
+
+Self-play seats rule bots in a share of its games; one Python decision per game per step
+(decode the vector, build a view, walk the rules) is what made bots a tenth of a training
+run. :class:`BatchedRuleBots` holds any number of bot *slots* (one per game and seat) and
+decides for a batch of them in one compiled call, reading the same observation vectors.
+
+Each slot is exactly a :class:`~loveletter_env.agents.rule.RuleAgent`: its random
+generator is a copy of the state of ``random.Random(seed)`` (Mersenne Twister, drawn the
+way ``Random.choice`` draws), and it keeps the same kept-card memory, so a slot plays the
+moves the Python bot with that seed would, draw for draw (``tests/test_batched_rule.py``).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+from numba import njit
+
+from ..actions import NUM_ACTIONS
+from ..core.layout import (
+    CARD_OF_ACTION,
+    OBS_DECK,
+    OBS_DISCARD_COUNTS,
+    OBS_HAND,
+    OBS_KNOWN,
+    OBS_NUM_PLAYERS,
+    OBS_OUT,
+    OBS_RULED,
+    OBS_SEEN,
+    OBS_UNSEEN,
+    OFFSET_OF_ACTION,
+)
+from ..observation import OBSERVATION_SIZE
+from .rule import BARON_MARGIN, SHELTER_FROM
+
+GUARD, PRIEST, BARON, HANDMAID, PRINCE, KING, COUNTESS, PRINCESS = range(1, 9)
+PRINCE_BASE = 31
+PRINCESS_ACTION = 40
+#: Mersenne Twister state words, then the position (``random.Random.getstate()[1]``).
+MT_WORDS = 624
+_MT_M = 397
+# Kept-card memory per slot: the card kept, the deck size then, own discards after the play.
+_KEPT, _DECK_SIZE, _DISCARDS = range(3)
+
+
+# Mersenne Twister, as CPython's random module -------------------------------------------
+
+
+@njit(cache=True)
+def _genrand(mt):
+    """The next 32-bit output of the generator whose state is ``mt`` (625 words)."""
+    i = np.int64(mt[MT_WORDS])
+    if i >= MT_WORDS:
+        for kk in range(MT_WORDS):
+            y = (np.int64(mt[kk]) & 0x80000000) | (np.int64(mt[(kk + 1) % MT_WORDS]) & 0x7FFFFFFF)
+            value = np.int64(mt[(kk + _MT_M) % MT_WORDS]) ^ (y >> 1)
+            if y & 1:
+                value ^= 0x9908B0DF
+            mt[kk] = value
+        i = 0
+    y = np.int64(mt[i])
+    mt[MT_WORDS] = i + 1
+    y ^= y >> 11
+    y ^= (y << 7) & 0x9D2C5680
+    y ^= (y << 15) & 0xEFC60000
+    y ^= y >> 18
+    return y & 0xFFFFFFFF
+
+
+@njit(cache=True)
+def _below(mt, n):
+    """``random.Random._randbelow(n)`` for 0 < n < 2**32: the index ``choice`` picks."""
+    k = 0
+    while (n >> k) > 0:
+        k += 1
+    r = _genrand(mt) >> (32 - k)
+    while r >= n:
+        r = _genrand(mt) >> (32 - k)
+    return r
+
+
+# What the seat sees (ObservationView's fields, read from the vector) --------------------
+
+
+@njit(cache=True)
+def _weights(obs, offset, n, known, out):
+    """Unnormalised hand distribution of seat ``offset`` into ``out[1..8]`` (as
+    ``hand_distribution``); returns the total, 0 for a seat that is not in the round."""
+    for v in range(9):
+        out[v] = 0
+    if offset == 0 or offset >= n or obs[OBS_OUT + offset] != 0:
+        return 0
+    if known[offset]:
+        out[known[offset]] = 1
+        return 1
+    total = 0
+    for v in range(1, 9):
+        unseen = np.int64(obs[OBS_UNSEEN + v - 1])
+        if unseen and obs[OBS_RULED + (offset - 1) * 8 + v - 1] == 0:
+            out[v] = unseen
+            total += unseen
+    if total == 0:  # only an inconsistent view rules out every unseen value
+        for v in range(1, 9):
+            out[v] = np.int64(obs[OBS_UNSEEN + v - 1])
+            total += out[v]
+    return total
+
+
+@njit(cache=True)
+def _baron_odds(obs, offset, n, known, kept, weights):
+    total = _weights(obs, offset, n, known, weights)
+    win = 0.0
+    lose = 0.0
+    for v in range(1, 9):
+        if weights[v]:
+            p = weights[v] / total
+            if v < kept:
+                win += p
+            elif v > kept:
+                lose += p
+    return win, lose
+
+
+@njit(cache=True)
+def _expected_value(obs, offset, n, known, weights):
+    total = _weights(obs, offset, n, known, weights)
+    value = 0.0
+    for v in range(1, 9):
+        if weights[v]:
+            value += v * (weights[v] / total)
+    return value
+
+
+@njit(cache=True)
+def _other(a, b, card):
+    return b if card == a else a
+
+
+# The rules (loveletter_env.agents.rule, in the same order) --------------------------------
+
+
+@njit(cache=True)
+def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
+    """``rule._play``: the best way to play ``card``, or -1 when playing it is unsafe."""
+    plays = 0
+    for i in range(count):
+        if CARD_OF_ACTION[options[i]] == card:
+            picks[plays] = options[i]
+            plays += 1
+    if plays == 0 or card == PRINCESS:
+        return -1
+    kept = _other(a, b, card)
+    if card == GUARD:
+        best = 0
+        best_p = -1.0
+        chosen = picks.copy()
+        for i in range(plays):
+            action = picks[i]
+            guess = action % 7 + 2 if action < 21 else 0
+            if guess == 0:
+                continue
+            total = _weights(obs, OFFSET_OF_ACTION[action], n, known, weights)
+            p = weights[guess] / total if total and weights[guess] else 0.0
+            if p > best_p + 1e-12:
+                chosen[0] = action
+                best = 1
+                best_p = p
+            elif abs(p - best_p) <= 1e-12:
+                chosen[best] = action
+                best += 1
+        if best == 0:
+            return picks[0]
+        pick = chosen[_below(mt, best)]
+        return pick if pick != 0 else picks[0]  # rule._play's "or plays[0]" (action 0 is falsy)
+    if card == PRIEST:
+        unknown = 0
+        chosen = picks.copy()
+        for i in range(plays):
+            offset = OFFSET_OF_ACTION[picks[i]]
+            if offset > 0 and not known[offset]:
+                chosen[unknown] = picks[i]
+                unknown += 1
+        if unknown:
+            return chosen[_below(mt, unknown)]
+        return picks[_below(mt, plays)]
+    if card == BARON:
+        targeted = 0
+        safe = 0
+        chosen = picks.copy()
+        for i in range(plays):
+            offset = OFFSET_OF_ACTION[picks[i]]
+            if offset > 0:
+                targeted += 1
+                win, lose = _baron_odds(obs, offset, n, known, kept, weights)
+                if win >= lose:
+                    chosen[safe] = picks[i]
+                    safe += 1
+        if targeted and not safe:
+            return -1
+        if safe:
+            return chosen[_below(mt, safe)]
+        return picks[_below(mt, plays)]
+    if card == PRINCE:
+        top = -1.0
+        others = 0
+        for i in range(plays):
+            offset = OFFSET_OF_ACTION[picks[i]]
+            if offset > 0:
+                others += 1
+                top = max(top, _expected_value(obs, offset, n, known, weights))
+        if others:
+            chosen = picks.copy()
+            best = 0
+            for i in range(plays):
+                offset = OFFSET_OF_ACTION[picks[i]]
+                if offset > 0 and _expected_value(obs, offset, n, known, weights) >= top - 1e-9:
+                    chosen[best] = picks[i]
+                    best += 1
+            return chosen[_below(mt, best)]
+        return -1 if kept == PRINCESS else PRINCE_BASE
+    if card == KING:
+        return -1 if kept == PRINCESS else picks[_below(mt, plays)]
+    return picks[_below(mt, plays)]
+
+
+@njit(cache=True)
+def _rule_action(obs, n, known, a, b, options, count, mt, seen_card, weights, picks):
+    """``rule.rule_action`` for the hand ``a <= b`` and the ``count`` legal ``options``."""
+    legal = np.zeros(NUM_ACTIONS, np.bool_)
+    for i in range(count):
+        legal[options[i]] = True
+    holds_guard = a == GUARD or b == GUARD
+    # 2. Certain hits.
+    for k in range(1, n):
+        card = known[k]
+        if card and card != GUARD and holds_guard and legal[(k - 1) * 7 + card - 2]:
+            return (k - 1) * 7 + card - 2
+        if card == PRINCESS and legal[PRINCE_BASE + k]:
+            return PRINCE_BASE + k
+    # 3. Baron when ahead.
+    if a == BARON or b == BARON:
+        kept = _other(a, b, BARON)
+        for i in range(count):
+            action = options[i]
+            offset = OFFSET_OF_ACTION[action]
+            if CARD_OF_ACTION[action] == BARON and offset > 0 and known[offset] and known[offset] < kept:
+                return action
+        best, best_win, best_lose = -1, -1.0, -1.0
+        for i in range(count):
+            action = options[i]
+            offset = OFFSET_OF_ACTION[action]
+            if CARD_OF_ACTION[action] == BARON and offset > 0:
+                win, lose = _baron_odds(obs, offset, n, known, kept, weights)
+                # The largest (win, lose, action) tuple, as sorted(..., reverse=True)[0].
+                if win > best_win or (win == best_win and (lose > best_lose or (lose == best_lose and action > best))):
+                    best, best_win, best_lose = action, win, lose
+        if best >= 0 and best_win >= best_lose + BARON_MARGIN:
+            return best
+    # 4. Priest before Guard.
+    if (a == PRIEST or b == PRIEST) and holds_guard:
+        choice = _play(obs, n, known, a, b, PRIEST, options, count, mt, weights, picks)
+        if choice >= 0:
+            return choice
+    # 5. Shelter a high card.
+    if (a == HANDMAID or b == HANDMAID) and _other(a, b, HANDMAID) >= SHELTER_FROM:
+        for i in range(count):
+            if CARD_OF_ACTION[options[i]] == HANDMAID:
+                return options[i]
+    # 6. Get rid of the card an opponent has seen.
+    if seen_card and seen_card != PRINCESS and a != b:
+        choice = _play(obs, n, known, a, b, seen_card, options, count, mt, weights, picks)
+        if choice >= 0:
+            return choice
+    # 7. The lowest safe card (each value once).
+    for card in (a, b):
+        choice = _play(obs, n, known, a, b, card, options, count, mt, weights, picks)
+        if choice >= 0:
+            return choice
+        if a == b:
+            break
+    return options[_below(mt, count)]
+
+
+@njit(cache=True)
+def rule_actions(observations, masks, slots, mt_states, memories, actions):
+    """``actions[i]`` = the move of bot slot ``slots[i]`` seeing ``observations[i]`` with
+    legal ``masks[i]``; advances that slot's generator and memory as ``RuleAgent.act`` does."""
+    known = np.zeros(4, np.int64)
+    options = np.zeros(NUM_ACTIONS, np.int64)
+    picks = np.zeros(NUM_ACTIONS, np.int64)
+    weights = np.zeros(9, np.int64)
+    for i in range(observations.shape[0]):
+        obs = observations[i]
+        count = 0
+        for action in range(NUM_ACTIONS):
+            if masks[i, action]:
+                options[count] = action
+                count += 1
+        if count == 1:
+            actions[i] = options[0]  # a forced move: the Python bot neither draws nor remembers
+            continue
+        slot = slots[i]
+        mt, memory = mt_states[slot], memories[slot]
+        n = 2
+        for k in range(3):
+            if obs[OBS_NUM_PLAYERS + k]:
+                n = k + 2
+        hand = np.zeros(2, np.int64)
+        held = 0
+        for v in range(1, 9):
+            for _ in range(np.int64(obs[OBS_HAND + v - 1])):
+                hand[held] = v
+                held += 1
+        a, b = hand[0], hand[1]
+        seen = False
+        known[0] = 0
+        for k in range(1, 4):
+            known[k] = 0
+            if k < n:
+                for v in range(1, 9):
+                    if obs[OBS_KNOWN + (k - 1) * 8 + v - 1]:
+                        known[k] = v
+                seen = seen or obs[OBS_SEEN + k - 1] != 0
+        deck_size = np.int64(obs[OBS_DECK])
+        discards = 0
+        for v in range(8):
+            discards += np.int64(obs[OBS_DISCARD_COUNTS + v])
+        # KeptCardMemory.old_card: the card kept last turn, if nothing has hit our hand since.
+        last_kept = memory[_KEPT] if 0 <= deck_size < memory[_DECK_SIZE] else 0
+        old_card = last_kept if discards == memory[_DISCARDS] and last_kept in (a, b) else 0
+        # Drop the Princess unless she is all there is.
+        kept_options = 0
+        for j in range(count):
+            if options[j] != PRINCESS_ACTION:
+                options[kept_options] = options[j]
+                kept_options += 1
+        if kept_options:
+            count = kept_options
+        action = _rule_action(obs, n, known, a, b, options, count, mt, old_card if seen else 0, weights, picks)
+        actions[i] = action
+        memory[_KEPT] = _other(a, b, CARD_OF_ACTION[action])
+        memory[_DECK_SIZE] = deck_size
+        memory[_DISCARDS] = discards + 1
+
+
+class BatchedRuleBots:
+    """Rule bots in ``len(seeds)`` slots, slot ``i`` playing as ``RuleAgent(seed=seeds[i])``.
+
+    :meth:`act` decides for a batch of slots at once; :meth:`reset` starts new episodes
+    (clears the kept-card memory, as ``RuleAgent.reset()`` without a seed does).
+    """
+
+    def __init__(self, seeds: list[int]):
+        self.mt_states = np.array([random.Random(s).getstate()[1] for s in seeds], dtype=np.uint32)
+        self.memories = np.zeros((len(seeds), 3), dtype=np.int64)
+        self.reset(np.arange(len(seeds)))
+
+    def reset(self, slots: np.ndarray) -> None:
+        """New episodes for ``slots``: forget the kept cards."""
+        self.memories[slots] = (0, -1, -1)
+
+    def act(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """int64 [B]: the moves of ``slots`` (int [B], each at most once) given their
+        ``observations`` (float32 [B, 646]) and legal ``masks`` ([B, 41], at least one legal each)."""
+        slots = np.asarray(slots, dtype=np.int64)
+        size = len(self.memories)
+        if slots.ndim != 1 or (len(slots) and (slots.min() < 0 or slots.max() >= size)):
+            raise ValueError(f"slots must be a 1-D array of slot indices in 0..{size - 1}")
+        observations = np.ascontiguousarray(observations, dtype=np.float32)
+        masks = np.ascontiguousarray(masks).astype(np.bool_, copy=False)
+        if observations.shape != (len(slots), OBSERVATION_SIZE) or masks.shape != (len(slots), NUM_ACTIONS):
+            raise ValueError(
+                f"expected observations [{len(slots)}, {OBSERVATION_SIZE}] and masks [{len(slots)}, {NUM_ACTIONS}], "
+                f"got {list(observations.shape)} and {list(masks.shape)}"
+            )
+        if not masks.any(1).all():
+            raise ValueError("every mask needs a legal action: a bot only acts on its own turn")
+        actions = np.zeros(len(slots), dtype=np.int64)
+        rule_actions(observations, masks, slots, self.mt_states, self.memories, actions)
+        return actions

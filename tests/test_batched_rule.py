@@ -1,0 +1,56 @@
+"""The compiled batch of rule bots plays exactly the moves of the Python ``RuleAgent``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import loveletter_env
+from loveletter_env.agents.batched_rule import BatchedRuleBots
+from loveletter_env.agents.rule import RuleAgent
+
+
+@pytest.mark.parametrize("rules", ("classic", "pegasus", "king_ignores_handmaid"))
+@pytest.mark.parametrize("num_players", (2, 3, 4))
+def test_same_moves_as_the_python_rule_bot(num_players, rules):
+    """Whole games (the kept-card memory spans turns, the generators every decision):
+    every decision of every seat, both bots seeded alike, over several episodes."""
+    seeds = [1000 * num_players + 17 * seat for seat in range(num_players)]
+    python_bots = [RuleAgent(seed=s) for s in seeds]
+    batched = BatchedRuleBots(seeds)
+    env = loveletter_env.env(num_players=num_players, rules=rules, episode="game")
+    decisions = forced = 0
+    for episode in range(10):
+        env.reset(seed=episode)
+        for bot in python_bots:
+            bot.reset()
+        batched.reset(np.arange(num_players))
+        for agent in env.agent_iter():
+            observation, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                env.step(None)
+                continue
+            seat = int(agent.split("_")[1])
+            expected = python_bots[seat].act(observation)
+            got = batched.act(np.array([seat]), observation["observation"][None], observation["action_mask"][None])
+            assert int(got[0]) == expected, f"episode {episode}, {agent}"
+            decisions += 1
+            forced += int(observation["action_mask"].sum() == 1)
+            env.step(expected)
+    assert decisions - forced > 150
+
+
+def test_batches_of_slots_and_bad_input():
+    bots = BatchedRuleBots([1, 2, 3])
+    env = loveletter_env.env(num_players=2, episode="round")
+    env.reset(seed=0)
+    observation = env.observe(env.agent_selection)
+    batch = np.stack([observation["observation"]] * 2), np.stack([observation["action_mask"]] * 2)
+    one, other = RuleAgent(seed=1), RuleAgent(seed=3)
+    assert bots.act(np.array([0, 2]), *batch).tolist() == [one.act(observation), other.act(observation)]
+    with pytest.raises(ValueError, match="slots"):
+        bots.act(np.array([0, 3]), *batch)
+    with pytest.raises(ValueError, match="expected observations"):
+        bots.act(np.array([0]), *batch)
+    with pytest.raises(ValueError, match="legal action"):
+        bots.act(np.array([0, 1]), batch[0], np.zeros_like(batch[1]))
