@@ -34,7 +34,9 @@ class Field(NamedTuple):
 LAYOUT: tuple[Field, ...] = (
     # Fields that change from turn to turn (kept together so they can be refreshed as one block).
     Field("hand", (8,), "own hand: count of each value 1..8 (two cards while acting)"),
-    Field("known_card", (MAX_PLAYERS - 1, 8), "per other seat (offsets 1..3): one-hot card the observer knows they hold"),
+    Field(
+        "known_card", (MAX_PLAYERS - 1, 8), "per other seat (offsets 1..3): one-hot card the observer knows they hold"
+    ),
     Field("ruled_out", (MAX_PLAYERS - 1, 8), "per other seat: 1 for each value a failed Guard proved they lack"),
     Field("seen_by", (MAX_PLAYERS - 1,), "per other seat: 1 if the observer can tell that player knows its card"),
     Field("out", (MAX_PLAYERS,), "per seat offset: 1 if out of the round"),
@@ -195,9 +197,7 @@ def decode_observation(vector) -> ObservationView:
         raise ValueError(f"an observation vector has shape ({OBSERVATION_SIZE},), got {v.shape}")
     f = {name: v[s].reshape(field.shape) for field, (name, s) in zip(LAYOUT, SLICES.items())}
     n = int(np.argmax(f["num_players"])) + 2
-    discards = tuple(
-        tuple(int(np.argmax(row)) + 1 for row in f["discards"][k] if row.any()) for k in range(n)
-    )
+    discards = tuple(tuple(int(np.argmax(row)) + 1 for row in f["discards"][k] if row.any()) for k in range(n))
     known = (0,) + tuple(
         int(np.argmax(f["known_card"][k - 1])) + 1 if f["known_card"][k - 1].any() else 0 for k in range(1, n)
     )
@@ -287,7 +287,12 @@ class ObservationTracker:
         ]
         self._other_offsets = [
             [
-                ((o + k) % n, o * size + _KNOWN + (k - 1) * 8, o * size + _RULED + (k - 1) * 8, o * size + _SEEN + k - 1)
+                (
+                    (o + k) % n,
+                    o * size + _KNOWN + (k - 1) * 8,
+                    o * size + _RULED + (k - 1) * 8,
+                    o * size + _SEEN + k - 1,
+                )
                 for k in range(1, n)
             ]
             for o in range(n)

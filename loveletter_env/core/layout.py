@@ -16,6 +16,10 @@ uses bit ``v``) so that 8 values fit a byte.
 
 from __future__ import annotations
 
+# The kernels bake these values in when they compile, and numba's on-disk cache is keyed
+# on kernels.py alone: after changing anything here, touch kernels.py (or delete its
+# __pycache__) so that the kernels compile afresh. tests/test_core.py catches a stale cache.
+
 import numpy as np
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, NUM_ACTIONS
