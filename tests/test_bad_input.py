@@ -7,6 +7,7 @@ Gymnasium's generic error type, and the exporter's noise about torchvision.
 
 from __future__ import annotations
 
+import pickle
 import re
 import subprocess
 import sys
@@ -313,3 +314,39 @@ def test_absurd_hidden_sizes_in_a_checkpoint_are_named_without_a_traceback(tmp_p
     assert "hidden_sizes" in run.stderr
     if tool != "exploit":  # exploit refuses the training config it derives from the checkpoint
         assert "absurd.pt" in run.stderr
+
+
+@pytest.mark.parametrize("content", [b"just some text\n", pickle.dumps({"a": 1})], ids=["text", "pickle"])
+def test_a_file_that_is_not_a_checkpoint_passed_as_an_agent_says_so(tmp_path, content):
+    path = tmp_path / "agent.pt"
+    path.write_bytes(content)
+    run = subprocess.run(
+        [sys.executable, "-m", "training.evaluate", str(path), "rule", "--rounds", "2", "--no-progress"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    assert f"'{path}' is not a checkpoint" in run.stderr
+    assert "weights_only" not in run.stderr and "Traceback" not in run.stderr  # no advice to run its code
+
+
+def test_training_refuses_to_start_from_a_damaged_checkpoint(tmp_path, capsys):
+    data = (ROOT / "checkpoints/shipped/ppo_2p.pt").read_bytes()
+    damaged = bytearray(data)
+    for i in range(len(data) // 3, len(data) // 3 + 2000):
+        damaged[i] ^= 0xFF
+    (tmp_path / "damaged.pt").write_bytes(bytes(damaged))
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(
+            [
+                "--no-progress",
+                "--set",
+                f"out_dir={tmp_path / 'runs'}",
+                "--set",
+                f"model.init_from={tmp_path / 'damaged.pt'}",
+            ]
+        )
+    assert exit_info.value.code == 2
+    assert "damaged.pt' is damaged: its content does not match its sha256" in capsys.readouterr().err

@@ -163,18 +163,17 @@ def _read_torch_file(path: Path, map_location: str | torch.device) -> Any:
             warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
             return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:  # torch raises many types for a bad file: unpickling, zip, EOF...
-        if type(err).__name__ == "UnpicklingError":
-            # Torch's own message suggests weights_only=False, which would run the file's code:
-            # never the right advice for a file that is supposed to be a checkpoint.
-            found = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
-            what = f" (it holds a {found.group(1)} object)" if found else ""
+        # Torch's own messages suggest weights_only=False, which would run the file's code:
+        # never the right advice for a file that is supposed to be a checkpoint.
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
+        if found:
             raise CheckpointError(
-                f"{str(path)!r} is not a checkpoint: it is a pickle that needs Python code to load{what}, "
-                f"and checkpoints hold only tensors, numbers and text, so it is not loaded"
+                f"{str(path)!r} is not a checkpoint: it holds a {found.group(1)} object, which only Python code "
+                f"can rebuild, and checkpoints are read without running any"
             ) from None
         raise CheckpointError(
-            f"{str(path)!r} is not a checkpoint (not a readable torch file: corrupt, truncated, or another "
-            f"kind of file; {type(err).__name__})"
+            f"{str(path)!r} is not a checkpoint: not a torch file this project wrote (corrupt, truncated, "
+            f"or another kind of file)"
         ) from None
 
 
