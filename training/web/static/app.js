@@ -325,7 +325,7 @@ function renderDetails(frame) {
   const box = document.getElementById("details");
   const d = frame.details;
   if (!d) { box.hidden = true; box.replaceChildren(); return; }
-  const parts = [el("h3", {}, `What player_${d.player} thought`)];
+  const parts = [el("h3", {}, `What player_${d.player} thought before this move`)];
   if (d.probabilities.length) {
     parts.push(el("div", { class: "hint" }, "Policy over the legal moves:"));
     const shown = d.probabilities.slice(0, 8);
