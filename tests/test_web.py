@@ -155,6 +155,9 @@ def test_unknown_games(client):
     [
         ({"players": 5}, "players must be 2, 3 or 4"),
         ({"players": "2"}, "players must be 2, 3 or 4"),
+        ({"players": 2.0}, "players must be 2, 3 or 4"),
+        ({"seat": 0.0}, "seat must be a seat in 0..1"),
+        ({"seed": 1.5}, "seed must be a non-negative whole number"),
         ({"opponents": []}, "opponents must be a non-empty list"),
         ({"opponents": "belief"}, "opponents must be a non-empty list"),
         ({"opponents": ["rule", "rule"]}, "2 opponents given for 1 other seats"),
@@ -307,3 +310,11 @@ def test_serve_cli_errors(capsys, tmp_path):
             serve_main(argv)
         assert exit_info.value.code == 2
         assert fragment in capsys.readouterr().err
+
+
+def test_timings_cli_refuses_bad_counts(capsys):
+    from training.web.timings import main as timings_main
+
+    with pytest.raises(SystemExit) as exit_info:
+        timings_main(["--repeats", "0"])
+    assert exit_info.value.code == 2 and "must be positive" in capsys.readouterr().err

@@ -317,7 +317,7 @@ def check_new_game(body: Any, catalog: OpponentCatalog) -> dict[str, Any]:
     if unknown:
         raise RequestError(f"unknown fields {unknown}")
     players = body.get("players", 2)
-    if isinstance(players, bool) or players not in (2, 3, 4):
+    if not isinstance(players, int) or isinstance(players, bool) or players not in (2, 3, 4):
         raise RequestError(f"players must be 2, 3 or 4, got {players!r}")
     opponents = body.get("opponents", ["belief"])
     if not isinstance(opponents, list) or not opponents:
