@@ -51,16 +51,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument(
-        "--replays", type=Path, default=Path("replays"), help="replay folder: listed, and finished games saved there"
+        "--replays",
+        type=Path,
+        default=Path("replays"),
+        metavar="DIR",
+        help="replay folder: listed, and finished games saved there",
     )
     parser.add_argument(
         "--checkpoints",
         type=Path,
         nargs="*",
         default=None,
+        metavar="PATH",
         help="checkpoint files or folders offered as opponents (default: every .pt under ./checkpoints)",
     )
-    parser.add_argument("--league", type=Path, default=None, help="a training.evaluate --league --out folder")
+    parser.add_argument(
+        "--league", type=Path, default=None, metavar="DIR", help="a training.evaluate --league --out folder"
+    )
     return parser
 
 
@@ -96,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = create_app(ServerConfig(args.replays, args.league, checkpoints))
     print(f"Love Letter: open http://{args.host}:{args.port}/ in a browser (Ctrl+C stops the server)")
     print(f"  replays: {args.replays}; checkpoints offered: {', '.join(checkpoints) or 'none'}")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"  note: bound to {args.host}, so other machines can reach it (there is no login)")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
