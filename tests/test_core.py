@@ -90,8 +90,7 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
                 rng.integers(len(orders), size=n),
                 rng.integers(len(orders), size=n),
                 rng.integers(len(placements), size=n),
-            ],
-            1,
+            ]
         )
         kernels.step_batch(
             records,
@@ -122,7 +121,7 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
                 assert np.flatnonzero(winners[g]).tolist() == list(game.round_winners)
                 done = episode == "round" or game.game_over
                 assert bool(dones[g]) == done
-                deck = _deck_from_draws(draws[g])
+                deck = _deck_from_draws(draws[:, g])
                 if done:
                     won = game.round_winners if episode == "round" else game.game_winners
                     expected_rewards[g, : game.num_players] = [

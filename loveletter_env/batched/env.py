@@ -25,7 +25,7 @@ from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from . import engine
 from .observe import discard_scratch, encode_observations
-from .shuffle import deck_draws, shuffled_decks
+from .shuffle import shuffled_decks
 from .state import BatchedState, empty_state, state_from_records
 from .tables import MAX_SEATS, tables_for
 
@@ -99,6 +99,9 @@ class BatchedLoveLetter:
             self._records = new_records(self._players.numpy(), self.rules)
             self._current = torch.zeros(num_games, dtype=torch.long)
             self._legal = np.zeros(num_games, np.uint64)  # private copy of the masks, as bit sets
+            # Scratch for each step's random draws (first players, then deck indices).
+            self._uniforms = torch.empty(num_games)
+            self._draws = torch.empty(3, num_games, dtype=torch.long)
             # uint8 copies of the deck tables: a quarter of the cache footprint of int64.
             self._deck_tables = tuple(t.astype(np.uint8) for t in deck_tables())
         else:
@@ -231,9 +234,13 @@ class BatchedLoveLetter:
         # cannot change): an illegal action never reaches the kernels.
         if kernels.first_illegal(self._legal, actions_np) >= 0:
             self._check_actions_legal(actions.long(), self._legal_masks())
-        # The same draws, in the same order, as the torch path: same seed, same games.
-        uniforms = torch.rand(self.num_games, generator=self.generator, device=self.device).numpy()
-        draws = deck_draws(self.num_games, self.generator, self.device).numpy()
+        # The same draws, in the same order, as the torch path (``_random_first_players``,
+        # then ``shuffle.deck_draws``): same seed, same games.
+        uniforms = torch.rand(self.num_games, generator=self.generator, out=self._uniforms).numpy()
+        orders, placements = self._deck_tables
+        for row, high in zip(self._draws, (len(orders), len(orders), len(placements))):
+            torch.randint(high, (self.num_games,), generator=self.generator, out=row)
+        draws = self._draws.numpy()
         n = self.num_games
         rewards = torch.empty(n, MAX_SEATS)
         dones = torch.empty(n, dtype=torch.bool)
@@ -242,7 +249,6 @@ class BatchedLoveLetter:
         tokens = torch.empty(n, MAX_SEATS, dtype=torch.int8)
         current = torch.empty(n, dtype=torch.long)
         mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool)
-        orders, placements = self._deck_tables
         observations = obs.numpy() if obs is not None else np.empty((0, OBSERVATION_SIZE), np.float32)
         kernels.step_batch(
             self._records, actions_np, self.episode == "round", uniforms, orders, placements, draws,

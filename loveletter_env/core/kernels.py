@@ -477,16 +477,16 @@ def play_if_legal(r, action):
 
 
 @njit(cache=True)
-def deal_shuffled(r, orders, placements, draws, first_player):
-    """Deal ``r`` a new round from the deck that ``draws`` (three row indices) pick: the
-    sorted deck's first 8 cards in the order ``orders[draws[0]]``, its last 8 in the
-    order ``orders[draws[1]]``, placed at the positions ``placements[draws[2]]`` (the
+def deal_shuffled(r, orders, placements, first_order, second_order, placement, first_player):
+    """Deal ``r`` a new round from the deck three row indices pick: the sorted deck's
+    first 8 cards in the order ``orders[first_order]``, its last 8 in the order
+    ``orders[second_order]``, placed at the positions ``placements[placement]`` (the
     construction of :func:`loveletter_env.batched.shuffle.shuffled_decks`)."""
     deck = r[DECK : DECK + DECK_SIZE]  # dealt in place: start_round copies a deck onto itself
     half = DECK_SIZE // 2
-    first = orders[draws[0]]
-    second = orders[draws[1]]
-    positions = placements[draws[2]]
+    first = orders[first_order]
+    second = orders[second_order]
+    positions = placements[placement]
     for j in range(half):
         deck[positions[j]] = DECK_HALVES[0, first[j]]
         deck[positions[half + j]] = DECK_HALVES[1, second[j]]
@@ -521,7 +521,8 @@ def step_batch(
     :func:`first_illegal`); rounds that end are followed at once by the next: a new game
     (tokens zeroed, the seat ``random_seat(uniforms[g])`` starts) where the episode is
     done, else the next round of the same game, which the previous round's lowest-seat
-    winner starts. Decks come from ``draws[g]`` (see :func:`deal_shuffled`).
+    winner starts. Decks come from ``draws[:, g]`` (three rows of indices, see
+    :func:`deal_shuffled`).
 
     Writes, per game: ``rewards`` [N, 4] (+1 winners, -1 others at an episode's end, 0
     for padding seats and otherwise), ``dones``, ``round_over``, ``round_winners`` and
@@ -548,7 +549,7 @@ def step_batch(
                 first = random_seat(uniforms[g], r[NUM_PLAYERS])
             else:
                 first = lowest_round_winner(r)
-            deal_shuffled(r, orders, placements, draws[g], first)
+            deal_shuffled(r, orders, placements, draws[0, g], draws[1, g], draws[2, g], first)
         dones[g] = done
         current[g] = r[CURRENT]
         bits = legal_bits(r)

@@ -12,13 +12,13 @@ card), ``known[observer * 4 + player]`` is the card ``observer`` knows ``player`
 holds. Two differences of representation: seats are padded to 4, a padding seat being
 permanently out; and ``ruled_out`` keeps value ``v`` at bit ``v - 1`` (the reference
 uses bit ``v``) so that 8 values fit a byte.
+
+The kernels bake these values in when they compile, and numba's on-disk cache is keyed
+on ``kernels.py`` alone: after changing anything here, touch ``kernels.py`` (or delete its
+``__pycache__``) so that the kernels compile afresh. ``tests/test_core.py`` catches a stale cache.
 """
 
 from __future__ import annotations
-
-# The kernels bake these values in when they compile, and numba's on-disk cache is keyed
-# on kernels.py alone: after changing anything here, touch kernels.py (or delete its
-# __pycache__) so that the kernels compile afresh. tests/test_core.py catches a stale cache.
 
 import numpy as np
 
