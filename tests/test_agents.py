@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,7 +31,8 @@ from loveletter_env.cards import (
 from loveletter_env.env import raw_env
 from loveletter_env.observation import decode_observation, encode_observation
 
-FAST = {"ismcts": {"iterations": 24}}
+SHIPPED_2P = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / "ppo_2p.pt"
+FAST = {"ismcts": {"iterations": 24}, "guided": {"iterations": 24, "policy": SHIPPED_2P}}
 
 
 def build(name: str, seed: int = 0):
@@ -47,7 +49,7 @@ def observation(state, seat: int) -> dict:
 @pytest.mark.parametrize("num_players", [2, 3, 4])
 @pytest.mark.parametrize("name", AGENT_NAMES)
 def test_bots_only_play_legal_actions(name: str, num_players: int):
-    rounds = 15 if name == "ismcts" else 80
+    rounds = 15 if name in ("ismcts", "guided") else 80
     env = raw_env(num_players=num_players, episode="round")
     agents = [build(name, seed) for seed in range(num_players)]
     for episode in range(rounds):

@@ -7,7 +7,10 @@ Every agent has ``act(observation_dict) -> int`` and ``reset(seed=None)``; see
 * ``rule``: the rules of thumb good players describe;
 * ``belief``: card counting and the action of highest immediate expected value;
 * ``ismcts``: information-set Monte Carlo tree search over sampled deals, reading
-  opponents' plays through the ``belief`` model (:mod:`.inference`).
+  opponents' plays through the ``belief`` model (:mod:`.inference`);
+* ``guided``: search over sampled deals guided by a trained network
+  (``guided:policy=PATH``), which picks the moves to search, models the others and
+  values the positions (:mod:`.guided`).
 
 Descriptions of agents (``"ismcts:iterations=100"``, checkpoint paths, ``"package.module:factory"``)
 become agents through :func:`loveletter_env.agents.specs.resolve_agent`.
@@ -21,6 +24,7 @@ from typing import Any
 
 from .base import Agent, SeededAgent, hand_distribution, legal_actions_of
 from .belief import BeliefAgent
+from .guided import GuidedSearchAgent
 from .ismcts import ISMCTSAgent, determinize
 from .random_agent import RandomAgent
 from .rule import RuleAgent
@@ -30,6 +34,7 @@ _FACTORIES: dict[str, Callable[..., Agent]] = {
     "rule": RuleAgent,
     "belief": BeliefAgent,
     "ismcts": ISMCTSAgent,
+    "guided": GuidedSearchAgent,
 }
 
 #: The names :func:`make_agent` accepts, weakest first.
@@ -75,6 +80,7 @@ __all__ = [
     "AGENT_NAMES",
     "Agent",
     "BeliefAgent",
+    "GuidedSearchAgent",
     "ISMCTSAgent",
     "RandomAgent",
     "RuleAgent",
