@@ -116,6 +116,9 @@ class EvalConfig:
         num_players: table size of the evaluation.
         best_by: opponent whose win rate picks the ``best`` checkpoint.
         greedy: evaluate the most likely action instead of sampling.
+        final_rounds: at the end of a run, ``best.pt`` and the final weights play this many
+            more rounds each against ``best_by`` (new deals, the same for both) and the
+            better becomes ``result.pt``; 0 makes the final weights the result unmeasured.
     """
 
     every: int = 20
@@ -124,6 +127,32 @@ class EvalConfig:
     num_players: int = 2
     best_by: str = "rule"
     greedy: bool = True
+    final_rounds: int = 2000
+
+
+#: Keys a schedule stage may change: what the learner trains against and how, never the
+#: network, the seed or where outputs go. (``opponents.pool_size`` fixes the pool's capacity.)
+SCHEDULABLE_KEYS: tuple[str, ...] = (
+    *(f"ppo.{f.name}" for f in dataclasses.fields(PPOConfig)),
+    *(f"opponents.{f.name}" for f in dataclasses.fields(OpponentConfig) if f.name != "pool_size"),
+    "env.num_players",
+    "env.num_games",
+)
+
+
+@dataclass
+class StageConfig:
+    """One stage of a run's schedule.
+
+    Attributes:
+        at_step: the turn count (``global_step``) from which the stage applies.
+        set: dotted keys and their values from then on, e.g. ``{"ppo.learning_rate": 4e-4,
+            "opponents.bots": 0.5, "env.num_players": [2, 4]}``; only :data:`SCHEDULABLE_KEYS`.
+            Stages add up: a key keeps the value the last stage before it gave.
+    """
+
+    at_step: int = 0
+    set: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -138,6 +167,10 @@ class TrainConfig:
         device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
         save_every: write ``latest.pt`` and a numbered snapshot every this many updates.
         torch_threads: CPU threads torch may use (0: torch's default; 1 suits a small shared CPU).
+        schedule: stages that change some keys at given turn counts (:class:`StageConfig`);
+            the sections above are the run's first stage. With ``ppo.anneal_lr`` the learning
+            rate decays linearly to 0 within each stage, so a staged run trains as the same
+            stages run one after another with ``model.init_from`` would.
     """
 
     run_name: str = "default"
@@ -152,6 +185,30 @@ class TrainConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     opponents: OpponentConfig = field(default_factory=OpponentConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    schedule: list[StageConfig] = field(default_factory=list)
+
+    # -- stages -----------------------------------------------------------------------
+    def stage_index(self, step: int) -> int:
+        """The stage in force after ``step`` turns: 0 for the base sections, ``i`` for ``schedule[i - 1]``."""
+        return sum(1 for stage in self.schedule if stage.at_step <= step)
+
+    def stage_span(self, step: int) -> tuple[int, int]:
+        """First and last turn count of the stage in force at ``step`` (the last is the next stage's
+        ``at_step``, or ``total_steps``): the stretch over which its learning rate anneals."""
+        index = self.stage_index(step)
+        begin = self.schedule[index - 1].at_step if index else 0
+        end = self.schedule[index].at_step if index < len(self.schedule) else self.total_steps
+        return begin, max(end, begin + 1)
+
+    def at_step(self, step: int) -> TrainConfig:
+        """The config in force after ``step`` turns: these sections with every stage up to then
+        applied (its own ``schedule`` left empty)."""
+        data = to_dict(self)
+        data["schedule"] = []
+        for stage in self.schedule[: self.stage_index(step)]:
+            for key, value in stage.set.items():
+                set_dotted(data, key.split("."), value, f"schedule stage at_step={stage.at_step}: {key}")
+        return from_dict(TrainConfig, data)
 
     # -- derived sizes ----------------------------------------------------------------
     @property
@@ -228,7 +285,32 @@ class TrainConfig:
         known_opponents = all(name in AGENT_NAMES for name in v.opponents)
         need(known_opponents, "eval.opponents", f"must be names from {AGENT_NAMES}")
         need(v.every == 0 or v.best_by in v.opponents, "eval.best_by", f"must be one of eval.opponents {v.opponents}")
+        need(v.final_rounds >= 0, "eval.final_rounds", "must be >= 0")
+        self._validate_schedule()
         return self
+
+    def _validate_schedule(self) -> None:
+        previous = 0
+        for i, stage in enumerate(self.schedule):
+            where = f"schedule[{i}]"
+            if stage.at_step <= previous:
+                raise ConfigError(
+                    f"{where}.at_step must be > 0 and above the previous stage's ({previous}), got {stage.at_step}"
+                )
+            previous = stage.at_step
+            if not stage.set:
+                raise ConfigError(f"{where}.set names no key to change")
+            for key in stage.set:
+                if key not in SCHEDULABLE_KEYS:
+                    hint = "" if key in _dotted_keys(TrainConfig) else " (no such key)"
+                    raise ConfigError(
+                        f"{where}.set: {key!r} cannot change during a run{hint}; "
+                        f"a stage may set {list(SCHEDULABLE_KEYS)}"
+                    )
+            try:
+                self.at_step(stage.at_step).validate()
+            except ConfigError as err:
+                raise ConfigError(f"{where} (from turn {stage.at_step:,}): {err}") from None
 
 
 def count_parameters(hidden_sizes: list[int]) -> int:
@@ -276,6 +358,12 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
         if not isinstance(value, list):
             raise ConfigError(f"{key} must be a list, got {value!r}")
         return [_coerce(v, item_tp, f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise ConfigError(f"{key} must be a mapping of dotted keys to values, got {value!r}")
+        return dict(value)
+    if tp is Any:
+        return value
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if isinstance(value, tp):
             return value
@@ -368,17 +456,22 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.split("."), _fix_yaml_floats(value)
 
 
+def set_dotted(data: dict, path: list[str], value: Any, source: str) -> None:
+    """``data[path[0]][path[1]]... = value`` in a nested dict, creating sections as needed."""
+    node = data
+    for part in path[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{source}: {part!r} is not a section")
+        node = child
+    node[path[-1]] = value
+
+
 def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
     """Set each dotted override into the nested dict ``data`` (in place; also returned)."""
     for text in overrides:
         path, value = parse_override(text)
-        node = data
-        for part in path[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ConfigError(f"override {text!r}: {part!r} is not a section")
-            node = child
-        node[path[-1]] = value
+        set_dotted(data, path, value, f"override {text!r}")
     return data
 
 

@@ -66,11 +66,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     try:
         if args.resume:
             run_dir = Path(args.resume)
-            if args.config or args.overrides or args.run_name:
-                parser.error("--resume continues a run with its own config.yaml; drop --config/--set/--run-name")
+            extend = [o for o in args.overrides if o.partition("=")[0].strip() == "total_steps"]
+            if args.config or args.run_name or len(extend) != len(args.overrides):
+                parser.error(
+                    "--resume continues a run with its own config.yaml; drop --config/--run-name and every --set "
+                    "but --set total_steps=N (which extends the run)"
+                )
             if not (run_dir / "latest.pt").is_file() or not (run_dir / "config.yaml").is_file():
                 parser.error(f"--resume: {str(run_dir)!r} is not a run folder (needs config.yaml and latest.pt)")
-            config = load_config(run_dir / "config.yaml", [f"device={args.device}"] if args.device else [])
+            # The run's config.yaml is rewritten with the new total_steps, so it keeps saying what the run is.
+            config = load_config(
+                run_dir / "config.yaml", [*extend, *([f"device={args.device}"] if args.device else [])]
+            )
         else:
             overrides = list(args.overrides)
             if args.run_name:
@@ -119,6 +126,21 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for name, res in summary["evaluation"].items():
         low, high = res["ci95"]
         print(f"  vs {name}: win rate {res['win_rate']:.1%} (95% CI {low:.1%}-{high:.1%}) over {res['rounds']} rounds")
+    result = summary["result"]
+    figures = result["figures"]
+    if figures:
+        compared = ", ".join(
+            f"{label} {fig['win_rate']:.1%} (95% CI {fig['ci95'][0]:.1%}-{fig['ci95'][1]:.1%})"
+            for label, fig in figures.items()
+        )
+        why = f"the better of {compared} over {figures['latest.pt']['rounds']} more rounds vs {config.eval.best_by}"
+    else:
+        why = "the final weights"
+    print(f"result: {result['path']} ({result['source']}: {why})")
+    print(
+        f"  use it: python -m training.evaluate {shlex.quote(result['path'])} rule   |   extend the run: "
+        f"python -m training.selfplay --resume {shlex.quote(str(run_dir))} --set total_steps=N"
+    )
     return summary
 
 

@@ -118,6 +118,9 @@ class SelfPlayTrainer:
                 self.pool.add(self.model, label=0)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         save_config(config, self.run_dir / "config.yaml")
+        # The keys of the schedule stage in force (the whole config when there is no schedule).
+        self.stage = config.stage_index(self.global_step)
+        self.active = config.at_step(self.global_step)
         self._make_env()
 
     # -- state -----------------------------------------------------------------------
@@ -134,11 +137,17 @@ class SelfPlayTrainer:
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
         saved, current = to_dict(from_dict(TrainConfig, ckpt["config"])), to_dict(self.config)
-        for key in MACHINE_KEYS:  # where it runs does not change what the run is
+        for key in (*MACHINE_KEYS, "total_steps"):  # where it runs and how long do not change what the run is
             saved.pop(key), current.pop(key)
         if saved != current:
             raise ConfigError(
-                "the config differs from the one the checkpoint was trained with; resume with the run's own config.yaml"
+                "the config differs from the one the checkpoint was trained with; resume with the run's own "
+                "config.yaml (only total_steps, device and torch_threads may change)"
+            )
+        if self.config.total_steps <= int(ckpt["global_step"]):
+            raise ConfigError(
+                f"total_steps={self.config.total_steps:,} is not beyond the {int(ckpt['global_step']):,} turns "
+                "this run has played: to extend it, pass --set total_steps=N with a larger N"
             )
         if "training" not in ckpt:
             raise CheckpointError("this checkpoint was exported without its training state and cannot be resumed")
@@ -188,7 +197,7 @@ class SelfPlayTrainer:
     # -- rollout ---------------------------------------------------------------------
     def _make_env(self) -> None:
         """Start fresh games (the env's seed follows the update, so a resumed run gets new deals)."""
-        env_cfg = self.config.env
+        env_cfg = self.active.env
         n = env_cfg.num_games
         sizes = [env_cfg.num_players[i % len(env_cfg.num_players)] for i in range(n)]
         self.env = self.env_factory(
@@ -199,14 +208,14 @@ class SelfPlayTrainer:
             device=str(self.device),
             seed=derive_seed(self.config.seed, 5, self.update),
         )
-        self.seating = Seating(self.config.opponents, np.array(sizes), self.config.seed)
+        self.seating = Seating(self.active.opponents, np.array(sizes), self.config.seed)
         self.seating.draw(np.arange(n), self.rng, len(self.pool))
         self.obs, self.mask = self.env.reset()
 
     @torch.no_grad()
     def collect_rollout(self) -> tuple[RolloutBuffer, dict[str, float]]:
         """Play ``rollout_steps`` turns in every game; return the learner's decisions."""
-        cfg = self.config.env
+        cfg = self.active.env
         n, device = cfg.num_games, self.device
         buffer = RolloutBuffer(n * cfg.rollout_steps, n, device)
         if len(self.pool):
@@ -244,7 +253,7 @@ class SelfPlayTrainer:
                 rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
                 logits, _ = self.opponent_model(obs[rows])
                 actions[rows] = sample_actions(
-                    logits, mask[rows], self.act_gen, greedy=self.config.opponents.past_greedy
+                    logits, mask[rows], self.act_gen, greedy=self.active.opponents.past_greedy
                 )
             if bot.any():
                 rows = torch.from_numpy(np.flatnonzero(bot)).to(device)
@@ -277,23 +286,66 @@ class SelfPlayTrainer:
         :func:`training.evaluate.evaluate` (seats rotated by that tool)."""
         cfg = self.config.eval
         model = copy.deepcopy(self.model).to("cpu").eval()
-        results = {}
-        for i, name in enumerate(cfg.opponents):
-            learner = PolicyAgent(model, greedy=cfg.greedy, seed=derive_seed(self.config.seed, 6, self.update))
-            others = [
-                make_agent(name, seed=derive_seed(self.config.seed, 7, self.update, i, k))
-                for k in range(cfg.num_players - 1)
-            ]
-            results[name] = evaluate(
-                [learner, *others],
-                num_players=cfg.num_players,
-                rounds=cfg.rounds,
-                episode="round",
-                seed=derive_seed(self.config.seed, 8, self.update, i) % 2**32,
-                progress=False,
-                rules=self.config.env.rules,
-            )
-        return results
+        return {
+            name: self._play_bots(model, name, cfg.rounds, derive_seed(self.config.seed, 8, self.update, i) % 2**32, i)
+            for i, name in enumerate(cfg.opponents)
+        }
+
+    def _play_bots(self, model: torch.nn.Module, name: str, rounds: int, seed: int, index: int) -> EvaluationResult:
+        """``model`` (slot 0) against ``eval.num_players - 1`` copies of bot ``name``."""
+        cfg = self.config.eval
+        learner = PolicyAgent(model, greedy=cfg.greedy, seed=derive_seed(self.config.seed, 6, self.update))
+        others = [
+            make_agent(name, seed=derive_seed(self.config.seed, 7, self.update, index, k))
+            for k in range(cfg.num_players - 1)
+        ]
+        return evaluate(
+            [learner, *others],
+            num_players=cfg.num_players,
+            rounds=rounds,
+            episode="round",
+            seed=seed,
+            progress=False,
+            rules=self.config.env.rules,
+        )
+
+    def pick_result(self) -> dict[str, Any]:
+        """Write ``result.pt``, the run's answer, and say how it was chosen.
+
+        ``best.pt`` was picked on short evaluations, so it is often a lucky draw rather than
+        a stronger network. When it is not the final weights, both play ``eval.final_rounds``
+        more rounds against ``eval.best_by`` on the same fresh deals, and ``best.pt`` becomes
+        the result only if it wins more of them; otherwise (and without evaluations) the
+        final weights are the result.
+        """
+        cfg = self.config.eval
+        payload = self.checkpoint_payload(with_training_state=False)
+        choice: dict[str, Any] = {"path": str(self.run_dir / "result.pt"), "source": "latest.pt", "figures": {}}
+        best_path = self.run_dir / "best.pt"
+        if cfg.every and cfg.final_rounds and best_path.is_file():
+            best = load_checkpoint(best_path)
+            if int(best["update"]) != self.update:
+                seed = derive_seed(self.config.seed, 9, self.update) % 2**32
+                candidates = {"latest.pt": copy.deepcopy(self.model).to("cpu").eval(), "best.pt": build_model(best)}
+                results = {
+                    label: self._play_bots(model, cfg.best_by, cfg.final_rounds, seed, 0)
+                    for label, model in candidates.items()
+                }
+                choice["figures"] = {label: res.slot_figures(0) for label, res in results.items()}
+                if results["best.pt"].win_rate[0] > results["latest.pt"].win_rate[0]:
+                    choice["source"], payload = "best.pt", best
+        save_checkpoint(self.run_dir / "result.pt", payload)
+        return choice
+
+    def _enter_stage(self) -> None:
+        """Switch to the schedule stage due at the current turn count, if it changed: its
+        opponents, table sizes and PPO settings apply from the next rollout, on fresh games."""
+        stage = self.config.stage_index(self.global_step)
+        if stage != self.stage:
+            self.stage, self.active = stage, self.config.at_step(self.global_step)
+            if not self.progress:
+                print(f"update {self.update} ({self.global_step:,} turns): schedule stage {stage} begins", flush=True)
+            self._make_env()
 
     # -- main loop -------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
@@ -316,11 +368,13 @@ class SelfPlayTrainer:
         stop.install()
         try:
             while self.global_step < cfg.total_steps:
-                lr = learning_rate(cfg.ppo, self.global_step / cfg.total_steps)
+                self._enter_stage()
+                begin, end = cfg.stage_span(self.global_step)
+                lr = learning_rate(self.active.ppo, (self.global_step - begin) / (end - begin))
                 for group in self.optimizer.param_groups:
                     group["lr"] = lr
                 buffer, roll_stats = self.collect_rollout()
-                batch = buffer.batch(cfg.ppo.gamma, cfg.ppo.gae_lambda)
+                batch = buffer.batch(self.active.ppo.gamma, self.active.ppo.gae_lambda)
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
                 if len(batch) == 0:
                     if stop.requested:
@@ -329,11 +383,11 @@ class SelfPlayTrainer:
                         break
                     continue  # rollouts this short resolved no decision yet: nothing to learn from
                 self.model.train()
-                stats = ppo_update(self.model, self.optimizer, batch, cfg.ppo, self.update_gen)
+                stats = ppo_update(self.model, self.optimizer, batch, self.active.ppo, self.update_gen)
                 self.update += 1
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
 
-                if self.grow_pool and self.update % cfg.opponents.snapshot_every == 0:
+                if self.grow_pool and self.update % self.active.opponents.snapshot_every == 0:
                     self.pool.add(self.model, label=self.update)
                 finished = self.global_step >= cfg.total_steps
                 row: dict[str, Any] = {
@@ -342,6 +396,7 @@ class SelfPlayTrainer:
                     "elapsed_s": round(time.perf_counter() - start, 2),
                     "turns_per_s": round((self.global_step - start_step) / (time.perf_counter() - start), 1),
                     "learning_rate": lr,
+                    "stage": self.stage,
                     "learner_decisions": len(batch),
                     **roll_stats,
                     **stats,
@@ -372,6 +427,7 @@ class SelfPlayTrainer:
             log.close()
         plot = plot_learning_curve(log.path, self.run_dir / "learning_curve.png")
         elapsed = time.perf_counter() - start
+        result = None if self.interrupted else self.pick_result()
         return {
             "run_dir": str(self.run_dir),
             "update": self.update,
@@ -380,4 +436,5 @@ class SelfPlayTrainer:
             "evaluation": {k: v.slot_figures(0) for k, v in self.last_eval.items()},
             "plot": str(plot) if plot else None,
             "interrupted": self.interrupted,
+            "result": result,
         }
