@@ -1,4 +1,4 @@
-"""The compiled batch of rule bots plays exactly the moves of the Python ``RuleAgent``."""
+"""The compiled bots play exactly the moves of the Python bots with the same seeds."""
 
 from __future__ import annotations
 
@@ -6,18 +6,21 @@ import numpy as np
 import pytest
 
 import loveletter_env
-from loveletter_env.agents.batched_rule import BatchedRuleBots
+from loveletter_env.agents.batched_bots import BatchedRandomBots, BatchedRuleBots
+from loveletter_env.agents.random_agent import RandomAgent
 from loveletter_env.agents.rule import RuleAgent
 
 
 @pytest.mark.parametrize("rules", ("classic", "pegasus", "king_ignores_handmaid"))
 @pytest.mark.parametrize("num_players", (2, 3, 4))
-def test_same_moves_as_the_python_rule_bot(num_players, rules):
+@pytest.mark.parametrize("kind", ("rule", "random"))
+def test_same_moves_as_the_python_bots(kind, num_players, rules):
     """Whole games (the kept-card memory spans turns, the generators every decision):
     every decision of every seat, both bots seeded alike, over several episodes."""
     seeds = [1000 * num_players + 17 * seat for seat in range(num_players)]
-    python_bots = [RuleAgent(seed=s) for s in seeds]
-    batched = BatchedRuleBots(seeds)
+    python_class, batched_class = (RuleAgent, BatchedRuleBots) if kind == "rule" else (RandomAgent, BatchedRandomBots)
+    python_bots = [python_class(seed=s) for s in seeds]
+    batched = batched_class(seeds)
     env = loveletter_env.env(num_players=num_players, rules=rules, episode="game")
     decisions = forced = 0
     for episode in range(10):

@@ -6,8 +6,8 @@ weights (``opponents.current/past/bots``):
 - ``CURRENT``: every seat is the learning network, and every seat's decisions are trained on;
 - ``PAST``: one seat is the learner, the others a snapshot from the :class:`OpponentPool`
   (earlier weights, so the learner keeps beating what it used to be);
-- ``BOTS``: one seat is the learner, the others heuristic bots (``rule`` bots decide for
-  the whole batch in one compiled call, :class:`~loveletter_env.agents.batched_rule.BatchedRuleBots`;
+- ``BOTS``: one seat is the learner, the others heuristic bots (``rule`` and ``random``
+  decide for the whole batch in one compiled call, :mod:`loveletter_env.agents.batched_bots`;
   other bots act in Python, one game at a time: keep their share small).
 
 :class:`Seating` holds the draw for every game (kind, learner seat, bot name) and the bots
@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from loveletter_env.agents import Agent, make_agent
-from loveletter_env.agents.batched_rule import BatchedRuleBots
+from loveletter_env.agents.batched_bots import BATCHED_BOTS, BatchedBots
 from loveletter_env.validation import MAX_PLAYERS
 
 from .config import OpponentConfig
@@ -93,15 +93,15 @@ class Seating:
         self.learner_seat = np.zeros(n, dtype=np.int64)
         self.bot_name: list[str] = [""] * n
         self._bots: dict[tuple[int, str], list[Agent]] = {}
-        self._rule_bots: BatchedRuleBots | None = None  # slot game * MAX_PLAYERS + seat
+        self._batched: dict[str, BatchedBots] = {}  # by bot name; slot game * MAX_PLAYERS + seat
 
-    def rule_bots(self) -> BatchedRuleBots:
-        """The ``rule`` bots of every game and seat, seeded as :meth:`bots_for` seeds them."""
-        if self._rule_bots is None:
+    def batched_bots(self, name: str) -> BatchedBots:
+        """The compiled ``name`` bots of every game and seat, seeded as :meth:`bots_for` seeds them."""
+        if name not in self._batched:
             games = range(len(self.num_players))
             seeds = [derive_seed(self.run_seed, 4, g, seat) for g in games for seat in range(MAX_PLAYERS)]
-            self._rule_bots = BatchedRuleBots(seeds)
-        return self._rule_bots
+            self._batched[name] = BATCHED_BOTS[name](seeds)
+        return self._batched[name]
 
     def draw(self, games: np.ndarray, rng: np.random.Generator, pool_size: int) -> None:
         """Redraw opponent kind, learner seat and bots for ``games`` (new episodes)."""
@@ -117,8 +117,8 @@ class Seating:
             if kind == OpponentKind.BOTS:
                 name = o.bot_names[int(rng.integers(len(o.bot_names)))]
                 self.bot_name[g] = name
-                if name == "rule":
-                    self.rule_bots().reset(g * MAX_PLAYERS + np.arange(MAX_PLAYERS))
+                if name in BATCHED_BOTS:
+                    self.batched_bots(name).reset(g * MAX_PLAYERS + np.arange(MAX_PLAYERS))
                     continue
                 for bot in self.bots_for(g, name):
                     reset = getattr(bot, "reset", None)
@@ -135,15 +135,17 @@ class Seating:
         return self._bots[key]
 
     def bot_actions(self, games: np.ndarray, seat: np.ndarray, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The bots' moves in ``games``, on the observation of their own seat: ``rule`` bots
-        in one compiled call, other bots one game at a time in Python."""
+        """The bots' moves in ``games``, on the observation of their own seat: compiled bots
+        one call per bot name, other bots one game at a time in Python."""
         obs_np, mask_np = obs.cpu().numpy(), mask.cpu().numpy().astype(np.int8)
         picked = np.zeros(len(games), dtype=np.int64)
-        rule = np.array([self.bot_name[g] == "rule" for g in games.tolist()], dtype=bool)
-        if rule.any():
-            slots = games[rule] * MAX_PLAYERS + seat[games[rule]]
-            picked[rule] = self.rule_bots().act(slots, obs_np[rule], mask_np[rule])
-        for i in np.flatnonzero(~rule).tolist():
+        names = np.array([self.bot_name[g] for g in games.tolist()])
+        compiled = np.isin(names, list(BATCHED_BOTS))
+        for name in set(names[compiled].tolist()):
+            rows = names == name
+            slots = games[rows] * MAX_PLAYERS + seat[games[rows]]
+            picked[rows] = self.batched_bots(name).act(slots, obs_np[rows], mask_np[rows])
+        for i in np.flatnonzero(~compiled).tolist():
             g = int(games[i])
             bot = self.bots_for(g, self.bot_name[g])[seat[g]]
             picked[i] = bot.act({"observation": obs_np[i], "action_mask": mask_np[i]})

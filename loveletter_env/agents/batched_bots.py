@@ -1,14 +1,16 @@
-"""The ``rule`` bot for many seats at once, compiled: the same moves as :class:`RuleAgent`.
+"""The ``rule`` and ``random`` bots for many seats at once, compiled, with the same moves
+as :class:`~loveletter_env.agents.rule.RuleAgent` and :class:`~loveletter_env.agents.random_agent.RandomAgent`.
 
-Self-play seats rule bots in a share of its games; one Python decision per game per step
+Self-play seats bots in a share of its games; one Python decision per game per step
 (decode the vector, build a view, walk the rules) is what made bots a tenth of a training
-run. :class:`BatchedRuleBots` holds any number of bot *slots* (one per game and seat) and
-decides for a batch of them in one compiled call, reading the same observation vectors.
+run. :class:`BatchedRuleBots` and :class:`BatchedRandomBots` hold any number of bot
+*slots* (one per game and seat) and decide for a batch of them in one compiled call,
+reading the same observation vectors.
 
-Each slot is exactly a :class:`~loveletter_env.agents.rule.RuleAgent`: its random
-generator is a copy of the state of ``random.Random(seed)`` (Mersenne Twister, drawn the
-way ``Random.choice`` draws), and it keeps the same kept-card memory, so a slot plays the
-moves the Python bot with that seed would, draw for draw (``tests/test_batched_rule.py``).
+Each slot is exactly the Python bot with the same seed: its random generator is a copy of
+the state of ``random.Random(seed)`` (Mersenne Twister, drawn the way ``Random.choice``
+draws), and a rule bot keeps the same kept-card memory, so a slot plays the moves the
+Python bot would, draw for draw (``tests/test_batched_bots.py``).
 """
 
 from __future__ import annotations
@@ -241,7 +243,7 @@ def _rule_action(obs, n, known, a, b, options, count, mt, seen_card, weights, pi
             return PRINCE_BASE + k
     # 3. Baron when ahead.
     if a == BARON or b == BARON:
-        kept = _other(a, b, BARON)
+        kept = _other(a, b, np.int64(BARON))
         for i in range(count):
             action = options[i]
             offset = OFFSET_OF_ACTION[action]
@@ -260,11 +262,11 @@ def _rule_action(obs, n, known, a, b, options, count, mt, seen_card, weights, pi
             return best
     # 4. Priest before Guard.
     if (a == PRIEST or b == PRIEST) and holds_guard:
-        choice = _play(obs, n, known, a, b, PRIEST, options, count, mt, weights, picks)
+        choice = _play(obs, n, known, a, b, np.int64(PRIEST), options, count, mt, weights, picks)
         if choice >= 0:
             return choice
     # 5. Shelter a high card.
-    if (a == HANDMAID or b == HANDMAID) and _other(a, b, HANDMAID) >= SHELTER_FROM:
+    if (a == HANDMAID or b == HANDMAID) and _other(a, b, np.int64(HANDMAID)) >= SHELTER_FROM:
         for i in range(count):
             if CARD_OF_ACTION[options[i]] == HANDMAID:
                 return options[i]
@@ -345,27 +347,41 @@ def rule_actions(observations, masks, slots, mt_states, memories, actions):
         memory[_DISCARDS] = discards + 1
 
 
-class BatchedRuleBots:
-    """Rule bots in ``len(seeds)`` slots, slot ``i`` playing as ``RuleAgent(seed=seeds[i])``.
+@njit(cache=True)
+def random_actions(masks, slots, mt_states, actions):
+    """``actions[i]`` = the move of random-bot slot ``slots[i]`` with legal ``masks[i]``:
+    ``RandomAgent.act`` (a forced move draws nothing)."""
+    options = np.zeros(NUM_ACTIONS, np.int64)
+    for i in range(masks.shape[0]):
+        count = 0
+        for action in range(NUM_ACTIONS):
+            if masks[i, action]:
+                options[count] = action
+                count += 1
+        actions[i] = options[0] if count == 1 else options[_below(mt_states[slots[i]], count)]
+
+
+class BatchedBots:
+    """Bots in ``len(seeds)`` slots, slot ``i`` seeded like the Python bot with ``seeds[i]``.
 
     :meth:`act` decides for a batch of slots at once; :meth:`reset` starts new episodes
-    (clears the kept-card memory, as ``RuleAgent.reset()`` without a seed does).
+    for some slots (as the Python bots' ``reset()`` without a seed: the generator goes on).
     """
 
     def __init__(self, seeds: list[int]):
         self.mt_states = np.array([random.Random(s).getstate()[1] for s in seeds], dtype=np.uint32)
-        self.memories = np.zeros((len(seeds), 3), dtype=np.int64)
-        self.reset(np.arange(len(seeds)))
+
+    def __len__(self) -> int:
+        return len(self.mt_states)
 
     def reset(self, slots: np.ndarray) -> None:
-        """New episodes for ``slots``: forget the kept cards."""
-        self.memories[slots] = (0, -1, -1)
+        """New episodes for ``slots``."""
 
     def act(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """int64 [B]: the moves of ``slots`` (int [B], each at most once) given their
-        ``observations`` (float32 [B, 646]) and legal ``masks`` ([B, 41], at least one legal each)."""
+        """int64 [B]: the moves of ``slots`` (int [B]) given their ``observations``
+        (float32 [B, 646]) and legal ``masks`` ([B, 41], at least one legal each)."""
         slots = np.asarray(slots, dtype=np.int64)
-        size = len(self.memories)
+        size = len(self)
         if slots.ndim != 1 or (len(slots) and (slots.min() < 0 or slots.max() >= size)):
             raise ValueError(f"slots must be a 1-D array of slot indices in 0..{size - 1}")
         observations = np.ascontiguousarray(observations, dtype=np.float32)
@@ -378,5 +394,35 @@ class BatchedRuleBots:
         if not masks.any(1).all():
             raise ValueError("every mask needs a legal action: a bot only acts on its own turn")
         actions = np.zeros(len(slots), dtype=np.int64)
-        rule_actions(observations, masks, slots, self.mt_states, self.memories, actions)
+        self._decide(slots, observations, masks, actions)
         return actions
+
+    def _decide(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> None:
+        raise NotImplementedError
+
+
+class BatchedRandomBots(BatchedBots):
+    """``RandomAgent(seed=seeds[i])`` in slot ``i``."""
+
+    def _decide(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> None:
+        random_actions(masks, slots, self.mt_states, actions)
+
+
+class BatchedRuleBots(BatchedBots):
+    """``RuleAgent(seed=seeds[i])`` in slot ``i``, kept-card memory included."""
+
+    def __init__(self, seeds: list[int]):
+        super().__init__(seeds)
+        self.memories = np.zeros((len(seeds), 3), dtype=np.int64)
+        self.reset(np.arange(len(seeds)))
+
+    def reset(self, slots: np.ndarray) -> None:
+        """New episodes for ``slots``: forget the kept cards."""
+        self.memories[slots] = (0, -1, -1)
+
+    def _decide(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> None:
+        rule_actions(observations, masks, slots, self.mt_states, self.memories, actions)
+
+
+#: The compiled bots by agent name.
+BATCHED_BOTS: dict[str, type[BatchedBots]] = {"rule": BatchedRuleBots, "random": BatchedRandomBots}
