@@ -238,3 +238,21 @@ def test_aec_env_game_is_a_live_read_only_view():
         game.tokens = [7, 0, 0]
     with pytest.raises(AttributeError):
         engine.step(game, engine.legal_actions(game)[0])
+
+
+def test_compiled_sampler_draws_uniform_legal_actions():
+    from loveletter_env.core.sampling import new_generator, sample_legal
+
+    masks = np.zeros((60_000, NUM_ACTIONS), np.bool_)
+    masks[:, [0, 21, 40]] = True
+    masks[7] = False
+    out = np.zeros(len(masks), np.int64)
+    sample_legal(masks, new_generator(5), out)
+    assert out[7] == -1
+    values, counts = np.unique(np.delete(out, 7), return_counts=True)
+    assert values.tolist() == [0, 21, 40] and (abs(counts - 20_000) < 600).all()
+    again = np.zeros_like(out)
+    sample_legal(masks, new_generator(5), again)
+    assert np.array_equal(out, again)
+    with pytest.raises(ValueError, match="seed"):
+        new_generator(-1)

@@ -76,6 +76,12 @@ _MAX_DISCARDS = DECK_SIZE
 _DISCARD_BLOCK = _MAX_DISCARDS * 8  # observation entries per seat's discard sequence
 
 
+@njit(cache=True)
+def _wrap(seat, n):
+    """``seat % n`` for 0 <= seat < 2n: a compare instead of a division on the hot path."""
+    return seat - n if seat >= n else seat
+
+
 # Knowledge (mirrors loveletter_env.knowledge) -------------------------------------------
 
 
@@ -126,7 +132,7 @@ def start_round(r, deck, first_player):
     # Set-aside card, then the 2-player face-up cards, then one card each in turn order.
     dealt = 1 + (FACE_UP_CARDS_2P if n == 2 else 0)
     for i in range(n):
-        r[HANDS + (first_player + i) % n] = r[DECK + dealt + i]
+        r[HANDS + _wrap(first_player + i, n)] = r[DECK + dealt + i]
     r[NEXT_CARD] = dealt + n
     _begin_turn(r, first_player)
 
@@ -175,7 +181,7 @@ def _target_code(r):
     code = 0
     king = 0
     for t in range(1, n):
-        seat = (player + t) % n
+        seat = _wrap(player + t, n)
         if r[OUT + seat]:
             continue
         if not r[PROTECTED + seat]:
@@ -276,7 +282,7 @@ def play(r, action):
             r[SEEN + at] = 0
 
     if offset >= 0:
-        target = (player + offset) % n
+        target = _wrap(player + offset, n)
         if card == GUARD:
             if r[HANDS + target] == guess:
                 _eliminate(r, target)
@@ -346,9 +352,9 @@ def _end_turn(r):
         _showdown(r)
         _finish_round(r)
     else:
-        nxt = (np.int64(r[CURRENT]) + 1) % n
+        nxt = _wrap(np.int64(r[CURRENT]) + 1, n)
         while r[OUT + nxt]:
-            nxt = (nxt + 1) % n
+            nxt = _wrap(nxt + 1, n)
         _begin_turn(r, nxt)
 
 
@@ -415,7 +421,7 @@ def observe_into(r, observer, out):
             out[OBS_FACE_UP + np.int64(r[DECK + i]) - 1] += 1.0
 
     for k in range(n):
-        seat = (observer + k) % n
+        seat = _wrap(observer + k, n)
         sequence = OBS_DISCARDS + k * _DISCARD_BLOCK - 1
         for j in range(np.int64(r[NUM_DISCARDS + seat])):
             out[sequence + j * 8 + np.int64(r[DISCARDS + seat * _MAX_DISCARDS + j])] = 1.0
@@ -439,7 +445,7 @@ def observe_into(r, observer, out):
             out[OBS_PROTECTED + k] = 1.0
         out[OBS_TOKENS + k] = r[TOKENS + seat]
     if not r[ROUND_OVER]:
-        out[OBS_TO_ACT + (np.int64(r[CURRENT]) - observer) % n] = 1.0
+        out[OBS_TO_ACT + _wrap(np.int64(r[CURRENT]) - observer + n, n)] = 1.0
     out[OBS_NUM_PLAYERS + n - 2] = 1.0
     out[OBS_RULES] = r[RULE_DISCARD_SUM]
     out[OBS_RULES + 1] = r[RULE_KING_IGNORES_HANDMAID]

@@ -36,18 +36,19 @@ def _next(state):
 def sample_legal(masks, state, out):
     """``out[g]`` = an action drawn uniformly from the set entries of ``masks[g]`` (bool
     [N, 41]); -1 for a row with none."""
-    for g in range(masks.shape[0]):
+    rows = masks.view(np.uint8)  # 0/1 bytes: counting them is a plain (vectorised) sum
+    for g in range(rows.shape[0]):
+        row = rows[g]
         count = 0
-        for a in range(masks.shape[1]):
-            count += masks[g, a]
+        for a in range(row.shape[0]):
+            count += row[a]
         if count == 0:
             out[g] = -1
             continue
         # The top 32 bits times the count: uniform up to a bias below 2^-26.
         k = np.int64(((_next(state) >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
-        for a in range(masks.shape[1]):
-            if masks[g, a]:
-                if k == 0:
-                    out[g] = a
-                    break
-                k -= 1
+        a = 0
+        while k >= row[a]:  # stops at the (k+1)-th set entry
+            k -= row[a]
+            a += 1
+        out[g] = a
