@@ -57,7 +57,7 @@ wrapped env (:func:`env`); its attributes are this module's (``loveletter_env.en
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, NoReturn
 
 import gymnasium
 import numpy as np
@@ -79,6 +79,7 @@ from .rules import Rules, resolve_rules
 from .validation import check_int, check_seat
 
 EPISODE_KINDS = ("round", "game")
+RENDER_MODES = ("human", "ansi")
 RESET_OPTIONS = ("deck", "first_player")
 #: Upper bound of any observation entry (counts, tokens, deck size are all below it).
 OBSERVATION_HIGH = 16.0
@@ -153,7 +154,12 @@ class raw_env(AECEnv):
     ends, then +1 for each winner and -1 for everyone else.
     """
 
-    metadata = {"render_modes": ["human", "ansi"], "name": "loveletter_v0", "is_parallelizable": False, "render_fps": 1}
+    metadata = {
+        "render_modes": list(RENDER_MODES),
+        "name": "loveletter_v0",
+        "is_parallelizable": False,
+        "render_fps": 1,
+    }
 
     def __init__(
         self,
@@ -171,8 +177,8 @@ class raw_env(AECEnv):
             raise ValueError(f"num_players must be 2, 3 or 4, got {num_players!r}")
         if episode not in EPISODE_KINDS:
             raise ValueError(f"episode must be one of {EPISODE_KINDS}, got {episode!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None or one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
         self.num_players = int(num_players)
         self.rules = resolve_rules(rules)
         self.episode = episode
@@ -221,12 +227,11 @@ class raw_env(AECEnv):
             self._np_random, self._np_random_seed = seeding.np_random(seed)
             self._decks = DeckShuffler(self._np_random)
         rng = self._np_random
-        if first is None:
-            first = int(rng.integers(self.num_players))
-        deck = self._decks.next_array() if deck is None else np.array(deck, dtype=np.uint8)
+        first_seat = int(rng.integers(self.num_players)) if first is None else first
+        cards = self._decks.next_array() if deck is None else np.array(deck, dtype=np.uint8)
         record = self._record
         kernels.restart_game(record)
-        kernels.start_round(record, deck, int(first))
+        kernels.start_round(record, cards, first_seat)
         if self._game is None:
             self._game = RecordGameState(record, self.rules)
         self.agents = self.possible_agents[:]
@@ -234,7 +239,7 @@ class raw_env(AECEnv):
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
-        self.infos = {a: {} for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self.agent_selection = self.possible_agents[record[CURRENT]]
         if self.render_mode == "human":
             self.render()
@@ -266,17 +271,21 @@ class raw_env(AECEnv):
         if self.render_mode == "human":
             self.render()
 
-    def _refuse(self, action: Any) -> None:
-        game = self._game
+    def _refuse(self, action: Any) -> NoReturn:
+        game = self._require_game()
         raise IllegalActionError(action, engine.legal_actions(game), game.current, self.num_players)
 
-    def _require_reset(self) -> np.ndarray:
+    def _require_game(self) -> RecordGameState:
         if self._game is None:
             raise RuntimeError("call reset() before step() or observe()")
+        return self._game
+
+    def _require_reset(self) -> np.ndarray:
+        self._require_game()
         return self._record
 
     def _end_episode(self) -> None:
-        game = self._game
+        game = self._require_game()
         winners = game.round_winners if self.episode == "round" else game.game_winners
         for i, a in enumerate(self.possible_agents):
             self.rewards[a] = 1.0 if i in winners else -1.0

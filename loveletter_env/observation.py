@@ -201,7 +201,7 @@ def decode_observation(vector) -> ObservationView:
     known = (0,) + tuple(
         int(np.argmax(f["known_card"][k - 1])) + 1 if f["known_card"][k - 1].any() else 0 for k in range(1, n)
     )
-    ruled = (frozenset(),) + tuple(
+    ruled: tuple[frozenset[int], ...] = (frozenset(),) + tuple(
         frozenset(int(i) + 1 for i in np.flatnonzero(f["ruled_out"][k - 1])) for k in range(1, n)
     )
     to_act = int(np.argmax(f["to_act"])) if f["to_act"].any() else None
@@ -270,8 +270,8 @@ class ObservationTracker:
         self._buffers = np.zeros((num_players, OBSERVATION_SIZE), dtype=np.float32)
         # A flat float view: single-element writes through it are several times
         # cheaper than numpy scalar assignment, and this is the env's hot path.
-        self._flat = memoryview(self._buffers).cast("B").cast("f")
-        self._zeros = memoryview(np.zeros(_DYNAMIC_END, dtype=np.float32)).cast("B").cast("f")
+        self._flat = self._buffers.data.cast("B").cast("f")
+        self._zeros = np.zeros(_DYNAMIC_END, dtype=np.float32).data.cast("B").cast("f")
         self._state: GameState | None = None
         self._round = -1
         self._synced = [0] * num_players  # discards already written, per seat

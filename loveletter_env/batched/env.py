@@ -130,8 +130,7 @@ class BatchedLoveLetter:
     @property
     def action_mask(self) -> torch.Tensor:
         """bool [N, 41]: the legal actions of the player to act."""
-        self._require_reset()
-        return self._mask
+        return self._require_reset()
 
     def state_bytes_per_game(self) -> int:
         """Bytes of game state per game."""
@@ -195,10 +194,10 @@ class BatchedLoveLetter:
         or observe other seats with :meth:`observe`."""
         if self._records is not None:
             return self._advance_core(actions, None)
-        self._require_reset()
+        mask = self._require_reset()
         actions = self._check_tensor(actions, "actions", (self.num_games,)).long()
         if self.validate_actions:
-            self._check_actions_legal(actions, self._mask)
+            self._check_actions_legal(actions, mask)
         state, rules = self._state, self.rules
         engine.play_turn(state, actions, rules)
 
@@ -292,9 +291,11 @@ class BatchedLoveLetter:
         return (u * self._players).long().clamp(max=MAX_SEATS - 1)
 
     # Input checks ----------------------------------------------------------------------
-    def _require_reset(self) -> None:
+    def _require_reset(self) -> torch.Tensor:
+        """The current masks; a clear error before the first reset."""
         if self._mask is None:
             raise RuntimeError("call reset() before step(), observe() or action_mask")
+        return self._mask
 
     def _check_tensor(self, x: Any, name: str, shape: tuple[int, ...]) -> torch.Tensor:
         if not isinstance(x, torch.Tensor):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import torch
 
@@ -37,7 +38,7 @@ class Tables:
 @cache
 def tables_for(device: torch.device) -> Tables:
     """The lookup tables on ``device`` (cached)."""
-    long = dict(dtype=torch.long, device=device)
+    long: dict[str, Any] = dict(dtype=torch.long, device=device)
     return Tables(
         action_fields=torch.tensor(list(zip(ACTION_CARD, ACTION_OFFSET, ACTION_GUESS)), **long),
         hand_actions=torch.from_numpy(layout.HAND_ACTIONS).to(device),

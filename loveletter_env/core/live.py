@@ -40,6 +40,7 @@ class RecordGameState(GameState):
     """The game held in ``record`` (uint8 [RECORD_SIZE]), read live, as a ``GameState``."""
 
     __slots__ = ("_record",)
+    _record: np.ndarray
 
     def __init__(self, record: np.ndarray, rules: Rules):
         object.__setattr__(self, "_record", record)
