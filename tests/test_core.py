@@ -256,3 +256,33 @@ def test_compiled_sampler_draws_uniform_legal_actions():
     assert np.array_equal(out, again)
     with pytest.raises(ValueError, match="seed"):
         new_generator(-1)
+
+
+def test_aec_env_copies_and_pickles_into_an_independent_env():
+    """A deep copy or a pickled copy of the env goes on exactly as the original, and
+    stepping one leaves the other alone (its game view follows its own record)."""
+    import copy
+    import pickle
+
+    import loveletter_env
+
+    env = loveletter_env.env(num_players=3, episode="game")
+    env.reset(seed=4)
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
+    copies = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+    before = record_from_state(env.unwrapped.game)
+    for _ in range(30):
+        action = int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])))
+        for e in [env, *copies]:
+            e.step(action)
+        for other in copies:
+            np.testing.assert_array_equal(
+                other.observe(other.agent_selection)["observation"], env.observe(env.agent_selection)["observation"]
+            )
+    twin = copy.deepcopy(env)
+    twin.step(int(np.flatnonzero(twin.observe(twin.agent_selection)["action_mask"])[0]))
+    assert not np.array_equal(record_from_state(twin.unwrapped.game), record_from_state(env.unwrapped.game))
+    assert twin.unwrapped.game._record is twin.unwrapped._record
+    assert not np.array_equal(record_from_state(env.unwrapped.game), before)

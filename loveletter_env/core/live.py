@@ -47,6 +47,10 @@ class RecordGameState(GameState):
         object.__setattr__(self, "num_players", int(record[layout.NUM_PLAYERS]))
         object.__setattr__(self, "rules", rules)
 
+    def __reduce__(self):
+        # Rebuilt around the (copied) record, so a copied or pickled env keeps a live view of its own record.
+        return (type(self), (self._record, self.rules))
+
     def __setattr__(self, name: str, value) -> None:
         if name == "legal":
             return  # the engine caches legal actions here; the view computes them when asked
