@@ -482,3 +482,27 @@ def test_unvalidated_cpu_env_still_refuses_what_the_core_cannot_take():
     with pytest.raises(ValueError, match="seats"):
         env.observe(torch.tensor([-1, 0, 0]))
     env.step(_sample(mask, torch.Generator().manual_seed(0)))
+
+
+def test_bench_vs_pgx_says_how_to_install_pgx_when_missing(monkeypatch, capsys):
+    import builtins
+
+    from loveletter_env import bench
+
+    real_import = builtins.__import__
+
+    def no_pgx(name, *args, **kwargs):
+        if name == "pgx" or name.startswith("pgx."):
+            raise ImportError("No module named 'pgx'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pgx)
+    monkeypatch.setenv("XLA_FLAGS", "")  # the bench sets it for JAX; restored after the test
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["--vs-pgx", "--turns", "300", "--repeats", "1", "--batch", "16"])
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    assert "pgx leduc_holdem: skipped" in out and 'pip install -e ".[bench]"' in out
+    assert "(d) batched env" in out and "torch threads: 1" in out
