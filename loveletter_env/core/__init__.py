@@ -18,12 +18,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import knowledge
 from ..cards import DECK_SIZE
 from ..engine import GameState
 from ..rules import Rules
 from . import kernels, layout
 from .layout import MAX_SEATS, RECORD_SIZE
+from .live import RecordGameState
 
 __all__ = ["kernels", "layout", "RECORD_SIZE", "new_records", "record_from_state", "state_from_record"]
 
@@ -80,34 +80,6 @@ def record_from_state(state: GameState) -> np.ndarray:
 
 
 def state_from_record(record: np.ndarray, rules: Rules) -> GameState:
-    """The :class:`GameState` a record holds (its ``history`` is empty: records keep no
-    turn events). ``rules`` is the preset the record was made with."""
-    r = [int(x) for x in record]
-    n = r[layout.NUM_PLAYERS]
-    state = GameState(n, rules)
-
-    def row(at: int, size: int = n) -> list[int]:
-        return r[at : at + size]
-
-    state.tokens = row(layout.TOKENS)
-    state.round = r[layout.ROUND]
-    state.deck = tuple(row(layout.DECK, DECK_SIZE)) if state.round else ()
-    state.next_card = r[layout.NEXT_CARD]
-    state.set_aside_drawn = bool(r[layout.SET_ASIDE_DRAWN])
-    state.hands = row(layout.HANDS)
-    state.drawn = r[layout.DRAWN]
-    state.current = r[layout.CURRENT]
-    state.out = [bool(x) for x in row(layout.OUT)]
-    state.protected = [bool(x) for x in row(layout.PROTECTED)]
-    state.discards = [row(layout.DISCARDS + seat * DECK_SIZE, r[layout.NUM_DISCARDS + seat]) for seat in range(n)]
-    knowledge.reset(state, n)
-    for observer in range(n):
-        state.known[observer] = row(layout.KNOWN + observer * MAX_SEATS)
-        state.seen[observer] = [bool(x) for x in row(layout.SEEN + observer * MAX_SEATS)]
-    state.ruled_out = [m << 1 for m in row(layout.RULED_OUT)]
-    state.turn = r[layout.TURN]
-    state.round_over = bool(r[layout.ROUND_OVER])
-    state.round_winners = tuple(p for p in range(n) if r[layout.ROUND_WINNERS + p])
-    state.game_over = bool(r[layout.GAME_OVER])
-    state.game_winners = tuple(p for p in range(n) if r[layout.GAME_WINNERS + p])
-    return state
+    """An independent :class:`GameState` holding the game in ``record`` (its ``history`` is
+    empty: records keep no turn events). ``rules`` is the preset the record was made with."""
+    return RecordGameState(record, rules).clone()

@@ -138,19 +138,6 @@ def start_round(r, deck, first_player):
 
 
 @njit(cache=True)
-def new_game(r, num_players, tokens_to_win, discard_sum, king_ignores_handmaid):
-    """Clear ``r`` into a game of ``num_players`` with no round dealt yet."""
-    r[:] = 0
-    r[NUM_PLAYERS] = num_players
-    r[TOKENS_TO_WIN] = tokens_to_win
-    r[RULE_DISCARD_SUM] = discard_sum
-    r[RULE_KING_IGNORES_HANDMAID] = king_ignores_handmaid
-    r[ROUND_OVER] = 1
-    for seat in range(num_players, MAX_SEATS):
-        r[OUT + seat] = 1
-
-
-@njit(cache=True)
 def restart_game(r):
     """Zero the tokens and round count of ``r`` for a new game at the same table."""
     for seat in range(MAX_SEATS):
