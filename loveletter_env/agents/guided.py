@@ -43,10 +43,12 @@ from ..cards import CARD_VALUES
 from ..engine import GameState
 from ..observation import LAYOUT, OBSERVATION_SIZE, SLICES, ObservationView, decode_observation, encode_observation
 from .base import SeededAgent, legal_actions_of, other_card
-from .inference import decision_view, play_likelihoods, posterior, view_legal_actions
+from .inference import model_play_probability, play_likelihoods, posterior, view_legal_actions
 from .ismcts import determinize, model_action
 from .memory import KeptCardMemory
 
+#: The card each action plays, by action index.
+_ACTION_CARDS = np.array(ACTION_CARD)
 #: How the other players are modelled inside the search.
 OPPONENT_MODELS = ("greedy", "network", "belief")
 #: Whose play model reads opponents' last plays.
@@ -182,36 +184,18 @@ class GuidedSearchAgent(SeededAgent):
         return max(candidates, key=totals.__getitem__)  # max() keeps the first (most likely) of equals
 
     def read_plays(self, view: ObservationView, held: int) -> dict[int, dict[int, float]]:
-        """For each opponent, P(their last play | the card they kept) for each card they may hold:
-        by the card-counting bot (``reading="belief"``) or by the network's policy on their view then."""
-        if self.reading == "belief":
-            return {k: play_likelihoods(view, k, held, self.model_noise) for k in range(1, view.num_players)}
-        likelihoods: dict[int, dict[int, float]] = {}
-        for k in range(1, view.num_players):
-            if not view.in_round(k) or view.known_cards[k] or not view.discards[k]:
-                likelihoods[k] = {}
-                continue
-            played = view.discards[k][-1]
-            then = {
-                kept: decision_view(view, k, kept, held)
-                for kept in CARD_VALUES
-                if view.unseen[kept] and kept not in view.ruled_out[k] and kept != played
-            }
-            readable = {kept: v for kept, v in then.items() if v is not None}
-            chances = {kept: 0.0 for kept in then}
-            if readable:
-                masks = np.zeros((len(readable), NUM_ACTIONS), dtype=bool)
-                for row, v in enumerate(readable.values()):
-                    masks[row, list(view_legal_actions(v))] = True
-                logits, _ = self._forward([encode_view(v) for v in readable.values()])
-                probabilities = _masked_softmax(logits, masks)
-                card_of = np.array([ACTION_CARD[a] for a in range(NUM_ACTIONS)])
-                for row, kept in enumerate(readable):
-                    chances[kept] = float(probabilities[row, card_of == played].sum())
-            if view.unseen[played] and played not in view.ruled_out[k]:
-                chances[played] = 1.0  # either copy played is the same play
-            likelihoods[k] = {kept: self.model_noise + (1.0 - self.model_noise) * c for kept, c in chances.items()}
-        return likelihoods
+        """For each opponent, P(their last play | the card they kept) for each card they may hold
+        (:func:`~loveletter_env.agents.inference.play_likelihoods`), their play read through the
+        network's policy (``reading="network"``) or the card-counting bot (``"belief"``)."""
+        model = self._network_play_probability if self.reading == "network" else model_play_probability
+        return {k: play_likelihoods(view, k, held, self.model_noise, model) for k in range(1, view.num_players)}
+
+    def _network_play_probability(self, view: ObservationView, card: int) -> float:
+        """P(the network, on ``view``, plays ``card``) under its policy over the legal moves."""
+        mask = np.zeros((1, NUM_ACTIONS), dtype=bool)
+        mask[0, list(view_legal_actions(view))] = True
+        logits, _ = self._forward([encode_view(view)])
+        return float(_masked_softmax(logits, mask)[0, np.equal(_ACTION_CARDS, card)].sum())
 
     @staticmethod
     def _strata(
@@ -273,8 +257,8 @@ class GuidedSearchAgent(SeededAgent):
         return values
 
     def _network_moves(self, states: list[GameState]) -> None:
-        """One move in each state by the network on the mover's own view: our own
-        decisions its most likely move, the others' a sample from its policy."""
+        """One move in each state by the network on the mover's own view: its most likely
+        move, except the others' under ``opponents="network"``, a sample from its policy."""
         vectors = [encode_observation(state, state.current) for state in states]
         masks = np.zeros((len(states), NUM_ACTIONS), dtype=bool)
         for row, state in enumerate(states):

@@ -20,7 +20,7 @@ which at three or four players includes the other opponents' plays.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from .. import engine
 from ..actions import ACTION_CARD
@@ -108,9 +108,17 @@ def model_play_probability(view: ObservationView, card: int) -> float:
     return sum(ACTION_CARD[a] == card for a in best) / len(best)
 
 
-def play_likelihoods(view: ObservationView, offset: int, our_card: int = 0, noise: float = 0.1) -> dict[int, float]:
+def play_likelihoods(
+    view: ObservationView,
+    offset: int,
+    our_card: int = 0,
+    noise: float = 0.1,
+    play_probability: Callable[[ObservationView, int], float] = model_play_probability,
+) -> dict[int, float]:
     """For each value seat ``offset`` may hold, P(their last play | they kept it), with
     ``noise`` the floor for players who stray from the model (1.0 reads nothing).
+    ``play_probability(view_then, card)`` is the model: by default the card-counting bot
+    (:func:`model_play_probability`); the network-guided search passes its network's policy.
 
     Empty when there is nothing to read (no play yet, or the hand is known).
     """
@@ -125,7 +133,7 @@ def play_likelihoods(view: ObservationView, offset: int, our_card: int = 0, nois
             chance = 1.0  # either copy played is the same play
         else:
             then = decision_view(view, offset, kept, our_card)
-            chance = 0.0 if then is None else model_play_probability(then, played)
+            chance = 0.0 if then is None else play_probability(then, played)
         likelihoods[kept] = noise + (1.0 - noise) * chance
     return likelihoods
 
