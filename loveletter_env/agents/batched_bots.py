@@ -146,7 +146,7 @@ def _other(a, b, card):
 @njit(cache=True)
 def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
     """``rule._play``: the best way to play ``card``, or -1 when playing it is unsafe."""
-    plays = 0
+    plays = np.int64(0)
     for i in range(count):
         if CARD_OF_ACTION[options[i]] == card:
             picks[plays] = options[i]
@@ -155,7 +155,7 @@ def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
         return -1
     kept = _other(a, b, card)
     if card == GUARD:
-        best = 0
+        best = np.int64(0)
         best_p = -1.0
         chosen = picks.copy()
         for i in range(plays):
@@ -177,7 +177,7 @@ def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
         pick = chosen[_below(mt, best)]
         return pick if pick != 0 else picks[0]  # rule._play's "or plays[0]" (action 0 is falsy)
     if card == PRIEST:
-        unknown = 0
+        unknown = np.int64(0)
         chosen = picks.copy()
         for i in range(plays):
             offset = OFFSET_OF_ACTION[picks[i]]
@@ -188,8 +188,8 @@ def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
             return chosen[_below(mt, unknown)]
         return picks[_below(mt, plays)]
     if card == BARON:
-        targeted = 0
-        safe = 0
+        targeted = np.int64(0)
+        safe = np.int64(0)
         chosen = picks.copy()
         for i in range(plays):
             offset = OFFSET_OF_ACTION[picks[i]]
@@ -206,7 +206,7 @@ def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
         return picks[_below(mt, plays)]
     if card == PRINCE:
         top = -1.0
-        others = 0
+        others = np.int64(0)
         for i in range(plays):
             offset = OFFSET_OF_ACTION[picks[i]]
             if offset > 0:
@@ -214,7 +214,7 @@ def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
                 top = max(top, _expected_value(obs, offset, n, known, weights))
         if others:
             chosen = picks.copy()
-            best = 0
+            best = np.int64(0)
             for i in range(plays):
                 offset = OFFSET_OF_ACTION[picks[i]]
                 if offset > 0 and _expected_value(obs, offset, n, known, weights) >= top - 1e-9:
@@ -295,7 +295,7 @@ def rule_actions(observations, masks, slots, mt_states, memories, actions):
     weights = np.zeros(9, np.int64)
     for i in range(observations.shape[0]):
         obs = observations[i]
-        count = 0
+        count = np.int64(0)
         for action in range(NUM_ACTIONS):
             if masks[i, action]:
                 options[count] = action
@@ -305,7 +305,7 @@ def rule_actions(observations, masks, slots, mt_states, memories, actions):
             continue
         slot = slots[i]
         mt, memory = mt_states[slot], memories[slot]
-        n = 2
+        n = np.int64(2)  # typed, not a literal: one compiled version of each callee
         for k in range(3):
             if obs[OBS_NUM_PLAYERS + k]:
                 n = k + 2
@@ -333,14 +333,15 @@ def rule_actions(observations, masks, slots, mt_states, memories, actions):
         last_kept = memory[_KEPT] if 0 <= deck_size < memory[_DECK_SIZE] else 0
         old_card = last_kept if discards == memory[_DISCARDS] and last_kept in (a, b) else 0
         # Drop the Princess unless she is all there is.
-        kept_options = 0
+        kept_options = np.int64(0)
         for j in range(count):
             if options[j] != PRINCESS_ACTION:
                 options[kept_options] = options[j]
                 kept_options += 1
         if kept_options:
             count = kept_options
-        action = _rule_action(obs, n, known, a, b, options, count, mt, old_card if seen else 0, weights, picks)
+        seen_card = old_card if seen else np.int64(0)
+        action = _rule_action(obs, n, known, a, b, options, count, mt, seen_card, weights, picks)
         actions[i] = action
         memory[_KEPT] = _other(a, b, CARD_OF_ACTION[action])
         memory[_DECK_SIZE] = deck_size
@@ -353,7 +354,7 @@ def random_actions(masks, slots, mt_states, actions):
     ``RandomAgent.act`` (a forced move draws nothing)."""
     options = np.zeros(NUM_ACTIONS, np.int64)
     for i in range(masks.shape[0]):
-        count = 0
+        count = np.int64(0)
         for action in range(NUM_ACTIONS):
             if masks[i, action]:
                 options[count] = action

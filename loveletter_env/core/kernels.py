@@ -276,7 +276,7 @@ def play(r, action):
             else:
                 r[RULED_OUT + target] |= 1 << (guess - 1)
         elif card == PRIEST:
-            _learn(r, player, target, r[HANDS + target])
+            _learn(r, player, target, np.int64(r[HANDS + target]))
         elif card == BARON:
             actor_card = np.int64(r[HANDS + player])
             target_card = np.int64(r[HANDS + target])
@@ -296,8 +296,8 @@ def play(r, action):
             else:
                 r[HANDS + target] = _draw_replacement(r)
         elif card == KING:
-            actor_card = r[HANDS + player]
-            target_card = r[HANDS + target]
+            actor_card = np.int64(r[HANDS + player])
+            target_card = np.int64(r[HANDS + target])
             r[HANDS + player] = target_card
             r[HANDS + target] = actor_card
             # What anyone knew moves with the card; the new holder cannot tell whether it held.
