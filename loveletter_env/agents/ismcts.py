@@ -30,15 +30,19 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import engine
 from ..actions import ACTION_CARD
 from ..cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, FULL_DECK
+from ..core import record_from_state
 from ..engine import GameState
 from ..observation import ObservationView, decode_observation
 from ..rules import Rules
 from ..validation import check_int, check_number
 from .base import SeededAgent, legal_actions_of, other_card
 from .belief import action_scores, belief_action
+from .compiled_belief import candidate_playouts, model_weights
 from .inference import play_likelihoods, posterior
 from .memory import KeptCardMemory
 
@@ -227,6 +231,9 @@ class ISMCTSAgent(SeededAgent):
     """
 
     name = "ismcts"
+    #: Play ``tree_depth=1`` searches on the compiled core (:mod:`.compiled_belief`); False runs
+    #: the Python reference loop, which makes the same moves more slowly.
+    use_core: bool = True
 
     def __init__(
         self,
@@ -279,6 +286,8 @@ class ISMCTSAgent(SeededAgent):
         candidates = self._ranked(action_scores(view, legal, old_card, beliefs), legal)
         if len(candidates) == 1:
             return candidates[0]
+        if self.tree_depth == 1 and self.use_core:
+            return self._search_on_core(view, old_card, likelihoods, candidates)
         root = _Node()
         totals = dict.fromkeys(candidates, 0.0)
         for _ in range(max(1, self.iterations // len(candidates))):
@@ -287,6 +296,25 @@ class ISMCTSAgent(SeededAgent):
             for action in candidates:
                 totals[action] += self._iterate(root, deal.clone(), random.Random(playout_seed), action)
         return max(candidates, key=totals.__getitem__)  # max() keeps the first of equals
+
+    def _search_on_core(
+        self,
+        view: ObservationView,
+        old_card: int,
+        likelihoods: Mapping[int, Mapping[int, float]],
+        candidates: list[int],
+    ) -> int:
+        """:meth:`search` at ``tree_depth=1`` with the playouts compiled: the same deals, seeds
+        and moves as the Python loop below, played on core records by the compiled belief bot."""
+        rng = self.rng
+        actions = np.array(candidates, dtype=np.int64)
+        totals = np.zeros(len(candidates))
+        weights = model_weights()
+        for _ in range(max(1, self.iterations // len(candidates))):
+            deal = determinize(view, rng, old_card, likelihoods)
+            playout_seed = rng.getrandbits(64)
+            candidate_playouts(record_from_state(deal), actions, np.uint64(playout_seed), weights, totals)
+        return candidates[int(np.argmax(totals))]  # argmax keeps the first of equals, as max() does
 
     def _iterate(self, root: _Node, state: GameState, rng: random.Random, first: int) -> float:
         """One iteration: play ``first`` at the root, descend the tree on this

@@ -1,0 +1,493 @@
+"""The card-counting bot (:mod:`~loveletter_env.agents.belief`) compiled over core records,
+and the ISMCTS playouts that run on it.
+
+A search playout asks the card-counting bot for every move of every player until the
+round ends. In Python that is a view (:func:`~loveletter_env.agents.ismcts.seat_view`),
+a dictionary of probabilities per opponent and a score per legal action, each turn; here
+it is a few loops over the game's core record (:mod:`loveletter_env.core`), played with
+the core's rules (:func:`~loveletter_env.core.kernels.play`).
+
+The moves are the Python bot's, draw for draw: every score is computed with the same
+floating-point operations in the same order as :func:`~loveletter_env.agents.belief.score_action`
+(so ties and the best action come out the same), and ties are broken by a copy of
+``random.Random(seed)`` drawn the way ``Random.choice`` draws (the compiled bots'
+Mersenne Twister). ``tests/test_search_speed.py`` compares both with the Python
+reference. The value model's weights are read from :mod:`.belief` at each call (an
+argument, not a compiled-in constant), so the on-disk compile cache cannot hold stale ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..cards import DECK_SIZE
+from ..core.kernels import legal_bits, play
+from ..core.layout import (
+    CARD_OF_ACTION,
+    COPIES,
+    CURRENT,
+    DECK,
+    DISCARDED,
+    DISCARDS,
+    DRAWN,
+    GUESS_OF_ACTION,
+    HANDS,
+    KNOWN,
+    MAX_SEATS,
+    NEXT_CARD,
+    NUM_ACTIONS,
+    NUM_DISCARDS,
+    NUM_PLAYERS,
+    OFFSET_OF_ACTION,
+    OUT,
+    ROUND_OVER,
+    ROUND_WINNERS,
+    RULED_OUT,
+    SEEN,
+)
+from . import belief
+from .batched_bots import MT_WORDS, _below
+
+GUARD, PRIEST, BARON, HANDMAID, PRINCE, KING, COUNTESS, PRINCESS = range(1, 9)
+
+#: The value model's weights, in the order the kernels read them (see :func:`model_weights`).
+_SURE_LOSS, _GUARD_OPTION, _BARON_OPTION, _PRINCE_OPTION, _SMALL_OPTION = range(5)
+_SHOWDOWN_HORIZON, _BARON_THREAT, _MAX_OPTION, _RISK_SCALE, _KEEP_HIGHER = range(5, 10)
+
+
+def model_weights() -> np.ndarray:
+    """float64 [10]: the card-counting bot's weights (:mod:`.belief`), as the kernels take them."""
+    return np.array(
+        [
+            belief.SURE_LOSS,
+            belief.GUARD_OPTION,
+            belief.BARON_OPTION,
+            belief.PRINCE_OPTION,
+            belief.SMALL_OPTION,
+            belief.SHOWDOWN_HORIZON,
+            belief.BARON_THREAT,
+            belief.MAX_OPTION,
+            belief.RISK_SCALE,
+            belief.KEEP_HIGHER,
+        ],
+        dtype=np.float64,
+    )
+
+
+# Seeding: random.Random(seed) for a seed 0 <= seed < 2**64 --------------------------------
+
+
+@njit(cache=True)
+def seed_generator(seed, mt):
+    """Write into ``mt`` (uint32 [625]) the state of ``random.Random(seed)`` (CPython's
+    ``init_by_array`` over the seed's 32-bit words, low word first)."""
+    mask = np.uint64(0xFFFFFFFF)
+    low = np.uint64(seed) & mask
+    high = np.uint64(seed) >> np.uint64(32)
+    key = np.array([low, high], dtype=np.uint64)
+    length = 2 if high else 1
+    state = np.zeros(MT_WORDS, np.uint64)
+    state[0] = np.uint64(19650218)
+    for i in range(1, MT_WORDS):
+        prev = state[i - 1]
+        state[i] = (np.uint64(1812433253) * (prev ^ (prev >> np.uint64(30))) + np.uint64(i)) & mask
+    i, j = 1, 0
+    for _ in range(max(MT_WORDS, length)):
+        prev = state[i - 1]
+        state[i] = ((state[i] ^ ((prev ^ (prev >> np.uint64(30))) * np.uint64(1664525))) + key[j] + np.uint64(j)) & mask
+        i += 1
+        j += 1
+        if i >= MT_WORDS:
+            state[0] = state[MT_WORDS - 1]
+            i = 1
+        if j >= length:
+            j = 0
+    for _ in range(MT_WORDS - 1):
+        prev = state[i - 1]
+        state[i] = ((state[i] ^ ((prev ^ (prev >> np.uint64(30))) * np.uint64(1566083941))) - np.uint64(i)) & mask
+        i += 1
+        if i >= MT_WORDS:
+            state[0] = state[MT_WORDS - 1]
+            i = 1
+    state[0] = np.uint64(0x80000000)
+    for i in range(MT_WORDS):
+        mt[i] = state[i]
+    mt[MT_WORDS] = MT_WORDS
+
+
+# The seat's view (ismcts.seat_view's fields, read from the record) -------------------------
+
+
+@njit(cache=True)
+def _play_likelihood(played, kept, w):
+    """``belief.play_likelihood``."""
+    if played == kept:
+        return 1.0
+    if kept == COUNTESS and (played in (KING, PRINCE)):
+        return 0.0
+    if played == COUNTESS:
+        return 1.0 if kept in (KING, PRINCE) else 0.3
+    if kept == PRINCESS:
+        return 1.0
+    return w[_KEEP_HIGHER] if kept > played else 1.0 - w[_KEEP_HIGHER]
+
+
+@njit(cache=True)
+def read_view(r, seat, unseen, opponents):
+    """What ``seat`` (the player to act) sees of the game in ``r``, as the belief bot reads it:
+    fills ``unseen`` (int64 [9], copies of each value whose place ``seat`` cannot name) and
+    ``opponents`` (int64 [4], the seat offsets still in the round); returns how many those are."""
+    n = np.int64(r[NUM_PLAYERS])
+    a = np.int64(r[HANDS + seat])
+    b = np.int64(r[DRAWN])
+    for v in range(1, 9):
+        unseen[v] = COPIES[v]
+        for p in range(n):
+            unseen[v] -= r[DISCARDED + p * 8 + v - 1]
+    unseen[0] = 0
+    unseen[a] -= 1
+    unseen[b] -= 1
+    if n == 2:
+        for i in range(1, 4):
+            unseen[r[DECK + i]] -= 1
+    for k in range(1, n):
+        p = (seat + k) % n
+        known = r[KNOWN + seat * MAX_SEATS + p]
+        if known:
+            unseen[known] -= 1
+    count = 0
+    for k in range(1, n):
+        p = (seat + k) % n
+        if r[OUT + p]:
+            continue
+        opponents[count] = k
+        count += 1
+    return count
+
+
+@njit(cache=True)
+def _hand_posterior(r, seat, k, unseen, w, dist):
+    """``belief.hand_posterior`` of seat offset ``k`` (in the round) into ``dist`` [9]."""
+    n = np.int64(r[NUM_PLAYERS])
+    p = (seat + k) % n
+    for v in range(9):
+        dist[v] = 0.0
+    known = np.int64(r[KNOWN + seat * MAX_SEATS + p])
+    entries = 0
+    if known:
+        dist[known] = 1.0
+        entries = 1
+    else:
+        ruled = np.int64(r[RULED_OUT + p])
+        total = 0
+        for v in range(1, 9):
+            if unseen[v] and not (ruled >> (v - 1)) & 1:
+                total += unseen[v]
+                entries += 1
+        strict = entries > 0
+        if not strict:  # only an inconsistent view rules out every unseen value
+            for v in range(1, 9):
+                if unseen[v]:
+                    total += unseen[v]
+                    entries += 1
+        for v in range(1, 9):
+            if unseen[v] and (not strict or not (ruled >> (v - 1)) & 1):
+                dist[v] = unseen[v] / total
+    played_count = np.int64(r[NUM_DISCARDS + p])
+    if entries < 2 or played_count == 0:
+        return
+    played = np.int64(r[DISCARDS + p * DECK_SIZE + played_count - 1])
+    weights = np.zeros(9)
+    total_weight = 0.0
+    for v in range(1, 9):
+        if dist[v] != 0.0:
+            weights[v] = dist[v] * _play_likelihood(played, v, w)
+            total_weight += weights[v]
+    if total_weight:
+        for v in range(1, 9):
+            dist[v] = weights[v] / total_weight if weights[v] else 0.0
+
+
+# The value model (belief._Situation and belief.score_action, operation for operation) ------
+
+
+@njit(cache=True)
+def _beats(card, dist):
+    below = 0.0
+    for v in range(1, card):
+        if dist[v] != 0.0:
+            below += dist[v]
+    return below + 0.5 * dist[card]
+
+
+@njit(cache=True)
+def _showdown(card, count, beliefs):
+    win = 1.0
+    for i in range(count):
+        win *= _beats(card, beliefs[i])
+    return win
+
+
+@njit(cache=True)
+def _holds_chance(dist, card, unseen_share):
+    return 1.0 - (1.0 - dist[card]) * (1.0 - unseen_share[card])
+
+
+@njit(cache=True)
+def _guess_chance(card, unseen):
+    if card == GUARD:
+        return 0.0
+    best = 0
+    for v in range(2, 9):
+        c = unseen[v] + (1 if v == card else 0)
+        best = max(best, c)
+    mine = unseen[card] + 1
+    if mine == best:
+        ties = 0
+        for v in range(2, 9):
+            if unseen[v] + (1 if v == card else 0) == best:
+                ties += 1
+        return 1.0 / ties
+    return 0.1 * mine / best
+
+
+@njit(cache=True)
+def _risk(card, exposed, protected, count, beliefs, unseen, unseen_share, deck_size, w):
+    if protected or deck_size == 0:
+        return 0.0
+    survive = 1.0
+    for i in range(count):
+        dist = beliefs[i]
+        hit = 0.0 if card == GUARD else exposed + (1.0 - exposed) * _guess_chance(card, unseen)
+        threat = _holds_chance(dist, GUARD, unseen_share) * hit
+        threat += _holds_chance(dist, BARON, unseen_share) * (1.0 - _beats(card, dist)) * w[_BARON_THREAT]
+        if card == PRINCESS:
+            threat += _holds_chance(dist, PRINCE, unseen_share) * 0.5
+        survive *= 1.0 - min(1.0, threat)
+    return 1.0 - survive
+
+
+@njit(cache=True)
+def _option_value(card, count, beliefs, elim_gain, w):
+    if card == GUARD:
+        best = 0.0
+        for i in range(count):
+            for v in range(2, 9):
+                best = max(best, beliefs[i, v])
+        return min(w[_MAX_OPTION], w[_GUARD_OPTION] * best) * elim_gain
+    if card == BARON:
+        edge = 0.0
+        for i in range(count):
+            edge = _beats(BARON, beliefs[i]) if i == 0 else max(edge, _beats(BARON, beliefs[i]))
+        return w[_BARON_OPTION] * elim_gain * max(0.0, edge - 0.5)
+    if card == PRINCE:
+        top = 0.0
+        for i in range(count):
+            top = beliefs[i, PRINCESS] if i == 0 else max(top, beliefs[i, PRINCESS])
+        return w[_PRINCE_OPTION] * elim_gain * top
+    if card in (PRIEST, HANDMAID):
+        return w[_SMALL_OPTION]
+    return 0.0
+
+
+@njit(cache=True)
+def _after(card, exposed, protected, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w):
+    """``_Situation.after``: the value of going on holding ``card``."""
+    if deck_size == 0:
+        return _showdown(card, count, beliefs) - share
+    value = horizon * (_showdown(card, count, beliefs) - share) + _option_value(card, count, beliefs, elim_gain, w)
+    risk = _risk(card, exposed, protected, count, beliefs, unseen, unseen_share, deck_size, w)
+    return value - w[_RISK_SCALE] * risk * (share + value)
+
+
+@njit(cache=True)
+def score_action(action, a, b, old_card, any_seen, count, opponents, beliefs, unseen, deck_size, w):
+    """``belief.score_action`` for the player holding ``a <= b``; ``beliefs[i]`` is the
+    distribution of ``opponents[i]``'s hand (``count`` of them), ``unseen`` the unseen counts."""
+    share = 1.0 / (count + 1)
+    elim_gain = 1.0 / count - share
+    total = 0
+    for v in range(1, 9):
+        total += unseen[v]
+    unseen_share = np.zeros(9)
+    if total:
+        for v in range(1, 9):
+            if unseen[v]:
+                unseen_share[v] = unseen[v] / total
+    horizon = 1.0 / (1.0 + deck_size / w[_SHOWDOWN_HORIZON]) if w[_SHOWDOWN_HORIZON] else 0.0
+    card = CARD_OF_ACTION[action]
+    offset = OFFSET_OF_ACTION[action]
+    guess = GUESS_OF_ACTION[action]
+    kept = b if card == a else a
+    exposed = 0.0
+    if any_seen:
+        exposed = 1.0 if old_card == kept else (0.5 if not old_card and kept != card else 0.0)
+    targeted = offset > 0
+    dist = beliefs[0]
+    if targeted:
+        for i in range(count):
+            if opponents[i] == offset:
+                dist = beliefs[i]
+    alone = 1.0 if count == 1 else 0.0
+
+    if card == PRINCESS:
+        return w[_SURE_LOSS]
+    if card == GUARD and targeted:
+        hit = dist[guess]
+        go_on = _after(
+            kept, exposed, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
+        )
+        return hit * elim_gain + (1.0 - hit * alone) * go_on
+    if card == BARON and targeted:
+        win = 0.0
+        lose = 0.0
+        for v in range(1, 9):
+            if dist[v] != 0.0:
+                if v < kept:
+                    win += dist[v]
+                elif v > kept:
+                    lose += dist[v]
+        tie = 1.0 - win - lose
+        go_on = tie + win * (1.0 - alone)
+        later = _after(
+            kept,
+            max(exposed, tie),
+            False,
+            count,
+            beliefs,
+            unseen,
+            unseen_share,
+            deck_size,
+            share,
+            elim_gain,
+            horizon,
+            w,
+        )
+        return win * elim_gain - lose * share + go_on * later
+    if card == PRIEST and targeted:
+        top = 0.0
+        for v in range(1, 9):
+            top = max(top, dist[v])
+        uncertainty = 1.0 - top
+        use = 0.8 if kept == GUARD else 0.3 if kept in (BARON, PRINCE) else 0.15
+        go_on = _after(
+            kept, exposed, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
+        )
+        return use * uncertainty * elim_gain + go_on
+    if card == HANDMAID:
+        return _after(
+            kept, exposed, True, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
+        )
+    if card == PRINCE:
+        if offset == 0:
+            if kept == PRINCESS:
+                return w[_SURE_LOSS]
+            value = 0.0
+            for new in range(1, 9):
+                if unseen_share[new] != 0.0:
+                    value += unseen_share[new] * _after(
+                        new, 0.0, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
+                    )
+            return value
+        hit = dist[PRINCESS]
+        mean = 0.0
+        fresh = 0.0
+        for v in range(1, 9):
+            if dist[v] != 0.0:
+                mean += v * dist[v]
+            if unseen_share[v] != 0.0:
+                fresh += v * unseen_share[v]
+        disrupt = horizon * max(0.0, mean - fresh) / 16.0
+        go_on = _after(
+            kept, exposed, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
+        )
+        return hit * elim_gain + disrupt + (1.0 - hit * alone) * go_on
+    if card == KING and targeted:
+        received = 0.0
+        for new in range(1, 9):
+            if dist[new] != 0.0:
+                received += dist[new] * _after(
+                    new, 1.0, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
+                )
+        return received
+    return _after(kept, exposed, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w)
+
+
+@njit(cache=True)
+def record_scores(r, legal, count_legal, old_card, w, scores):
+    """``belief.action_scores`` of the player to act in ``r`` (seen from their own seat, as
+    ``ismcts.seat_view`` builds it) for ``legal[:count_legal]`` into ``scores``."""
+    seat = np.int64(r[CURRENT])
+    n = np.int64(r[NUM_PLAYERS])
+    unseen = np.zeros(9, np.int64)
+    opponents = np.zeros(MAX_SEATS, np.int64)
+    beliefs = np.zeros((MAX_SEATS, 9))
+    count = read_view(r, seat, unseen, opponents)
+    for i in range(count):
+        _hand_posterior(r, seat, opponents[i], unseen, w, beliefs[i])
+    any_seen = False
+    for k in range(1, n):
+        if r[SEEN + ((seat + k) % n) * MAX_SEATS + seat]:
+            any_seen = True
+    a = np.int64(r[HANDS + seat])
+    b = np.int64(r[DRAWN])
+    if b < a:
+        a, b = b, a
+    deck_size = DECK_SIZE - np.int64(r[NEXT_CARD])
+    for i in range(count_legal):
+        scores[i] = score_action(legal[i], a, b, old_card, any_seen, count, opponents, beliefs, unseen, deck_size, w)
+
+
+@njit(cache=True)
+def belief_move(r, mt, w, legal, scores):
+    """``ismcts.model_action``: the move of the player to act in ``r``, the belief bot's
+    (ties broken by ``mt``, as ``rng.choice``); a forced move draws nothing."""
+    bits = legal_bits(r)
+    count = 0
+    for action in range(NUM_ACTIONS):
+        if (bits >> np.uint64(action)) & np.uint64(1):
+            legal[count] = action
+            count += 1
+    if count == 1:
+        return legal[0]
+    record_scores(r, legal, count, 0, w, scores)
+    top = scores[0]
+    for i in range(1, count):
+        top = max(top, scores[i])
+    best = 0
+    for i in range(count):
+        if scores[i] >= top - 1e-9:
+            legal[best] = legal[i]
+            best += 1
+    return legal[_below(mt, best)]
+
+
+@njit(cache=True)
+def playout(r, first, mt, w):
+    """Play ``first`` in ``r``, then the belief bot for everyone to the end of the round;
+    seat 0's share of the round win (``ISMCTSAgent`` at ``tree_depth=1``)."""
+    legal = np.zeros(NUM_ACTIONS, np.int64)
+    scores = np.zeros(NUM_ACTIONS)
+    play(r, first)
+    while not r[ROUND_OVER]:
+        play(r, belief_move(r, mt, w, legal, scores))
+    if not r[ROUND_WINNERS]:
+        return 0.0
+    winners = 0
+    for seat in range(MAX_SEATS):
+        winners += r[ROUND_WINNERS + seat]
+    return 1.0 / winners
+
+
+@njit(cache=True)
+def candidate_playouts(record, candidates, seed, w, totals):
+    """Add to ``totals[i]`` the reward of playing ``candidates[i]`` from ``record`` then
+    playing out, every candidate on its own copy of the deal with a generator seeded
+    ``random.Random(seed)`` (common random numbers)."""
+    start = np.zeros(MT_WORDS + 1, np.uint32)
+    seed_generator(seed, start)
+    mt = start.copy()
+    for i in range(candidates.shape[0]):
+        mt[:] = start
+        totals[i] += playout(record.copy(), candidates[i], mt, w)

@@ -1,0 +1,138 @@
+"""The compiled search (``loveletter_env.agents.compiled_belief``) against its Python reference:
+the same generator seeding, the same scores to the last bit, the same playouts and the
+same ISMCTS moves. The speed itself is measured by ``python -m loveletter_env.agents.ismcts_bench``."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from loveletter_env import engine
+from loveletter_env.agents import ISMCTSAgent
+from loveletter_env.agents.batched_bots import MT_WORDS
+from loveletter_env.agents.belief import action_scores
+from loveletter_env.agents.compiled_belief import (
+    candidate_playouts,
+    model_weights,
+    playout,
+    record_scores,
+    seed_generator,
+)
+from loveletter_env.agents.ismcts import model_action, seat_view
+from loveletter_env.cards import FULL_DECK
+from loveletter_env.core import record_from_state
+from loveletter_env.env import raw_env
+from loveletter_env.rules import PRESETS
+
+TABLES = [(n, rules) for n in (2, 3, 4) for rules in sorted(PRESETS)]
+
+
+def positions(num_players: int, rules: str, games: int, seed: int):
+    """Engine states at every turn of ``games`` rounds where each move is random or the
+    belief bot's (so knowledge, ruled-out values, protection and eliminations all occur)."""
+    rng = random.Random(seed)
+    for _ in range(games):
+        deck = list(FULL_DECK)
+        rng.shuffle(deck)
+        state = engine.new_game(num_players, deck, rng.randrange(num_players), rules)
+        while not state.round_over:
+            yield state
+            legal = engine.legal_actions(state)
+            action = rng.choice(legal) if rng.random() < 0.5 else model_action(state, legal, rng)
+            engine.step(state, action)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**31, 2**32 - 1, 2**32, 2**63 + 12345, 2**64 - 1])
+def test_seeding_matches_random_random(seed: int):
+    mt = np.zeros(MT_WORDS + 1, dtype=np.uint32)
+    seed_generator(np.uint64(seed), mt)
+    assert tuple(int(word) for word in mt) == random.Random(seed).getstate()[1]
+
+
+@pytest.mark.parametrize("num_players,rules", TABLES)
+def test_scores_equal_the_python_belief_bot_bit_for_bit(num_players: int, rules: str):
+    """Every legal action of every position scores exactly what ``belief.action_scores``
+    gives on ``seat_view`` (same operations in the same order: == on floats)."""
+    weights = model_weights()
+    checked = 0
+    for state in positions(num_players, rules, games=40, seed=num_players):
+        legal = engine.legal_actions(state)
+        expected = action_scores(seat_view(state, state.current), legal)
+        scores = np.zeros(len(legal))
+        record_scores(record_from_state(state), np.array(legal, dtype=np.int64), len(legal), 0, weights, scores)
+        assert scores.tolist() == [expected[a] for a in legal], (state, legal)
+        checked += len(legal)
+    assert checked > 500
+
+
+@pytest.mark.parametrize("num_players,rules", TABLES)
+def test_playouts_play_the_python_playout_move_for_move(num_players: int, rules: str):
+    """From a position, a first action and a playout seed, the compiled playout ends in
+    exactly the game the Python playout (``model_action`` with ``random.Random(seed)``)
+    reaches, with the same draws from the generator, and gives seat 0 its share of the win."""
+    weights = model_weights()
+    rng = random.Random(100 + num_players)
+    compared = 0
+    for state in positions(num_players, rules, games=15, seed=10 + num_players):
+        first = rng.choice(engine.legal_actions(state))
+        seed = rng.getrandbits(64)
+        reference = state.clone()
+        python_rng = random.Random(seed)
+        engine.step(reference, first)
+        while not reference.round_over:
+            engine.step(reference, model_action(reference, engine.legal_actions(reference), python_rng))
+        record = record_from_state(state)
+        mt = np.zeros(MT_WORDS + 1, dtype=np.uint32)
+        seed_generator(np.uint64(seed), mt)
+        reward = playout(record, first, mt, weights)
+        assert np.array_equal(record, record_from_state(reference))
+        assert tuple(int(w) for w in mt) == python_rng.getstate()[1]  # the same draws, too
+        winners = reference.round_winners
+        assert reward == (1.0 / len(winners) if 0 in winners else 0.0)
+        compared += 1
+    assert compared > 50
+
+
+def test_candidate_playouts_share_one_deal_and_seed():
+    """Each candidate is played on its own copy of the deal with the same seed: the totals
+    are the single playouts' rewards, added to what was there, and the deal is untouched."""
+    deck = list(FULL_DECK)
+    random.Random(3).shuffle(deck)
+    state = engine.new_game(3, deck, 0)
+    record = record_from_state(state)
+    before = record.copy()
+    legal = np.array(engine.legal_actions(state), dtype=np.int64)
+    weights = model_weights()
+    totals = np.full(len(legal), 0.5)
+    candidate_playouts(record, legal, np.uint64(99), weights, totals)
+    assert np.array_equal(record, before)
+    for i, action in enumerate(legal):
+        mt = np.zeros(MT_WORDS + 1, dtype=np.uint32)
+        seed_generator(np.uint64(99), mt)
+        assert totals[i] == 0.5 + playout(before.copy(), action, mt, weights)
+
+
+@pytest.mark.parametrize("num_players,rules", TABLES)
+def test_ismcts_moves_equal_the_python_reference(num_players: int, rules: str):
+    """Whole rounds with ``ismcts`` in every seat, each decision taken by the compiled search
+    and by the Python reference loop (``use_core=False``) from agents in the same state:
+    the same move every time (kept-card memory and generators go on across the round)."""
+    decisions = 0
+    for game in range(3):
+        env = raw_env(num_players=num_players, episode="round", rules=rules)
+        env.reset(seed=game)
+        core = [ISMCTSAgent(seed=10 * game + s, iterations=40) for s in range(num_players)]
+        reference = [ISMCTSAgent(seed=10 * game + s, iterations=40) for s in range(num_players)]
+        for agent in reference:
+            agent.use_core = False
+        while not all(env.terminations.values()):
+            seat = int(env.agent_selection.rsplit("_", 1)[1])
+            observation = env.observe(env.agent_selection)
+            action = core[seat].act(observation)
+            assert action == reference[seat].act(observation)
+            assert core[seat].rng.getstate() == reference[seat].rng.getstate()
+            env.step(action)
+            decisions += 1
+    assert decisions >= 6
