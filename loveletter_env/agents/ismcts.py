@@ -35,7 +35,7 @@ import numpy as np
 from .. import engine
 from ..actions import ACTION_CARD
 from ..cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, FULL_DECK
-from ..core import record_from_state
+from ..core import layout, record_from_state
 from ..engine import GameState
 from ..observation import ObservationView, decode_observation
 from ..rules import Rules
@@ -65,6 +65,20 @@ def determinize(
     The remaining unseen cards are shuffled into the set-aside card and the draw pile.
     ``old_card`` (the card the others may know we hold, 0 if unknown) only fills the
     knowledge table.
+
+    Raises ``ValueError`` when the view is not of the seat to act.
+    """
+    hands, deck = sample_deal(view, rng, likelihoods)
+    return deal_state(view, hands, deck, old_card)
+
+
+def sample_deal(
+    view: ObservationView,
+    rng: random.Random,
+    likelihoods: Mapping[int, Mapping[int, float]] | None = None,
+) -> tuple[list[int], tuple[int, ...]]:
+    """The hidden part of a :func:`determinize` deal: every seat offset's kept card (ours
+    is ``view.hand[0]``; 0 for seats out of the round) and the round's 16-card deck tuple.
 
     Raises ``ValueError`` when the view is not of the seat to act.
     """
@@ -102,7 +116,7 @@ def determinize(
         raise ValueError(
             f"inconsistent view: {len(rest)} unseen cards left for the set-aside card and a deck of {view.deck_size}"
         )
-    hands[0], drawn = view.hand
+    hands[0] = view.hand[0]
     set_aside, draw_pile = rest[0], rest[1:]
 
     # The deck tuple: set-aside card, then cards already out of the pile (face-up cards
@@ -114,7 +128,12 @@ def determinize(
         gone.remove(card)
     deck = (set_aside, *view.face_up, *gone, *draw_pile)
     assert len(deck) == DECK_SIZE
+    return hands, deck
 
+
+def deal_state(view: ObservationView, hands: Sequence[int], deck: Sequence[int], old_card: int = 0) -> GameState:
+    """The :func:`determinize` game state of ``view`` with the hidden cards of :func:`sample_deal`."""
+    n = view.num_players
     state = GameState(
         n,
         Rules(
@@ -126,10 +145,10 @@ def determinize(
     )
     state.tokens = list(view.tokens)
     state.round = 1
-    state.deck = deck
+    state.deck = tuple(deck)
     state.next_card = DECK_SIZE - view.deck_size
-    state.hands = hands
-    state.drawn = drawn
+    state.hands = list(hands)
+    state.drawn = view.hand[1]
     state.current = 0
     state.out = list(view.out)
     state.protected = list(view.protected)
@@ -310,10 +329,18 @@ class ISMCTSAgent(SeededAgent):
         actions = np.array(candidates, dtype=np.int64)
         totals = np.zeros(len(candidates))
         weights = model_weights()
+        record = None
+        hands_at = slice(layout.HANDS, layout.HANDS + view.num_players)
+        deck_at = slice(layout.DECK, layout.DECK + DECK_SIZE)
         for _ in range(max(1, self.iterations // len(candidates))):
-            deal = determinize(view, rng, old_card, likelihoods)
+            hands, deck = sample_deal(view, rng, likelihoods)
             playout_seed = rng.getrandbits(64)
-            candidate_playouts(record_from_state(deal), actions, np.uint64(playout_seed), weights, totals)
+            if record is None:
+                record = record_from_state(deal_state(view, hands, deck, old_card))
+            else:  # deals differ only in the hidden cards: the other hands and the deck
+                record[hands_at] = hands
+                record[deck_at] = deck
+            candidate_playouts(record, actions, np.uint64(playout_seed), weights, totals)
         return candidates[int(np.argmax(totals))]  # argmax keeps the first of equals, as max() does
 
     def _iterate(self, root: _Node, state: GameState, rng: random.Random, first: int) -> float:

@@ -1,0 +1,106 @@
+"""Milliseconds per ``ismcts`` decision: the compiled search against the Python reference.
+
+Positions come from seeded rounds of ``belief`` bots; at each one, an ``ismcts`` agent
+seeded with the position's index decides twice, once with its playouts on the compiled
+core and once with the Python reference loop (``use_core=False``), in the same run. Both
+must make the same move (a mismatch is reported and fails the command). The first
+compiled decision of the process is timed apart: it includes loading (or, with an empty
+cache, compiling) the kernels.
+
+    python -m loveletter_env.agents.ismcts_bench --players 2 4 --positions 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tqdm import tqdm
+
+from ..env import raw_env
+from .belief import BeliefAgent
+from .ismcts import ISMCTSAgent
+
+
+def positions(num_players: int, count: int, seed: int) -> list[Mapping[str, Any]]:
+    """``count`` observations of the player to act, from rounds of ``belief`` bots seeded from ``seed``."""
+    found: list[Mapping[str, Any]] = []
+    env = raw_env(num_players=num_players, episode="round")
+    bots = [BeliefAgent(seed=seed + s) for s in range(num_players)]
+    episode = 0
+    while len(found) < count:
+        env.reset(seed=seed + episode)
+        for bot in bots:
+            bot.reset()
+        episode += 1
+        while not all(env.terminations.values()) and len(found) < count:
+            observation = env.observe(env.agent_selection)
+            if observation["action_mask"].sum() > 1:  # a forced move involves no search
+                found.append(observation)
+            env.step(bots[int(env.agent_selection.rsplit("_", 1)[1])].act(observation))
+    return found
+
+
+def first_decision_seconds(observation: Mapping[str, Any], iterations: int) -> float:
+    """Seconds of one compiled decision; the first in a process includes loading the kernels."""
+    start = time.perf_counter()
+    ISMCTSAgent(seed=0, iterations=iterations).act(observation)
+    return time.perf_counter() - start
+
+
+def time_decisions(
+    observations: Sequence[Mapping[str, Any]], iterations: int, use_core: bool, progress: bool, label: str
+) -> tuple[float, list[int]]:
+    """(milliseconds per decision, the moves) over ``observations``."""
+    moves = []
+    elapsed = 0.0
+    for i, observation in enumerate(tqdm(observations, desc=label, disable=not progress, leave=False)):
+        agent = ISMCTSAgent(seed=i, iterations=iterations)
+        agent.use_core = use_core
+        start = time.perf_counter()
+        moves.append(agent.act(observation))
+        elapsed += time.perf_counter() - start
+    return 1000.0 * elapsed / len(observations), moves
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m loveletter_env.agents.ismcts_bench", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--players", type=int, nargs="+", default=[2, 4], choices=[2, 3, 4], help="table sizes")
+    parser.add_argument("--positions", type=int, default=40, help="decisions timed per table size (default 40)")
+    parser.add_argument("--iterations", type=int, default=300, help="ismcts iterations per decision (default 300)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the positions' rounds")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = parser.parse_args(argv)
+    if args.positions < 1 or args.iterations < 1 or args.seed < 0:
+        parser.error("--positions and --iterations must be at least 1, --seed at least 0")
+    progress = not args.no_progress
+    print(f"ismcts, {args.iterations} iterations, {args.positions} positions per table")
+    mismatches = 0
+    first = None
+    for num_players in args.players:
+        observations = positions(num_players, args.positions, args.seed)
+        if first is None:
+            first = first_decision_seconds(observations[0], args.iterations)
+            print(f"  first compiled decision in this process (kernels loaded or compiled): {first:.2f} s")
+        label = f"{num_players} players"
+        core_ms, core_moves = time_decisions(observations, args.iterations, True, progress, label + ", compiled")
+        python_ms, python_moves = time_decisions(observations, args.iterations, False, progress, label + ", python")
+        differ = sum(a != b for a, b in zip(core_moves, python_moves))
+        mismatches += differ
+        print(
+            f"  {num_players} players: compiled {core_ms:7.1f} ms/decision, python reference {python_ms:7.1f} "
+            f"ms/decision, {python_ms / core_ms:5.1f}x; moves differ at {differ} of {len(observations)} positions"
+        )
+    if mismatches:
+        print("error: the compiled search and the Python reference chose different moves", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
