@@ -506,3 +506,60 @@ def test_bench_vs_pgx_says_how_to_install_pgx_when_missing(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "pgx leduc_holdem: skipped" in out and 'pip install -e ".[bench]"' in out
     assert "(d) batched env" in out and "torch threads: 1" in out
+
+
+@pytest.mark.parametrize("episode", ("round", "game"))
+def test_random_steps_play_what_the_sampler_draws_from_the_masks(episode):
+    """``step_random``/``advance_random`` draw inside the compiled step exactly the actions
+    ``sample_legal`` draws from the same masks and generator state: the same games, the
+    same observations, and the generator ends in the same state."""
+    from loveletter_env.core.sampling import new_generator, sample_legal
+
+    sizes = [2, 3, 4, 2, 3] * 8
+    fused = BatchedLoveLetter(40, sizes, rules="pegasus", episode=episode, seed=4)
+    separate = BatchedLoveLetter(40, sizes, rules="pegasus", episode=episode, seed=4)
+    fused_sampler, separate_sampler = new_generator(7), new_generator(7)
+    _, mask = fused.reset()
+    separate.reset()
+    buffer = torch.full((40, OBSERVATION_SIZE), 9.0)
+    for turn in range(150):
+        drawn = torch.zeros(40, dtype=torch.long)
+        sample_legal(mask.numpy(), separate_sampler, drawn.numpy())
+        if turn % 2:
+            actions, obs, mask, rewards, dones, info = fused.step_random(fused_sampler, out=buffer)
+            assert obs is buffer
+            expected = separate.step(drawn)
+            assert torch.equal(obs, expected[0])
+            expected = expected[1:]
+        else:
+            actions, mask, rewards, dones, info = fused.advance_random(fused_sampler)
+            expected = separate.advance(drawn)
+        assert torch.equal(actions, drawn)
+        for a, b in zip((mask, rewards, dones), expected[:3]):
+            assert torch.equal(a, b)
+        for key in ("round_over", "round_winners", "tokens"):
+            assert torch.equal(info[key], expected[3][key])
+    assert fused_sampler[0] == separate_sampler[0]
+    assert torch.equal(fused.observe(fused.current_player), separate.observe(separate.current_player))
+
+
+def test_random_steps_refuse_a_bad_sampler_and_change_nothing():
+    from loveletter_env.core.sampling import new_generator
+
+    env = BatchedLoveLetter(4, 2, seed=1)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.advance_random(new_generator(0))
+    _, mask = env.reset()
+    before = env.state.tensors()
+    for bad in (np.zeros(1, np.int64), np.zeros(2, np.uint64), 3, new_generator(0)[0:0]):
+        with pytest.raises(ValueError, match="sampler"):
+            env.step_random(bad)
+    frozen = new_generator(0)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        env.advance_random(frozen)
+    with pytest.raises(ValueError, match="out"):
+        env.step_random(new_generator(0), out=torch.zeros(3, OBSERVATION_SIZE))
+    assert torch.equal(env.action_mask, mask)
+    for name, value in env.state.tensors().items():
+        assert torch.equal(value, before[name]), name

@@ -222,17 +222,52 @@ class BatchedLoveLetter:
         self._mask = engine.legal_mask(state, rules)
         return self._mask, rewards, dones, info
 
+    def step_random(
+        self, sampler: np.ndarray, out: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """:meth:`step` with uniformly random legal actions drawn inside the compiled step
+        (CPU only): for random players and benchmarks, it saves a separate pass over the
+        masks. ``sampler`` is a generator state from
+        :func:`loveletter_env.core.sampling.new_generator`, advanced in place; the actions
+        are those :func:`~loveletter_env.core.sampling.sample_legal` would draw from the
+        current masks with the same state, so the games are the same as sampling first and
+        calling :meth:`step`.
+
+        Returns ``(actions, obs, mask, rewards, dones, info)``; ``actions`` (long [N]) are
+        the actions played."""
+        if out is not None:
+            self._check_out(out)
+        self._check_sampler(sampler)
+        obs = torch.empty(self.num_games, OBSERVATION_SIZE) if out is None else out
+        actions = torch.empty(self.num_games, dtype=torch.long)
+        mask, rewards, dones, info = self._advance_core(actions, obs, sampler)
+        return actions, obs, mask, rewards, dones, info
+
+    def advance_random(
+        self, sampler: np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """:meth:`step_random` without building the observation, as :meth:`advance` is to
+        :meth:`step`: returns ``(actions, mask, rewards, dones, info)``."""
+        self._check_sampler(sampler)
+        actions = torch.empty(self.num_games, dtype=torch.long)
+        mask, rewards, dones, info = self._advance_core(actions, None, sampler)
+        return actions, mask, rewards, dones, info
+
     def _advance_core(
-        self, actions: torch.Tensor, obs: torch.Tensor | None
+        self, actions: torch.Tensor, obs: torch.Tensor | None, sampler: np.ndarray | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """:meth:`advance` on the compiled core; writes the new observations into ``obs`` if given."""
+        """:meth:`advance` on the compiled core; writes the new observations into ``obs`` if
+        given. With a ``sampler``, the kernel draws the actions and writes them into ``actions``."""
         self._require_reset()
-        actions = self._check_tensor(actions, "actions", (self.num_games,))
-        actions_np = actions.numpy().astype(np.int64, copy=False)
-        # Always checked (one compiled pass over a private copy of the masks, which callers
-        # cannot change): an illegal action never reaches the kernels.
-        if kernels.first_illegal(self._legal, actions_np) >= 0:
-            self._check_actions_legal(actions.long(), self._legal_masks())
+        if sampler is not None:
+            actions_np = actions.numpy()
+        else:
+            actions = self._check_tensor(actions, "actions", (self.num_games,))
+            actions_np = actions.numpy().astype(np.int64, copy=False)
+            # Always checked (one compiled pass over a private copy of the masks, which callers
+            # cannot change): an illegal action never reaches the kernels.
+            if kernels.first_illegal(self._legal, actions_np) >= 0:
+                self._check_actions_legal(actions.long(), self._legal_masks())
         # The same draws, in the same order, as the torch path (``_random_first_players``,
         # then ``shuffle.deck_draws``): same seed, same games.
         uniforms = torch.rand(self.num_games, generator=self.generator, out=self._uniforms).numpy()
@@ -249,14 +284,29 @@ class BatchedLoveLetter:
         current = torch.empty(n, dtype=torch.long)
         mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool)
         observations = obs.numpy() if obs is not None else np.empty((0, OBSERVATION_SIZE), np.float32)
-        kernels.step_batch(
-            self._records, actions_np, self.episode == "round", uniforms, orders, placements, draws,
+        outputs = (
             rewards.numpy(), dones.numpy(), round_over.numpy(), round_winners.numpy(), tokens.numpy(),
             current.numpy(), mask.numpy(), self._legal, observations, obs is not None,
         )
+        deals = (self.episode == "round", uniforms, orders, placements, draws)
+        if sampler is None:
+            kernels.step_batch(self._records, actions_np, *deals, *outputs)
+        else:
+            kernels.random_step_batch(self._records, sampler, actions_np, *deals, *outputs)
         self._current, self._mask = current, mask
         info = {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
         return mask, rewards, dones, info
+
+    def _check_sampler(self, sampler: Any) -> None:
+        if self._records is None:
+            raise NotImplementedError("step_random and advance_random run on the compiled core: CPU only")
+        if not isinstance(sampler, np.ndarray) or sampler.dtype != np.uint64 or sampler.shape != (1,):
+            raise ValueError(
+                "sampler must be a generator state from loveletter_env.core.sampling.new_generator "
+                f"(uint64 array of shape [1]), got {sampler!r}"
+            )
+        if not sampler.flags.writeable:
+            raise ValueError("sampler must be writeable: it is advanced in place")
 
     def observe(self, seats: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """float32 [N, OBSERVATION_SIZE]: each game seen from ``seats[g]`` (long [N]),

@@ -70,6 +70,7 @@ from .layout import (
     TOKENS_TO_WIN,
     TURN,
 )
+from .sampling import GOLDEN, pick
 
 NUM_ACTIONS = CARD_OF_ACTION.shape[0]
 _MAX_DISCARDS = DECK_SIZE
@@ -523,33 +524,84 @@ def step_batch(
     seat, the legal ``masks`` (and the same as bit sets into ``legal`` uint64 [N], the
     caller's private copy) and, when ``observe``, the acting seat's ``observations``."""
     for g in range(records.shape[0]):
-        r = records[g]
-        play(r, actions[g])
-        over = r[ROUND_OVER] != 0
-        round_over[g] = over
-        for seat in range(MAX_SEATS):
-            round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
-            tokens[g, seat] = r[TOKENS + seat]
-            rewards[g, seat] = 0.0
-        done = False
-        if over:
-            done = episode_is_round or r[GAME_OVER] != 0
-            if done:
-                winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
-                for seat in range(np.int64(r[NUM_PLAYERS])):
-                    rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
-                restart_game(r)
-                first = random_seat(uniforms[g], r[NUM_PLAYERS])
-            else:
-                first = lowest_round_winner(r)
-            deal_shuffled(r, orders, placements, draws[0, g], draws[1, g], draws[2, g], first)
-        dones[g] = done
-        current[g] = r[CURRENT]
-        bits = legal_bits(r)
-        legal[g] = bits
-        write_mask(bits, masks[g])
-        if observe:
-            observe_into(r, np.int64(r[CURRENT]), observations[g])
+        _step_game(
+            records[g], actions[g], g, episode_is_round, uniforms, orders, placements, draws,
+            rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+        )
+
+
+@njit(cache=True)
+def random_step_batch(
+    records, sampler, actions, episode_is_round, uniforms, orders, placements, draws,
+    rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+):
+    """:func:`step_batch` with each game's action drawn in the same pass: uniformly from
+    the legal set ``legal[g]`` with the SplitMix64 generator ``sampler`` (see
+    :mod:`.sampling`), written into ``actions``. One draw per game, in game order, so the
+    actions are those :func:`.sampling.sample_legal` draws from the same masks and
+    generator state; drawing here skips a second pass over N masks. Every game must
+    have a round in progress (as after a reset or a step)."""
+    counter = sampler[0]  # in a register for the loop, as in sample_legal
+    for g in range(records.shape[0]):
+        counter += GOLDEN
+        action = _nth_set_bit(legal[g], pick(_popcount(legal[g]), counter))
+        actions[g] = action
+        _step_game(
+            records[g], action, g, episode_is_round, uniforms, orders, placements, draws,
+            rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+        )
+    sampler[0] = counter
+
+
+@njit(cache=True)
+def _popcount(bits):
+    """Set bits of a uint64, branch-free (SWAR): a counting loop would mispredict its exit."""
+    bits = bits - ((bits >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    bits = (bits & np.uint64(0x3333333333333333)) + ((bits >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    bits = (bits + (bits >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((bits * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True)
+def _nth_set_bit(bits, k):
+    """The index of the ``k``-th (from 0) set bit of ``bits``, which has more than ``k``."""
+    for _ in range(k):
+        bits &= bits - np.uint64(1)
+    return _popcount((bits & (~bits + np.uint64(1))) - np.uint64(1))  # bits below the lowest set one
+
+
+@njit(cache=True)
+def _step_game(
+    r, action, g, episode_is_round, uniforms, orders, placements, draws,
+    rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+):
+    """Game ``g`` of :func:`step_batch`: play ``action`` in record ``r`` and write row ``g`` of the outputs."""
+    play(r, action)
+    over = r[ROUND_OVER] != 0
+    round_over[g] = over
+    for seat in range(MAX_SEATS):
+        round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
+        tokens[g, seat] = r[TOKENS + seat]
+        rewards[g, seat] = 0.0
+    done = False
+    if over:
+        done = episode_is_round or r[GAME_OVER] != 0
+        if done:
+            winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
+            for seat in range(np.int64(r[NUM_PLAYERS])):
+                rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
+            restart_game(r)
+            first = random_seat(uniforms[g], r[NUM_PLAYERS])
+        else:
+            first = lowest_round_winner(r)
+        deal_shuffled(r, orders, placements, draws[0, g], draws[1, g], draws[2, g], first)
+    dones[g] = done
+    current[g] = r[CURRENT]
+    bits = legal_bits(r)
+    legal[g] = bits
+    write_mask(bits, masks[g])
+    if observe:
+        observe_into(r, np.int64(r[CURRENT]), observations[g])
 
 
 @njit(cache=True)

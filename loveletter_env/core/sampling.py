@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 
@@ -24,19 +24,29 @@ def new_generator(seed: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def _next(state):
-    state[0] += _GOLDEN
-    z = state[0]
+def _mix(counter):
+    """SplitMix64's output for the counter value ``counter``."""
+    z = counter
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
     return z ^ (z >> np.uint64(31))
 
 
 @njit(cache=True)
+def pick(count, counter):
+    """The index ``k`` in ``0 .. count - 1`` that draw ``counter`` picks: the top 32 bits of
+    the draw times ``count`` (uniform up to a bias below 2^-26)."""
+    return np.int64(((_mix(counter) >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
+
+
+@njit(cache=True)
 def sample_legal(masks, state, out):
     """``out[g]`` = an action drawn uniformly from the set entries of ``masks[g]`` (bool
-    [N, 41]); -1 for a row with none."""
+    [N, 41]); -1 for a row with none. One draw per row with a set entry, in row order."""
     rows = masks.view(np.uint8)  # 0/1 bytes: counting them is a plain (vectorised) sum
+    # The counter lives in a register for the loop: stored through ``state`` each draw, it
+    # could alias ``out`` and be reloaded every row.
+    counter = state[0]
     for g in range(rows.shape[0]):
         row = rows[g]
         count = 0
@@ -45,10 +55,14 @@ def sample_legal(masks, state, out):
         if count == 0:
             out[g] = -1
             continue
-        # The top 32 bits times the count: uniform up to a bias below 2^-26.
-        k = np.int64(((_next(state) >> np.uint64(32)) * np.uint64(count)) >> np.uint64(32))
-        a = 0
-        while k >= row[a]:  # stops at the (k+1)-th set entry
-            k -= row[a]
-            a += 1
-        out[g] = a
+        counter += GOLDEN
+        k = pick(count, counter)
+        # The (k+1)-th set entry sits after exactly the entries whose running count is <= k:
+        # counting them is branch-free (a scan that stops at it mispredicts on every row).
+        action = 0
+        running = 0
+        for a in range(row.shape[0]):
+            running += row[a]
+            action += running <= k
+        out[g] = action
+    state[0] = counter
