@@ -150,6 +150,10 @@ def bench_null_aec(num_players: int, turns: int, episode_length: int, seed: int 
 #: (``step(actions, out=...)``, as a trainer filling rollout storage does), as a fresh tensor
 #: per step (``step(actions)``), or not at all (``advance(actions)``: masks only).
 BATCHED_OBSERVATIONS = ("buffer", "fresh", "none")
+#: Where the benchmark's random actions are drawn: by a sampler call in the Python loop,
+#: between steps (as a policy acts), or inside the compiled step itself
+#: (``step_random``/``advance_random``, CPU only), as pgx's benchmark draws inside its jitted step.
+BATCHED_SAMPLING = ("loop", "step")
 
 
 class Rates(NamedTuple):
@@ -178,13 +182,15 @@ def bench_batched(
     seed: int = 0,
     episode: str = "round",
     observations: str = "buffer",
+    sampling: str = "loop",
 ) -> Rates:
     """Turns per second of :class:`~loveletter_env.batched.BatchedLoveLetter` under random
     legal play: actions drawn uniformly from the mask inside the timed loop (on CPU by a
     compiled sampler, :mod:`loveletter_env.core.sampling`; on CUDA by torch), finished
     games reset by the env, every game's turn counted; ``observations`` is one of
-    :data:`BATCHED_OBSERVATIONS`. At least ``turns`` turns (and 10 steps) after 3 warm-up
-    steps, which also compile anything not yet compiled."""
+    :data:`BATCHED_OBSERVATIONS`, ``sampling`` one of :data:`BATCHED_SAMPLING`. At least
+    ``turns`` turns (and 10 steps) after 3 warm-up steps, which also compile anything not
+    yet compiled."""
     import torch
 
     from .batched import BatchedLoveLetter
@@ -193,8 +199,12 @@ def bench_batched(
 
     if observations not in BATCHED_OBSERVATIONS:
         raise ValueError(f"observations must be one of {BATCHED_OBSERVATIONS}, got {observations!r}")
-    env = BatchedLoveLetter(batch, num_players, episode=episode, device=device, seed=seed, validate_actions=False)
+    if sampling not in BATCHED_SAMPLING:
+        raise ValueError(f"sampling must be one of {BATCHED_SAMPLING}, got {sampling!r}")
     cuda = torch.device(device).type == "cuda"
+    if sampling == "step" and cuda:
+        raise ValueError("sampling='step' draws inside the compiled core's step: CPU only")
+    env = BatchedLoveLetter(batch, num_players, episode=episode, device=device, seed=seed, validate_actions=False)
     generator = torch.Generator(device=device).manual_seed(seed)
     sampler_state = new_generator(seed)
     actions = torch.zeros(batch, dtype=torch.long, device=device)
@@ -214,9 +224,17 @@ def bench_batched(
             actions = sample(mask)
             mask = env.advance(actions)[0] if observations == "none" else env.step(actions, out=buffer)[1]
 
-    play(3)
+    def play_drawing_in_step(steps: int) -> None:
+        for _ in range(steps):
+            if observations == "none":
+                env.advance_random(sampler_state)
+            else:
+                env.step_random(sampler_state, out=buffer)
+
+    loop = play_drawing_in_step if sampling == "step" else play
+    loop(3)
     steps = max(10, -(-turns // batch))
-    return _timed(play, steps, batch, (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None))
+    return _timed(loop, steps, batch, (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None))
 
 
 def bench_pgx(turns: int, batch: int, seed: int = 0, game: str = "leduc_holdem") -> Rates:
@@ -314,11 +332,17 @@ def main(argv: list[str] | None = None) -> None:
     # Interleave the measurements so that load from other processes on a noisy machine
     # hits all of them alike; report medians.
     engine_rates, aec_rates, null_rates, pgx_rates = [], [], [], []
-    batched_rates: dict[str, list[Rates]] = {kind: [] for kind in BATCHED_OBSERVATIONS}
+    # (observations, sampling) of each batched row; drawing inside the step is CPU only.
+    batched_kinds = [("buffer", "loop"), ("fresh", "loop"), ("none", "loop")]
+    if args.device == "cpu":
+        batched_kinds += [("buffer", "step"), ("none", "step")]
+    batched_rates: dict[tuple[str, str], list[Rates]] = {kind: [] for kind in batched_kinds}
     for r in range(args.repeats):
         if args.batched:
-            for kind, rates in batched_rates.items():
-                rates.append(bench_batched(n, t, args.batch, args.device, args.seed + r, args.episode, kind))
+            for (kind, sampling), rates in batched_rates.items():
+                rates.append(
+                    bench_batched(n, t, args.batch, args.device, args.seed + r, args.episode, kind, sampling)
+                )
         if args.vs_pgx and not pgx_missing:
             pgx_rates.append(bench_pgx(t, args.batch, args.seed + r))
         rate, round_length = bench_engine(n, t, args.seed + r)
@@ -345,16 +369,20 @@ def main(argv: list[str] | None = None) -> None:
         f"random legal actions sampled in the loop; torch threads: {torch.get_num_threads()}"
     )
     rows = (
-        ("(d) batched env", "buffer", "observations into a reused buffer, masks"),
-        ("(e) batched env", "fresh", "a fresh observation tensor per step, masks"),
-        ("(f) batched engine", "none", "masks only, no observations"),
+        ("(d) batched env", ("buffer", "loop"), "observations into a reused buffer, masks"),
+        ("(e) batched env", ("fresh", "loop"), "a fresh observation tensor per step, masks"),
+        ("(f) batched engine", ("none", "loop"), "masks only, no observations"),
+        ("(d') batched env", ("buffer", "step"), "as (d), actions drawn inside the compiled step"),
+        ("(f') batched engine", ("none", "step"), "as (f), actions drawn inside the compiled step"),
     )
     print(f"  {'':<22} {'turns/CPU-s':>12}  {'turns/wall-s':>12}")
-    medians = {}
-    for label, kind, what in rows:
-        cpu = statistics.median(x.cpu for x in batched_rates[kind])
-        wall = statistics.median(x.wall for x in batched_rates[kind])
-        medians[kind] = cpu
+    medians: dict[tuple[str, str], float] = {}
+    for label, row, what in rows:
+        if row not in batched_rates:
+            continue
+        cpu = statistics.median(x.cpu for x in batched_rates[row])
+        wall = statistics.median(x.wall for x in batched_rates[row])
+        medians[row] = cpu
         print(f"  {label:<22} {cpu:>12,.0f}  {wall:>12,.0f}   {cpu / aec:6.1f} x AEC env  ({what})")
     if args.vs_pgx:
         if pgx_missing:
@@ -368,7 +396,12 @@ def main(argv: list[str] | None = None) -> None:
                 f"  {'(g) pgx leduc_holdem':<22} {cpu:>12,.0f}  {wall:>12,.0f}   same batch and protocol, "
                 f"jax {jax.__version__} on {jax.default_backend()}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
             )
-            print(f"  (d) / (g) per CPU-second: {medians['buffer'] / cpu:.2f}  (target >= 2)")
+            print(f"  (d) / (g) per CPU-second: {medians['buffer', 'loop'] / cpu:.2f}  (target >= 2)")
+            if ("buffer", "step") in medians:
+                print(
+                    f"  (d') / (g) per CPU-second: {medians['buffer', 'step'] / cpu:.2f}  "
+                    "(both draw their actions inside the step)"
+                )
     from .batched import BatchedLoveLetter
 
     print(f"  batched state: {BatchedLoveLetter(1, n, device=args.device).state_bytes_per_game()} bytes per game")

@@ -398,13 +398,16 @@ def test_shuffled_decks_are_uniform():
 
 
 def test_bench_batched_runs():
-    from loveletter_env.bench import BATCHED_OBSERVATIONS, bench_batched
+    from loveletter_env.bench import BATCHED_OBSERVATIONS, BATCHED_SAMPLING, bench_batched
 
     for kind in BATCHED_OBSERVATIONS:
-        rates = bench_batched(3, turns=64, batch=16, observations=kind)
-        assert rates.cpu > 0 and rates.wall > 0
+        for sampling in BATCHED_SAMPLING:
+            rates = bench_batched(3, turns=64, batch=16, observations=kind, sampling=sampling)
+            assert rates.cpu > 0 and rates.wall > 0
     with pytest.raises(ValueError, match="observations"):
         bench_batched(2, turns=64, batch=16, observations="all")
+    with pytest.raises(ValueError, match="sampling"):
+        bench_batched(2, turns=64, batch=16, sampling="python")
 
 
 def _torch_engine(env: BatchedLoveLetter) -> BatchedLoveLetter:
