@@ -18,11 +18,13 @@ from loveletter_env.agents.compiled_belief import (
     model_weights,
     playout,
     record_scores,
+    search_deals,
     seed_generator,
 )
-from loveletter_env.agents.ismcts import model_action, seat_view
+from loveletter_env.agents.inference import play_likelihoods
+from loveletter_env.agents.ismcts import deal_state, model_action, sample_deal, seat_view
 from loveletter_env.cards import FULL_DECK
-from loveletter_env.core import record_from_state
+from loveletter_env.core import layout, record_from_state
 from loveletter_env.env import raw_env
 from loveletter_env.rules import PRESETS
 
@@ -136,3 +138,37 @@ def test_ismcts_moves_equal_the_python_reference(num_players: int, rules: str):
             env.step(action)
             decisions += 1
     assert decisions >= 6
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_compiled_deals_equal_sample_deal(num_players: int):
+    """The compiled deal loop samples the hidden cards exactly as ``sample_deal`` (weighted by
+    play likelihoods, avoiding ruled-out values) and leaves the agent's generator where the
+    reference leaves it after the deal and the playout seed."""
+    rng = random.Random(7)
+    compared = 0
+    for state in positions(num_players, "classic", games=12, seed=20 + num_players):
+        view = seat_view(state, state.current)
+        likelihoods = {k: play_likelihoods(view, k) for k in range(1, num_players)}
+        seed = rng.getrandbits(32)
+        reference = random.Random(seed)
+        hands, deck = sample_deal(view, reference, likelihoods)
+        reference.getrandbits(64)
+        hidden = [k for k in range(1, num_players) if view.in_round(k) and not view.known_cards[k]]
+        record = record_from_state(deal_state(view, [view.hand[0]] + [0] * (num_players - 1), FULL_DECK))
+        banned = np.array([sum(1 << (v - 1) for v in view.ruled_out[k]) if k < num_players else 0 for k in range(4)])
+        table = np.zeros((4, 9))
+        for k, weight_of in likelihoods.items():
+            for v, weight in weight_of.items():
+                table[k, v] = weight
+        weighted = np.array([bool(likelihoods.get(k)) for k in range(4)])
+        mt = np.array(random.Random(seed).getstate()[1], dtype=np.uint32)
+        pool = np.array([v for v in sorted(view.unseen) for _ in range(view.unseen[v])], dtype=np.int64)
+        none = np.zeros(0, dtype=np.int64)
+        args = (pool, np.array(hidden, dtype=np.int64), banned, weighted, table, np.array(view.face_up), mt, none)
+        assert search_deals(record, 1, *args, model_weights(), np.zeros(0)) == -1
+        assert [int(record[layout.HANDS + k]) for k in hidden] == [hands[k] for k in hidden]
+        assert tuple(int(c) for c in record[layout.DECK : layout.DECK + 16]) == deck
+        assert tuple(int(w) for w in mt) == reference.getstate()[1]
+        compared += 1
+    assert compared > 30

@@ -47,7 +47,7 @@ from ..core.layout import (
     SEEN,
 )
 from . import belief
-from .batched_bots import MT_WORDS, _below
+from .batched_bots import MT_WORDS, _below, _genrand
 
 GUARD, PRIEST, BARON, HANDMAID, PRINCE, KING, COUNTESS, PRINCESS = range(1, 9)
 
@@ -491,3 +491,102 @@ def candidate_playouts(record, candidates, seed, w, totals):
     for i in range(candidates.shape[0]):
         mt[:] = start
         totals[i] += playout(record.copy(), candidates[i], mt, w)
+
+
+# The deal loop (ismcts.sample_deal, then the candidates' playouts) -------------------------
+
+#: ``ismcts._SAMPLING_TRIES``: rejection-sampling tries before ruled-out values are ignored.
+SAMPLING_TRIES = 64
+
+
+@njit(cache=True)
+def _random(mt):
+    """``random.Random.random()``: 53 bits from two draws."""
+    a = _genrand(mt) >> 5
+    b = _genrand(mt) >> 6
+    return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def _getrandbits64(mt):
+    """``random.Random.getrandbits(64)``: the first draw is the low word."""
+    low = np.uint64(_genrand(mt))
+    return low | (np.uint64(_genrand(mt)) << np.uint64(32))
+
+
+@njit(cache=True)
+def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, face_up, mt, candidates, w, totals):
+    """The deal loop of ``ISMCTSAgent.search`` at ``tree_depth=1``, draw for draw with the
+    agent's generator ``mt``: ``deals`` times, sample the hidden cards as
+    ``ismcts.sample_deal`` does, write them into ``record`` (the other hands at offsets
+    ``hidden`` and the deck) and add each candidate's playout reward to ``totals``
+    (:func:`candidate_playouts`, seeded with the next ``getrandbits(64)``).
+
+    ``pool`` holds the unseen values in ascending order (each deal shuffles a copy). Per
+    seat offset, ``banned`` is the ruled-out mask (bit ``v - 1``) and ``weighted`` says whether
+    ``likelihoods[k, v]`` weight the values (else all weigh 1). Returns -1, or the number of
+    cards left when a deal cannot be completed (the reference then raises).
+    """
+    size = pool.shape[0]
+    rest = np.zeros(size, np.int64)
+    weights = np.zeros(size)
+    deck = record[DECK : DECK + DECK_SIZE]
+    deck_size = DECK_SIZE - np.int64(record[NEXT_CARD])
+    shuffled = pool.copy()
+    for _ in range(deals):
+        shuffled[:] = pool  # each deal shuffles a fresh, sorted list
+        left = size
+        for attempt in range(SAMPLING_TRIES + 1):
+            for i in range(size - 1, 0, -1):  # random.shuffle
+                j = _below(mt, i + 1)
+                shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+            rest[:size] = shuffled
+            left = size
+            ok = True
+            for k in hidden:
+                total = 0.0
+                for i in range(left):
+                    v = rest[i]
+                    if attempt < SAMPLING_TRIES and (banned[k] >> (v - 1)) & 1:
+                        weights[i] = 0.0
+                    elif weighted[k]:
+                        weights[i] = likelihoods[k, v]
+                    else:
+                        weights[i] = 1.0
+                    total += weights[i]
+                if total <= 0.0:
+                    ok = False
+                    break
+                pick = _random(mt) * total
+                i = 0
+                while pick >= weights[i] and i < left - 1:
+                    pick -= weights[i]
+                    i += 1
+                record[HANDS + k] = rest[i]
+                rest[i : left - 1] = rest[i + 1 : left].copy()
+                left -= 1
+            if ok:
+                break
+        if left != deck_size + 1:
+            return left
+        seed = _getrandbits64(mt)
+        # The deck: set-aside card, face-up cards, the cards already gone (sorted), the draw pile.
+        gone = COPIES.copy()
+        for i in range(left):
+            gone[rest[i]] -= 1
+        for card in face_up:
+            gone[card] -= 1
+        deck[0] = rest[0]
+        at = 1
+        for card in face_up:
+            deck[at] = card
+            at += 1
+        for v in range(1, 9):
+            for _ in range(gone[v]):
+                deck[at] = v
+                at += 1
+        for i in range(1, left):
+            deck[at] = rest[i]
+            at += 1
+        candidate_playouts(record, candidates, seed, w, totals)
+    return -1

@@ -42,12 +42,13 @@ from ..rules import Rules
 from ..validation import check_int, check_number
 from .base import SeededAgent, legal_actions_of, other_card
 from .belief import action_scores, belief_action
-from .compiled_belief import candidate_playouts, model_weights
+from .compiled_belief import SAMPLING_TRIES, model_weights, search_deals
 from .inference import play_likelihoods, posterior
 from .memory import KeptCardMemory
 
-#: Rejection-sampling tries before ruled-out values are ignored (only an inconsistent view needs it).
-_SAMPLING_TRIES = 64
+#: Rejection-sampling tries before ruled-out values are ignored (only an inconsistent view needs
+#: it); the compiled deal loop bakes the same number in.
+_SAMPLING_TRIES = SAMPLING_TRIES
 
 
 def determinize(
@@ -82,8 +83,7 @@ def sample_deal(
 
     Raises ``ValueError`` when the view is not of the seat to act.
     """
-    if view.to_act != 0 or len(view.hand) != 2:
-        raise ValueError("determinize needs the observation of the player to act (two cards in hand)")
+    _require_player_to_act(view)
     n = view.num_players
     pool = [v for v in CARD_VALUES for _ in range(view.unseen[v])]
     hands = [0] * n
@@ -129,6 +129,11 @@ def sample_deal(
     deck = (set_aside, *view.face_up, *gone, *draw_pile)
     assert len(deck) == DECK_SIZE
     return hands, deck
+
+
+def _require_player_to_act(view: ObservationView) -> None:
+    if view.to_act != 0 or len(view.hand) != 2:
+        raise ValueError("determinize needs the observation of the player to act (two cards in hand)")
 
 
 def deal_state(view: ObservationView, hands: Sequence[int], deck: Sequence[int], old_card: int = 0) -> GameState:
@@ -325,22 +330,46 @@ class ISMCTSAgent(SeededAgent):
     ) -> int:
         """:meth:`search` at ``tree_depth=1`` with the playouts compiled: the same deals, seeds
         and moves as the Python loop below, played on core records by the compiled belief bot."""
+        _require_player_to_act(view)
         rng = self.rng
-        actions = np.array(candidates, dtype=np.int64)
+        n = view.num_players
+        hidden = [k for k in range(1, n) if view.in_round(k) and not view.known_cards[k]]
+        # Everything but the hidden cards is the same in every deal: one record, rewritten per deal.
+        hands = [view.hand[0]] + [view.known_cards[k] if view.in_round(k) else 0 for k in range(1, n)]
+        record = record_from_state(deal_state(view, hands, FULL_DECK, old_card))
+        pool = np.array([v for v in CARD_VALUES for _ in range(view.unseen[v])], dtype=np.int64)
+        banned = np.zeros(layout.MAX_SEATS, dtype=np.int64)
+        weighted = np.zeros(layout.MAX_SEATS, dtype=np.bool_)
+        table = np.zeros((layout.MAX_SEATS, 9))
+        for k in hidden:
+            banned[k] = sum(1 << (v - 1) for v in view.ruled_out[k])
+            weight_of = likelihoods.get(k) if likelihoods else None
+            if weight_of:
+                weighted[k] = True
+                for v, weight in weight_of.items():
+                    table[k, v] = weight
         totals = np.zeros(len(candidates))
-        weights = model_weights()
-        record = None
-        hands_at = slice(layout.HANDS, layout.HANDS + view.num_players)
-        deck_at = slice(layout.DECK, layout.DECK + DECK_SIZE)
-        for _ in range(max(1, self.iterations // len(candidates))):
-            hands, deck = sample_deal(view, rng, likelihoods)
-            playout_seed = rng.getrandbits(64)
-            if record is None:
-                record = record_from_state(deal_state(view, hands, deck, old_card))
-            else:  # deals differ only in the hidden cards: the other hands and the deck
-                record[hands_at] = hands
-                record[deck_at] = deck
-            candidate_playouts(record, actions, np.uint64(playout_seed), weights, totals)
+        version, words, gauss = rng.getstate()
+        mt = np.array(words, dtype=np.uint32)
+        left = search_deals(
+            record,
+            max(1, self.iterations // len(candidates)),
+            pool,
+            np.array(hidden, dtype=np.int64),
+            banned,
+            weighted,
+            table,
+            np.array(view.face_up, dtype=np.int64),
+            mt,
+            np.array(candidates, dtype=np.int64),
+            model_weights(),
+            totals,
+        )
+        rng.setstate((version, tuple(int(word) for word in mt), gauss))
+        if left >= 0:
+            raise ValueError(
+                f"inconsistent view: {left} unseen cards left for the set-aside card and a deck of {view.deck_size}"
+            )
         return candidates[int(np.argmax(totals))]  # argmax keeps the first of equals, as max() does
 
     def _iterate(self, root: _Node, state: GameState, rng: random.Random, first: int) -> float:
