@@ -165,7 +165,16 @@ def test_compiled_deals_equal_sample_deal(num_players: int):
         mt = np.array(random.Random(seed).getstate()[1], dtype=np.uint32)
         pool = np.array([v for v in sorted(view.unseen) for _ in range(view.unseen[v])], dtype=np.int64)
         none = np.zeros(0, dtype=np.int64)
-        args = (pool, np.array(hidden, dtype=np.int64), banned, weighted, table, np.array(view.face_up), mt, none)
+        args = (
+            pool,
+            np.array(hidden, dtype=np.int64),
+            banned,
+            weighted,
+            table,
+            np.array(view.face_up, dtype=np.int64),
+            mt,
+            none,
+        )
         assert search_deals(record, 1, *args, model_weights(), np.zeros(0)) == -1
         assert [int(record[layout.HANDS + k]) for k in hidden] == [hands[k] for k in hidden]
         assert tuple(int(c) for c in record[layout.DECK : layout.DECK + 16]) == deck
