@@ -393,20 +393,35 @@ def _finish_round(r):
 
 
 @njit(cache=True)
+def _one_copy(card):
+    """One copy of ``card`` (1..8) in a packed count of copies per value: 8 bits per value,
+    value ``v`` at bits ``8 (v - 1)`` (no value has more than 5 copies, so fields never carry)."""
+    return np.uint64(1) << np.uint64(8 * (card - 1))
+
+
+@njit(cache=True)
 def observe_into(r, observer, out):
     """Write seat ``observer``'s observation vector (as
     :func:`loveletter_env.observation.encode_observation`) into ``out`` (646 floats)."""
     n = np.int64(r[NUM_PLAYERS])
     out[:] = 0.0
+    # Copies the observer can place in a hand, face up or by knowledge, counted as they are
+    # written (packed, see _one_copy): counting them from ``out`` afterwards re-reads 72 floats.
+    located = np.uint64(0)
 
     card = np.int64(r[HANDS + observer])
     if card:
         out[OBS_HAND + card - 1] += 1.0
+        located += _one_copy(card)
     if observer == r[CURRENT] and r[DRAWN]:
-        out[OBS_HAND + np.int64(r[DRAWN]) - 1] += 1.0
+        card = np.int64(r[DRAWN])
+        out[OBS_HAND + card - 1] += 1.0
+        located += _one_copy(card)
     if n == 2:
         for i in range(1, 1 + FACE_UP_CARDS_2P):
-            out[OBS_FACE_UP + np.int64(r[DECK + i]) - 1] += 1.0
+            card = np.int64(r[DECK + i])
+            out[OBS_FACE_UP + card - 1] += 1.0
+            located += _one_copy(card)
 
     for k in range(n):
         seat = _wrap(observer + k, n)
@@ -419,6 +434,7 @@ def observe_into(r, observer, out):
             card = np.int64(r[KNOWN + observer * MAX_SEATS + seat])
             if card:
                 out[OBS_KNOWN + (k - 1) * 8 + card - 1] = 1.0
+                located += _one_copy(card)
             ruled = np.int64(r[RULED_OUT + seat])
             if ruled:
                 for v in range(8):
@@ -439,14 +455,14 @@ def observe_into(r, observer, out):
     out[OBS_RULES + 1] = r[RULE_KING_IGNORES_HANDMAID]
     out[OBS_DECK] = DECK_SIZE - np.int64(r[NEXT_CARD])
     out[OBS_TARGET] = r[TOKENS_TO_WIN]
-    # Copies whose place the observer cannot name: all, less every card located above.
+    # Copies whose place the observer cannot name: all, less those located above and every
+    # discard (the record's per-seat counts of each value).
     for v in range(8):
-        located = out[OBS_HAND + v] + out[OBS_FACE_UP + v]
-        for k in range(MAX_SEATS):
-            located += out[OBS_DISCARD_COUNTS + k * 8 + v]
-        for k in range(MAX_SEATS - 1):
-            located += out[OBS_KNOWN + k * 8 + v]
-        out[OBS_UNSEEN + v] = COPIES[v + 1] - located
+        discarded = 0
+        for seat in range(n):
+            discarded += np.int64(r[DISCARDED + seat * 8 + v])
+        placed = np.int64((located >> np.uint64(8 * v)) & np.uint64(0xFF))
+        out[OBS_UNSEEN + v] = COPIES[v + 1] - placed - discarded
 
 
 @njit(cache=True)
