@@ -1,5 +1,5 @@
 """The card-counting bot (:mod:`~loveletter_env.agents.belief`) compiled over core records,
-and the ISMCTS playouts that run on it.
+and the ISMCTS deal loop (sampled deals, then playouts) that runs on it.
 
 A search playout asks the card-counting bot for every move of every player until the
 round ends. In Python that is a view (:func:`~loveletter_env.agents.ismcts.seat_view`),
@@ -11,9 +11,11 @@ The moves are the Python bot's, draw for draw: every score is computed with the 
 floating-point operations in the same order as :func:`~loveletter_env.agents.belief.score_action`
 (so ties and the best action come out the same), and ties are broken by a copy of
 ``random.Random(seed)`` drawn the way ``Random.choice`` draws (the compiled bots'
-Mersenne Twister). ``tests/test_search_speed.py`` compares both with the Python
-reference. The value model's weights are read from :mod:`.belief` at each call (an
-argument, not a compiled-in constant), so the on-disk compile cache cannot hold stale ones.
+Mersenne Twister). Deals are sampled as :func:`~loveletter_env.agents.ismcts.sample_deal`
+samples them, from a copy of the search agent's own generator that goes back to it
+afterwards. ``tests/test_search_speed.py`` compares all of it with the Python reference.
+The value model's weights are read from :mod:`.belief` at each call (an argument, not a
+compiled-in constant), so the on-disk compile cache cannot hold stale ones.
 """
 
 from __future__ import annotations
