@@ -539,11 +539,11 @@ def step_batch(
     ``tokens`` of the turn just played (before any reset), then the new ``current``
     seat, the legal ``masks`` (and the same as bit sets into ``legal`` uint64 [N], the
     caller's private copy) and, when ``observe``, the acting seat's ``observations``."""
-    for g in range(records.shape[0]):
-        _step_game(
-            records[g], actions[g], g, episode_is_round, uniforms, orders, placements, draws,
-            rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
-        )
+    no_sampler = np.zeros(1, np.uint64)
+    _step_games(
+        records, actions, no_sampler, False, episode_is_round, uniforms, orders, placements, draws,
+        rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+    )
 
 
 @njit(cache=True)
@@ -557,16 +557,10 @@ def random_step_batch(
     actions are those :func:`.sampling.sample_legal` draws from the same masks and
     generator state; drawing here skips a second pass over N masks. Every game must
     have a round in progress (as after a reset or a step)."""
-    counter = sampler[0]  # in a register for the loop, as in sample_legal
-    for g in range(records.shape[0]):
-        counter += GOLDEN
-        action = _nth_set_bit(legal[g], pick(_popcount(legal[g]), counter))
-        actions[g] = action
-        _step_game(
-            records[g], action, g, episode_is_round, uniforms, orders, placements, draws,
-            rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
-        )
-    sampler[0] = counter
+    _step_games(
+        records, actions, sampler, True, episode_is_round, uniforms, orders, placements, draws,
+        rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+    )
 
 
 @njit(cache=True)
@@ -587,37 +581,49 @@ def _nth_set_bit(bits, k):
 
 
 @njit(cache=True)
-def _step_game(
-    r, action, g, episode_is_round, uniforms, orders, placements, draws,
+def _step_games(
+    records, actions, sampler, draw_actions, episode_is_round, uniforms, orders, placements, draws,
     rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
 ):
-    """Game ``g`` of :func:`step_batch`: play ``action`` in record ``r`` and write row ``g`` of the outputs."""
-    play(r, action)
-    over = r[ROUND_OVER] != 0
-    round_over[g] = over
-    for seat in range(MAX_SEATS):
-        round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
-        tokens[g, seat] = r[TOKENS + seat]
-        rewards[g, seat] = 0.0
-    done = False
-    if over:
-        done = episode_is_round or r[GAME_OVER] != 0
-        if done:
-            winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
-            for seat in range(np.int64(r[NUM_PLAYERS])):
-                rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
-            restart_game(r)
-            first = random_seat(uniforms[g], r[NUM_PLAYERS])
+    """The loop of :func:`step_batch` and :func:`random_step_batch` (which sets
+    ``draw_actions``). One loop for both, not a per-game function: called per game, the
+    seventeen array arguments (several machine words each) cost as much as the turn."""
+    counter = sampler[0]  # in a register for the loop, as in sample_legal
+    for g in range(records.shape[0]):
+        r = records[g]
+        if draw_actions:
+            counter += GOLDEN
+            action = _nth_set_bit(legal[g], pick(_popcount(legal[g]), counter))
+            actions[g] = action
         else:
-            first = lowest_round_winner(r)
-        deal_shuffled(r, orders, placements, draws[0, g], draws[1, g], draws[2, g], first)
-    dones[g] = done
-    current[g] = r[CURRENT]
-    bits = legal_bits(r)
-    legal[g] = bits
-    write_mask(bits, masks[g])
-    if observe:
-        observe_into(r, np.int64(r[CURRENT]), observations[g])
+            action = actions[g]
+        play(r, action)
+        over = r[ROUND_OVER] != 0
+        round_over[g] = over
+        for seat in range(MAX_SEATS):
+            round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
+            tokens[g, seat] = r[TOKENS + seat]
+            rewards[g, seat] = 0.0
+        done = False
+        if over:
+            done = episode_is_round or r[GAME_OVER] != 0
+            if done:
+                winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
+                for seat in range(np.int64(r[NUM_PLAYERS])):
+                    rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
+                restart_game(r)
+                first = random_seat(uniforms[g], r[NUM_PLAYERS])
+            else:
+                first = lowest_round_winner(r)
+            deal_shuffled(r, orders, placements, draws[0, g], draws[1, g], draws[2, g], first)
+        dones[g] = done
+        current[g] = r[CURRENT]
+        bits = legal_bits(r)
+        legal[g] = bits
+        write_mask(bits, masks[g])
+        if observe:
+            observe_into(r, np.int64(r[CURRENT]), observations[g])
+    sampler[0] = counter
 
 
 @njit(cache=True)
