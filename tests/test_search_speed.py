@@ -14,7 +14,6 @@ from loveletter_env.agents import ISMCTSAgent
 from loveletter_env.agents.batched_bots import MT_WORDS
 from loveletter_env.agents.belief import action_scores
 from loveletter_env.agents.compiled_belief import (
-    candidate_playouts,
     model_weights,
     playout,
     record_scores,
@@ -97,23 +96,33 @@ def test_playouts_play_the_python_playout_move_for_move(num_players: int, rules:
     assert compared > 50
 
 
-def test_candidate_playouts_share_one_deal_and_seed():
-    """Each candidate is played on its own copy of the deal with the same seed: the totals
-    are the single playouts' rewards, added to what was there, and the deal is untouched."""
+def test_every_candidate_plays_the_same_deal_with_the_same_seed():
+    """In the deal loop, each candidate is played on its own copy of the deal with a generator
+    seeded by the agent's next ``getrandbits(64)``: the totals are those single playouts'
+    rewards, added to what was there, and the deal itself is left as sampled."""
     deck = list(FULL_DECK)
-    random.Random(3).shuffle(deck)
+    random.Random(2).shuffle(deck)
     state = engine.new_game(3, deck, 0)
-    record = record_from_state(state)
-    before = record.copy()
+    view = seat_view(state, 0)
+    reference = random.Random(11)
+    _, dealt = sample_deal(view, reference)
+    playout_seed = reference.getrandbits(64)
+    record = record_from_state(deal_state(view, [view.hand[0], 0, 0], FULL_DECK))
     legal = np.array(engine.legal_actions(state), dtype=np.int64)
     weights = model_weights()
     totals = np.full(len(legal), 0.5)
-    candidate_playouts(record, legal, np.uint64(99), weights, totals)
-    assert np.array_equal(record, before)
+    mt = np.array(random.Random(11).getstate()[1], dtype=np.uint32)
+    pool = np.array([v for v in sorted(view.unseen) for _ in range(view.unseen[v])], dtype=np.int64)
+    none = np.zeros(4, dtype=np.int64)
+    search_deals(
+        record, 1, pool, np.array([1, 2]), none, none > 0, np.zeros((4, 9)), none[:0], mt, legal, weights, totals
+    )
+    assert tuple(int(c) for c in record[layout.DECK : layout.DECK + 16]) == dealt
     for i, action in enumerate(legal):
-        mt = np.zeros(MT_WORDS + 1, dtype=np.uint32)
-        seed_generator(np.uint64(99), mt)
-        assert totals[i] == 0.5 + playout(before.copy(), action, mt, weights)
+        playout_mt = np.zeros(MT_WORDS + 1, dtype=np.uint32)
+        seed_generator(np.uint64(playout_seed), playout_mt)
+        assert totals[i] == 0.5 + playout(record.copy(), action, playout_mt, weights)
+    assert len(set(totals)) > 1  # the candidates' playouts do differ
 
 
 @pytest.mark.parametrize("num_players,rules", TABLES)

@@ -158,7 +158,7 @@ def read_view(r, seat, unseen, opponents):
         known = r[KNOWN + seat * MAX_SEATS + p]
         if known:
             unseen[known] -= 1
-    count = 0
+    count = np.int64(0)
     for k in range(1, n):
         p = (seat + k) % n
         if r[OUT + p]:
@@ -176,7 +176,7 @@ def _hand_posterior(r, seat, k, unseen, w, dist):
     for v in range(9):
         dist[v] = 0.0
     known = np.int64(r[KNOWN + seat * MAX_SEATS + p])
-    entries = 0
+    entries = np.int64(0)
     if known:
         dist[known] = 1.0
         entries = 1
@@ -240,13 +240,13 @@ def _holds_chance(dist, card, unseen_share):
 def _guess_chance(card, unseen):
     if card == GUARD:
         return 0.0
-    best = 0
+    best = np.int64(0)
     for v in range(2, 9):
         c = unseen[v] + (1 if v == card else 0)
         best = max(best, c)
     mine = unseen[card] + 1
     if mine == best:
-        ties = 0
+        ties = np.int64(0)
         for v in range(2, 9):
             if unseen[v] + (1 if v == card else 0) == best:
                 ties += 1
@@ -262,10 +262,10 @@ def _risk(card, exposed, protected, count, beliefs, unseen, unseen_share, deck_s
     for i in range(count):
         dist = beliefs[i]
         hit = 0.0 if card == GUARD else exposed + (1.0 - exposed) * _guess_chance(card, unseen)
-        threat = _holds_chance(dist, GUARD, unseen_share) * hit
-        threat += _holds_chance(dist, BARON, unseen_share) * (1.0 - _beats(card, dist)) * w[_BARON_THREAT]
+        threat = _holds_chance(dist, np.int64(GUARD), unseen_share) * hit
+        threat += _holds_chance(dist, np.int64(BARON), unseen_share) * (1.0 - _beats(card, dist)) * w[_BARON_THREAT]
         if card == PRINCESS:
-            threat += _holds_chance(dist, PRINCE, unseen_share) * 0.5
+            threat += _holds_chance(dist, np.int64(PRINCE), unseen_share) * 0.5
         survive *= 1.0 - min(1.0, threat)
     return 1.0 - survive
 
@@ -281,7 +281,7 @@ def _option_value(card, count, beliefs, elim_gain, w):
     if card == BARON:
         edge = 0.0
         for i in range(count):
-            edge = _beats(BARON, beliefs[i]) if i == 0 else max(edge, _beats(BARON, beliefs[i]))
+            edge = _beats(np.int64(BARON), beliefs[i]) if i == 0 else max(edge, _beats(np.int64(BARON), beliefs[i]))
         return w[_BARON_OPTION] * elim_gain * max(0.0, edge - 0.5)
     if card == PRINCE:
         top = 0.0
@@ -333,15 +333,31 @@ def score_action(action, a, b, old_card, any_seen, count, opponents, beliefs, un
                 dist = beliefs[i]
     alone = 1.0 if count == 1 else 0.0
 
-    if card == PRINCESS:
+    # Every score is ``now + scale * after(kept)``, or a sum of ``after`` over the cards a
+    # Prince (on ourselves) or a King may leave us: one call site each keeps compiling quick.
+    # Where the reference returns ``x + after`` or ``after``, ``scale`` is 1.0 and ``now`` 0.0:
+    # the same floating-point results.
+    now = 0.0
+    scale = 1.0
+    protected = card == HANDMAID
+    if card == PRINCESS or (card == PRINCE and offset == 0 and kept == PRINCESS):
         return w[_SURE_LOSS]
+    if (card == PRINCE and offset == 0) or (card == KING and targeted):
+        spread = unseen_share if card == PRINCE else dist
+        exposed_then = 0.0 if card == PRINCE else 1.0  # after a King trade they know our card
+        value = 0.0
+        for new in range(1, 9):
+            if spread[new] != 0.0:
+                value += spread[new] * _after(
+                    new, exposed_then, protected, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain,
+                    horizon, w,
+                )  # fmt: skip
+        return value
     if card == GUARD and targeted:
         hit = dist[guess]
-        go_on = _after(
-            kept, exposed, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
-        )
-        return hit * elim_gain + (1.0 - hit * alone) * go_on
-    if card == BARON and targeted:
+        now = hit * elim_gain
+        scale = 1.0 - hit * alone
+    elif card == BARON and targeted:
         win = 0.0
         lose = 0.0
         for v in range(1, 9):
@@ -351,47 +367,16 @@ def score_action(action, a, b, old_card, any_seen, count, opponents, beliefs, un
                 elif v > kept:
                     lose += dist[v]
         tie = 1.0 - win - lose
-        go_on = tie + win * (1.0 - alone)
-        later = _after(
-            kept,
-            max(exposed, tie),
-            False,
-            count,
-            beliefs,
-            unseen,
-            unseen_share,
-            deck_size,
-            share,
-            elim_gain,
-            horizon,
-            w,
-        )
-        return win * elim_gain - lose * share + go_on * later
-    if card == PRIEST and targeted:
+        now = win * elim_gain - lose * share
+        scale = tie + win * (1.0 - alone)
+        exposed = max(exposed, tie)  # after a tie the target knows our card
+    elif card == PRIEST and targeted:
         top = 0.0
         for v in range(1, 9):
             top = max(top, dist[v])
-        uncertainty = 1.0 - top
         use = 0.8 if kept == GUARD else 0.3 if kept in (BARON, PRINCE) else 0.15
-        go_on = _after(
-            kept, exposed, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
-        )
-        return use * uncertainty * elim_gain + go_on
-    if card == HANDMAID:
-        return _after(
-            kept, exposed, True, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
-        )
-    if card == PRINCE:
-        if offset == 0:
-            if kept == PRINCESS:
-                return w[_SURE_LOSS]
-            value = 0.0
-            for new in range(1, 9):
-                if unseen_share[new] != 0.0:
-                    value += unseen_share[new] * _after(
-                        new, 0.0, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
-                    )
-            return value
+        now = use * (1.0 - top) * elim_gain
+    elif card == PRINCE:
         hit = dist[PRINCESS]
         mean = 0.0
         fresh = 0.0
@@ -400,20 +385,12 @@ def score_action(action, a, b, old_card, any_seen, count, opponents, beliefs, un
                 mean += v * dist[v]
             if unseen_share[v] != 0.0:
                 fresh += v * unseen_share[v]
-        disrupt = horizon * max(0.0, mean - fresh) / 16.0
-        go_on = _after(
-            kept, exposed, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
-        )
-        return hit * elim_gain + disrupt + (1.0 - hit * alone) * go_on
-    if card == KING and targeted:
-        received = 0.0
-        for new in range(1, 9):
-            if dist[new] != 0.0:
-                received += dist[new] * _after(
-                    new, 1.0, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
-                )
-        return received
-    return _after(kept, exposed, False, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w)
+        now = hit * elim_gain + horizon * max(0.0, mean - fresh) / 16.0
+        scale = 1.0 - hit * alone
+    later = _after(
+        kept, exposed, protected, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
+    )
+    return now + scale * later
 
 
 @njit(cache=True)
@@ -428,10 +405,10 @@ def record_scores(r, legal, count_legal, old_card, w, scores):
     count = read_view(r, seat, unseen, opponents)
     for i in range(count):
         _hand_posterior(r, seat, opponents[i], unseen, w, beliefs[i])
-    any_seen = False
+    seen = np.int64(0)
     for k in range(1, n):
-        if r[SEEN + ((seat + k) % n) * MAX_SEATS + seat]:
-            any_seen = True
+        seen += r[SEEN + ((seat + k) % n) * MAX_SEATS + seat]
+    any_seen = seen > 0
     a = np.int64(r[HANDS + seat])
     b = np.int64(r[DRAWN])
     if b < a:
@@ -446,18 +423,18 @@ def belief_move(r, mt, w, legal, scores):
     """``ismcts.model_action``: the move of the player to act in ``r``, the belief bot's
     (ties broken by ``mt``, as ``rng.choice``); a forced move draws nothing."""
     bits = legal_bits(r)
-    count = 0
+    count = np.int64(0)
     for action in range(NUM_ACTIONS):
         if (bits >> np.uint64(action)) & np.uint64(1):
             legal[count] = action
             count += 1
     if count == 1:
         return legal[0]
-    record_scores(r, legal, count, 0, w, scores)
+    record_scores(r, legal, count, np.int64(0), w, scores)
     top = scores[0]
     for i in range(1, count):
         top = max(top, scores[i])
-    best = 0
+    best = np.int64(0)
     for i in range(count):
         if scores[i] >= top - 1e-9:
             legal[best] = legal[i]
@@ -476,23 +453,10 @@ def playout(r, first, mt, w):
         play(r, belief_move(r, mt, w, legal, scores))
     if not r[ROUND_WINNERS]:
         return 0.0
-    winners = 0
+    winners = np.int64(0)
     for seat in range(MAX_SEATS):
         winners += r[ROUND_WINNERS + seat]
     return 1.0 / winners
-
-
-@njit(cache=True)
-def candidate_playouts(record, candidates, seed, w, totals):
-    """Add to ``totals[i]`` the reward of playing ``candidates[i]`` from ``record`` then
-    playing out, every candidate on its own copy of the deal with a generator seeded
-    ``random.Random(seed)`` (common random numbers)."""
-    start = np.zeros(MT_WORDS + 1, np.uint32)
-    seed_generator(seed, start)
-    mt = start.copy()
-    for i in range(candidates.shape[0]):
-        mt[:] = start
-        totals[i] += playout(record.copy(), candidates[i], mt, w)
 
 
 # The deal loop (ismcts.sample_deal, then the candidates' playouts) -------------------------
@@ -521,8 +485,9 @@ def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, fac
     """The deal loop of ``ISMCTSAgent.search`` at ``tree_depth=1``, draw for draw with the
     agent's generator ``mt``: ``deals`` times, sample the hidden cards as
     ``ismcts.sample_deal`` does, write them into ``record`` (the other hands at offsets
-    ``hidden`` and the deck) and add each candidate's playout reward to ``totals``
-    (:func:`candidate_playouts`, seeded with the next ``getrandbits(64)``).
+    ``hidden`` and the deck), then add to ``totals[i]`` the reward of playing ``candidates[i]``
+    and playing out (:func:`playout`) on a copy of the deal, every candidate with a generator
+    seeded ``random.Random(getrandbits(64))`` by the next draw (common random numbers).
 
     ``pool`` holds the unseen values in ascending order (each deal shuffles a copy). Per
     seat offset, ``banned`` is the ruled-out mask (bit ``v - 1``) and ``weighted`` says whether
@@ -535,6 +500,8 @@ def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, fac
     deck = record[DECK : DECK + DECK_SIZE]
     deck_size = DECK_SIZE - np.int64(record[NEXT_CARD])
     shuffled = pool.copy()
+    start = np.zeros(MT_WORDS + 1, np.uint32)
+    playout_mt = start.copy()
     for _ in range(deals):
         shuffled[:] = pool  # each deal shuffles a fresh, sorted list
         left = size
@@ -571,7 +538,7 @@ def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, fac
                 break
         if left != deck_size + 1:
             return left
-        seed = _getrandbits64(mt)
+        seed_generator(_getrandbits64(mt), start)
         # The deck: set-aside card, face-up cards, the cards already gone (sorted), the draw pile.
         gone = COPIES.copy()
         for i in range(left):
@@ -590,5 +557,8 @@ def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, fac
         for i in range(1, left):
             deck[at] = rest[i]
             at += 1
-        candidate_playouts(record, candidates, seed, w, totals)
+        # Common random numbers: every candidate on its own copy of the deal, with the same seed.
+        for c in range(candidates.shape[0]):
+            playout_mt[:] = start
+            totals[c] += playout(record.copy(), candidates[c], playout_mt, w)
     return -1
