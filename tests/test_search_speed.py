@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from loveletter_env import engine
-from loveletter_env.agents import ISMCTSAgent
+from loveletter_env.agents import ISMCTSAgent, ismcts_bench
 from loveletter_env.agents.batched_bots import MT_WORDS
 from loveletter_env.agents.belief import action_scores
 from loveletter_env.agents.compiled_belief import (
@@ -190,3 +190,10 @@ def test_compiled_deals_equal_sample_deal(num_players: int):
         assert tuple(int(w) for w in mt) == reference.getstate()[1]
         compared += 1
     assert compared > 30
+
+
+def test_bench_command_compares_both_paths(capsys):
+    """The timing command runs both paths on the same positions and reports no differing move."""
+    assert ismcts_bench.main(["--players", "3", "--positions", "3", "--iterations", "12", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "3 players: compiled" in out and "moves differ at 0 of 3 positions" in out
