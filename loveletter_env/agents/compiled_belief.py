@@ -15,7 +15,11 @@ Mersenne Twister). Deals are sampled as :func:`~loveletter_env.agents.ismcts.sam
 samples them, from a copy of the search agent's own generator that goes back to it
 afterwards. ``tests/test_search_speed.py`` compares all of it with the Python reference.
 The value model's weights are read from :mod:`.belief` at each call (an argument, not a
-compiled-in constant), so the on-disk compile cache cannot hold stale ones.
+compiled-in constant), so the on-disk compile cache cannot hold stale ones. The kernels
+called from here (the core's rules, the compiled bots' generator) are compiled into this
+module's cache entries, and numba keys those on this file alone: after changing those
+kernels, touch this file so that it compiles afresh (the tests catch a stale cache that
+changes a move).
 """
 
 from __future__ import annotations
