@@ -19,7 +19,7 @@ from typing import Any, Union
 
 import yaml
 
-from loveletter_env.agents import AGENT_NAMES
+from loveletter_env.agents import AGENT_NAMES, make_agent
 from loveletter_env.rules import PRESETS
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, check_int, check_number
 
@@ -276,6 +276,7 @@ class TrainConfig:
         need(o.bots == 0 or len(o.bot_names) > 0, "opponents.bot_names", "must name a bot when opponents.bots > 0")
         known_bots = all(name in AGENT_NAMES for name in o.bot_names)
         need(known_bots, "opponents.bot_names", f"must be names from {AGENT_NAMES}")
+        _check_buildable(o.bot_names, "opponents.bot_names")
         need(o.snapshot_every >= 1, "opponents.snapshot_every", "must be >= 1")
         need(o.pool_size >= 1, "opponents.pool_size", "must be >= 1")
         v = self.eval
@@ -284,6 +285,7 @@ class TrainConfig:
         need(v.num_players in PLAYER_COUNTS, "eval.num_players", "must be 2, 3 or 4")
         known_opponents = all(name in AGENT_NAMES for name in v.opponents)
         need(known_opponents, "eval.opponents", f"must be names from {AGENT_NAMES}")
+        _check_buildable(v.opponents, "eval.opponents")
         need(v.every == 0 or v.best_by in v.opponents, "eval.best_by", f"must be one of eval.opponents {v.opponents}")
         need(v.final_rounds >= 0, "eval.final_rounds", "must be >= 0")
         self._validate_schedule()
@@ -327,6 +329,19 @@ def count_parameters(hidden_sizes: list[int]) -> int:
 # ---------------------------------------------------------------------------------
 # dict <-> dataclass, with type checks
 # ---------------------------------------------------------------------------------
+def _check_buildable(names: Iterable[str], key: str) -> None:
+    """Refuse bots that cannot be built from their name alone (``guided`` needs ``policy=PATH``).
+
+    Training builds its bots by name, so such a bot would otherwise fail only when a run first
+    meets it, after training time was spent.
+    """
+    for name in names:
+        try:
+            make_agent(name, seed=0)
+        except ValueError as err:
+            raise ConfigError(f"{key}: bot {name!r} cannot be built by name alone ({err})") from None
+
+
 def _get(obj: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         obj = getattr(obj, part)
