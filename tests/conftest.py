@@ -21,7 +21,7 @@ import pytest
 import loveletter_env
 from loveletter_env import engine
 from loveletter_env.actions import ACTIONS, NO_TARGET, encode_action
-from loveletter_env.cards import CARD_NAMES, DECK_SIZE, FULL_DECK
+from loveletter_env.cards import CARD_NAMES, COUNTESS, DECK_SIZE, FULL_DECK, GUARD, KING, PRINCE, PRINCESS
 from loveletter_env.engine import GameState, TurnEvent
 from loveletter_env.observation import ObservationView, decode_observation, encode_observation
 
@@ -29,6 +29,30 @@ PLAYER_COUNTS = (2, 3, 4)
 
 
 # Decks ------------------------------------------------------------------------------
+
+
+def table_sizes(spec: int | str, n: int) -> list[int]:
+    """Table sizes of ``n`` games: all ``spec`` players, or 2, 3, 4, 2, ... for ``"mixed"``."""
+    return [2 + g % 3 for g in range(n)] if spec == "mixed" else [int(spec)] * n
+
+
+def edge_case_decks() -> list[list[int]]:
+    """Full decks ordered to force the rare paths: Guard duels, forced Countess, Prince into
+    Princess, showdown ties and set-aside draws (the differential tests of fast engines)."""
+    sorted_deck = list(FULL_DECK)
+    court = [COUNTESS, KING, PRINCE, PRINCESS]
+    rest = list(FULL_DECK)
+    for c in [GUARD] + court:
+        rest.remove(c)
+    decks = [
+        sorted_deck,  # all Guards up front: Guard duels
+        sorted_deck[::-1],  # Princess set aside, court cards first
+        [GUARD] + court + rest,  # forced Countess, Prince into Princess
+        rest[:4] + court + [GUARD] + rest[4:],
+        [GUARD] + rest[::-1] + court[::-1],  # late court cards: showdown ties, set-aside draws
+    ]
+    assert all(sorted(d) == sorted_deck for d in decks)
+    return decks
 
 
 def scripted_deck(placed: Mapping[int, int]) -> tuple[int, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import edge_case_decks, table_sizes
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
@@ -20,16 +21,12 @@ from loveletter_env.batched import (
     play_turn,
     state_from_scalar,
 )
-from loveletter_env.cards import COUNTESS, FULL_DECK, GUARD, KING, PRINCE, PRINCESS
+from loveletter_env.cards import FULL_DECK, GUARD, PRINCESS
 from loveletter_env.env import raw_env
 from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
 
 RULES = ("classic", "pegasus", "king_ignores_handmaid")
 TABLES = (2, 3, 4, "mixed")
-
-
-def _table_sizes(spec, n: int) -> list[int]:
-    return [2 + g % 3 for g in range(n)] if spec == "mixed" else [spec] * n
 
 
 def _sample(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -110,7 +107,7 @@ def _play_differential(env: BatchedLoveLetter, steps: int, seed: int, decks=None
 @pytest.mark.parametrize("rules", RULES)
 @pytest.mark.parametrize("table", TABLES)
 def test_random_rounds_match_scalar(table, rules):
-    env = BatchedLoveLetter(48, _table_sizes(table, 48), rules=rules, episode="round", seed=7)
+    env = BatchedLoveLetter(48, table_sizes(table, 48), rules=rules, episode="round", seed=7)
     episodes = _play_differential(env, steps=90, seed=11)
     assert episodes > 200  # thousands of rounds across the parametrisation
 
@@ -119,32 +116,15 @@ def test_random_rounds_match_scalar(table, rules):
 @pytest.mark.parametrize("table", (2, "mixed"))
 def test_random_games_match_scalar(table, rules):
     """Whole games: later rounds start from the previous round's lowest-seat winner."""
-    env = BatchedLoveLetter(24, _table_sizes(table, 24), rules=rules, episode="game", seed=3)
+    env = BatchedLoveLetter(24, table_sizes(table, 24), rules=rules, episode="game", seed=3)
     episodes = _play_differential(env, steps=260, seed=5)
     assert episodes > 0
-
-
-def _scripted_decks() -> list[list[int]]:
-    sorted_deck = list(FULL_DECK)
-    court = [COUNTESS, KING, PRINCE, PRINCESS]
-    rest = list(FULL_DECK)
-    for c in [GUARD] + court:
-        rest.remove(c)
-    decks = [
-        sorted_deck,  # all Guards up front: Guard duels
-        sorted_deck[::-1],  # Princess set aside, court cards first
-        [GUARD] + court + rest,  # forced Countess, Prince into Princess
-        rest[:4] + court + [GUARD] + rest[4:],
-        [GUARD] + rest[::-1] + court[::-1],  # late court cards: showdown ties, set-aside draws
-    ]
-    assert all(sorted(d) == sorted_deck for d in decks)
-    return decks
 
 
 @pytest.mark.parametrize("rules", RULES)
 @pytest.mark.parametrize("table", (2, 3, 4))
 def test_scripted_decks_match_scalar(table, rules):
-    decks = torch.tensor([d for d in _scripted_decks() for _ in range(8)])
+    decks = torch.tensor([d for d in edge_case_decks() for _ in range(8)])
     env = BatchedLoveLetter(len(decks), table, rules=rules, seed=table)
     _play_differential(env, steps=40, seed=table, decks=decks)
 
@@ -349,7 +329,7 @@ def test_observe_rejects_bad_seats():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_matches_scalar_and_never_synchronises():
-    env = BatchedLoveLetter(64, _table_sizes("mixed", 64), episode="game", device="cuda", seed=1)
+    env = BatchedLoveLetter(64, table_sizes("mixed", 64), episode="game", device="cuda", seed=1)
     obs, mask = env.reset()
     mirror = ScalarMirror(env)
     generator = torch.Generator(device="cuda").manual_seed(0)

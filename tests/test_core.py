@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import edge_case_decks, table_sizes
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
-from loveletter_env.cards import COUNTESS, FULL_DECK, GUARD, KING, PRINCE, PRINCESS
+from loveletter_env.cards import FULL_DECK
 from loveletter_env.core import kernels, layout, new_records, record_from_state, state_from_record
 from loveletter_env.core.decks import deck_tables
 from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
@@ -21,10 +22,6 @@ from loveletter_env.rules import resolve_rules
 
 RULES = ("classic", "pegasus", "king_ignores_handmaid")
 TABLES = (2, 3, 4, "mixed")
-
-
-def _table_sizes(spec, n: int) -> list[int]:
-    return [2 + g % 3 for g in range(n)] if spec == "mixed" else [spec] * n
 
 
 def _deck_from_draws(draws: np.ndarray) -> list[int]:
@@ -147,31 +144,14 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
 def test_random_play_matches_reference(table, rules, episode):
     """About 1,100 rounds per case, 26,000 over the parametrisation."""
     seed = TABLES.index(table) * 100 + RULES.index(rules) * 10 + (episode == "game")
-    rounds = _play(_table_sizes(table, 48), rules, episode, steps=150, seed=seed)
+    rounds = _play(table_sizes(table, 48), rules, episode, steps=150, seed=seed)
     assert rounds > 600
-
-
-def _scripted_decks() -> list[list[int]]:
-    sorted_deck = list(FULL_DECK)
-    court = [COUNTESS, KING, PRINCE, PRINCESS]
-    rest = list(FULL_DECK)
-    for c in [GUARD] + court:
-        rest.remove(c)
-    decks = [
-        sorted_deck,  # all Guards up front: Guard duels
-        sorted_deck[::-1],  # Princess set aside, court cards first
-        [GUARD] + court + rest,  # forced Countess, Prince into Princess
-        rest[:4] + court + [GUARD] + rest[4:],
-        [GUARD] + rest[::-1] + court[::-1],  # late court cards: showdown ties, set-aside draws
-    ]
-    assert all(sorted(d) == sorted_deck for d in decks)
-    return decks
 
 
 @pytest.mark.parametrize("rules", RULES)
 @pytest.mark.parametrize("table", (2, 3, 4))
 def test_scripted_decks_match_reference(table, rules):
-    decks = [d for d in _scripted_decks() for _ in range(8)]
+    decks = [d for d in edge_case_decks() for _ in range(8)]
     _play([table] * len(decks), rules, "round", steps=40, seed=table, first_decks=decks)
 
 
