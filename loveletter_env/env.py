@@ -72,13 +72,12 @@ from .cards import FULL_DECK
 from .core import kernels, new_records
 from .core.layout import CURRENT, GAME_OVER, ROUND_OVER
 from .core.live import RecordGameState
-from .engine import MAX_PLAYERS, MIN_PLAYERS, IllegalActionError
+from .engine import IllegalActionError
 from .observation import OBSERVATION_SIZE
 from .render import render_seat_view
 from .rules import Rules, resolve_rules
-from .validation import check_int, check_seat
+from .validation import check_episode, check_int, check_num_players, check_seat
 
-EPISODE_KINDS = ("round", "game")
 RENDER_MODES = ("human", "ansi")
 RESET_OPTIONS = ("deck", "first_player")
 #: Upper bound of any observation entry (counts, tokens, deck size are all below it).
@@ -169,14 +168,8 @@ class raw_env(AECEnv):
         render_mode: str | None = None,
     ):
         super().__init__()
-        if (
-            isinstance(num_players, bool)
-            or not isinstance(num_players, (int, np.integer))
-            or not (MIN_PLAYERS <= num_players <= MAX_PLAYERS)
-        ):
-            raise ValueError(f"num_players must be 2, 3 or 4, got {num_players!r}")
-        if episode not in EPISODE_KINDS:
-            raise ValueError(f"episode must be one of {EPISODE_KINDS}, got {episode!r}")
+        check_num_players(num_players)
+        check_episode(episode)
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
         self.num_players = int(num_players)

@@ -42,6 +42,7 @@ from ..actions import ACTION_CARD, NUM_ACTIONS
 from ..cards import CARD_VALUES
 from ..engine import GameState
 from ..observation import LAYOUT, OBSERVATION_SIZE, SLICES, ObservationView, decode_observation, encode_observation
+from ..validation import check_number
 from .base import SeededAgent, legal_actions_of, other_card
 from .inference import model_play_probability, play_likelihoods, posterior, view_legal_actions
 from .ismcts import determinize, model_action
@@ -108,8 +109,6 @@ class GuidedSearchAgent(SeededAgent):
             raise ValueError(f"opponents must be one of {list(OPPONENT_MODELS)}, got {opponents!r}")
         if reading not in PLAY_READINGS:
             raise ValueError(f"reading must be one of {list(PLAY_READINGS)}, got {reading!r}")
-        if isinstance(model_noise, bool) or not isinstance(model_noise, (int, float)) or not 0.0 <= model_noise <= 1.0:
-            raise ValueError(f"model_noise must be a number between 0 and 1, got {model_noise!r}")
         if policy is None:
             raise ValueError("the guided search needs a network: policy=PATH (a checkpoint) or a model object")
         if isinstance(policy, (str, os.PathLike)):
@@ -126,7 +125,7 @@ class GuidedSearchAgent(SeededAgent):
         self.width = width
         self.depth = depth
         self.opponents = opponents
-        self.model_noise = float(model_noise)
+        self.model_noise = check_number("model_noise", model_noise, 0, 1)
         self.reading = reading
         self.memory = KeptCardMemory()
         self._sampler = np.random.default_rng(0)

@@ -23,13 +23,13 @@ from ..core.decks import deck_tables
 from ..engine import MAX_PLAYERS, MIN_PLAYERS
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
+from ..validation import check_episode
 from . import engine
 from .observe import discard_scratch, encode_observations
 from .shuffle import shuffled_decks
 from .state import BatchedState, empty_state, state_from_records
 from .tables import MAX_SEATS, tables_for
 
-EPISODE_KINDS = ("round", "game")
 #: How many faulty games an error message lists before summarising the rest.
 _MAX_LISTED = 8
 
@@ -82,8 +82,7 @@ class BatchedLoveLetter:
         if isinstance(num_games, bool) or not hasattr(num_games, "__index__") or int(num_games) < 1:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         num_games = int(num_games)
-        if episode not in EPISODE_KINDS:
-            raise ValueError(f"episode must be one of {EPISODE_KINDS}, got {episode!r}")
+        check_episode(episode)
         self.device = torch.empty(0, device=device).device  # normalised: "cuda" -> "cuda:0"
         self.rules = resolve_rules(rules)
         self.episode = episode

@@ -25,8 +25,9 @@ import numpy as np
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, NUM_ACTIONS
 from ..cards import BARON, CARD_COUNTS, CARD_VALUES, COUNTESS, DECK_SIZE, FULL_DECK, GUARD, KING, PRIEST, PRINCE
 from ..observation import MAX_DISCARDS, OBSERVATION_SIZE, SLICES
+from ..validation import MAX_PLAYERS
 
-MAX_SEATS = 4
+MAX_SEATS = MAX_PLAYERS
 
 # Scalars.
 NUM_PLAYERS = 0

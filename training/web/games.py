@@ -29,6 +29,7 @@ from loveletter_env.observation import encode_observation
 from loveletter_env.render import narrate, round_summary
 from loveletter_env.replay import AgentInfo, Replay, ReplayRecorder, decision_details, safe_file_name, save_replay
 from loveletter_env.rules import PRESETS
+from loveletter_env.validation import is_int
 
 from .views import legal_moves, state_view
 
@@ -243,7 +244,7 @@ class HumanGame:
         if state.round_over:
             raise RequestError("the round is over; ask for the next round first", status=409)
         legal = engine.legal_actions(state)
-        if isinstance(action, bool) or not isinstance(action, int) or action not in legal:
+        if not is_int(action) or action not in legal:
             raise RequestError(f"action {action!r} is not one of your legal moves {list(legal)}")
         self._play(action)
         self._play_agents()
@@ -333,11 +334,11 @@ def check_new_game(body: Any, catalog: OpponentCatalog) -> dict[str, Any]:
     if length not in ("round", "game"):
         raise RequestError(f"length must be 'round' or 'game', got {length!r}")
     seat = body.get("seat", 0)
-    if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < players:
+    if not is_int(seat) or not 0 <= seat < players:
         raise RequestError(f"seat must be a seat in 0..{players - 1}, got {seat!r}")
     seed = body.get("seed")
     if seed is None:
         seed = secrets.randbelow(2**31)
-    elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+    elif not is_int(seed) or not 0 <= seed < 2**63:
         raise RequestError(f"seed must be a non-negative whole number, got {seed!r}")
     return {"opponents": choices, "num_players": players, "seat": seat, "rules": rules, "length": length, "seed": seed}
