@@ -71,8 +71,29 @@ def test_width_limits_the_search_to_the_networks_favourites():
     )
 
 
+def test_a_margin_keeps_a_sure_win():
+    state = known_baron_state()
+    network = FixedNetwork(preferred=act(GUARD, 1, PRINCESS))
+    agent = GuidedSearchAgent(network, seed=0, iterations=40, width=0, margin=3.0)
+    assert agent.act(observation(state, 0)) == act(GUARD, 1, BARON)
+
+
+def test_a_margin_overrides_the_network_only_beyond_the_noise():
+    weights = np.full(4, 0.25)
+    noisy = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.5, 1.0]])  # candidate 1 ahead by 0.375, SE 0.41
+    steady = np.array([[0.2, 0.5], [0.4, 0.7], [0.1, 0.4], [0.3, 0.6]])  # ahead by 0.3 on every deal, SE 0
+    plain = GuidedSearchAgent(FixedNetwork(), seed=0)
+    careful = GuidedSearchAgent(FixedNetwork(), seed=0, margin=2.0)
+    assert plain.pick_candidate(noisy, weights) == 1 and careful.pick_candidate(noisy, weights) == 0
+    assert plain.pick_candidate(steady, weights) == 1 and careful.pick_candidate(steady, weights) == 1
+    behind = steady[:, ::-1]
+    assert plain.pick_candidate(behind, weights) == 0 and careful.pick_candidate(behind, weights) == 0
+    tied = np.array([[0.5, 0.5], [0.2, 0.2]])
+    assert plain.pick_candidate(tied, np.full(2, 0.5)) == 0
+
+
 @pytest.mark.parametrize(
-    "options", [{}, {"opponents": "network", "depth": 2}, {"opponents": "belief", "reading": "belief"}]
+    "options", [{}, {"margin": 1.0}, {"opponents": "network", "depth": 2}, {"opponents": "belief", "reading": "belief"}]
 )
 def test_same_seed_same_play_and_only_legal_moves(options: dict):
     def play(seed: int) -> list[int]:
@@ -126,6 +147,7 @@ def test_observation_views_encode_back_to_the_same_vector():
         ({"policy": SHIPPED, "reading": "minds"}, "reading must be one of"),
         ({"policy": SHIPPED, "model_noise": 2.0}, "model_noise must be a number between 0 and 1"),
         ({"policy": SHIPPED, "model_noise": True}, "model_noise must be a number between 0 and 1"),
+        ({"policy": SHIPPED, "margin": -1}, "margin must be a number between 0 and 10"),
     ],
 )
 def test_bad_options_are_named(options: dict, message: str):

@@ -22,7 +22,10 @@ The next opponent's hand is stratified (every card they may hold gets its share 
 deals), every candidate is scored on the same deals (common random numbers), and all
 deals advance in lock step, so each stage of the search is one batched forward pass
 rather than one per position. The move with the highest mean value is played; ties go
-to the network's preferred move.
+to the network's preferred move. With ``margin`` > 0 the network's preferred move is
+kept unless the best candidate's mean beats it by more than ``margin`` standard errors of
+their difference over the same deals: the search overrides the network only where it
+measured an advantage, not where sampling noise made one.
 
 The network is passed in, or loaded from a checkpoint path through
 :func:`~loveletter_env.agents.specs.load_checkpoint_network` (the environment package does
@@ -31,6 +34,7 @@ not depend on the training package: that registers the loader).
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from typing import Any, Mapping
@@ -54,6 +58,8 @@ _ACTION_CARDS = np.array(ACTION_CARD)
 OPPONENT_MODELS = ("greedy", "network", "belief")
 #: Whose play model reads opponents' last plays.
 PLAY_READINGS = ("network", "belief")
+#: The largest ``margin`` (in standard errors): beyond it the search would never override the network.
+MAX_MARGIN = 10.0
 
 
 def load_policy_network(path: str | os.PathLike[str]) -> Any:
@@ -84,6 +90,9 @@ class GuidedSearchAgent(SeededAgent):
             ``"network"`` (the network's policy) or ``"belief"`` (the card-counting bot).
         model_noise: how far opponents may stray from that model (0: they play exactly
             like it; 1: read nothing from plays, count cards only).
+        margin: how many standard errors of the paired difference the best candidate's
+            mean value must exceed the network's preferred move's by to replace it (0:
+            play the best mean).
 
     Raises:
         ValueError: a missing policy or an option out of range, named in the message.
@@ -101,6 +110,7 @@ class GuidedSearchAgent(SeededAgent):
         opponents: str = "greedy",
         reading: str = "network",
         model_noise: float = 0.02,
+        margin: float = 0.0,
     ):
         _check_int("iterations", iterations, 1)
         _check_int("width", width, 0)
@@ -126,6 +136,7 @@ class GuidedSearchAgent(SeededAgent):
         self.depth = depth
         self.opponents = opponents
         self.model_noise = check_number("model_noise", model_noise, 0, 1)
+        self.margin = check_number("margin", margin, 0, MAX_MARGIN)
         self.reading = reading
         self.memory = KeptCardMemory()
         self._sampler = np.random.default_rng(0)
@@ -138,7 +149,7 @@ class GuidedSearchAgent(SeededAgent):
         return (
             f"GuidedSearchAgent(policy={self.policy_source!r}, seed={self._seed!r}, iterations={self.iterations}, "
             f"width={self.width}, depth={self.depth}, opponents={self.opponents!r}, reading={self.reading!r}, "
-            f"model_noise={self.model_noise})"
+            f"model_noise={self.model_noise}, margin={self.margin})"
         )
 
     def act(self, observation: Mapping[str, Any]) -> int:
@@ -176,11 +187,28 @@ class GuidedSearchAgent(SeededAgent):
                 engine.step(state, action)
                 states.append(state)
             weights.append(weight)
-        values = self.evaluate(states, rng)
-        totals = dict.fromkeys(candidates, 0.0)
-        for i, value in enumerate(values):
-            totals[candidates[i % len(candidates)]] += weights[i // len(candidates)] * value
-        return max(candidates, key=totals.__getitem__)  # max() keeps the first (most likely) of equals
+        values = np.asarray(self.evaluate(states, rng)).reshape(len(weights), len(candidates))
+        return candidates[self.pick_candidate(values, np.asarray(weights))]
+
+    def pick_candidate(self, values: np.ndarray, weights: np.ndarray) -> int:
+        """The index of the candidate to play, from ``values[deal, candidate]`` (candidates in the
+        network's order of preference, every one scored on the same deals) and each deal's weight.
+
+        The highest weighted mean wins (the first of equals); with ``margin`` > 0 it must beat the
+        network's preferred move (index 0) by more than ``margin`` standard errors of the weighted
+        mean of their per-deal differences, else index 0 is played.
+        """
+        means = [0.0] * values.shape[1]
+        for deal_weight, deal_values in zip(weights.tolist(), values.tolist()):  # summed in deal order, as always
+            for candidate, value in enumerate(deal_values):
+                means[candidate] += deal_weight * value
+        best = max(range(len(means)), key=means.__getitem__)  # max() keeps the first (most likely) of equals
+        if best == 0 or self.margin == 0:
+            return best
+        differences = values[:, best] - values[:, 0]
+        gain = means[best] - means[0]
+        standard_error = math.sqrt(float(np.sum(weights**2 * (differences - gain) ** 2)))
+        return best if gain > self.margin * standard_error else 0
 
     def read_plays(self, view: ObservationView, held: int) -> dict[int, dict[int, float]]:
         """For each opponent, P(their last play | the card they kept) for each card they may hold
