@@ -19,6 +19,7 @@ from numba import njit
 from ..cards import BARON, DECK_SIZE, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from ..engine import FACE_UP_CARDS_2P
 from .layout import (
+    BYTE_BITS,
     CARD_OF_ACTION,
     COPIES,
     CURRENT,
@@ -195,6 +196,19 @@ def write_mask(bits, mask):
     """Write a bit set of actions into ``mask`` (41 entries, bool or any numeric dtype)."""
     for a in range(NUM_ACTIONS):
         mask[a] = (bits >> np.uint64(a)) & np.uint64(1)
+
+
+@njit(cache=True)
+def write_mask_bytes(bits, mask):
+    """:func:`write_mask` into 41 bytes of 0/1 (a bool mask viewed as ``uint8``), a byte of
+    bits at a time from ``BYTE_BITS``: each 8-byte row copy compiles to one load and one
+    store, where the bit-by-bit loop cost 10 ns a mask (a sixth of a batched turn)."""
+    for i in range(NUM_ACTIONS // 8):
+        row = BYTE_BITS[np.int64((bits >> np.uint64(8 * i)) & np.uint64(0xFF))]
+        for k in range(8):
+            mask[8 * i + k] = row[k]
+    for a in range(NUM_ACTIONS // 8 * 8, NUM_ACTIONS):
+        mask[a] = np.uint8((bits >> np.uint64(a)) & np.uint64(1))
 
 
 @njit(cache=True)
@@ -512,7 +526,7 @@ def reset_batch(records, decks, first_players, masks, legal):
         restart_game(r)
         start_round(r, decks[g], first_players[g])
         legal[g] = legal_bits(r)
-        write_mask(legal[g], masks[g])
+        write_mask_bytes(legal[g], masks[g].view(np.uint8))
 
 
 @njit(cache=True)
@@ -589,6 +603,7 @@ def _step_games(
     ``draw_actions``). One loop for both, not a per-game function: called per game, the
     seventeen array arguments (several machine words each) cost as much as the turn."""
     counter = sampler[0]  # in a register for the loop, as in sample_legal
+    mask_bytes = masks.view(np.uint8)
     for g in range(records.shape[0]):
         r = records[g]
         if draw_actions:
@@ -620,10 +635,14 @@ def _step_games(
         current[g] = r[CURRENT]
         bits = legal_bits(r)
         legal[g] = bits
-        write_mask(bits, masks[g])
-        if observe:
-            observe_into(r, np.int64(r[CURRENT]), observations[g])
+        write_mask_bytes(bits, mask_bytes[g])
     sampler[0] = counter
+    # Observations in a second pass, not game by game inside the first: at 8,192 games (a
+    # 21 MB buffer) this saved about 30 ns a game; interleaving a 2.6 KB row of stores with
+    # each turn's branchy work was slower, and so were chunks of 16 to 1,024 games.
+    if observe:
+        for g in range(records.shape[0]):
+            observe_into(records[g], np.int64(records[g, CURRENT]), observations[g])
 
 
 @njit(cache=True)

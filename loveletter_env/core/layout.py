@@ -123,6 +123,9 @@ HAND_ACTION_BITS = (HAND_ACTIONS.astype(np.uint64) << np.arange(NUM_ACTIONS, dty
 TARGET_ACTION_BITS = (TARGET_ACTIONS.astype(np.uint64) << np.arange(NUM_ACTIONS, dtype=np.uint64)).sum(
     1, dtype=np.uint64
 )
+#: ``BYTE_BITS[b]``: the 8 bits of byte ``b`` as 8 bytes of 0/1, lowest bit first. Masks are
+#: written a byte of bits at a time from it: 6 lookups of 8 bytes instead of 41 shifts.
+BYTE_BITS = np.array([[(b >> k) & 1 for k in range(8)] for b in range(256)], dtype=np.uint8)
 CARD_OF_ACTION = np.array(ACTION_CARD, dtype=np.int64)
 OFFSET_OF_ACTION = np.array(ACTION_OFFSET, dtype=np.int64)
 GUESS_OF_ACTION = np.array(ACTION_GUESS, dtype=np.int64)
