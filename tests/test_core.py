@@ -238,6 +238,30 @@ def test_compiled_sampler_draws_uniform_legal_actions():
         new_generator(-1)
 
 
+def test_compiled_sampler_picks_the_kth_set_entry_of_any_mask():
+    """Whatever entries are set (any of the 41, any count), the sampler plays the ``k``-th
+    set entry for the ``k`` its generator draws: the bit tricks in ``mask_bits`` and
+    ``nth_set_bit`` against a plain reading of the mask."""
+    from loveletter_env.core.sampling import GOLDEN, new_generator, pick, sample_legal
+
+    rng = np.random.default_rng(3)
+    masks = rng.random((5_000, NUM_ACTIONS)) < rng.random((5_000, 1))  # densities 0..1
+    masks[:3] = np.eye(3, NUM_ACTIONS, NUM_ACTIONS - 3, dtype=np.bool_)  # lone high entries
+    masks[3] = True
+    out = np.zeros(len(masks), np.int64)
+    state = new_generator(11)
+    sample_legal(masks, state, out)
+    counter = int(new_generator(11)[0])
+    for g, row in enumerate(masks):
+        legal = np.flatnonzero(row)
+        if len(legal) == 0:
+            assert out[g] == -1
+            continue
+        counter = (counter + int(GOLDEN)) % (1 << 64)
+        assert out[g] == legal[pick(len(legal), np.uint64(counter))], g
+    assert int(state[0]) == counter
+
+
 def test_aec_env_copies_and_pickles_into_an_independent_env():
     """A deep copy or a pickled copy of the env goes on exactly as the original, and
     stepping one leaves the other alone (its game view follows its own record)."""

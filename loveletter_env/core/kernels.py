@@ -71,7 +71,7 @@ from .layout import (
     TOKENS_TO_WIN,
     TURN,
 )
-from .sampling import GOLDEN, pick
+from .sampling import GOLDEN, nth_set_bit, pick, popcount
 
 NUM_ACTIONS = CARD_OF_ACTION.shape[0]
 _MAX_DISCARDS = DECK_SIZE
@@ -578,23 +578,6 @@ def random_step_batch(
 
 
 @njit(cache=True)
-def _popcount(bits):
-    """Set bits of a uint64, branch-free (SWAR): a counting loop would mispredict its exit."""
-    bits = bits - ((bits >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    bits = (bits & np.uint64(0x3333333333333333)) + ((bits >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    bits = (bits + (bits >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((bits * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
-@njit(cache=True)
-def _nth_set_bit(bits, k):
-    """The index of the ``k``-th (from 0) set bit of ``bits``, which has more than ``k``."""
-    for _ in range(k):
-        bits &= bits - np.uint64(1)
-    return _popcount((bits & (~bits + np.uint64(1))) - np.uint64(1))  # bits below the lowest set one
-
-
-@njit(cache=True)
 def _step_games(
     records, actions, sampler, draw_actions, episode_is_round, uniforms, orders, placements, draws,
     rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
@@ -608,7 +591,7 @@ def _step_games(
         r = records[g]
         if draw_actions:
             counter += GOLDEN
-            action = _nth_set_bit(legal[g], pick(_popcount(legal[g]), counter))
+            action = nth_set_bit(legal[g], pick(popcount(legal[g]), counter))
             actions[g] = action
         else:
             action = actions[g]

