@@ -11,7 +11,8 @@ Agent specs are resolved by :func:`loveletter_env.agents.specs.resolve_agent`: b
 folders, ``"package.module:factory"`` (a callable returning an agent) or agent objects.
 Seats rotate so that every lineup slot plays every seat equally; each episode's deal and
 each agent's generator are seeded from ``(seed, episode index)`` alone, so results do
-not depend on ``workers``.
+not depend on ``workers``, nor on playing on a Ray cluster (``--ray [ADDRESS]``, see
+:mod:`training.ray_cluster`).
 
 League mode (``--league a b c``) plays every group and rates the agents on all the episodes at once,
 writing a Markdown table, a CSV file and a PNG bar chart.
@@ -32,11 +33,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from loveletter_env.agents import AGENT_NAMES
-from loveletter_env.agents.specs import AgentSpec
+from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES, AgentSpec
 
 from .interrupt import EXIT_INTERRUPTED
 from .league import league, league_markdown, write_league
 from .matches import PlayInterrupted, play_matches
+from .ray_cluster import DEFAULT_CONNECT_TIMEOUT, RayCluster
 from .stats import EvaluationResult, summarize
 
 #: Where league tables go by default: under runs/, which git ignores, rather than the working folder itself.
@@ -56,6 +58,7 @@ def evaluate(
     rules: str = "classic",
     save_replays: str | Path | None = None,
     save_replays_every: int = 1,
+    ray: RayCluster | None = None,
 ) -> EvaluationResult:
     """Play ``rounds`` episodes and measure every lineup slot.
 
@@ -73,12 +76,14 @@ def evaluate(
         save_replays: a folder to save episodes in as replay files (``episode_<index>.json``,
             see :mod:`loveletter_env.replay`); ``None`` saves nothing.
         save_replays_every: save only every K-th episode (0, K, 2K, ...).
+        ray: play on a Ray cluster instead (see :class:`training.ray_cluster.RayCluster`; ``workers`` is then
+            ignored); results do not depend on it either.
 
     Returns:
         An :class:`EvaluationResult`.
     """
     labels, records = play_matches(
-        agents, num_players, rounds, episode, seed, workers, progress, rules, save_replays, save_replays_every
+        agents, num_players, rounds, episode, seed, workers, progress, rules, save_replays, save_replays_every, ray
     )
     return summarize(records, labels, num_players, episode, seed)
 
@@ -95,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         "or run folder, or package.module:factory. Examples:\n"
         "  python -m training.evaluate belief rule --rounds 2000\n"
         "  python -m training.evaluate ismcts random --players 4 --games 50 --workers 2\n"
+        "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 400 --ray\n"
+        "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --ray HEAD:6379\n"
         "  python -m training.evaluate --league random rule belief --out runs/league-3bots",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -110,7 +117,28 @@ def build_parser() -> argparse.ArgumentParser:
     length.add_argument("--games", type=int, help="play this many whole games instead of rounds")
     parser.add_argument("--rules", default="classic", help="rule preset (default classic)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
-    parser.add_argument("--workers", type=int, default=1, help="processes to play in; results do not depend on it")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="processes to play in (default 1); with --ray, Ray workers (default: one per CPU of the cluster); "
+        "results do not depend on it",
+    )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="play on a Ray cluster: a new local one without ADDRESS (or the one RAY_ADDRESS names), else 'auto' "
+        "(the one started on this machine), HOST:PORT of a head node or ray://HOST:10001; put it after the agents "
+        "(needs the ray extra)",
+    )
+    parser.add_argument(
+        "--ray-timeout",
+        type=float,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"with --ray: how long to wait for the cluster to answer (default {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
         "--out",
@@ -136,6 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--seed must be >= 0, got {args.seed}")
     if args.league and args.save_replays:
         parser.error("--save-replays works with a plain evaluation, not with --league")
+    if args.ray and _names_an_agent(args.ray):
+        parser.error(f"--ray took the agent {args.ray!r} for a cluster address: put --ray after the agents")
+    if not args.ray_timeout > 0:
+        parser.error(f"--ray-timeout must be a positive number of seconds, got {args.ray_timeout:g}")
     for name in ("rounds", "games", "workers", "save_replays_every"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -143,9 +175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     episode = "game" if args.games else "round"
     count = args.games or args.rounds or (200 if args.league else 1000)
     progress = not args.no_progress
+    workers = args.workers or 1
+    cluster = None if args.ray is None else RayCluster(args.ray or None, args.workers, args.ray_timeout)
     try:
         if args.league:
-            table = league(args.league, args.players, count, episode, args.seed, args.workers, progress, args.rules)
+            table = league(args.league, args.players, count, episode, args.seed, workers, progress, args.rules, cluster)
             paths = write_league(table, args.out)
             if args.json:
                 print(json.dumps([asdict(e) for e in table], indent=2))
@@ -159,11 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             count,
             episode,
             args.seed,
-            args.workers,
+            workers,
             progress,
             args.rules,
             args.save_replays,
             args.save_replays_every,
+            cluster,
         )
     except (ValueError, OSError, RuntimeError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
@@ -174,6 +209,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
     return 0
+
+
+def _names_an_agent(value: str) -> bool:
+    """Whether a value given to ``--ray`` is an agent (``--ray`` before the agents swallows the first one)."""
+    return value.partition(":")[0] in AGENT_NAMES or value.endswith(CHECKPOINT_SUFFIXES) or Path(value).exists()
 
 
 def _report_interruption(args: argparse.Namespace, stop: PlayInterrupted, episode: str) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import itertools
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from loveletter_env.agents.specs import AgentSpec, agent_label
 
 from .matches import play_matches
 from .ratings import BASE_RATING, fit_ratings
+from .ray_cluster import RayCluster, ray_connection
 from .stats import percentages
 
 
@@ -56,10 +58,12 @@ def league(
     workers: int = 1,
     progress: bool = False,
     rules: str = "classic",
+    ray: RayCluster | None = None,
 ) -> list[LeagueEntry]:
     """Round robin: every group of ``num_players`` distinct agents plays ``rounds``
     episodes; the ratings are fitted on all of them at once. Returns the table, best
-    first (by win rate, which orders the ratings alike)."""
+    first (by win rate, which orders the ratings alike). With ``ray``, every group plays on
+    that Ray cluster, connected once for the whole league."""
     if len(agents) < num_players:
         raise ValueError(f"a {num_players}-player league needs at least {num_players} agents, got {len(agents)}")
     labels = [agent_label(a) for a in agents]
@@ -69,21 +73,31 @@ def league(
     played = dict.fromkeys(labels, 0)
     won = dict.fromkeys(labels, 0.0)
     pair_won: dict[tuple[str, str], float] = {}
-    for group_index, group in enumerate(itertools.combinations(range(len(agents)), num_players)):
-        names = [labels[i] for i in group]
-        _, records = play_matches(
-            [agents[i] for i in group], num_players, rounds, episode, seed + group_index, workers, progress, rules
-        )
-        for record in records:
-            winners = [names[slot] for slot in record.winners]
-            episodes.append((names, winners))
-            for name in names:
-                played[name] += 1
-                share = 1.0 / len(winners) if name in winners else 0.0
-                won[name] += share
-                if num_players == 2:
-                    other = names[1] if name == names[0] else names[0]
-                    pair_won[name, other] = pair_won.get((name, other), 0.0) + share
+    # One connection for every group (play_matches uses it rather than connecting again).
+    with ray_connection(ray) if ray is not None else nullcontext():
+        for group_index, group in enumerate(itertools.combinations(range(len(agents)), num_players)):
+            names = [labels[i] for i in group]
+            _, records = play_matches(
+                [agents[i] for i in group],
+                num_players,
+                rounds,
+                episode,
+                seed + group_index,
+                workers,
+                progress,
+                rules,
+                ray=ray,
+            )
+            for record in records:
+                winners = [names[slot] for slot in record.winners]
+                episodes.append((names, winners))
+                for name in names:
+                    played[name] += 1
+                    share = 1.0 / len(winners) if name in winners else 0.0
+                    won[name] += share
+                    if num_players == 2:
+                        other = names[1] if name == names[0] else names[0]
+                        pair_won[name, other] = pair_won.get((name, other), 0.0) + share
     ratings = fit_ratings(labels, episodes)
     table = [
         LeagueEntry(

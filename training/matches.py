@@ -2,12 +2,18 @@
 
 - :func:`episode_seeds` / :func:`play_episode`: one episode, its deal and every agent's
   generator seeded from ``(seed, episode index)`` alone, slot ``i`` at seat ``(i + index) % n``;
-- :func:`play_matches`: many episodes, in this process or in a pool of worker processes
-  (results do not depend on the number of workers).
+- :func:`play_matches`: many episodes, in this process, in a pool of worker processes or on
+  a Ray cluster (results do not depend on where they are played).
 
-The single-process path keeps its agents and env in local variables, so one evaluation
-can run inside another (an agent that evaluates while it plays). Worker processes keep
-theirs in :data:`_WORKER`, which only pool workers ever fill.
+One scheduler serves every place: :func:`run_episodes` cuts the run in chunks of consecutive
+episodes, hands them to an :class:`EpisodeRunner` (:class:`InProcessRunner`,
+:class:`ProcessPoolRunner`, :class:`training.ray_cluster.RayRunner`), gathers the records in
+episode order and shows the progress bar. A worker builds its agents and env once
+(:class:`EpisodePlayer`, from a :class:`MatchSetup`) and plays chunk after chunk.
+
+The single-process path keeps its agents and env in its runner, so one evaluation can run
+inside another (an agent that evaluates while it plays). Pool workers keep theirs in
+:data:`_POOL_PLAYER`, which only pool workers ever fill.
 """
 
 from __future__ import annotations
@@ -19,10 +25,10 @@ import pickle
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -35,6 +41,9 @@ from loveletter_env.validation import check_episode, check_int, check_num_player
 from loveletter_env.wrappers.recorder import RecordReplay
 
 from .stats import EpisodeRecord
+
+if TYPE_CHECKING:
+    from .ray_cluster import RayCluster
 
 
 class PlayInterrupted(KeyboardInterrupt):
@@ -105,36 +114,112 @@ def play_episode(
     return EpisodeRecord(tuple(sorted(seat_slot[w] for w in winners)), first_slot, turns, game.round)
 
 
-def _play_chunk(
-    agents: Sequence[Agent], env: raw_env, task: tuple[int, int, int], replays: ReplaySaving | None = None
-) -> list[EpisodeRecord]:
-    start, stop, seed = task
-    return [play_episode(agents, env, i, seed, replays) for i in range(start, stop)]
+@dataclass(frozen=True)
+class MatchSetup:
+    """Everything a worker needs to play episodes of one run; it is sent once to every worker
+    (so it must pickle: agent specs are strings, paths or picklable agent objects)."""
+
+    lineup: tuple[Any, ...]
+    num_players: int
+    episode: str
+    rules: str
+    seed: int
+    replays: ReplaySaving | None = None
 
 
-#: A pool worker's agents and env (set by :func:`_init_worker` in worker processes only).
-_WORKER: dict[str, Any] = {}
+class EpisodePlayer:
+    """A worker's agents and env for one :class:`MatchSetup`, built once, playing any
+    chunk of its episodes (``agents``: already resolved ones, else resolved from the lineup)."""
+
+    def __init__(self, setup: MatchSetup, agents: Sequence[Agent] | None = None):
+        self.setup = setup
+        self.agents = list(agents) if agents is not None else [resolve_agent(s) for s in setup.lineup]
+        self.env = raw_env(num_players=setup.num_players, episode=setup.episode, rules=setup.rules)
+
+    def play(self, chunk: range) -> list[EpisodeRecord]:
+        """The records of episodes ``chunk`` (indices of the run), in order."""
+        return [play_episode(self.agents, self.env, i, self.setup.seed, self.setup.replays) for i in chunk]
 
 
-def _init_worker(
-    specs: Sequence[AgentSpec], num_players: int, episode: str, rules: str, replays: ReplaySaving | None = None
-) -> None:
-    _WORKER["agents"] = [resolve_agent(s) for s in specs]
-    _WORKER["env"] = raw_env(num_players=num_players, episode=episode, rules=rules)
-    _WORKER["replays"] = replays
-
-
-def _play_chunk_in_worker(task: tuple[int, int, int]) -> list[EpisodeRecord]:
-    """:func:`_play_chunk` for a pool worker: an exception that cannot be pickled back
-    to the parent would hang the pool, so it travels as a ``RuntimeError`` with its text."""
+def portable_error(exc: Exception) -> Exception:
+    """``exc`` itself if it survives pickling, else a ``RuntimeError`` with its text: an exception
+    that cannot travel back from a worker would hang a process pool or lose its message."""
     try:
-        return _play_chunk(_WORKER["agents"], _WORKER["env"], task, _WORKER["replays"])
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+class EpisodeRunner(Protocol):
+    """Where the chunks of a run are played: this process, a process pool or a Ray cluster
+    (:class:`training.ray_cluster.RayRunner`). :func:`run_episodes` drives any of them."""
+
+    #: How many chunks it plays at once (sets the chunk size).
+    workers: int
+
+    def map(self, chunks: Sequence[range]) -> Iterator[list[EpisodeRecord]]:
+        """Every chunk's records, in the order of ``chunks`` (whatever order they finish in)."""
+        ...
+
+    def close(self) -> None:
+        """Stop the workers (unfinished chunks included) and free what the runner holds."""
+        ...
+
+
+class InProcessRunner:
+    """Plays every chunk in this process, with agents already resolved. Its agents and env
+    live in this object, so one evaluation can run inside another (an agent that evaluates
+    while it plays)."""
+
+    workers = 1
+
+    def __init__(self, setup: MatchSetup, agents: Sequence[Agent]):
+        self._player = EpisodePlayer(setup, agents)
+
+    def map(self, chunks: Sequence[range]) -> Iterator[list[EpisodeRecord]]:
+        return (self._player.play(chunk) for chunk in chunks)
+
+    def close(self) -> None:
+        pass
+
+
+#: A pool worker's player (set by :func:`_init_pool_worker` in worker processes only).
+_POOL_PLAYER: dict[str, EpisodePlayer] = {}
+
+
+def _init_pool_worker(setup: MatchSetup) -> None:
+    _POOL_PLAYER["player"] = EpisodePlayer(setup)
+
+
+def _play_in_pool_worker(chunk: range) -> list[EpisodeRecord]:
+    try:
+        return _POOL_PLAYER["player"].play(chunk)
     except Exception as exc:
+        raise portable_error(exc) from None
+
+
+class ProcessPoolRunner:
+    """Plays the chunks in ``workers`` processes of this machine."""
+
+    def __init__(self, setup: MatchSetup, workers: int):
+        self.workers = workers
+        ctx = multiprocessing.get_context(_start_method())
+        # Workers start with Ctrl-C ignored (inherited, across spawn's exec too): the
+        # parent alone handles it and ends them, instead of each printing a traceback.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _in_main_thread() else None
         try:
-            pickle.loads(pickle.dumps(exc))
-        except Exception:
-            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
-        raise
+            self._pool = ctx.Pool(workers, initializer=_init_pool_worker, initargs=(setup,))
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def map(self, chunks: Sequence[range]) -> Iterator[list[EpisodeRecord]]:
+        return self._pool.imap(_play_in_pool_worker, chunks)
+
+    def close(self) -> None:
+        self._pool.terminate()
+        self._pool.join()
 
 
 def _in_main_thread() -> bool:
@@ -149,6 +234,43 @@ def _start_method() -> str:
     if "fork" in multiprocessing.get_all_start_methods() and "torch" not in sys.modules:
         return "fork"
     return "spawn"
+
+
+def episode_chunks(rounds: int, workers: int) -> list[range]:
+    """Episodes ``0 .. rounds-1`` cut in consecutive chunks: about 8 per worker (so that
+    workers finishing at different speeds even out), at most 50 episodes each (so that
+    progress shows and Ctrl-C keeps most of the work)."""
+    size = max(1, min(50, rounds // (workers * 8)))
+    return [range(i, min(i + size, rounds)) for i in range(0, rounds, size)]
+
+
+def run_episodes(
+    runner: EpisodeRunner, rounds: int, labels: Sequence[str], progress: bool = False, unit: str = "round"
+) -> list[EpisodeRecord]:
+    """Play episodes ``0 .. rounds-1`` on ``runner`` and return their records in order, with a
+    progress bar if asked. Ctrl-C raises :class:`PlayInterrupted` with the records of the
+    chunks finished in order by then. The runner is closed in every case."""
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=rounds, unit=unit, desc=" vs ".join(labels), dynamic_ncols=True)
+    records: list[EpisodeRecord] = []
+    try:
+        chunks = episode_chunks(rounds, runner.workers)
+        for chunk, part in zip(chunks, runner.map(chunks)):
+            records += part
+            if bar:
+                bar.update(len(chunk))
+    except KeyboardInterrupt:
+        raise PlayInterrupted(list(labels), records, rounds) from None
+    finally:
+        try:
+            runner.close()
+        finally:
+            if bar:
+                bar.close()
+    return records
 
 
 def _lineup(agents: Sequence[AgentSpec], num_players: int) -> list[AgentSpec]:
@@ -180,6 +302,7 @@ def play_matches(
     rules: str = "classic",
     save_replays: str | os.PathLike | None = None,
     save_replays_every: int = 1,
+    ray: RayCluster | None = None,
 ) -> tuple[list[str], list[EpisodeRecord]]:
     """Play ``rounds`` episodes; return the slot labels and every episode's record.
 
@@ -191,48 +314,21 @@ def play_matches(
     check_int("workers", workers, low=1)
     lineup = _lineup(agents, num_players)
     labels = [agent_label(s) for s in lineup]
-    # Resolve once here so a bad spec fails fast, before any process starts.
+    # Resolve once here so a bad spec fails fast, before any worker starts.
     resolved = [resolve_agent(s) for s in lineup]
     replays = None
     if save_replays is not None:
         check_int("save_replays_every", save_replays_every, low=1)
         Path(save_replays).mkdir(parents=True, exist_ok=True)
         replays = ReplaySaving(Path(save_replays), save_replays_every, tuple(labels))
-    chunk = max(1, min(50, rounds // (workers * 8) or 1))
-    tasks = [(i, min(i + chunk, rounds), seed) for i in range(0, rounds, chunk)]
+    setup = MatchSetup(tuple(lineup), num_players, episode, rules, seed, replays)
+    if ray is not None:
+        from .ray_cluster import RayRunner, ray_connection
 
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=rounds, unit=episode, desc=" vs ".join(labels), dynamic_ncols=True)
-    records: list[EpisodeRecord] = []
-    try:
-        if workers == 1:
-            env = raw_env(num_players=num_players, episode=episode, rules=rules)
-            for task in tasks:
-                records += _play_chunk(resolved, env, task, replays)
-                if bar:
-                    bar.update(task[1] - task[0])
-        else:
-            ctx = multiprocessing.get_context(_start_method())
-            initargs = (lineup, num_players, episode, rules, replays)
-            # Workers start with Ctrl-C ignored (inherited, across spawn's exec too): the
-            # parent alone handles it and ends them, instead of each printing a traceback.
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _in_main_thread() else None
-            try:
-                pool = ctx.Pool(workers, initializer=_init_worker, initargs=initargs)
-            finally:
-                if previous is not None:
-                    signal.signal(signal.SIGINT, previous)
-            with pool:
-                for task, part in zip(tasks, pool.imap(_play_chunk_in_worker, tasks)):
-                    records += part
-                    if bar:
-                        bar.update(task[1] - task[0])
-    except KeyboardInterrupt:
-        raise PlayInterrupted(labels, records, rounds) from None
-    finally:
-        if bar:
-            bar.close()
-    return labels, records
+        with ray_connection(ray):
+            ray_runner = RayRunner(setup, ray)
+            if progress:
+                print(f"playing on {ray_runner.describe()}", file=sys.stderr)
+            return labels, run_episodes(ray_runner, rounds, labels, progress, episode)
+    runner: EpisodeRunner = InProcessRunner(setup, resolved) if workers == 1 else ProcessPoolRunner(setup, workers)
+    return labels, run_episodes(runner, rounds, labels, progress, episode)
