@@ -11,6 +11,7 @@ because tests call them with different arguments many times.
 
 from __future__ import annotations
 
+import os
 import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -200,3 +201,29 @@ def legal_from_mask(mask: np.ndarray) -> list[int]:
 def num_players(request) -> int:
     """Run a test once per table size."""
     return request.param
+
+
+# Skips that must fail --------------------------------------------------------------
+
+#: Set to 1 where a skip would hide breakage: .ci/run's RLlib environment, whose tests skip
+#: only when ray is missing, which there means the environment itself is broken.
+FAIL_ON_SKIP = "LOVELETTER_FAIL_ON_SKIP"
+
+
+def _fail_if_skipped(report) -> None:
+    if report.skipped and not hasattr(report, "wasxfail") and os.environ.get(FAIL_ON_SKIP) == "1":
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped, which {FAIL_ON_SKIP}=1 makes a failure: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """With ``LOVELETTER_FAIL_ON_SKIP=1``, a skipped test is reported as failed, with its skip reason."""
+    _fail_if_skipped((yield).get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """The same for a whole module skipped at import (``pytest.importorskip`` at module level)."""
+    _fail_if_skipped((yield).get_result())
