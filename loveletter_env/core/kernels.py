@@ -414,13 +414,24 @@ def _one_copy(card):
 
 
 @njit(cache=True)
+def _packed_counts(r, at):
+    """The 8 counts ``r[at : at + 8]`` packed as :func:`_one_copy` packs them (LLVM merges the
+    byte loads into one 8-byte load)."""
+    packed = np.uint64(0)
+    for v in range(8):
+        packed |= np.uint64(r[at + v]) << np.uint64(8 * v)
+    return packed
+
+
+@njit(cache=True)
 def observe_into(r, observer, out):
     """Write seat ``observer``'s observation vector (as
     :func:`loveletter_env.observation.encode_observation`) into ``out`` (646 floats)."""
     n = np.int64(r[NUM_PLAYERS])
     out[:] = 0.0
-    # Copies the observer can place in a hand, face up or by knowledge, counted as they are
-    # written (packed, see _one_copy): counting them from ``out`` afterwards re-reads 72 floats.
+    # Copies the observer can place (in a hand, face up, by knowledge or discarded), counted
+    # as they are written (packed, see _one_copy): counting them from ``out`` afterwards
+    # re-reads 72 floats.
     located = np.uint64(0)
 
     card = np.int64(r[HANDS + observer])
@@ -442,8 +453,12 @@ def observe_into(r, observer, out):
         sequence = OBS_DISCARDS + k * _DISCARD_BLOCK - 1
         for j in range(np.int64(r[NUM_DISCARDS + seat])):
             out[sequence + j * 8 + np.int64(r[DISCARDS + seat * _MAX_DISCARDS + j])] = 1.0
+        # Each value's discards, from one 8-byte word (also counted as located: every
+        # discard's place is known).
+        counts = _packed_counts(r, DISCARDED + seat * 8)
+        located += counts
         for v in range(8):
-            out[OBS_DISCARD_COUNTS + k * 8 + v] = r[DISCARDED + seat * 8 + v]
+            out[OBS_DISCARD_COUNTS + k * 8 + v] = np.float32((counts >> np.uint64(8 * v)) & np.uint64(0xFF))
         if k:
             card = np.int64(r[KNOWN + observer * MAX_SEATS + seat])
             if card:
@@ -469,14 +484,11 @@ def observe_into(r, observer, out):
     out[OBS_RULES + 1] = r[RULE_KING_IGNORES_HANDMAID]
     out[OBS_DECK] = DECK_SIZE - np.int64(r[NEXT_CARD])
     out[OBS_TARGET] = r[TOKENS_TO_WIN]
-    # Copies whose place the observer cannot name: all, less those located above and every
-    # discard (the record's per-seat counts of each value).
+    # Copies whose place the observer cannot name: all, less those located above (packed
+    # counts added 8 values at a time, where a loop over values and seats cost 14 ns of a
+    # 90 ns write).
     for v in range(8):
-        discarded = 0
-        for seat in range(n):
-            discarded += np.int64(r[DISCARDED + seat * 8 + v])
-        placed = np.int64((located >> np.uint64(8 * v)) & np.uint64(0xFF))
-        out[OBS_UNSEEN + v] = COPIES[v + 1] - placed - discarded
+        out[OBS_UNSEEN + v] = COPIES[v + 1] - np.int64((located >> np.uint64(8 * v)) & np.uint64(0xFF))
 
 
 @njit(cache=True)
