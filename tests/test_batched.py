@@ -421,6 +421,53 @@ def test_compiled_core_and_torch_engine_give_the_same_episodes(episode):
         results = [r[:4] for r in results]
     for name, value in core.state.tensors().items():
         assert torch.equal(value, torch_engine.state.tensors()[name]), name
+    assert torch.equal(core.generator.get_state(), torch_engine.generator.get_state())
+
+
+@pytest.mark.parametrize("seed", (0, 9, 2**40 + 3))
+def test_compiled_generator_draws_what_torch_draws(seed):
+    """``core.mt19937.deal_draws`` gives the values ``torch.rand`` and ``torch.randint`` give
+    from the same generator, and leaves the generator where torch would: across refills of
+    the state words (every 624 draws), at batch sizes around them, and taking turns with
+    torch's own draws on one generator."""
+    from loveletter_env.core import mt19937
+
+    highs = np.array([40320, 40320, 12870, 3], np.int64)
+    ours, theirs = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+    for n in (1, 5, 155, 156, 157, 623, 624, 625, 2000, 1):
+        uniforms, draws = np.empty(n, np.float32), np.empty((len(highs), n), np.int64)
+        state = ours.get_state()
+        mt19937.deal_draws(state.numpy(), uniforms, draws, highs, np.empty((len(highs) + 1) * n, np.uint32))
+        ours.set_state(state)
+        expected = torch.rand(n, generator=theirs)
+        assert np.array_equal(uniforms.view(np.uint32), expected.numpy().view(np.uint32)), n
+        for row, high in zip(draws, highs.tolist()):
+            assert np.array_equal(row, torch.randint(high, (n,), generator=theirs).numpy()), (n, high)
+        assert torch.equal(ours.get_state(), theirs.get_state()), n
+        # torch draws next from both: the states agree in every field torch reads.
+        assert torch.equal(torch.rand(7, generator=ours), torch.rand(7, generator=theirs))
+
+
+def test_env_falls_back_to_torch_draws_for_an_unknown_generator_layout(monkeypatch):
+    """A torch whose generator state the compiled copy does not know still gives the same
+    games: the env draws through torch then."""
+    from loveletter_env.core import mt19937
+
+    known = mt19937.STATE_BYTES
+    fast = BatchedLoveLetter(30, [2, 3, 4] * 10, episode="game", seed=8)
+    monkeypatch.setattr(mt19937, "STATE_BYTES", -1)
+    slow = BatchedLoveLetter(30, [2, 3, 4] * 10, episode="game", seed=8)
+    generator = torch.Generator().manual_seed(1)
+    results = [fast.reset(), slow.reset()]
+    for turn in range(80):
+        actions = _sample(results[0][1], generator)
+        monkeypatch.setattr(mt19937, "STATE_BYTES", known if turn % 2 else -1)  # compiled on odd turns
+        results[0] = fast.step(actions)
+        monkeypatch.setattr(mt19937, "STATE_BYTES", -1)
+        results[1] = slow.step(actions)
+        for a, b in zip(results[0][:4], results[1][:4]):
+            assert torch.equal(a, b), turn
+    assert torch.equal(fast.generator.get_state(), slow.generator.get_state())
 
 
 def test_refused_reset_draws_nothing_from_the_generator():

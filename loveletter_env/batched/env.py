@@ -18,7 +18,7 @@ import torch
 
 from ..actions import NUM_ACTIONS, describe_action
 from ..cards import DECK_SIZE
-from ..core import RECORD_SIZE, kernels, new_records
+from ..core import RECORD_SIZE, kernels, mt19937, new_records
 from ..core.decks import deck_tables
 from ..engine import MAX_PLAYERS, MIN_PLAYERS
 from ..observation import OBSERVATION_SIZE
@@ -99,10 +99,13 @@ class BatchedLoveLetter:
             self._current = torch.zeros(num_games, dtype=torch.long)
             self._legal = np.zeros(num_games, np.uint64)  # private copy of the masks, as bit sets
             # Scratch for each step's random draws (first players, then deck indices).
-            self._uniforms = torch.empty(num_games)
-            self._draws = torch.empty(3, num_games, dtype=torch.long)
+            self._uniforms = np.empty(num_games, np.float32)
+            self._draws = np.empty((3, num_games), np.int64)
+            self._words = np.empty(4 * num_games, np.uint32)
             # uint8 copies of the deck tables: a quarter of the cache footprint of int64.
             self._deck_tables = tuple(t.astype(np.uint8) for t in deck_tables())
+            orders, placements = self._deck_tables
+            self._draw_highs = np.array([len(orders), len(orders), len(placements)], np.int64)
         else:
             self._state = empty_state(self._players, self.rules)
             self._scratch = discard_scratch(num_games, self.device)  # reused by every observation
@@ -267,13 +270,8 @@ class BatchedLoveLetter:
             # cannot change): an illegal action never reaches the kernels.
             if kernels.first_illegal(self._legal, actions_np) >= 0:
                 self._check_actions_legal(actions.long(), self._legal_masks())
-        # The same draws, in the same order, as the torch path (``_random_first_players``,
-        # then ``shuffle.deck_draws``): same seed, same games.
-        uniforms = torch.rand(self.num_games, generator=self.generator, out=self._uniforms).numpy()
+        uniforms, draws = self._deal_draws()
         orders, placements = self._deck_tables
-        for row, high in zip(self._draws, (len(orders), len(orders), len(placements))):
-            torch.randint(high, (self.num_games,), generator=self.generator, out=row)
-        draws = self._draws.numpy()
         n = self.num_games
         rewards = torch.empty(n, MAX_SEATS)
         dones = torch.empty(n, dtype=torch.bool)
@@ -295,6 +293,23 @@ class BatchedLoveLetter:
         self._current, self._mask = current, mask
         info = {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
         return mask, rewards, dones, info
+
+    def _deal_draws(self) -> tuple[np.ndarray, np.ndarray]:
+        """A step's random values: a uniform float per game (first players of new games)
+        and three rows of deck indices, the same draws in the same order as the torch path
+        (``_random_first_players``, then ``shuffle.deck_draws``), so the same seed gives the
+        same games. Drawn by the compiled copy of the generator (a third of torch's time),
+        unless this torch's generator state has a layout it does not know."""
+        state = self.generator.get_state()
+        if state.numel() == mt19937.STATE_BYTES:
+            mt19937.deal_draws(state.numpy(), self._uniforms, self._draws, self._draw_highs, self._words)
+            self.generator.set_state(state)
+            return self._uniforms, self._draws
+        uniforms, draws = torch.from_numpy(self._uniforms), torch.from_numpy(self._draws)
+        torch.rand(self.num_games, generator=self.generator, out=uniforms)
+        for row, high in zip(draws, self._draw_highs.tolist()):
+            torch.randint(high, (self.num_games,), generator=self.generator, out=row)
+        return self._uniforms, self._draws
 
     def _check_sampler(self, sampler: Any) -> None:
         if self._records is None:

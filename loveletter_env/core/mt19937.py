@@ -1,0 +1,117 @@
+"""torch's CPU random generator (``torch.Generator``, a 32-bit Mersenne Twister) in compiled
+code, over the bytes of its state (``Generator.get_state()``), draw for draw.
+
+The batched CPU env draws every step's deals and first players from its ``torch.Generator``
+so that the same seed gives the same games as the torch engine. torch draws those values
+one at a time (about 3 ns each, 12 ns a game); here the twist that refills the 624 state
+words runs as vector code, tempering and the conversions too, and the state goes back into
+the generator afterwards, so torch and this module can take turns on the same generator.
+
+Only the two draws the env makes are reproduced, both from one 32-bit output each:
+``torch.rand`` (float32: the low 24 bits times 2^-24) and ``torch.randint(high)`` for
+``high`` < 2^32 (the output modulo ``high``). ``tests/test_batched.py`` checks values and
+final states against torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_N = 624  # state words
+_M = 397  # the twist's offset
+_MATRIX_A = np.uint32(0x9908B0DF)
+_UPPER = np.uint32(0x80000000)
+_LOWER = np.uint32(0x7FFFFFFF)
+# Byte offsets in the state tensor (torch's legacy CPU generator layout): the seed (uint64),
+# ``left`` (int32: draws until the next twist, plus one), ``seeded`` (int32), ``next``
+# (uint64: index of the next state word) and the 624 state words, one per uint64.
+_LEFT = 8
+_NEXT = 16
+_STATE = 24
+STATE_BYTES = 5056
+
+
+@njit(cache=True)
+def _twist(mt):
+    """Refill the state words (torch's ``mt19937::next_state``). Three loops so that each one
+    vectorises: the first reads only words it has not written yet, the second words it
+    wrote 227 iterations before (a dependence distance wider than any vector)."""
+    for i in range(_N - _M):
+        y = (mt[i] & _UPPER) | (mt[i + 1] & _LOWER)
+        mt[i] = mt[i + _M] ^ (y >> np.uint32(1)) ^ (_MATRIX_A * (mt[i + 1] & np.uint32(1)))
+    for i in range(_N - _M, _N - 1):
+        y = (mt[i] & _UPPER) | (mt[i + 1] & _LOWER)
+        mt[i] = mt[i + _M - _N] ^ (y >> np.uint32(1)) ^ (_MATRIX_A * (mt[i + 1] & np.uint32(1)))
+    y = (mt[_N - 1] & _UPPER) | (mt[0] & _LOWER)
+    mt[_N - 1] = mt[_M - 1] ^ (y >> np.uint32(1)) ^ (_MATRIX_A * (mt[0] & np.uint32(1)))
+
+
+@njit(cache=True)
+def _temper(y):
+    y ^= y >> np.uint32(11)
+    y ^= (y << np.uint32(7)) & np.uint32(0x9D2C5680)
+    y ^= (y << np.uint32(15)) & np.uint32(0xEFC60000)
+    return y ^ (y >> np.uint32(18))
+
+
+@njit(cache=True)
+def _temper_into(words, out):
+    for i in range(words.shape[0]):
+        out[i] = _temper(words[i])
+
+
+@njit(cache=True)
+def draw_words(state, out):
+    """Fill ``out`` (uint32) with the generator's next ``len(out)`` 32-bit outputs, advancing
+    ``state`` (uint8 [STATE_BYTES], from ``get_state().numpy()``) in place."""
+    words = state[_STATE : _STATE + 8 * _N].view(np.uint64)
+    mt = np.empty(_N, np.uint32)
+    for i in range(_N):
+        mt[i] = np.uint32(words[i])
+    left = np.int64(state[_LEFT : _LEFT + 4].view(np.int32)[0])
+    index = np.int64(state[_NEXT : _NEXT + 8].view(np.uint64)[0])
+    done = 0
+    while done < out.shape[0]:
+        # torch decrements ``left`` before each draw and twists when it reaches 0.
+        if left == 1:
+            _twist(mt)
+            left = _N + 1
+            index = 0
+        take = min(left - 1, out.shape[0] - done)
+        _temper_into(mt[index : index + take], out[done : done + take])
+        done += take
+        index += take
+        left -= take
+    for i in range(_N):
+        words[i] = np.uint64(mt[i])
+    state[_LEFT : _LEFT + 4].view(np.int32)[0] = left
+    state[_NEXT : _NEXT + 8].view(np.uint64)[0] = index
+
+
+@njit(cache=True)
+def deal_draws(state, uniforms, draws, highs, words):
+    """What ``torch.rand(n, out=uniforms)`` then ``torch.randint(highs[i], (n,), out=draws[i])``
+    for each row ``i`` of ``draws`` (int64 [k, n]) draw from the generator whose state bytes
+    are ``state``, in the same order, advancing ``state`` in place. ``words`` is scratch
+    (uint32 [(k + 1) n])."""
+    n = uniforms.shape[0]
+    draw_words(state, words)
+    for g in range(n):
+        uniforms[g] = np.float32(words[g] & np.uint32(0xFFFFFF)) * np.float32(1.0 / (1 << 24))
+    for row in range(draws.shape[0]):
+        high = np.int64(highs[row])
+        inverse = 1.0 / high
+        at = n * (1 + row)
+        for g in range(n):
+            draws[row, g] = _remainder(np.int64(words[at + g]), high, inverse)
+
+
+@njit(cache=True)
+def _remainder(x, high, inverse):
+    """``x % high`` for 0 <= x < 2^32 and 0 < high < 2^32, without a division: the
+    quotient from a multiply by the rounded ``inverse`` is off by at most one either way,
+    which the selects correct. The divider does one at a time, 4 ns each; this vectorises."""
+    r = x - np.int64(x * inverse) * high
+    r = r + high if r < 0 else r
+    return r - high if r >= high else r
