@@ -35,11 +35,15 @@ CHECKPOINT = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
 @pytest.fixture(scope="module")
 def cluster_address():
     """A local 2-CPU cluster for the module; its address, for commands run in other processes."""
+    environment = dict(os.environ)
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR)
     try:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+        # ray.init leaves variables of its own (RAY_AUTH_MODE, PYTHONBREAKPOINT) for later tests' commands.
+        os.environ.clear()
+        os.environ.update(environment)
 
 
 def _run(*args: str, code: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

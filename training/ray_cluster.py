@@ -27,7 +27,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
@@ -284,10 +284,9 @@ class RayRunner:
         return records
 
     def close(self) -> None:
-        """Cancel the chunks still running (their workers are stopped, not left to finish)."""
-        for ref in self._pending:
-            with suppress(Exception):  # already finished, or its worker already gone
-                self._ray.cancel(ref, force=True)
+        """Forget the chunks still under way. They are not cancelled: Ray stops them with the
+        job when this process disconnects (:func:`ray_connection` does at the end), and in Ray
+        2.60 a cancel that crosses a finishing chunk can abort this process."""
         self._pending.clear()
 
 
