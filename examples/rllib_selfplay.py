@@ -43,7 +43,7 @@ from training.ppo import ActorCritic, masked_logits
 MODULE_ID = "shared"
 ENV_NAME = "loveletter_selfplay"
 EVAL_OPPONENTS = ("random", "rule")
-#: RLlib's names of the module's layers -> ActorCritic's (same shapes: see build_config's model_config).
+#: RLlib's names of the module's layers -> ActorCritic's (same shapes: see module_spec).
 LAYER_NAMES = {"encoder.encoder.net.mlp.": "trunk.", "pi.net.mlp.0.": "policy_head.", "vf.net.mlp.0.": "value_head."}
 
 
@@ -55,10 +55,17 @@ class TrainingFigures:
     env_runners: int
     env_steps: int
     seconds: float
+    #: CPU time of the learner (this process) and of every env runner: on a shared machine,
+    #: env steps per CPU second say more than per wall-clock second.
+    cpu_seconds: float
 
     @property
     def env_steps_per_s(self) -> float:
         return self.env_steps / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def env_steps_per_cpu_s(self) -> float:
+        return self.env_steps / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -157,10 +164,16 @@ def build_config(args: argparse.Namespace) -> Any:
     )
 
 
+def cpu_seconds(algo: Any) -> float:
+    """CPU time used so far by this process (the learner) and by every remote env runner."""
+    runners = algo.env_runner_group.foreach_env_runner(lambda runner: time.process_time(), local_env_runner=False)
+    return time.process_time() + sum(runners)
+
+
 def train(algo: Any, iterations: int, env_runners: int) -> TrainingFigures:
     """Run ``iterations`` of ``algo.train()`` under a progress bar; the env steps and time they took."""
     env_steps = 0
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), cpu_seconds(algo)
     with tqdm(total=iterations, desc="RLlib PPO", unit="iter") as bar:
         for _ in range(iterations):
             result = algo.train()
@@ -168,7 +181,8 @@ def train(algo: Any, iterations: int, env_runners: int) -> TrainingFigures:
             rate = env_steps / (time.perf_counter() - start)
             bar.set_postfix_str(f"{env_steps:,} env steps, {rate:,.0f}/s")
             bar.update()
-    return TrainingFigures(iterations, env_runners, env_steps, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return TrainingFigures(iterations, env_runners, env_steps, seconds, cpu_seconds(algo) - start_cpu)
 
 
 def to_actor_critic(state: Mapping[str, Any], hidden_sizes: Sequence[int]) -> ActorCritic:
@@ -189,7 +203,8 @@ def sample_observations(num_players: int, count: int, seed: int) -> tuple[np.nda
 
     rng = np.random.default_rng(seed)
     env = loveletter_env.env(**env_config(num_players))
-    observations, masks = [], []
+    observations: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
     episode = 0
     while len(observations) < count:
         env.reset(seed=seed + episode)
@@ -270,7 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ray.shutdown()
     print(
         f"trained {figures.iterations} iterations: {figures.env_steps:,} env steps in {figures.seconds:.1f} s "
-        f"({figures.env_steps_per_s:,.0f} env steps/s) with {figures.env_runners} env runners"
+        f"({figures.env_steps_per_s:,.0f} env steps/s) with {figures.env_runners} env runners; "
+        f"{figures.cpu_seconds:.1f} CPU s ({figures.env_steps_per_cpu_s:,.0f} env steps per CPU s)"
     )
     print(f"wrote {policy} (largest logit gap to the RLlib module: {gap:.2e})")
     win_rates = {}
@@ -284,7 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"win rate vs {opponent} ({args.num_players} players, {result.episodes} rounds, seed {args.seed}): "
             f"{result.win_rate[0]:.1%} (95% CI {low:.1%}-{high:.1%})"
         )
-    results = {"training": {**asdict(figures), "env_steps_per_s": figures.env_steps_per_s}, "evaluation": win_rates}
+    speed = {"env_steps_per_s": figures.env_steps_per_s, "env_steps_per_cpu_s": figures.env_steps_per_cpu_s}
+    results = {"training": {**asdict(figures), **speed}, "evaluation": win_rates}
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0
 

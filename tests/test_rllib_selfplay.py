@@ -65,6 +65,7 @@ def test_example_trains_with_two_env_runners_and_reports_win_rates(trained):
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["training"]["env_steps"] == env_steps
     assert results["training"]["env_runners"] == 2
+    assert results["training"]["cpu_seconds"] > 0
     for opponent, rate in rates.items():
         assert results["evaluation"][opponent]["rounds"] == 20
         assert results["evaluation"][opponent]["win_rate"] == pytest.approx(float(rate) / 100, abs=5e-4)
