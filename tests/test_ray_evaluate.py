@@ -161,5 +161,8 @@ def test_bad_ray_arguments_are_refused_clearly():
     assert swallowed.returncode == 2 and "put --ray after the agents" in swallowed.stderr
     with pytest.raises(ValueError, match="workers must be a positive integer"):
         RayCluster(workers=0)
-    with pytest.raises(ValueError, match="timeout must be a positive number"):
-        RayCluster(timeout=0)
+    for timeout in (0, float("inf")):
+        with pytest.raises(ValueError, match="timeout must be a positive, finite number"):
+            RayCluster(timeout=timeout)
+    endless = _run("rule", "--ray", "--ray-timeout", "inf")
+    assert endless.returncode == 2 and "--ray-timeout must be a positive, finite number" in endless.stderr

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -166,8 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--save-replays works with a plain evaluation, not with --league")
     if args.ray and _names_an_agent(args.ray):
         parser.error(f"--ray took the agent {args.ray!r} for a cluster address: put --ray after the agents")
-    if not args.ray_timeout > 0:
-        parser.error(f"--ray-timeout must be a positive number of seconds, got {args.ray_timeout:g}")
+    if not 0 < args.ray_timeout < math.inf:
+        parser.error(f"--ray-timeout must be a positive, finite number of seconds, got {args.ray_timeout:g}")
     for name in ("rounds", "games", "workers", "save_replays_every"):
         value = getattr(args, name)
         if value is not None and value < 1:

@@ -21,6 +21,7 @@ Ray is imported only when it is used: it is an optional extra (``pip install -e 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import tempfile
@@ -77,8 +78,12 @@ class RayCluster:
             isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1
         ):
             raise ValueError(f"workers must be a positive integer or None, got {self.workers!r}")
-        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        if (
+            isinstance(self.timeout, bool)
+            or not isinstance(self.timeout, (int, float))
+            or not 0 < self.timeout < math.inf
+        ):
+            raise ValueError(f"timeout must be a positive, finite number of seconds, got {self.timeout!r}")
 
     def target(self) -> str | None:
         """The address to connect to: ``address``, else ``RAY_ADDRESS``, else ``None`` (a new local cluster)."""
