@@ -485,6 +485,15 @@ def _getrandbits64(mt):
 
 
 @njit(cache=True)
+def _copy(source, target):
+    """``target[:len(source)] = source`` as a loop: numba compiles an array-to-array slice
+    assignment with a shape-mismatch error whose message formatting took about 2.5 s of the
+    first compile."""
+    for i in range(source.shape[0]):
+        target[i] = source[i]
+
+
+@njit(cache=True)
 def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, face_up, mt, candidates, w, totals):
     """The deal loop of ``ISMCTSAgent.search`` at ``tree_depth=1``, draw for draw with the
     agent's generator ``mt``: ``deals`` times, sample the hidden cards as
@@ -507,13 +516,13 @@ def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, fac
     start = np.zeros(MT_WORDS + 1, np.uint32)
     playout_mt = start.copy()
     for _ in range(deals):
-        shuffled[:] = pool  # each deal shuffles a fresh, sorted list
+        _copy(pool, shuffled)  # each deal shuffles a fresh, sorted list
         left = size
         for attempt in range(SAMPLING_TRIES + 1):
             for i in range(size - 1, 0, -1):  # random.shuffle
                 j = _below(mt, i + 1)
                 shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
-            rest[:size] = shuffled
+            _copy(shuffled, rest)
             left = size
             ok = True
             for k in hidden:
@@ -536,7 +545,8 @@ def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, fac
                     pick -= weights[i]
                     i += 1
                 record[HANDS + k] = rest[i]
-                rest[i : left - 1] = rest[i + 1 : left].copy()
+                for j in range(i, left - 1):
+                    rest[j] = rest[j + 1]
                 left -= 1
             if ok:
                 break
@@ -563,6 +573,6 @@ def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, fac
             at += 1
         # Common random numbers: every candidate on its own copy of the deal, with the same seed.
         for c in range(candidates.shape[0]):
-            playout_mt[:] = start
+            _copy(start, playout_mt)
             totals[c] += playout(record.copy(), candidates[c], playout_mt, w)
     return -1
