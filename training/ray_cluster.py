@@ -65,7 +65,7 @@ class RayCluster:
 
     ``workers``: how many chunks are played at once (default: one per CPU of the cluster; a
     local cluster is started with that many CPUs). ``timeout``: seconds to wait for the
-    cluster to answer. Where this process is already connected (``ray.init`` called by the
+    cluster at an address to answer (starting a local cluster is not bounded). Where this process is already connected (``ray.init`` called by the
     caller), that connection is used as it is.
     """
 
@@ -130,8 +130,8 @@ def _init_options() -> dict[str, Any]:
 
 
 def _start_local(ray: ModuleType, cluster: RayCluster) -> None:
-    # In the main thread, not a bounded helper thread: Ray's processes die with the thread that
-    # started them (they are tied to it by the parent-death signal).
+    # In the calling thread, not a bounded helper thread: a local cluster started from a helper
+    # thread stops when that thread ends (seen with Ray 2.60), so this start is not time-bounded.
     try:
         ray.init(address="local", num_cpus=cluster.workers, include_dashboard=False, **_init_options())
     except Exception as exc:
