@@ -166,3 +166,38 @@ def test_tianshou_dqn_trains_a_seat_with_the_trainer():
 def test_rllib_adapter_does_not_import_ray():
     code = "import sys, loveletter_env.wrappers.rllib; assert 'ray' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+@pytest.mark.rllib
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_rllib_multi_agent_env_is_turn_based_and_pays_every_seat(num_players):
+    """RLlib sees one seat at a time, a legal float mask in its space, and every seat's final reward."""
+    _need("ray.rllib")
+    import numpy as np
+
+    from loveletter_env.wrappers import rllib_multi_agent_env
+
+    env = rllib_multi_agent_env({"num_players": num_players, "episode": "round"})
+    rng = np.random.default_rng(num_players)
+    for seed in range(10):
+        observations, _ = env.reset(seed=seed)
+        totals: dict[str, float] = {}
+        while True:
+            assert len(observations) == 1, "only the seat to act observes"
+            ((seat, observation),) = observations.items()
+            assert env.observation_space[seat].contains(observation)
+            assert observation["action_mask"].dtype == np.float32 and observation["action_mask"].any()
+            action = int(rng.choice(np.flatnonzero(observation["action_mask"])))
+            observations, rewards, terminated, truncated, _ = env.step({seat: action})
+            for agent, reward in rewards.items():
+                totals[agent] = totals.get(agent, 0.0) + reward
+            if terminated["__all__"]:
+                break
+            assert not truncated["__all__"]
+        # The round's end reaches every seat: terminated, its last observation (no legal action)
+        # and its reward, +1 for the winners and -1 for the others.
+        assert set(observations) == set(terminated) - {"__all__"} == set(env.possible_agents)
+        assert all(not o["action_mask"].any() for o in observations.values())
+        winners = [seat for seat, total in totals.items() if total == 1.0]
+        assert winners and sorted(totals.values()) == [-1.0] * (num_players - len(winners)) + [1.0] * len(winners)
+        assert set(totals) == set(env.possible_agents)
