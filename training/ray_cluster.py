@@ -65,8 +65,9 @@ class RayCluster:
 
     ``workers``: how many chunks are played at once (default: one per CPU of the cluster; a
     local cluster is started with that many CPUs). ``timeout``: seconds to wait for the
-    cluster at an address to answer (starting a local cluster is not bounded). Where this process is already connected (``ray.init`` called by the
-    caller), that connection is used as it is.
+    cluster at an address to answer (starting a local cluster is not bounded). Where this
+    process is already connected (``ray.init`` called by the caller), that connection is used
+    as it is.
     """
 
     address: str | None = None
