@@ -38,6 +38,7 @@ from loveletter_env.wrappers._extras import MissingExtraError, require
 from training.checkpoint import model_payload, save_checkpoint
 from training.evaluate import evaluate
 from training.ppo import ActorCritic, masked_logits
+from training.ray_cluster import RayCluster, RayConnectionError, ray_connection
 
 #: The one RLlib module every seat maps to.
 MODULE_ID = "shared"
@@ -258,7 +259,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _check_args(parser, args)
     try:
-        ray = require("ray", "rllib")
         require("ray.rllib", "rllib")
     except MissingExtraError as err:
         print(f"error: {err} (in an environment of its own: see docs/libraries.md)", file=sys.stderr)
@@ -266,23 +266,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ray.tune.registry import register_env
 
     torch.set_num_threads(args.learner_threads)
-    quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
-    if args.address is None:
-        # "local": a cluster of its own, even where another Ray instance runs on this machine. Each
-        # env runner asks for one CPU: as many as there are runners, so that none waits for a core.
-        ray.init(address="local", num_cpus=max(os.cpu_count() or 1, args.env_runners), **quiet)
-    else:
-        ray.init(address=args.address, **quiet)
+    # Without --address: a local cluster of its own (or RAY_ADDRESS's), even where another Ray
+    # instance runs on this machine. Each env runner asks for one CPU: as many as there are
+    # runners, so that none waits for a core.
+    local_cpus = None if args.address else max(os.cpu_count() or 1, args.env_runners)
     try:
-        register_env(ENV_NAME, rllib_multi_agent_env)
-        algo = build_config(args).build_algo()
-        try:
-            figures = train(algo, args.iterations, args.env_runners)
-            policy, gap = export(algo, args, args.out / "policy.pt")
-        finally:
-            algo.stop()
-    finally:
-        ray.shutdown()
+        with ray_connection(RayCluster(address=args.address, workers=local_cpus)):
+            register_env(ENV_NAME, rllib_multi_agent_env)
+            algo = build_config(args).build_algo()
+            try:
+                figures = train(algo, args.iterations, args.env_runners)
+                policy, gap = export(algo, args, args.out / "policy.pt")
+            finally:
+                algo.stop()
+    except RayConnectionError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(
         f"trained {figures.iterations} iterations: {figures.env_steps:,} env steps in {figures.seconds:.1f} s "
         f"({figures.env_steps_per_s:,.0f} env steps/s) with {figures.env_runners} env runners; "

@@ -146,4 +146,10 @@ def test_missing_rllib_is_a_clear_error(monkeypatch, capsys):
 
     monkeypatch.setattr(example, "require", missing)
     assert example.main(["--iterations", "1"]) == 2
-    assert "'ray' is not installed; it comes with the 'rllib' extra" in capsys.readouterr().err
+    assert "'ray.rllib' is not installed; it comes with the 'rllib' extra" in capsys.readouterr().err
+
+
+def test_an_address_where_no_cluster_listens_is_a_clear_error(capsys):
+    _need_rllib()
+    assert _load_example().main(["--address", "127.0.0.1:1"]) == 2
+    assert "no Ray cluster answers at '127.0.0.1:1'" in capsys.readouterr().err
