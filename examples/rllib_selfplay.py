@@ -1,7 +1,7 @@
 """Self-play PPO on RLlib: one shared masked policy for every seat, sampled by several env runners.
 
     pip install -e ".[rllib]"   # in an environment of its own: ray pins gymnasium 1.2.2
-    python examples/rllib_selfplay.py --iterations 10 --env-runners 2
+    python examples/rllib_selfplay.py   # 20 iterations of 4,000 turns, 2 env runners: a few minutes
     python examples/rllib_selfplay.py --address auto --env-runners 32   # on a running Ray cluster
 
 Every seat of :func:`loveletter_env.wrappers.rllib_multi_agent_env` (RLlib's ``PettingZooEnv``
