@@ -99,7 +99,12 @@ def test_docs_snippet_runs(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     if snippet["setup"]:
         SETUPS[snippet["setup"]](tmp_path)
-    exec(compile(snippet["code"], f"<docs snippet {name}>", "exec"), {"__name__": f"snippet_{name}"})
+    try:
+        exec(compile(snippet["code"], f"<docs snippet {name}>", "exec"), {"__name__": f"snippet_{name}"})
+    finally:
+        if "ray.rllib" in (snippet["requires"] or "").split():
+            # RLlib's snippets start a local Ray cluster implicitly: stop it, so that later tests start their own.
+            sys.modules["ray"].shutdown()
 
 
 # Stable-Baselines3 ---------------------------------------------------------------------
