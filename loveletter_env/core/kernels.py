@@ -474,18 +474,16 @@ def observe_into(r, observer, out):
             if card:
                 out[OBS_KNOWN + (k - 1) * 8 + card - 1] = 1.0
                 located += _one_copy(card)
+            # Flags are copied, not tested: whether they are set is a coin toss to the branch
+            # predictor (0/1 bytes give 0.0/1.0 floats).
             ruled = np.int64(r[RULED_OUT + seat])
             if ruled:
                 for v in range(8):
-                    if ruled >> v & 1:
-                        out[OBS_RULED + (k - 1) * 8 + v] = 1.0
-            if r[SEEN + seat * MAX_SEATS + observer]:
-                out[OBS_SEEN + k - 1] = 1.0
+                    out[OBS_RULED + (k - 1) * 8 + v] = (ruled >> v) & 1
+            out[OBS_SEEN + k - 1] = r[SEEN + seat * MAX_SEATS + observer]
         out[OBS_PRESENT + k] = 1.0
-        if r[OUT + seat]:
-            out[OBS_OUT + k] = 1.0
-        if r[PROTECTED + seat]:
-            out[OBS_PROTECTED + k] = 1.0
+        out[OBS_OUT + k] = r[OUT + seat]
+        out[OBS_PROTECTED + k] = r[PROTECTED + seat]
         out[OBS_TOKENS + k] = r[TOKENS + seat]
     if not r[ROUND_OVER]:
         out[OBS_TO_ACT + _wrap(np.int64(r[CURRENT]) - observer + n, n)] = 1.0
