@@ -470,6 +470,43 @@ def test_env_falls_back_to_torch_draws_for_an_unknown_generator_layout(monkeypat
     assert torch.equal(fast.generator.get_state(), slow.generator.get_state())
 
 
+def test_compiled_draws_are_used_only_where_they_match_this_torch(monkeypatch):
+    """The once-a-process check passes on the installed torch (so the compiled draws run),
+    and fails, sending the env back to torch's own draws, when the copy draws otherwise."""
+    from loveletter_env.batched import env as batched_env
+    from loveletter_env.core import mt19937
+
+    batched_env._compiled_draws_match_torch.cache_clear()
+    assert batched_env._compiled_draws_match_torch()
+    exact = mt19937.deal_draws
+
+    def off_by_one(state, uniforms, draws, highs, words):
+        exact(state, uniforms, draws, highs, words)
+        draws[-1, -1] = (draws[-1, -1] + 1) % highs[-1]
+
+    monkeypatch.setattr(mt19937, "deal_draws", off_by_one)
+    batched_env._compiled_draws_match_torch.cache_clear()
+    try:
+        assert not batched_env._compiled_draws_match_torch()
+        known = mt19937.STATE_BYTES
+        env, reference = BatchedLoveLetter(6, [2, 3, 4] * 2, seed=4), BatchedLoveLetter(6, [2, 3, 4] * 2, seed=4)
+        generator = torch.Generator().manual_seed(0)
+        results = [env.reset(), None]
+        monkeypatch.setattr(mt19937, "STATE_BYTES", -1)  # the reference: torch's draws only
+        results[1] = reference.reset()
+        for turn in range(60):
+            actions = _sample(results[0][1], generator)
+            monkeypatch.setattr(mt19937, "STATE_BYTES", known)
+            results[0] = env.step(actions)
+            monkeypatch.setattr(mt19937, "STATE_BYTES", -1)
+            results[1] = reference.step(actions)
+            for a, b in zip(results[0][:2], results[1][:2]):
+                assert torch.equal(a, b), turn
+        assert torch.equal(env.generator.get_state(), reference.generator.get_state())
+    finally:
+        batched_env._compiled_draws_match_torch.cache_clear()
+
+
 def test_refused_reset_draws_nothing_from_the_generator():
     env, fresh = BatchedLoveLetter(4, 4, seed=5), BatchedLoveLetter(4, 4, seed=5)
     with pytest.raises(ValueError, match="first_player"):

@@ -9,6 +9,7 @@ as the reference engine does for the same decks and actions.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -301,7 +302,7 @@ class BatchedLoveLetter:
         same games. Drawn by the compiled copy of the generator (a third of torch's time),
         unless this torch's generator state has a layout it does not know."""
         state = self.generator.get_state()
-        if state.numel() == mt19937.STATE_BYTES:
+        if state.numel() == mt19937.STATE_BYTES and _compiled_draws_match_torch():
             mt19937.deal_draws(state.numpy(), self._uniforms, self._draws, self._draw_highs, self._words)
             self.generator.set_state(state)
             return self._uniforms, self._draws
@@ -457,3 +458,26 @@ def _table_sizes(num_players: Any, num_games: int, device: torch.device) -> torc
             f"num_players must be 2, 3 or 4; games {bad[:_MAX_LISTED]} have {sizes[bad[:_MAX_LISTED]].tolist()}"
         )
     return sizes.to(device)
+
+
+@functools.cache
+def _compiled_draws_match_torch() -> bool:
+    """Whether the compiled copy of the generator draws what this torch draws, checked once a
+    process on a throwaway generator across several refills of its state.
+
+    The copy knows torch's generator by the layout of its state bytes; a torch release that
+    kept the size but changed the algorithm would otherwise deal other games without a sound.
+    On a mismatch the env draws through torch itself (slower, same games)."""
+    highs = np.array([40320, 12870, 7], np.int64)
+    games = 700  # 2,800 words: four refills of the 624-word state
+    ours, theirs = torch.Generator().manual_seed(20261126), torch.Generator().manual_seed(20261126)
+    state = ours.get_state()
+    if state.numel() != mt19937.STATE_BYTES:
+        return False
+    uniforms, draws = np.empty(games, np.float32), np.empty((len(highs), games), np.int64)
+    mt19937.deal_draws(state.numpy(), uniforms, draws, highs, np.empty((len(highs) + 1) * games, np.uint32))
+    ours.set_state(state)
+    same = np.array_equal(uniforms, torch.rand(games, generator=theirs).numpy())
+    for row, high in zip(draws, highs.tolist()):
+        same = same and np.array_equal(row, torch.randint(high, (games,), generator=theirs).numpy())
+    return bool(same and torch.equal(ours.get_state(), theirs.get_state()))
