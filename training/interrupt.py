@@ -16,10 +16,20 @@ import signal
 import sys
 import threading
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 #: Exit status of a command stopped by Ctrl-C.
 EXIT_INTERRUPTED = 128 + signal.SIGINT
+
+
+def exit_interrupted() -> NoReturn:
+    """End a command stopped by Ctrl-C with :data:`EXIT_INTERRUPTED`, ignoring any further
+    Ctrl-C on the way out: the stop is already under way, and a press that lands after
+    Python has put back the system's default handler (late in its shutdown) would kill the
+    process by the signal instead of letting it exit with its status."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 class StopRequest:

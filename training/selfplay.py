@@ -30,7 +30,7 @@ from typing import Any
 
 from .checkpoint import CheckpointError, load_checkpoint
 from .config import ConfigError, load_config
-from .interrupt import EXIT_INTERRUPTED
+from .interrupt import exit_interrupted
 from .trainer import SelfPlayTrainer
 
 __all__ = ["SelfPlayTrainer", "build_parser", "main"]
@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error(str(err))
     except KeyboardInterrupt:
         print("\ninterrupted before training started; nothing was saved", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        exit_interrupted()
     resume = f"python -m training.selfplay --resume {shlex.quote(str(run_dir))}"
     if args.no_progress:
         resume += " --no-progress"
@@ -111,14 +111,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             )
         else:
             print("\nstopped at once, before the first save: nothing to resume", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        exit_interrupted()
     if summary["interrupted"]:
         print(
             f"interrupted: saved update {summary['update']} ({summary['global_step']:,} turns) to "
             f"{run_dir / 'latest.pt'}.\nResume with: {resume}",
             file=sys.stderr,
         )
-        sys.exit(EXIT_INTERRUPTED)
+        exit_interrupted()
     print(
         f"done: {summary['global_step']:,} turns in {summary['update']} updates "
         f"({summary['turns_per_s']:,.0f} turns/s); outputs in {summary['run_dir']}"
