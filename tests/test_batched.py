@@ -451,23 +451,31 @@ def test_compiled_generator_draws_what_torch_draws(seed):
 def test_env_falls_back_to_torch_draws_for_an_unknown_generator_layout(monkeypatch):
     """A torch whose generator state the compiled copy does not know still gives the same
     games: the env draws through torch then."""
+
+    _assert_plays_as_torch_draws(monkeypatch, compiled_on=lambda turn: turn % 2 == 1, num_games=30, turns=80)
+
+
+def _assert_plays_as_torch_draws(monkeypatch, compiled_on, num_games: int, turns: int) -> None:
+    """An env whose layout check passes on the turns ``compiled_on`` picks plays the same games,
+    and leaves its generator in the same state, as one that only ever draws through torch."""
     from loveletter_env.core import mt19937
 
     known = mt19937.STATE_BYTES
-    fast = BatchedLoveLetter(30, [2, 3, 4] * 10, episode="game", seed=8)
+    table = [2, 3, 4] * (num_games // 3)
+    env = BatchedLoveLetter(num_games, table, episode="game", seed=8)
     monkeypatch.setattr(mt19937, "STATE_BYTES", -1)
-    slow = BatchedLoveLetter(30, [2, 3, 4] * 10, episode="game", seed=8)
+    torch_only = BatchedLoveLetter(num_games, table, episode="game", seed=8)
     generator = torch.Generator().manual_seed(1)
-    results = [fast.reset(), slow.reset()]
-    for turn in range(80):
+    results = [env.reset(), torch_only.reset()]
+    for turn in range(turns):
         actions = _sample(results[0][1], generator)
-        monkeypatch.setattr(mt19937, "STATE_BYTES", known if turn % 2 else -1)  # compiled on odd turns
-        results[0] = fast.step(actions)
+        monkeypatch.setattr(mt19937, "STATE_BYTES", known if compiled_on(turn) else -1)
+        results[0] = env.step(actions)
         monkeypatch.setattr(mt19937, "STATE_BYTES", -1)
-        results[1] = slow.step(actions)
+        results[1] = torch_only.step(actions)
         for a, b in zip(results[0][:4], results[1][:4]):
             assert torch.equal(a, b), turn
-    assert torch.equal(fast.generator.get_state(), slow.generator.get_state())
+    assert torch.equal(env.generator.get_state(), torch_only.generator.get_state())
 
 
 def test_compiled_draws_are_used_only_where_they_match_this_torch(monkeypatch):
@@ -488,21 +496,8 @@ def test_compiled_draws_are_used_only_where_they_match_this_torch(monkeypatch):
     batched_env._compiled_draws_match_torch.cache_clear()
     try:
         assert not batched_env._compiled_draws_match_torch()
-        known = mt19937.STATE_BYTES
-        env, reference = BatchedLoveLetter(6, [2, 3, 4] * 2, seed=4), BatchedLoveLetter(6, [2, 3, 4] * 2, seed=4)
-        generator = torch.Generator().manual_seed(0)
-        results = [env.reset(), None]
-        monkeypatch.setattr(mt19937, "STATE_BYTES", -1)  # the reference: torch's draws only
-        results[1] = reference.reset()
-        for turn in range(60):
-            actions = _sample(results[0][1], generator)
-            monkeypatch.setattr(mt19937, "STATE_BYTES", known)
-            results[0] = env.step(actions)
-            monkeypatch.setattr(mt19937, "STATE_BYTES", -1)
-            results[1] = reference.step(actions)
-            for a, b in zip(results[0][:2], results[1][:2]):
-                assert torch.equal(a, b), turn
-        assert torch.equal(env.generator.get_state(), reference.generator.get_state())
+        # Layout known on every turn, yet the games are torch's: the check sent it to torch.
+        _assert_plays_as_torch_draws(monkeypatch, compiled_on=lambda turn: True, num_games=6, turns=60)
     finally:
         batched_env._compiled_draws_match_torch.cache_clear()
 
