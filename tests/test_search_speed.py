@@ -21,7 +21,7 @@ from loveletter_env.agents.compiled_belief import (
     seed_generator,
 )
 from loveletter_env.agents.inference import play_likelihoods
-from loveletter_env.agents.ismcts import deal_state, model_action, sample_deal, seat_view
+from loveletter_env.agents.ismcts import deal_constraints, deal_state, model_action, sample_deal, seat_view
 from loveletter_env.cards import FULL_DECK
 from loveletter_env.core import layout, record_from_state
 from loveletter_env.env import raw_env
@@ -165,14 +165,8 @@ def test_compiled_deals_equal_sample_deal(num_players: int):
         reference.getrandbits(64)
         hidden = [k for k in range(1, num_players) if view.in_round(k) and not view.known_cards[k]]
         record = record_from_state(deal_state(view, [view.hand[0]] + [0] * (num_players - 1), FULL_DECK))
-        banned = np.array([sum(1 << (v - 1) for v in view.ruled_out[k]) if k < num_players else 0 for k in range(4)])
-        table = np.zeros((4, 9))
-        for k, weight_of in likelihoods.items():
-            for v, weight in weight_of.items():
-                table[k, v] = weight
-        weighted = np.array([bool(likelihoods.get(k)) for k in range(4)])
+        pool, banned, weighted, table = deal_constraints(view, hidden, likelihoods)
         mt = np.array(random.Random(seed).getstate()[1], dtype=np.uint32)
-        pool = np.array([v for v in sorted(view.unseen) for _ in range(view.unseen[v])], dtype=np.int64)
         none = np.zeros(0, dtype=np.int64)
         args = (
             pool,

@@ -176,6 +176,27 @@ def deal_state(view: ObservationView, hands: Sequence[int], deck: Sequence[int],
     return state
 
 
+def deal_constraints(
+    view: ObservationView, hidden: Sequence[int], likelihoods: Mapping[int, Mapping[int, float]] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the compiled deal loop (:func:`~.compiled_belief.search_deals`) knows of the hidden
+    cards, as :func:`sample_deal` reads it from ``view``: the pool of unseen cards (by value), each
+    ``hidden`` seat's ruled-out values (a bit per value), whether its hand is weighted by
+    ``likelihoods``, and those weights (seat x value)."""
+    pool = np.array([v for v in CARD_VALUES for _ in range(view.unseen[v])], dtype=np.int64)
+    banned = np.zeros(layout.MAX_SEATS, dtype=np.int64)
+    weighted = np.zeros(layout.MAX_SEATS, dtype=np.bool_)
+    table = np.zeros((layout.MAX_SEATS, 9))
+    for k in hidden:
+        banned[k] = sum(1 << (v - 1) for v in view.ruled_out[k])
+        weight_of = likelihoods.get(k) if likelihoods else None
+        if weight_of:
+            weighted[k] = True
+            for v, weight in weight_of.items():
+                table[k, v] = weight
+    return pool, banned, weighted, table
+
+
 def seat_view(state: GameState, seat: int) -> ObservationView:
     """What ``seat`` sees of ``state``, as :func:`decode_observation` would return it
     from :func:`encode_observation`, built directly (the search needs it every move,
@@ -343,17 +364,7 @@ class ISMCTSAgent(SeededAgent):
         # Everything but the hidden cards is the same in every deal: one record, rewritten per deal.
         hands = [view.hand[0]] + [view.known_cards[k] if view.in_round(k) else 0 for k in range(1, n)]
         record = record_from_state(deal_state(view, hands, FULL_DECK, old_card))
-        pool = np.array([v for v in CARD_VALUES for _ in range(view.unseen[v])], dtype=np.int64)
-        banned = np.zeros(layout.MAX_SEATS, dtype=np.int64)
-        weighted = np.zeros(layout.MAX_SEATS, dtype=np.bool_)
-        table = np.zeros((layout.MAX_SEATS, 9))
-        for k in hidden:
-            banned[k] = sum(1 << (v - 1) for v in view.ruled_out[k])
-            weight_of = likelihoods.get(k) if likelihoods else None
-            if weight_of:
-                weighted[k] = True
-                for v, weight in weight_of.items():
-                    table[k, v] = weight
+        pool, banned, weighted, table = deal_constraints(view, hidden, likelihoods)
         totals = np.zeros(len(candidates))
         version, words, gauss = rng.getstate()
         mt = np.array(words, dtype=np.uint32)
