@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import random
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pytest
@@ -195,6 +195,22 @@ def snapshot(state: GameState) -> tuple:
 def legal_from_mask(mask: np.ndarray) -> list[int]:
     """The action indices a 0/1 mask allows."""
     return [int(a) for a in np.flatnonzero(mask)]
+
+
+def play_legal_episode(env, act: Callable[[Mapping], int]) -> list[int]:
+    """Play the AEC ``env``'s current episode to its end, every seat choosing with ``act``
+    (observation -> action), asserting that each choice is in its mask; the actions played."""
+    actions = []
+    for _ in env.agent_iter():
+        observation, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            env.step(None)
+            continue
+        action = act(observation)
+        assert observation["action_mask"][action] == 1
+        actions.append(action)
+        env.step(action)
+    return actions
 
 
 @pytest.fixture(params=PLAYER_COUNTS, ids=lambda n: f"{n}p")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import act, start
+from conftest import act, play_legal_episode, start
 from torch import nn
 
 import loveletter_env
@@ -103,15 +103,7 @@ def test_same_seed_same_play_and_only_legal_moves(options: dict):
         for episode in range(3):
             env.reset(seed=episode)
             agent.reset(seed=seed + episode)
-            for _ in env.agent_iter():
-                obs, _, terminated, truncated, _ = env.last()
-                if terminated or truncated:
-                    env.step(None)
-                    continue
-                action = agent.act(obs)
-                assert obs["action_mask"][action] == 1
-                actions.append(action)
-                env.step(action)
+            actions += play_legal_episode(env, agent.act)
         return actions
 
     first = play(5)

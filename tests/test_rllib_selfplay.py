@@ -16,6 +16,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from conftest import play_legal_episode
 
 import loveletter_env
 from loveletter_env.agents.specs import resolve_agent
@@ -83,14 +84,7 @@ def test_exported_policy_is_a_checkpoint_spec_that_plays_legal_moves(trained):
         env = loveletter_env.env(num_players=num_players)
         for seed in range(5):
             env.reset(seed=seed)
-            for _ in env.agent_iter():
-                observation, _, terminated, truncated, _ = env.last()
-                if terminated or truncated:
-                    env.step(None)
-                    continue
-                action = agent.act(observation)
-                assert observation["action_mask"][action] == 1
-                env.step(action)  # the env raises on an illegal action
+            assert play_legal_episode(env, agent.act)  # the env also raises on an illegal action
 
 
 def test_export_reproduces_the_rllib_module():
