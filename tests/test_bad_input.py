@@ -244,8 +244,8 @@ def test_gym_env_names_an_opponent_that_returns_none():
     "override, message",
     [
         ("eval.opponents=[nosuchbot]", r"eval.opponents must be names from .*got \['nosuchbot'\]"),
-        ("eval.opponents=[guided]", r"eval.opponents: bot 'guided' cannot be built by name alone .*policy=PATH"),
-        ("opponents.bot_names=[guided]", r"opponents.bot_names: bot 'guided' cannot be built by name alone"),
+        ("eval.opponents=[guided]", r"eval.opponents: bot 'guided' cannot be built .*policy=PATH"),
+        ("opponents.bot_names=[guided]", r"opponents.bot_names: bot 'guided' cannot be built"),
         ("seed=1180591620717411303424", r"seed must be >= 0 and below 2\*\*63"),  # 2**70
         ("ppo.learning_rate=1e300", r"ppo.learning_rate must be in \(0, 1\]"),
         ("env.num_games=100000000", r"env.num_games must be in 1\.\.65536"),

@@ -262,6 +262,20 @@ def test_bot_games_train_only_the_learner_seat(tmp_path):
     assert 0 <= stats["win_rate_vs_bots"] <= 1
 
 
+def test_bot_specs_with_options_play_as_training_opponents(tmp_path):
+    config = load_config(
+        None,
+        TINY + ["opponents.current=0", "opponents.past=0", "opponents.bots=1", "opponents.bot_names=[ismcts:iterations=3]"],
+    )
+    trainer = SelfPlayTrainer(config, tmp_path, progress=False)
+    trainer._make_env()
+    buffer, _ = trainer.collect_rollout()
+    bots = [bot for seats in trainer.seating._bots.values() for bot in seats]
+    assert buffer.size > 0 and bots and all(bot.iterations == 3 for bot in bots)
+    with pytest.raises(ConfigError, match=r"opponents.bot_names: bot 'ismcts:iteration=3' cannot be built .*no option"):
+        load_config(None, ["opponents.bot_names=[ismcts:iteration=3]"])
+
+
 def test_init_from_starts_with_the_given_weights(tmp_path):
     main(tiny_args(tmp_path, "run_name=source", "eval.every=0"))
     source = load_checkpoint(tmp_path / "source")["model"]["state_dict"]

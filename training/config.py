@@ -19,7 +19,8 @@ from typing import Any, Union
 
 import yaml
 
-from loveletter_env.agents import AGENT_NAMES, make_agent
+from loveletter_env.agents import AGENT_NAMES
+from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.rules import PRESETS
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, check_int, check_number
 
@@ -89,7 +90,8 @@ class OpponentConfig:
 
     Attributes:
         current, past, bots: relative weights (>= 0, not all 0).
-        bot_names: bots to draw from (``loveletter_env.agents.make_agent`` names).
+        bot_names: bots to draw from: bot names, with options where the bot takes them
+            (``"ismcts:iterations=50"``), as everywhere an agent spec is read.
         snapshot_every: add the current weights to the pool every this many updates.
         pool_size: snapshots kept (the oldest leave first).
         past_greedy: snapshots play their most likely action instead of sampling (the
@@ -274,8 +276,7 @@ class TrainConfig:
             need(getattr(o, kind) >= 0, f"opponents.{kind}", "must be >= 0")
         need(o.current + o.past + o.bots > 0, "opponents.current", "and opponents.past/bots must not all be 0")
         need(o.bots == 0 or len(o.bot_names) > 0, "opponents.bot_names", "must name a bot when opponents.bots > 0")
-        known_bots = all(name in AGENT_NAMES for name in o.bot_names)
-        need(known_bots, "opponents.bot_names", f"must be names from {AGENT_NAMES}")
+        need(_all_bot_names(o.bot_names), "opponents.bot_names", f"must be names from {AGENT_NAMES}")
         _check_buildable(o.bot_names, "opponents.bot_names")
         need(o.snapshot_every >= 1, "opponents.snapshot_every", "must be >= 1")
         need(o.pool_size >= 1, "opponents.pool_size", "must be >= 1")
@@ -283,8 +284,7 @@ class TrainConfig:
         need(v.every >= 0, "eval.every", "must be >= 0")
         need(v.rounds >= 1, "eval.rounds", "must be >= 1")
         need(v.num_players in PLAYER_COUNTS, "eval.num_players", "must be 2, 3 or 4")
-        known_opponents = all(name in AGENT_NAMES for name in v.opponents)
-        need(known_opponents, "eval.opponents", f"must be names from {AGENT_NAMES}")
+        need(_all_bot_names(v.opponents), "eval.opponents", f"must be names from {AGENT_NAMES}")
         _check_buildable(v.opponents, "eval.opponents")
         need(v.every == 0 or v.best_by in v.opponents, "eval.best_by", f"must be one of eval.opponents {v.opponents}")
         need(v.final_rounds >= 0, "eval.final_rounds", "must be >= 0")
@@ -329,17 +329,23 @@ def count_parameters(hidden_sizes: list[int]) -> int:
 # ---------------------------------------------------------------------------------
 # dict <-> dataclass, with type checks
 # ---------------------------------------------------------------------------------
-def _check_buildable(names: Iterable[str], key: str) -> None:
-    """Refuse bots that cannot be built from their name alone (``guided`` needs ``policy=PATH``).
+def _all_bot_names(specs: Iterable[str]) -> bool:
+    """Whether every spec is a bot name, with or without options (``"ismcts:iterations=50"``)."""
+    return all(isinstance(spec, str) and spec.partition(":")[0] in AGENT_NAMES for spec in specs)
 
-    Training builds its bots by name, so such a bot would otherwise fail only when a run first
-    meets it, after training time was spent.
+
+def _check_buildable(names: Iterable[str], key: str) -> None:
+    """Refuse bots that cannot be built from their spec (``guided`` needs ``policy=PATH``; options
+    must be the bot's own).
+
+    Training builds its bots when a run first meets them, so a bad spec would otherwise fail
+    only after training time was spent.
     """
     for name in names:
         try:
-            make_agent(name, seed=0)
-        except ValueError as err:
-            raise ConfigError(f"{key}: bot {name!r} cannot be built by name alone ({err})") from None
+            resolve_agent(name, seed=0)
+        except (ValueError, FileNotFoundError) as err:
+            raise ConfigError(f"{key}: bot {name!r} cannot be built ({err})") from None
 
 
 def _get(obj: Any, dotted: str) -> Any:

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from loveletter_env.agents import Agent, make_agent
+from loveletter_env.agents import Agent
 from loveletter_env.agents.batched_bots import BATCHED_BOTS, BatchedBots
+from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.validation import MAX_PLAYERS
 
 from .config import OpponentConfig
@@ -130,7 +131,7 @@ class Seating:
         key = (game, name)
         if key not in self._bots:
             self._bots[key] = [
-                make_agent(name, seed=derive_seed(self.run_seed, 4, game, seat)) for seat in range(MAX_PLAYERS)
+                resolve_agent(name, seed=derive_seed(self.run_seed, 4, game, seat)) for seat in range(MAX_PLAYERS)
             ]
         return self._bots[key]
 
