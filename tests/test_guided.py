@@ -132,9 +132,9 @@ def test_observation_views_encode_back_to_the_same_vector():
     [
         ({}, "needs a network: policy=PATH"),
         ({"policy": 42}, "policy must be a checkpoint path or a network module"),
-        ({"policy": SHIPPED, "iterations": 0}, "iterations must be an integer >= 1"),
-        ({"policy": SHIPPED, "width": -1}, "width must be an integer >= 0"),
-        ({"policy": SHIPPED, "depth": 1.5}, "depth must be an integer >= 1"),
+        ({"policy": SHIPPED, "iterations": 0}, "iterations must be a positive integer"),
+        ({"policy": SHIPPED, "width": -1}, "width must be a non-negative integer"),
+        ({"policy": SHIPPED, "depth": 1.5}, "depth must be a positive integer"),
         ({"policy": SHIPPED, "opponents": "oracle"}, "opponents must be one of"),
         ({"policy": SHIPPED, "reading": "minds"}, "reading must be one of"),
         ({"policy": SHIPPED, "model_noise": 2.0}, "model_noise must be a number between 0 and 1"),

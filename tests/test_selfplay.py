@@ -265,7 +265,8 @@ def test_bot_games_train_only_the_learner_seat(tmp_path):
 def test_bot_specs_with_options_play_as_training_opponents(tmp_path):
     config = load_config(
         None,
-        TINY + ["opponents.current=0", "opponents.past=0", "opponents.bots=1", "opponents.bot_names=[ismcts:iterations=3]"],
+        TINY
+        + ["opponents.current=0", "opponents.past=0", "opponents.bots=1", "opponents.bot_names=[ismcts:iterations=3]"],
     )
     trainer = SelfPlayTrainer(config, tmp_path, progress=False)
     trainer._make_env()

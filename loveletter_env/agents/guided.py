@@ -46,7 +46,7 @@ from ..actions import ACTION_CARD, NUM_ACTIONS
 from ..cards import CARD_VALUES
 from ..engine import GameState
 from ..observation import LAYOUT, OBSERVATION_SIZE, SLICES, ObservationView, decode_observation, encode_observation
-from ..validation import check_number
+from ..validation import check_int, check_number
 from .base import SeededAgent, legal_actions_of, other_card
 from .inference import model_play_probability, play_likelihoods, posterior, view_legal_actions
 from .ismcts import determinize, model_action
@@ -112,9 +112,9 @@ class GuidedSearchAgent(SeededAgent):
         model_noise: float = 0.02,
         margin: float = 0.0,
     ):
-        _check_int("iterations", iterations, 1)
-        _check_int("width", width, 0)
-        _check_int("depth", depth, 1)
+        iterations = check_int("iterations", iterations, low=1)
+        width = check_int("width", width, low=0)
+        depth = check_int("depth", depth, low=1)
         if opponents not in OPPONENT_MODELS:
             raise ValueError(f"opponents must be one of {list(OPPONENT_MODELS)}, got {opponents!r}")
         if reading not in PLAY_READINGS:
@@ -305,11 +305,6 @@ class GuidedSearchAgent(SeededAgent):
         with torch.no_grad():
             logits, value = self.network(torch.from_numpy(np.stack(vectors)))
         return logits.float().numpy(), value.float().numpy()
-
-
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 def _masked_softmax(logits: np.ndarray, masks: np.ndarray) -> np.ndarray:
