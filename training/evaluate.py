@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -167,8 +166,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--save-replays works with a plain evaluation, not with --league")
     if args.ray and _names_an_agent(args.ray):
         parser.error(f"--ray took the agent {args.ray!r} for a cluster address: put --ray after the agents")
-    if not 0 < args.ray_timeout < math.inf:
-        parser.error(f"--ray-timeout must be a positive, finite number of seconds, got {args.ray_timeout:g}")
     for name in ("rounds", "games", "workers", "save_replays_every"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -177,7 +174,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     count = args.games or args.rounds or (200 if args.league else 1000)
     progress = not args.no_progress
     workers = args.workers or 1
-    cluster = None if args.ray is None else RayCluster(args.ray or None, args.workers, args.ray_timeout)
+    try:
+        cluster = None if args.ray is None else RayCluster(args.ray or None, args.workers, args.ray_timeout)
+    except ValueError as err:  # only the timeout can fail here (--workers was checked above)
+        parser.error(f"--ray-{err}")
     try:
         if args.league:
             table = league(args.league, args.players, count, episode, args.seed, workers, progress, args.rules, cluster)

@@ -36,6 +36,7 @@ from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import AgentSpec, is_checkpoint_path, resolve_agent
+from loveletter_env.validation import check_int
 
 from .matches import EpisodePlayer, MatchSetup, portable_error
 from .stats import EpisodeRecord
@@ -75,15 +76,10 @@ class RayCluster:
     timeout: float = DEFAULT_CONNECT_TIMEOUT
 
     def __post_init__(self) -> None:
-        if self.workers is not None and (
-            isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1
-        ):
-            raise ValueError(f"workers must be a positive integer or None, got {self.workers!r}")
-        if (
-            isinstance(self.timeout, bool)
-            or not isinstance(self.timeout, (int, float))
-            or not 0 < self.timeout < math.inf
-        ):
+        if self.workers is not None:
+            self.workers = check_int("workers", self.workers, low=1)
+        timeout = self.timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
             raise ValueError(f"timeout must be a positive, finite number of seconds, got {self.timeout!r}")
 
     def target(self) -> str | None:
