@@ -77,7 +77,7 @@ class RayCluster:
 
     def __post_init__(self) -> None:
         if self.workers is not None:
-            self.workers = check_int("workers", self.workers, low=1)
+            check_int("workers", self.workers, low=1)
         timeout = self.timeout
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
             raise ValueError(f"timeout must be a positive, finite number of seconds, got {self.timeout!r}")
