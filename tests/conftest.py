@@ -32,6 +32,11 @@ PLAYER_COUNTS = (2, 3, 4)
 # Decks ------------------------------------------------------------------------------
 
 
+#: A training run small enough for a test: 16 games of 8 turns per update, one 32-unit layer.
+#: Each test adds the length, evaluation and opponents it needs (``--set`` overrides).
+TINY_TRAINING = ["env.num_games=16", "env.rollout_steps=8", "model.hidden_sizes=[32]"]
+
+
 def table_sizes(spec: int | str, n: int) -> list[int]:
     """Table sizes of ``n`` games: all ``spec`` players, or 2, 3, 4, 2, ... for ``"mixed"``."""
     return [2 + g % 3 for g in range(n)] if spec == "mixed" else [int(spec)] * n

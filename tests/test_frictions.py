@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import act, start
+from conftest import TINY_TRAINING, act, start
 
 from loveletter_env.actions import PRINCESS_ACTION
 from loveletter_env.agents.base import AgentError
@@ -230,7 +230,7 @@ def test_percentages_keep_shared_wins_and_stay_within_a_digit():
 
 
 def test_no_progress_prints_one_line_per_evaluation(tmp_path, capsys):
-    overrides = ["total_steps=384", "env.num_games=16", "env.rollout_steps=8", "model.hidden_sizes=[16]"]
+    overrides = [*TINY_TRAINING, "total_steps=384"]
     overrides += ["eval.every=1", "eval.rounds=4", "eval.opponents=[random]", "eval.best_by=random"]
     args = ["--no-progress", "--set", f"out_dir={tmp_path}"]
     for item in overrides:

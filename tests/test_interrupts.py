@@ -17,16 +17,15 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import TINY_TRAINING
 
 from training.checkpoint import load_checkpoint
 from training.interrupt import EXIT_INTERRUPTED
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = [
+    *TINY_TRAINING,
     "total_steps=100000000",
-    "env.num_games=16",
-    "env.rollout_steps=8",
-    "model.hidden_sizes=[32]",
     "eval.every=1",
     "eval.rounds=4",
     "eval.opponents=[random]",

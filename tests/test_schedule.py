@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from conftest import TINY_TRAINING
 
 from training.checkpoint import load_checkpoint
 from training.config import ConfigError, load_config
@@ -17,10 +18,8 @@ from training.selfplay import SelfPlayTrainer, main
 REPO = Path(__file__).resolve().parent.parent
 # Two updates of 16 games x 8 turns (128 turns each).
 TINY = [
+    *TINY_TRAINING,
     "total_steps=256",
-    "env.num_games=16",
-    "env.rollout_steps=8",
-    "model.hidden_sizes=[32]",
     "eval.every=0",
     "save_every=1",
     "opponents.snapshot_every=1",

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from conftest import TINY_TRAINING
 
 from loveletter_env.batched import BatchedLoveLetter
 from training import load_agent
@@ -18,10 +19,8 @@ from training.selfplay import SelfPlayTrainer, main
 REPO = Path(__file__).resolve().parent.parent
 # A run of two updates of 16 games x 8 turns: seconds, yet every code path runs.
 TINY = [
+    *TINY_TRAINING,
     "total_steps=256",
-    "env.num_games=16",
-    "env.rollout_steps=8",
-    "model.hidden_sizes=[32]",
     "eval.every=1",
     "eval.rounds=6",
     "save_every=1",
