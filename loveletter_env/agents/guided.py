@@ -45,12 +45,11 @@ from .. import engine
 from ..actions import ACTION_CARD, NUM_ACTIONS
 from ..cards import CARD_VALUES
 from ..engine import GameState
-from ..observation import LAYOUT, OBSERVATION_SIZE, SLICES, ObservationView, decode_observation, encode_observation
+from ..observation import LAYOUT, OBSERVATION_SIZE, SLICES, ObservationView, encode_observation
 from ..validation import check_int, check_number
-from .base import SeededAgent, legal_actions_of, other_card
 from .inference import model_play_probability, play_likelihoods, posterior, view_legal_actions
 from .ismcts import determinize, model_action
-from .memory import KeptCardMemory
+from .memory import KeptCardSearchAgent
 
 #: The card each action plays, by action index.
 _ACTION_CARDS = np.array(ACTION_CARD)
@@ -70,7 +69,7 @@ def load_policy_network(path: str | os.PathLike[str]) -> Any:
     return load_checkpoint_network(path)
 
 
-class GuidedSearchAgent(SeededAgent):
+class GuidedSearchAgent(KeptCardSearchAgent):
     """Search over sampled deals, guided by a policy/value network.
 
     Args:
@@ -138,12 +137,7 @@ class GuidedSearchAgent(SeededAgent):
         self.model_noise = check_number("model_noise", model_noise, 0, 1)
         self.margin = check_number("margin", margin, 0, MAX_MARGIN)
         self.reading = reading
-        self.memory = KeptCardMemory()
         self._sampler = np.random.default_rng(0)
-
-    def reset(self, seed: int | None = None) -> None:
-        super().reset(seed)
-        self.memory.clear()
 
     def __repr__(self) -> str:
         return (
@@ -152,15 +146,8 @@ class GuidedSearchAgent(SeededAgent):
             f"model_noise={self.model_noise}, margin={self.margin})"
         )
 
-    def act(self, observation: Mapping[str, Any]) -> int:
-        legal = legal_actions_of(observation)
-        view = decode_observation(observation["observation"])
-        if len(legal) == 1:
-            action = legal[0]
-        else:
-            action = self.search(view, np.asarray(observation["observation"], dtype=np.float32), legal)
-        self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
-        return action
+    def choose_by_search(self, observation: Mapping[str, Any], view: ObservationView, legal: list[int]) -> int:
+        return self.search(view, np.asarray(observation["observation"], dtype=np.float32), legal)
 
     def search(self, view: ObservationView, vector: np.ndarray, legal: list[int]) -> int:
         """The candidate with the highest mean leaf value over the sampled deals.

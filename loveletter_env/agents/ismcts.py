@@ -39,18 +39,16 @@ from typing import Any
 import numpy as np
 
 from .. import engine
-from ..actions import ACTION_CARD
 from ..cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, FULL_DECK
 from ..core import layout, record_from_state
 from ..engine import GameState
-from ..observation import ObservationView, decode_observation
+from ..observation import ObservationView
 from ..rules import Rules
 from ..validation import check_int, check_number
-from .base import SeededAgent, legal_actions_of, other_card
 from .belief import action_scores, belief_action
 from .compiled_belief import SAMPLING_TRIES, model_weights, search_deals
 from .inference import play_likelihoods, posterior
-from .memory import KeptCardMemory
+from .memory import KeptCardSearchAgent
 
 #: Rejection-sampling tries before ruled-out values are ignored (only an inconsistent view needs
 #: it); the compiled deal loop bakes the same number in.
@@ -262,7 +260,7 @@ class _Node:
         self.stats: dict[tuple[int, int], list[float]] = {}
 
 
-class ISMCTSAgent(SeededAgent):
+class ISMCTSAgent(KeptCardSearchAgent):
     """Information-set MCTS over sampled deals.
 
     Args:
@@ -301,11 +299,6 @@ class ISMCTSAgent(SeededAgent):
         self.width = check_int("width", width, low=0)
         self.tree_depth = check_int("tree_depth", tree_depth, low=1)
         self.model_noise = check_number("model_noise", model_noise, 0, 1)
-        self.memory = KeptCardMemory()
-
-    def reset(self, seed: int | None = None) -> None:
-        super().reset(seed)
-        self.memory.clear()
 
     def __repr__(self) -> str:
         return (
@@ -314,12 +307,8 @@ class ISMCTSAgent(SeededAgent):
             f"model_noise={self.model_noise})"
         )
 
-    def act(self, observation: Mapping[str, Any]) -> int:
-        legal = legal_actions_of(observation)
-        view = decode_observation(observation["observation"])
-        action = legal[0] if len(legal) == 1 else self.search(view, legal)
-        self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
-        return action
+    def choose_by_search(self, observation: Mapping[str, Any], view: ObservationView, legal: list[int]) -> int:
+        return self.search(view, legal)
 
     def search(self, view: ObservationView, legal: list[int]) -> int:
         """Run the search from ``view`` and return the root action of highest mean reward.

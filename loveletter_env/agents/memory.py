@@ -9,9 +9,12 @@ costs a heuristic a little, never legality).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..actions import ACTION_CARD
-from ..observation import ObservationView
-from .base import SeededAgent, other_card
+from ..observation import ObservationView, decode_observation
+from .base import SeededAgent, legal_actions_of, other_card
 
 
 class KeptCardMemory:
@@ -62,4 +65,32 @@ class KeptCardAgent(SeededAgent):
 
     def decide(self, view: ObservationView, legal: list[int], old_card: int) -> int:
         """The action to play; ``old_card`` is the card kept last turn (0 if unknown)."""
+        raise NotImplementedError
+
+
+class KeptCardSearchAgent(SeededAgent):
+    """Base of the search agents: remembers the card kept at *every* play, forced ones included.
+
+    The searches read that memory for the deals they sample, so unlike :class:`KeptCardAgent`
+    (whose bots skip forced moves, as their published figures were measured) a play with a
+    single legal action still updates it.
+    """
+
+    def __init__(self, seed: int | None = None):
+        super().__init__(seed)
+        self.memory = KeptCardMemory()
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        self.memory.clear()
+
+    def act(self, observation: Mapping[str, Any]) -> int:
+        legal = legal_actions_of(observation)
+        view = decode_observation(observation["observation"])
+        action = legal[0] if len(legal) == 1 else self.choose_by_search(observation, view, legal)
+        self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
+        return action
+
+    def choose_by_search(self, observation: Mapping[str, Any], view: ObservationView, legal: list[int]) -> int:
+        """Pick one of ``legal`` (at least two); ``view`` is ``observation`` decoded."""
         raise NotImplementedError
