@@ -128,6 +128,33 @@ def test_second_ctrl_c_in_selfplay_stops_at_once_without_a_traceback(tmp_path):
     assert "stopped at once" in err or "interrupted: saved update" in err  # the first may finish the update
 
 
+def test_sigterm_saves_like_ctrl_c_even_where_ctrl_c_is_ignored(tmp_path):
+    # As a shell starts a job in the background (`cmd &`): SIGINT ignored, SIGTERM the way to stop it.
+    run_dir = tmp_path / "r"
+    process = subprocess.Popen(
+        [sys.executable, "-m", *selfplay_args(tmp_path)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    wait_for_lines(process.stdout, r"^update \d+ \(.* turns\): win rate vs random", count=2)
+    os.killpg(process.pid, signal.SIGINT)  # ignored, as it would be in the background
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "SIGTERM: stopping after this update" in err and "Traceback" not in err
+    saved = load_checkpoint(run_dir / "latest.pt")
+    assert f"interrupted: saved update {saved['update']} " in err
+    assert int(metric_rows(run_dir)[-1]["update"]) == saved["update"]
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_in_evaluate_reports_the_rounds_played(workers):
     process = start(

@@ -111,14 +111,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             )
         else:
             print("\nstopped at once, before the first save: nothing to resume", file=sys.stderr)
-        exit_interrupted()
+        exit_interrupted(trainer.stop_signal)
     if summary["interrupted"]:
         print(
             f"interrupted: saved update {summary['update']} ({summary['global_step']:,} turns) to "
             f"{run_dir / 'latest.pt'}.\nResume with: {resume}",
             file=sys.stderr,
         )
-        exit_interrupted()
+        exit_interrupted(trainer.stop_signal)
     print(
         f"done: {summary['global_step']:,} turns in {summary['update']} updates "
         f"({summary['turns_per_s']:,.0f} turns/s); outputs in {summary['run_dir']}"

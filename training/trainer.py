@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -89,7 +90,8 @@ class SelfPlayTrainer:
         self.device = pick_device(config.device)
         self.env_factory = env_factory
         self.progress = progress
-        self.interrupted = False  # set by train() when Ctrl-C stopped it
+        self.interrupted = False  # set by train() when Ctrl-C or SIGTERM stopped it
+        self.stop_signal: int = signal.SIGINT  # the signal that asked train() to stop
         self.grow_pool = grow_pool
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
@@ -363,7 +365,7 @@ class SelfPlayTrainer:
             desc=cfg.run_name,
         )
         start, start_step = time.perf_counter(), self.global_step
-        # A first Ctrl-C ends the run after the current update, saved; a second at once.
+        # A first Ctrl-C (or SIGTERM) ends the run after the current update, saved; a second at once.
         stop = StopRequest("stopping after this update, which will be saved; press Ctrl-C again to stop at once")
         stop.install()
         try:
@@ -423,6 +425,7 @@ class SelfPlayTrainer:
                     break
         finally:
             stop.uninstall()
+            self.stop_signal = stop.signal or self.stop_signal
             bar.close()
             log.close()
         plot = plot_learning_curve(log.path, self.run_dir / "learning_curve.png")
