@@ -155,6 +155,20 @@ def test_sigterm_saves_like_ctrl_c_even_where_ctrl_c_is_ignored(tmp_path):
     assert int(metric_rows(run_dir)[-1]["update"]) == saved["update"]
 
 
+def test_ctrl_c_in_exploit_saves_the_best_response_and_measures_nothing(tmp_path):
+    command = ["training.exploit", "--checkpoint", str(ROOT / "checkpoints/shipped/ppo_2p.pt"), "--no-progress"]
+    command += ["--steps", "100000000", "--run-name", "br", "--set", f"out_dir={tmp_path}", "--set", "save_every=1"]
+    command += ["--set", "env.num_games=16", "--set", "env.rollout_steps=8"]
+    process = start(command)
+    wait_for_lines(process.stdout, r"^update \d+ \(.* turns\): saved", count=2)
+    _, err = ctrl_c(process)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err
+    saved = load_checkpoint(tmp_path / "br" / "latest.pt")
+    assert f"training stopped after {saved['global_step']:,} of 100,000,000 turns" in err
+    assert "nothing was measured" in err and not (tmp_path / "br" / "exploit.json").exists()
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_in_evaluate_reports_the_rounds_played(workers):
     process = start(

@@ -46,6 +46,18 @@ def signal_name(signum: int) -> str:
     return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """A command's run stopped by a signal after it saved what it had; the message says where.
+
+    A ``KeyboardInterrupt``, so callers that only expect Ctrl-C still stop; command lines
+    print the message and end with :func:`exit_interrupted` ``(signum)``.
+    """
+
+    def __init__(self, message: str, signum: int = signal.SIGINT):
+        super().__init__(message)
+        self.signum = signum
+
+
 class StopRequest:
     """Context manager: the first SIGINT or SIGTERM asks the loop to stop (``requested``
     becomes True, ``signal`` records which, and ``notice`` is printed to stderr); the second
