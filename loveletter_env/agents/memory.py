@@ -47,8 +47,8 @@ class KeptCardMemory:
         self._discards = len(view.discards[0]) + 1
 
 
-class KeptCardAgent(SeededAgent):
-    """A bot that remembers the card it kept last turn and passes it to :meth:`decide`."""
+class _RemembersKeptCard(SeededAgent):
+    """A seeded agent with a :class:`KeptCardMemory` that a new episode clears."""
 
     def __init__(self, seed: int | None = None):
         super().__init__(seed)
@@ -57,6 +57,10 @@ class KeptCardAgent(SeededAgent):
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
         self.memory.clear()
+
+
+class KeptCardAgent(_RemembersKeptCard):
+    """A bot that remembers the card it kept last turn and passes it to :meth:`decide`."""
 
     def choose(self, view: ObservationView, legal: list[int]) -> int:
         action = self.decide(view, legal, self.memory.old_card(view))
@@ -68,21 +72,13 @@ class KeptCardAgent(SeededAgent):
         raise NotImplementedError
 
 
-class KeptCardSearchAgent(SeededAgent):
+class KeptCardSearchAgent(_RemembersKeptCard):
     """Base of the search agents: remembers the card kept at *every* play, forced ones included.
 
     The searches read that memory for the deals they sample, so unlike :class:`KeptCardAgent`
     (whose bots skip forced moves, as their published figures were measured) a play with a
     single legal action still updates it.
     """
-
-    def __init__(self, seed: int | None = None):
-        super().__init__(seed)
-        self.memory = KeptCardMemory()
-
-    def reset(self, seed: int | None = None) -> None:
-        super().reset(seed)
-        self.memory.clear()
 
     def act(self, observation: Mapping[str, Any]) -> int:
         legal = legal_actions_of(observation)
