@@ -35,7 +35,9 @@ TRAIN = [
 ]
 
 
-def start(args: list[str]) -> subprocess.Popen:
+def start(args: list[str], ignore_ctrl_c: bool = False) -> subprocess.Popen:
+    """``python -m ARGS`` in a session of its own; ``ignore_ctrl_c`` starts it with SIGINT
+    ignored, as a shell starts a job in the background (``cmd &``)."""
     return subprocess.Popen(
         [sys.executable, "-m", *args],
         cwd=ROOT,
@@ -43,6 +45,7 @@ def start(args: list[str]) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_ctrl_c else None,
     )
 
 
@@ -131,15 +134,7 @@ def test_second_ctrl_c_in_selfplay_stops_at_once_without_a_traceback(tmp_path):
 def test_sigterm_saves_like_ctrl_c_even_where_ctrl_c_is_ignored(tmp_path):
     # As a shell starts a job in the background (`cmd &`): SIGINT ignored, SIGTERM the way to stop it.
     run_dir = tmp_path / "r"
-    process = subprocess.Popen(
-        [sys.executable, "-m", *selfplay_args(tmp_path)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
+    process = start(selfplay_args(tmp_path), ignore_ctrl_c=True)
     wait_for_lines(process.stdout, r"^update \d+ \(.* turns\): win rate vs random", count=2)
     os.killpg(process.pid, signal.SIGINT)  # ignored, as it would be in the background
     os.killpg(process.pid, signal.SIGTERM)

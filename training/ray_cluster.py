@@ -80,7 +80,7 @@ class RayCluster:
             check_int("workers", self.workers, low=1)
         timeout = self.timeout
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
-            raise ValueError(f"timeout must be a positive, finite number of seconds, got {self.timeout!r}")
+            raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
 
     def target(self) -> str | None:
         """The address to connect to: ``address``, else ``RAY_ADDRESS``, else ``None`` (a new local cluster)."""
