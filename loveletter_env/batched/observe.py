@@ -98,3 +98,40 @@ def encode_observations(
     located = hand + face_up.sum(1) + field("discard_counts").sum(1) + known.sum(1)
     field("unseen").copy_(t.card_counts - located)
     return obs
+
+
+#: Cards of the draw pile :func:`encode_hidden` shows in order (the rest only as counts).
+HIDDEN_DRAW_CARDS = 4
+#: Width of :func:`encode_hidden`'s vectors: the other seats' hands (3 x 8), the set-aside
+#: card (8), the next draws in order (4 x 8) and the rest of the pile as counts (8).
+HIDDEN_SIZE = (MAX_SEATS - 1) * NUM_CARD_TYPES + NUM_CARD_TYPES + HIDDEN_DRAW_CARDS * NUM_CARD_TYPES + NUM_CARD_TYPES
+
+
+def encode_hidden(state: BatchedState, observers: Tensor) -> Tensor:
+    """float32 [N, HIDDEN_SIZE]: what seat ``observers[g]`` of game ``g`` cannot see.
+
+    The complement of :func:`encode_observations`, for training only: a critic that sees it
+    predicts a round's outcome far better than one limited to the observation, and its
+    values serve as the baseline of the advantages (see ``model.privileged_critic`` in
+    :mod:`training.config`). No agent may act on it. Blocks, seats relative to the observer:
+    each other seat's hand (one-hot by offset 1..3, zeros for absent seats), the set-aside
+    card, the next :data:`HIDDEN_DRAW_CARDS` draws in order, and counts of the pile below them.
+    """
+    n = state.num_games
+    offsets = torch.arange(MAX_SEATS, device=state.device)
+    present = offsets < state.num_players[:, None]
+    seat = (observers[:, None] + offsets) % state.num_players[:, None]
+    others = state.hands.gather(1, seat[:, 1:]).masked_fill(~present[:, 1:], 0)
+    position = state.next_card.long()[:, None] + torch.arange(DECK_SIZE, device=state.device)
+    in_pile = position < DECK_SIZE
+    pile = state.deck.gather(1, position.clamp(max=DECK_SIZE - 1)).masked_fill(~in_pile, 0)
+    set_aside = state.deck[:, 0]  # index 0 of every round's deck (the scalar engine's convention)
+    return torch.cat(
+        [
+            _one_hot(others).reshape(n, -1),
+            _one_hot(set_aside),
+            _one_hot(pile[:, :HIDDEN_DRAW_CARDS]).reshape(n, -1),
+            _one_hot(pile[:, HIDDEN_DRAW_CARDS:]).sum(1),
+        ],
+        dim=1,
+    )
