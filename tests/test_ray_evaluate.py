@@ -1,4 +1,4 @@
-"""training.evaluate --ray: the same records as --workers for the same seed, on a local Ray
+"""training.evaluate --ray: the same records as --workers for the same seed (duplicate deals too), on a local Ray
 cluster (started once for the module, 2 CPUs), through the function, main() and a separate
 process; checkpoints travel as bytes; Ctrl-C keeps the finished rounds; clear errors when ray
 is missing or nothing answers at the address."""
@@ -61,6 +61,12 @@ def test_ray_gives_the_records_of_one_and_two_worker_processes(cluster_address):
     assert on_ray.episodes == 48 and on_ray.agents[0] == str(CHECKPOINT)
     # One Ray worker at a time (other chunk sizes, one worker process) changes nothing either.
     assert evaluate(lineup, num_players=3, rounds=48, seed=11, ray=RayCluster(workers=1)).to_dict() == one.to_dict()
+
+
+def test_duplicate_deals_on_ray_are_those_of_one_process(cluster_address):
+    one = evaluate(["rule", "random"], rounds=24, seed=3, duplicate=True)
+    on_ray = evaluate(["rule", "random"], rounds=24, seed=3, duplicate=True, ray=RayCluster())
+    assert on_ray.to_dict() == one.to_dict() and on_ray.duplicate
 
 
 def test_a_league_on_ray_is_the_league_in_one_process(cluster_address):

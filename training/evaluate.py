@@ -12,7 +12,9 @@ folders, ``"package.module:factory"`` (a callable returning an agent) or agent o
 Seats rotate so that every lineup slot plays every seat equally; each episode's deal and
 each agent's generator are seeded from ``(seed, episode index)`` alone, so results do
 not depend on ``workers``, nor on playing on a Ray cluster (``--ray [ADDRESS]``, see
-:mod:`training.ray_cluster`).
+:mod:`training.ray_cluster`). With duplicate deals (``--duplicate``) every deal is played once
+in each seat rotation and the intervals are taken over per-deal scores, which cancels much of
+the luck of the deal.
 
 League mode (``--league a b c``) plays every group and rates the agents on all the episodes at once,
 writing a Markdown table, a CSV file and a PNG bar chart.
@@ -37,9 +39,9 @@ from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES, AgentSpec
 
 from .interrupt import EXIT_INTERRUPTED
 from .league import league, league_markdown, write_league
-from .matches import PlayInterrupted, play_matches
+from .matches import PlayInterrupted, check_duplicate_rounds, play_matches
 from .ray_cluster import DEFAULT_CONNECT_TIMEOUT, RayCluster
-from .stats import EvaluationResult, summarize
+from .stats import EvaluationResult, complete_deals, summarize
 
 #: Where league tables go by default: under runs/, which git ignores, rather than the working folder itself.
 DEFAULT_LEAGUE_DIR = Path("runs") / "league"
@@ -59,6 +61,7 @@ def evaluate(
     save_replays: str | Path | None = None,
     save_replays_every: int = 1,
     ray: RayCluster | None = None,
+    duplicate: bool = False,
 ) -> EvaluationResult:
     """Play ``rounds`` episodes and measure every lineup slot.
 
@@ -78,14 +81,31 @@ def evaluate(
         save_replays_every: save only every K-th episode (0, K, 2K, ...).
         ray: play on a Ray cluster instead (see :class:`training.ray_cluster.RayCluster`; ``workers`` is then
             ignored); results do not depend on it either.
+        duplicate: play every deal once in each seat rotation (episodes ``k*n .. k*n+n-1`` share
+            a deal, ``n`` the table size) and take the intervals over per-deal scores (see
+            :func:`training.stats.per_deal_interval`); ``rounds`` must then be a multiple of ``n``.
 
     Returns:
         An :class:`EvaluationResult`.
+
+    Raises:
+        ValueError: a bad argument, such as ``rounds`` not a multiple of ``num_players`` with ``duplicate``.
     """
     labels, records = play_matches(
-        agents, num_players, rounds, episode, seed, workers, progress, rules, save_replays, save_replays_every, ray
+        agents,
+        num_players,
+        rounds,
+        episode,
+        seed,
+        workers,
+        progress,
+        rules,
+        save_replays,
+        save_replays_every,
+        ray,
+        duplicate,
     )
-    return summarize(records, labels, num_players, episode, seed)
+    return summarize(records, labels, num_players, episode, seed, duplicate)
 
 
 # Command line -----------------------------------------------------------------------
@@ -94,14 +114,15 @@ def evaluate(
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m training.evaluate",
-        description="Play Love Letter agents against each other and report win rates with 95% (Wilson) "
-        "confidence intervals, or rate a league of agents.",
+        description="Play Love Letter agents against each other and report win rates with 95% confidence "
+        "intervals (Wilson, or over per-deal scores with --duplicate), or rate a league of agents.",
         epilog="Agents: " + ", ".join(AGENT_NAMES) + " (options as ismcts:iterations=100), a checkpoint path "
         "or run folder, or package.module:factory. Examples:\n"
         "  python -m training.evaluate belief rule --rounds 2000\n"
         "  python -m training.evaluate ismcts random --players 4 --games 50 --workers 2\n"
         "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 400 --ray\n"
         "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --ray HEAD:6379\n"
+        "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --duplicate\n"
         "  python -m training.evaluate --league random rule belief --out runs/league-3bots",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -117,6 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
     length.add_argument("--games", type=int, help="play this many whole games instead of rounds")
     parser.add_argument("--rules", default="classic", help="rule preset (default classic)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
+    parser.add_argument(
+        "--duplicate",
+        action="store_true",
+        help="duplicate deals: play every deal once in each seat rotation, so the luck of the deal weighs on "
+        "every agent alike, and take the intervals over per-deal scores (narrower for the same rounds); "
+        "--rounds/--games must be a multiple of --players (the default 1000 is rounded up to one)",
+    )
     parser.add_argument(
         "--workers",
         type=int,
@@ -164,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--seed must be >= 0, got {args.seed}")
     if args.league and args.save_replays:
         parser.error("--save-replays works with a plain evaluation, not with --league")
+    if args.league and args.duplicate:
+        parser.error("--duplicate works with a plain evaluation, not with --league")
     if args.ray and _names_an_agent(args.ray):
         parser.error(f"--ray took the agent {args.ray!r} for a cluster address: put --ray after the agents")
     for name in ("rounds", "games", "workers", "save_replays_every"):
@@ -172,6 +202,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
     episode = "game" if args.games else "round"
     count = args.games or args.rounds or (200 if args.league else 1000)
+    if args.duplicate:
+        if not (args.games or args.rounds):
+            count = -(-count // args.players) * args.players  # the default, rounded up to whole deals
+        try:
+            check_duplicate_rounds(count, args.players, "--duplicate", "--games" if args.games else "--rounds")
+        except ValueError as err:
+            parser.error(str(err))
     progress = not args.no_progress
     workers = args.workers or 1
     try:
@@ -200,6 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.save_replays,
             args.save_replays_every,
             cluster,
+            args.duplicate,
         )
     except (ValueError, OSError, RuntimeError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
@@ -219,19 +257,28 @@ def _names_an_agent(value: str) -> bool:
 
 def _report_interruption(args: argparse.Namespace, stop: PlayInterrupted, episode: str) -> int:
     """Ctrl-C: say what was played; a plain evaluation shows the figures of the episodes
-    it finished (the first ones of the same seeded run), a league writes nothing."""
+    it finished (the first ones of the same seeded run; with duplicate deals, those of the
+    deals played in every seat rotation), a league writes nothing."""
     unit = "rounds" if episode == "round" else "games"
+    counted = complete_deals(stop.records, args.players) if args.duplicate else stop.records
     if args.league:
         print(f"\ninterrupted: the league was not finished, nothing was written to {args.out}", file=sys.stderr)
     elif not stop.records:
         print(f"\ninterrupted before the first {unit[:-1]} ended; no figures", file=sys.stderr)
-    else:
+    elif not counted:
         print(
-            f"\ninterrupted after {len(stop.records)} of {stop.total} {unit}; the figures cover those "
-            f"(the first {len(stop.records)} {unit} of the same run; rerun for the full count)",
+            f"\ninterrupted after {len(stop.records)} of {stop.total} {unit}, before the first deal was played "
+            f"in every seat rotation; no figures",
             file=sys.stderr,
         )
-        result = summarize(stop.records, stop.labels, args.players, episode, args.seed)
+    else:
+        deals = f", {len(counted) // args.players} whole deals" if args.duplicate else ""
+        print(
+            f"\ninterrupted after {len(stop.records)} of {stop.total} {unit}; the figures cover the first "
+            f"{len(counted)} {unit} of the same run{deals} (rerun for the full count)",
+            file=sys.stderr,
+        )
+        result = summarize(counted, stop.labels, args.players, episode, args.seed, args.duplicate)
         print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
     if args.save_replays:
         print(f"replays of the finished {unit} are in {args.save_replays}", file=sys.stderr)

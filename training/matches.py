@@ -2,6 +2,8 @@
 
 - :func:`episode_seeds` / :func:`play_episode`: one episode, its deal and every agent's
   generator seeded from ``(seed, episode index)`` alone, slot ``i`` at seat ``(i + index) % n``;
+  with duplicate deals the deal comes from ``(seed, index // n)`` instead, so episodes
+  ``k*n .. k*n+n-1`` play one deal once in every seat rotation (:func:`duplicate_deal_seed`);
 - :func:`play_matches`: many episodes, in this process, in a pool of worker processes or on
   a Ray cluster (results do not depend on where they are played).
 
@@ -62,6 +64,24 @@ def episode_seeds(seed: int, index: int, count: int) -> list[int]:
     return [int(s) for s in np.random.SeedSequence(entropy=seed, spawn_key=(index,)).generate_state(count)]
 
 
+def duplicate_deal_seed(seed: int, index: int, num_players: int) -> int:
+    """The seed of episode ``index``'s deal with duplicate deals: the one its group of
+    ``num_players`` consecutive episodes (``k*n .. k*n+n-1``) shares, where a plain run seeds
+    every episode's deal on its own (the first of :func:`episode_seeds`)."""
+    return episode_seeds(seed, index // num_players, 1)[0]
+
+
+def check_duplicate_rounds(rounds: int, num_players: int, flag: str = "duplicate=True", name: str = "rounds") -> None:
+    """Raise ``ValueError`` unless ``rounds`` episodes make whole duplicate deals (a multiple of the
+    table size). ``flag`` and ``name`` are what the caller calls the mode and the count, so that a
+    command line can name its options (``"--duplicate"``, ``"--rounds"``)."""
+    if rounds % num_players:
+        raise ValueError(
+            f"{flag} plays each deal once per seat rotation, so {name} must be a multiple of "
+            f"{num_players} (the table size); got {rounds}"
+        )
+
+
 @dataclass(frozen=True)
 class ReplaySaving:
     """Save every ``every``-th episode as a replay in ``directory`` (``episode_<index>.json``);
@@ -76,12 +96,20 @@ class ReplaySaving:
 
 
 def play_episode(
-    agents: Sequence[Agent], env: raw_env, index: int, seed: int, replays: ReplaySaving | None = None
+    agents: Sequence[Agent],
+    env: raw_env,
+    index: int,
+    seed: int,
+    replays: ReplaySaving | None = None,
+    duplicate: bool = False,
 ) -> EpisodeRecord:
     """Play episode ``index`` with ``agents`` (one per slot; slot ``i`` sits at seat
-    ``(i + index) % n``) and return its record; ``replays`` says whether to save it."""
+    ``(i + index) % n``) and return its record; ``replays`` says whether to save it and
+    ``duplicate`` whether the deal is the one of its group (see :func:`duplicate_deal_seed`)."""
     n = env.num_players
     seeds = episode_seeds(seed, index, n + 1)
+    if duplicate:
+        seeds[0] = duplicate_deal_seed(seed, index, n)
     seat_slot = [(s - index) % n for s in range(n)]
     for slot, agent in enumerate(agents):
         reset = getattr(agent, "reset", None)
@@ -125,6 +153,7 @@ class MatchSetup:
     rules: str
     seed: int
     replays: ReplaySaving | None = None
+    duplicate: bool = False
 
 
 class EpisodePlayer:
@@ -138,7 +167,8 @@ class EpisodePlayer:
 
     def play(self, chunk: range) -> list[EpisodeRecord]:
         """The records of episodes ``chunk`` (indices of the run), in order."""
-        return [play_episode(self.agents, self.env, i, self.setup.seed, self.setup.replays) for i in chunk]
+        setup = self.setup
+        return [play_episode(self.agents, self.env, i, setup.seed, setup.replays, setup.duplicate) for i in chunk]
 
 
 def portable_error(exc: Exception) -> Exception:
@@ -303,6 +333,7 @@ def play_matches(
     save_replays: str | os.PathLike | None = None,
     save_replays_every: int = 1,
     ray: RayCluster | None = None,
+    duplicate: bool = False,
 ) -> tuple[list[str], list[EpisodeRecord]]:
     """Play ``rounds`` episodes; return the slot labels and every episode's record.
 
@@ -312,6 +343,8 @@ def play_matches(
     check_episode(episode)
     check_int("rounds", rounds, low=1)
     check_int("workers", workers, low=1)
+    if duplicate:
+        check_duplicate_rounds(rounds, num_players)
     lineup = _lineup(agents, num_players)
     labels = [agent_label(s) for s in lineup]
     # Resolve once here so a bad spec fails fast, before any worker starts.
@@ -321,7 +354,7 @@ def play_matches(
         check_int("save_replays_every", save_replays_every, low=1)
         Path(save_replays).mkdir(parents=True, exist_ok=True)
         replays = ReplaySaving(Path(save_replays), save_replays_every, tuple(labels))
-    setup = MatchSetup(tuple(lineup), num_players, episode, rules, seed, replays)
+    setup = MatchSetup(tuple(lineup), num_players, episode, rules, seed, replays, duplicate)
     if ray is not None:
         from .ray_cluster import RayRunner, ray_connection
 

@@ -5,12 +5,19 @@
 - :class:`EvaluationResult`: the one result type of every evaluation (the ``evaluate``
   tool, the trainer's periodic evaluations, the exploitability tool), made by
   :func:`summarize` from the records.
+
+With duplicate deals (every deal played once in each seat rotation, see
+:func:`training.matches.duplicate_deal_seed`) the episodes are not independent:
+:func:`deal_groups` cuts the records into deals, and the intervals come from the per-deal
+mean scores (:func:`per_deal_interval`) rather than from single episodes.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
@@ -54,6 +61,59 @@ class EpisodeRecord(NamedTuple):
     rounds: int
 
 
+def deal_groups(records: Sequence[EpisodeRecord], num_players: int) -> list[Sequence[EpisodeRecord]]:
+    """The records of a duplicate-deal run cut into its deals: ``num_players`` consecutive
+    episodes each, the ``j``-th of a deal with slot ``i`` at seat ``(i + j) % num_players``.
+
+    Raises:
+        ValueError: the records do not make whole deals (see :func:`complete_deals`).
+    """
+    if len(records) % num_players:
+        raise ValueError(f"{len(records)} episodes do not make whole deals of {num_players} seat rotations")
+    return [records[start : start + num_players] for start in range(0, len(records), num_players)]
+
+
+def complete_deals(records: Sequence[EpisodeRecord], num_players: int) -> Sequence[EpisodeRecord]:
+    """The records of the deals played in every seat rotation: an interrupted run may stop mid-deal,
+    and a deal seen from some seats only would count its luck unevenly."""
+    return records[: len(records) - len(records) % num_players]
+
+
+def per_deal_interval(
+    deals: Sequence[Sequence[EpisodeRecord]], won: Callable[[EpisodeRecord], bool], z: float = Z_95
+) -> tuple[float, float]:
+    """The 95% interval of a win rate over duplicate deals.
+
+    Each deal scores the share of its rotations that ``won`` (for instance "slot 0 is among the
+    winners"); the interval is the mean score ± ``z`` standard errors (sample standard deviation
+    over the deals), clipped to ``[0, 1]``. The deal's luck weighs on every rotation alike, so
+    the deals, not the episodes, are the independent draws. With fewer than 2 deals there is no
+    spread to measure, and the Wilson interval over the episodes stands in.
+    """
+    if len(deals) < 2:
+        return wilson_interval(sum(won(r) for deal in deals for r in deal), sum(len(deal) for deal in deals), z)
+    scores = [sum(won(r) for r in deal) / len(deal) for deal in deals]
+    mean = statistics.fmean(scores)
+    half = z * statistics.stdev(scores) / math.sqrt(len(scores))
+    return (max(0.0, mean - half), min(1.0, mean + half))
+
+
+def decided_by_seat(deals: Sequence[Sequence[EpisodeRecord]], num_players: int) -> float | None:
+    """The share of duplicate deals that the same seat won in every rotation, whoever sat there
+    (a shared win in any rotation leaves the deal undecided); ``None`` without deals."""
+    if not deals:
+        return None
+
+    def winning_seat(record: EpisodeRecord, rotation: int) -> int | None:
+        return (record.winners[0] + rotation) % num_players if len(record.winners) == 1 else None
+
+    decided = 0
+    for deal in deals:
+        seats = {winning_seat(record, rotation) for rotation, record in enumerate(deal)}
+        decided += len(seats) == 1 and None not in seats
+    return decided / len(deals)
+
+
 @dataclass
 class EvaluationResult:
     """Outcome of an evaluation (:func:`training.evaluate.evaluate`). Lists are indexed by lineup slot.
@@ -61,6 +121,10 @@ class EvaluationResult:
     ``win_rate[i]`` counts every episode slot ``i`` won, shared wins included, so the
     rates may add up to a little more than 1; ``shared_rate`` is the share of episodes
     with several winners.
+
+    ``duplicate`` says whether every deal was played once in each seat rotation; the intervals
+    are then those of :func:`per_deal_interval`, and ``decided_by_seat`` is the share of deals
+    the same seat won in every rotation (:func:`decided_by_seat`; ``None`` otherwise).
     """
 
     agents: list[str]
@@ -76,6 +140,8 @@ class EvaluationResult:
     mean_rounds_per_episode: float
     first_seat_win_rate: float
     first_seat_ci95: tuple[float, float]
+    duplicate: bool = False
+    decided_by_seat: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every figure."""
@@ -108,17 +174,57 @@ class EvaluationResult:
         lines.append(f"  mean round length {self.mean_round_length:.2f} turns; shared wins {self.shared_rate:.1%}")
         if self.episode == "game":
             lines.append(f"  mean rounds per game {self.mean_rounds_per_episode:.2f}")
+        if self.duplicate:
+            deals = self.episodes // self.num_players
+            decided = ""
+            if self.decided_by_seat is not None:
+                decided = f"; {self.decided_by_seat:.1%} won by the same seat whoever sat there"
+            lines.append(
+                f"  duplicate deals: {deals} deals, each played {self.num_players} times with seats rotated{decided}"
+            )
         return "\n".join(lines)
 
 
+def _slot_won(slot: int, record: EpisodeRecord) -> bool:
+    return slot in record.winners
+
+
 def summarize(
-    records: Sequence[EpisodeRecord], labels: list[str], num_players: int, episode: str, seed: int
+    records: Sequence[EpisodeRecord],
+    labels: list[str],
+    num_players: int,
+    episode: str,
+    seed: int,
+    duplicate: bool = False,
 ) -> EvaluationResult:
-    """Aggregate episode records into an :class:`EvaluationResult`."""
+    """Aggregate episode records into an :class:`EvaluationResult`.
+
+    Args:
+        records: every episode's record, in episode order.
+        labels: the lineup slots' names.
+        num_players: the table size.
+        episode: ``"round"`` or ``"game"``.
+        seed: the run's seed (reported as is).
+        duplicate: the records come in deals of ``num_players`` seat rotations (see
+            :func:`deal_groups`); the intervals are then taken over per-deal scores, the first
+            player's included, as every rotation of a deal starts from the same seat.
+
+    Raises:
+        ValueError: with ``duplicate``, records that do not make whole deals.
+    """
     n_ep = len(records)
     wins = [sum(1 for r in records if slot in r.winners) for slot in range(len(labels))]
     first_wins = sum(1 for r in records if r.first_slot in r.winners)
     rounds = sum(r.rounds for r in records)
+    if duplicate:
+        deals = deal_groups(records, num_players)
+        ci95 = [per_deal_interval(deals, functools.partial(_slot_won, slot)) for slot in range(len(labels))]
+        first_seat_ci95 = per_deal_interval(deals, lambda r: r.first_slot in r.winners)
+        seat_decided = decided_by_seat(deals, num_players)
+    else:
+        ci95 = [wilson_interval(w, n_ep) for w in wins]
+        first_seat_ci95 = wilson_interval(first_wins, n_ep)
+        seat_decided = None
     return EvaluationResult(
         agents=labels,
         num_players=num_players,
@@ -127,10 +233,12 @@ def summarize(
         seed=seed,
         wins=wins,
         win_rate=[w / n_ep if n_ep else 0.0 for w in wins],
-        ci95=[wilson_interval(w, n_ep) for w in wins],
+        ci95=ci95,
         shared_rate=sum(1 for r in records if len(r.winners) > 1) / n_ep if n_ep else 0.0,
         mean_round_length=sum(r.turns for r in records) / rounds if rounds else 0.0,
         mean_rounds_per_episode=rounds / n_ep if n_ep else 0.0,
         first_seat_win_rate=first_wins / n_ep if n_ep else 0.0,
-        first_seat_ci95=wilson_interval(first_wins, n_ep),
+        first_seat_ci95=first_seat_ci95,
+        duplicate=duplicate,
+        decided_by_seat=seat_decided,
     )
