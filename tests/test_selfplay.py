@@ -90,6 +90,8 @@ def test_overrides_parse_yaml_values():
         ("ppo.clip_coef=.nan", "ppo.clip_coef must be a finite number"),
         ("seed=-1", "seed must be >= 0"),
         ("opponents.bot_names=[nobody]", "opponents.bot_names must be names from"),
+        ("eval.rounds=301", r"eval.rounds must be a multiple of eval.num_players \(2\) with eval.duplicate"),
+        ("eval.final_rounds=1001", "eval.final_rounds must be a multiple"),
     ],
 )
 def test_bad_overrides_name_the_problem(override, message):
@@ -125,6 +127,18 @@ def test_cli_reports_config_errors(tmp_path, capsys):
 
 
 # -- end to end ------------------------------------------------------------------------
+def test_odd_evaluation_lengths_are_fine_without_duplicate_deals():
+    assert load_config(None, ["eval.duplicate=false", "eval.rounds=301"]).eval.rounds == 301
+
+
+def test_periodic_and_final_evaluations_play_duplicate_deals(tmp_path):
+    trainer = SelfPlayTrainer(load_config(None, TINY + ["total_steps=128"]), tmp_path, progress=False)
+    trainer.train()
+    assert trainer.last_eval and all(r.duplicate and r.decided_by_seat is not None for r in trainer.last_eval.values())
+    plain = SelfPlayTrainer(load_config(None, TINY + ["eval.duplicate=false"]), tmp_path / "plain", progress=False)
+    assert not plain.evaluate()["rule"].duplicate
+
+
 def test_short_cli_run_writes_a_loadable_checkpoint(tmp_path):
     summary = main(tiny_args(tmp_path, "run_name=tiny"))
     run = tmp_path / "tiny"

@@ -126,6 +126,10 @@ class EvalConfig:
         final_rounds: at the end of a run, ``best.pt`` and the final weights play this many
             more rounds each against ``best_by`` (new deals, the same for both) and the
             better becomes ``result.pt``; 0 makes the final weights the result unmeasured.
+        duplicate: play every deal once in each seat rotation (``python -m
+            training.evaluate --duplicate``), which cancels much of the deals' luck and so
+            picks ``best.pt`` and ``result.pt`` on steadier figures; ``rounds`` and
+            ``final_rounds`` must then be multiples of ``num_players``.
     """
 
     every: int = 20
@@ -135,6 +139,7 @@ class EvalConfig:
     best_by: str = "rule"
     greedy: bool = True
     final_rounds: int = 2000
+    duplicate: bool = True
 
 
 #: Keys a schedule stage may change: what the learner trains against and how, never the
@@ -293,6 +298,13 @@ class TrainConfig:
         _check_buildable(v.opponents, "eval.opponents")
         need(v.every == 0 or v.best_by in v.opponents, "eval.best_by", f"must be one of eval.opponents {v.opponents}")
         need(v.final_rounds >= 0, "eval.final_rounds", "must be >= 0")
+        for key, rounds in (("rounds", v.rounds), ("final_rounds", v.final_rounds)):
+            need(
+                not v.duplicate or rounds % v.num_players == 0,
+                f"eval.{key}",
+                f"must be a multiple of eval.num_players ({v.num_players}) with eval.duplicate, which plays "
+                "every deal once in each seat rotation",
+            )
         self._validate_schedule()
         return self
 

@@ -334,6 +334,7 @@ class SelfPlayTrainer:
             seed=seed,
             progress=False,
             rules=self.config.env.rules,
+            duplicate=cfg.duplicate,
         )
 
     def pick_result(self) -> dict[str, Any]:
