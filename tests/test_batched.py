@@ -21,7 +21,6 @@ from loveletter_env.batched import (
     play_turn,
     state_from_scalar,
 )
-from loveletter_env.batched.observe import HIDDEN_DRAW_CARDS, HIDDEN_SIZE
 from loveletter_env.cards import FULL_DECK, GUARD, PRINCESS
 from loveletter_env.env import raw_env
 from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
@@ -626,37 +625,3 @@ def test_random_steps_refuse_a_bad_sampler_and_change_nothing():
     assert torch.equal(env.action_mask, mask)
     for name, value in env.state.tensors().items():
         assert torch.equal(value, before[name]), name
-
-
-def _cards(block: torch.Tensor) -> list[int]:
-    """Card values of consecutive one-hot rows of 8 (0 for an all-zero row)."""
-    rows = block.reshape(-1, 8)
-    return [int(r.argmax()) + 1 if r.any() else 0 for r in rows]
-
-
-def test_hidden_information_is_exactly_what_the_observer_cannot_see():
-    # 2 players: set-aside 8, face up 1 1 1, then the deal; seat 0 starts and draws.
-    deck_2p = [8, 1, 1, 1, 2, 3, 4, 5, 5, 6, 7, 1, 1, 2, 3, 4]
-    # 4 players: set-aside 7, hands from index 1, seat 2 starts.
-    deck_4p = [7, 1, 2, 3, 4, 5, 5, 6, 8, 1, 1, 1, 1, 2, 3, 4]
-    env = BatchedLoveLetter(num_games=2, num_players=[2, 4], seed=0)
-    env.reset(decks=torch.tensor([deck_2p, deck_4p]), first_player=torch.tensor([0, 2]))
-    hands = env.state.hands.tolist()
-    hidden = env.observe_hidden(torch.tensor([0, 2]))
-    assert hidden.shape == (2, HIDDEN_SIZE) and hidden.dtype == torch.float32
-    others, set_aside, draws, rest = hidden.split([24, 8, 8 * HIDDEN_DRAW_CARDS, 8], dim=1)
-
-    assert _cards(others[0]) == [hands[0][1], 0, 0]  # offsets 2 and 3 are absent seats
-    assert _cards(set_aside[0]) == [8]
-    assert _cards(draws[0]) == [5, 5, 6, 7]
-    assert rest[0].tolist() == [2, 1, 1, 1, 0, 0, 0, 0]  # 1 1 2 3 4 lie below them
-
-    assert _cards(others[1]) == [hands[1][3], hands[1][0], hands[1][1]]  # offsets from seat 2
-    assert _cards(set_aside[1]) == [7]
-    assert _cards(draws[1]) == [5, 6, 8, 1]
-    assert rest[1].tolist() == [3, 1, 1, 1, 0, 0, 0, 0]
-
-    # Nothing the observer holds or sees is in it: seen from the other seat, seat 0's hand appears.
-    assert _cards(env.observe_hidden(torch.tensor([1, 0]))[0, :24]) == [hands[0][0], 0, 0]
-    with pytest.raises(ValueError, match="seats"):
-        env.observe_hidden(torch.tensor([2, 0]))  # a 2-player table has no seat 2

@@ -14,7 +14,6 @@ from training.ppo import (
     ActorCritic,
     PolicyAgent,
     PPOConfig,
-    PrivilegedCritic,
     RolloutBatch,
     action_log_prob,
     compute_gae,
@@ -185,43 +184,6 @@ def test_update_raises_the_probability_of_advantaged_actions_and_keeps_masks():
     assert probs[:, 3].mean() > old_logp[actions == 3].exp().mean() + 0.05
     assert (probs[:, [0, 1, 2, 40]] == 0).all()
     assert set(stats) >= {"policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance"}
-
-
-def test_privileged_critic_learns_what_only_the_hidden_information_predicts():
-    # Every observation is the same; the return is +1 or -1 by a hidden bit. Only the
-    # critic, which sees the bit, can predict it: the network's own head cannot.
-    gen = torch.Generator().manual_seed(0)
-    model = ActorCritic(hidden_sizes=(32,), obs_size=8, generator=gen)
-    critic = PrivilegedCritic(4, hidden_sizes=(32,), obs_size=8, generator=gen)
-    obs = torch.zeros(256, 8)
-    hidden = torch.zeros(256, 4)
-    hidden[::2, 0] = 1.0
-    returns = hidden[:, 0] * 2 - 1
-    mask = torch.zeros(256, NUM_ACTIONS, dtype=torch.bool)
-    mask[:, [3, 7]] = True
-    actions = torch.full((256,), 3)
-    cfg = PPOConfig(learning_rate=3e-3, update_epochs=4, num_minibatches=4, clip_vloss=False)
-    optimizer = torch.optim.Adam([*model.parameters(), *critic.parameters()], lr=cfg.learning_rate)
-    for _ in range(20):
-        with torch.no_grad():
-            logits, head_values = model(obs)
-            values = critic(obs, hidden)
-        batch = RolloutBatch(
-            obs,
-            mask,
-            actions,
-            action_log_prob(logits, mask, actions),
-            values,
-            returns - values,
-            returns,
-            head_values=head_values,
-            hidden=hidden,
-        )
-        stats = ppo_update(model, optimizer, batch, cfg, torch.Generator().manual_seed(1), critic)
-    assert stats["explained_variance"] > 0.9  # the critic's values, which made the advantages
-    assert abs(stats["head_explained_variance"]) < 0.05  # the head can only learn the mean
-    with torch.no_grad():
-        assert critic(obs[:2], hidden[:2]).tolist() == pytest.approx([1.0, -1.0], abs=0.25)
 
 
 def test_update_refuses_an_empty_batch():

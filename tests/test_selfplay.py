@@ -11,8 +11,6 @@ import yaml
 from conftest import TINY_TRAINING
 
 from loveletter_env.batched import BatchedLoveLetter
-from loveletter_env.batched.observe import HIDDEN_SIZE
-from loveletter_env.observation import SLICES
 from training import load_agent
 from training.checkpoint import load_checkpoint
 from training.config import ConfigError, TrainConfig, load_config, to_dict
@@ -255,39 +253,6 @@ def test_rollout_records_legal_linked_decisions(tmp_path, table):
     assert set(buffer.rewards[:n][buffer.terminal[:n]].tolist()) <= {-1.0, 1.0}
     batch = buffer.batch(1.0, 0.95)
     assert 0 < len(batch) <= n
-
-
-@pytest.mark.parametrize("table", ["[2]", "[2,3,4]"])
-def test_privileged_critic_sees_the_cards_hidden_from_each_decision(tmp_path, table):
-    config = load_config(None, TINY + [f"env.num_players={table}", "model.privileged_critic=true"])
-    trainer = SelfPlayTrainer(config, tmp_path, progress=False)
-    buffer, _ = trainer.collect_rollout()
-    n = buffer.size
-    obs, hidden = buffer.obs[:n], buffer.hidden[:n]
-    assert hidden.shape == (n, HIDDEN_SIZE)
-    # The cards hidden from a decision are its "unseen" copies plus the other hands it knows.
-    counts = hidden[:, :-8].reshape(n, -1, 8).sum(1) + hidden[:, -8:]
-    known = obs[:, SLICES["known_card"]].reshape(n, -1, 8).sum(1)
-    assert torch.equal(counts - known, obs[:, SLICES["unseen"]])
-    # Its values, not the network's head, are the baseline of the advantages.
-    with torch.no_grad():
-        assert torch.allclose(buffer.values[:n], trainer.critic(obs, hidden), atol=1e-5)
-        assert torch.allclose(buffer.head_values[:n], trainer.model(obs)[1], atol=1e-5)
-
-
-def test_privileged_critic_is_saved_resumed_and_left_out_of_the_agent(tmp_path):
-    summary = main(tiny_args(tmp_path, "run_name=pc", "model.privileged_critic=true", "eval.every=0"))
-    run = tmp_path / "pc"
-    saved = load_checkpoint(run / "latest.pt")
-    assert set(saved["model"]) == set(load_checkpoint(run / "result.pt")["model"])
-    assert all(r["head_explained_variance"] for r in rows(run))
-    resumed = SelfPlayTrainer(load_config(run / "config.yaml", ["total_steps=1024"]), run, resume=True, progress=False)
-    assert resumed.critic is not None and resumed.update == summary["update"]
-    assert all(torch.equal(v, saved["training"]["critic"][k]) for k, v in resumed.critic.state_dict().items())
-    # The agent is the policy network alone, as without a critic.
-    from training.evaluate import evaluate
-
-    assert 0 <= evaluate([load_agent(run), "random"], num_players=2, rounds=4, seed=1).win_rate[0] <= 1
 
 
 def test_bot_games_train_only_the_learner_seat(tmp_path):

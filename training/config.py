@@ -73,15 +73,10 @@ class ModelConfig:
         hidden_sizes: widths of the shared trunk's layers.
         init_from: a checkpoint (file or run folder) whose weights start the run, e.g. a
             2-player agent to fine-tune on mixed table sizes; its ``hidden_sizes`` must match.
-        privileged_critic: train beside the network a second value network
-            (:class:`~training.ppo.PrivilegedCritic`, same widths) that also sees the cards
-            hidden from the learner, and take the advantages' baseline from it. The
-            network, and so every checkpoint's agent, still sees only its observation.
     """
 
     hidden_sizes: list[int] = field(default_factory=lambda: [256, 256])
     init_from: str | None = None
-    privileged_critic: bool = False
 
 
 @dataclass

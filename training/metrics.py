@@ -28,7 +28,6 @@ TRAIN_COLUMNS = (
     "approx_kl",
     "clip_fraction",
     "explained_variance",
-    "head_explained_variance",
     "win_rate_vs_past",
     "win_rate_vs_bots",
     "episodes",

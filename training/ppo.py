@@ -148,44 +148,6 @@ class ActorCritic(nn.Module):
 PolicyNetwork = ActorCritic
 
 
-class PrivilegedCritic(nn.Module):
-    """A value network that sees the observation *and* the cards hidden from its seat
-    (:func:`loveletter_env.batched.observe.encode_hidden`): the other hands, the set-aside
-    card and the draw pile.
-
-    Training only. Most of a round's outcome is fixed by the deal, which the observation
-    cannot see, so an observation-only value leaves most of the return's variance in the
-    advantages; this critic explains much of it. Its value is a baseline for the actor's
-    advantages (a baseline may depend on anything the action does not, so the policy
-    gradient stays unbiased), while the policy still sees only the observation.
-    """
-
-    def __init__(
-        self,
-        hidden_info_size: int,
-        hidden_sizes: Sequence[int] = (256, 256),
-        obs_size: int = OBSERVATION_SIZE,
-        generator: torch.Generator | None = None,
-    ):
-        super().__init__()
-        layers: list[nn.Module] = []
-        width = obs_size + hidden_info_size
-        for h in hidden_sizes:
-            layers += [nn.Linear(width, int(h)), nn.ReLU()]
-            width = int(h)
-        self.net = nn.Sequential(*layers, nn.Linear(width, 1))
-        with torch.no_grad():
-            for layer in self.net:
-                if isinstance(layer, nn.Linear):
-                    gain = 1.0 if layer is self.net[-1] else np.sqrt(2)
-                    nn.init.orthogonal_(layer.weight, gain=float(gain), generator=generator)
-                    nn.init.zeros_(layer.bias)
-
-    def forward(self, obs: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
-        """``obs`` [B, OBSERVATION_SIZE], ``hidden`` [B, HIDDEN_SIZE] -> value [B]."""
-        return self.net(torch.cat([obs, hidden], dim=1)).squeeze(-1)
-
-
 # ---------------------------------------------------------------------------------
 # 3. Masked distribution
 # ---------------------------------------------------------------------------------
@@ -287,19 +249,9 @@ class RolloutBatch:
     masks: torch.Tensor  # bool [B, 41]
     actions: torch.Tensor  # long [B]
     logprobs: torch.Tensor  # float [B], under the policy that acted
-    values: torch.Tensor  # float [B], the baseline's values (the privileged critic's if there is one)
+    values: torch.Tensor  # float [B], its value estimates
     advantages: torch.Tensor  # float [B]
     returns: torch.Tensor  # float [B]
-    # With a privileged critic: the network's own value head, and what the critic saw
-    # (float [B, HIDDEN_SIZE]). Without one they default to ``values`` and an empty [B, 0].
-    head_values: torch.Tensor = None  # type: ignore[assignment]
-    hidden: torch.Tensor = None  # type: ignore[assignment]
-
-    def __post_init__(self) -> None:
-        if self.head_values is None:
-            self.head_values = self.values
-        if self.hidden is None:
-            self.hidden = self.obs.new_zeros(self.obs.shape[0], 0)
 
     def __len__(self) -> int:
         return self.actions.shape[0]
@@ -335,22 +287,14 @@ def normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     return (x - x.mean()) / (x.std() + eps)
 
 
-def ppo_losses(
-    model: nn.Module, batch: RolloutBatch, cfg: PPOConfig, critic: nn.Module | None = None
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Total loss of one minibatch and its pieces (for logging). With a ``critic``
-    (:class:`PrivilegedCritic`) its value loss is added to the network's own."""
+def ppo_losses(model: nn.Module, batch: RolloutBatch, cfg: PPOConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Total loss of one minibatch and its pieces (for logging)."""
     logits, new_values = model(batch.obs)
     new_logprobs = action_log_prob(logits, batch.masks, batch.actions)
     entropy = masked_entropy(logits, batch.masks).mean()
     advantages = normalize(batch.advantages) if cfg.norm_adv else batch.advantages
     pg = policy_loss(new_logprobs, batch.logprobs, advantages, cfg.clip_coef)
-    clip = cfg.clip_coef if cfg.clip_vloss else None
-    # The network's value head is trained even beside a privileged critic: search and the
-    # play tools read it.
-    vf = value_loss(new_values, batch.head_values, batch.returns, clip)
-    if critic is not None:
-        vf = vf + value_loss(critic(batch.obs, batch.hidden), batch.values, batch.returns, clip)
+    vf = value_loss(new_values, batch.values, batch.returns, cfg.clip_coef if cfg.clip_vloss else None)
     loss = pg - cfg.ent_coef * entropy + cfg.vf_coef * vf
     with torch.no_grad():
         log_ratio = new_logprobs - batch.logprobs
@@ -372,20 +316,16 @@ def ppo_update(
     batch: RolloutBatch,
     cfg: PPOConfig,
     generator: torch.Generator,
-    critic: nn.Module | None = None,
 ) -> dict[str, float]:
-    """Run ``update_epochs`` passes of minibatch gradient steps over ``batch``
-    (``optimizer`` holds the ``critic``'s parameters too when there is one).
+    """Run ``update_epochs`` passes of minibatch gradient steps over ``batch``.
 
     Returns the mean of each loss piece over the minibatches, plus ``explained_variance``
-    of the value estimates that collected the batch (with a critic, also
-    ``head_explained_variance``: the network's own value head's).
+    of the value estimates that collected the batch.
     """
     size = len(batch)
     if size == 0:
         raise ValueError("ppo_update got an empty batch: the rollout resolved no learner decision")
     minibatch = max(1, size // cfg.num_minibatches)
-    trained = [*model.parameters(), *(critic.parameters() if critic is not None else ())]
     totals: dict[str, float] = {}
     steps = 0
     for _ in range(cfg.update_epochs):
@@ -393,10 +333,10 @@ def ppo_update(
         for start in range(0, size - minibatch + 1, minibatch):
             idx = order[start : start + minibatch]
             mb = RolloutBatch(*(getattr(batch, f)[idx] for f in RolloutBatch.__dataclass_fields__))
-            loss, stats = ppo_losses(model, mb, cfg, critic)
+            loss, stats = ppo_losses(model, mb, cfg)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            nn.utils.clip_grad_norm_(trained, cfg.max_grad_norm)
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             optimizer.step()
             for k, val in stats.items():
                 totals[k] = totals.get(k, 0.0) + float(val)
@@ -404,17 +344,10 @@ def ppo_update(
         if cfg.target_kl is not None and float(stats["approx_kl"]) > cfg.target_kl:
             break
     out = {k: val / steps for k, val in totals.items()}
-    out["explained_variance"] = explained_variance(batch.values, batch.returns)
-    if critic is not None:
-        out["head_explained_variance"] = explained_variance(batch.head_values, batch.returns)
+    var_returns = batch.returns.var()
+    unexplained = (batch.returns - batch.values).var()
+    out["explained_variance"] = float(1 - unexplained / var_returns) if var_returns > 0 else 0.0
     return out
-
-
-def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
-    """``1 - var(returns - values) / var(returns)``: 1 for a perfect value estimate, 0 for
-    one no better than a constant (0 as well when the returns do not vary)."""
-    var_returns = returns.var()
-    return float(1 - (returns - values).var() / var_returns) if var_returns > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------------

@@ -26,10 +26,8 @@ class RolloutBuffer:
     (``next_index``); the end of the episode closes it with the seat's reward.
     """
 
-    def __init__(self, capacity: int, num_games: int, device: torch.device, hidden_size: int = 0):
+    def __init__(self, capacity: int, num_games: int, device: torch.device):
         self.obs = torch.zeros(capacity, OBSERVATION_SIZE, device=device)
-        self.hidden = torch.zeros(capacity, hidden_size, device=device)  # for a privileged critic
-        self.head_values = torch.zeros(capacity, device=device)
         self.masks = torch.zeros(capacity, NUM_ACTIONS, dtype=torch.bool, device=device)
         self.actions = torch.zeros(capacity, dtype=torch.long, device=device)
         self.logprobs = torch.zeros(capacity, device=device)
@@ -49,18 +47,11 @@ class RolloutBuffer:
         actions: torch.Tensor,
         logprobs: torch.Tensor,
         values: torch.Tensor,
-        head_values: torch.Tensor | None = None,
-        hidden: torch.Tensor | None = None,
     ) -> None:
-        """Record the decisions seats ``seats`` of games ``games`` just made. ``values`` are
-        the baseline's; with a privileged critic, ``head_values`` are the network's own value
-        head's and ``hidden`` what the critic saw (both default to the plain case)."""
+        """Record the decisions seats ``seats`` of games ``games`` just made."""
         k = torch.arange(self.size, self.size + games.numel(), device=games.device)
         self.obs[k], self.masks[k], self.actions[k] = obs, masks, actions
         self.logprobs[k], self.values[k] = logprobs, values
-        self.head_values[k] = values if head_values is None else head_values
-        if hidden is not None:
-            self.hidden[k] = hidden
         previous = self.pending[games, seats]
         linked = previous >= 0
         self.next_index[previous[linked]] = k[linked]
@@ -90,6 +81,4 @@ class RolloutBuffer:
             values=self.values[:n][keep],
             advantages=adv[keep],
             returns=ret[keep],
-            head_values=self.head_values[:n][keep],
-            hidden=self.hidden[:n][keep],
         )

@@ -28,7 +28,6 @@ import torch
 from tqdm import tqdm
 
 from loveletter_env.agents import make_agent
-from loveletter_env.batched.observe import HIDDEN_SIZE
 
 from .checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint
 from .config import ConfigError, TrainConfig, from_dict, save_config, to_dict
@@ -36,15 +35,7 @@ from .evaluate import evaluate
 from .interrupt import StopRequest
 from .metrics import MetricsLog, plot_learning_curve
 from .opponents import OpponentKind, OpponentPool, Seating
-from .ppo import (
-    ActorCritic,
-    PolicyAgent,
-    PrivilegedCritic,
-    action_log_prob,
-    learning_rate,
-    ppo_update,
-    sample_actions,
-)
+from .ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
 from .rollout import RolloutBuffer
 from .runtime import derive_seed, pick_device
 from .stats import EvaluationResult
@@ -108,13 +99,7 @@ class SelfPlayTrainer:
         seed = config.seed
         init_generator = torch.Generator().manual_seed(seed)
         self.model = ActorCritic(config.model.hidden_sizes, generator=init_generator).to(self.device)
-        self.critic: PrivilegedCritic | None = None
-        trained = list(self.model.parameters())
-        if config.model.privileged_critic:
-            critic = PrivilegedCritic(HIDDEN_SIZE, config.model.hidden_sizes, generator=init_generator)
-            self.critic = critic.to(self.device)
-            trained += list(self.critic.parameters())
-        self.optimizer = torch.optim.Adam(trained, lr=config.ppo.learning_rate, eps=1e-5)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
         # Separate streams: acting (on the rollout device), minibatch order, opponent draws.
         self.act_gen = torch.Generator(device=self.device).manual_seed(derive_seed(seed, 1))
         self.update_gen = torch.Generator().manual_seed(derive_seed(seed, 2))
@@ -143,7 +128,6 @@ class SelfPlayTrainer:
     # -- state -----------------------------------------------------------------------
     def _training_state(self) -> dict[str, Any]:
         return {
-            "critic": self.critic.state_dict() if self.critic is not None else None,
             "optimizer": self.optimizer.state_dict(),
             "act_generator": self.act_gen.get_state(),
             "act_device": self.device.type,
@@ -171,8 +155,6 @@ class SelfPlayTrainer:
             raise CheckpointError("this checkpoint was exported without its training state and cannot be resumed")
         state = ckpt["training"]
         self.model.load_state_dict(build_model(ckpt).state_dict())
-        if self.critic is not None:
-            self.critic.load_state_dict(state["critic"])
         self.optimizer.load_state_dict(state["optimizer"])
         if state["act_device"] == self.device.type:
             self.act_gen.set_state(state["act_generator"])
@@ -237,8 +219,7 @@ class SelfPlayTrainer:
         """Play ``rollout_steps`` turns in every game; return the learner's decisions."""
         cfg = self.active.env
         n, device = cfg.num_games, self.device
-        critic = self.critic
-        buffer = RolloutBuffer(n * cfg.rollout_steps, n, device, HIDDEN_SIZE if critic is not None else 0)
+        buffer = RolloutBuffer(n * cfg.rollout_steps, n, device)
         if len(self.pool):
             self.opponent_model.load_state_dict(self.pool.snapshots[self.pool.sample(self.rng)])
         game_ids = torch.arange(n, device=device)
@@ -261,10 +242,6 @@ class SelfPlayTrainer:
                 logits, values = self.model(obs[rows])
                 chosen = sample_actions(logits, mask[rows], self.act_gen)
                 actions[rows] = chosen
-                hidden = head_values = None
-                if critic is not None:
-                    hidden = self.env.observe_hidden(seat_t)[rows]
-                    head_values, values = values, critic(obs[rows], hidden)
                 buffer.add(
                     game_ids[rows],
                     seat_t[rows],
@@ -273,8 +250,6 @@ class SelfPlayTrainer:
                     chosen,
                     action_log_prob(logits, mask[rows], chosen),
                     values,
-                    head_values,
-                    hidden,
                 )
             if snapshot.any():
                 rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
@@ -411,7 +386,7 @@ class SelfPlayTrainer:
                         break
                     continue  # rollouts this short resolved no decision yet: nothing to learn from
                 self.model.train()
-                stats = ppo_update(self.model, self.optimizer, batch, self.active.ppo, self.update_gen, self.critic)
+                stats = ppo_update(self.model, self.optimizer, batch, self.active.ppo, self.update_gen)
                 self.update += 1
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
 

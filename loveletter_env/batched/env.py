@@ -26,7 +26,7 @@ from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from ..validation import check_episode
 from . import engine
-from .observe import discard_scratch, encode_hidden, encode_observations
+from .observe import discard_scratch, encode_observations
 from .shuffle import shuffled_decks
 from .state import BatchedState, empty_state, state_from_records
 from .tables import MAX_SEATS, tables_for
@@ -333,14 +333,6 @@ class BatchedLoveLetter:
         if out is not None:
             self._check_out(out)
         return self._observe(seats, out)
-
-    def observe_hidden(self, seats: torch.Tensor) -> torch.Tensor:
-        """float32 [N, HIDDEN_SIZE]: what ``seats[g]`` cannot see in game ``g`` (the other
-        hands, the set-aside card, the draw pile; :func:`~loveletter_env.batched.observe.encode_hidden`).
-        For training critics only: an agent that acts on it cheats."""
-        self._require_reset()
-        seats = self._check_seats(seats, "seats", values=self.validate_actions)
-        return encode_hidden(self.state, seats.to(self.device))
 
     def _legal_masks(self) -> torch.Tensor:
         """bool [N, 41]: the masks the core last wrote, from its private copy."""
