@@ -14,6 +14,7 @@ from loveletter_env.replay import load_replay
 from training import evaluate as evaluate_module
 from training.evaluate import build_parser, evaluate, main
 from training.interrupt import EXIT_INTERRUPTED
+from training.league import league
 from training.matches import PlayInterrupted, play_matches
 from training.stats import Z_95, EpisodeRecord, summarize, wilson_interval
 
@@ -77,11 +78,22 @@ def test_the_command_line_names_a_count_that_makes_no_whole_deals(capsys, args: 
     assert message in err and "Traceback" not in err
 
 
-def test_the_command_line_refuses_duplicate_with_a_league(capsys):
+def test_a_league_plays_every_group_on_duplicate_deals(tmp_path, capsys):
+    agents = ["random", "rule", "belief"]
+    table = {e.agent: e for e in league(agents, num_players=2, rounds=20, seed=4, duplicate=True)}
+    # The third group (rule against belief) is played with seed 4 + 2, on duplicate deals.
+    _, records = play_matches(["rule", "belief"], num_players=2, rounds=20, seed=6, duplicate=True)
+    rule_share = sum(1 / len(r.winners) for r in records if 0 in r.winners) / 20
+    assert table["rule"].head_to_head["belief"] == pytest.approx(rule_share)
+    plain = {e.agent: e for e in league(agents, num_players=2, rounds=20, seed=4)}
+    assert any(plain[a].head_to_head != table[a].head_to_head for a in agents)
+
     with pytest.raises(SystemExit) as exit_info:
-        main(["--league", "random", "rule", "--rounds", "4", "--duplicate", "--no-progress"])
+        main(["--league", "random", "rule", "--rounds", "5", "--duplicate", "--no-progress"])
     assert exit_info.value.code == 2
-    assert "--duplicate works with a plain evaluation, not with --league" in capsys.readouterr().err
+    assert "--rounds must be a multiple of 2" in capsys.readouterr().err
+    main(["--league", "random", "rule", "--rounds", "4", "--duplicate", "--no-progress", "--out", str(tmp_path)])
+    assert (tmp_path / "league.md").is_file()
 
 
 def test_the_default_count_is_rounded_up_to_whole_deals(monkeypatch, capsys):

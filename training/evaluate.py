@@ -192,8 +192,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--seed must be >= 0, got {args.seed}")
     if args.league and args.save_replays:
         parser.error("--save-replays works with a plain evaluation, not with --league")
-    if args.league and args.duplicate:
-        parser.error("--duplicate works with a plain evaluation, not with --league")
     if args.ray and _names_an_agent(args.ray):
         parser.error(f"--ray took the agent {args.ray!r} for a cluster address: put --ray after the agents")
     for name in ("rounds", "games", "workers", "save_replays_every"):
@@ -217,7 +215,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--ray-{err}")
     try:
         if args.league:
-            table = league(args.league, args.players, count, episode, args.seed, workers, progress, args.rules, cluster)
+            table = league(
+                args.league,
+                args.players,
+                count,
+                episode,
+                args.seed,
+                workers,
+                progress,
+                args.rules,
+                cluster,
+                duplicate=args.duplicate,
+            )
             paths = write_league(table, args.out)
             if args.json:
                 print(json.dumps([asdict(e) for e in table], indent=2))

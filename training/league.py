@@ -59,11 +59,13 @@ def league(
     progress: bool = False,
     rules: str = "classic",
     ray: RayCluster | None = None,
+    duplicate: bool = False,
 ) -> list[LeagueEntry]:
     """Round robin: every group of ``num_players`` distinct agents plays ``rounds``
     episodes; the ratings are fitted on all of them at once. Returns the table, best
     first (by win rate, which orders the ratings alike). With ``ray``, every group plays on
-    that Ray cluster, connected once for the whole league."""
+    that Ray cluster, connected once for the whole league; with ``duplicate``, each group
+    plays every deal once in each seat rotation (``rounds`` a multiple of ``num_players``)."""
     if len(agents) < num_players:
         raise ValueError(f"a {num_players}-player league needs at least {num_players} agents, got {len(agents)}")
     labels = [agent_label(a) for a in agents]
@@ -87,6 +89,7 @@ def league(
                 progress,
                 rules,
                 ray=ray,
+                duplicate=duplicate,
             )
             for record in records:
                 winners = [names[slot] for slot in record.winners]
