@@ -99,9 +99,9 @@ def test_a_league_plays_every_group_on_duplicate_deals(tmp_path, capsys):
 def test_the_default_count_is_rounded_up_to_whole_deals(monkeypatch, capsys):
     played = {}
 
-    def fake_evaluate(agents, num_players, rounds, *args, **kwargs):
-        played["rounds"], played["duplicate"] = rounds, args[-1]
-        return evaluate(agents, num_players, 3, duplicate=True)
+    def fake_evaluate(agents, **kwargs):
+        played["rounds"], played["duplicate"] = kwargs["rounds"], kwargs["duplicate"]
+        return evaluate(agents, kwargs["num_players"], 3, duplicate=True)
 
     monkeypatch.setattr(evaluate_module, "evaluate", fake_evaluate)
     assert main(["rule", "random", "--players", "3", "--duplicate", "--no-progress"]) == 0

@@ -33,6 +33,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES, AgentSpec
@@ -213,20 +214,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         cluster = None if args.ray is None else RayCluster(args.ray or None, args.workers, args.ray_timeout)
     except ValueError as err:  # only the timeout can fail here (--workers was checked above)
         parser.error(f"--ray-{err}")
+    # What a league and a plain evaluation share; the league passes it to every group.
+    common: dict[str, Any] = dict(
+        num_players=args.players,
+        rounds=count,
+        episode=episode,
+        seed=args.seed,
+        workers=workers,
+        progress=progress,
+        rules=args.rules,
+        ray=cluster,
+        duplicate=args.duplicate,
+    )
     try:
         if args.league:
-            table = league(
-                args.league,
-                args.players,
-                count,
-                episode,
-                args.seed,
-                workers,
-                progress,
-                args.rules,
-                cluster,
-                duplicate=args.duplicate,
-            )
+            table = league(args.league, **common)
             paths = write_league(table, args.out)
             if args.json:
                 print(json.dumps([asdict(e) for e in table], indent=2))
@@ -235,18 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("written: " + ", ".join(str(p) for p in paths))
             return 0
         result = evaluate(
-            args.agents,
-            args.players,
-            count,
-            episode,
-            args.seed,
-            workers,
-            progress,
-            args.rules,
-            args.save_replays,
-            args.save_replays_every,
-            cluster,
-            args.duplicate,
+            args.agents, save_replays=args.save_replays, save_replays_every=args.save_replays_every, **common
         )
     except (ValueError, OSError, RuntimeError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
