@@ -24,7 +24,6 @@ from loveletter_env.agents.base import AgentError, checked_act
 from loveletter_env.cards import FULL_DECK, validate_deck
 from training.checkpoint import save_checkpoint
 from training.config import ConfigError, load_config
-from training.exploit import main as exploit_main
 from training.selfplay import main as selfplay_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -268,16 +267,6 @@ def test_bad_config_values_are_a_config_error_before_training(tmp_path, capsys, 
     assert exit_info.value.code == 2
     assert re.search(message, capsys.readouterr().err)
     assert list(tmp_path.iterdir()) == []  # nothing was started
-
-
-def test_a_best_response_of_another_shape_than_its_target_is_refused(tmp_path, capsys):
-    shipped = str(Path(__file__).resolve().parents[1] / "checkpoints/shipped/ppo_2p.pt")
-    with pytest.raises(SystemExit) as exit_info:
-        exploit_main(["--checkpoint", shipped, "--set", f"out_dir={tmp_path}", "--set", "model.hidden_sizes=[32]"])
-    assert exit_info.value.code == 2
-    message = "model.hidden_sizes must be the checkpoint's [256, 256] in a best response, got [32]"
-    assert message in capsys.readouterr().err
-    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(

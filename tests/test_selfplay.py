@@ -325,3 +325,32 @@ def test_exploit_trains_against_the_frozen_checkpoint(tmp_path):
     assert 0 <= report["best_response_win_rate"] <= 1 and report["training_turns"] == 128
     run = tmp_path / "exploit_target_2p"
     assert (run / "exploit.json").is_file() and load_checkpoint(run / "latest.pt")["training"]["pool"]["labels"] == [-1]
+
+
+def test_a_pool_saved_without_shapes_holds_the_learners_shape():
+    from training.opponents import OpponentPool
+    from training.ppo import ActorCritic
+
+    model = ActorCritic([8])
+    pool = OpponentPool(3)
+    pool.load_state({"snapshots": [model.state_dict()], "labels": [5]}, default_hidden_sizes=[8])
+    assert pool.hidden_sizes == [[8]] and pool.build(0).hidden_sizes == (8,)
+
+
+def test_a_best_response_may_be_wider_than_its_target(tmp_path):
+    from training.exploit import main as exploit_main
+
+    main(tiny_args(tmp_path, "run_name=target", "eval.every=0"))  # hidden_sizes [32]
+    small = ["--set", "env.num_games=16", "--set", "env.rollout_steps=8"]
+    args = ["--checkpoint", str(tmp_path / "target"), "--steps", "256", "--rounds", "6", "--no-progress", *small]
+    report = exploit_main([*args, "--set", f"out_dir={tmp_path}", "--set", "model.hidden_sizes=[48,48]"])
+    run = tmp_path / "exploit_target_2p"
+    saved = load_checkpoint(run / "latest.pt")
+    assert saved["model"]["hidden_sizes"] == [48, 48] and report["training_turns"] == 256
+    assert saved["training"]["pool"]["hidden_sizes"] == [[32]]  # the frozen target kept its own shape
+    target = load_checkpoint(tmp_path / "target")["model"]["state_dict"]
+    assert all(torch.equal(saved["training"]["pool"]["snapshots"][0][k], v) for k, v in target.items())
+    # Resuming rebuilds the target in its shape, not the learner's.
+    resumed = SelfPlayTrainer(load_config(run / "config.yaml", ["total_steps=512"]), run, resume=True, progress=False)
+    resumed.collect_rollout()
+    assert resumed.opponent_model.hidden_sizes == (32,)

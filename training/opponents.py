@@ -28,6 +28,7 @@ from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.validation import MAX_PLAYERS
 
 from .config import OpponentConfig
+from .ppo import ActorCritic
 from .runtime import derive_seed
 
 
@@ -43,24 +44,28 @@ class OpponentPool:
     """Earlier weights of the learner, kept on the CPU, oldest first.
 
     Only one snapshot plays per rollout (drawn uniformly), so the rollout needs a single
-    extra forward pass per step whatever the pool size.
+    extra forward pass per step whatever the pool size. Each snapshot keeps its network's
+    ``hidden_sizes``: a frozen agent of another shape may sit in the pool (a best response
+    wider than its target, :mod:`training.exploit`).
     """
 
     def __init__(self, max_size: int):
         self.max_size = max_size
         self.snapshots: list[dict[str, torch.Tensor]] = []
+        self.hidden_sizes: list[list[int]] = []
         self.labels: list[int] = []  # the update each snapshot was taken at
 
     def __len__(self) -> int:
         return len(self.snapshots)
 
-    def add(self, model: torch.nn.Module, label: int) -> None:
+    def add(self, model: ActorCritic, label: int) -> None:
         """Keep a copy of ``model``'s weights (the oldest snapshot goes once the pool is full)."""
         self.snapshots.append({k: v.detach().cpu().clone() for k, v in model.state_dict().items()})
+        self.hidden_sizes.append(list(model.hidden_sizes))
         self.labels.append(label)
         if len(self.snapshots) > self.max_size:
-            self.snapshots.pop(0)
-            self.labels.pop(0)
+            for kept in (self.snapshots, self.hidden_sizes, self.labels):
+                kept.pop(0)
 
     def sample(self, rng: np.random.Generator) -> int:
         """The index of a uniformly drawn snapshot."""
@@ -68,12 +73,25 @@ class OpponentPool:
 
     def state(self) -> dict[str, Any]:
         """What a checkpoint stores to restore the pool."""
-        return {"snapshots": self.snapshots, "labels": self.labels}
+        return {"snapshots": self.snapshots, "hidden_sizes": self.hidden_sizes, "labels": self.labels}
 
-    def load_state(self, state: dict[str, Any]) -> None:
-        """Restore the pool from :meth:`state`."""
+    def load_state(self, state: dict[str, Any], default_hidden_sizes: list[int]) -> None:
+        """Restore the pool from :meth:`state`; checkpoints written before the pool kept
+        shapes held snapshots of ``default_hidden_sizes`` (the learner's) only."""
         self.snapshots = list(state["snapshots"])
         self.labels = [int(x) for x in state["labels"]]
+        shapes = state.get("hidden_sizes") or [default_hidden_sizes] * len(self.snapshots)
+        self.hidden_sizes = [[int(h) for h in sizes] for sizes in shapes]
+
+    def build(self, index: int, into: ActorCritic | None = None) -> ActorCritic:
+        """Snapshot ``index`` as a network: loaded into ``into`` when that has its shape
+        (no allocation per rollout), else a new :class:`ActorCritic` on ``into``'s device."""
+        sizes = self.hidden_sizes[index]
+        if into is None or list(into.hidden_sizes) != sizes:
+            device = next(into.parameters()).device if into is not None else torch.device("cpu")
+            into = ActorCritic(sizes).to(device).eval()
+        into.load_state_dict(self.snapshots[index])
+        return into
 
 
 class Seating:

@@ -162,7 +162,7 @@ class SelfPlayTrainer:
             self.act_gen.manual_seed(derive_seed(self.config.seed, 1, int(ckpt["update"])))
         self.update_gen.set_state(state["update_generator"])
         self.rng.bit_generator.state = state["numpy_rng"]
-        self.pool.load_state(state["pool"])
+        self.pool.load_state(state["pool"], list(self.config.model.hidden_sizes))
         self.best_score = float(state["best_score"])
         self.update = int(ckpt["update"])
         self.global_step = int(ckpt["global_step"])
@@ -221,7 +221,7 @@ class SelfPlayTrainer:
         n, device = cfg.num_games, self.device
         buffer = RolloutBuffer(n * cfg.rollout_steps, n, device)
         if len(self.pool):
-            self.opponent_model.load_state_dict(self.pool.snapshots[self.pool.sample(self.rng)])
+            self.opponent_model = self.pool.build(self.pool.sample(self.rng), into=self.opponent_model)
         game_ids = torch.arange(n, device=device)
         past, bots = OpponentKind.PAST, OpponentKind.BOTS
         wins = {past: [0, 0], bots: [0, 0]}  # [wins, episodes] of the learner seat
