@@ -27,6 +27,7 @@ from loveletter_env.agents.batched_bots import BATCHED_BOTS, BatchedBots
 from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.validation import MAX_PLAYERS
 
+from .checkpoint import model_payload
 from .config import OpponentConfig
 from .ppo import ActorCritic
 from .runtime import derive_seed
@@ -60,8 +61,9 @@ class OpponentPool:
 
     def add(self, model: ActorCritic, label: int) -> None:
         """Keep a copy of ``model``'s weights (the oldest snapshot goes once the pool is full)."""
-        self.snapshots.append({k: v.detach().cpu().clone() for k, v in model.state_dict().items()})
-        self.hidden_sizes.append(list(model.hidden_sizes))
+        payload = model_payload(model)
+        self.snapshots.append(payload["state_dict"])
+        self.hidden_sizes.append(payload["hidden_sizes"])
         self.labels.append(label)
         if len(self.snapshots) > self.max_size:
             for kept in (self.snapshots, self.hidden_sizes, self.labels):
