@@ -212,7 +212,7 @@ def _build(decks, base, obs, key):
             node_depth = _grow(node_depth, num_nodes)
             node_info[n] = found
             node_child[n] = first
-            if sp + k > _STACK:
+            if sp + k > _STACK or num_nodes >= 2**31 - 1:
                 return (node_info, node_child, node_depth, 0, iset_parent, iset_parent_action, iset_parent_slot,
                         iset_player, iset_legal, key_offsets, key_entries, 0, 2)  # fmt: skip
             c = 0
@@ -244,8 +244,8 @@ def _build(decks, base, obs, key):
 def _breadth_first(node_info, node_child, node_depth, num_nodes, num_roots, iset_legal):
     """Renumber the depth-first tree level by level (see the module docstring); return
     the new arrays and the first node of each level (plus the end)."""
-    order = np.empty(num_nodes, np.int64)
-    new_index = np.empty(num_nodes, np.int64)
+    order = np.empty(num_nodes, np.int32)
+    new_index = np.empty(num_nodes, np.int32)
     for r in range(num_roots):
         order[r] = r
     tail = num_roots
@@ -340,7 +340,7 @@ def build_tree(rules: str | Rules) -> GameTree:
     (node_info, node_child, node_depth, num_nodes, parent, parent_action, parent_slot, player, legal,
      key_offsets, key_entries, num_isets, status) = _build(decks, base, obs, key)  # fmt: skip
     if status == 2:
-        raise TreeError("the tree is deeper than the walker's stack")
+        raise TreeError("the tree is too large for the walker (over 2**31 nodes, or deeper than its stack)")
     if status == 1:
         raise TreeError("one observation showed two sets of legal actions: information sets would be wrong")
     info, child, level_start = _breadth_first(node_info, node_child, node_depth, num_nodes, decks.shape[0], legal)
