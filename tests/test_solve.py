@@ -10,10 +10,10 @@ import pytest
 from loveletter_env import raw_env
 from loveletter_env.agents.solved import SolvedAgent, SolvedPolicy, key_to_observation, observation_key
 from loveletter_env.agents.specs import AgentSpecError, resolve_agent
-from loveletter_env.rules import resolve_rules
+from loveletter_env.tree import count_tree
 from training import solve as solve_cli
 from training.best_response import exact_exploitability
-from training.game_tree import TreeError, TreeWorkspace, build_tree, deal_decks
+from training.game_tree import TreeError, TreeWorkspace, build_tree
 from training.solve import normalized, solve
 
 
@@ -32,14 +32,17 @@ def policy_path(solved, tmp_path_factory):
     return solved.save_policy(tmp_path_factory.mktemp("solved") / "policy.npz")
 
 
-def test_deals_are_every_distinct_order_of_the_cards_in_play():
-    rules = resolve_rules("mini6")
-    decks = deal_decks(rules)
-    # Guard x2, Priest, Baron, Prince, Princess: 6! / 2! orders.
-    assert decks.shape == (360, 16)
-    assert len({d.tobytes() for d in decks}) == 360
-    for deck in decks[:20]:
-        assert rules.check_deck(deck.tolist())
+@pytest.mark.parametrize("rules", ["mini6", "mini7"])
+def test_tree_matches_the_independent_count(rules):
+    """The counter of loveletter_env.tree hashes observation histories its own way; the
+    solver keys them exactly: both must find the same histories and information sets."""
+    tree = build_tree(rules)
+    size = count_tree(rules, public_actions=False)
+    assert tree.num_deals == size.deals
+    assert tree.num_nodes == size.histories
+    assert tree.num_terminals == size.terminal_nodes
+    by_seat = tuple(int((tree.infoset_player == seat).sum()) for seat in (0, 1))
+    assert by_seat == size.infosets_by_seat
 
 
 def test_tree_is_consistent(tree):

@@ -1,15 +1,15 @@
 """The whole game tree of one round of a ladder rung, as flat arrays, and the compiled
 passes over it: CFR+ iterations, exact best responses and expected values.
 
-The tree is walked with the compiled core (:mod:`loveletter_env.core.kernels`): every
-distinct order of the cards in play is one deal (all equally likely), dealt to a core
-record with player 0 to move first; every legal action of the player to act is played
-on a copy of the record. Nothing here restates a rule.
+The tree is walked with the compiled core (:mod:`loveletter_env.core.kernels`) from the
+deals of :func:`loveletter_env.tree.root_records`: every distinct order of the cards in
+play is one deal (all equally likely), player 0 to move first; every legal action of the
+player to act is played on a copy of the record. Nothing here restates a rule.
 
 Layout. Nodes are numbered level by level (breadth first), so a node's children are
 consecutive and come after it, and every node of one level comes before the next level:
 a pass from the last node to the first sees children before parents, and one level at a
-time. The deals are nodes ``0 .. D - 1``.
+time. The deals' first decisions (player 0's) are nodes ``0 .. D - 1``.
 
 * ``node_info[n]``: the information set of the player to act (``>= 0``), or, at the end
   of the round, ``-1 - h`` where ``h`` is player 0's score in halves (2 win, 1 shared, 0 loss);
@@ -24,7 +24,6 @@ there, and the observation vector now. Actions of information set ``i`` are
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass
 
@@ -33,10 +32,11 @@ from numba import njit
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.agents.solved import observation_key_into
-from loveletter_env.core import kernels, layout, new_records
+from loveletter_env.core import kernels, layout
 from loveletter_env.core.sampling import popcount
 from loveletter_env.observation import OBSERVATION_SIZE
 from loveletter_env.rules import Rules, resolve_rules
+from loveletter_env.tree import root_records
 
 _STACK = 4096
 _RECORD = layout.RECORD_SIZE
@@ -59,12 +59,6 @@ def rung_rules(rules: str | Rules) -> Rules:
             "where most cards are dealt face up, is small enough to walk whole"
         )
     return resolved
-
-
-def deal_decks(rules: Rules) -> np.ndarray:
-    """uint8 [D, 16]: one deck for each distinct order of the rung's cards in play."""
-    orders = sorted(set(itertools.permutations(rules.in_play or ())))
-    return np.array([rules.deck_from_in_play(order) for order in orders], dtype=np.uint8)
 
 
 # Growable arrays in compiled code: numba has no list of arrays of fixed dtype that is
@@ -91,12 +85,12 @@ def _hash(parent, action, key, n):
 
 
 @njit(cache=True)
-def _build(decks, base, obs, key):
+def _build(roots, obs, key):
     """Walk every deal; return the tree in depth-first order (children consecutive) and
     the information sets (see the module docstring). ``obs`` and ``key`` are scratch
     buffers. ``status`` is 0, or 1 when one observation showed two different sets of
     legal actions (the key would not be what an agent can tell apart)."""
-    num_deals = decks.shape[0]
+    num_deals = roots.shape[0]
     node_info = np.empty(1 << 16, np.int32)
     node_child = np.empty(1 << 16, np.int32)
     node_depth = np.empty(1 << 16, np.int8)
@@ -125,8 +119,7 @@ def _build(decks, base, obs, key):
     status = 0
 
     for d in range(num_deals):
-        stack_rec[0, :] = base
-        kernels.start_round(stack_rec[0], decks[d], 0)
+        stack_rec[0, :] = roots[d]
         stack_node[0] = d
         stack_last[0, 0] = -1
         stack_last[0, 1] = -1
@@ -332,22 +325,21 @@ class GameTree:
 def build_tree(rules: str | Rules) -> GameTree:
     """The whole tree of one round of a ladder rung (2 players, player 0 moves first)."""
     resolved = rung_rules(rules)
-    decks = deal_decks(resolved)
-    base = new_records([2], resolved)[0]
+    roots, _ = root_records(resolved, first_player=0)
     started = time.perf_counter()
     obs = np.zeros(OBSERVATION_SIZE, np.float32)
     key = np.zeros(OBSERVATION_SIZE, np.uint16)
     (node_info, node_child, node_depth, num_nodes, parent, parent_action, parent_slot, player, legal,
-     key_offsets, key_entries, num_isets, status) = _build(decks, base, obs, key)  # fmt: skip
+     key_offsets, key_entries, num_isets, status) = _build(roots, obs, key)  # fmt: skip
     if status == 2:
         raise TreeError("the tree is too large for the walker (over 2**31 nodes, or deeper than its stack)")
     if status == 1:
         raise TreeError("one observation showed two sets of legal actions: information sets would be wrong")
-    info, child, level_start = _breadth_first(node_info, node_child, node_depth, num_nodes, decks.shape[0], legal)
+    info, child, level_start = _breadth_first(node_info, node_child, node_depth, num_nodes, roots.shape[0], legal)
     action_offsets, actions = _action_lists(legal, num_isets)
     return GameTree(
         rules=resolved,
-        num_deals=int(decks.shape[0]),
+        num_deals=int(roots.shape[0]),
         node_info=info,
         node_child=child,
         level_start=level_start,

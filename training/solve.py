@@ -51,7 +51,7 @@ class SolveResult:
         seconds: wall time of the iterations and the measurements (the tree build not included).
         build_seconds: time to build the tree.
         num_deals: distinct deals (orders of the cards in play), all equally likely.
-        num_histories: nodes of the tree below the deals (decisions and ends of the round).
+        num_histories: nodes of the tree below the deal (decisions and ends of the round).
         num_infosets: information sets of both players.
         curve: ``(iteration, seconds, exploitability)`` at each measurement.
         policy: the average strategy at every information set.
@@ -203,7 +203,7 @@ def solve(
         seconds=time.perf_counter() - started,
         build_seconds=tree.build_seconds,
         num_deals=tree.num_deals,
-        num_histories=tree.num_nodes - tree.num_deals,
+        num_histories=tree.num_nodes,
         num_infosets=tree.num_infosets,
         target=target,
         curve=curve,
@@ -281,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except TreeError as err:
         parser.error(str(err))
     print(
-        f"{args.rules}: {tree.num_deals:,} deals, {tree.num_nodes - tree.num_deals:,} histories, "
+        f"{args.rules}: {tree.num_deals:,} deals, {tree.num_nodes:,} histories, "
         f"{tree.num_infosets:,} information sets (built in {tree.build_seconds:.1f} s)",
         file=log,
     )
