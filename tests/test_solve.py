@@ -45,6 +45,19 @@ def test_tree_matches_the_independent_count(rules):
     assert by_seat == size.infosets_by_seat
 
 
+def test_full_information_tree_matches_the_count_with_every_action_public(tmp_path):
+    full = build_tree("mini6", information="full")
+    size = count_tree("mini6", public_actions=True)
+    assert full.num_nodes == size.histories
+    assert tuple(int((full.infoset_player == seat).sum()) for seat in (0, 1)) == size.infosets_by_seat
+    result = solve("mini6", tree=full)
+    assert result.information == "full" and result.exploitability <= 1e-3
+    # The policy needs to hear moves the env does not show: it is not an agent.
+    path = result.save_policy(tmp_path / "full.npz")
+    with pytest.raises(ValueError, match="information='full'"):
+        SolvedAgent(path)
+
+
 def test_tree_is_consistent(tree):
     # Every decision node's children lie on the next level, after it.
     levels = np.searchsorted(tree.level_start, np.arange(tree.num_nodes), side="right") - 1
@@ -197,6 +210,7 @@ def test_cli_json_and_outputs(tmp_path, capsys):
         (["classic"], "not a ladder rung"),
         (["mini5"], "unknown rules 'mini5'"),
         (["mini6", "--iterations", "0"], "--iterations must be positive"),
+        (["mini6", "--information", "some"], "invalid choice"),
     ],
 )
 def test_cli_errors(argv, message, capsys):

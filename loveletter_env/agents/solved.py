@@ -18,6 +18,10 @@ File format (``numpy.savez_compressed``, read with ``allow_pickle=False``)
   rules, iterations, exploitability, first_player_score, ...);
 * ``infoset_player`` int8 [I]: 0 for the player who moves first, 1 for the other;
 * ``infoset_parent`` int32 [I], ``infoset_parent_action`` int8 [I]: the chain above;
+* ``infoset_heard`` int8 [I]: -1, except in a policy solved with every action announced
+  (``meta["information"] == "full"``): the other player's action just before; such a
+  policy needs to hear the other player's moves, which the env's observation does not
+  show, so it is not an agent;
 * ``key_offsets`` int64 [I + 1], ``key_entries`` uint16: the observation key of
   information set ``i`` is ``key_entries[key_offsets[i]:key_offsets[i + 1]]``;
 * ``action_offsets`` int64 [I + 1], ``actions`` int8, ``probabilities`` float64: the
@@ -95,6 +99,7 @@ class SolvedPolicy:
     infoset_player: np.ndarray
     infoset_parent: np.ndarray
     infoset_parent_action: np.ndarray
+    infoset_heard: np.ndarray
     key_offsets: np.ndarray
     key_entries: np.ndarray
     action_offsets: np.ndarray
@@ -152,6 +157,7 @@ _ARRAYS = (
     "infoset_player",
     "infoset_parent",
     "infoset_parent_action",
+    "infoset_heard",
     "key_offsets",
     "key_entries",
     "action_offsets",
@@ -179,6 +185,12 @@ class SolvedAgent:
         self.path = os.fspath(path)
         self.policy = SolvedPolicy.load(path)
         p = self.policy
+        information = p.meta.get("information", "observations")
+        if information != "observations":
+            raise ValueError(
+                f"solved policy {self.path!r} was solved with information={information!r}: it needs every move "
+                "announced, and the env shows only observations; solve with information='observations' to play it"
+            )
         self._index = {
             (int(parent), int(action), p.key(i)): i
             for i, (parent, action) in enumerate(zip(p.infoset_parent, p.infoset_parent_action))
