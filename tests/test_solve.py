@@ -218,3 +218,13 @@ def test_cli_errors(argv, message, capsys):
         solve_cli.main(argv)
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_policy_files_without_the_heard_actions_load_as_observation_policies(policy_path, tmp_path):
+    with np.load(policy_path, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files if name != "infoset_heard"}
+    older = tmp_path / "older.npz"
+    np.savez_compressed(older, **arrays)
+    loaded = SolvedPolicy.load(older)
+    assert (loaded.infoset_heard == -1).all()
+    assert SolvedAgent(older).policy.num_infosets == loaded.num_infosets

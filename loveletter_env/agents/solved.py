@@ -146,13 +146,17 @@ class SolvedPolicy:
                     raise ValueError(f"format {fmt!r}")
                 if version != FORMAT_VERSION:
                     raise ValueError(f"version {version} (this code reads {FORMAT_VERSION})")
-                arrays = {name: data[name] for name in _ARRAYS}
+                arrays = {name: data[name] for name in _ARRAYS if name in data.files or name not in _OPTIONAL}
+                # Files from before full-information solving hold observation policies only.
+                arrays.setdefault("infoset_heard", np.full(arrays["infoset_parent"].shape, -1, np.int8))
                 meta = json.loads(str(data["meta"]))
         except (OSError, KeyError, ValueError, EOFError) as err:
             raise ValueError(f"{os.fspath(path)!r} is not a solved policy file ({err})") from None
         return cls(meta=meta, **arrays)
 
 
+#: Arrays a file may lack (it was written before they existed); :meth:`SolvedPolicy.load` fills them.
+_OPTIONAL = ("infoset_heard",)
 _ARRAYS = (
     "infoset_player",
     "infoset_parent",
