@@ -21,6 +21,7 @@ from loveletter_env import engine
 from loveletter_env.batched import BatchedLoveLetter
 from loveletter_env.cards import (
     BARON,
+    CARD_NAMES,
     COUNTESS,
     FULL_DECK,
     GUARD,
@@ -370,3 +371,46 @@ def test_tree_count_refuses_the_full_game():
         count_tree("classic")
     with pytest.raises(ValueError, match="first_player"):
         root_records("mini6", first_player=2)
+
+
+def _markdown_table(text: str, header: str) -> list[list[str]]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip().strip("`") for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_ladder_page_gives_the_cards_and_the_counts_the_code_gives():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "ladder.md").read_text(encoding="utf-8")
+
+    def cards(words: str) -> list[int]:
+        if words.startswith("mini"):  # "`mini6` + King": the rung below plus a card
+            below, added = words.split(" + ")
+            return sorted([*resolve_rules(below.strip("`")).in_play, *cards(added)])
+        names = {name: value for value, name in CARD_NAMES.items()}
+        out = []
+        for item in words.split(", "):
+            name, _, copies = item.partition(" ×")
+            out += [names[name]] * int(copies or 1)
+        return sorted(out)
+
+    rows = _markdown_table(page, "| rung | cards in play |")
+    assert [row[0] for row in rows] == list(RUNGS)
+    for name, in_play, face_up, pile in rows:
+        rung = resolve_rules(name)
+        assert cards(in_play) == list(rung.in_play)
+        assert cards(face_up) == list(rung.face_up_cards)
+        assert int(pile) == len(rung.in_play) - 3
+    sizes = {row[0]: row[1:] for row in _markdown_table(page, "| rung | deals |")}
+    for name in ("mini6", "mini7"):
+        size = count_tree(name)
+        counted = [size.deals, size.decision_nodes, size.terminal_nodes, size.histories, size.infosets]
+        assert [int(cell.replace(",", "")) for cell in sizes[name]] == counted
+        observed = {row[0]: row[1] for row in _markdown_table(page, "| rung | information sets, observations")}
+        assert int(observed[name].replace(",", "")) == count_tree(name, public_actions=False).infosets
