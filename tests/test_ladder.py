@@ -38,7 +38,16 @@ from loveletter_env.env import DeckShuffler
 from loveletter_env.observation import OBSERVATION_SIZE, decode_observation, encode_observation
 from loveletter_env.replay import ReplayError, _rules_from, rules_to_dict
 from loveletter_env.rules import CLASSIC, LADDER, MINI6, MINI7, MINI8, MINI9, PRESETS, Rules, resolve_rules
-from loveletter_env.tree import count_tree, deals, num_deals, root_records, round_score
+from loveletter_env.tree import (
+    build_tree,
+    count_tree,
+    deals,
+    expected_score,
+    num_deals,
+    root_records,
+    round_score,
+    uniform_strategy,
+)
 from loveletter_env.wrappers import LoveLetterGymEnv
 
 RUNGS = tuple(r.name for r in LADDER)
@@ -422,3 +431,39 @@ def test_the_ladder_page_gives_the_cards_and_the_counts_the_code_gives():
         assert [int(cell.replace(",", "")) for cell in sizes[name]] == counted
         observed = {row[0]: row[1] for row in _markdown_table(page, "| rung | information sets, observations")}
         assert int(observed[name].replace(",", "")) == count_tree(name, public_actions=False).infosets
+
+
+@pytest.mark.parametrize("public_actions", (True, False))
+def test_the_flat_tree_holds_the_walked_tree(public_actions):
+    tree = build_tree("mini6", public_actions=public_actions)
+    size = count_tree("mini6", public_actions=public_actions)
+    assert tree.num_nodes == size.histories and tree.deals == size.deals
+    assert tree.num_infosets == size.infosets
+    decisions = tree.seat >= 0
+    assert decisions.sum() == size.decision_nodes
+    assert np.bincount(tree.infoset_seat, minlength=2).tolist() == list(size.infosets_by_seat)
+    # Children: a contiguous block after their parent, one per legal action, in action order.
+    for node in np.flatnonzero(decisions):
+        children = range(tree.first_child[node], tree.first_child[node] + tree.num_children[node])
+        assert all(tree.parent[c] == node for c in children) and min(children) > node
+        assert [tree.action[c] for c in children] == tree.infoset_actions(tree.infoset[node])
+        assert tree.seat[node] == tree.infoset_seat[tree.infoset[node]]
+    assert (tree.parent[: tree.deals] == -1).all() and (tree.parent[tree.deals :] >= 0).all()
+    terminal = ~decisions
+    assert set(np.unique(tree.score[terminal]).tolist()) <= {0.0, 0.5, 1.0}
+    # The same value as a plain recursive walk of the records (docs/ladder.md).
+    assert expected_score(tree, uniform_strategy(tree)) == pytest.approx(0.4810254652594063, abs=1e-12)
+    # A strategy that always plays the first legal action, scored on the records directly.
+    first = np.zeros((tree.num_infosets, 41))
+    first[:, 0] = 1.0
+    roots, probability = root_records("mini6")
+    total = 0.0
+    for r in roots:
+        r = r.copy()
+        while not r[ROUND_OVER]:
+            bits = int(kernels.legal_bits(r))
+            kernels.play(r, (bits & -bits).bit_length() - 1)  # the lowest legal action
+        total += round_score(r, 0) * probability
+    assert expected_score(tree, first) == pytest.approx(total, abs=1e-12)
+    with pytest.raises(ValueError, match="strategy must be"):
+        expected_score(tree, first[:, :2])
