@@ -39,6 +39,7 @@ without replaying a card; :func:`expected_score` evaluates a strategy on it.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections import Counter
@@ -131,10 +132,15 @@ def after_action(key, action):
 def deals(rules: str | Rules) -> np.ndarray:
     """uint8 [D, 16]: every distinct deck of the rung ``rules``, one per order of its cards
     in play (repeated copies counted once), face-up cards sorted; each is equally likely."""
-    rules = _rung(rules)
-    in_play = rules.in_play or ()
-    orders = sorted(set(permutations(in_play)))
-    return np.array([rules.deck_from_in_play(order) for order in orders], dtype=np.uint8)
+    return _deal_decks(_rung(rules)).copy()
+
+
+@functools.cache
+def _deal_decks(rules: Rules) -> np.ndarray:
+    orders = sorted(set(permutations(rules.in_play or ())))
+    decks = np.array([rules.deck_from_in_play(order) for order in orders], dtype=np.uint8)
+    decks.flags.writeable = False
+    return decks
 
 
 def num_deals(rules: str | Rules) -> int:
@@ -149,7 +155,7 @@ def root_records(rules: str | Rules, first_player: int = 0) -> tuple[np.ndarray,
     rules = _rung(rules)
     if first_player not in (0, 1):
         raise ValueError(f"first_player must be 0 or 1, got {first_player!r}")
-    decks = deals(rules)
+    decks = _deal_decks(rules)
     records = new_records([2] * len(decks), rules)
     _start_rounds(records, decks, first_player)
     return records, 1.0 / len(decks)
@@ -320,7 +326,8 @@ class GameTree:
     before parents (values).
 
     Attributes:
-        rules: the rung's name.
+        rules: the rung.
+        first_player: the seat that acts first in every deal.
         deals: how many deals (root nodes).
         parent: int64 [N], -1 at a deal.
         action: int8 [N], the action that led to the node (-1 at a deal).
@@ -334,9 +341,13 @@ class GameTree:
         infoset_legal: uint64 [I], its legal actions as a bit set (bit ``a`` for action ``a``):
             child ``k`` of each of its nodes plays the ``k``-th set bit.
         infoset_key: uint64 [I], its key (:func:`infoset_key`), sorted ascending.
+        infoset_node: int64 [I], one of its nodes (:func:`record_of` gives that history's
+            record, :func:`~loveletter_env.core.kernels.observe_into` the acting seat's
+            observation, the same at every node of the set).
     """
 
-    rules: str
+    rules: Rules
+    first_player: int
     deals: int
     parent: np.ndarray
     action: np.ndarray
@@ -348,6 +359,7 @@ class GameTree:
     infoset_seat: np.ndarray
     infoset_legal: np.ndarray
     infoset_key: np.ndarray
+    infoset_node: np.ndarray
 
     @property
     def num_nodes(self) -> int:
@@ -489,7 +501,8 @@ def build_tree(rules: str | Rules, first_player: int = 0, public_actions: bool =
     infoset[decisions] = index
     decision_ids = np.flatnonzero(decisions)[first_node]
     return GameTree(
-        rules=rules.name,
+        rules=rules,
+        first_player=first_player,
         deals=len(roots),
         parent=parent,
         action=action,
@@ -501,7 +514,24 @@ def build_tree(rules: str | Rules, first_player: int = 0, public_actions: bool =
         infoset_seat=seat[decision_ids].copy(),
         infoset_legal=legal[decision_ids].copy(),
         infoset_key=infoset_key,
+        infoset_node=decision_ids,
     )
+
+
+def record_of(tree: GameTree, node: int) -> np.ndarray:
+    """The core record of history ``node`` of ``tree``: its deal, replayed along the actions
+    that lead to the node."""
+    if not 0 <= node < tree.num_nodes:
+        raise ValueError(f"node must be in 0..{tree.num_nodes - 1}, got {node!r}")
+    path = []
+    while tree.parent[node] >= 0:
+        path.append(int(tree.action[node]))
+        node = int(tree.parent[node])
+    record = new_records([2], tree.rules)[0]
+    kernels.start_round(record, _deal_decks(tree.rules)[node], tree.first_player)
+    for action in reversed(path):
+        kernels.play(record, action)
+    return record
 
 
 @njit(cache=True)

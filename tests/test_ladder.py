@@ -44,6 +44,7 @@ from loveletter_env.tree import (
     deals,
     expected_score,
     num_deals,
+    record_of,
     root_records,
     round_score,
     uniform_strategy,
@@ -471,3 +472,14 @@ def test_the_flat_tree_holds_the_walked_tree(public_actions):
     assert expected_score(tree, first) == pytest.approx(total, abs=1e-12)
     with pytest.raises(ValueError, match="strategy must be"):
         expected_score(tree, first[:, :2])
+    # Every node of an information set shows its seat the same observation; record_of
+    # rebuilds any history.
+    obs, other = np.zeros(OBSERVATION_SIZE, np.float32), np.zeros(OBSERVATION_SIZE, np.float32)
+    for node in np.flatnonzero(decisions)[::7]:
+        representative = int(tree.infoset_node[tree.infoset[node]])
+        seat = int(tree.seat[node])
+        kernels.observe_into(record_of(tree, int(node)), seat, obs)
+        kernels.observe_into(record_of(tree, representative), seat, other)
+        assert np.array_equal(obs, other)
+    leaf = int(np.flatnonzero(terminal)[-1])
+    assert round_score(record_of(tree, leaf), 0) == tree.score[leaf]
