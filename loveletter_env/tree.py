@@ -122,7 +122,8 @@ def infoset_key(recall, obs):
 
 @njit(cache=True)
 def after_action(key, action):
-    """The acting player's recall key once they played ``action`` at the set ``key``."""
+    """A recall key followed by ``action``: the actor's, from the key of the set it played
+    ``action`` at; with every action public, the other seat's too, from its own recall."""
     return combine(key, np.uint64(action) + np.uint64(1 << 40))
 
 

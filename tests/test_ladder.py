@@ -483,3 +483,27 @@ def test_the_flat_tree_holds_the_walked_tree(public_actions):
         assert np.array_equal(obs, other)
     leaf = int(np.flatnonzero(terminal)[-1])
     assert round_score(record_of(tree, leaf), 0) == tree.score[leaf]
+
+
+@pytest.mark.parametrize("rules", RUNGS)
+def test_search_determinises_a_rung_with_its_face_up_cards(rules):
+    """The search's sampled states lay the rung's face-up cards, so the seat to act sees in
+    them what it saw in the real game (the same face-up and unseen counts)."""
+    import random
+
+    from loveletter_env.agents.ismcts import determinize, seat_view
+
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        game = engine.new_game(2, list(resolve_rules(rules).shuffled_deck(rng)), int(rng.integers(2)), rules)
+        for _ in range(int(rng.integers(0, 3))):
+            if not game.round_over:
+                legal = engine.legal_actions(game)
+                engine.step(game, legal[int(rng.integers(len(legal)))])
+        if game.round_over:
+            continue
+        view = seat_view(game, game.current)
+        sampled = determinize(view, random.Random(3))
+        assert sampled.face_up == game.face_up
+        again = seat_view(sampled, 0)
+        assert (again.face_up, again.unseen, again.hand) == (view.face_up, view.unseen, view.hand)
