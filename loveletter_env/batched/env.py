@@ -24,7 +24,7 @@ from ..core.decks import deck_tables
 from ..engine import MAX_PLAYERS, MIN_PLAYERS
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
-from ..validation import check_episode
+from ..validation import check_episode, check_seed
 from . import engine
 from .observe import discard_scratch, encode_observations
 from .shuffle import shuffled_decks
@@ -91,7 +91,7 @@ class BatchedLoveLetter:
         self.validate_actions = validate_actions
         self._players = _table_sizes(num_players, num_games, self.device)
         self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(int(seed))
+        self.generator.manual_seed(check_seed(seed))
         self._mask: torch.Tensor | None = None
         # CPU: the games live in compiled-core records; CUDA: in a BatchedState of tensors.
         self._records: np.ndarray | None = None
