@@ -36,8 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Union
 
-from . import AGENT_NAMES, make_agent
 from ..validation import check_seed
+from . import AGENT_NAMES, make_agent
 from .base import Agent
 
 #: What :func:`resolve_agent` accepts: a spec string, a path, or an agent object.
@@ -161,8 +161,9 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent")
 
     Raises:
         AgentSpecError (a ``ValueError``): the spec names nothing known, or options the bot
-        does not take (``seed`` among them); AgentTypeError (also a ``TypeError``): ``spec`` is neither a spec nor
-        an agent; FileNotFoundError: a checkpoint path that does not exist.
+        does not take (``seed`` among them); AgentTypeError (also a ``TypeError``): ``spec`` is
+        neither a spec nor an agent; ValueError: a bad ``seed``; FileNotFoundError: a checkpoint
+        path that does not exist.
     """
     if not isinstance(spec, (str, os.PathLike)):
         if callable(getattr(spec, "act", None)):
