@@ -314,6 +314,10 @@ def test_bots_refuse_seeds_that_are_not_integers(name, seed):
         make_agent(name, seed=seed)
     with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got"):
         resolve_agent(name, seed=seed)
+    agent = make_agent(name, seed=1)
+    with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
+        agent.reset(seed=seed)  # as evaluations reseed agents at every episode
+    assert agent._seed == 1
 
 
 def test_checkpoint_specs_refuse_bad_seeds_before_torch_sees_them():
