@@ -146,6 +146,8 @@ def check_writable(name: str, path: str | os.PathLike[str], folder: bool = False
     nothing of read-only or virtual file systems, and all yes to root).
     """
     path = Path(path)
+    if "\0" in str(path):  # the system refuses such names, and pathlib with an unhelpful message
+        raise ValueError(f"{name} {str(path)!r} cannot be written: it contains a NUL character")
     if not folder and path.is_dir():
         raise ValueError(f"{name} {str(path)!r} cannot be written: it is a folder")
     existing = path if folder else path.parent

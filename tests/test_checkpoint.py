@@ -364,3 +364,12 @@ def test_shipped_agents_load_and_play_legally(path):
     assert "training" not in data  # shipped files carry weights only
     assert data["format_version"] >= 2 and DIGEST_KEY in data  # and are checked on load
     test_loaded_agent_plays_legal_moves(path, greedy=True)
+
+
+def test_other_write_failures_are_named_too(tmp_path, saved, model, monkeypatch):
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(checkpoint_module, "open", read_only, raising=False)
+    with pytest.raises(CheckpointWriteError, match=r"^cannot save '.*latest\.pt': Read-only file system; the latest"):
+        save_checkpoint(saved, {"model": model_payload(model), "update": 8, "global_step": 800})

@@ -114,6 +114,11 @@ def test_a_path_under_a_file_is_refused_naming_the_file(tmp_path):
         check_writable("run folder", tmp_path / "notes" / "a" / "b", folder=True)
 
 
+def test_a_nul_character_is_named(tmp_path):
+    with pytest.raises(ValueError, match=r"cannot be written: it contains a NUL character$"):
+        check_writable("run folder", tmp_path / "a\0b", folder=True)
+
+
 def test_a_folder_is_not_a_file(tmp_path):
     with pytest.raises(ValueError, match="cannot be written: it is a folder"):
         check_writable("replay file", tmp_path)

@@ -79,16 +79,12 @@ _DISK_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
 def _system_error(err: BaseException) -> OSError | None:
-    """The ``OSError`` behind ``err``: torch reports a failed write to a file object as a
-    ``RuntimeError`` (``unexpected pos``) whose context is the system's error."""
-    seen: set[int] = set()
-    cause: BaseException | None = err
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, OSError):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
+    """The ``OSError`` behind a failed save: ``err`` itself (opening, flushing, renaming), or
+    the context of torch's ``RuntimeError`` (``unexpected pos``) for a failed write."""
+    if isinstance(err, OSError):
+        return err
+    cause = err.__cause__ or err.__context__
+    return cause if isinstance(err, RuntimeError) and isinstance(cause, OSError) else None
 
 
 def _write_error(path: Path, cause: OSError) -> CheckpointWriteError:
@@ -171,7 +167,7 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
         os.replace(tmp, path)
     except BaseException as err:
         tmp.unlink(missing_ok=True)
-        cause = _system_error(err) if isinstance(err, Exception) else None
+        cause = _system_error(err)
         if cause is None:
             raise
         raise _write_error(path, cause) from err
