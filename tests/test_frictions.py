@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import TINY_TRAINING, act, start
 
 from loveletter_env.actions import PRINCESS_ACTION
@@ -374,3 +375,29 @@ def test_play_checks_the_replay_path_before_the_game(tmp_path, where):
 def test_play_refuses_a_seed_that_is_not_an_integer():
     with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got 1.5$"):
         play(["rule"], seed=1.5, stdin=io.StringIO(""), out=io.StringIO())
+
+
+def test_two_runs_started_together_with_one_name_leave_one_consistent_run(tmp_path):
+    # They used to both exit 0, metrics.csv interleaved and config.yaml from one with the weights of the other.
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "training.selfplay", *tiny_run_args(tmp_path, "twin"), "--set", f"seed={seed}"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in (1, 2)
+    ]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    results = [(run.returncode, out, err) for run, (out, err) in zip(runs, outputs)]
+    assert sorted(code for code, _, _ in results) == [0, 2], results
+    refused = next(err for code, _, err in results if code == 2)
+    folder = f"'{tmp_path / 'twin'}'"
+    assert f"{folder} is in use by another run (pid " in refused or f"{folder} already holds a run" in refused
+    assert "Traceback" not in refused
+    run = tmp_path / "twin"
+    saved = load_checkpoint(run / "latest.pt")
+    assert yaml.safe_load((run / "config.yaml").read_text())["seed"] == saved["config"]["seed"]
+    with (run / "metrics.csv").open(newline="") as f:
+        assert [int(row["update"]) for row in csv.DictReader(f)] == [1, 2]
