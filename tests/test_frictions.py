@@ -401,3 +401,41 @@ def test_two_runs_started_together_with_one_name_leave_one_consistent_run(tmp_pa
     assert yaml.safe_load((run / "config.yaml").read_text())["seed"] == saved["config"]["seed"]
     with (run / "metrics.csv").open(newline="") as f:
         assert [int(row["update"]) for row in csv.DictReader(f)] == [1, 2]
+
+
+def test_a_disk_that_fills_under_metrics_csv_is_named_too(tmp_path, capsys, monkeypatch):
+    from training.metrics import MetricsLog
+
+    write, rows = MetricsLog.write, []
+
+    def write_until_full(self, row):
+        rows.append(row)
+        if len(rows) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        write(self, row)
+
+    monkeypatch.setattr(MetricsLog, "write", write_until_full)
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(tiny_run_args(tmp_path, "full"))
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert f"error: cannot write in '{tmp_path / 'full'}': the disk is full." in err and "Traceback" not in err
+    assert load_checkpoint(tmp_path / "full" / "latest.pt")["update"] == 1
+
+
+def test_exploit_names_a_full_disk_and_measures_nothing(tmp_path, capsys, monkeypatch):
+    import training.checkpoint as checkpoint_module
+    from training.exploit import main as exploit_main
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(checkpoint_module, "open", full, raising=False)
+    args = ["--checkpoint", str(ROOT / "checkpoints/shipped/ppo_2p.pt"), "--steps", "128", "--rounds", "2"]
+    for item in ["env.num_games=16", "env.rollout_steps=8", f"out_dir={tmp_path}"]:
+        args += ["--set", item]
+    with pytest.raises(SystemExit) as exit_info:
+        exploit_main([*args, "--no-progress"])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert "latest.pt': the disk is full; nothing was measured" in err and "Traceback" not in err

@@ -87,6 +87,18 @@ def _system_error(err: BaseException) -> OSError | None:
     return cause if isinstance(err, RuntimeError) and isinstance(cause, OSError) else None
 
 
+def run_write_failure(err: BaseException, folder: str) -> str | None:
+    """What stopped a run that failed to write into its folder (``folder`` names it in the
+    message), as a sentence: a :class:`CheckpointWriteError`'s message, or for a full disk met
+    elsewhere (``metrics.csv`` is written every update, so a filling disk often shows there
+    first) one saying so. ``None`` for any other error, a bug to report with its traceback."""
+    if isinstance(err, CheckpointWriteError):
+        return str(err)
+    if isinstance(err, OSError) and err.errno in _DISK_FULL:
+        return f"cannot write in {folder}: the disk is full"
+    return None
+
+
 def _write_error(path: Path, cause: OSError) -> CheckpointWriteError:
     kept = f"; the {path.name} already there is unchanged" if path.exists() else ""
     problem = "the disk is full" if cause.errno in _DISK_FULL else cause.strerror or str(cause)

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import CheckpointError, CheckpointWriteError, load_checkpoint
+from .checkpoint import CheckpointError, load_checkpoint, run_write_failure
 from .config import ConfigError, load_config
 from .interrupt import exit_interrupted
 from .runtime import holds_run
@@ -100,9 +100,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         resume += " --no-progress"
     try:
         summary = trainer.train()
-    except CheckpointWriteError as err:
+    except OSError as err:
+        failure = run_write_failure(err, repr(str(run_dir)))
+        if failure is None:
+            raise
         kept = f"{run_dir / 'latest.pt'} holds the last update saved; resume with: {resume}"
-        print(f"error: {err}.\n{kept if holds_run(run_dir) else 'Nothing was saved.'}", file=sys.stderr)
+        print(f"error: {failure}.\n{kept if holds_run(run_dir) else 'Nothing was saved.'}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
         # A second Ctrl-C: the update in progress is lost, the last save stands.
