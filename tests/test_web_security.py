@@ -238,6 +238,13 @@ def test_a_dangling_link_in_the_replay_folder_is_skipped(client, replay_dir, sav
     assert_refused(client.get("/api/replays/file/loop.json"), 404, "no replay named")
 
 
+@pytest.mark.parametrize("seat", ["\u00b2", "\u0661", "9" * 5000, "01"])
+def test_odd_seat_numbers_are_refused(client, saved_replay, seat):
+    """A superscript digit and a 5,000-digit number passed str.isdigit, then int() failed."""
+    answer = client.get(f"/api/replays/file/{saved_replay[0]}", params={"seat": seat})
+    assert_refused(answer, 400, "seat must be 'open' or a seat in 0..1")
+
+
 def test_a_very_long_replay_name_is_refused(client):
     name = "x" * 5000 + ".json"
     assert_refused(client.get(f"/api/replays/file/{name}"), 400, f"at most {MAX_REPLAY_NAME_CHARS} characters")

@@ -275,7 +275,7 @@ def _viewer(request: Request, num_players: int) -> int | None:
     text = request.query_params.get("seat", "open")
     if text == "open":
         return None
-    if not text.isdigit() or not 0 <= int(text) < num_players:
+    if not re.fullmatch("[0-9]", text) or not 0 <= int(text) < num_players:
         raise RequestError(f"seat must be 'open' or a seat in 0..{num_players - 1}, got {text[:20]!r}")
     return int(text)
 
