@@ -10,6 +10,7 @@ checkpoints registered when the server started (never a path from a request).
 from __future__ import annotations
 
 import ast
+import inspect
 import secrets
 import threading
 import time
@@ -23,7 +24,8 @@ import numpy as np
 
 from loveletter_env import engine
 from loveletter_env.agents import AGENT_NAMES, make_agent
-from loveletter_env.agents.guided import MAX_MARGIN, OPPONENT_MODELS, PLAY_READINGS
+from loveletter_env.agents.guided import MAX_MARGIN, OPPONENT_MODELS, PLAY_READINGS, GuidedSearchAgent
+from loveletter_env.agents.ismcts import ISMCTSAgent
 from loveletter_env.cards import FULL_DECK
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
@@ -77,17 +79,15 @@ BOT_OPTIONS: dict[str, dict[str, BotOption]] = {
         "margin": BotOption(float, 0.0, MAX_MARGIN),
     },
 }
-#: Defaults of the options that set a search's cost (the bots' own defaults).
-SEARCH_DEFAULTS: dict[str, dict[str, Any]] = {
-    "ismcts": {"iterations": 300, "tree_depth": 1},
-    "guided": {"iterations": 300},
-}
+#: The bots whose decisions cost in proportion to their ``iterations``.
+SEARCHES: dict[str, type] = {"ismcts": ISMCTSAgent, "guided": GuidedSearchAgent}
 #: CPU seconds one search iteration may cost, by search and table size: the 95th percentile
 #: over the decisions of rounds against random moves (each decision's CPU time divided by its
 #: iterations), rounded up, as ``python -m training.web.timings --costs`` measured it on the
-#: development machine. ``ismcts`` at ``tree_depth`` 1 runs on the compiled core; deeper trees
-#: run in Python. ``guided`` is the larger of its figures with the network or the card-counting
-#: bot modelling the others.
+#: development machine, with the other options at their most costly (``width`` 0 or 16, the
+#: deepest tree). ``ismcts`` at ``tree_depth`` 1 runs on the compiled core; deeper trees run in
+#: Python. ``guided`` is the larger of its figures with the network or the card-counting bot
+#: modelling the others.
 ITERATION_SECONDS: dict[str, dict[int, float]] = {
     "ismcts": {2: 0.006e-3, 3: 0.011e-3, 4: 0.018e-3},
     "ismcts-tree": {2: 0.28e-3, 3: 0.58e-3, 4: 1.2e-3},
@@ -126,11 +126,15 @@ class OpponentChoice:
 def search_cost(bot: str, options: dict[str, Any], players: int) -> float:
     """The CPU seconds one decision of ``bot`` with ``options`` may take at ``players`` (see
     :data:`ITERATION_SECONDS`); 0 for the bots that do not search."""
-    if bot not in SEARCH_DEFAULTS:
+    if bot not in SEARCHES:
         return 0.0
-    settings = {**SEARCH_DEFAULTS[bot], **options}
-    kind = "ismcts-tree" if bot == "ismcts" and settings["tree_depth"] > 1 else bot
-    return settings["iterations"] * ITERATION_SECONDS[kind][players]
+    defaults = inspect.signature(SEARCHES[bot]).parameters
+
+    def setting(name: str) -> Any:
+        return options.get(name, defaults[name].default)
+
+    kind = "ismcts-tree" if bot == "ismcts" and setting("tree_depth") > 1 else bot
+    return setting("iterations") * ITERATION_SECONDS[kind][players]
 
 
 def _shown(value: Any, limit: int = 60) -> str:
