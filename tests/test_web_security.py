@@ -202,6 +202,9 @@ def test_deeply_nested_json_is_refused(client, replay_dir):
     (replay_dir / "deep.json").write_bytes(NESTED)
     assert_refused(client.get("/api/replays/file/deep.json"), 422, "nested 4000 levels deep")
     assert client.get("/api/replays").status_code == 200
+    # Brackets inside strings (quotes escaped or not) are text, not nesting.
+    text = json.dumps({"colour": '\\"' + "[" * 3000 + '"{'})
+    assert_refused(post_json(client, "/api/games", text), 400, "unknown fields ['colour']")
 
 
 def test_a_huge_number_is_refused(client):
