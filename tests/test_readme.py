@@ -182,7 +182,8 @@ def _missing_extras(extras: Iterable[str]) -> list[str]:
 def _skip_or_fail_without_extras(block: Block, in_ci: bool) -> None:
     """Skip ``block`` where an extra it needs is missing; in CI, which installs them all, fail."""
     if missing := _missing_extras(block.needs):
-        reason = f'{block.where} needs the {", ".join(missing)} extra: pip install -e ".[{",".join(missing)}]"'
+        extras = f"{', '.join(missing)} extra{'s' if len(missing) > 1 else ''}"
+        reason = f'{block.where} needs the {extras}: pip install -e ".[{",".join(missing)}]"'
         if in_ci:
             pytest.fail(f"{reason}; CI must install it (.ci/run)", pytrace=False)
         pytest.skip(reason)
