@@ -84,6 +84,7 @@ class BatchedLoveLetter:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         num_games = int(num_games)
         check_episode(episode)
+        seed = check_seed(seed)
         self.device = torch.empty(0, device=device).device  # normalised: "cuda" -> "cuda:0"
         self.rules = resolve_rules(rules)
         self.episode = episode
@@ -91,7 +92,7 @@ class BatchedLoveLetter:
         self.validate_actions = validate_actions
         self._players = _table_sizes(num_players, num_games, self.device)
         self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(check_seed(seed))
+        self.generator.manual_seed(int(seed))
         self._mask: torch.Tensor | None = None
         # CPU: the games live in compiled-core records; CUDA: in a BatchedState of tensors.
         self._records: np.ndarray | None = None
