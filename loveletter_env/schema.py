@@ -9,6 +9,7 @@ way each format names its places (``ppo.learning_rate``, ``round 2, step 5: acti
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
@@ -66,10 +67,15 @@ def _number(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def shown(value: Any, limit: int = 80) -> str:
-    """``repr(value)``, cut to ``limit`` characters (a 5,000-character name is not repeated back)."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-2:]}"
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 80
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 3, 8, 8
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut short: a 5,000-character name, a deep or a self-referring value are
+    not repeated back whole."""
+    return _SHORT.repr(value)
 
 
 def sentence(error: Any, where: Callable[[Sequence[Any]], str]) -> str:

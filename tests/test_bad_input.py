@@ -265,7 +265,7 @@ def test_gym_env_names_an_opponent_that_returns_none():
         ("ppo.update_epochs=4.5", r"ppo.update_epochs must be an integer, got 4.5"),
         ('run_name="a\\0b"', r"run_name must be a plain folder name .*got 'a\\x00b'"),
         ('out_dir="runs\\0"', r"out_dir must be a path without NUL characters"),
-        (f"run_name={'x' * 300}", r"run_name must be at most 255 characters long, got 'xxxx.{60,80}'$"),
+        (f"run_name={'x' * 300}", r"run_name must be at most 255 characters long, got 'x+\.\.\.x+'$"),
     ],
 )
 def test_bad_config_values_are_a_config_error_before_training(tmp_path, capsys, override, message):

@@ -265,36 +265,29 @@ class TrainConfig(BaseModel):
     def _check_keys_together(self) -> TrainConfig:
         """The rules that tie keys together (each key's own rules are in its type)."""
         e, o, v = self.env, self.opponents, self.eval
-        parameters = count_parameters(self.model.hidden_sizes)
-        problems = [
-            (
-                self.steps_per_update > MAX_ROLLOUT_TURNS,
+        if self.steps_per_update > MAX_ROLLOUT_TURNS:
+            raise ValueError(
                 f"env.num_games times env.rollout_steps ({e.rollout_steps}) must be at most "
-                f"{MAX_ROLLOUT_TURNS:,} turns per rollout, got {e.num_games}",
-            ),
-            (
-                parameters > MAX_PARAMETERS,
-                f"model.hidden_sizes must give a network of at most {MAX_PARAMETERS:,} parameters "
-                f"(this one has {parameters:,}), got {self.model.hidden_sizes}",
-            ),
-            (o.current + o.past + o.bots == 0, "opponents.current, opponents.past and opponents.bots are all 0"),
-            (o.bots > 0 and not o.bot_names, "opponents.bot_names must name a bot when opponents.bots > 0, got []"),
-            (
-                v.every > 0 and v.best_by not in v.opponents,
-                f"eval.best_by must be one of eval.opponents {v.opponents}, got {v.best_by!r}",
-            ),
-        ]
-        problems += [
-            (
-                v.duplicate and rounds % v.num_players != 0,
-                f"eval.{key} must be a multiple of eval.num_players ({v.num_players}) with eval.duplicate, which "
-                f"plays every deal once in each seat rotation, got {rounds}",
+                f"{MAX_ROLLOUT_TURNS:,} turns per rollout, got {e.num_games}"
             )
-            for key, rounds in (("rounds", v.rounds), ("final_rounds", v.final_rounds))
-        ]
-        for bad, message in problems:
-            if bad:
-                raise ValueError(message)
+        parameters = count_parameters(self.model.hidden_sizes)
+        if parameters > MAX_PARAMETERS:
+            raise ValueError(
+                f"model.hidden_sizes must give a network of at most {MAX_PARAMETERS:,} parameters "
+                f"(this one has {parameters:,}), got {self.model.hidden_sizes}"
+            )
+        if o.current + o.past + o.bots == 0:
+            raise ValueError("opponents.current, opponents.past and opponents.bots are all 0")
+        if o.bots > 0 and not o.bot_names:
+            raise ValueError("opponents.bot_names must name a bot when opponents.bots > 0, got []")
+        if v.every > 0 and v.best_by not in v.opponents:
+            raise ValueError(f"eval.best_by must be one of eval.opponents {v.opponents}, got {v.best_by!r}")
+        for key, rounds in (("rounds", v.rounds), ("final_rounds", v.final_rounds)):
+            if v.duplicate and rounds % v.num_players:
+                raise ValueError(
+                    f"eval.{key} must be a multiple of eval.num_players ({v.num_players}) with eval.duplicate, "
+                    f"which plays every deal once in each seat rotation, got {rounds}"
+                )
         self._check_schedule()
         return self
 
