@@ -23,13 +23,11 @@ MAX_ERRORS_SHOWN = 3
 
 _RULES = {
     "int_type": "must be an integer",
-    "int_from_float": "must be an integer",
     "bool_type": "must be true or false",
     "float_type": "must be a finite number",
     "finite_number": "must be a finite number",
     "string_type": "must be a string",
     "list_type": "must be a list",
-    "tuple_type": "must be a list",
     "dict_type": "must be a mapping",
     "model_type": "must be a mapping",
     "dataclass_type": "must be a mapping",
@@ -40,7 +38,6 @@ _RULES = {
     "literal_error": "must be {expected}",
     "too_short": "must hold at least {min_length} {items}",
     "too_long": "must hold at most {max_length} {items}",
-    "string_too_short": "must not be empty",
     "string_too_long": "must be at most {max_length} characters long",
     "missing": "is missing",
     "extra_forbidden": "is not a known key",
