@@ -13,7 +13,7 @@ import reprlib
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 #: Types as written (no ``"3"`` for 3, no ``true`` for 1), no NaN or infinity, no unknown keys.
 STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
@@ -110,3 +110,11 @@ def dotted(loc: Sequence[Any]) -> str:
     for part in loc:
         text += f"[{part}]" if isinstance(part, int) else f"{'.' if text else ''}{part}"
     return text
+
+
+class StrictModel(BaseModel):
+    """A model with the :data:`STRICT` settings. (Its errors are ``pydantic.ValidationError``, a
+    ``ValueError``; :func:`explain` words them. A custom ``__init__`` could word them at once, but
+    pydantic then builds nested models through it, and the error's place is lost.)"""
+
+    model_config = STRICT

@@ -22,7 +22,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, Validati
 
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import resolve_agent
-from loveletter_env.schema import STRICT, WholeNumber, dotted, explain, shown
+from loveletter_env.schema import StrictModel, WholeNumber, dotted, explain, shown
 
 from .ppo import PPOConfig
 
@@ -66,13 +66,13 @@ OneOrMore = Annotated[list[T], BeforeValidator(_as_list)]
 
 def _folder_name(name: str) -> str:
     if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
-        raise ValueError(f"must be a plain folder name (no '/', '\\' or NUL, not '.' or '..'), got {name!r}")
+        raise ValueError(f"must be a plain folder name (no '/', '\\' or NUL, not '.' or '..'), got {shown(name)}")
     return name
 
 
 def _no_nul(path: str) -> str:
     if "\0" in path:
-        raise ValueError(f"must be a path without NUL characters, got {path!r}")
+        raise ValueError(f"must be a path without NUL characters, got {shown(path)}")
     return path
 
 
@@ -81,7 +81,7 @@ def _bot_specs(specs: list[str]) -> list[str]:
     needs ``policy=PATH``; options must be the bot's own): training builds its bots when a run
     first meets them, so a bad spec would otherwise fail only after training time was spent."""
     if not all(spec.partition(":")[0] in AGENT_NAMES for spec in specs):
-        raise ValueError(f"must be names from {AGENT_NAMES}, got {specs!r}")
+        raise ValueError(f"must be names from {AGENT_NAMES}, got {shown(specs)}")
     for spec in specs:
         try:
             resolve_agent(spec, seed=0)
@@ -93,8 +93,6 @@ def _bot_specs(specs: list[str]) -> list[str]:
 BotSpecs = Annotated[OneOrMore[str], AfterValidator(_bot_specs)]
 FolderName = Annotated[str, Field(max_length=255), AfterValidator(_folder_name)]
 PathText = Annotated[str, AfterValidator(_no_nul)]
-
-
 Positive = Annotated[WholeNumber, Field(ge=1)]
 NonNegative = Annotated[WholeNumber, Field(ge=0)]
 
@@ -102,7 +100,7 @@ NonNegative = Annotated[WholeNumber, Field(ge=0)]
 # ---------------------------------------------------------------------------------
 # The sections
 # ---------------------------------------------------------------------------------
-class EnvConfig(BaseModel):
+class EnvConfig(StrictModel):
     """The batched environment the rollouts run on.
 
     Attributes:
@@ -115,8 +113,6 @@ class EnvConfig(BaseModel):
             ``num_games * rollout_steps`` turns, of which the learner's are trained on).
     """
 
-    model_config = STRICT
-
     num_players: Annotated[OneOrMore[TableSize], Field(min_length=1)] = [2]
     rules: RulesName = "classic"
     episode: Literal["round", "game"] = "round"
@@ -124,7 +120,7 @@ class EnvConfig(BaseModel):
     rollout_steps: Annotated[WholeNumber, Field(ge=2, le=MAX_ROLLOUT_STEPS)] = 32
 
 
-class ModelConfig(BaseModel):
+class ModelConfig(StrictModel):
     """The :class:`~training.ppo.ActorCritic` network.
 
     Attributes:
@@ -133,8 +129,6 @@ class ModelConfig(BaseModel):
             2-player agent to fine-tune on mixed table sizes; its ``hidden_sizes`` must match.
     """
 
-    model_config = STRICT
-
     hidden_sizes: Annotated[
         OneOrMore[Annotated[WholeNumber, Field(ge=1, le=MAX_HIDDEN_SIZE)]],
         Field(min_length=1, max_length=MAX_HIDDEN_LAYERS),
@@ -142,7 +136,7 @@ class ModelConfig(BaseModel):
     init_from: PathText | None = None
 
 
-class OpponentConfig(BaseModel):
+class OpponentConfig(StrictModel):
     """Who sits in the seats the learner does not control.
 
     Each episode of each game draws its kind with these relative weights:
@@ -160,8 +154,6 @@ class OpponentConfig(BaseModel):
             exploitability tool uses it to train against an agent exactly as it plays).
     """
 
-    model_config = STRICT
-
     current: Annotated[float, Field(ge=0)] = 0.6
     past: Annotated[float, Field(ge=0)] = 0.25
     bots: Annotated[float, Field(ge=0)] = 0.15
@@ -171,7 +163,7 @@ class OpponentConfig(BaseModel):
     past_greedy: bool = False
 
 
-class EvalConfig(BaseModel):
+class EvalConfig(StrictModel):
     """Periodic evaluation through ``training.evaluate.evaluate``.
 
     Attributes:
@@ -189,8 +181,6 @@ class EvalConfig(BaseModel):
             picks ``best.pt`` and ``result.pt`` on steadier figures; ``rounds`` and
             ``final_rounds`` must then be multiples of ``num_players``.
     """
-
-    model_config = STRICT
 
     every: NonNegative = 20
     rounds: Positive = 300
@@ -212,7 +202,7 @@ SCHEDULABLE_KEYS: tuple[str, ...] = (
 )
 
 
-class StageConfig(BaseModel):
+class StageConfig(StrictModel):
     """One stage of a run's schedule.
 
     Attributes:
@@ -222,13 +212,11 @@ class StageConfig(BaseModel):
             Stages add up: a key keeps the value the last stage before it gave.
     """
 
-    model_config = STRICT
-
     at_step: Annotated[WholeNumber, Field(gt=0)]
     set: Annotated[dict[str, Any], Field(min_length=1)]
 
 
-class TrainConfig(BaseModel):
+class TrainConfig(StrictModel):
     """A whole self-play run, checked when it is built (:func:`from_dict`, :func:`load_config`).
 
     Attributes:
@@ -244,8 +232,6 @@ class TrainConfig(BaseModel):
             rate decays linearly to 0 within each stage, so a staged run trains as the same
             stages run one after another with ``model.init_from`` would.
     """
-
-    model_config = STRICT
 
     run_name: FolderName = "default"
     out_dir: PathText = "checkpoints"
@@ -379,11 +365,10 @@ def from_dict(cls: type[Model], data: Any) -> Model:
         error = err
     unknown = [item["loc"] for item in error.errors() if item["type"] == "extra_forbidden"]
     if unknown:
-        section = _section(cls, unknown[0][:-1])
-        hints = "".join(_suggestion(section, loc) for loc in unknown)
+        hints = "".join(_suggestion(cls, loc) for loc in unknown)
         raise ConfigError(
             f"unknown config key(s) {[dotted(loc) for loc in unknown]}{hints}; "
-            f"known keys: {sorted(section.model_fields)}"
+            f"known keys: {sorted(_section(cls, unknown[0][:-1]).model_fields)}"
         )
     raise ConfigError(explain(error, lambda loc: dotted(loc) or "config"))
 
@@ -405,10 +390,10 @@ def _dotted_keys(cls: type[BaseModel], prefix: str = "") -> list[str]:
     return keys
 
 
-def _suggestion(section: type[BaseModel], loc: tuple[Any, ...]) -> str:
+def _suggestion(cls: type[BaseModel], loc: tuple[Any, ...]) -> str:
     """`` (did you mean 'ppo.learning_rate'?)`` for a key that lives in another section or is misspelt."""
     prefix = dotted(loc[:-1]) + "." if len(loc) > 1 else ""
-    keys = _dotted_keys(section if prefix else TrainConfig, prefix)
+    keys = _dotted_keys(_section(cls, loc[:-1]), prefix)
     moved = [k for k in keys if k.rsplit(".", 1)[-1] == loc[-1]]
     close = moved or difflib.get_close_matches(dotted(loc), keys, n=2)
     return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""

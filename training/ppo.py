@@ -31,18 +31,18 @@ from typing import Annotated, Any
 
 import numpy as np
 import torch
-from pydantic import BaseModel, Field
+from pydantic import Field
 from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE
-from loveletter_env.schema import STRICT, WholeNumber
+from loveletter_env.schema import StrictModel, WholeNumber
 
 
 # ---------------------------------------------------------------------------------
 # 1. Hyper-parameters
 # ---------------------------------------------------------------------------------
-class PPOConfig(BaseModel):
+class PPOConfig(StrictModel):
     """Hyper-parameters of one PPO update (the environment side lives in ``training.config``).
 
     Values are checked when the config is built: a value out of range raises a
@@ -64,8 +64,6 @@ class PPOConfig(BaseModel):
         target_kl: stop the update's epochs early once the approximate KL exceeds this
             (``None``: never stop early).
     """
-
-    model_config = STRICT
 
     learning_rate: Annotated[float, Field(gt=0, le=1)] = 8e-4
     anneal_lr: bool = True
