@@ -65,8 +65,9 @@ MAX_REPLAY_BYTES = 2_000_000
 _MAX_ROUNDS = 64  # a 2-player classic game ends after at most 13 rounds; this leaves room for any preset
 
 
-#: Longest agent name (names are shown with every move a viewer draws).
-MAX_NAME_CHARS = 200
+#: Longest agent name: the longest path Linux opens (a checkpoint agent is named by its path), so
+#: every replay the tools write reads back. (A viewer may show fewer: it repeats names every move.)
+MAX_NAME_CHARS = 4096
 
 
 class ReplayError(ValueError):

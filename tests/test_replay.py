@@ -207,7 +207,7 @@ def test_tampered_files_are_refused_naming_the_problem(game_replay, edit, messag
         (lambda d: d["metadata"].update(x=[float("nan")]), "metadata.x[0] must be a finite number, got nan"),
         (lambda d: d["agents"][0]["options"].update(x=float("inf")), "agents[0].options.x must be a finite number"),
         (lambda d: d["agents"][0].update(seed=True), "agents[0].seed must be an integer, got True"),
-        (lambda d: d["agents"][0].update(name="x" * 5000), "agents[0].name must be at most 200 characters long"),
+        (lambda d: d["agents"][0].update(name="x" * 5000), "agents[0].name must be at most 4096 characters long"),
         (lambda d: d.update(rules="chess"), "rules: unknown preset 'chess'; presets are"),
         (lambda d: d["rounds"][0].update(first_player=7), "round 1: first_player must be a seat in 0..2, got 7"),
     ],
