@@ -178,6 +178,7 @@ def rules_to_dict(rules: Rules) -> dict[str, Any]:
         "tokens_to_win": list(rules.tokens_to_win),
         "discard_sum_tiebreak": rules.discard_sum_tiebreak,
         "king_ignores_handmaid": rules.king_ignores_handmaid,
+        **({} if rules.in_play is None else {"in_play": list(rules.in_play)}),
     }
 
 
@@ -201,6 +202,7 @@ class _RulesFile(BaseModel):
     tokens_to_win: Annotated[list[Annotated[StrictInt, Field(ge=1, le=50)]], Field(min_length=3, max_length=3)]
     discard_sum_tiebreak: StrictBool
     king_ignores_handmaid: StrictBool
+    in_play: list[Annotated[StrictInt, Field(ge=1, le=8)]] | None = None
 
 
 class _Result(TypedDict):
@@ -525,7 +527,17 @@ def replay_from_dict(data: Any) -> Replay:
     for r, rnd in enumerate(file.rounds):
         if not 0 <= rnd.first_player < n:
             raise ReplayError(f"round {r + 1}: first_player must be a seat in 0..{n - 1}, got {rnd.first_player}")
-    rules = Rules(**{**file.rules.model_dump(), "tokens_to_win": tuple(file.rules.tokens_to_win)})
+    in_play = file.rules.in_play
+    try:
+        rules = Rules(
+            **{
+                **file.rules.model_dump(),
+                "tokens_to_win": tuple(file.rules.tokens_to_win),
+                "in_play": None if in_play is None else tuple(in_play),
+            }
+        )
+    except ValueError as error:  # a card set no rung can hold: too many copies, too few cards
+        raise ReplayError(f"rules: {error}") from None
     replay = Replay(n, rules, file.episode, file.agents, file.rounds, dict(file.result), file.metadata)
     validate_replay(replay)
     return replay

@@ -22,6 +22,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, Validati
 
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import resolve_agent
+from loveletter_env.rules import PRESETS
 from loveletter_env.schema import StrictModel, WholeNumber, dotted, explain, shown
 
 from .ppo import PPOConfig
@@ -29,7 +30,7 @@ from .ppo import PPOConfig
 Device = Literal["auto", "cpu", "cuda"]
 DEVICES: tuple[str, ...] = typing.get_args(Device)
 TableSize = Literal[2, 3, 4]
-RulesName = Literal["classic", "pegasus", "king_ignores_handmaid"]  # loveletter_env.rules.PRESETS
+RulesName = Literal["classic", "pegasus", "king_ignores_handmaid", "mini6", "mini7", "mini8", "mini9"]  # loveletter_env.rules.PRESETS
 # Upper bounds, checked before a run allocates anything: far beyond any useful setting,
 # low enough that a typo is named here instead of failing in an allocator or a seeder.
 #: Largest seed (torch generators take 64-bit seeds; 2**63 - 1 keeps every path in range).
@@ -251,6 +252,10 @@ class TrainConfig(StrictModel):
     def _check_keys_together(self) -> TrainConfig:
         """The rules that tie keys together (each key's own rules are in its type)."""
         e, o, v = self.env, self.opponents, self.eval
+        if PRESETS[e.rules].is_rung and set(e.num_players) != {2}:
+            raise ValueError(
+                f"env.num_players must be [2] on the ladder rung {e.rules!r} (2 players only), got {e.num_players}"
+            )
         if self.steps_per_update > MAX_ROLLOUT_TURNS:
             raise ValueError(
                 f"env.num_games times env.rollout_steps ({e.rollout_steps}) must be at most "
