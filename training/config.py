@@ -30,7 +30,8 @@ from .ppo import PPOConfig
 Device = Literal["auto", "cpu", "cuda"]
 DEVICES: tuple[str, ...] = typing.get_args(Device)
 TableSize = Literal[2, 3, 4]
-RulesName = Literal["classic", "pegasus", "king_ignores_handmaid", "mini6", "mini7", "mini8", "mini9"]  # loveletter_env.rules.PRESETS
+# loveletter_env.rules.PRESETS (a test checks the two agree)
+RulesName = Literal["classic", "pegasus", "king_ignores_handmaid", "mini6", "mini7", "mini8", "mini9"]
 # Upper bounds, checked before a run allocates anything: far beyond any useful setting,
 # low enough that a typo is named here instead of failing in an allocator or a seeder.
 #: Largest seed (torch generators take 64-bit seeds; 2**63 - 1 keeps every path in range).
