@@ -26,12 +26,11 @@ from loveletter_env import engine
 from loveletter_env.agents import AGENT_NAMES, make_agent
 from loveletter_env.agents.guided import MAX_MARGIN, OPPONENT_MODELS, PLAY_READINGS, GuidedSearchAgent
 from loveletter_env.agents.ismcts import ISMCTSAgent
-from loveletter_env.cards import FULL_DECK
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
 from loveletter_env.render import narrate, round_summary
 from loveletter_env.replay import AgentInfo, Replay, ReplayRecorder, decision_details, safe_file_name, save_replay
-from loveletter_env.rules import PRESETS
+from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int
 
 from .views import legal_moves, seat_name, state_view
@@ -346,7 +345,7 @@ class HumanGame:
         return self.state.round_over and (self.length == "round" or self.state.game_over)
 
     def _deck(self) -> list[int]:
-        return [int(c) for c in self.rng.permutation(FULL_DECK)]
+        return list(self.recorder.rules.shuffled_deck(self.rng))
 
     def _begin_round(self) -> None:
         self.recorder.start_round(self.state)
@@ -519,6 +518,10 @@ def check_new_game(body: Any, catalog: OpponentCatalog) -> dict[str, Any]:
     rules = body.get("rules", "classic")
     if not isinstance(rules, str) or rules not in PRESETS:
         raise RequestError(f"rules must be one of {sorted(PRESETS)}, got {_shown(rules)}")
+    try:
+        check_rules_for_table(rules, players)
+    except ValueError as error:
+        raise RequestError(str(error)) from None
     length = body.get("length", "game")
     if not isinstance(length, str) or length not in EPISODE_KINDS:
         raise RequestError(f"length must be 'round' or 'game', got {_shown(length)}")
