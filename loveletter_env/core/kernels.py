@@ -538,6 +538,18 @@ def deal_shuffled(r, orders, placements, first_order, second_order, placement, f
 
 
 @njit(cache=True)
+def deal_from_key(r, orders, placements, key, first_player):
+    """Deal ``r`` a new round from the deck that a key of the counter-based generator picks
+    (:func:`.sampling.stream_key`: its draws ``key + GOLDEN`` to ``key + 3 * GOLDEN`` give the
+    three row indices of :func:`deal_shuffled`); ``first_player`` starts. The GPU's deals."""
+    num_orders = np.int64(orders.shape[0])
+    first_order = pick(num_orders, key + GOLDEN)
+    second_order = pick(num_orders, key + np.uint64(2) * GOLDEN)
+    placement = pick(np.int64(placements.shape[0]), key + np.uint64(3) * GOLDEN)
+    deal_shuffled(r, orders, placements, first_order, second_order, placement, first_player)
+
+
+@njit(cache=True)
 def reset_batch(records, decks, first_players, masks, legal):
     """Start a new game in every record from ``decks`` [N, 16] and ``first_players`` [N];
     write the legal masks into ``masks`` and, as bit sets, into ``legal`` (uint64 [N])."""
