@@ -80,4 +80,4 @@ def test_kernels_match_reference_on_the_gpu():
     sys.path.insert(0, str(ROOT / "tests"))
     import cuda_differential
 
-    assert cuda_differential.main(["--games", "256", "--steps", "60"]) == 0
+    assert cuda_differential.main(["--games", "128", "--steps", "40"]) == 0
