@@ -140,10 +140,76 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> i
     return rounds
 
 
+def play_env(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> int:
+    """The batched env's CUDA driver (``batched.env._CudaGames``: its launches, argument
+    order, output tensors, resets, random steps and observe) against the reference engine.
+    In the simulator its torch tensors are CPU tensors handed to the kernels as numpy views
+    (on a GPU, :func:`play` and the env's own CUDA tests cover this). Returns the rounds played."""
+    import torch
+
+    from loveletter_env.batched import env as batched_env
+    from loveletter_env.core.sampling import new_generator
+
+    class SimulatedGames(batched_env._CudaGames):
+        def _view(self, tensor: torch.Tensor) -> np.ndarray:
+            return (tensor.view(torch.uint8) if tensor.dtype == torch.bool else tensor).numpy()
+
+        def _stream(self) -> int:
+            return 0
+
+    n = len(sizes)
+    env = batched_env.BatchedLoveLetter(n, sizes, rules=rules, episode=episode, seed=seed)
+    records = new_records(sizes, env.rules)
+    orders, placements = (t.astype(np.uint8) for t in deck_tables())
+    env._gpu = SimulatedGames(records, orders, placements, env.device, seed)
+    rng = np.random.default_rng(seed)
+    decks = torch.tensor(np.array([rng.permutation(FULL_DECK) for _ in range(n)]))
+    firsts = torch.tensor([int(rng.integers(s)) for s in sizes])
+    obs, mask = env.reset(decks, firsts) if seed % 2 == 0 else env.reset()
+    state = env.state
+    games = [engine.new_game(sizes[g], state.deck[g].tolist(), int(env.current_player[g]), env.rules) for g in range(n)]
+    sampler = new_generator(seed)
+    rounds = 0
+    for step in range(steps):
+        _check(mask.numpy(), np.array([engine.legal_mask(game) for game in games], bool), "env mask")
+        _check(obs.numpy(), np.stack([encode_observation(game, game.current) for game in games]), "env obs")
+        if step % 3 == 2:
+            seats = (env.current_player + 1) % env.num_players
+            expected = np.stack([encode_observation(game, int(s)) for game, s in zip(games, seats)])
+            _check(env.observe(seats).numpy(), expected, "env observe")
+        if step % 2:
+            actions, obs, mask, rewards, dones, info = env.step_random(sampler)
+        else:
+            actions = torch.tensor([rng.choice(np.flatnonzero(m)) for m in mask.numpy()])
+            obs, mask, rewards, dones, info = env.step(actions)
+        decks = env.state.deck
+        for g, game in enumerate(games):
+            engine.step(game, int(actions[g]))
+            assert bool(info["round_over"][g]) == game.round_over, f"env round_over of game {g}"
+            assert info["tokens"][g, : game.num_players].tolist() == game.tokens
+            if not game.round_over:
+                assert not dones[g] and not rewards[g].any()
+                continue
+            rounds += 1
+            assert info["round_winners"][g].nonzero().flatten().tolist() == list(game.round_winners)
+            done = episode == "round" or game.game_over
+            assert bool(dones[g]) == done, f"env done of game {g}"
+            if done:
+                won = game.round_winners if episode == "round" else game.game_winners
+                expected_rewards = [1.0 if p in won else -1.0 for p in range(game.num_players)]
+                assert rewards[g, : game.num_players].tolist() == expected_rewards
+                games[g] = engine.new_game(game.num_players, decks[g].tolist(), int(env.current_player[g]), env.rules)
+            else:
+                engine.start_round(game, decks[g].tolist())
+        assert env.current_player.tolist() == [game.current for game in games]
+    return rounds
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="CUDA kernels against the reference engine.")
     parser.add_argument("--games", type=int, default=6, help="games per case (mixed table sizes 2, 3, 4)")
     parser.add_argument("--steps", type=int, default=40, help="turns per case")
+    parser.add_argument("--env", action="store_true", help="also the env's CUDA driver (simulator only)")
     args = parser.parse_args(argv)
     # The simulator runs the kernels as Python on numpy scalars, where uint64 arithmetic that
     # wraps (as it does on the device) warns.
@@ -156,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{rules:22s} {episode:5s}: {args.games} games, {args.steps} turns, {rounds} rounds: same as the reference"
         )
+        if args.env:
+            rounds = play_env(sizes, rules, episode, args.steps, seed=case)
+            total += rounds
+            print(f"{'':28s} the env's CUDA driver: {rounds} rounds, same as the reference")
     print(f"all cases agree ({total} rounds)")
     return 0
 

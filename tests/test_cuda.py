@@ -66,7 +66,7 @@ def test_kernels_match_reference_in_the_simulator():
         "NUMBA_ENABLE_CUDASIM": "1",
         "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
-    command = [sys.executable, str(ROOT / "tests" / "cuda_differential.py"), "--games", "6", "--steps", "24"]
+    command = [sys.executable, str(ROOT / "tests" / "cuda_differential.py"), "--games", "6", "--steps", "24", "--env"]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all cases agree" in result.stdout

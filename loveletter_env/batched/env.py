@@ -195,9 +195,7 @@ class BatchedLoveLetter:
         mask, rewards, dones, info = self._advance_core(actions, obs)
         return obs, mask, rewards, dones, info
 
-    def advance(
-        self, actions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    def advance(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """:meth:`step` without building the observation: returns ``(mask, rewards,
         dones, info)``. For drivers that need only masks (random or scripted players)
         or observe other seats with :meth:`observe`."""
@@ -412,7 +410,8 @@ class BatchedLoveLetter:
         more = f"\n  ... and {len(games) - _MAX_LISTED} more" if len(games) > _MAX_LISTED else ""
         raise BatchedIllegalActionError(
             f"illegal actions in {len(games)} of {self.num_games} games (nothing was changed):\n  "
-            + "\n  ".join(lines) + more,
+            + "\n  ".join(lines)
+            + more,
             games,
             [int(actions[g]) for g in games],
         )
@@ -504,19 +503,31 @@ class _CudaGames:
         self.no_observations = torch.empty(1, OBSERVATION_SIZE, device=device)
         self.no_decks = torch.empty(1, DECK_SIZE, dtype=torch.int8, device=device)
         self.kernels = gpu.compiled_kernels()
+        # numba views of the tensors every launch passes, made once (a view costs tens of
+        # microseconds of Python, a launch takes a dozen).
+        self._views: dict[int, Any] = {}
+        for tensor in (self.records, self.legal, self.deals, self.orders, self.placements, self.no_observations):
+            self._views[id(tensor)] = self._view(tensor)
+        self._views[id(self.no_decks)] = self._view(self.no_decks)
 
-    def _array(self, tensor: torch.Tensor) -> Any:
+    def _view(self, tensor: torch.Tensor) -> Any:
         """A numba view of ``tensor`` (no copy; bools as bytes). No sync: kernels run on
         torch's current stream, after whatever wrote the tensor."""
         if tensor.dtype == torch.bool:
             tensor = tensor.view(torch.uint8)
         return self._cuda.as_cuda_array(tensor.detach(), sync=False)
 
+    def _array(self, tensor: torch.Tensor) -> Any:
+        view = self._views.get(id(tensor))
+        return view if view is not None else self._view(tensor)
+
+    def _stream(self) -> Any:
+        """Torch's current stream on the env's device, for numba."""
+        return self._cuda.external_stream(torch.cuda.current_stream(self.device).cuda_stream)
+
     def _launch(self, kernel: Any, *args: Any) -> None:
-        with torch.cuda.device(self.device):
-            stream = self._cuda.external_stream(torch.cuda.current_stream().cuda_stream)
-            arrays = [self._array(a) if isinstance(a, torch.Tensor) else a for a in args]
-            self._gpu.launch(kernel, self.num_games, stream, *arrays)
+        arrays = [self._array(a) if isinstance(a, torch.Tensor) else a for a in args]
+        self._gpu.launch(kernel, self.num_games, self._stream(), *arrays)
 
     def reset(
         self, decks: torch.Tensor | None, first: torch.Tensor | None, mask: torch.Tensor, current: torch.Tensor

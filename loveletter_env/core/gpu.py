@@ -35,12 +35,18 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numba import cuda
-from numba import types as nb
-from numba.core.registry import CPUDispatcher
 
-from ..actions import NUM_ACTIONS
-from .kernels import (
+if not hasattr(np, "row_stack"):
+    # numba-cuda 0.30 registers an overload for np.row_stack when it first compiles a kernel;
+    # NumPy 2.5 removed that alias of np.vstack, and every kernel compile then fails.
+    setattr(np, "row_stack", np.vstack)  # noqa: B010 (an attribute this NumPy lacks)
+
+from numba import cuda  # noqa: E402
+from numba import types as nb  # noqa: E402
+from numba.core.registry import CPUDispatcher  # noqa: E402
+
+from ..actions import NUM_ACTIONS  # noqa: E402
+from .kernels import (  # noqa: E402
     deal_from_key,
     legal_bits,
     lowest_round_winner,
@@ -50,8 +56,17 @@ from .kernels import (
     start_round,
     write_mask_bytes,
 )
-from .layout import CURRENT, GAME_OVER, GAME_WINNERS, MAX_SEATS, NUM_PLAYERS, ROUND_OVER, ROUND_WINNERS, TOKENS
-from .sampling import GOLDEN, nth_set_bit, pick, popcount, stream_key
+from .layout import (  # noqa: E402
+    CURRENT,
+    GAME_OVER,
+    GAME_WINNERS,
+    MAX_SEATS,
+    NUM_PLAYERS,
+    ROUND_OVER,
+    ROUND_WINNERS,
+    TOKENS,
+)
+from .sampling import GOLDEN, nth_set_bit, pick, popcount, stream_key  # noqa: E402
 
 #: Threads per block: a game's turn keeps many values in registers, so blocks stay small.
 THREADS_PER_BLOCK = 128
