@@ -22,12 +22,14 @@ mkdir -p "$out"
 : > "$out/results.jsonl"
 : > "$out/steps.txt"
 smoke=${GPU_CHECK_SMOKE:-0}
+# The interpreter that has torch (on the GPU image, `python` is its virtual environment's).
+py=$(command -v python || command -v python3)
 
 # 1. Wheels the GPU image lacks (gymnasium, pettingzoo, openskill, pgx, ...), fetched beforehand
 #    into .whl/; installed without dependencies (the image has the rest) and without touching
 #    the image's own packages.
 if compgen -G ".whl/*.whl" > /dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
+    "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl \
         > "$out/install.log" 2>&1 || echo "wheel install failed: see $out/install.log"
     export PYTHONPATH="/tmp/site:$root"
 else
@@ -36,7 +38,7 @@ fi
 export XLA_PYTHON_CLIENT_PREALLOCATE=false  # JAX and torch share the GPU
 export PYTHONUNBUFFERED=1
 
-if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2> /dev/null; then
+if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2> /dev/null; then
     device=cuda
 else
     device=cpu
@@ -63,7 +65,7 @@ run() {
     tail -n 4 "$out/$name.log" | sed 's/^/   | /'
 }
 
-python3 - << 'EOF' > "$out/versions.log" 2>&1
+"$py" - << 'EOF' > "$out/versions.log" 2>&1
 import sys, importlib
 print("python", sys.version.split()[0])
 for name in ("torch", "numba", "numba_cuda", "jax", "pgx", "gymnasium", "pettingzoo"):
@@ -77,20 +79,20 @@ cat "$out/versions.log"
 
 # 2. Tests: on a GPU the kernels' differential check on the device, the env's differential
 #    tests on CUDA and the PTX compile (the simulator's check is CI's: it is slow).
-run tests 180 python3 -m pytest -q -x -p no:cacheprovider tests/test_cuda.py tests/test_batched.py -k "$tests_k"
+run tests 180 "$py" -m pytest -q -x -p no:cacheprovider tests/test_cuda.py tests/test_batched.py -k "$tests_k"
 
 # 3. The env on the device, then pgx in a process of its own (JAX and torch apart).
-run env 100 python3 scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \
+run env 100 "$py" scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \
     --repeats $repeats --out "$out"
-run pgx 100 python3 scripts/gpu_check.py pgx --sizes $sizes --steps $((steps * 2)) --repeats $pgx_repeats --out "$out"
+run pgx 100 "$py" scripts/gpu_check.py pgx --sizes $sizes --steps $((steps * 2)) --repeats $pgx_repeats --out "$out"
 
 # 4. Self-play on the device, about two minutes at most.
 rm -rf "$out/runs/gpu_check"
-run training 140 python3 -m training.selfplay --config configs/gpu.yaml --device "$device" --no-progress \
+run training 140 "$py" -m training.selfplay --config configs/gpu.yaml --device "$device" --no-progress \
     --set out_dir="$out/runs" --set run_name=gpu_check --set env.num_players=[2] \
     --set env.num_games=$train_games --set total_steps=$train_steps --set eval.every=0 --set save_every=5
 [ -f "$out/runs/gpu_check/metrics.csv" ] && \
-    python3 scripts/gpu_check.py training --run-dir "$out/runs/gpu_check" --out "$out" >> "$out/training.log" 2>&1
+    "$py" scripts/gpu_check.py training --run-dir "$out/runs/gpu_check" --out "$out" >> "$out/training.log" 2>&1
 
 # 5. The table.
-python3 scripts/gpu_check.py table --out "$out"
+"$py" scripts/gpu_check.py table --out "$out"

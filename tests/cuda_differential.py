@@ -25,19 +25,28 @@ from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.cards import FULL_DECK
 from loveletter_env.core import new_records, record_from_state
 from loveletter_env.core.decks import deck_tables
+from loveletter_env.core.layout import DECK
 from loveletter_env.core.sampling import GOLDEN, pick, sample_legal, stream_key
 from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
 from loveletter_env.rules import resolve_rules
 
-RULES = ("classic", "pegasus", "king_ignores_handmaid")
+RULES = ("classic", "pegasus", "king_ignores_handmaid", "mini7")  # mini7: a ladder rung, 2 players
 
 
-def _deck_for_key(key: np.uint64) -> list[int]:
-    """The deck ``kernels.deal_from_key`` deals for ``key``, built here in plain Python."""
+def _deck_for_key(key: np.uint64, rules, previous: list[int]) -> list[int]:
+    """The deck ``kernels.deal_from_key`` deals for ``key`` after the deck ``previous``, built
+    here in plain Python (on a ladder rung, by the CPU build of the rung's shuffle, which
+    moves only the cards in play and is checked against the reference by the CPU tests)."""
+    from loveletter_env.core import kernels
+
     orders, placements = deck_tables()
     first = int(pick(len(orders), key + GOLDEN))
     second = int(pick(len(orders), key + np.uint64(2) * GOLDEN))
     placement = int(pick(len(placements), key + np.uint64(3) * GOLDEN))
+    if rules.in_play is not None:
+        deck = np.array(previous, np.uint8)
+        kernels.shuffle_in_play(deck, rules.face_up_count(2), orders[first], orders[second], placements[placement])
+        return deck.tolist()
     deck = [0] * 16
     for j in range(8):
         deck[placements[placement][j]] = FULL_DECK[orders[first][j]]
@@ -64,7 +73,11 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> i
     n = len(sizes)
     orders, placements = (cuda.to_device(t.astype(np.uint8)) for t in deck_tables())
     records = cuda.to_device(new_records(sizes, preset))
-    decks = np.array([rng.permutation(FULL_DECK) for _ in range(n)], np.int8)
+    if preset.in_play is not None:
+        decks = np.array([preset.deck_from_in_play(rng.permutation(preset.in_play)) for _ in range(n)], np.int8)
+    else:
+        decks = np.array([rng.permutation(FULL_DECK) for _ in range(n)], np.int8)
+    initial = new_records(sizes, preset)[:, DECK : DECK + 16]
     firsts = np.array([rng.integers(s) for s in sizes], np.int64)
     masks, legal = cuda.to_device(np.zeros((n, NUM_ACTIONS), np.uint8)), cuda.to_device(np.zeros(n, np.uint64))
     deals = cuda.to_device(np.zeros(n, np.int64))
@@ -74,7 +87,7 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> i
     if seed % 2:  # the kernel's own deal and first seat
         launch(kernels.reset, n, 0, records, cuda.to_device(decks), False, cuda.to_device(firsts), False, *tables)
         keys = [np.uint64(stream_key(np.uint64(seed), g, 0)) for g in range(n)]
-        decks = np.array([_deck_for_key(key) for key in keys], np.int8)
+        decks = np.array([_deck_for_key(key, preset, initial[g].tolist()) for g, key in enumerate(keys)], np.int8)
         firsts = np.array([pick(size, key) for size, key in zip(sizes, keys)], np.int64)
     else:
         launch(kernels.reset, n, 0, records, cuda.to_device(decks), True, cuda.to_device(firsts), True, *tables)
@@ -120,7 +133,7 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> i
             assert bool(out["dones"][g]) == done, f"done of game {g}"
             key = np.uint64(stream_key(np.uint64(seed), g, deal_counts[g]))
             deal_counts[g] += 1
-            deck = _deck_for_key(key)
+            deck = _deck_for_key(key, preset, list(game.deck))
             if done:
                 won = game.round_winners if episode == "round" else game.game_winners
                 expected_rewards[g, : game.num_players] = [1.0 if p in won else -1.0 for p in range(game.num_players)]
@@ -163,7 +176,12 @@ def play_env(sizes: list[int], rules: str, episode: str, steps: int, seed: int) 
     orders, placements = (t.astype(np.uint8) for t in deck_tables())
     env._gpu = SimulatedGames(records, orders, placements, env.device, seed)
     rng = np.random.default_rng(seed)
-    decks = torch.tensor(np.array([rng.permutation(FULL_DECK) for _ in range(n)]))
+    if env.rules.in_play is not None:
+        decks = torch.tensor(
+            np.array([env.rules.deck_from_in_play(rng.permutation(env.rules.in_play)) for _ in range(n)])
+        )
+    else:
+        decks = torch.tensor(np.array([rng.permutation(FULL_DECK) for _ in range(n)]))
     firsts = torch.tensor([int(rng.integers(s)) for s in sizes])
     obs, mask = env.reset(decks, firsts) if seed % 2 == 0 else env.reset()
     state = env.state
@@ -216,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
     total = 0
     for case, (rules, episode) in enumerate((r, e) for r in RULES for e in ("round", "game")):
-        sizes = [2 + (g + case) % 3 for g in range(args.games)]
+        sizes = [2 if rules == "mini7" else 2 + (g + case) % 3 for g in range(args.games)]
         rounds = play(sizes, rules, episode, args.steps, seed=case)
         total += rounds
         print(
