@@ -1,4 +1,4 @@
-"""Differential tests: the batched torch engine against the scalar engine.
+"""Differential tests: the batched env (on the compiled core, CPU and CUDA) against the scalar engine.
 
 Random legal play drives both with the same decks and actions; every legal mask,
 observation (every seat's, bit for bit), reward, done flag and full game state must agree.
