@@ -11,6 +11,7 @@ bit for bit. This module holds no rule: it checks input, draws deals and moves t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import numbers
 from collections.abc import Sequence
@@ -535,7 +536,8 @@ class _CudaGames:
         torch's current stream, after whatever wrote the tensor."""
         if tensor.dtype == torch.bool:
             tensor = tensor.view(torch.uint8)
-        return self._cuda.as_cuda_array(tensor.detach(), sync=False)
+        with self._on_device():
+            return self._cuda.as_cuda_array(tensor.detach(), sync=False)
 
     def _array(self, tensor: torch.Tensor) -> Any:
         view = self._views.get(id(tensor))
@@ -547,7 +549,12 @@ class _CudaGames:
 
     def _launch(self, kernel: Any, *args: Any) -> None:
         arrays = [self._array(a) if isinstance(a, torch.Tensor) else a for a in args]
-        self._gpu.launch(kernel, self.num_games, self._stream(), *arrays)
+        with self._on_device():
+            self._gpu.launch(kernel, self.num_games, self._stream(), *arrays)
+
+    def _on_device(self) -> Any:
+        """numba works on its current device (the first): the env's for a while, if another."""
+        return self._cuda.gpus[self.device.index] if self.device.index else contextlib.nullcontext()
 
     def reset(
         self, decks: torch.Tensor | None, first: torch.Tensor | None, mask: torch.Tensor, current: torch.Tensor
