@@ -14,6 +14,7 @@
 #
 #   bash scripts/gpu_check.sh                   # on the GPU machine
 #   GPU_CHECK_SMOKE=1 bash scripts/gpu_check.sh # small sizes and short steps, any machine (CPU if no GPU)
+#   GPU_CHECK_SKIP="pgx training" bash scripts/gpu_check.sh  # leave out steps (tests, env, pgx, training)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -57,6 +58,10 @@ fi
 run() {
     local name=$1 limit=$2 start=$SECONDS rc
     shift 2
+    if [[ " ${GPU_CHECK_SKIP:-} " == *" $name "* ]]; then
+        printf '  %-10s skipped (GPU_CHECK_SKIP)\n' "$name" | tee -a "$out/steps.txt"
+        return
+    fi
     echo "== $name (limit ${limit}s)"
     timeout --kill-after=10 "$limit" "$@" > "$out/$name.log" 2>&1
     rc=$?
