@@ -1,0 +1,305 @@
+"""The OpenSpiel game: registration, parameters, the deal, returns, information states,
+observations against the env, OpenSpiel's own checks, and the solver cross-check."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+try:
+    import pyspiel
+except ImportError:
+    reason = 'needs the openspiel extra: pip install "loveletter-env[openspiel]"'
+    if IN_CI:
+        pytest.fail(f"CI must run the OpenSpiel tests, but open_spiel is missing ({reason})", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+from conftest import deal_deck  # noqa: E402
+
+import loveletter_env  # noqa: E402
+from loveletter_env.cards import BARON, FULL_DECK, GUARD, KING, PRIEST, PRINCE  # noqa: E402
+from loveletter_env.openspiel import GAME_NAME, LoveLetterState, round_returns  # noqa: E402
+from loveletter_env.rules import PRESETS  # noqa: E402
+
+RUNGS = tuple(name for name, rules in PRESETS.items() if getattr(rules, "in_play", None) is not None)
+FULL_PRESETS = tuple(name for name in PRESETS if name not in RUNGS)
+#: Every table size and preset the game accepts: the full presets at 2-4 players, the rungs at 2.
+TABLES = [(n, name) for name in FULL_PRESETS for n in (2, 3, 4)] + [(2, name) for name in RUNGS]
+
+
+def load(players: int = 2, rules: str = "classic") -> pyspiel.Game:
+    return pyspiel.load_game(GAME_NAME, {"players": players, "rules": rules})
+
+
+def random_deck(rules: str, rng: random.Random) -> tuple[int, ...]:
+    """A shuffled deck that ``rules`` can deal (on a rung, only the cards in play are shuffled)."""
+    preset = PRESETS[rules]
+    if getattr(preset, "in_play", None) is not None:
+        order = list(preset.in_play)
+        rng.shuffle(order)
+        return preset.deck_from_in_play(order)
+    deck = list(FULL_DECK)
+    rng.shuffle(deck)
+    return tuple(deck)
+
+
+def dealt(game: pyspiel.Game, deck) -> LoveLetterState:
+    """The game's state once chance has dealt ``deck`` (top first)."""
+    state = game.new_initial_state()
+    for position in game.plan.chance_positions:
+        if not state.is_chance_node():
+            break
+        state.apply_action(deck[position] - 1)
+    assert not state.is_chance_node()
+    assert state.engine.deck == tuple(deck)
+    return state
+
+
+def play_randomly(state, rng: random.Random) -> list:
+    """Play random legal moves (and chance by its probabilities) to the end; every state on the way."""
+    seen = [state.clone()]
+    while not state.is_terminal():
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(rng.choices(outcomes, probs)[0])
+        else:
+            state.apply_action(rng.choice(state.legal_actions()))
+        seen.append(state.clone())
+    return seen
+
+
+# Registration and parameters ----------------------------------------------------------
+
+
+def test_registered_with_default_parameters():
+    assert GAME_NAME in pyspiel.registered_names()
+    game = pyspiel.load_game(GAME_NAME)
+    assert game.num_players() == 2
+    assert game.get_parameters() == {"players": 2, "rules": "classic"}
+    kind = game.get_type()
+    assert kind.chance_mode == pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC
+    assert kind.information == pyspiel.GameType.Information.IMPERFECT_INFORMATION
+    assert kind.utility == pyspiel.GameType.Utility.ZERO_SUM
+    assert game.num_distinct_actions() == loveletter_env.NUM_ACTIONS
+    assert game.observation_tensor_size() == loveletter_env.OBSERVATION_SIZE
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_every_table_size_and_preset_loads(players, rules):
+    game = pyspiel.load_game(f"{GAME_NAME}(players={players},rules={rules})")
+    assert game.num_players() == players
+    assert game.rules.name == rules
+    assert game.max_utility() == players - 1 and game.min_utility() == -1
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"players": 5}, "num_players must be 2, 3 or 4"),
+        ({"players": 1}, "num_players must be 2, 3 or 4"),
+        ({"rules": "nope"}, "rules must be one of"),
+        ({"rules": ""}, "rules must be one of"),
+    ],
+)
+def test_bad_parameters_are_refused_by_name(params, message):
+    with pytest.raises(ValueError, match=message):
+        pyspiel.load_game(GAME_NAME, params)
+
+
+def test_unknown_or_mistyped_parameters_are_refused():
+    with pytest.raises(pyspiel.SpielError, match="Unknown parameter 'seats'"):
+        pyspiel.load_game(GAME_NAME, {"seats": 3})
+    with pytest.raises(pyspiel.SpielError, match="Wrong type for parameter players"):
+        pyspiel.load_game(GAME_NAME, {"players": "3"})
+
+
+@pytest.mark.skipif(not RUNGS, reason="no ladder rungs among the presets")
+@pytest.mark.parametrize("players", [3, 4])
+def test_a_rung_at_more_than_two_players_is_refused(players):
+    with pytest.raises(ValueError, match="2 players only"):
+        load(players, RUNGS[0])
+
+
+def test_only_single_player_observers_exist():
+    game = load()
+    with pytest.raises(ValueError, match="private_info=SINGLE_PLAYER"):
+        game.make_py_observer(
+            pyspiel.IIGObservationType(perfect_recall=False, private_info=pyspiel.PrivateInfoType.ALL_PLAYERS)
+        )
+    with pytest.raises(ValueError, match="take no parameters"):
+        game.make_py_observer(None, {"x": 1})
+
+
+# OpenSpiel's own test of a game ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_random_sim_test(players, rules):
+    pyspiel.random_sim_test(load(players, rules), num_sims=10, serialize=True, verbose=False)
+
+
+# The deal ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_chance_deals_each_card_with_its_exact_probability(players, rules):
+    game = load(players, rules)
+    rng = random.Random(players)
+    for _ in range(5):
+        state = game.new_initial_state()
+        left = Counter(FULL_DECK) - Counter(game.plan.fixed.values())
+        deal_probability = 1.0
+        while state.is_chance_node():
+            outcomes = state.chance_outcomes()
+            assert sum(p for _, p in outcomes) == pytest.approx(1.0)
+            total = sum(left.values())
+            assert dict(outcomes) == {v - 1: pytest.approx(c / total) for v, c in left.items() if c}
+            action, p = rng.choice(outcomes)
+            state.apply_action(action)
+            deal_probability *= p
+            left[action + 1] -= 1
+        # Chance stops once only one kind of card is left: those copies take the last places.
+        assert len(+left) <= 1
+        in_play = Counter(state.engine.deck[p] for p in game.plan.chance_positions)
+        orders = np.prod(np.arange(1, sum(in_play.values()) + 1), dtype=float)
+        for count in in_play.values():
+            orders /= np.prod(np.arange(1, count + 1), dtype=float)
+        assert deal_probability == pytest.approx(1.0 / orders)  # every distinct order equally likely
+
+
+def test_a_rung_fixes_its_face_up_cards():
+    if not RUNGS:
+        pytest.skip("no ladder rungs among the presets")
+    for name in RUNGS:
+        game = load(2, name)
+        state = play_randomly(game.new_initial_state(), random.Random(0))[-1]
+        assert state.engine.face_up == PRESETS[name].face_up_cards
+        assert len(game.plan.chance_positions) == len(PRESETS[name].in_play)
+
+
+# Returns ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("players", "winners", "expected"),
+    [
+        (2, (1,), [-1.0, 1.0]),
+        (2, (0, 1), [0.0, 0.0]),
+        (3, (2,), [-1.0, -1.0, 2.0]),
+        (3, (0, 2), [0.5, -1.0, 0.5]),
+        (4, (1, 2, 3), [-1.0, 1 / 3, 1 / 3, 1 / 3]),
+        (4, (0, 1, 2, 3), [0.0, 0.0, 0.0, 0.0]),
+    ],
+)
+def test_round_returns(players, winners, expected):
+    assert round_returns(players, winners) == pytest.approx(expected)
+    assert sum(round_returns(players, winners)) == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_returns_sum_to_zero_and_follow_the_round_winners(players, rules):
+    game = load(players, rules)
+    rng = random.Random(7)
+    for _ in range(30):
+        states = play_randomly(game.new_initial_state(), rng)
+        assert all(s.returns() == [0.0] * players for s in states[:-1])
+        final = states[-1]
+        assert sum(final.returns()) == pytest.approx(0.0)
+        winners = final.engine.round_winners
+        assert [r > -1 for r in final.returns()] == [p in winners for p in range(players)]
+
+
+# Observations: the env's, bit for bit ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_observation_tensor_is_the_envs_observation(players, rules):
+    game = load(players, rules)
+    rng = random.Random(11 + players)
+    for _ in range(4):
+        deck = random_deck(rules, rng)
+        env = loveletter_env.env(num_players=players, rules=rules, episode="round")
+        env.reset(seed=0, options={"deck": list(deck), "first_player": 0})
+        state = dealt(game, deck)
+        while not state.is_terminal():
+            assert env.agent_selection == f"player_{state.current_player()}"
+            for seat in range(players):
+                observed = env.observe(f"player_{seat}")
+                np.testing.assert_array_equal(np.array(state.observation_tensor(seat)), observed["observation"])
+                if seat == state.current_player():
+                    assert state.legal_actions() == [int(a) for a in np.flatnonzero(observed["action_mask"])]
+            action = rng.choice(state.legal_actions())
+            state.apply_action(action)
+            env.step(action)
+        rewards = {p: env.rewards[f"player_{p}"] for p in range(players)}
+        assert [rewards[p] > 0 for p in range(players)] == [r > -1 for r in state.returns()]
+
+
+# Information states -------------------------------------------------------------------
+
+
+def test_an_opponents_hidden_card_does_not_change_the_information_state():
+    game = load(2)
+    # Only player_1's card differs: Baron or King (the other lies deep in the draw pile).
+    a = dealt(game, deal_deck(2, hands={0: PRIEST, 1: BARON}, draws=[GUARD, GUARD]))
+    b = dealt(game, deal_deck(2, hands={0: PRIEST, 1: KING}, draws=[GUARD, GUARD]))
+    guard_miss = loveletter_env.encode_action(GUARD, 1, PRINCE)  # a miss in both
+    for step in range(2):
+        assert a.information_state_string(0) == b.information_state_string(0)
+        assert a.information_state_tensor(0) == b.information_state_tensor(0)
+        assert a.observation_tensor(0) == b.observation_tensor(0)
+        assert a.information_state_string(1) != b.information_state_string(1)
+        assert a.information_state_tensor(1) != b.information_state_tensor(1)
+        if step == 0:
+            a.apply_action(guard_miss)
+            b.apply_action(guard_miss)
+
+
+def test_an_own_card_changes_the_information_state():
+    game = load(2)
+    a = dealt(game, deal_deck(2, hands={0: PRIEST, 1: BARON}, draws=[GUARD]))
+    b = dealt(game, deal_deck(2, hands={0: KING, 1: BARON}, draws=[GUARD]))
+    assert a.information_state_string(0) != b.information_state_string(0)
+    assert a.information_state_tensor(0) != b.information_state_tensor(0)
+    assert a.information_state_string(1) == b.information_state_string(1)
+    assert a.information_state_tensor(1) == b.information_state_tensor(1)
+
+
+def test_what_a_priest_shows_reaches_only_its_player():
+    game = load(3)
+    a = dealt(game, deal_deck(3, hands={0: PRIEST, 1: BARON, 2: GUARD}, draws=[GUARD]))
+    b = dealt(game, deal_deck(3, hands={0: PRIEST, 1: KING, 2: GUARD}, draws=[GUARD]))
+    priest_on_1 = loveletter_env.encode_action(PRIEST, 1)
+    a.apply_action(priest_on_1)
+    b.apply_action(priest_on_1)
+    assert a.information_state_string(0) != b.information_state_string(0)  # player_0 saw the card
+    assert a.information_state_string(2) == b.information_state_string(2)  # player_2 did not
+    assert a.information_state_tensor(2) == b.information_state_tensor(2)
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_information_states_have_perfect_recall(players, rules):
+    """A player's later information state extends every earlier one: nothing is forgotten."""
+    game = load(players, rules)
+    rng = random.Random(3)
+    observer = game.make_py_observer(pyspiel.IIGObservationType(perfect_recall=True))
+    history_pieces = [name for name in observer.dict if name != "observation"]
+    for _ in range(5):
+        states = [s for s in play_randomly(game.new_initial_state(), rng) if not s.is_chance_node()]
+        for player in range(players):
+            earlier_string, earlier_pieces = None, None
+            for state in states:
+                string = state.information_state_string(player)
+                observer.set_from(state, player)
+                pieces = {name: observer.dict[name].copy() for name in history_pieces}
+                if earlier_string is not None:
+                    assert string.startswith(earlier_string)
+                    for name in history_pieces:
+                        was = earlier_pieces[name] != 0
+                        np.testing.assert_array_equal(pieces[name][was], earlier_pieces[name][was])
+                earlier_string, earlier_pieces = string, pieces
