@@ -46,13 +46,11 @@ from .cards import (
     PRIEST,
     PRINCE,
     PRINCESS,
-    validate_deck,
 )
-from .rules import CLASSIC, Rules, resolve_rules
+from .cards import validate_deck as validate_deck  # re-exported: callers check decks through the engine
+from .rules import CLASSIC, Rules, check_rules_for_table, resolve_rules
+from .rules import FACE_UP_CARDS_2P as FACE_UP_CARDS_2P  # re-exported: the kernels read it here
 from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players, check_seat, is_int
-
-#: 2-player rounds lay this many cards face up after the set-aside card.
-FACE_UP_CARDS_2P = 3
 
 
 class IllegalActionError(ValueError):
@@ -101,7 +99,8 @@ class GameState:
     """Everything about a game in progress. Seats are 0..num_players-1.
 
     Round fields: ``deck`` is this round's 16 cards (index 0 = top, the set-aside card;
-    in 2-player rounds indices 1..3 are the face-up cards), ``next_card`` the index of
+    then the face-up cards: 3 in 2-player rounds, more on a ladder rung, see
+    :meth:`~loveletter_env.rules.Rules.face_up_count`), ``next_card`` the index of
     the next card to draw. ``hands[p]`` is the card ``p`` holds (0 = none, when out);
     the player to act also holds ``drawn``. ``known``, ``seen`` and ``ruled_out`` are the
     knowledge tables described in :mod:`loveletter_env.knowledge`.
@@ -140,7 +139,7 @@ class GameState:
     def __init__(self, num_players: int, rules: Rules = CLASSIC):
         num_players = check_num_players(num_players)
         self.num_players = num_players
-        self.rules = resolve_rules(rules)
+        self.rules = check_rules_for_table(rules, num_players)
         self.tokens = [0] * num_players
         self.round = 0
         self.deck: tuple[int, ...] = ()
@@ -197,8 +196,8 @@ class GameState:
 
     @property
     def face_up(self) -> tuple[int, ...]:
-        """The 2-player face-up cards (empty with 3 or 4 players)."""
-        return self.deck[1 : 1 + FACE_UP_CARDS_2P] if self.num_players == 2 else ()
+        """The face-up cards: 3 at 2 players, more on a ladder rung, none at 3 or 4 players."""
+        return self.deck[1 : 1 + self.rules.face_up_count(self.num_players)]
 
     @property
     def deck_remaining(self) -> int:
@@ -235,7 +234,9 @@ def new_game(num_players: int, deck: Sequence[int], first_player: int = 0, rules
 
 
 def start_round(state: GameState, deck: Sequence[int], first_player: int | None = None) -> None:
-    """Deal a new round from ``deck`` (a permutation of the 16 cards, top first).
+    """Deal a new round from ``deck`` (a permutation of the 16 cards, top first; on a
+    ladder rung, positions 1 to 16 - k hold the face-up cards, see
+    :meth:`~loveletter_env.rules.Rules.check_deck`).
 
     ``first_player`` defaults to the previous round's winner (the lowest seat among
     several). Tokens carry over; everything else about the round starts afresh.
@@ -248,7 +249,7 @@ def start_round(state: GameState, deck: Sequence[int], first_player: int | None 
             raise ValueError("first_player is required for the first round")
         first_player = min(state.round_winners)
     first_player = check_seat("first_player", first_player, n)
-    state.deck = validate_deck(deck)
+    state.deck = state.rules.check_deck(deck)
     state.round += 1
     state.turn = 0
     state.set_aside_drawn = False
@@ -259,8 +260,8 @@ def start_round(state: GameState, deck: Sequence[int], first_player: int | None 
     state.round_over = False
     state.round_winners = ()
     state.history = []
-    # Set-aside card, then the 2-player face-up cards, then one card each in turn order.
-    dealt = 1 + (FACE_UP_CARDS_2P if n == 2 else 0)
+    # Set-aside card, then the face-up cards, then one card each in turn order.
+    dealt = 1 + state.rules.face_up_count(n)
     hands = [0] * n
     for i in range(n):
         hands[(first_player + i) % n] = state.deck[dealt + i]

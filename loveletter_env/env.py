@@ -75,7 +75,7 @@ from .core.live import RecordGameState
 from .engine import IllegalActionError
 from .observation import OBSERVATION_SIZE
 from .render import render_seat_view
-from .rules import Rules, resolve_rules
+from .rules import CLASSIC, Rules, check_rules_for_table
 from .validation import check_episode, check_int, check_num_players, check_seat
 
 RENDER_MODES = ("human", "ansi")
@@ -89,19 +89,26 @@ class DeckShuffler:
 
     One ``permuted`` call for many decks costs about what a single shuffle does, and
     the sequence of decks depends only on the generator's seed, not on the batching.
+    On a ladder rung (``rules``) only the cards in play are shuffled: the face-up cards
+    lie sorted at positions 1 to 16 - k of every deck.
     """
 
-    def __init__(self, rng: np.random.Generator, batch: int = 64):
+    def __init__(self, rng: np.random.Generator, batch: int = 64, rules: Rules = CLASSIC):
         self.rng = rng
         self.batch = batch
         self._block = np.empty((0, len(FULL_DECK)), dtype=np.uint8)
         self._used = 0
+        # The deck the shuffle starts from, and the positions it shuffles (all 16 off the ladder).
+        self._template = np.array(FULL_DECK if rules.in_play is None else rules.deck_from_in_play(rules.in_play))
+        self._shuffled = list(range(len(FULL_DECK)) if rules.in_play is None else rules.in_play_positions(2))
 
     def next_array(self) -> np.ndarray:
         """The next deck as a uint8 array of 16 cards, top first."""
         if self._used == len(self._block):
-            block = self.rng.permuted(np.tile(np.array(FULL_DECK, dtype=np.int64), (self.batch, 1)), axis=1)
-            self._block, self._used = block.astype(np.uint8), 0
+            block = np.tile(self._template.astype(np.uint8), (self.batch, 1))
+            cards = np.tile(self._template[self._shuffled].astype(np.int64), (self.batch, 1))
+            block[:, self._shuffled] = self.rng.permuted(cards, axis=1)
+            self._block, self._used = block, 0
         self._used += 1
         return self._block[self._used - 1]
 
@@ -116,12 +123,16 @@ def check_reset_seed(seed: Any) -> int | None:
     return None if seed is None else check_int("seed", seed, low=0)
 
 
-def check_reset_options(options: dict[str, Any], num_players: int) -> tuple[tuple[int, ...] | None, int | None]:
-    """The ``deck`` and ``first_player`` reset options, checked (each ``None`` if absent)."""
+def check_reset_options(
+    options: dict[str, Any], num_players: int, rules: Rules = CLASSIC
+) -> tuple[tuple[int, ...] | None, int | None]:
+    """The ``deck`` and ``first_player`` reset options, checked (each ``None`` if absent).
+    On a ladder rung the deck must also lay the rung's face-up cards (see
+    :meth:`~loveletter_env.rules.Rules.check_deck`)."""
     deck = options.get("deck")
     first = options.get("first_player")
     if deck is not None:
-        deck = engine.validate_deck(deck)
+        deck = rules.check_deck(deck)
     if first is not None:
         first = check_seat("first_player", first, num_players)
     return deck, first
@@ -142,8 +153,9 @@ class raw_env(AECEnv):
 
     Args:
         num_players: 2, 3 or 4.
-        rules: a preset name (``"classic"``, ``"pegasus"``, ``"king_ignores_handmaid"``)
-            or a :class:`~loveletter_env.rules.Rules` object.
+        rules: a preset name (``"classic"``, ``"pegasus"``, ``"king_ignores_handmaid"``,
+            or a 2-player ladder rung ``"mini6"`` .. ``"mini9"``) or a
+            :class:`~loveletter_env.rules.Rules` object.
         episode: ``"round"`` (an episode is one round) or ``"game"`` (rounds until a
             player reaches the token target).
         render_mode: ``None``, ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).
@@ -173,7 +185,7 @@ class raw_env(AECEnv):
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
         self.num_players = int(num_players)
-        self.rules = resolve_rules(rules)
+        self.rules = check_rules_for_table(rules, self.num_players)
         self.episode = episode
         self.render_mode = render_mode
         self.possible_agents = [f"player_{i}" for i in range(self.num_players)]
@@ -215,10 +227,10 @@ class raw_env(AECEnv):
             gymnasium.logger.warn(f"ignoring unknown reset option(s) {unknown}; known options: {list(RESET_OPTIONS)}")
         # Validate before touching anything, so a bad seed or option leaves the env as it was.
         seed = check_reset_seed(seed)
-        deck, first = check_reset_options(options, self.num_players)
+        deck, first = check_reset_options(options, self.num_players, self.rules)
         if seed is not None or self._np_random is None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
-            self._decks = DeckShuffler(self._np_random)
+            self._decks = DeckShuffler(self._np_random, rules=self.rules)
         rng = self._np_random
         first_seat = int(rng.integers(self.num_players)) if first is None else first
         cards = self._decks.next_array() if deck is None else np.array(deck, dtype=np.uint8)

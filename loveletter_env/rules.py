@@ -1,8 +1,53 @@
-"""Rule presets: the few points where the source rule texts disagree."""
+"""Rule presets: the few points where the source rule texts disagree, and the ladder.
+
+The ladder's rungs (``mini6`` .. ``mini9``) are 2-player research presets: a fixed set of
+cards stays in play (the set-aside card, both hands and the draw pile) and every other
+card is dealt face up before play, so the game tree is small enough to solve exactly.
+"""
 
 from __future__ import annotations
 
+import operator
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from .cards import (
+    BARON,
+    CARD_COUNTS,
+    CARD_NAMES,
+    CARD_VALUES,
+    DECK_SIZE,
+    FULL_DECK,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
+    validate_deck,
+)
+
+#: 2-player rounds of the printed rules lay this many cards face up after the set-aside card.
+FACE_UP_CARDS_2P = 3
+#: The fewest cards a rung may keep in play: the set-aside card, two hands and one to draw.
+MIN_IN_PLAY = 4
+
+
+def describe_cards(cards: Sequence[int]) -> str:
+    """``"Guard x2, Priest, Princess"``: a multiset of card values in words, by value."""
+    counts = Counter(cards)
+    return (
+        ", ".join(
+            CARD_NAMES[v] + (f" x{counts[v]}" if counts[v] > 1 else "") for v in sorted(counts) if v in CARD_NAMES
+        )
+        or "no cards"
+    )
+
+
+def _multiset_difference(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    """The cards of ``a`` left after removing those of ``b`` (sorted, copies counted)."""
+    return sorted((Counter(a) - Counter(b)).elements())
 
 
 @dataclass(frozen=True)
@@ -15,23 +60,120 @@ class Rules:
         discard_sum_tiebreak: at a showdown tie, the highest sum of discards wins
             (``classic``); when False, all tied players share the round (``pegasus``).
         king_ignores_handmaid: the King may choose a player protected by a Handmaid.
+        in_play: a ladder rung (2 players only): the cards that stay in play, the
+            set-aside card, both hands and the draw pile (stored sorted). Every other card
+            is dealt face up before play, the same cards every round. ``None`` (the
+            printed rules): the whole deck is shuffled and, at 2 players, 3 cards go face up.
     """
 
     name: str = "classic"
     tokens_to_win: tuple[int, int, int] = (7, 5, 4)
     discard_sum_tiebreak: bool = True
     king_ignores_handmaid: bool = False
+    in_play: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.in_play is None:
+            return
+        try:
+            items = list(self.in_play)
+            cards = sorted(map(operator.index, items))
+        except TypeError:
+            raise ValueError(f"in_play must be a sequence of card values 1..8, got {self.in_play!r}") from None
+        if any(isinstance(c, bool) for c in items) or any(c not in CARD_NAMES for c in cards):
+            raise ValueError(f"in_play must hold card values 1..8, got {self.in_play!r}")
+        too_many = [v for v in CARD_VALUES if cards.count(v) > CARD_COUNTS[v]]
+        if too_many:
+            words = ", ".join(f"{CARD_NAMES[v]} x{cards.count(v)} (the deck has {CARD_COUNTS[v]})" for v in too_many)
+            raise ValueError(f"in_play holds more copies than the deck: {words}")
+        if not MIN_IN_PLAY <= len(cards) <= DECK_SIZE:
+            raise ValueError(
+                f"in_play must keep {MIN_IN_PLAY} to {DECK_SIZE} cards in play (the set-aside card, "
+                f"two hands and at least one to draw), got {len(cards)}"
+            )
+        object.__setattr__(self, "in_play", tuple(cards))
 
     def tokens_needed(self, num_players: int) -> int:
         """Tokens a player needs to win a game of ``num_players``."""
         return self.tokens_to_win[num_players - 2]
+
+    @property
+    def is_rung(self) -> bool:
+        """Whether these rules are a ladder rung (a fixed set of cards in play, 2 players only)."""
+        return self.in_play is not None
+
+    @property
+    def face_up_cards(self) -> tuple[int, ...] | None:
+        """A rung's face-up cards (every card not in play, sorted); ``None`` off the ladder,
+        where the face-up cards are whatever the shuffle lays there."""
+        return None if self.in_play is None else tuple(_multiset_difference(FULL_DECK, self.in_play))
+
+    def face_up_count(self, num_players: int) -> int:
+        """How many cards a round lays face up after the set-aside card."""
+        if self.in_play is not None:
+            return DECK_SIZE - len(self.in_play)
+        return FACE_UP_CARDS_2P if num_players == 2 else 0
+
+    def in_play_positions(self, num_players: int) -> tuple[int, ...]:
+        """Deck positions (0 = top) of the cards a round keeps in play: the set-aside card,
+        then everything after the face-up cards."""
+        return (0, *range(1 + self.face_up_count(num_players), DECK_SIZE))
+
+    def check_num_players(self, num_players: int) -> int:
+        """``num_players`` if these rules can be played at that table (a rung is 2-player
+        only); else a ``ValueError`` saying why."""
+        if self.in_play is not None and num_players != 2:
+            raise ValueError(
+                f"rules {self.name!r} are a ladder rung, played by 2 players only; got num_players={num_players!r}"
+            )
+        return num_players
+
+    def check_deck(self, deck: Sequence[int]) -> tuple[int, ...]:
+        """``deck`` as a tuple if it can deal a round under these rules: a permutation of the
+        16 cards (:func:`~loveletter_env.cards.validate_deck`) and, on a rung, positions 1 to
+        16 - k holding exactly the face-up cards, in any order. Else a ``ValueError`` naming
+        the problem."""
+        cards = validate_deck(deck)
+        face_up = self.face_up_cards
+        if face_up is None:
+            return cards
+        held = cards[1 : 1 + len(face_up)]
+        if sorted(held) != list(face_up):
+            missing = _multiset_difference(face_up, held)
+            extra = _multiset_difference(held, face_up)
+            raise ValueError(
+                f"on rules {self.name!r}, deck positions 1 to {len(face_up)} must hold the face-up cards "
+                f"({describe_cards(face_up)}) in any order; they lack {describe_cards(missing)} "
+                f"and hold {describe_cards(extra)} instead"
+            )
+        return cards
+
+    def deck_from_in_play(self, order: Sequence[int]) -> tuple[int, ...]:
+        """A rung's deck dealing the cards in play in ``order`` (top first: the set-aside
+        card, then the hands and the draw pile), the face-up cards sorted between."""
+        face_up = self.face_up_cards
+        if face_up is None:
+            raise ValueError(f"rules {self.name!r} are not a ladder rung: every card is shuffled")
+        if sorted(order) != list(self.in_play or ()):
+            raise ValueError(
+                f"order must be a permutation of the cards in play on rules {self.name!r} "
+                f"({describe_cards(self.in_play or ())}), got {list(order)!r}"
+            )
+        return (order[0], *face_up, *order[1:])
 
 
 CLASSIC = Rules()
 PEGASUS = Rules(name="pegasus", tokens_to_win=(5, 4, 3), discard_sum_tiebreak=False)
 KING_IGNORES_HANDMAID = Rules(name="king_ignores_handmaid", king_ignores_handmaid=True)
 
-PRESETS: dict[str, Rules] = {r.name: r for r in (CLASSIC, PEGASUS, KING_IGNORES_HANDMAID)}
+#: The ladder: classic rules with fewer cards in play, each rung one card more than the last.
+MINI6 = Rules(name="mini6", in_play=(GUARD, GUARD, PRIEST, BARON, PRINCE, PRINCESS))
+MINI7 = Rules(name="mini7", in_play=(*(MINI6.in_play or ()), KING))
+MINI8 = Rules(name="mini8", in_play=(*(MINI7.in_play or ()), HANDMAID))
+MINI9 = Rules(name="mini9", in_play=(*(MINI8.in_play or ()), GUARD))
+LADDER: tuple[Rules, ...] = (MINI6, MINI7, MINI8, MINI9)
+
+PRESETS: dict[str, Rules] = {r.name: r for r in (CLASSIC, PEGASUS, KING_IGNORES_HANDMAID, *LADDER)}
 
 
 def resolve_rules(rules: str | Rules) -> Rules:
@@ -46,3 +188,12 @@ def resolve_rules(rules: str | Rules) -> Rules:
                 f"unknown rules preset {rules!r}; choose one of {sorted(PRESETS)} or pass a Rules object"
             ) from None
     raise ValueError(f"rules must be a preset name or a Rules object, got {type(rules).__name__}")
+
+
+def check_rules_for_table(rules: str | Rules, num_players: int) -> Rules:
+    """The :class:`Rules` for ``rules`` if they can be played by ``num_players`` (2..4,
+    already checked); a ``ValueError`` naming the problem otherwise. Every entry point that
+    takes both a rule preset and a table size checks them here."""
+    resolved = resolve_rules(rules)
+    resolved.check_num_players(num_players)
+    return resolved

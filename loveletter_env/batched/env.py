@@ -21,13 +21,14 @@ from ..actions import NUM_ACTIONS, describe_action
 from ..cards import DECK_SIZE
 from ..core import RECORD_SIZE, kernels, mt19937, new_records
 from ..core.decks import deck_tables
+from ..core.layout import DECK as DECK_AT
 from ..engine import MAX_PLAYERS, MIN_PLAYERS
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from ..validation import check_episode
 from . import engine
 from .observe import discard_scratch, encode_observations
-from .shuffle import shuffled_decks
+from .shuffle import deck_draws, shuffled_decks
 from .state import BatchedState, empty_state, state_from_records
 from .tables import MAX_SEATS, tables_for
 
@@ -90,6 +91,13 @@ class BatchedLoveLetter:
         self.num_games = num_games
         self.validate_actions = validate_actions
         self._players = _table_sizes(num_players, num_games, self.device)
+        for size in self._players.unique().tolist():
+            self.rules.check_num_players(size)
+        if self.rules.is_rung and self.device.type != "cpu":
+            raise ValueError(
+                f"rules {self.rules.name!r} are a ladder rung, which the batched env plays on CPU only "
+                f"(the compiled core); got device {self.device}"
+            )
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(seed))
         self._mask: torch.Tensor | None = None
@@ -348,8 +356,15 @@ class BatchedLoveLetter:
 
     # Randomness ------------------------------------------------------------------------
     def _shuffled_decks(self) -> torch.Tensor:
-        """int8 [N, 16]: a uniformly shuffled deck per game."""
-        return shuffled_decks(self.num_games, self.generator, self.device)
+        """int8 [N, 16]: a uniformly shuffled deck per game (on a ladder rung, only the cards
+        in play are shuffled, from the same draws, as the compiled deal does)."""
+        if not self.rules.is_rung:
+            return shuffled_decks(self.num_games, self.generator, self.device)
+        draws = deck_draws(self.num_games, self.generator, self.device).T.contiguous().numpy()
+        decks = self._records[:, DECK_AT : DECK_AT + DECK_SIZE].copy()  # type: ignore[index]
+        orders, placements = self._deck_tables
+        kernels.shuffle_in_play_batch(decks, self.rules.face_up_count(2), orders, placements, draws)
+        return torch.from_numpy(decks.astype(np.int8))
 
     def _random_first_players(self) -> torch.Tensor:
         u = torch.rand(self.num_games, generator=self.generator, device=self.device)
@@ -402,6 +417,16 @@ class BatchedLoveLetter:
             games = bad.nonzero().flatten().tolist()
             listed = "; ".join(f"game {g}: {decks[g].tolist()}" for g in games[:_MAX_LISTED])
             raise ValueError(f"decks must be permutations of the 16 cards; {len(games)} are not: {listed}")
+        face_up = self.rules.face_up_cards
+        if face_up is not None:
+            shown = decks[:, 1 : 1 + len(face_up)].long().sort(1).values
+            bad = (shown != torch.tensor(face_up, device=decks.device)).any(1)
+            if bool(bad.any()):
+                games = bad.nonzero().flatten().tolist()
+                try:
+                    self.rules.check_deck(decks[games[0]].tolist())
+                except ValueError as error:
+                    raise ValueError(f"{len(games)} deck(s) lack the face-up cards; game {games[0]}: {error}") from None
         return decks.to(torch.int8)
 
     def _check_actions_legal(self, actions: torch.Tensor, mask: torch.Tensor) -> None:

@@ -30,8 +30,11 @@ __all__ = ["kernels", "layout", "RECORD_SIZE", "new_records", "record_from_state
 
 def new_records(num_players: np.ndarray | Sequence[int], rules: Rules) -> np.ndarray:
     """uint8 [N, RECORD_SIZE]: N games (table sizes ``num_players``, already checked to be
-    2..4) with no round dealt yet."""
+    2..4) with no round dealt yet. A ladder rung refuses tables of 3 or 4 players; its
+    records hold a deck of the rung (face-up cards sorted), which a seeded deal reorders."""
     sizes = np.asarray(num_players, dtype=np.int64)
+    for size in np.unique(sizes).tolist():
+        rules.check_num_players(size)
     records = np.zeros((sizes.shape[0], RECORD_SIZE), dtype=np.uint8)
     records[:, layout.NUM_PLAYERS] = sizes
     records[:, layout.TOKENS_TO_WIN] = np.asarray(rules.tokens_to_win, dtype=np.int64)[sizes - 2]
@@ -39,6 +42,10 @@ def new_records(num_players: np.ndarray | Sequence[int], rules: Rules) -> np.nda
     records[:, layout.RULE_KING_IGNORES_HANDMAID] = rules.king_ignores_handmaid
     records[:, layout.ROUND_OVER] = 1
     records[:, layout.OUT : layout.OUT + MAX_SEATS] = np.arange(MAX_SEATS) >= sizes[:, None]
+    records[:, layout.FACE_UP] = [rules.face_up_count(size) for size in sizes.tolist()]
+    if rules.in_play is not None:
+        records[:, layout.FACE_UP_FIXED] = 1
+        records[:, layout.DECK : layout.DECK + DECK_SIZE] = rules.deck_from_in_play(rules.in_play)
     return records
 
 

@@ -17,7 +17,6 @@ import numpy as np
 from numba import njit
 
 from ..cards import BARON, DECK_SIZE, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
-from ..engine import FACE_UP_CARDS_2P
 from .layout import (
     BYTE_BITS,
     CARD_OF_ACTION,
@@ -28,6 +27,8 @@ from .layout import (
     DISCARDED,
     DISCARDS,
     DRAWN,
+    FACE_UP,
+    FACE_UP_FIXED,
     GAME_OVER,
     GAME_WINNERS,
     GUESS_OF_ACTION,
@@ -130,11 +131,11 @@ def start_round(r, deck, first_player):
     # Contiguous blocks (see the layout): hands, out, protected, discard counts, ruled-out
     # masks and round winners; then knowledge and discards to the end of the record.
     r[HANDS:GAME_WINNERS] = 0
-    r[KNOWN:] = 0
+    r[KNOWN:FACE_UP] = 0
     for seat in range(n, MAX_SEATS):
         r[OUT + seat] = 1
-    # Set-aside card, then the 2-player face-up cards, then one card each in turn order.
-    dealt = 1 + (FACE_UP_CARDS_2P if n == 2 else 0)
+    # Set-aside card, then the face-up cards, then one card each in turn order.
+    dealt = 1 + np.int64(r[FACE_UP])
     for i in range(n):
         r[HANDS + _wrap(first_player + i, n)] = r[DECK + dealt + i]
     r[NEXT_CARD] = dealt + n
@@ -444,11 +445,10 @@ def observe_into(r, observer, out):
         card = np.int64(r[DRAWN])
         out[OBS_HAND + card - 1] += 1.0
         located += _one_copy(card)
-    if n == 2:
-        for i in range(1, 1 + FACE_UP_CARDS_2P):
-            card = np.int64(r[DECK + i])
-            out[OBS_FACE_UP + card - 1] += 1.0
-            located += _one_copy(card)
+    for i in range(1, 1 + np.int64(r[FACE_UP])):
+        card = np.int64(r[DECK + i])
+        out[OBS_FACE_UP + card - 1] += 1.0
+        located += _one_copy(card)
 
     for k in range(n):
         seat = _wrap(observer + k, n)
@@ -525,16 +525,57 @@ def deal_shuffled(r, orders, placements, first_order, second_order, placement, f
     """Deal ``r`` a new round from the deck three row indices pick: the sorted deck's
     first 8 cards in the order ``orders[first_order]``, its last 8 in the order
     ``orders[second_order]``, placed at the positions ``placements[placement]`` (the
-    construction of :func:`loveletter_env.batched.shuffle.shuffled_decks`)."""
+    construction of :func:`loveletter_env.batched.shuffle.shuffled_decks`). On a ladder
+    rung only the cards in play move (see :func:`shuffle_in_play`)."""
     deck = r[DECK : DECK + DECK_SIZE]  # dealt in place: start_round copies a deck onto itself
     half = DECK_SIZE // 2
     first = orders[first_order]
     second = orders[second_order]
     positions = placements[placement]
-    for j in range(half):
-        deck[positions[j]] = DECK_HALVES[0, first[j]]
-        deck[positions[half + j]] = DECK_HALVES[1, second[j]]
+    if r[FACE_UP_FIXED]:
+        shuffle_in_play(deck, np.int64(r[FACE_UP]), first, second, positions)
+    else:
+        for j in range(half):
+            deck[positions[j]] = DECK_HALVES[0, first[j]]
+            deck[positions[half + j]] = DECK_HALVES[1, second[j]]
     start_round(r, deck, first_player)
+
+
+@njit(cache=True)
+def shuffle_in_play(deck, face_up, first, second, positions):
+    """Reorder a ladder rung's cards in play (deck position 0 and those after the
+    ``face_up`` face-up cards) uniformly at random, in place, from the same draws as
+    :func:`deal_shuffled`; the face-up cards stay where they are.
+
+    The draws place the labels 0..15 uniformly at random over the 16 positions (the
+    first 8 at ``positions[:8]`` in the order ``first``, the others at ``positions[8:]``
+    in the order ``second``). Label ``l`` stands for the card at position ``l`` before
+    the shuffle; the labels of the cards in play, read in the order of the positions
+    they land on, are a uniformly random order of them, and the cards in play are
+    dealt back in that order. Labels and cards are packed 4 bits a position in two
+    words, so the shuffle needs no scratch array."""
+    half = DECK_SIZE // 2
+    labels = np.uint64(0)
+    before = np.uint64(0)
+    for j in range(half):
+        labels |= np.uint64(first[j]) << np.uint64(4 * positions[j])
+        labels |= np.uint64(half + second[j]) << np.uint64(4 * positions[half + j])
+    for p in range(DECK_SIZE):
+        before |= np.uint64(deck[p]) << np.uint64(4 * p)
+    slot = 0
+    for p in range(DECK_SIZE):
+        label = np.int64((labels >> np.uint64(4 * p)) & np.uint64(15))
+        if label == 0 or label > face_up:
+            deck[0 if slot == 0 else face_up + slot] = (before >> np.uint64(4 * label)) & np.uint64(15)
+            slot += 1
+
+
+@njit(cache=True)
+def shuffle_in_play_batch(decks, face_up, orders, placements, draws):
+    """:func:`shuffle_in_play` on every row of ``decks`` [N, 16], game ``g`` from the
+    draws ``draws[:, g]`` (as :func:`deal_shuffled` takes them)."""
+    for g in range(decks.shape[0]):
+        shuffle_in_play(decks[g], face_up, orders[draws[0, g]], orders[draws[1, g]], placements[draws[2, g]])
 
 
 @njit(cache=True)

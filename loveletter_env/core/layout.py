@@ -57,7 +57,10 @@ KNOWN = 60  # [observer, player]
 SEEN = 76  # [observer, player]: the player can tell that observer knows its card
 DISCARDED = 92  # [seat, value - 1]: copies of each value discarded this round
 DISCARDS = 124  # [seat, slot]: discards in order
-RECORD_SIZE = DISCARDS + MAX_SEATS * MAX_DISCARDS  # 188
+# Fixed for the game, after every round field (a new round clears KNOWN up to here).
+FACE_UP = DISCARDS + MAX_SEATS * MAX_DISCARDS  # 188: cards a round lays face up after the set-aside one
+FACE_UP_FIXED = FACE_UP + 1  # 1 on a ladder rung: the face-up cards stay; a deal shuffles the others
+RECORD_SIZE = FACE_UP_FIXED + 1  # 190
 
 assert MAX_DISCARDS == DECK_SIZE
 

@@ -108,7 +108,7 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         options = dict(options or {})
         seat = options.pop("learner_seat", self.fixed_learner_seat)
         self._check_seat(seat, "learner_seat")
-        check_reset_options(options, self.num_players)
+        check_reset_options(options, self.num_players, self.aec.rules)
         super().reset(seed=seed)
         rng = self.np_random
         self.learner_seat = int(rng.integers(self.num_players)) if seat is None else int(seat)
