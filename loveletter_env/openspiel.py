@@ -74,30 +74,21 @@ def round_returns(num_players: int, winners: Sequence[int]) -> list[float]:
 class DealPlan:
     """Which deck positions chance deals, and from which cards.
 
-    ``fixed`` holds the cards at positions no chance node decides (a rung's face-up cards),
-    ``chance_positions`` the positions chance fills, in order, and ``counts[v]`` how many
-    copies of value ``v`` chance deals in all.
+    ``fixed`` holds the cards at positions no chance node decides (a rung's face-up cards,
+    sorted), ``chance_positions`` the positions chance fills, in order, ``counts[v]`` how
+    many copies of value ``v`` chance deals in all, and ``max_turns`` the most moves a
+    round can take (every turn begins with a draw from the pile).
     """
 
     def __init__(self, rules: Rules, num_players: int):
-        face_up = _fixed_face_up(rules, num_players)
+        face_up = rules.face_up_cards or ()
         self.fixed: dict[int, int] = {1 + i: card for i, card in enumerate(face_up)}
         self.chance_positions: tuple[int, ...] = tuple(p for p in range(DECK_SIZE) if p not in self.fixed)
         counts = dict(CARD_COUNTS)
         for card in face_up:
             counts[card] -= 1
         self.counts: dict[int, int] = counts
-
-    def max_turns(self, num_players: int) -> int:
-        """An upper bound on the moves of a round: every turn starts with a draw from the pile."""
-        dealt_before_play = 1 + (3 if num_players == 2 and not self.fixed else len(self.fixed)) + num_players
-        return DECK_SIZE - dealt_before_play
-
-
-def _fixed_face_up(rules: Rules, num_players: int) -> tuple[int, ...]:
-    """The face-up cards a preset fixes before the deal (none outside the ladder rungs)."""
-    face_up = getattr(rules, "face_up", ())
-    return tuple(sorted(face_up)) if face_up else ()
+        self.max_turns = DECK_SIZE - (1 + rules.face_up_count(num_players) + num_players)
 
 
 class LoveLetterGame(pyspiel.Game):
@@ -113,10 +104,8 @@ class LoveLetterGame(pyspiel.Game):
         if not isinstance(rules_name, str) or rules_name not in PRESETS:
             raise ValueError(f"rules must be one of {sorted(PRESETS)}, got {rules_name!r}")
         self.rules: Rules = resolve_rules(rules_name)
-        # The engine refuses a preset that cannot be played at this table size: ask it first.
-        engine.GameState(num_players, self.rules)
+        self.rules.check_num_players(num_players)  # a rung is 2-player only
         self.plan = DealPlan(self.rules, num_players)
-        self.max_turns = self.plan.max_turns(num_players)
         info = pyspiel.GameInfo(
             num_distinct_actions=NUM_ACTIONS,
             max_chance_outcomes=NUM_CARD_TYPES,
@@ -124,7 +113,7 @@ class LoveLetterGame(pyspiel.Game):
             min_utility=-1.0,
             max_utility=float(num_players - 1),
             utility_sum=0.0,
-            max_game_length=self.max_turns,
+            max_game_length=self.plan.max_turns,
         )
         super().__init__(_GAME_TYPE, info, {"players": num_players, "rules": rules_name})
 
@@ -162,53 +151,84 @@ class Snapshot:
         self.discarded = tuple(len(d) for d in state.discards)
 
 
+class _Table:
+    """What every state of one game shares and never changes: table size, rules and deal plan.
+
+    pyspiel clones a Python state by deep-copying its attributes; this one is shared, not copied.
+    """
+
+    def __init__(self, num_players: int, rules: Rules, plan: DealPlan):
+        self.num_players = num_players
+        self.rules = rules
+        self.plan = plan
+
+    def __deepcopy__(self, memo: dict) -> _Table:
+        return self
+
+
+class _Round:
+    """The mutable part of a state: the deal so far, then the engine's game and the snapshots."""
+
+    def __init__(self, table: _Table):
+        self.deck = [0] * DECK_SIZE
+        for position, card in table.plan.fixed.items():
+            self.deck[position] = card
+        self.to_deal = dict(table.plan.counts)
+        self.dealt = 0
+        self.engine: engine.GameState | None = None
+        self.snapshots: list[Snapshot] = []
+
+    def __deepcopy__(self, memo: dict) -> _Round:
+        # pyspiel clones states by deep-copying their attributes: the engine's clone is much faster.
+        clone = _Round.__new__(_Round)
+        clone.deck = self.deck[:]
+        clone.to_deal = dict(self.to_deal)
+        clone.dealt = self.dealt
+        clone.engine = None if self.engine is None else self.engine.clone()
+        clone.snapshots = self.snapshots[:]  # snapshots never change once taken
+        return clone
+
+
 class LoveLetterState(pyspiel.State):
     """A round in progress: the deal (chance nodes), then the engine's game state."""
 
     def __init__(self, game: LoveLetterGame):
         super().__init__(game)
-        self._game = game
-        self._n = game.num_players()
-        self._deck = [0] * DECK_SIZE
-        for position, card in game.plan.fixed.items():
-            self._deck[position] = card
-        self._to_deal = dict(game.plan.counts)
-        self._dealt = 0
-        self.engine: engine.GameState | None = None
-        #: One snapshot after the deal, then one after every move.
-        self.snapshots: list[Snapshot] = []
+        self._table = _Table(game.num_players(), game.rules, game.plan)
+        self._round = _Round(self._table)
 
-    def __deepcopy__(self, memo: dict) -> LoveLetterState:
-        # pyspiel clones a Python state with copy.deepcopy; this skips the generic walk.
-        clone = LoveLetterState.__new__(LoveLetterState)
-        pyspiel.State.__init__(clone, self._game)
-        clone.__dict__.update(self.__dict__)
-        clone._deck = self._deck[:]
-        clone._to_deal = dict(self._to_deal)
-        clone.engine = None if self.engine is None else self.engine.clone()
-        clone.snapshots = self.snapshots[:]
-        return clone
+    @property
+    def engine(self) -> engine.GameState | None:
+        """The engine's game state once the deal is done (``None`` while chance deals)."""
+        return self._round.engine
+
+    @property
+    def snapshots(self) -> list[Snapshot]:
+        """One snapshot after the deal, then one after every move."""
+        return self._round.snapshots
 
     # The deal ------------------------------------------------------------------
     def _deal(self, card: int) -> None:
-        plan = self._game.plan
-        self._deck[plan.chance_positions[self._dealt]] = card
-        self._to_deal[card] -= 1
-        self._dealt += 1
-        left = [v for v in CARD_VALUES if self._to_deal[v]]
+        plan = self._table.plan
+        deal = self._round
+        deal.deck[plan.chance_positions[deal.dealt]] = card
+        deal.to_deal[card] -= 1
+        deal.dealt += 1
+        left = [v for v in CARD_VALUES if deal.to_deal[v]]
         if len(left) == 1:  # only copies of one card are left: their places are no longer chance
-            for position in plan.chance_positions[self._dealt :]:
-                self._deck[position] = left[0]
-            self._dealt = len(plan.chance_positions)
-            self._to_deal[left[0]] = 0
-        if self._dealt == len(plan.chance_positions):
-            self.engine = engine.new_game(self._n, self._deck, first_player=0, rules=self._game.rules)
-            self.snapshots.append(Snapshot(self.engine, -1, -1))
+            for position in plan.chance_positions[deal.dealt :]:
+                deal.deck[position] = left[0]
+            deal.dealt = len(plan.chance_positions)
+            deal.to_deal[left[0]] = 0
+        if deal.dealt == len(plan.chance_positions):
+            deal.engine = engine.new_game(self._table.num_players, deal.deck, first_player=0, rules=self._table.rules)
+            deal.snapshots.append(Snapshot(deal.engine, -1, -1))
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         """Each card still to deal, as ``(value - 1, copies left / cards left)``."""
-        total = sum(self._to_deal.values())
-        return [(v - 1, count / total) for v, count in self._to_deal.items() if count]
+        to_deal = self._round.to_deal
+        total = sum(to_deal.values())
+        return [(v - 1, count / total) for v, count in to_deal.items() if count]
 
     # OpenSpiel's state API -----------------------------------------------------
     def current_player(self) -> int:
@@ -223,29 +243,30 @@ class LoveLetterState(pyspiel.State):
         return list(engine.legal_actions(self.engine))
 
     def _apply_action(self, action: int) -> None:
-        if self.engine is None:
+        game = self._round.engine
+        if game is None:
             self._deal(int(action) + 1)
             return
-        actor = self.engine.current
-        engine.step(self.engine, int(action))
-        self.snapshots.append(Snapshot(self.engine, actor, int(action)))
+        actor = game.current
+        engine.step(game, int(action))
+        self._round.snapshots.append(Snapshot(game, actor, int(action)))
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:
             return f"deal {card_name(int(action) + 1)}"
-        return describe_action(int(action), player, self._n)
+        return describe_action(int(action), player, self._table.num_players)
 
     def is_terminal(self) -> bool:
         return self.engine is not None and self.engine.round_over
 
     def returns(self) -> list[float]:
-        if not self.is_terminal():
-            return [0.0] * self._n
-        assert self.engine is not None
-        return round_returns(self._n, self.engine.round_winners)
+        game = self._round.engine
+        if game is None or not game.round_over:
+            return [0.0] * self._table.num_players
+        return round_returns(self._table.num_players, game.round_winners)
 
     def __str__(self) -> str:
-        deck = " ".join(card_name(c) if c else "?" for c in self._deck)
+        deck = " ".join(card_name(c) if c else "?" for c in self._round.deck)
         if self.engine is None:
             return f"dealing: {deck}"
         moves = "; ".join(narrate(event, -1) for event in self.engine.history)
@@ -287,7 +308,7 @@ class InformationStateObserver:
 
     def __init__(self, game: LoveLetterGame):
         self.num_players = game.num_players()
-        moves = game.max_turns
+        moves = game.plan.max_turns
         pieces = [
             ("observation", (OBSERVATION_SIZE,)),
             ("dealt", (NUM_CARD_TYPES,)),

@@ -26,7 +26,7 @@ from loveletter_env.cards import BARON, FULL_DECK, GUARD, KING, PRIEST, PRINCE  
 from loveletter_env.openspiel import GAME_NAME, LoveLetterState, round_returns  # noqa: E402
 from loveletter_env.rules import PRESETS  # noqa: E402
 
-RUNGS = tuple(name for name, rules in PRESETS.items() if getattr(rules, "in_play", None) is not None)
+RUNGS = tuple(name for name, rules in PRESETS.items() if rules.is_rung)
 FULL_PRESETS = tuple(name for name in PRESETS if name not in RUNGS)
 #: Every table size and preset the game accepts: the full presets at 2-4 players, the rungs at 2.
 TABLES = [(n, name) for name in FULL_PRESETS for n in (2, 3, 4)] + [(2, name) for name in RUNGS]
@@ -39,7 +39,7 @@ def load(players: int = 2, rules: str = "classic") -> pyspiel.Game:
 def random_deck(rules: str, rng: random.Random) -> tuple[int, ...]:
     """A shuffled deck that ``rules`` can deal (on a rung, only the cards in play are shuffled)."""
     preset = PRESETS[rules]
-    if getattr(preset, "in_play", None) is not None:
+    if preset.is_rung:
         order = list(preset.in_play)
         rng.shuffle(order)
         return preset.deck_from_in_play(order)
@@ -118,7 +118,6 @@ def test_unknown_or_mistyped_parameters_are_refused():
         pyspiel.load_game(GAME_NAME, {"players": "3"})
 
 
-@pytest.mark.skipif(not RUNGS, reason="no ladder rungs among the presets")
 @pytest.mark.parametrize("players", [3, 4])
 def test_a_rung_at_more_than_two_players_is_refused(players):
     with pytest.raises(ValueError, match="2 players only"):
@@ -173,8 +172,6 @@ def test_chance_deals_each_card_with_its_exact_probability(players, rules):
 
 
 def test_a_rung_fixes_its_face_up_cards():
-    if not RUNGS:
-        pytest.skip("no ladder rungs among the presets")
     for name in RUNGS:
         game = load(2, name)
         state = play_randomly(game.new_initial_state(), random.Random(0))[-1]
