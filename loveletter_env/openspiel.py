@@ -16,16 +16,25 @@ Parameters (``pyspiel.load_game("love_letter", {"players": 3, "rules": "pegasus"
 
 * ``players``: 2, 3 or 4 (default 2).
 * ``rules``: a preset name from :data:`loveletter_env.rules.PRESETS` (default ``"classic"``).
+* ``information``: what a player's information state holds (default ``"full"``).
+
+  - ``"full"``: the game as played at a table. Every move is announced in full (card,
+    target, a Guard's guess), so a player's information state is every move so far and
+    what the player saw after each: its hand, the cards it knows others hold, the cards
+    discarded (its observation after every move, plus the move itself). The tensor holds
+    the current observation vector, the hand dealt, then per move: who moved (seat offset),
+    the action, and the player's hand, known cards and the cards discarded after it.
+  - ``"observations"``: what the env shows a player, remembered: its observation vector at
+    each of its decisions, and the action it took there (the information sets of
+    ``training.solve`` and of the project's agents, which see only observations). The env's
+    observation does not show a missed Guard's guess against the observer, so this game
+    differs from ``"full"``: on ``mini6``, player 0's equilibrium score is 0.579 here and
+    about 0.552 in ``"full"``.
 
 Returns: each of the k winners of the round gets (n - k) / k and every other player -1, so
 they sum to zero: +1 / -1 at 2 players, and 0 each for a shared win. In the score units of
 the project's solver (1 a win, 1/2 a shared win, 0 a loss), a 2-player return is
 2 * score - 1.
-
-Information states are perfect recall: for the observing player, the deal they saw (their
-hand, the face-up cards), then for every turn the move played (moves are public), and what
-the player knew right after it (their hand, the cards they know others hold, the cards
-discarded that turn). The tensor also holds the current observation vector.
 """
 
 from __future__ import annotations
@@ -45,7 +54,9 @@ from .rules import PRESETS, Rules, resolve_rules
 from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players
 
 GAME_NAME = "love_letter"
-DEFAULT_PARAMETERS: dict[str, Any] = {"players": 2, "rules": "classic"}
+#: What a player's information state holds (the ``information`` parameter).
+INFORMATION_KINDS: tuple[str, ...] = ("full", "observations")
+DEFAULT_PARAMETERS: dict[str, Any] = {"players": 2, "rules": "classic", "information": "full"}
 
 _GAME_TYPE = pyspiel.GameType(
     short_name=GAME_NAME,
@@ -72,7 +83,7 @@ def round_returns(num_players: int, winners: Sequence[int]) -> list[float]:
 
 
 class DealPlan:
-    """Which deck positions chance deals, and from which cards.
+    """One game's constants: its table size and rules, and which deck positions chance deals.
 
     ``fixed`` holds the cards at positions no chance node decides (a rung's face-up cards,
     sorted), ``chance_positions`` the positions chance fills, in order, ``counts[v]`` how
@@ -80,7 +91,10 @@ class DealPlan:
     round can take (every turn begins with a draw from the pile).
     """
 
-    def __init__(self, rules: Rules, num_players: int):
+    def __init__(self, rules: Rules, num_players: int, information: str = "full"):
+        self.rules = rules
+        self.num_players = num_players
+        self.information = information
         face_up = rules.face_up_cards or ()
         self.fixed: dict[int, int] = {1 + i: card for i, card in enumerate(face_up)}
         self.chance_positions: tuple[int, ...] = tuple(p for p in range(DECK_SIZE) if p not in self.fixed)
@@ -89,6 +103,9 @@ class DealPlan:
             counts[card] -= 1
         self.counts: dict[int, int] = counts
         self.max_turns = DECK_SIZE - (1 + rules.face_up_count(num_players) + num_players)
+
+    def __deepcopy__(self, memo: dict) -> DealPlan:
+        return self  # never changes: every state of a game shares it
 
 
 class LoveLetterGame(pyspiel.Game):
@@ -105,7 +122,10 @@ class LoveLetterGame(pyspiel.Game):
             raise ValueError(f"rules must be one of {sorted(PRESETS)}, got {rules_name!r}")
         self.rules: Rules = resolve_rules(rules_name)
         self.rules.check_num_players(num_players)  # a rung is 2-player only
-        self.plan = DealPlan(self.rules, num_players)
+        information = params["information"]
+        if information not in INFORMATION_KINDS:
+            raise ValueError(f"information must be one of {list(INFORMATION_KINDS)}, got {information!r}")
+        self.plan = DealPlan(self.rules, num_players, information)
         info = pyspiel.GameInfo(
             num_distinct_actions=NUM_ACTIONS,
             max_chance_outcomes=NUM_CARD_TYPES,
@@ -115,7 +135,7 @@ class LoveLetterGame(pyspiel.Game):
             utility_sum=0.0,
             max_game_length=self.plan.max_turns,
         )
-        super().__init__(_GAME_TYPE, info, {"players": num_players, "rules": rules_name})
+        super().__init__(_GAME_TYPE, info, {"players": num_players, "rules": rules_name, "information": information})
 
     def new_initial_state(self) -> LoveLetterState:
         """The round before the deal: a chance node."""
@@ -132,55 +152,46 @@ class LoveLetterGame(pyspiel.Game):
                 "love_letter observes for one player with public information "
                 f"(public_info=True, private_info=SINGLE_PLAYER), got {iig_obs_type}"
             )
-        if iig_obs_type.perfect_recall:
-            return InformationStateObserver(self)
-        return EnvObservationObserver()
+        if not iig_obs_type.perfect_recall:
+            return EnvObservationObserver()
+        if self.plan.information == "observations":
+            return ObservationHistoryObserver(self)
+        return InformationStateObserver(self)
 
 
 class Snapshot:
     """What one moment of the round shows each seat: hands, known cards, discard counts."""
 
-    __slots__ = ("actor", "action", "hands", "known", "discarded")
+    __slots__ = ("actor", "action", "hands", "known", "discarded", "decision")
 
-    def __init__(self, state: engine.GameState, actor: int, action: int):
+    def __init__(self, state: engine.GameState, actor: int, action: int, decision: np.ndarray | None = None):
         n = state.num_players
         self.actor = actor
         self.action = action
-        self.hands = tuple(state.hand_of(p) for p in range(n))
-        self.known = tuple(tuple(row) for row in state.known)
-        self.discarded = tuple(len(d) for d in state.discards)
-
-
-class _Table:
-    """What every state of one game shares and never changes: table size, rules and deal plan.
-
-    pyspiel clones a Python state by deep-copying its attributes; this one is shared, not copied.
-    """
-
-    def __init__(self, num_players: int, rules: Rules, plan: DealPlan):
-        self.num_players = num_players
-        self.rules = rules
-        self.plan = plan
-
-    def __deepcopy__(self, memo: dict) -> _Table:
-        return self
+        #: ``information="observations"``: the actor's observation when it chose ``action``.
+        self.decision = decision
+        self.hands = tuple(map(state.hand_of, range(n)))
+        self.known = tuple(map(tuple, state.known))
+        self.discarded = tuple(map(len, state.discards))
 
 
 class _Round:
     """The mutable part of a state: the deal so far, then the engine's game and the snapshots."""
 
-    def __init__(self, table: _Table):
+    def __init__(self, plan: DealPlan):
+        self.plan = plan
         self.deck = [0] * DECK_SIZE
-        for position, card in table.plan.fixed.items():
+        for position, card in plan.fixed.items():
             self.deck[position] = card
-        self.to_deal = dict(table.plan.counts)
+        self.to_deal = dict(plan.counts)
         self.dealt = 0
         self.engine: engine.GameState | None = None
         self.snapshots: list[Snapshot] = []
 
     def __deepcopy__(self, memo: dict) -> _Round:
-        # pyspiel clones states by deep-copying their attributes: the engine's clone is much faster.
+        # pyspiel clones a Python state by deep-copying its attributes: the engine's clone is faster.
         clone = _Round.__new__(_Round)
+        clone.plan = self.plan
         clone.deck = self.deck[:]
         clone.to_deal = dict(self.to_deal)
         clone.dealt = self.dealt
@@ -194,8 +205,7 @@ class LoveLetterState(pyspiel.State):
 
     def __init__(self, game: LoveLetterGame):
         super().__init__(game)
-        self._table = _Table(game.num_players(), game.rules, game.plan)
-        self._round = _Round(self._table)
+        self._round = _Round(game.plan)  # the only attribute: a clone deep-copies it
 
     @property
     def engine(self) -> engine.GameState | None:
@@ -209,8 +219,8 @@ class LoveLetterState(pyspiel.State):
 
     # The deal ------------------------------------------------------------------
     def _deal(self, card: int) -> None:
-        plan = self._table.plan
         deal = self._round
+        plan = deal.plan
         deal.deck[plan.chance_positions[deal.dealt]] = card
         deal.to_deal[card] -= 1
         deal.dealt += 1
@@ -221,7 +231,7 @@ class LoveLetterState(pyspiel.State):
             deal.dealt = len(plan.chance_positions)
             deal.to_deal[left[0]] = 0
         if deal.dealt == len(plan.chance_positions):
-            deal.engine = engine.new_game(self._table.num_players, deal.deck, first_player=0, rules=self._table.rules)
+            deal.engine = engine.new_game(plan.num_players, deal.deck, first_player=0, rules=plan.rules)
             deal.snapshots.append(Snapshot(deal.engine, -1, -1))
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
@@ -248,13 +258,14 @@ class LoveLetterState(pyspiel.State):
             self._deal(int(action) + 1)
             return
         actor = game.current
+        decision = encode_observation(game, actor) if self._round.plan.information == "observations" else None
         engine.step(game, int(action))
-        self._round.snapshots.append(Snapshot(game, actor, int(action)))
+        self._round.snapshots.append(Snapshot(game, actor, int(action), decision))
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:
             return f"deal {card_name(int(action) + 1)}"
-        return describe_action(int(action), player, self._table.num_players)
+        return describe_action(int(action), player, self._round.plan.num_players)
 
     def is_terminal(self) -> bool:
         return self.engine is not None and self.engine.round_over
@@ -262,8 +273,8 @@ class LoveLetterState(pyspiel.State):
     def returns(self) -> list[float]:
         game = self._round.engine
         if game is None or not game.round_over:
-            return [0.0] * self._table.num_players
-        return round_returns(self._table.num_players, game.round_winners)
+            return [0.0] * self._round.plan.num_players
+        return round_returns(self._round.plan.num_players, game.round_winners)
 
     def __str__(self) -> str:
         deck = " ".join(card_name(c) if c else "?" for c in self._round.deck)
@@ -318,13 +329,7 @@ class InformationStateObserver:
             ("known", (moves, MAX_PLAYERS - 1, NUM_CARD_TYPES)),
             ("discarded", (moves, MAX_PLAYERS, NUM_CARD_TYPES)),
         ]
-        self.tensor = np.zeros(sum(int(np.prod(shape)) for _, shape in pieces), np.float32)
-        self.dict: dict[str, np.ndarray] = {}
-        start = 0
-        for name, shape in pieces:
-            size = int(np.prod(shape))
-            self.dict[name] = self.tensor[start : start + size].reshape(shape)
-            start += size
+        self.tensor, self.dict = _tensor_views(pieces)
 
     def set_from(self, state: LoveLetterState, player: int) -> None:
         self.tensor.fill(0.0)
@@ -358,7 +363,7 @@ class InformationStateObserver:
         first = state.engine
         dealt = state.snapshots[0]
         face_up = " face up " + _cards(first.face_up) if n == 2 else ""
-        parts = [f"{game_part}:{face_up} hand {_cards(dealt.hands[player])}"]
+        parts = [f"{game_part}:{face_up} hand {_cards(sorted(dealt.hands[player]))}"]
         for before, after, event in zip(state.snapshots, state.snapshots[1:], first.history):
             known = [
                 f"player_{seat} {card_name(after.known[player][seat])}"
@@ -371,10 +376,77 @@ class InformationStateObserver:
                 if after.discarded[seat] > before.discarded[seat]
             ]
             parts.append(
-                f"{narrate(event, player)} Hand {_cards(after.hands[player])}; "
+                f"{narrate(event, player)} Hand {_cards(sorted(after.hands[player]))}; "
                 f"known {', '.join(known) or '-'}; discarded {', '.join(discarded)}"
             )
         return " | ".join(parts)
+
+
+class ObservationHistoryObserver:
+    """``information="observations"``: what the env shows a player, remembered.
+
+    The player's observation vector at each of its decisions and the action it took there,
+    then its observation now: the information sets of the project's agents, which see only
+    observations, and of ``training.solve``. The env's observation leaves out a missed
+    Guard's guess against the observer, so these information sets are coarser than
+    ``"full"``'s, which hear every move as it is announced.
+
+    Tensor: ``observation`` (now), then per decision slot, up to the most turns one player
+    can take in a round: ``decision_observation`` and ``decision_action`` (one-hot).
+    """
+
+    def __init__(self, game: LoveLetterGame):
+        # Two players at least are in the round while it goes on, and no one plays twice in a row.
+        slots = (game.plan.max_turns + 1) // 2
+        self.pieces = [
+            ("observation", (OBSERVATION_SIZE,)),
+            ("decision_observation", (slots, OBSERVATION_SIZE)),
+            ("decision_action", (slots, NUM_ACTIONS)),
+        ]
+        self.tensor, self.dict = _tensor_views(self.pieces)
+
+    def _decisions(self, state: LoveLetterState, player: int) -> list[tuple[np.ndarray, int]]:
+        """``(observation, action)`` at each of ``player``'s decisions so far."""
+        return [
+            (snap.decision, snap.action)
+            for snap in state.snapshots[1:]
+            if snap.actor == player and snap.decision is not None
+        ]
+
+    def set_from(self, state: LoveLetterState, player: int) -> None:
+        self.tensor.fill(0.0)
+        if state.engine is None:
+            return
+        self.dict["observation"][:] = encode_observation(state.engine, player)
+        for slot, (observation, action) in enumerate(self._decisions(state, player)):
+            self.dict["decision_observation"][slot] = observation
+            self.dict["decision_action"][slot, action] = 1
+
+    def string_from(self, state: LoveLetterState, player: int) -> str:
+        if state.engine is None:
+            return f"player_{player}: dealing"
+        parts = [f"player_{player}"]
+        for observation, action in self._decisions(state, player):
+            parts.append(f"{_observation_text(observation)} -> {action}")
+        parts.append(_observation_text(encode_observation(state.engine, player)))
+        return " | ".join(parts)
+
+
+def _observation_text(observation: np.ndarray) -> str:
+    """An observation vector exactly and briefly: its nonzero entries as ``index:value``."""
+    return " ".join(f"{i}:{int(observation[i])}" for i in np.flatnonzero(observation))
+
+
+def _tensor_views(pieces: Sequence[tuple[str, tuple[int, ...]]]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """One flat float32 tensor for ``pieces`` and a named, reshaped view of each piece."""
+    tensor = np.zeros(sum(int(np.prod(shape)) for _, shape in pieces), np.float32)
+    views: dict[str, np.ndarray] = {}
+    start = 0
+    for name, shape in pieces:
+        size = int(np.prod(shape))
+        views[name] = tensor[start : start + size].reshape(shape)
+        start += size
+    return tensor, views
 
 
 def _cards(cards: Sequence[int]) -> str:

@@ -23,7 +23,7 @@ from conftest import deal_deck  # noqa: E402
 
 import loveletter_env  # noqa: E402
 from loveletter_env.cards import BARON, FULL_DECK, GUARD, KING, PRIEST, PRINCE  # noqa: E402
-from loveletter_env.openspiel import GAME_NAME, LoveLetterState, round_returns  # noqa: E402
+from loveletter_env.openspiel import GAME_NAME, INFORMATION_KINDS, LoveLetterState, round_returns  # noqa: E402
 from loveletter_env.rules import PRESETS  # noqa: E402
 
 RUNGS = tuple(name for name, rules in PRESETS.items() if rules.is_rung)
@@ -32,8 +32,8 @@ FULL_PRESETS = tuple(name for name in PRESETS if name not in RUNGS)
 TABLES = [(n, name) for name in FULL_PRESETS for n in (2, 3, 4)] + [(2, name) for name in RUNGS]
 
 
-def load(players: int = 2, rules: str = "classic") -> pyspiel.Game:
-    return pyspiel.load_game(GAME_NAME, {"players": players, "rules": rules})
+def load(players: int = 2, rules: str = "classic", information: str = "full") -> pyspiel.Game:
+    return pyspiel.load_game(GAME_NAME, {"players": players, "rules": rules, "information": information})
 
 
 def random_deck(rules: str, rng: random.Random) -> tuple[int, ...]:
@@ -80,7 +80,7 @@ def test_registered_with_default_parameters():
     assert GAME_NAME in pyspiel.registered_names()
     game = pyspiel.load_game(GAME_NAME)
     assert game.num_players() == 2
-    assert game.get_parameters() == {"players": 2, "rules": "classic"}
+    assert game.get_parameters() == {"players": 2, "rules": "classic", "information": "full"}
     kind = game.get_type()
     assert kind.chance_mode == pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC
     assert kind.information == pyspiel.GameType.Information.IMPERFECT_INFORMATION
@@ -104,6 +104,7 @@ def test_every_table_size_and_preset_loads(players, rules):
         ({"players": 1}, "num_players must be 2, 3 or 4"),
         ({"rules": "nope"}, "rules must be one of"),
         ({"rules": ""}, "rules must be one of"),
+        ({"information": "perfect"}, "information must be one of"),
     ],
 )
 def test_bad_parameters_are_refused_by_name(params, message):
@@ -138,8 +139,10 @@ def test_only_single_player_observers_exist():
 
 
 @pytest.mark.parametrize(("players", "rules"), TABLES)
-def test_random_sim_test(players, rules):
-    pyspiel.random_sim_test(load(players, rules), num_sims=10, serialize=True, verbose=False)
+@pytest.mark.parametrize("information", INFORMATION_KINDS)
+def test_random_sim_test(players, rules, information):
+    game = pyspiel.load_game(GAME_NAME, {"players": players, "rules": rules, "information": information})
+    pyspiel.random_sim_test(game, num_sims=10, serialize=True, verbose=False)
 
 
 # The deal ---------------------------------------------------------------------------
@@ -300,3 +303,91 @@ def test_information_states_have_perfect_recall(players, rules):
                         was = earlier_pieces[name] != 0
                         np.testing.assert_array_equal(pieces[name][was], earlier_pieces[name][was])
                 earlier_string, earlier_pieces = string, pieces
+
+
+def test_a_missed_guess_is_heard_in_full_and_not_in_observations():
+    """The env's observation does not show a missed Guard's guess against the observer."""
+    for information, differ in (("full", True), ("observations", False)):
+        game = load(2, information=information)
+        seen = []
+        for guess in (PRINCE, KING):
+            state = dealt(game, deal_deck(2, hands={0: PRIEST, 1: GUARD}, draws=[PRIEST, BARON]))
+            state.apply_action(loveletter_env.encode_action(PRIEST, 1))  # player_0 sees the Guard
+            state.apply_action(loveletter_env.encode_action(GUARD, 1, guess))  # player_1 misses
+            assert state.current_player() == 0
+            seen.append((state.information_state_string(0), state.information_state_tensor(0)))
+        assert (seen[0][0] != seen[1][0]) is differ
+        assert (seen[0][1] != seen[1][1]) is differ
+
+
+def _walk(game, visit, state=None, moves=(), observations=None):
+    """Call ``visit(state, moves, observations)`` at every decision node of the whole tree, where
+    ``moves`` are the moves so far and ``observations[p]`` player p's observations after the deal
+    and after each move."""
+    state = state or game.new_initial_state()
+    if state.is_terminal():
+        return
+    if state.is_chance_node():
+        for action, _ in state.chance_outcomes():
+            _walk(game, visit, state.child(action), moves, observations)
+        return
+    players = range(game.num_players())
+    if observations is None:
+        observations = tuple((bytes(np.array(state.observation_tensor(p), np.float32)),) for p in players)
+    visit(state, moves, observations)
+    for action in state.legal_actions():
+        child = state.child(action)
+        after = tuple(observations[p] + (bytes(np.array(child.observation_tensor(p), np.float32)),) for p in players)
+        _walk(game, visit, child, (*moves, (state.current_player(), action)), after)
+
+
+def _same_partition(pairs) -> None:
+    """``pairs`` of (a, b): a determines b and b determines a."""
+    forward, backward = {}, {}
+    for a, b in pairs:
+        assert forward.setdefault(a, b) == b
+        assert backward.setdefault(b, a) == a
+
+
+@pytest.mark.slow
+def test_full_information_states_are_every_move_and_the_observation_after_it():
+    """On the whole mini6 tree: two decision nodes share an information state exactly when the
+    player saw the same moves and the same observation after each (string and tensor alike)."""
+    game = load(2, "mini6")
+    strings, tensors, legal = [], [], []
+
+    def visit(state, moves, observations):
+        player = state.current_player()
+        reference = (player, moves, observations[player])
+        string = state.information_state_string(player)
+        strings.append((string, reference))
+        tensors.append((bytes(np.array(state.information_state_tensor(player), np.float32)), reference))
+        legal.append((string, tuple(state.legal_actions())))
+
+    _walk(game, visit)
+    _same_partition(strings)
+    _same_partition(tensors)
+    forward = {}
+    for string, actions in legal:  # what a player may do follows from what it knows
+        assert forward.setdefault(string, actions) == actions
+    assert len({s for s, _ in strings}) > 900  # the walk reached the whole tree (995 information sets)
+
+
+@pytest.mark.slow
+def test_observation_information_states_are_the_observations_at_own_decisions():
+    game = load(2, "mini6", "observations")
+    pairs = []
+
+    def visit(state, moves, observations):
+        player = state.current_player()
+        own = tuple(action for actor, action in moves if actor == player)
+        # The player's observations at its own decisions: after the deal, or after a move by the other.
+        at_decisions = tuple(
+            obs
+            for i, obs in enumerate(observations[player])
+            if i == len(moves) or (i < len(moves) and moves[i][0] == player)
+        )
+        pairs.append((state.information_state_string(player), (player, own, at_decisions)))
+
+    _walk(game, visit)
+    _same_partition(pairs)
