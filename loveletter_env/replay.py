@@ -144,6 +144,7 @@ def rules_to_dict(rules: Rules) -> dict[str, Any]:
         "tokens_to_win": list(rules.tokens_to_win),
         "discard_sum_tiebreak": rules.discard_sum_tiebreak,
         "king_ignores_handmaid": rules.king_ignores_handmaid,
+        **({} if rules.in_play is None else {"in_play": list(rules.in_play)}),
     }
 
 
@@ -164,7 +165,18 @@ def _rules_from(data: Any) -> Rules:
     name = data.get("name", "custom")
     if not isinstance(name, str) or len(name) > 64:
         raise ReplayError(f"rules.name must be a short string, got {name!r}")
-    return Rules(name=name, tokens_to_win=tuple(tokens), **flags)  # type: ignore[arg-type]
+    in_play = data.get("in_play")
+    if in_play is not None and not (isinstance(in_play, list) and all(_is_int(c) for c in in_play)):
+        raise ReplayError(f"rules.in_play must be a list of card values, got {in_play!r}")
+    try:
+        return Rules(
+            name=name,
+            tokens_to_win=tuple(tokens),
+            in_play=None if in_play is None else tuple(in_play),
+            **flags,  # type: ignore[arg-type]
+        )
+    except ValueError as error:
+        raise ReplayError(f"rules: {error}") from None
 
 
 def _is_int(x: Any) -> bool:

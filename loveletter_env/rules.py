@@ -11,6 +11,7 @@ import operator
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .cards import (
     BARON,
@@ -147,6 +148,13 @@ class Rules:
                 f"and hold {describe_cards(extra)} instead"
             )
         return cards
+
+    def shuffled_deck(self, rng: Any) -> tuple[int, ...]:
+        """A deck these rules can deal, shuffled by ``rng`` (a numpy ``Generator``): the whole
+        deck off the ladder; on a rung only the cards in play, the face-up cards sorted."""
+        if self.in_play is None:
+            return tuple(int(c) for c in rng.permutation(FULL_DECK))
+        return self.deck_from_in_play([int(c) for c in rng.permutation(self.in_play)])
 
     def deck_from_in_play(self, order: Sequence[int]) -> tuple[int, ...]:
         """A rung's deck dealing the cards in play in ``order`` (top first: the set-aside

@@ -61,6 +61,19 @@ def edge_case_decks() -> list[list[int]]:
     return decks
 
 
+def ladder_edge_case_decks(rules) -> list[list[int]]:
+    """Decks of a ladder rung whose cards in play come sorted, reversed and rotated: Guard
+    duels, the Princess set aside or in a hand, court cards early and late. Every third
+    deck lays the face-up cards in reverse order, which a rung accepts."""
+    in_play = sorted(rules.in_play)
+    orders = [in_play, in_play[::-1]] + [in_play[k:] + in_play[:k] for k in (1, 2, len(in_play) // 2)]
+    decks = [list(rules.deck_from_in_play(order)) for order in orders]
+    face_up = rules.face_up_count(2)
+    for deck in decks[::3]:
+        deck[1 : 1 + face_up] = deck[face_up:0:-1]
+    return decks
+
+
 def scripted_deck(placed: Mapping[int, int]) -> tuple[int, ...]:
     """A 16-card deck (top first) with ``placed[i]`` at index ``i``.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import edge_case_decks, table_sizes
+from conftest import edge_case_decks, ladder_edge_case_decks, table_sizes
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
@@ -24,9 +24,11 @@ from loveletter_env.batched import (
 from loveletter_env.cards import FULL_DECK, GUARD, PRINCESS
 from loveletter_env.env import raw_env
 from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
+from loveletter_env.rules import LADDER, resolve_rules
 
 RULES = ("classic", "pegasus", "king_ignores_handmaid")
 TABLES = (2, 3, 4, "mixed")
+RUNGS = tuple(r.name for r in LADDER)  # 2 players, CPU only
 
 
 def _sample(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -127,6 +129,17 @@ def test_scripted_decks_match_scalar(table, rules):
     decks = torch.tensor([d for d in edge_case_decks() for _ in range(8)])
     env = BatchedLoveLetter(len(decks), table, rules=rules, seed=table)
     _play_differential(env, steps=40, seed=table, decks=decks)
+
+
+@pytest.mark.parametrize("episode", ("round", "game"))
+@pytest.mark.parametrize("rules", RUNGS)
+def test_ladder_matches_scalar(rules, episode):
+    """The rungs, random and scripted first decks; later deals shuffle only the cards in play."""
+    env = BatchedLoveLetter(48, 2, rules=rules, episode=episode, seed=7)
+    assert _play_differential(env, steps=90, seed=11) > (300 if episode == "round" else 10)
+    decks = torch.tensor([d for d in ladder_edge_case_decks(resolve_rules(rules)) for _ in range(8)])
+    env = BatchedLoveLetter(len(decks), 2, rules=rules, episode=episode, seed=3)
+    _play_differential(env, steps=40, seed=5, decks=decks)
 
 
 def _random_scalar_states(num: int, seed: int, rules: str) -> list[engine.GameState]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import edge_case_decks, table_sizes
+from conftest import edge_case_decks, ladder_edge_case_decks, table_sizes
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
@@ -18,21 +18,42 @@ from loveletter_env.cards import FULL_DECK
 from loveletter_env.core import kernels, layout, new_records, record_from_state, state_from_record
 from loveletter_env.core.decks import deck_tables
 from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
-from loveletter_env.rules import resolve_rules
+from loveletter_env.rules import LADDER, Rules, resolve_rules
 
 RULES = ("classic", "pegasus", "king_ignores_handmaid")
 TABLES = (2, 3, 4, "mixed")
+RUNGS = tuple(r.name for r in LADDER)  # 2 players only
 
 
-def _deck_from_draws(draws: np.ndarray) -> list[int]:
-    """The deck ``kernels.deal_shuffled`` builds from ``draws``, built here in plain Python."""
+def _deck_from_draws(draws: np.ndarray, previous: tuple[int, ...], rules: Rules) -> list[int]:
+    """The deck ``kernels.deal_shuffled`` builds from ``draws``, built here in plain Python.
+    On a ladder rung the draws place labels 0..15 (label l: the card at position l of the
+    ``previous`` deck) and the cards in play are dealt back in the order their labels land."""
     orders, placements = deck_tables()
-    halves = (FULL_DECK[:8], FULL_DECK[8:])
-    deck = [0] * 16
+    labels = [0] * 16
     for j in range(8):
-        deck[placements[draws[2]][j]] = halves[0][orders[draws[0]][j]]
-        deck[placements[draws[2]][8 + j]] = halves[1][orders[draws[1]][j]]
+        labels[placements[draws[2]][j]] = orders[draws[0]][j]
+        labels[placements[draws[2]][8 + j]] = 8 + orders[draws[1]][j]
+    if not rules.is_rung:
+        return [FULL_DECK[label] for label in labels]
+    in_play = rules.in_play_positions(2)
+    deck = list(previous)
+    for position, label in zip(in_play, [label for label in labels if label in in_play]):
+        deck[position] = previous[label]
     return deck
+
+
+def _random_decks(rules: Rules, n: int, rng: np.random.Generator) -> np.ndarray:
+    """uint8 [n, 16]: random decks the rules can deal (on a rung, face-up cards in a random order)."""
+    if not rules.is_rung:
+        return np.array([rng.permutation(FULL_DECK) for _ in range(n)], np.uint8)
+    decks = []
+    for _ in range(n):
+        deck = list(rules.deck_from_in_play(list(rng.permutation(rules.in_play))))
+        face_up = rules.face_up_count(2)
+        deck[1 : 1 + face_up] = rng.permutation(deck[1 : 1 + face_up]).tolist()
+        decks.append(deck)
+    return np.array(decks, np.uint8)
 
 
 def _assert_same(records: np.ndarray, games: list[engine.GameState]) -> None:
@@ -65,11 +86,7 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
     n = len(sizes)
     orders, placements = deck_tables()
     records = new_records(sizes, preset)
-    decks = (
-        np.array(first_decks, np.uint8)
-        if first_decks is not None
-        else np.array([rng.permutation(FULL_DECK) for _ in range(n)], np.uint8)
-    )
+    decks = np.array(first_decks, np.uint8) if first_decks is not None else _random_decks(preset, n, rng)
     firsts = np.array([rng.integers(s) for s in sizes], np.int64)
     masks, legal = np.zeros((n, NUM_ACTIONS), np.bool_), np.zeros(n, np.uint64)
     kernels.reset_batch(records, decks, firsts, masks, legal)
@@ -118,7 +135,7 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
                 assert np.flatnonzero(winners[g]).tolist() == list(game.round_winners)
                 done = episode == "round" or game.game_over
                 assert bool(dones[g]) == done
-                deck = _deck_from_draws(draws[:, g])
+                deck = _deck_from_draws(draws[:, g], game.deck, preset)
                 if done:
                     won = game.round_winners if episode == "round" else game.game_winners
                     expected_rewards[g, : game.num_players] = [
@@ -148,11 +165,26 @@ def test_random_play_matches_reference(table, rules, episode):
     assert rounds > 600
 
 
+@pytest.mark.parametrize("episode", ("round", "game"))
+@pytest.mark.parametrize("rules", RUNGS)
+def test_random_play_on_the_ladder_matches_reference(rules, episode):
+    """The rungs, 2 players: short rounds, so more of them (about 2,000 a case)."""
+    seed = 1000 + RUNGS.index(rules) * 10 + (episode == "game")
+    rounds = _play([2] * 48, rules, episode, steps=150, seed=seed)
+    assert rounds > 1000
+
+
 @pytest.mark.parametrize("rules", RULES)
 @pytest.mark.parametrize("table", (2, 3, 4))
 def test_scripted_decks_match_reference(table, rules):
     decks = [d for d in edge_case_decks() for _ in range(8)]
     _play([table] * len(decks), rules, "round", steps=40, seed=table, first_decks=decks)
+
+
+@pytest.mark.parametrize("rules", RUNGS)
+def test_scripted_ladder_decks_match_reference(rules):
+    decks = [d for d in ladder_edge_case_decks(resolve_rules(rules)) for _ in range(8)]
+    _play([2] * len(decks), rules, "round", steps=40, seed=7, first_decks=decks)
 
 
 def test_record_round_trip_and_mid_round_turns():

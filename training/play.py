@@ -27,12 +27,12 @@ from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS, PRINCE_BASE, PRINCESS_ACTION, describe_action
 from loveletter_env.agents.base import checked_act
 from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
-from loveletter_env.cards import FULL_DECK, PRINCE, PRINCESS
+from loveletter_env.cards import PRINCE, PRINCESS
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
 from loveletter_env.render import card_reference, narrate, render_seat_view, round_summary
 from loveletter_env.replay import AgentInfo, ReplayRecorder, decision_details, save_replay
-from loveletter_env.rules import PRESETS
+from loveletter_env.rules import PRESETS, check_rules_for_table, resolve_rules
 from loveletter_env.validation import check_num_players, is_int
 
 
@@ -162,6 +162,7 @@ def play(
     Returns the final game state. Raises :class:`QuitGame` when the person leaves.
     """
     num_players = check_num_players(num_players)
+    check_rules_for_table(rules, num_players)
     if not is_int(seat) or not 0 <= seat < num_players:
         raise ValueError(f"seat must be in 0..{num_players - 1}, got {seat!r}")
     if not opponents:
@@ -182,7 +183,7 @@ def play(
     print(f"You are player_{seat}.", file=out)
 
     def deck() -> list[int]:
-        return [int(c) for c in rng.permutation(FULL_DECK)]
+        return list(resolve_rules(rules).shuffled_deck(rng))
 
     state = engine.new_game(num_players, deck(), int(rng.integers(num_players)), rules)
     while True:

@@ -37,6 +37,7 @@ from ..core.layout import (
     DISCARDED,
     DISCARDS,
     DRAWN,
+    FACE_UP,
     GUESS_OF_ACTION,
     HANDS,
     KNOWN,
@@ -154,9 +155,8 @@ def read_view(r, seat, unseen, opponents):
     unseen[0] = 0
     unseen[a] -= 1
     unseen[b] -= 1
-    if n == 2:
-        for i in range(1, 4):
-            unseen[r[DECK + i]] -= 1
+    for i in range(1, 1 + np.int64(r[FACE_UP])):  # 3 at 2 players, more on a ladder rung
+        unseen[r[DECK + i]] -= 1
     for k in range(1, n):
         p = (seat + k) % n
         known = r[KNOWN + seat * MAX_SEATS + p]

@@ -43,7 +43,7 @@ from ..cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, FULL_DECK
 from ..core import layout, record_from_state
 from ..engine import GameState
 from ..observation import ObservationView
-from ..rules import Rules
+from ..rules import FACE_UP_CARDS_2P, Rules
 from ..validation import check_int, check_number
 from .belief import action_scores, belief_action
 from .compiled_belief import SAMPLING_TRIES, model_weights, search_deals
@@ -140,6 +140,17 @@ def _require_player_to_act(view: ObservationView) -> None:
         raise ValueError("determinize needs the observation of the player to act (two cards in hand)")
 
 
+def _in_play_of(view: ObservationView) -> tuple[int, ...] | None:
+    """The cards in play of the ladder rung ``view`` comes from (whose face-up cards are all the
+    others), or ``None`` when it shows the printed rules' face-up cards."""
+    if view.num_players != 2 or len(view.face_up) == FACE_UP_CARDS_2P:
+        return None
+    in_play = list(FULL_DECK)
+    for card in view.face_up:
+        in_play.remove(card)
+    return tuple(in_play)
+
+
 def deal_state(view: ObservationView, hands: Sequence[int], deck: Sequence[int], old_card: int = 0) -> GameState:
     """The :func:`determinize` game state of ``view`` with the hidden cards of :func:`sample_deal`."""
     n = view.num_players
@@ -150,6 +161,7 @@ def deal_state(view: ObservationView, hands: Sequence[int], deck: Sequence[int],
             tokens_to_win=(view.tokens_to_win,) * 3,
             discard_sum_tiebreak=view.discard_sum_tiebreak,
             king_ignores_handmaid=view.king_ignores_handmaid,
+            in_play=_in_play_of(view),
         ),
     )
     state.tokens = list(view.tokens)

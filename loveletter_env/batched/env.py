@@ -91,13 +91,14 @@ class BatchedLoveLetter:
         self.num_games = num_games
         self.validate_actions = validate_actions
         self._players = _table_sizes(num_players, num_games, self.device)
-        for size in self._players.unique().tolist():
-            self.rules.check_num_players(size)
-        if self.rules.is_rung and self.device.type != "cpu":
-            raise ValueError(
-                f"rules {self.rules.name!r} are a ladder rung, which the batched env plays on CPU only "
-                f"(the compiled core); got device {self.device}"
-            )
+        if self.rules.is_rung:
+            if self.device.type != "cpu":
+                raise ValueError(
+                    f"rules {self.rules.name!r} are a ladder rung, which the batched env plays on CPU only "
+                    f"(the compiled core); got device {self.device}"
+                )
+            for size in self._players.unique().tolist():
+                self.rules.check_num_players(size)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(seed))
         self._mask: torch.Tensor | None = None

@@ -23,12 +23,11 @@ import numpy as np
 
 from loveletter_env import engine
 from loveletter_env.agents import AGENT_NAMES, make_agent
-from loveletter_env.cards import FULL_DECK
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
 from loveletter_env.render import narrate, round_summary
 from loveletter_env.replay import AgentInfo, Replay, ReplayRecorder, decision_details, safe_file_name, save_replay
-from loveletter_env.rules import PRESETS
+from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import is_int
 
 from .views import legal_moves, state_view
@@ -196,7 +195,7 @@ class HumanGame:
         return self.state.round_over and (self.length == "round" or self.state.game_over)
 
     def _deck(self) -> list[int]:
-        return [int(c) for c in self.rng.permutation(FULL_DECK)]
+        return list(self.recorder.rules.shuffled_deck(self.rng))
 
     def _begin_round(self) -> None:
         self.recorder.start_round(self.state)
@@ -330,6 +329,10 @@ def check_new_game(body: Any, catalog: OpponentCatalog) -> dict[str, Any]:
     rules = body.get("rules", "classic")
     if rules not in PRESETS:
         raise RequestError(f"rules must be one of {sorted(PRESETS)}, got {rules!r}")
+    try:
+        check_rules_for_table(rules, players)
+    except ValueError as error:
+        raise RequestError(str(error)) from None
     length = body.get("length", "game")
     if length not in ("round", "game"):
         raise RequestError(f"length must be 'round' or 'game', got {length!r}")

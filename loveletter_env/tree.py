@@ -1,0 +1,349 @@
+"""The whole game tree of one round of a ladder rung, walked on the compiled core.
+
+A rung (:data:`loveletter_env.rules.LADDER`) is small enough to enumerate. One round is:
+
+* a **chance node** at the root, the deal: every distinct order of the cards in play
+  (:func:`deals`), all equally likely; the face-up cards lie sorted between the
+  set-aside card and the hands, and seat ``first_player`` (0 unless told) starts;
+* **decision nodes**, one per history at which a player is to act, whose children are
+  the legal actions (:func:`loveletter_env.core.kernels.legal_bits`);
+* **terminal nodes**, where the round is over; :func:`round_score` scores them.
+
+A deal fixes the whole order of the cards in play, so two histories that differ only in
+the order of cards nobody has drawn yet are different histories of the same
+information set.
+
+The **information set** of the player to act is the perfect-recall sequence of what that
+player has been shown: their observation (:func:`~loveletter_env.core.kernels.observe_into`,
+the env's observation vector) at each of their decision points so far, every action
+played so far (all actions are announced in the printed rules: card, target, Guard
+guess), and their observation now. :func:`infoset_key` and :func:`after_action` fold that
+sequence into a 64-bit key, one hash step per event; :func:`count_tree` counts distinct
+keys (a hash collision would merge two sets: at the sizes here, under 1e-5 likely).
+
+Walking a tree with this module's pieces (what a solver does)::
+
+    roots, probability = root_records(rules)
+    r = roots[i].copy()                     # a history is a core record; copy to branch
+    kernels.legal_bits(r)                   # legal actions, bit a for action a
+    kernels.play(r, a)                      # play one (legal) action in place
+    is_terminal(r), acting_seat(r)          # the round is over / the seat to act
+    kernels.observe_into(r, seat, out)      # that seat's observation (float32 [646])
+    round_score(r, seat)                    # 1, 0.5 or 0 at a terminal node
+
+All of these are numba functions, callable from compiled code as well as from Python.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import permutations
+
+import numpy as np
+from numba import njit
+
+from .cards import DECK_SIZE
+from .core import kernels, new_records
+from .core.layout import CURRENT, NUM_PLAYERS, OBS_SIZE, RECORD_SIZE, ROUND_OVER, ROUND_WINNERS
+from .core.sampling import _mix, nth_set_bit
+from .rules import Rules, resolve_rules
+
+#: The deepest a history can go: one turn per card drawn, at most 16.
+MAX_DEPTH = DECK_SIZE + 1
+_SEAT_SALT = np.uint64(0x5EA7)
+
+
+# Tree pieces (compiled) --------------------------------------------------------------
+
+
+@njit(cache=True)
+def is_terminal(r):
+    """Whether the round in record ``r`` is over."""
+    return r[ROUND_OVER] != 0
+
+
+@njit(cache=True)
+def acting_seat(r):
+    """The seat to act in record ``r`` (meaningful while the round is not over)."""
+    return np.int64(r[CURRENT])
+
+
+@njit(cache=True)
+def round_score(r, seat):
+    """``seat``'s score of the finished round in ``r``: 1 for a win alone, 1/k for a win
+    shared by k players (a full tie at the showdown), 0 for a loss."""
+    winners = 0
+    for s in range(np.int64(r[NUM_PLAYERS])):
+        winners += r[ROUND_WINNERS + s] != 0
+    if r[ROUND_WINNERS + seat] == 0 or winners == 0:
+        return 0.0
+    return 1.0 / winners
+
+
+@njit(cache=True)
+def combine(key, value):
+    """One step of a keyed hash: ``key`` (a running hash) followed by ``value``; the order
+    matters (``combine(a, b) != combine(b, a)``)."""
+    return _mix(_mix(key) ^ np.uint64(value))
+
+
+@njit(cache=True)
+def observation_hash(obs):
+    """A 64-bit hash of an observation vector (float32 [646]): its non-zero entries,
+    each with its position."""
+    words = obs.view(np.uint32)
+    h = np.uint64(0x243F6A8885A308D3)
+    for i in range(words.shape[0]):
+        if words[i]:
+            h = combine(h, (np.uint64(i) << np.uint64(32)) | np.uint64(words[i]))
+    return h
+
+
+@njit(cache=True)
+def first_key(seat):
+    """The perfect-recall key of ``seat`` before its first decision."""
+    return _mix(_SEAT_SALT + np.uint64(seat))
+
+
+@njit(cache=True)
+def infoset_key(recall, obs):
+    """The information-set key of the player to act: ``recall`` (their key after their
+    last action, or :func:`first_key`) followed by their observation ``obs`` now."""
+    return combine(recall, observation_hash(obs))
+
+
+@njit(cache=True)
+def after_action(key, action):
+    """The acting player's recall key once they played ``action`` at the set ``key``."""
+    return combine(key, np.uint64(action) + np.uint64(1 << 40))
+
+
+# Deals ------------------------------------------------------------------------------
+
+
+def deals(rules: str | Rules) -> np.ndarray:
+    """uint8 [D, 16]: every distinct deck of the rung ``rules``, one per order of its cards
+    in play (repeated copies counted once), face-up cards sorted; each is equally likely."""
+    rules = _rung(rules)
+    in_play = rules.in_play or ()
+    orders = sorted(set(permutations(in_play)))
+    return np.array([rules.deck_from_in_play(order) for order in orders], dtype=np.uint8)
+
+
+def num_deals(rules: str | Rules) -> int:
+    """How many distinct deals :func:`deals` lists: k! over the product of repeated copies' factorials."""
+    in_play = _rung(rules).in_play or ()
+    return math.factorial(len(in_play)) // math.prod(math.factorial(c) for c in Counter(in_play).values())
+
+
+def root_records(rules: str | Rules, first_player: int = 0) -> tuple[np.ndarray, float]:
+    """(uint8 [D, RECORD_SIZE], probability): the records of every deal of :func:`deals`,
+    dealt with ``first_player`` to act, and the probability of each (1 / D)."""
+    rules = _rung(rules)
+    if first_player not in (0, 1):
+        raise ValueError(f"first_player must be 0 or 1, got {first_player!r}")
+    decks = deals(rules)
+    records = new_records([2] * len(decks), rules)
+    _start_rounds(records, decks, first_player)
+    return records, 1.0 / len(decks)
+
+
+@njit(cache=True)
+def _start_rounds(records, decks, first_player):
+    for g in range(records.shape[0]):
+        kernels.start_round(records[g], decks[g], first_player)
+
+
+def _rung(rules: str | Rules) -> Rules:
+    resolved = resolve_rules(rules)
+    if not resolved.is_rung:
+        raise ValueError(
+            f"rules {resolved.name!r} are not a ladder rung: the tree of a full game is far too large "
+            "to enumerate; use mini6, mini7, mini8 or mini9"
+        )
+    return resolved
+
+
+# Counting -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TreeSize:
+    """The size of the tree of one round of a rung (see the module docstring).
+
+    ``histories`` counts every node below the deal (decision and terminal nodes);
+    ``infosets`` counts information sets of the player to act, both seats together.
+    """
+
+    rules: str
+    first_player: int
+    deals: int
+    decision_nodes: int
+    terminal_nodes: int
+    infosets_by_seat: tuple[int, int]
+
+    @property
+    def histories(self) -> int:
+        return self.decision_nodes + self.terminal_nodes
+
+    @property
+    def infosets(self) -> int:
+        return sum(self.infosets_by_seat)
+
+
+@njit(cache=True)
+def _walk(roots, start, keys, counts, public_actions):
+    """Depth-first walk of the trees of deals ``start..``: adds decision and terminal nodes
+    to ``counts[0]`` and ``counts[1]`` and writes each decision's information-set key into
+    ``keys[seat]`` (``counts[2 + seat]`` keys so far). Stops before a deal whose keys would
+    not fit, and returns the index of the first deal not walked. With ``public_actions``,
+    each action also enters the other seat's recall (see :func:`count_tree`)."""
+    stack = np.empty((MAX_DEPTH, RECORD_SIZE), np.uint8)
+    pending = np.zeros(MAX_DEPTH, np.uint64)  # legal actions not yet tried, per depth
+    recall = np.empty((MAX_DEPTH, 2), np.uint64)  # each seat's recall key, per depth
+    node_key = np.zeros(MAX_DEPTH, np.uint64)
+    obs = np.empty(OBS_SIZE, np.float32)
+    capacity = keys.shape[1]
+    g = start
+    while g < roots.shape[0]:
+        saved = counts.copy()
+        stack[0] = roots[g]
+        recall[0, 0] = first_key(0)
+        recall[0, 1] = first_key(1)
+        depth = 0
+        fresh = True  # the node at ``depth`` is visited for the first time
+        overflow = False
+        while depth >= 0:
+            r = stack[depth]
+            if fresh:
+                fresh = False
+                if r[ROUND_OVER]:
+                    counts[1] += 1
+                    depth -= 1
+                    continue
+                seat = np.int64(r[CURRENT])
+                n = counts[2 + seat]
+                if n >= capacity:
+                    overflow = True
+                    break
+                kernels.observe_into(r, seat, obs)
+                key = infoset_key(recall[depth, seat], obs)
+                keys[seat, n] = key
+                counts[2 + seat] = n + 1
+                counts[0] += 1
+                node_key[depth] = key
+                pending[depth] = kernels.legal_bits(r)
+            bits = pending[depth]
+            if bits == 0:
+                depth -= 1
+                continue
+            action = nth_set_bit(bits, 0)
+            pending[depth] = bits & (bits - np.uint64(1))
+            seat = np.int64(r[CURRENT])
+            child = stack[depth + 1]
+            child[:] = r
+            kernels.play(child, action)
+            recall[depth + 1, 0] = recall[depth, 0]
+            recall[depth + 1, 1] = recall[depth, 1]
+            recall[depth + 1, seat] = after_action(node_key[depth], action)
+            if public_actions:
+                recall[depth + 1, 1 - seat] = after_action(recall[depth, 1 - seat], action)
+            depth += 1
+            fresh = True
+        if overflow:
+            counts[:] = saved
+            return g
+        g += 1
+    return g
+
+
+def count_tree(
+    rules: str | Rules,
+    first_player: int = 0,
+    public_actions: bool = True,
+    buffer: int = 1 << 22,
+    progress: Callable[[int, int], None] | None = None,
+) -> TreeSize:
+    """Enumerate the tree of one round of the rung ``rules`` and count its histories and
+    information sets exactly (see :class:`TreeSize`). ``progress(done, total)`` is called
+    as deals are walked; ``buffer`` keys are held before they are merged.
+
+    ``public_actions`` (default): information sets as the printed rules define them,
+    where every action is announced (card, target and Guard guess), so each player's
+    recall also holds the other player's actions. When False, a player recalls only what
+    the env shows them (their observations and their own actions): the observation does
+    not show a missed Guard guess at the observer's own hand, so those sets are coarser."""
+    rules = _rung(rules)
+    roots, _ = root_records(rules, first_player)
+    keys = np.empty((2, buffer), np.uint64)
+    counts = np.zeros(4, np.int64)
+    distinct: list[np.ndarray] = [np.empty(0, np.uint64), np.empty(0, np.uint64)]
+    decisions = terminals = 0
+    start = 0
+    while start < len(roots):
+        counts[:] = 0
+        end = _walk(roots, start, keys, counts, public_actions)
+        if end == start:
+            raise ValueError(f"one deal of {rules.name} has more than {buffer} decisions: raise buffer")
+        decisions += int(counts[0])
+        terminals += int(counts[1])
+        for seat in range(2):
+            distinct[seat] = np.union1d(distinct[seat], keys[seat, : counts[2 + seat]])
+        start = end
+        if progress is not None:
+            progress(start, len(roots))
+    return TreeSize(
+        rules=rules.name,
+        first_player=first_player,
+        deals=len(roots),
+        decision_nodes=decisions,
+        terminal_nodes=terminals,
+        infosets_by_seat=(len(distinct[0]), len(distinct[1])),
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m loveletter_env.tree [RUNG ...]``: print the tree size of each rung."""
+    import argparse
+
+    from tqdm import tqdm
+
+    parser = argparse.ArgumentParser(
+        prog="python -m loveletter_env.tree",
+        description="Count the histories and information sets of one round of ladder rungs exactly.",
+    )
+    parser.add_argument("rungs", nargs="*", default=["mini6", "mini7", "mini8"], help="default: mini6 mini7 mini8")
+    parser.add_argument("--first-player", type=int, default=0, choices=(0, 1), help="seat that starts (default 0)")
+    parser.add_argument(
+        "--observations-only",
+        action="store_true",
+        help="information sets as the env shows them: a player does not recall a missed Guard guess at their hand",
+    )
+    args = parser.parse_args(argv)
+    for rung in args.rungs:
+        try:
+            _rung(rung)
+        except ValueError as error:
+            parser.error(str(error))
+    count_tree("mini6")  # compiles the walk first, so the times below are the walks alone
+    public = not args.observations_only
+    print("| rung | deals | decision nodes | terminal nodes | histories | information sets | seconds |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for rung in args.rungs:
+        began = time.perf_counter()
+        with tqdm(total=num_deals(rung), desc=rung, unit="deal", leave=False, dynamic_ncols=True) as bar:
+            size = count_tree(rung, args.first_player, public, progress=lambda done, _: bar.update(done - bar.n))
+        seconds = time.perf_counter() - began
+        print(
+            f"| {size.rules} | {size.deals:,} | {size.decision_nodes:,} | {size.terminal_nodes:,} "
+            f"| {size.histories:,} | {size.infosets:,} | {seconds:.1f} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
