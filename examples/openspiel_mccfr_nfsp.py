@@ -41,7 +41,7 @@ from open_spiel.python import rl_environment  # noqa: E402
 from open_spiel.python.algorithms import exploitability, external_sampling_mccfr  # noqa: E402
 from open_spiel.python.pytorch import nfsp  # noqa: E402
 
-import loveletter_env.openspiel  # noqa: E402,F401  (registers "love_letter")
+from loveletter_env.openspiel import INFORMATION_KINDS  # noqa: E402  (importing it registers "love_letter")
 
 
 class NFSPAveragePolicy(policy_lib.Policy):
@@ -167,6 +167,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--rules", choices=sorted(PRESETS), default="classic", help="a preset; mini6..mini9 are solvable"
     )
+    parser.add_argument(
+        "--information",
+        choices=list(INFORMATION_KINDS),
+        default="full",
+        help="full: every move heard as announced; observations: only the env's observation at each decision",
+    )
     parser.add_argument("--seconds", type=float, default=30.0, help="training time of each algorithm")
     parser.add_argument("--eval-rounds", type=int, default=400, help="rounds against uniform random play")
     parser.add_argument("--print-every", type=float, default=5.0, help="seconds between progress lines")
@@ -182,12 +188,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.eval_rounds <= 0 or args.reservoir < 2000:
         parser.error("--seconds and --eval-rounds must be positive and --reservoir at least 2000")
+    if PRESETS[args.rules].is_rung and args.players != 2:
+        parser.error(f"--rules {args.rules} is a ladder rung, played by 2 players only")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, policy_lib.Policy]:
     args = parse_args(argv)
-    game = pyspiel.load_game("love_letter", {"players": args.players, "rules": args.rules})
+    game = pyspiel.load_game(
+        "love_letter", {"players": args.players, "rules": args.rules, "information": args.information}
+    )
     print(f"game: {game}")
     policies = {}
     for name, run in (("mccfr", run_mccfr), ("nfsp", run_nfsp)):

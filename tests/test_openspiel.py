@@ -3,9 +3,12 @@ observations against the env, OpenSpiel's own checks, and the solver cross-check
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
+import re
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -460,3 +463,56 @@ def test_mini6_openspiel_agrees_with_training_solve():
     conv, lower, upper = _value_bracket(game, openspiel_cfr.average_policy())
     assert lower - 1e-9 <= opponent_view <= upper + 1e-9
     assert conv / 4 < 0.01  # the bracket is narrow: it pins the value to under 0.01 in score units
+
+
+# The example and the documentation --------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+#: docs/openspiel.md marks its blocks so that tests/test_readme.py leaves them to this file
+#: (they need the openspiel extra, which a plain install lacks).
+DOCS_MARKER = "<!-- test: skip: needs the openspiel extra; tests/test_openspiel.py runs this block -->"
+
+
+def _load_example():
+    spec = importlib.util.spec_from_file_location("openspiel_example", ROOT / "examples" / "openspiel_mccfr_nfsp.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _check_policy(game, policy, rounds: int = 5) -> None:
+    """``policy`` gives a distribution over the legal actions wherever a player acts."""
+    rng = random.Random(0)
+    for _ in range(rounds):
+        for state in play_randomly(game.new_initial_state(), rng):
+            if not state.is_chance_node() and not state.is_terminal():
+                probs = policy.action_probabilities(state)
+                assert sorted(probs) == state.legal_actions()
+                assert sum(probs.values()) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_the_example_runs_mccfr_on_a_rung_and_nfsp_on_the_full_game(capsys):
+    example = _load_example()
+    mccfr = example.main(["--algorithm", "mccfr", "--rules", "mini6", "--seconds", "1", "--eval-rounds", "10"])
+    out = capsys.readouterr().out
+    assert "mccfr: done" in out and "mccfr: exploitability" in out
+    _check_policy(load(2, "mini6"), mccfr["mccfr"])
+    nfsp = example.main(["--algorithm", "nfsp", "--seconds", "1", "--eval-rounds", "10", "--reservoir", "2000"])
+    assert "nfsp: mean score" in capsys.readouterr().out
+    _check_policy(load(2), nfsp["nfsp"])
+
+
+def test_the_example_refuses_a_rung_at_three_players(capsys):
+    with pytest.raises(SystemExit):
+        _load_example().parse_args(["--rules", "mini6", "--players", "3"])
+    assert "2 players only" in capsys.readouterr().err
+
+
+def test_the_documentation_blocks_run(monkeypatch):
+    text = (ROOT / "docs" / "openspiel.md").read_text(encoding="utf-8")
+    blocks = re.findall(re.escape(DOCS_MARKER) + r"\n```python\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+    assert blocks, f"docs/openspiel.md has no python block marked {DOCS_MARKER!r}"
+    monkeypatch.chdir(ROOT)
+    for code in blocks:
+        exec(compile(code, "docs/openspiel.md", "exec"), {"__name__": "__docs__"})
