@@ -116,7 +116,7 @@ class LoveLetterGame(pyspiel.Game):
         unknown = sorted(set(params) - set(DEFAULT_PARAMETERS))
         if unknown:
             raise ValueError(f"unknown love_letter parameter(s) {unknown}; parameters are {sorted(DEFAULT_PARAMETERS)}")
-        num_players = check_num_players(params["players"])
+        num_players = check_num_players(params["players"], "players")
         rules_name = params["rules"]
         if not isinstance(rules_name, str) or rules_name not in PRESETS:
             raise ValueError(f"rules must be one of {sorted(PRESETS)}, got {rules_name!r}")
