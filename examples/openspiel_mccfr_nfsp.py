@@ -11,7 +11,9 @@ plays ``--eval-rounds`` rounds against uniform random play, half of them from ea
 On a ladder rung (``--rules mini6`` ...) the game is small enough for OpenSpiel's exact
 best response, so the example also prints the policy's exploitability, in the project's
 score units (a win 1, a shared win 1/2, a loss 0: OpenSpiel's own ``exploitability`` of
-this game is twice that, see docs/openspiel.md).
+this game is twice that, see docs/openspiel.md). ``--information observations`` plays the
+game as the env shows it (a player recalls its observations at its decisions) instead of
+the table game, where every move is heard in full.
 
 The full 2-player game has about 2e13 information sets: a minute of tabular MCCFR visits
 a tiny fraction of them (unseen ones play uniformly), and NFSP needs hours to learn much.

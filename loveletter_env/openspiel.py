@@ -29,7 +29,7 @@ Parameters (``pyspiel.load_game("love_letter", {"players": 3, "rules": "pegasus"
     ``training.solve`` and of the project's agents, which see only observations). The env's
     observation does not show a missed Guard's guess against the observer, so this game
     differs from ``"full"``: on ``mini6``, player 0's equilibrium score is 0.579 here and
-    about 0.552 in ``"full"``.
+    0.553 in ``"full"``.
 
 Returns: each of the k winners of the round gets (n - k) / k and every other player -1, so
 they sum to zero: +1 / -1 at 2 players, and 0 each for a shared win. In the score units of

@@ -27,6 +27,7 @@ from open_spiel.python import policy as policy_lib  # noqa: E402
 from open_spiel.python.algorithms import cfr, expected_game_score, exploitability  # noqa: E402
 
 import loveletter_env  # noqa: E402
+from loveletter_env import engine  # noqa: E402
 from loveletter_env.cards import BARON, FULL_DECK, GUARD, KING, PRIEST, PRINCE  # noqa: E402
 from loveletter_env.observation import encode_observation  # noqa: E402
 from loveletter_env.openspiel import GAME_NAME, INFORMATION_KINDS, LoveLetterState, round_returns  # noqa: E402
@@ -408,24 +409,33 @@ OPENSPIEL_CFR_ITERATIONS = 10
 
 
 class _SolvedPolicyInOpenSpiel(policy_lib.Policy):
-    """A ``training.solve`` equilibrium as an OpenSpiel policy on the ``"observations"`` game:
-    each decision is looked up by the player's chain of observations and actions."""
+    """A ``training.solve`` equilibrium as an OpenSpiel policy. The solver keys a decision by
+    the player's previous decision, the action taken there, (with ``information="full"``) the
+    other player's action just before, and the observation now; this replays the round to
+    find that chain."""
 
     def __init__(self, game, solved, observation_key):
         super().__init__(game, [0, 1])
         self.solved = solved
         self.observation_key = observation_key
-        parents = zip(solved.infoset_parent, solved.infoset_parent_action)
-        self.index = {(int(parent), int(action), solved.key(i)): i for i, (parent, action) in enumerate(parents)}
+        heard = getattr(solved, "infoset_heard", np.full(solved.infoset_parent.shape, -1))
+        chains = zip(solved.infoset_parent, solved.infoset_parent_action, heard)
+        self.index = {(int(p), int(a), int(h), solved.key(i)): i for i, (p, a, h) in enumerate(chains)}
+        self.hears_moves = game.plan.information == "full"
 
     def action_probabilities(self, state, player_id=None):
         player = state.current_player()
-        chain = (-1, -1)
+        replay = engine.new_game(2, state.engine.deck, 0, state.engine.rules)
+        parent, action_there, heard = -1, -1, -1
         for snap in state.snapshots[1:]:
             if snap.actor == player:
-                chain = (self.index[(*chain, self.observation_key(snap.decision))], snap.action)
-        infoset = self.index[(*chain, self.observation_key(encode_observation(state.engine, player)))]
-        distribution = self.solved.distribution(infoset)
+                key = self.observation_key(encode_observation(replay, player))
+                parent, action_there, heard = self.index[(parent, action_there, heard, key)], snap.action, -1
+            elif self.hears_moves:
+                heard = snap.action
+            engine.step(replay, snap.action)
+        key = self.observation_key(encode_observation(state.engine, player))
+        distribution = self.solved.distribution(self.index[(parent, action_there, heard, key)])
         return {a: float(distribution[a]) for a in state.legal_actions()}
 
 
@@ -440,29 +450,50 @@ def _value_bracket(game, policy) -> tuple[float, float, float]:
     return conv.nash_conv, -best1, best0
 
 
+def _solver():
+    return pytest.importorskip("training.solve", reason="training.solve (the exact solver) is not in this tree")
+
+
+#: training.solve's "full" information sets hold the player's observation at its own decisions
+#: and every move, not its observation after every move: a player there forgets which of its
+#: two cards it was dealt, and so which one an opponent's Priest saw or Baron compared before
+#: its draw. OpenSpiel's "full" game remembers, and its best response gains 0.0048 (score units)
+#: against the solver's "full" equilibrium, whose own exploitability is under 0.0001.
+SOLVER_FULL_FORGETS = pytest.mark.xfail(
+    strict=True, reason="training.solve's full information sets forget what a player saw between its decisions"
+)
+
+
 @pytest.mark.slow
-def test_mini6_openspiel_agrees_with_training_solve():
-    """OpenSpiel, on the game the solver solves, measures the solver's equilibrium exactly as the
-    solver does; and OpenSpiel's own CFR+ brackets the same value for player 0."""
-    solve = pytest.importorskip("training.solve", reason="training.solve (the exact solver) is not in this tree")
+@pytest.mark.parametrize("information", [pytest.param("full", marks=SOLVER_FULL_FORGETS), "observations"])
+def test_mini6_openspiel_measures_training_solves_equilibrium_as_it_does(information):
+    """OpenSpiel's exact best responses to the solver's equilibrium find what the solver finds:
+    its nash_conv is 4 times, its exploitability 2 times the solver's exploitability, and they
+    bracket the solver's first-player value."""
+    solve = _solver()
     from loveletter_env.agents.solved import observation_key
 
-    result = solve.solve("mini6", iterations=2000, target=1e-4)
+    result = solve.solve("mini6", iterations=2000, target=1e-4, information=information)
     assert result.exploitability <= 1e-4
-    game = load(2, "mini6", "observations")
-    opponent_view = 2 * result.first_player_score - 1  # OpenSpiel's units: 2 * score - 1
-
+    game = load(2, "mini6", information)
     solved = _SolvedPolicyInOpenSpiel(game, result.policy, observation_key)
     conv, lower, upper = _value_bracket(game, solved)
-    assert conv / 4 == pytest.approx(result.exploitability, abs=1e-9)  # nash_conv is 4x ours
+    assert conv / 4 == pytest.approx(result.exploitability, abs=1e-9)
     assert exploitability.exploitability(game, solved) / 2 == pytest.approx(result.exploitability, abs=1e-9)
-    assert lower - 1e-9 <= opponent_view <= upper + 1e-9
+    assert lower - 1e-9 <= 2 * result.first_player_score - 1 <= upper + 1e-9
 
+
+@pytest.mark.slow
+def test_mini6_openspiel_cfr_brackets_training_solves_value():
+    """OpenSpiel's own CFR+, on the game the solver solves by default, brackets the solver's
+    value for player 0 (OpenSpiel's units: 2 * score - 1)."""
+    result = _solver().solve("mini6", iterations=2000, target=1e-4)
+    game = load(2, "mini6", "observations")
     openspiel_cfr = cfr.CFRPlusSolver(game)
     for _ in range(OPENSPIEL_CFR_ITERATIONS):
         openspiel_cfr.evaluate_and_update_policy()
     conv, lower, upper = _value_bracket(game, openspiel_cfr.average_policy())
-    assert lower - 1e-9 <= opponent_view <= upper + 1e-9
+    assert lower - 1e-9 <= 2 * result.first_player_score - 1 <= upper + 1e-9
     assert conv / 4 < 0.01  # the bracket is narrow: under 0.02 wide in score units
 
 
