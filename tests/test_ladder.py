@@ -36,7 +36,7 @@ from loveletter_env.core.decks import deck_tables
 from loveletter_env.core.layout import ROUND_OVER
 from loveletter_env.env import DeckShuffler
 from loveletter_env.observation import OBSERVATION_SIZE, decode_observation, encode_observation
-from loveletter_env.replay import ReplayError, _rules_from, rules_to_dict
+from loveletter_env.replay import ReplayError, rules_from_dict, rules_to_dict
 from loveletter_env.rules import CLASSIC, LADDER, MINI6, MINI7, MINI8, MINI9, PRESETS, Rules, resolve_rules
 from loveletter_env.tree import (
     build_tree,
@@ -97,10 +97,10 @@ def test_rules_objects_and_replays_keep_the_cards_in_play():
     custom = Rules(name="custom", in_play=(PRINCESS, GUARD, KING, GUARD, PRIEST))
     assert custom.in_play == (GUARD, GUARD, PRIEST, KING, PRINCESS)  # stored sorted
     for rules in (*LADDER, custom, CLASSIC):
-        assert _rules_from(rules_to_dict(rules)) == rules
+        assert rules_from_dict(rules_to_dict(rules)) == rules
     bad = {**rules_to_dict(MINI6), "in_play": [8, 8, 1, 1]}
     with pytest.raises(ReplayError, match="Princess x2"):
-        _rules_from(bad)
+        rules_from_dict(bad)
 
 
 # Refusals -----------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import typing
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,11 @@ import yaml
 from conftest import TINY_TRAINING
 
 from loveletter_env.batched import BatchedLoveLetter
+from loveletter_env.rules import PRESETS
+from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS
 from training import load_agent
 from training.checkpoint import load_checkpoint
-from training.config import ConfigError, TrainConfig, load_config, to_dict
+from training.config import ConfigError, EnvConfig, RulesName, TableSize, TrainConfig, load_config, to_dict
 from training.selfplay import SelfPlayTrainer, main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,6 +49,12 @@ def rows(run_dir: Path) -> list[dict[str, str]]:
 # -- config ----------------------------------------------------------------------------
 def test_shipped_default_yaml_equals_the_built_in_defaults():
     assert to_dict(load_config(REPO / "configs" / "default.yaml")) == to_dict(TrainConfig())
+
+
+def test_the_config_offers_every_rules_preset_table_size_and_episode_kind():
+    assert typing.get_args(RulesName) == tuple(PRESETS)
+    assert typing.get_args(TableSize) == PLAYER_COUNTS
+    assert typing.get_args(EnvConfig.model_fields["episode"].annotation) == EPISODE_KINDS
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)

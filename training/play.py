@@ -35,6 +35,8 @@ from loveletter_env.replay import AgentInfo, ReplayRecorder, decision_details, s
 from loveletter_env.rules import PRESETS, check_rules_for_table, resolve_rules
 from loveletter_env.validation import check_num_players, is_int
 
+from .compile_notice import announce_kernel_compilation
+
 
 class QuitGame(Exception):
     """The player asked to leave, or the input ran out."""
@@ -229,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="stop after this many rounds (default: a whole game)")
     parser.add_argument("--save-replay", metavar="FILE", help="save the game as a replay file (JSON) when it ends")
     args = parser.parse_args(argv)
+    announce_kernel_compilation()
     if args.rounds is not None and args.rounds < 1:
         parser.error(f"--rounds must be a positive integer, got {args.rounds}")
     try:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint import CheckpointError, load_checkpoint
+from .compile_notice import announce_kernel_compilation
 from .config import ConfigError, load_config
 from .interrupt import exit_interrupted
 from .trainer import SelfPlayTrainer
@@ -63,6 +64,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run ``python -m training.selfplay``; return the trainer's summary. User mistakes exit with a message."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    announce_kernel_compilation()
     try:
         if args.resume:
             run_dir = Path(args.resume)
