@@ -144,16 +144,6 @@ def test_a_training_config_refuses_a_rung_at_3_players():
         load_config(None, ["env.rules=mini8", "env.num_players=[2,3]"])
 
 
-def test_the_torch_engine_path_refuses_rungs():
-    # Any device but the CPU runs the torch engine; "meta" stands in for CUDA here.
-    with pytest.raises(ValueError, match="CPU only"):
-        BatchedLoveLetter(4, 2, rules="mini6", device="meta")
-    from loveletter_env.batched.state import empty_state
-
-    with pytest.raises(ValueError, match="torch engine does not play"):
-        empty_state(torch.tensor([2, 2]), MINI6)
-
-
 def test_a_deck_that_does_not_lay_the_face_up_cards_is_refused_naming_them():
     deck = list(MINI6.deck_from_in_play(MINI6.in_play))
     deck[1:11] = deck[10:0:-1]  # the face-up cards in another order: accepted
