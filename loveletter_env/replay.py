@@ -205,6 +205,29 @@ class _RulesFile(BaseModel):
     in_play: list[Annotated[StrictInt, Field(ge=1, le=8)]] | None = None
 
 
+def _rules_of(file: _RulesFile) -> Rules:
+    """The :class:`Rules` a checked ``rules`` entry describes."""
+    fields = file.model_dump()
+    fields["tokens_to_win"] = tuple(file.tokens_to_win)
+    fields["in_play"] = None if file.in_play is None else tuple(file.in_play)
+    try:
+        return Rules(**fields)
+    except ValueError as error:  # a card set no rung can hold: too many copies, too few cards
+        raise ReplayError(f"rules: {error}") from None
+
+
+def rules_from_dict(data: Any) -> Rules:
+    """The rules a replay's ``rules`` entry names: a preset name, or every field as
+    :func:`rules_to_dict` writes them. Raises :class:`ReplayError` naming a bad field."""
+    try:
+        file = _RulesFile.model_validate(_preset(data))
+    except ValidationError as exc:
+        raise ReplayError(explain(exc, lambda loc: dotted(("rules", *loc)))) from None
+    except ValueError as error:
+        raise ReplayError(f"rules: {error}") from None
+    return _rules_of(file)
+
+
 class _Result(TypedDict):
     round_winners: list[list[StrictInt]]
     winners: list[StrictInt]
@@ -527,17 +550,7 @@ def replay_from_dict(data: Any) -> Replay:
     for r, rnd in enumerate(file.rounds):
         if not 0 <= rnd.first_player < n:
             raise ReplayError(f"round {r + 1}: first_player must be a seat in 0..{n - 1}, got {rnd.first_player}")
-    in_play = file.rules.in_play
-    try:
-        rules = Rules(
-            **{
-                **file.rules.model_dump(),
-                "tokens_to_win": tuple(file.rules.tokens_to_win),
-                "in_play": None if in_play is None else tuple(in_play),
-            }
-        )
-    except ValueError as error:  # a card set no rung can hold: too many copies, too few cards
-        raise ReplayError(f"rules: {error}") from None
+    rules = _rules_of(file.rules)
     replay = Replay(n, rules, file.episode, file.agents, file.rounds, dict(file.result), file.metadata)
     validate_replay(replay)
     return replay

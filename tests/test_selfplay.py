@@ -159,6 +159,12 @@ def test_short_cli_run_writes_a_loadable_checkpoint(tmp_path):
     metrics = rows(run)
     assert [int(r["update"]) for r in metrics] == [1, 2]
     assert all(0 <= float(r["eval_win_rate_rule"]) <= 1 for r in metrics)
+    # Where each update's time went: every part ran (bots sit in 30% of games), and the parts
+    # account for no more than the update's own wall time.
+    for previous, row in zip([{"elapsed_s": "0"}] + metrics, metrics):
+        parts = [float(row[f"{part}_s"]) for part in ("env", "forward", "bots", "update")]
+        assert all(seconds > 0 for seconds in parts), row
+        assert sum(parts) <= float(row["elapsed_s"]) - float(previous["elapsed_s"])
     agent = load_agent(run)
     from training.evaluate import evaluate
 

@@ -289,7 +289,8 @@ def test_error_messages_are_cut_short(client, saved_replay):
     data = saved_replay[1]
     data["rounds"][0]["steps"][0]["details"] = {"probabilities": {"x" * 500_000: 0.5}}
     answer = post_json(client, "/api/replays", json.dumps(data))
-    assert answer.status_code == 422 and len(answer.text) < 2000 and "(message cut)" in answer.text
+    # The replay schema shows a long value cut short; the web layer cuts whatever else comes through.
+    assert answer.status_code == 422 and len(answer.text) < 2000 and "details.probabilities" in answer.text
 
 
 # Checkpoints ----------------------------------------------------------------------------

@@ -53,6 +53,38 @@ def default_env_factory(**kwargs: Any) -> Any:
     return BatchedLoveLetter(**kwargs)
 
 
+class Stopwatch:
+    """Seconds spent in named parts of the work (``with watch("env"): ...``). On CUDA each
+    part ends by waiting for the device, so that the kernels it launched count in it and
+    not in whatever synchronises next (the rollout loop waits for the device every step
+    anyway, to read the seats and dones)."""
+
+    def __init__(self, device: torch.device):
+        self.synchronise = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+        self.seconds: dict[str, float] = {}
+
+    def __call__(self, part: str) -> Stopwatch._Part:
+        return Stopwatch._Part(self, part)
+
+    def take(self) -> dict[str, float]:
+        """The seconds per part since the last ``take``, as ``{part}_s`` metrics."""
+        taken, self.seconds = self.seconds, {}
+        return {f"{part}_s": round(seconds, 4) for part, seconds in taken.items()}
+
+    class _Part:
+        def __init__(self, watch: Stopwatch, part: str):
+            self.watch, self.part = watch, part
+
+        def __enter__(self) -> None:
+            self.watch.synchronise()
+            self.start = time.perf_counter()
+
+        def __exit__(self, *exc: object) -> None:
+            self.watch.synchronise()
+            seconds = time.perf_counter() - self.start
+            self.watch.seconds[self.part] = self.watch.seconds.get(self.part, 0.0) + seconds
+
+
 def evaluation_line(update: int, global_step: int, results: dict[str, EvaluationResult]) -> str:
     """The learner's evaluation in one line (what a run without a progress bar prints)."""
     figures = ", ".join(
@@ -92,6 +124,7 @@ class SelfPlayTrainer:
         self.config = config.validate()
         self.run_dir = Path(run_dir)
         self.device = pick_device(config.device)
+        self.stopwatch = Stopwatch(self.device)
         self.env_factory = env_factory
         self.progress = progress
         self.interrupted = False  # set by train() when Ctrl-C or SIGTERM stopped it
@@ -248,30 +281,33 @@ class SelfPlayTrainer:
             actions = torch.zeros(n, dtype=torch.long, device=device)
 
             rows = torch.from_numpy(np.flatnonzero(learner)).to(device)
-            if rows.numel():
-                logits, values = self.model(obs[rows])
-                chosen = sample_actions(logits, mask[rows], self.act_gen)
-                actions[rows] = chosen
-                buffer.add(
-                    game_ids[rows],
-                    seat_t[rows],
-                    obs[rows],
-                    mask[rows],
-                    chosen,
-                    action_log_prob(logits, mask[rows], chosen),
-                    values,
-                )
-            if snapshot.any():
-                rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
-                logits, _ = self.opponent_model(obs[rows])
-                actions[rows] = sample_actions(
-                    logits, mask[rows], self.act_gen, greedy=self.active.opponents.past_greedy
-                )
+            with self.stopwatch("forward"):
+                if rows.numel():
+                    logits, values = self.model(obs[rows])
+                    chosen = sample_actions(logits, mask[rows], self.act_gen)
+                    actions[rows] = chosen
+                    buffer.add(
+                        game_ids[rows],
+                        seat_t[rows],
+                        obs[rows],
+                        mask[rows],
+                        chosen,
+                        action_log_prob(logits, mask[rows], chosen),
+                        values,
+                    )
+                if snapshot.any():
+                    rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
+                    logits, _ = self.opponent_model(obs[rows])
+                    actions[rows] = sample_actions(
+                        logits, mask[rows], self.act_gen, greedy=self.active.opponents.past_greedy
+                    )
             if bot.any():
-                rows = torch.from_numpy(np.flatnonzero(bot)).to(device)
-                actions[rows] = seating.bot_actions(rows.cpu().numpy(), seat, obs[rows], mask[rows])
+                with self.stopwatch("bots"):
+                    rows = torch.from_numpy(np.flatnonzero(bot)).to(device)
+                    actions[rows] = seating.bot_actions(rows.cpu().numpy(), seat, obs[rows], mask[rows])
 
-            self.obs, self.mask, rewards, dones, _ = self.env.step(actions)
+            with self.stopwatch("env"):
+                self.obs, self.mask, rewards, dones, _ = self.env.step(actions)
             self.global_step += n
             if dones.any():
                 done_t = dones.nonzero().squeeze(-1)
@@ -410,7 +446,8 @@ class SelfPlayTrainer:
                         break
                     continue  # rollouts this short resolved no decision yet: nothing to learn from
                 self.model.train()
-                stats = ppo_update(self.model, self.optimizer, batch, self.active.ppo, self.update_gen)
+                with self.stopwatch("update"):
+                    stats = ppo_update(self.model, self.optimizer, batch, self.active.ppo, self.update_gen)
                 self.update += 1
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
 
@@ -427,6 +464,7 @@ class SelfPlayTrainer:
                     "learner_decisions": len(batch),
                     **roll_stats,
                     **stats,
+                    **self.stopwatch.take(),
                 }
                 if cfg.eval.every and (self.update % cfg.eval.every == 0 or finished):
                     self.last_eval = self.evaluate()
