@@ -37,6 +37,7 @@ from torch import nn
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE
 from loveletter_env.schema import StrictModel, WholeNumber
+from loveletter_env.validation import check_seed
 
 
 # ---------------------------------------------------------------------------------
@@ -355,7 +356,8 @@ class PolicyAgent:
     Args:
         model: an :class:`ActorCritic` (or any module with the same ``forward``).
         greedy: play the most likely legal action; otherwise sample from the masked policy.
-        seed: seeds this agent's own generator (used only when sampling).
+        seed: seeds this agent's own generator (used only when sampling): an integer in
+            ``0..MAX_SEED`` (:func:`~loveletter_env.validation.check_seed`).
         device: where to run the network.
     """
 
@@ -363,12 +365,12 @@ class PolicyAgent:
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         self.greedy = greedy
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.generator = torch.Generator(device=self.device).manual_seed(check_seed(seed))
 
     def reset(self, seed: int | None = None) -> None:
         """Start a new episode (the network keeps no memory); with ``seed``, reseed sampling."""
         if seed is not None:
-            self.generator.manual_seed(seed)
+            self.generator.manual_seed(check_seed(seed))
 
     @torch.no_grad()
     def act(self, observation: Mapping[str, np.ndarray]) -> int:

@@ -37,7 +37,7 @@ from .metrics import MetricsLog, plot_learning_curve
 from .opponents import OpponentKind, OpponentPool, Seating
 from .ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
 from .rollout import RolloutBuffer
-from .runtime import derive_seed, pick_device
+from .runtime import claim_run_folder, derive_seed, pick_device
 from .stats import EvaluationResult
 
 #: Config keys that say where a run executes, not what it computes: --resume may change them.
@@ -96,9 +96,13 @@ def evaluation_line(update: int, global_step: int, results: dict[str, Evaluation
 class SelfPlayTrainer:
     """Runs a :class:`~training.config.TrainConfig`: rollouts, PPO updates, evaluation, checkpoints.
 
+    The trainer owns ``run_dir`` (:func:`training.runtime.claim_run_folder`) from its creation
+    until :meth:`train` returns, or until :meth:`release` for a trainer that never trains.
+
     Args:
         config: the run's config (validated).
-        run_dir: output folder (created).
+        run_dir: output folder (created). :class:`~training.runtime.RunFolderError` if it
+            cannot be written, another run owns it, or (unless ``resume``) it holds a run.
         resume: continue from ``run_dir/latest.pt``.
         pool: a ready-made opponent pool; with ``grow_pool=False`` it stays frozen (the
             exploitability tool trains against one fixed checkpoint this way).
@@ -144,19 +148,25 @@ class SelfPlayTrainer:
         self.best_score = -math.inf
         self.last_eval: dict[str, EvaluationResult] = {}
 
-        if resume:
-            self._restore(load_checkpoint(self.run_dir / "latest.pt", map_location="cpu"))
-        else:
-            if config.model.init_from:
-                self._initialise_from(config.model.init_from)
-            if len(self.pool) == 0:  # the starting weights are the first past opponent
-                self.pool.add(self.model, label=0)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        save_config(config, self.run_dir / "config.yaml")
-        # The keys of the schedule stage in force (the whole config when there is no schedule).
-        self.stage = config.stage_index(self.global_step)
-        self.active = config.at_step(self.global_step)
-        self._make_env()
+        # The folder is this trainer's from here until train() returns: checked writable, not
+        # in use by another run and, for a new run, holding none to overwrite.
+        self.run_lock = claim_run_folder(self.run_dir, resume=resume)
+        try:
+            if resume:
+                self._restore(load_checkpoint(self.run_dir / "latest.pt", map_location="cpu"))
+            else:
+                if config.model.init_from:
+                    self._initialise_from(config.model.init_from)
+                if len(self.pool) == 0:  # the starting weights are the first past opponent
+                    self.pool.add(self.model, label=0)
+            save_config(config, self.run_dir / "config.yaml")
+            # The keys of the schedule stage in force (the whole config when there is no schedule).
+            self.stage = config.stage_index(self.global_step)
+            self.active = config.at_step(self.global_step)
+            self._make_env()
+        except BaseException:
+            self.run_lock.release()
+            raise
 
     # -- state -----------------------------------------------------------------------
     def _training_state(self) -> dict[str, Any]:
@@ -387,8 +397,22 @@ class SelfPlayTrainer:
             self._make_env()
 
     # -- main loop -------------------------------------------------------------------
+    def release(self) -> None:
+        """Give up the run folder (:meth:`train` does when it returns)."""
+        self.run_lock.release()
+
     def train(self) -> dict[str, Any]:
-        """Run until ``total_steps`` turns; return a summary (final step, evaluation, paths)."""
+        """Run until ``total_steps`` turns; return a summary (final step, evaluation, paths).
+
+        The run folder is released when this returns or raises.
+        """
+        self.run_lock.acquire()  # held already, unless an earlier train() released it
+        try:
+            return self._train()
+        finally:
+            self.release()
+
+    def _train(self) -> dict[str, Any]:
         cfg = self.config
         resume_update = self.update if self.update else None
         log = MetricsLog(self.run_dir, cfg.eval.opponents if cfg.eval.every else [], resume_update)

@@ -30,7 +30,7 @@ from ..core.sampling import GOLDEN
 from ..engine import MAX_PLAYERS, MIN_PLAYERS
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
-from ..validation import check_episode
+from ..validation import check_episode, check_seed
 from .shuffle import deck_draws, shuffled_decks
 from .state import BatchedState, state_from_records
 
@@ -95,6 +95,7 @@ class BatchedLoveLetter:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         num_games = int(num_games)
         check_episode(episode)
+        seed = check_seed(seed)
         self.device = torch.empty(0, device=device).device  # normalised: "cuda" -> "cuda:0"
         if self.device.type not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, got {self.device}")
