@@ -154,9 +154,9 @@ class raw_env(AECEnv):
 
     Args:
         num_players: 2, 3 or 4.
-        rules: a preset name (``"classic"``, ``"pegasus"``, ``"king_ignores_handmaid"``,
-            or a 2-player ladder rung ``"mini6"`` .. ``"mini9"``) or a
-            :class:`~loveletter_env.rules.Rules` object.
+        rules: a preset name (``"classic"``, ``"pegasus"``, the other presets of
+            :data:`~loveletter_env.rules.PRESETS`, or a 2-player ladder rung ``"mini6"`` ..
+            ``"mini9"``) or a :class:`~loveletter_env.rules.Rules` object.
         episode: ``"round"`` (an episode is one round) or ``"game"`` (rounds until a
             player reaches the token target).
         render_mode: ``None``, ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).

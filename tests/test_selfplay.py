@@ -10,13 +10,14 @@ import pytest
 import torch
 import yaml
 from conftest import TINY_TRAINING
+from pydantic import ValidationError
 
 from loveletter_env.batched import BatchedLoveLetter
 from loveletter_env.rules import PRESETS
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS
 from training import load_agent
 from training.checkpoint import load_checkpoint
-from training.config import ConfigError, EnvConfig, RulesName, TableSize, TrainConfig, load_config, to_dict
+from training.config import ConfigError, EnvConfig, TableSize, TrainConfig, load_config, to_dict
 from training.selfplay import SelfPlayTrainer, main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,7 +53,10 @@ def test_shipped_default_yaml_equals_the_built_in_defaults():
 
 
 def test_the_config_offers_every_rules_preset_table_size_and_episode_kind():
-    assert typing.get_args(RulesName) == tuple(PRESETS)
+    for name in PRESETS:
+        assert EnvConfig(rules=name).rules == name
+    with pytest.raises(ValidationError, match="must be one of 'classic', 'pegasus'"):
+        EnvConfig(rules="bogus")
     assert typing.get_args(TableSize) == PLAYER_COUNTS
     assert typing.get_args(EnvConfig.model_fields["episode"].annotation) == EPISODE_KINDS
 

@@ -30,8 +30,16 @@ from .ppo import PPOConfig
 Device = Literal["auto", "cpu", "cuda"]
 DEVICES: tuple[str, ...] = typing.get_args(Device)
 TableSize = Literal[2, 3, 4]
-# loveletter_env.rules.PRESETS (a test checks the two agree)
-RulesName = Literal["classic", "pegasus", "king_ignores_handmaid", "mini6", "mini7", "mini8", "mini9"]
+
+
+def _preset_name(name: str) -> str:
+    if name not in PRESETS:
+        raise ValueError(f"must be one of {', '.join(map(repr, PRESETS))}, got {shown(name)}")
+    return name
+
+
+#: A rules preset's name (loveletter_env.rules.PRESETS: a new preset needs no change here).
+RulesName = Annotated[str, AfterValidator(_preset_name)]
 # Upper bounds, checked before a run allocates anything: far beyond any useful setting,
 # low enough that a typo is named here instead of failing in an allocator or a seeder.
 #: Largest seed (torch generators take 64-bit seeds; 2**63 - 1 keeps every path in range).
