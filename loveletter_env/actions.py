@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS, card_name
+from .validation import check_int
 
 NUM_ACTIONS = 41
 NO_TARGET = -1
@@ -33,8 +34,14 @@ class Action(NamedTuple):
 
 
 def guard_action(offset: int, guess: int) -> int:
-    """Index of "Guard on seat offset ``offset`` (1..3) naming ``guess`` (2..8)"."""
-    return (offset - 1) * 7 + (guess - 2)
+    """Index of "Guard on seat offset ``offset`` (1..3) naming ``guess`` (2..8)".
+
+    Raises ``ValueError`` for anything else (a bool, a Guard, a value past the Princess):
+    the arithmetic would turn them into some other action.
+    """
+    offset = check_int("Guard target offset", offset, 1, 3)
+    guess = check_int("Guard guess", guess, PRIEST, PRINCESS)
+    return (offset - 1) * 7 + (guess - PRIEST)
 
 
 def _build_table() -> tuple[Action, ...]:

@@ -152,7 +152,7 @@ def bench_null_aec(num_players: int, turns: int, episode_length: int, seed: int 
 BATCHED_OBSERVATIONS = ("buffer", "fresh", "none")
 #: Where the benchmark's random actions are drawn: by a sampler call in the Python loop,
 #: between steps (as a policy acts), or inside the compiled step itself
-#: (``step_random``/``advance_random``, CPU only), as pgx's benchmark draws inside its jitted step.
+#: (``step_random``/``advance_random``), as pgx's benchmark draws inside its jitted step.
 BATCHED_SAMPLING = ("loop", "step")
 
 
@@ -202,8 +202,6 @@ def bench_batched(
     if sampling not in BATCHED_SAMPLING:
         raise ValueError(f"sampling must be one of {BATCHED_SAMPLING}, got {sampling!r}")
     cuda = torch.device(device).type == "cuda"
-    if sampling == "step" and cuda:
-        raise ValueError("sampling='step' draws inside the compiled core's step: CPU only")
     env = BatchedLoveLetter(batch, num_players, episode=episode, device=device, seed=seed, validate_actions=False)
     generator = torch.Generator(device=device).manual_seed(seed)
     sampler_state = new_generator(seed)
@@ -332,17 +330,13 @@ def main(argv: list[str] | None = None) -> None:
     # Interleave the measurements so that load from other processes on a noisy machine
     # hits all of them alike; report medians.
     engine_rates, aec_rates, null_rates, pgx_rates = [], [], [], []
-    # (observations, sampling) of each batched row; drawing inside the step is CPU only.
-    batched_kinds = [("buffer", "loop"), ("fresh", "loop"), ("none", "loop")]
-    if args.device == "cpu":
-        batched_kinds += [("buffer", "step"), ("none", "step")]
+    # (observations, sampling) of each batched row.
+    batched_kinds = [("buffer", "loop"), ("fresh", "loop"), ("none", "loop"), ("buffer", "step"), ("none", "step")]
     batched_rates: dict[tuple[str, str], list[Rates]] = {kind: [] for kind in batched_kinds}
     for r in range(args.repeats):
         if args.batched:
             for (kind, sampling), rates in batched_rates.items():
-                rates.append(
-                    bench_batched(n, t, args.batch, args.device, args.seed + r, args.episode, kind, sampling)
-                )
+                rates.append(bench_batched(n, t, args.batch, args.device, args.seed + r, args.episode, kind, sampling))
         if args.vs_pgx and not pgx_missing:
             pgx_rates.append(bench_pgx(t, args.batch, args.seed + r))
         rate, round_length = bench_engine(n, t, args.seed + r)
@@ -363,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     import torch
 
-    engine_name = "compiled core" if args.device == "cpu" else "torch"
+    engine_name = "compiled core" if args.device == "cpu" else "compiled core, CUDA kernels"
     print(
         f"  batched ({engine_name}): {args.batch:,} games per step on {args.device}, {args.episode} episodes, "
         f"random legal actions sampled in the loop; torch threads: {torch.get_num_threads()}"

@@ -76,7 +76,7 @@ from .engine import IllegalActionError
 from .observation import OBSERVATION_SIZE
 from .render import render_seat_view
 from .rules import CLASSIC, Rules, check_rules_for_table
-from .validation import check_episode, check_int, check_num_players, check_seat
+from .validation import check_episode, check_num_players, check_seat, check_seed
 
 RENDER_MODES = ("human", "ansi")
 RESET_OPTIONS = ("deck", "first_player")
@@ -118,9 +118,10 @@ class DeckShuffler:
 
 
 def check_reset_seed(seed: Any) -> int | None:
-    """``seed`` as an ``int`` (or ``None``); a bool, a non-integer or a negative seed is a
-    ``ValueError`` naming it (Gymnasium's own check raises its generic error type)."""
-    return None if seed is None else check_int("seed", seed, low=0)
+    """``seed`` as an ``int`` (or ``None``); a bool, a non-integer or a seed outside
+    ``0..MAX_SEED`` is a ``ValueError`` naming it (Gymnasium's own check raises its generic
+    error type)."""
+    return check_seed(seed, allow_none=True)
 
 
 def check_reset_options(
@@ -153,9 +154,9 @@ class raw_env(AECEnv):
 
     Args:
         num_players: 2, 3 or 4.
-        rules: a preset name (``"classic"``, ``"pegasus"``, ``"king_ignores_handmaid"``,
-            or a 2-player ladder rung ``"mini6"`` .. ``"mini9"``) or a
-            :class:`~loveletter_env.rules.Rules` object.
+        rules: a preset name (``"classic"``, ``"pegasus"``, the other presets of
+            :data:`~loveletter_env.rules.PRESETS`, or a 2-player ladder rung ``"mini6"`` ..
+            ``"mini9"``) or a :class:`~loveletter_env.rules.Rules` object.
         episode: ``"round"`` (an episode is one round) or ``"game"`` (rounds until a
             player reaches the token target).
         render_mode: ``None``, ``"ansi"`` (``render()`` returns text) or ``"human"`` (prints it).

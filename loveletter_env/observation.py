@@ -18,6 +18,7 @@ import numpy as np
 
 from .cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE
 from .engine import MAX_PLAYERS, GameState
+from .rules import Rules
 
 #: A seat never discards more than the 16 cards in play, so 16 slots can never overflow.
 MAX_DISCARDS = DECK_SIZE
@@ -133,10 +134,7 @@ def encode_observation(state: GameState, observer: int) -> np.ndarray:
     if not state.round_over:
         idx.append(_TO_ACT + (state.current - observer) % n)
     idx.append(_NPLAYERS + n - 2)
-    if state.rules.discard_sum_tiebreak:
-        idx.append(_RULES)
-    if state.rules.king_ignores_handmaid:
-        idx.append(_RULES + 1)
+    idx.extend(_RULES + i for i, flag in enumerate(rule_flags(state.rules)) if flag)
 
     np.add.at(obs, idx, 1.0)
     for k in range(n):
@@ -145,6 +143,16 @@ def encode_observation(state: GameState, observer: int) -> np.ndarray:
     obs[_TARGET] = state.tokens_to_win
     obs[_UNSEEN + 1 : _UNSEEN + 9] = unseen[1:]
     return obs
+
+
+def rule_flags(rules: Rules) -> tuple[bool, bool]:
+    """The rule options an observation's ``rules`` field shows, in its order."""
+    return (rules.discard_sum_tiebreak, rules.king_ignores_handmaid)
+
+
+def view_rule_fields(rules: Rules) -> dict[str, bool]:
+    """The :class:`ObservationView` fields that show ``rules``' options."""
+    return dict(zip(_VIEW_RULE_FIELDS, rule_flags(rules)))
 
 
 @dataclass(frozen=True)
@@ -182,6 +190,16 @@ class ObservationView:
         """Whether seat ``offset`` is still in the round."""
         return offset < self.num_players and not self.out[offset]
 
+    def rules(self, name: str = "observed", in_play: tuple[int, ...] | None = None) -> Rules:
+        """Rules that play as the ones this view shows (every table size needing
+        ``tokens_to_win``); ``in_play`` as a ladder rung's, which a view does not show."""
+        options = {field: getattr(self, field) for field in _VIEW_RULE_FIELDS}
+        return Rules(name=name, tokens_to_win=(self.tokens_to_win,) * 3, in_play=in_play, **options)
+
+
+#: The view's fields for the rule options, in the order of :func:`rule_flags`.
+_VIEW_RULE_FIELDS = ("discard_sum_tiebreak", "king_ignores_handmaid")
+
 
 def _values(counts: np.ndarray) -> tuple[int, ...]:
     return tuple(v for v in CARD_VALUES for _ in range(int(counts[v - 1])))
@@ -218,8 +236,7 @@ def decode_observation(vector) -> ObservationView:
         to_act=to_act,
         deck_size=int(f["deck_size"][0]),
         tokens_to_win=int(f["tokens_to_win"][0]),
-        discard_sum_tiebreak=bool(f["rules"][0]),
-        king_ignores_handmaid=bool(f["rules"][1]),
+        **dict(zip(_VIEW_RULE_FIELDS, (bool(x) for x in f["rules"]))),
         unseen={val: int(f["unseen"][val - 1]) for val in CARD_VALUES},
     )
 

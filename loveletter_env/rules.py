@@ -95,6 +95,11 @@ class Rules:
             )
         object.__setattr__(self, "in_play", tuple(cards))
 
+    def king_choosable(self, unprotected: int, in_round: int) -> int:
+        """The seats the King may choose, as a bit mask: ``in_round`` (every other seat still
+        in the round) where a Handmaid does not protect from him, else ``unprotected``."""
+        return in_round if self.king_ignores_handmaid else unprotected
+
     def tokens_needed(self, num_players: int) -> int:
         """Tokens a player needs to win a game of ``num_players``."""
         return self.tokens_to_win[num_players - 2]

@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Collection
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, Literal, TypeVar, overload
 
 #: Table sizes the game supports.
 MIN_PLAYERS, MAX_PLAYERS = 2, 4
 PLAYER_COUNTS: tuple[int, ...] = tuple(range(MIN_PLAYERS, MAX_PLAYERS + 1))
 #: What one episode of an env is: a single round, or rounds until a player holds the token target.
 EPISODE_KINDS: tuple[str, ...] = ("round", "game")
+#: Largest seed. Every generator the package seeds takes it (torch's take up to 2**64 - 1,
+#: numpy's, Python's and Gymnasium's any non-negative integer); 63 bits also fit a signed int64,
+#: so a seed can be stored or derived from anywhere without wrapping.
+MAX_SEED = 2**63 - 1
 
 T = TypeVar("T")
 
@@ -105,14 +111,65 @@ def check_seat(name: str, value: Any, num_players: int) -> int:
     return int(value)
 
 
+@overload
+def check_seed(value: Any, name: str = ..., allow_none: Literal[False] = ...) -> int: ...
+@overload
+def check_seed(value: Any, name: str = ..., allow_none: bool = ...) -> int | None: ...
+def check_seed(value: Any, name: str = "seed", allow_none: bool = False) -> int | None:
+    """A seed as an ``int``: an integer (Python or numpy, not a ``bool``) in ``0..MAX_SEED``.
+
+    ``allow_none`` admits ``None`` (returned as is) where it means "fresh entropy". Floats,
+    even whole ones, are refused: ``1.9`` would otherwise deal what ``1`` deals.
+    """
+    if value is None and allow_none:
+        return None
+    if not is_int(value) or not 0 <= value <= MAX_SEED:
+        rule = "a non-negative integer below 2**63"
+        raise _fail(name, f"None or {rule}" if allow_none else rule, value)
+    return int(value)
+
+
 def check_episode(value: Any, name: str = "episode") -> str:
     """One of :data:`EPISODE_KINDS`."""
     return check_choice(name, value, EPISODE_KINDS)
 
 
+def check_writable(name: str, path: str | os.PathLike[str], folder: bool = False) -> Path:
+    """``path`` as a :class:`~pathlib.Path` if a file can be written there (with ``folder``:
+    if ``path`` is a folder, or can be made one, that files can be written in); else
+    ``ValueError("<name> '<path>' cannot be written: <why>")``.
+
+    Tools call this before long work whose result goes to ``path``, so that a bad path is
+    named before the work, not after it is lost. Missing folders are not created: the
+    check creates and removes an empty file in the nearest folder that exists, which is
+    where they would be created (asking the system for permissions would not do: they say
+    nothing of read-only or virtual file systems, and all yes to root).
+    """
+    path = Path(path)
+    if "\0" in str(path):  # the system refuses such names, and pathlib with an unhelpful message
+        raise ValueError(f"{name} {str(path)!r} cannot be written: it contains a NUL character")
+    if not folder and path.is_dir():
+        raise ValueError(f"{name} {str(path)!r} cannot be written: it is a folder")
+    existing = path if folder else path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"{name} {str(path)!r} cannot be written: {str(existing)!r} is a file, not a folder")
+    probe = existing / f".write-check.{os.getpid()}.tmp"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT))
+        os.unlink(probe)
+    except OSError as err:
+        raise ValueError(
+            f"{name} {str(path)!r} cannot be written: creating a file in {str(existing)!r} fails ({err.strerror})"
+        ) from None
+    return path
+
+
 __all__ = [
     "EPISODE_KINDS",
     "MAX_PLAYERS",
+    "MAX_SEED",
     "MIN_PLAYERS",
     "PLAYER_COUNTS",
     "check_choice",
@@ -121,6 +178,8 @@ __all__ = [
     "check_num_players",
     "check_number",
     "check_seat",
+    "check_seed",
+    "check_writable",
     "int_rule",
     "is_int",
 ]

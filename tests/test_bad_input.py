@@ -20,8 +20,12 @@ import torch
 
 import loveletter_env  # noqa: F401  (registers the Gymnasium id)
 from loveletter_env import env as make_env
+from loveletter_env.actions import ACTIONS, guard_action
+from loveletter_env.agents import make_agent
 from loveletter_env.agents.base import AgentError, checked_act
-from loveletter_env.cards import FULL_DECK, validate_deck
+from loveletter_env.agents.specs import AgentSpecError, resolve_agent
+from loveletter_env.batched import BatchedLoveLetter
+from loveletter_env.cards import FULL_DECK, GUARD, validate_deck
 from training.checkpoint import save_checkpoint
 from training.config import ConfigError, load_config
 from training.selfplay import main as selfplay_main
@@ -83,15 +87,16 @@ def test_refused_gym_reset_changes_nothing(options):
     assert play_out(env, 4) == play_out(untouched, 4)
 
 
-@pytest.mark.parametrize("seed", [-1, 1.5, True, "3", np.float64(2.0)])
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "3", np.float64(2.0), 2**63, 2**64])
 def test_bad_seeds_are_a_value_error_naming_the_seed(seed):
+    message = r"seed must be None or a non-negative integer below 2\*\*63, got"
     aec = make_env(num_players=2)
-    with pytest.raises(ValueError, match="seed must be a non-negative integer, got"):
+    with pytest.raises(ValueError, match=message):
         aec.reset(seed=seed)
     env = gym_env()
     env.reset(seed=1)
     before = snapshot(env)
-    with pytest.raises(ValueError, match="seed must be a non-negative integer, got"):
+    with pytest.raises(ValueError, match=message):
         env.reset(seed=seed)
     assert snapshot(env) == before
 
@@ -237,6 +242,125 @@ def test_gym_env_names_an_opponent_that_returns_none():
             env.step(int(np.flatnonzero(env.action_masks())[0]))
 
 
+class SwitchableAgent:
+    """Returns None (a broken agent) until ``fixed``, then plays its first legal action."""
+
+    fixed = False
+
+    def act(self, observation):
+        return int(np.flatnonzero(observation["action_mask"])[0]) if self.fixed else None
+
+
+@pytest.mark.parametrize("illegal_action", ["raise", "lose"])
+@pytest.mark.parametrize("fails_in", ["reset", "step"])
+def test_an_episode_an_opponent_broke_refuses_to_step_until_reset(illegal_action, fails_in):
+    opponent = SwitchableAgent()
+    learner_seat = 1 if fails_in == "reset" else 0  # player_0 starts: the opponent first, or the learner
+    env = gymnasium.make(
+        "loveletter/LoveLetter-v0", num_players=2, opponents=opponent, illegal_action=illegal_action
+    ).unwrapped
+    with pytest.raises(AgentError, match="returned None"):
+        env.reset(seed=1, options={"first_player": 0, "learner_seat": learner_seat})
+        env.step(int(np.flatnonzero(env.action_masks())[0]))
+    # The opponent is still to act: any step would play the learner's action in its seat.
+    assert env.aec.agent_selection == env.aec.possible_agents[1 - learner_seat]
+    for action in range(41):
+        with pytest.raises(RuntimeError, match=rf"abandoned when an opponent failed in {fails_in}\(\) .*call reset"):
+            env.step(action)
+    opponent.fixed = True
+    obs, info = env.reset(seed=1, options={"first_player": 0, "learner_seat": learner_seat})
+    assert env.aec.agent_selection == env.aec.possible_agents[learner_seat]
+    _, _, _, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    assert not info.get("illegal_action")
+
+
+class FailingReset(SwitchableAgent):
+    fixed = True
+
+    def reset(self, seed=None):
+        raise RuntimeError("no network")
+
+
+def test_an_opponent_whose_reset_fails_leaves_no_episode_to_step():
+    env = gymnasium.make("loveletter/LoveLetter-v0", num_players=2, opponents=FailingReset()).unwrapped
+    with pytest.raises(RuntimeError, match="no network"):
+        env.reset(seed=0)
+    with pytest.raises(RuntimeError, match=r"failed in reset\(\) \(RuntimeError: no network\); call reset"):
+        env.step(0)
+
+
+# Seeds: one check everywhere --------------------------------------------------------------
+
+BAD_SEEDS = [1.9, "1", True, None, -1, 2**63, 2**64]
+
+
+@pytest.mark.parametrize("seed", BAD_SEEDS, ids=repr)
+def test_the_batched_engine_refuses_seeds_that_are_not_integers(seed):
+    # 1.9, '1' and True used to deal what 1 deals; None and 2**64 gave torch's errors.
+    with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
+        BatchedLoveLetter(num_games=2, seed=seed)
+
+
+def test_the_batched_engine_takes_numpy_seeds_as_the_same_int():
+    first, second = BatchedLoveLetter(num_games=4, seed=np.int64(9)), BatchedLoveLetter(num_games=4, seed=9)
+    assert torch.equal(first.reset()[0], second.reset()[0])
+    BatchedLoveLetter(num_games=1, seed=2**63 - 1).reset()
+
+
+@pytest.mark.parametrize("seed", [s for s in BAD_SEEDS if s is not None], ids=repr)
+@pytest.mark.parametrize("name", ["random", "rule", "belief", "ismcts"])
+def test_bots_refuse_seeds_that_are_not_integers(name, seed):
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got"):
+        make_agent(name, seed=seed)
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got"):
+        resolve_agent(name, seed=seed)
+    agent = make_agent(name, seed=1)
+    with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
+        agent.reset(seed=seed)  # as evaluations reseed agents at every episode
+    assert agent._seed == 1
+
+
+def test_checkpoint_specs_refuse_bad_seeds_before_torch_sees_them():
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got 1.5$"):
+        resolve_agent(str(ROOT / "checkpoints/shipped/ppo_2p.pt"), seed=1.5)
+    assert resolve_agent(str(ROOT / "checkpoints/shipped/ppo_2p.pt"), seed=np.int64(3)) is not None
+
+
+@pytest.mark.parametrize("spec", ["random:seed=5", "ismcts:iterations=10,seed=5"])
+def test_a_seed_in_an_agent_spec_is_refused_with_a_reason(spec):
+    with pytest.raises(AgentSpecError, match=rf"agent spec '{spec}': seed is not an option of the spec; .*set by"):
+        resolve_agent(spec, seed=1)
+    with pytest.raises(AgentSpecError, match="seed is not an option"):
+        resolve_agent(spec)
+
+
+# Guard actions -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "offset, guess, message",
+    [
+        (1, True, "Guard guess must be an integer in 2..8, got True"),  # used to give -1
+        (1, 9, "Guard guess must be an integer in 2..8, got 9"),  # used to give Guard on +2 naming Priest
+        (1, 1, "Guard guess must be an integer in 2..8, got 1"),
+        (1, 2.0, "Guard guess must be an integer in 2..8, got 2.0"),
+        (0, 3, "Guard target offset must be an integer in 1..3, got 0"),
+        (4, 3, "Guard target offset must be an integer in 1..3, got 4"),
+        (True, 3, "Guard target offset must be an integer in 1..3, got True"),
+    ],
+)
+def test_guard_action_refuses_what_is_no_guard_action(offset, guess, message):
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        guard_action(offset, guess)
+
+
+def test_guard_action_covers_every_guard_play_once():
+    indices = {guard_action(o, g): (o, g) for o in (1, 2, 3) for g in range(2, 9)}
+    assert sorted(indices) == list(range(21))
+    assert all(ACTIONS[i] == (GUARD, o, g) for i, (o, g) in indices.items())
+    assert guard_action(np.int64(2), np.int8(5)) == guard_action(2, 5)
+
+
 # Training configs: refused up front, naming the key ------------------------------------
 
 
@@ -246,17 +370,26 @@ def test_gym_env_names_an_opponent_that_returns_none():
         ("eval.opponents=[nosuchbot]", r"eval.opponents must be names from .*got \['nosuchbot'\]"),
         ("eval.opponents=[guided]", r"eval.opponents: bot 'guided' cannot be built .*policy=PATH"),
         ("opponents.bot_names=[guided]", r"opponents.bot_names: bot 'guided' cannot be built"),
-        ("seed=1180591620717411303424", r"seed must be >= 0 and below 2\*\*63"),  # 2**70
-        ("ppo.learning_rate=1e300", r"ppo.learning_rate must be in \(0, 1\]"),
-        ("env.num_games=100000000", r"env.num_games must be in 1\.\.65536"),
-        ("env.rollout_steps=1000000", r"env.rollout_steps must be in 2\.\.4096"),
+        ("seed=1180591620717411303424", r"seed must be < 2\*\*63, got 1180591620717411303424"),  # 2**70
+        ("ppo.learning_rate=1e300", r"ppo.learning_rate must be <= 1, got 1e\+300"),
+        ("env.num_games=100000000", r"env.num_games must be <= 65536, got 100000000"),
+        ("env.rollout_steps=1000000", r"env.rollout_steps must be <= 4096"),
         ("env.num_games=65536", r"env.num_games times env.rollout_steps .* at most 1,048,576 turns"),
-        ("model.hidden_sizes=[100000000]", r"model.hidden_sizes must be a list of 1 to 16 layer sizes"),
+        ("model.hidden_sizes=[100000000]", r"model.hidden_sizes\[0\] must be <= 65536, got 100000000"),
+        (f"model.hidden_sizes={[8] * 17}", r"model.hidden_sizes must hold at most 16 items"),
         ("model.hidden_sizes=[60000,60000]", r"model.hidden_sizes must give a network of at most 100,000,000"),
-        ("torch_threads=100000000", r"torch_threads must be in 0\.\.1024"),
+        ("torch_threads=100000000", r"torch_threads must be <= 1024"),
         ("learning_rate=1e-3", r"unknown config key\(s\) \['learning_rate'\] \(did you mean 'ppo.learning_rate'\?\)"),
         ("ppo.learnin_rate=1e-3", r"did you mean 'ppo.learning_rate'\?"),
         ("model=&m [*m]", r"model\[0\] refers to itself \(a recursive YAML alias\)"),
+        # Strict types: text is no number or boolean, a boolean no number, a fraction no integer.
+        ("eval.greedy='true'", r"eval.greedy must be true or false, got 'true'"),
+        ("seed='3'", r"seed must be an integer, got '3'"),
+        ("ppo.learning_rate=true", r"ppo.learning_rate must be a finite number, got True"),
+        ("ppo.update_epochs=4.5", r"ppo.update_epochs must be an integer, got 4.5"),
+        ('run_name="a\\0b"', r"run_name must be a plain folder name .*got 'a\\x00b'"),
+        ('out_dir="runs\\0"', r"out_dir must be a path without NUL characters"),
+        (f"run_name={'x' * 300}", r"run_name must be at most 255 characters long, got 'x+\.\.\.x+'$"),
     ],
 )
 def test_bad_config_values_are_a_config_error_before_training(tmp_path, capsys, override, message):
@@ -284,6 +417,56 @@ def test_bad_config_files_are_a_config_error_naming_the_key(tmp_path, text, mess
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_config(path)
+
+
+def test_quoted_text_stays_text_and_exponents_are_numbers(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text('run_name: "1e5"\nppo:\n  learning_rate: 3e-4\n  ent_coef: 1.0e-3\ntotal_steps: 1e6\n')
+    config = load_config(path)
+    assert config.run_name == "1e5"
+    assert config.ppo.learning_rate == 3e-4 and config.ppo.ent_coef == 1e-3
+    assert config.total_steps == 1_000_000 and isinstance(config.total_steps, int)
+    assert load_config(None, ['run_name="1e5"']).run_name == "1e5"
+    with pytest.raises(ConfigError, match=r"run_name must be a string, got 100000.0"):
+        load_config(None, ["run_name=1e5"])  # unquoted, YAML reads a number
+
+
+def _aliases_of_aliases(levels: int) -> str:
+    lines = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("env: " + "[" * 5000 + "]" * 5000 + "\n", r"is nested too deeply \(the limit is 32 levels\)"),
+        ("env: " + "[" * 40 + "]" * 40 + "\n", r"nested too deeply: env(\[0\]){31,32} is more than 32 levels down"),
+        ("seed: " + "9" * 5000 + "\n", r"is not valid YAML: Exceeds the limit \(4300 digits\)"),
+        (_aliases_of_aliases(7), r"holds more than 100,000 lists and mappings"),
+    ],
+    ids=["deeper than the stack", "deep", "5000 digits", "aliases of aliases"],
+)
+def test_config_files_that_would_exhaust_the_parser_are_refused(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+    if text.count("\n") == 1:  # the same value given as an override
+        with pytest.raises(ConfigError, match=message):
+            load_config(None, [text.replace(": ", "=", 1).strip()])
+
+
+def test_config_files_are_read_only_to_the_size_limit(tmp_path):
+    from training.config import MAX_CONFIG_BYTES
+
+    big = tmp_path / "big.yaml"
+    big.write_text("# " + "x" * MAX_CONFIG_BYTES)
+    with pytest.raises(ConfigError, match=r"big.yaml' is too large: the limit is 1,000,000 bytes"):
+        load_config(big)
+    if Path("/dev/zero").exists():  # endless, and reports a size of 0
+        with pytest.raises(ConfigError, match=r"'/dev/zero' is not a file"):
+            load_config("/dev/zero")
 
 
 def test_shared_yaml_aliases_are_still_fine(tmp_path):

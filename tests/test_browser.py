@@ -212,10 +212,21 @@ def test_leaderboard_page(server, browser, screenshot):
     driver.get(f"{server}/#/leaderboard")
     wait = WebDriverWait(driver, WAIT)
     wait.until(lambda d: visible(d, "#league-table") and visible(d, "#league-chart"))
-    wait.until(lambda d: d.execute_script("return document.getElementById('league-chart').naturalWidth") > 0)
     rows = driver.find_elements(By.CSS_SELECTOR, "#league-table tr")
     assert len(rows) == 4  # a header and three agents
+    assert [th.text for th in rows[0].find_elements(By.TAG_NAME, "th")] == [
+        "Rank",
+        "Agent",
+        "Rating",
+        "Win rate",
+        "Episodes",
+    ]
     assert {"random", "rule", "belief"} <= {r.find_elements(By.TAG_NAME, "td")[1].text for r in rows[1:]}
+    assert all(r.find_elements(By.TAG_NAME, "td")[3].text.endswith("%") for r in rows[1:])
+    # The chart's bars start at the agents' average: the best agent's bar goes right, the worst's left.
+    bars = driver.find_elements(By.CSS_SELECTOR, "#league-chart .rating-row:not(.scale) .fill")
+    assert len(bars) == 3
+    assert "below" not in bars[0].get_attribute("class") and "below" in bars[-1].get_attribute("class")
     screenshot(driver, "web-leaderboard.png")
     assert console_errors(driver) == []
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import math
+import os
 import pickle
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -10,12 +14,14 @@ import numpy as np
 import pytest
 import torch
 
+import training.checkpoint as checkpoint_module
 from loveletter_env import env as make_env
 from loveletter_env.observation import OBSERVATION_SIZE
 from training import load_agent
 from training.checkpoint import (
     DIGEST_KEY,
     CheckpointError,
+    CheckpointWriteError,
     build_model,
     checkpoint_digest,
     export_agent,
@@ -193,14 +199,102 @@ def test_weights_that_do_not_fit_the_network(tmp_path, saved):
         load_agent(path)
 
 
-@pytest.mark.parametrize("sizes", [[10**9, 10**9], [2**40], [32] * 10_000], ids=["huge", "huger", "deep"])
-def test_absurd_hidden_sizes_are_refused_before_allocating(tmp_path, saved, sizes):
-    # Building these networks would need petabytes; the check compares shapes without allocating.
+@pytest.mark.parametrize(
+    "sizes", [[10**9, 10**9], [2**40], [2**60], [32] * 10_000], ids=["huge", "huger", "overflowing", "deep"]
+)
+def test_absurd_hidden_sizes_are_refused_with_the_bound(tmp_path, saved, sizes):
+    # Building these networks would need petabytes (2**60 overflowed torch's size arithmetic).
     data = torch.load(saved, weights_only=True)
     data["model"]["hidden_sizes"] = sizes
-    path = save_checkpoint(tmp_path / "absurd.pt", data)
+    path = save_checkpoint(tmp_path / "absurd.pt", data)  # a valid digest: only the sizes are wrong
+    with pytest.raises(CheckpointError, match=r"beyond what this code builds: .*at most 16 layers of 1\.\.65536 units"):
+        load_agent(path)
+
+
+def test_large_hidden_sizes_within_the_bound_are_compared_without_allocating(tmp_path, saved):
+    # 16 layers of 65,536 units: 64 G parameters, were the network built; the shapes are compared on torch's
+    # meta device instead.
+    data = torch.load(saved, weights_only=True)
+    data["model"]["hidden_sizes"] = [2**16] * 16
+    path = save_checkpoint(tmp_path / "large.pt", data)
     with pytest.raises(CheckpointError, match="do not fit"):
         load_agent(path)
+
+
+def test_layout_fields_must_be_plain_integers(tmp_path, saved):
+    data = torch.load(saved, weights_only=True)
+    data["observation_size"] = torch.tensor(OBSERVATION_SIZE)  # equal to the right size, yet not a number
+    path = save_checkpoint(tmp_path / "tensor_size.pt", data)
+    with pytest.raises(CheckpointError, match=r"malformed: its observation_size is tensor\(646\), not an integer"):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
+def test_weights_that_are_not_finite_are_refused(tmp_path, saved, value):
+    data = torch.load(saved, weights_only=True)
+    name, tensor = next(iter(data["model"]["state_dict"].items()))
+    tensor.view(-1)[3] = value
+    path = save_checkpoint(tmp_path / "diverged.pt", data)  # a valid digest: the file is as written
+    with pytest.raises(CheckpointError, match=rf"not finite numbers \(NaN or infinity\) in {re.escape(name)}"):
+        load_agent(path)
+    with pytest.raises(CheckpointError, match="not finite"):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize("seed", [1.5, "1", True, None, -1, 2**64], ids=repr)
+def test_checkpoint_agents_refuse_bad_seeds_by_name(saved, seed):
+    with pytest.raises(
+        ValueError, match=rf"^seed must be a non-negative integer below 2\*\*63, got {re.escape(repr(seed))}$"
+    ):
+        load_agent(saved, seed=seed)
+    agent = load_agent(saved, seed=np.uint64(2**63 - 1))
+    if seed is not None:  # None is "keep the generator as it is" for reset
+        with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
+            agent.reset(seed=seed)
+
+
+class FullDisk:
+    """A file whose writes fail as on a full disk once ``room`` bytes are written."""
+
+    def __init__(self, file, room: int):
+        self.file, self.room = file, room
+
+    def write(self, data) -> int:
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(data)
+        return self.file.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.file, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+
+def fill_disk_after(monkeypatch, room: int) -> None:
+    """Every checkpoint written from now on finds ``room`` bytes free."""
+    # FullDisk closes the file it wraps: save_checkpoint opens it in a with block.
+    full = lambda *args, **kwargs: FullDisk(open(*args, **kwargs), room)  # noqa: E731, SIM115
+    monkeypatch.setattr(checkpoint_module, "open", full, raising=False)
+
+
+@pytest.mark.parametrize("room", [0, 1000, 10_000])
+def test_a_full_disk_is_named_and_the_saved_file_is_kept(tmp_path, saved, model, monkeypatch, room):
+    before = saved.read_bytes()
+    fill_disk_after(monkeypatch, room)
+    with pytest.raises(
+        CheckpointWriteError, match="the disk is full; the latest.pt already there is unchanged"
+    ) as info:
+        save_checkpoint(saved, {"model": model_payload(model), "update": 8, "global_step": 800})
+    assert info.value.errno == errno.ENOSPC and isinstance(info.value, OSError)
+    assert "unexpected pos" not in str(info.value)
+    assert saved.read_bytes() == before and sorted(p.name for p in saved.parent.iterdir()) == ["latest.pt"]
+    with pytest.raises(CheckpointWriteError, match=r"^cannot save '.*new\.pt': the disk is full$"):
+        save_checkpoint(saved.parent / "new.pt", {"model": model_payload(model), "update": 8, "global_step": 800})
 
 
 @pytest.mark.parametrize(
@@ -270,3 +364,12 @@ def test_shipped_agents_load_and_play_legally(path):
     assert "training" not in data  # shipped files carry weights only
     assert data["format_version"] >= 2 and DIGEST_KEY in data  # and are checked on load
     test_loaded_agent_plays_legal_moves(path, greedy=True)
+
+
+def test_other_write_failures_are_named_too(tmp_path, saved, model, monkeypatch):
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(checkpoint_module, "open", read_only, raising=False)
+    with pytest.raises(CheckpointWriteError, match=r"^cannot save '.*latest\.pt': Read-only file system; the latest"):
+        save_checkpoint(saved, {"model": model_payload(model), "update": 8, "global_step": 800})

@@ -1,10 +1,12 @@
 """Small frictions of the command-line tools: narration that says whose card is whose,
 the card reference and confirmations of ``training.play``, league tables that tell one
-story, progress lines without a progress bar, percentages that add up."""
+story, progress lines without a progress bar, percentages that add up, run folders that
+one run owns at a time and paths named before the work that would be lost on them."""
 
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import itertools
 import math
@@ -16,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import TINY_TRAINING, act, start
 
 from loveletter_env.actions import PRINCESS_ACTION
@@ -24,10 +27,12 @@ from loveletter_env.cards import BARON, CARD_COUNTS, CARD_VALUES, GUARD, KING, P
 from loveletter_env.engine import TurnEvent
 from loveletter_env.render import CARD_EFFECTS, card_reference, narrate
 from loveletter_env.rules import PRESETS
+from training.checkpoint import load_checkpoint
 from training.evaluate import build_parser as build_evaluate_parser
 from training.league import league, write_league
 from training.play import QuitGame, ask_move, discards_princess, play
 from training.ratings import fit_ratings
+from training.runtime import LOCK_FILE, RunFolderError, RunLock, claim_run_folder
 from training.selfplay import main as selfplay_main
 from training.stats import EpisodeRecord, percentages, summarize
 
@@ -240,3 +245,197 @@ def test_no_progress_prints_one_line_per_evaluation(tmp_path, capsys):
     assert len(lines) == summary["update"] == 3
     for update, line in enumerate(lines, 1):
         assert re.match(rf"update {update} \([\d,]+ turns\): win rate vs random \d+\.\d%", line), line
+
+
+# Run folders: one owner at a time, never overwritten, named when unusable ---------------------
+
+TINY_RUN = [*TINY_TRAINING, "total_steps=256", "save_every=1", "eval.every=0"]
+
+
+def tiny_run_args(out_dir: Path, run_name: str) -> list[str]:
+    args = ["--no-progress", "--run-name", run_name, "--set", f"out_dir={out_dir}"]
+    for item in TINY_RUN:
+        args += ["--set", item]
+    return args
+
+
+def test_a_run_folder_in_use_is_refused_naming_the_owner(tmp_path, capsys):
+    # Two runs started together with one run name used to write into one folder, both "successfully".
+    run = tmp_path / "same"
+    run.mkdir()
+    with RunLock(run):
+        with pytest.raises(SystemExit) as exit_info:
+            selfplay_main(tiny_run_args(tmp_path, "same"))
+        assert exit_info.value.code == 2
+        assert f"run folder '{run}' is in use by another run (pid {os.getpid()})" in capsys.readouterr().err
+        assert sorted(p.name for p in run.iterdir()) == [LOCK_FILE]  # nothing of the refused run was written
+    summary = selfplay_main(tiny_run_args(tmp_path, "same"))  # free again once released
+    assert summary["global_step"] == 256
+    assert RunLock(run).acquire().held  # and free again once the run is over
+
+
+LOCK_HOLDER = """
+import sys, time
+from training.runtime import RunLock
+lock = RunLock(sys.argv[1]).acquire()  # held while referenced
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_another_processs_lock_names_its_pid_and_dies_with_it(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(run)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunFolderError, match=rf"is in use by another run \(pid {holder.pid}\)"):
+            claim_run_folder(run)
+    finally:
+        holder.kill()  # as a crash would: the process ends without releasing anything
+        holder.wait()
+    lock = claim_run_folder(run)  # a dead owner's lock does not hold the folder
+    assert (run / LOCK_FILE).read_text().strip() == str(os.getpid())
+    lock.release()
+
+
+def test_exploit_refuses_a_folder_that_holds_a_run(tmp_path, capsys):
+    from training.exploit import main as exploit_main
+
+    run = tmp_path / "victim"
+    run.mkdir()
+    (run / "latest.pt").write_bytes(b"update 27")
+    (run / "metrics.csv").write_text("update\n1\n2\n")
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    args = ["--checkpoint", str(ROOT / "checkpoints/shipped/ppo_2p.pt"), "--run-name", "victim", "--steps", "64"]
+    with pytest.raises(SystemExit) as exit_info:
+        exploit_main([*args, "--no-progress", "--set", f"out_dir={tmp_path}"])
+    assert exit_info.value.code == 2
+    assert f"run folder '{run}' already holds a run (its latest.pt)" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.name != LOCK_FILE} == before
+
+
+@pytest.mark.parametrize("where", ["under a file", "under /proc"])
+def test_an_unwritable_out_dir_is_named_before_the_run(tmp_path, capsys, where):
+    if where == "under a file":
+        (tmp_path / "notes").write_text("x")
+        out_dir, why = tmp_path / "notes" / "runs", f"'{tmp_path / 'notes'}' is a file, not a folder"
+    else:
+        if not sys.platform.startswith("linux"):
+            pytest.skip("/proc is Linux's")
+        out_dir, why = Path("/proc/runs"), "creating a file in '/proc' fails"
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(tiny_run_args(out_dir, "r"))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"run folder '{out_dir / 'r'}' cannot be written: {why}" in err and "Traceback" not in err
+
+
+def test_a_full_disk_stops_training_with_a_sentence_and_keeps_the_last_save(tmp_path, capsys, monkeypatch):
+    import training.checkpoint as checkpoint_module
+
+    real_open, opened = open, []
+
+    def open_on_a_disk_that_fills(path, *args, **kwargs):
+        opened.append(Path(path).name)
+        if opened.count(Path(path).name) == 2 and Path(path).name.startswith(".latest.pt"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # the second save of latest.pt
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_module, "open", open_on_a_disk_that_fills, raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(tiny_run_args(tmp_path, "full"))
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    run = tmp_path / "full"
+    assert f"cannot save '{run / 'latest.pt'}': the disk is full; the latest.pt already there is unchanged" in err
+    assert f"resume with: python -m training.selfplay --resume {run}" in err
+    assert load_checkpoint(run / "latest.pt")["update"] == 1
+    assert not [p for p in run.iterdir() if p.name.endswith(".tmp")]
+    assert RunLock(run).acquire().held  # the stopped run let go of its folder
+
+
+@pytest.mark.parametrize("where", ["under a file", "under /proc"])
+def test_play_checks_the_replay_path_before_the_game(tmp_path, where):
+    if where == "under a file":
+        (tmp_path / "notes").write_text("x")
+        path = tmp_path / "notes" / "game.json"
+    else:
+        if not sys.platform.startswith("linux"):
+            pytest.skip("/proc is Linux's")
+        path = Path("/proc/x.json")
+    out = io.StringIO()
+    with pytest.raises(ValueError, match=rf"^replay file '{re.escape(str(path))}' cannot be written"):
+        play(["rule"], seed=3, stdin=io.StringIO("0\n" * 200), out=out, replay_path=path)
+    assert out.getvalue() == ""  # refused before the first deal: no game was played and lost
+
+
+def test_play_refuses_a_seed_that_is_not_an_integer():
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got 1.5$"):
+        play(["rule"], seed=1.5, stdin=io.StringIO(""), out=io.StringIO())
+
+
+def test_two_runs_started_together_with_one_name_leave_one_consistent_run(tmp_path):
+    # They used to both exit 0, metrics.csv interleaved and config.yaml from one with the weights of the other.
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "training.selfplay", *tiny_run_args(tmp_path, "twin"), "--set", f"seed={seed}"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in (1, 2)
+    ]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    results = [(run.returncode, out, err) for run, (out, err) in zip(runs, outputs)]
+    assert sorted(code for code, _, _ in results) == [0, 2], results
+    refused = next(err for code, _, err in results if code == 2)
+    folder = f"'{tmp_path / 'twin'}'"
+    assert f"{folder} is in use by another run (pid " in refused or f"{folder} already holds a run" in refused
+    assert "Traceback" not in refused
+    run = tmp_path / "twin"
+    saved = load_checkpoint(run / "latest.pt")
+    assert yaml.safe_load((run / "config.yaml").read_text())["seed"] == saved["config"]["seed"]
+    with (run / "metrics.csv").open(newline="") as f:
+        assert [int(row["update"]) for row in csv.DictReader(f)] == [1, 2]
+
+
+def test_a_disk_that_fills_under_metrics_csv_is_named_too(tmp_path, capsys, monkeypatch):
+    from training.metrics import MetricsLog
+
+    write, rows = MetricsLog.write, []
+
+    def write_until_full(self, row):
+        rows.append(row)
+        if len(rows) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        write(self, row)
+
+    monkeypatch.setattr(MetricsLog, "write", write_until_full)
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(tiny_run_args(tmp_path, "full"))
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert f"error: cannot write in '{tmp_path / 'full'}': the disk is full." in err and "Traceback" not in err
+    assert load_checkpoint(tmp_path / "full" / "latest.pt")["update"] == 1
+
+
+def test_exploit_names_a_full_disk_and_measures_nothing(tmp_path, capsys, monkeypatch):
+    import training.checkpoint as checkpoint_module
+    from training.exploit import main as exploit_main
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(checkpoint_module, "open", full, raising=False)
+    args = ["--checkpoint", str(ROOT / "checkpoints/shipped/ppo_2p.pt"), "--steps", "128", "--rounds", "2"]
+    for item in ["env.num_games=16", "env.rollout_steps=8", f"out_dir={tmp_path}"]:
+        args += ["--set", item]
+    with pytest.raises(SystemExit) as exit_info:
+        exploit_main([*args, "--no-progress"])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    assert "latest.pt': the disk is full; nothing was measured" in err and "Traceback" not in err

@@ -36,7 +36,7 @@ from loveletter_env.core.decks import deck_tables
 from loveletter_env.core.layout import ROUND_OVER
 from loveletter_env.env import DeckShuffler
 from loveletter_env.observation import OBSERVATION_SIZE, decode_observation, encode_observation
-from loveletter_env.replay import ReplayError, _rules_from, rules_to_dict
+from loveletter_env.replay import ReplayError, rules_from_dict, rules_to_dict
 from loveletter_env.rules import CLASSIC, LADDER, MINI6, MINI7, MINI8, MINI9, PRESETS, Rules, resolve_rules
 from loveletter_env.tree import (
     build_tree,
@@ -97,10 +97,10 @@ def test_rules_objects_and_replays_keep_the_cards_in_play():
     custom = Rules(name="custom", in_play=(PRINCESS, GUARD, KING, GUARD, PRIEST))
     assert custom.in_play == (GUARD, GUARD, PRIEST, KING, PRINCESS)  # stored sorted
     for rules in (*LADDER, custom, CLASSIC):
-        assert _rules_from(rules_to_dict(rules)) == rules
+        assert rules_from_dict(rules_to_dict(rules)) == rules
     bad = {**rules_to_dict(MINI6), "in_play": [8, 8, 1, 1]}
     with pytest.raises(ReplayError, match="Princess x2"):
-        _rules_from(bad)
+        rules_from_dict(bad)
 
 
 # Refusals -----------------------------------------------------------------------------
@@ -142,16 +142,6 @@ def test_a_training_config_refuses_a_rung_at_3_players():
     assert load_config(None, ["env.rules=mini8"]).env.rules == "mini8"
     with pytest.raises(ConfigError, match=r"env.num_players must be \[2\] on the ladder rung 'mini8'"):
         load_config(None, ["env.rules=mini8", "env.num_players=[2,3]"])
-
-
-def test_the_torch_engine_path_refuses_rungs():
-    # Any device but the CPU runs the torch engine; "meta" stands in for CUDA here.
-    with pytest.raises(ValueError, match="CPU only"):
-        BatchedLoveLetter(4, 2, rules="mini6", device="meta")
-    from loveletter_env.batched.state import empty_state
-
-    with pytest.raises(ValueError, match="torch engine does not play"):
-        empty_state(torch.tensor([2, 2]), MINI6)
 
 
 def test_a_deck_that_does_not_lay_the_face_up_cards_is_refused_naming_them():

@@ -6,6 +6,10 @@ repository root (examples name files such as ``checkpoints/shipped/ppo_2p.pt``),
 * a block right after the marker ``<!-- test: skip: REASON -->``: commands that train or
   measure for minutes, install packages or wait for a person. The reason is required and
   shows in pytest's skip report (``-ra``), so what is not run stays visible;
+* a block right after ``<!-- test: needs: EXTRA ... -->`` (extras of ``pyproject.toml``) runs
+  where those extras are installed and is skipped, naming the ``pip install`` line, where one
+  is missing: ``pip install -e ".[dev]"`` then ``pytest`` passes. Under ``CI=true`` such a
+  block is never skipped: a missing extra fails it, since CI (``.ci/run``) installs them all;
 * ``<!-- snippet: ... -->`` blocks of ``docs/libraries.md``, which ``test_libraries.py`` runs
   with the optional library each one needs.
 
@@ -15,19 +19,38 @@ Stable-Baselines3 example is also a snippet of ``docs/libraries.md``).
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pytest itself depends on tomli before Python 3.11
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LIBRARIES_PAGE = ROOT / "docs" / "libraries.md"
 SKIP = "test: skip:"
+NEEDS = "test: needs:"
+#: The modules whose import shows that an extra of pyproject.toml is installed, for the extras
+#: a block may need.
+EXTRA_MODULES = {
+    "ray": ("ray",),
+    "bench": ("pgx",),
+    "web": ("starlette", "uvicorn"),
+    "onnx": ("onnx", "onnxscript", "onnxruntime"),
+    "torchrl": ("torchrl",),
+    "tianshou": ("tianshou",),
+}
+IN_CI = os.environ.get("CI", "").lower() == "true"
 BLOCK = re.compile(
     r"^(?:<!-- (?P<marker>[^\n]*?) -->\n)?```(?P<lang>python|bash)\n(?P<code>.*?)^```[ \t]*$",
     re.DOTALL | re.MULTILINE,
@@ -39,6 +62,7 @@ class Block(NamedTuple):
     lang: str
     code: str
     skip_reason: str | None
+    needs: tuple[str, ...] = ()  # extras of pyproject.toml
 
 
 def _blocks() -> list[Block]:
@@ -59,8 +83,9 @@ def _blocks() -> list[Block]:
             seen.add((match["lang"], match["code"]))
             line = text.count("\n", 0, match.start("lang")) + 1
             reason = marker[len(SKIP) :].strip() if marker.startswith(SKIP) else None
+            needs = tuple(marker[len(NEEDS) :].split()) if marker.startswith(NEEDS) else ()
             where = f"{page.relative_to(ROOT)}:{line}"
-            blocks.append(Block(where, match["lang"], match["code"], reason))
+            blocks.append(Block(where, match["lang"], match["code"], reason, needs))
     return blocks
 
 
@@ -78,10 +103,52 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
-def test_markers_give_a_reason():
+def _extras() -> dict[str, list[str]]:
+    """pyproject.toml's optional dependencies: extra name -> requirements."""
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        return tomllib.load(file)["project"]["optional-dependencies"]
+
+
+def _with_included(extras: Iterable[str]) -> set[str]:
+    """``extras`` and the extras they install in turn (``libraries`` is ``loveletter-env[torchrl,...]``)."""
+    table, found, todo = _extras(), set(), list(extras)
+    while todo:
+        extra = todo.pop()
+        if extra not in found:
+            found.add(extra)
+            for requirement in table[extra]:
+                if inner := re.fullmatch(r"loveletter-env\[([\w,-]+)\]", requirement):
+                    todo.extend(inner[1].split(","))
+    return found
+
+
+def test_markers_give_a_reason_or_known_extras():
     for page in PAGES:
         for marker in re.findall(r"<!-- (test:[^\n]*?) -->", page.read_text(encoding="utf-8")):
-            assert marker.startswith(SKIP) and marker[len(SKIP) :].strip(), f"{page.name}: bad marker {marker!r}"
+            if marker.startswith(NEEDS):
+                extras = marker[len(NEEDS) :].split()
+                assert extras, f"{page.name}: {marker!r} names no extra"
+                for extra in extras:
+                    assert extra in _extras(), f"{page.name}: {marker!r}: {extra!r} is not an extra of pyproject.toml"
+                    assert extra in EXTRA_MODULES, f"{page.name}: {marker!r}: add {extra!r} to EXTRA_MODULES"
+            else:
+                assert marker.startswith(SKIP) and marker[len(SKIP) :].strip(), f"{page.name}: bad marker {marker!r}"
+
+
+def test_ci_installs_the_extras_the_docs_need():
+    """The main environment of .ci/run (the one that runs this file) installs every extra a block needs."""
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    installs = [m[1] for line in lines if (m := re.match(r'python -m pip install [^"]*-e "\.\[([\w,-]+)\]"', line))]
+    assert len(installs) == 1, f".ci/run should install the project once into its main environment: {installs}"
+    installed = _with_included(installs[0].split(","))
+    for block in BLOCKS:
+        missing = set(block.needs) - installed
+        assert not missing, f"{block.where} needs {sorted(missing)}, which .ci/run does not install"
+
+
+def test_some_block_needs_an_extra():
+    """The marker is in use, so the tests above test something (docs/scaling.md runs --ray)."""
+    assert any(block.needs for block in BLOCKS)
 
 
 def test_the_examples_that_always_ran_still_run():
@@ -100,9 +167,32 @@ def test_the_examples_that_always_ran_still_run():
         assert line in run, f"no run example contains {line!r}"
 
 
+def _missing_extras(extras: Iterable[str]) -> list[str]:
+    """The extras among ``extras`` with a module that does not import."""
+    missing = []
+    for extra in extras:
+        try:
+            for module in EXTRA_MODULES[extra]:
+                importlib.import_module(module)
+        except ImportError:
+            missing.append(extra)
+    return missing
+
+
+def _skip_or_fail_without_extras(block: Block, in_ci: bool) -> None:
+    """Skip ``block`` where an extra it needs is missing; in CI, which installs them all, fail."""
+    if missing := _missing_extras(block.needs):
+        extras = f"{', '.join(missing)} extra{'s' if len(missing) > 1 else ''}"
+        reason = f'{block.where} needs the {extras}: pip install -e ".[{",".join(missing)}]"'
+        if in_ci:
+            pytest.fail(f"{reason}; CI must install it (.ci/run)", pytrace=False)
+        pytest.skip(reason)
+
+
 def _run(block: Block, monkeypatch) -> None:
     if block.skip_reason is not None:
         pytest.skip(f"{block.where}: {block.skip_reason}")
+    _skip_or_fail_without_extras(block, IN_CI)
     if block.lang == "python":
         monkeypatch.chdir(ROOT)
         exec(compile(block.code, block.where, "exec"), {"__name__": "__docs__"})
@@ -125,6 +215,43 @@ def _run(block: Block, monkeypatch) -> None:
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
 def test_docs_block_runs(block, monkeypatch, capsys):
     _run(block, monkeypatch)
+
+
+class _NotInstalled:
+    """A meta path finder that makes ``names`` (and their submodules) fail to import, as if not installed."""
+
+    def __init__(self, names: Iterable[str]):
+        self.names = set(names)
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+def _uninstall(monkeypatch, *names: str) -> None:
+    for name in [m for m in sys.modules if m.split(".")[0] in names]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_NotInstalled(names), *sys.meta_path])
+
+
+def test_a_block_whose_extra_is_missing_is_skipped_naming_the_install(monkeypatch):
+    block = Block("docs/page.md:1", "bash", "python -m training.evaluate rule random --ray\n", None, ("ray",))
+    _uninstall(monkeypatch, "ray")
+    with pytest.raises(pytest.skip.Exception, match=re.escape('needs the ray extra: pip install -e ".[ray]"')):
+        _skip_or_fail_without_extras(block, in_ci=False)
+    with pytest.raises(pytest.fail.Exception, match=r"CI must install it"):
+        _skip_or_fail_without_extras(block, in_ci=True)
+
+
+def test_a_block_whose_extras_are_installed_runs(monkeypatch):
+    """``json`` stands in for an installed extra; only the missing extra is named."""
+    monkeypatch.setitem(EXTRA_MODULES, "present", ("json",))
+    monkeypatch.setitem(EXTRA_MODULES, "absent", ("json", "no_such_module_anywhere"))
+    _skip_or_fail_without_extras(Block("page.md:1", "bash", "true\n", None, ("present",)), in_ci=True)
+    block = Block("page.md:1", "bash", "true\n", None, ("present", "absent"))
+    with pytest.raises(pytest.skip.Exception, match=r"needs the absent extra: pip install -e \"\.\[absent\]\"$"):
+        _skip_or_fail_without_extras(block, in_ci=False)
 
 
 # The rules page agrees with the code ------------------------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import io
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,7 +163,7 @@ def _first_decision_with_choice(replay):
     [
         (lambda d: d.update(format="something-else"), "not a Love Letter replay"),
         (lambda d: d.update(version=99), "version 99 is not supported"),
-        (lambda d: d.update(num_players=5), "num_players must be 2, 3 or 4"),
+        (lambda d: d.update(num_players=5), "num_players must be <= 4, got 5"),
         (lambda d: d["rounds"][0]["deck"].__setitem__(0, 9), "round 1: deck holds values that are not cards"),
         (
             lambda d: d["rounds"][0]["steps"][0].update(player=(d["rounds"][0]["steps"][0]["player"] + 1) % 3),
@@ -177,7 +179,10 @@ def _first_decision_with_choice(replay):
         (lambda d: d["result"].update(winners=[]), "result.winners is"),
         (lambda d: d["rounds"].pop(), "the game is not over after round"),
         (lambda d: d.update(episode="round"), "exactly one round"),
-        (lambda d: d["rounds"][0]["steps"][0].update(action="12"), "round 1, step 1: action must be int"),
+        (
+            lambda d: d["rounds"][0]["steps"][0].update(action="12"),
+            "round 1, step 1: action must be an integer, got '12'",
+        ),
         (lambda d: d["agents"].pop(), "agents lists 2 seats for a 3-player table"),
         (lambda d: d["rules"].update(king_ignores_handmaid="yes"), "rules.king_ignores_handmaid must be true or false"),
     ],
@@ -186,6 +191,59 @@ def test_tampered_files_are_refused_naming_the_problem(game_replay, edit, messag
     replay, _ = game_replay
     with pytest.raises(ReplayError, match=message.replace("(", r"\(").replace(")", r"\)")):
         replay_from_dict(_tampered(replay, edit))
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d.update(version=True), "replay version True is not supported"),  # True == 1 in Python
+        (lambda d: d.update(version=1.0), "replay version 1.0 is not supported"),
+        (lambda d: d.update(comment="hi"), "comment is not a known key"),
+        (lambda d: d["agents"][0].update(colour="red"), "agents[0].colour is not a known key"),
+        (lambda d: d["rounds"][0]["steps"][0].update(note=1), "round 1, step 1: note is not a known key"),
+        (lambda d: d["rounds"][0]["steps"][0].update(details={"mood": 1}), "round 1, step 1: details.mood is not"),
+        (lambda d: d["rules"].update(colour=1), "rules.colour is not a known key"),
+        (lambda d: d["result"].update(colour=1), "result.colour is not a known key"),
+        (lambda d: d["metadata"].update(x=[float("nan")]), "metadata.x[0] must be a finite number, got nan"),
+        (lambda d: d["agents"][0]["options"].update(x=float("inf")), "agents[0].options.x must be a finite number"),
+        (lambda d: d["agents"][0].update(seed=True), "agents[0].seed must be an integer, got True"),
+        (lambda d: d["agents"][0].update(name="x" * 5000), "agents[0].name must be at most 4096 characters long"),
+        (lambda d: d.update(rules="chess"), "rules: unknown preset 'chess'; presets are"),
+        (lambda d: d["rounds"][0].update(first_player=7), "round 1: first_player must be a seat in 0..2, got 7"),
+    ],
+)
+def test_loose_values_and_unknown_keys_are_refused(game_replay, edit, message):
+    replay, _ = game_replay
+    with pytest.raises(ReplayError, match=re.escape(message)):
+        replay_from_dict(_tampered(replay, edit))
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("NaN", r"metadata.x must be a finite number, got nan"),
+        ("-Infinity", r"metadata.x must be a finite number, got -inf"),
+        ("1e400", r"metadata.x must be a finite number, got inf"),  # a number too large for a float
+        ("[" * 4000 + "]" * 4000, r"not valid JSON: nested too deeply"),
+        ("9" * 5000, r"not valid JSON: number out of range"),
+    ],
+    ids=["NaN", "infinity", "1e400", "deep", "5000 digits"],
+)
+def test_json_beyond_what_a_replay_holds_is_refused(game_replay, value, message):
+    text = game_replay[0].to_json()
+    assert '"metadata":{"seed"' in text
+    with pytest.raises(ReplayError, match=message):
+        parse_replay(text.replace('"metadata":{', f'"metadata":{{"x":{value},', 1))
+
+
+def test_files_without_a_true_size_are_read_only_to_the_limit(capsys):
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero here")
+    with pytest.raises(ReplayError, match="'/dev/zero': the replay is too large: the limit is 2,000,000 bytes"):
+        load_replay("/dev/zero")  # endless, and reports a size of 0
+    with pytest.raises(SystemExit) as exit_info:
+        replay_main(["/dev/zero"])
+    assert exit_info.value.code == 2 and "too large" in capsys.readouterr().err
 
 
 def test_an_illegal_move_names_the_first_bad_step(game_replay):

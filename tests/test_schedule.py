@@ -62,7 +62,7 @@ def test_a_stage_changes_tables_opponents_and_learning_rate_from_its_turn(tmp_pa
         ("[{at_step: 50, set: {ppo.learnin_rate: 3}}]", "'ppo.learnin_rate' cannot change during a run .no such key"),
         ("[{at_step: 50, set: {ppo.learning_rate: -1}}]", r"schedule\[0\] \(from turn 50\): ppo.learning_rate"),
         ("[{at_step: 50, set: {env.num_players: [5]}}]", r"schedule\[0\] \(from turn 50\): env.num_players"),
-        ("[{at_step: 50, set: {}}]", "names no key"),
+        ("[{at_step: 50, set: {}}]", r"schedule\[0\].set must hold at least 1 item"),
         ("[{at_step: 50, sets: {ppo.ent_coef: 0.0}}]", "did you mean 'schedule\\[0\\].set'"),
     ],
 )

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import csv
+import typing
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
 from conftest import TINY_TRAINING
+from pydantic import ValidationError
 
 from loveletter_env.batched import BatchedLoveLetter
+from loveletter_env.rules import PRESETS
+from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS
 from training import load_agent
 from training.checkpoint import load_checkpoint
-from training.config import ConfigError, TrainConfig, load_config, to_dict
+from training.config import ConfigError, EnvConfig, TableSize, TrainConfig, load_config, to_dict
 from training.selfplay import SelfPlayTrainer, main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,6 +50,15 @@ def rows(run_dir: Path) -> list[dict[str, str]]:
 # -- config ----------------------------------------------------------------------------
 def test_shipped_default_yaml_equals_the_built_in_defaults():
     assert to_dict(load_config(REPO / "configs" / "default.yaml")) == to_dict(TrainConfig())
+
+
+def test_the_config_offers_every_rules_preset_table_size_and_episode_kind():
+    for name in PRESETS:
+        assert EnvConfig(rules=name).rules == name
+    with pytest.raises(ValidationError, match="must be one of 'classic', 'pegasus'"):
+        EnvConfig(rules="bogus")
+    assert typing.get_args(TableSize) == PLAYER_COUNTS
+    assert typing.get_args(EnvConfig.model_fields["episode"].annotation) == EPISODE_KINDS
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
@@ -150,6 +163,12 @@ def test_short_cli_run_writes_a_loadable_checkpoint(tmp_path):
     metrics = rows(run)
     assert [int(r["update"]) for r in metrics] == [1, 2]
     assert all(0 <= float(r["eval_win_rate_rule"]) <= 1 for r in metrics)
+    # Where each update's time went: every part ran (bots sit in 30% of games), and the parts
+    # account for no more than the update's own wall time.
+    for previous, row in zip([{"elapsed_s": "0"}] + metrics, metrics):
+        parts = [float(row[f"{part}_s"]) for part in ("env", "forward", "bots", "update")]
+        assert all(seconds > 0 for seconds in parts), row
+        assert sum(parts) <= float(row["elapsed_s"]) - float(previous["elapsed_s"])
     agent = load_agent(run)
     from training.evaluate import evaluate
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
+import os
+import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from loveletter_env.validation import (
     EPISODE_KINDS,
+    MAX_SEED,
     PLAYER_COUNTS,
     check_choice,
     check_episode,
@@ -16,6 +22,8 @@ from loveletter_env.validation import (
     check_num_players,
     check_number,
     check_seat,
+    check_seed,
+    check_writable,
 )
 
 
@@ -49,3 +57,76 @@ def test_valid_values_come_back_as_plain_python_types():
 def test_bad_values_name_the_argument_the_rule_and_the_value(check, message):
     with pytest.raises(ValueError, match=f"^{message}$"):
         check()
+
+
+# Seeds --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 7, np.int64(7), np.uint64(MAX_SEED), np.int8(3), MAX_SEED], ids=repr)
+def test_seeds_are_integers_up_to_max_seed_and_come_back_as_int(seed):
+    value = check_seed(seed)
+    assert value == int(seed) and type(value) is int
+    assert check_seed(seed, allow_none=True) == value
+
+
+@pytest.mark.parametrize(
+    "seed", [1.9, 1.0, np.float64(2.0), "1", True, np.True_, None, -1, MAX_SEED + 1, 2**64], ids=repr
+)
+def test_seeds_that_are_not_integers_in_range_are_refused_by_name(seed):
+    message = f"run seed must be a non-negative integer below 2**63, got {seed!r}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        check_seed(seed, "run seed")
+
+
+def test_none_is_a_seed_only_where_it_means_fresh_entropy():
+    assert check_seed(None, allow_none=True) is None
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got 1.5$"):
+        check_seed(1.5, allow_none=True)
+
+
+def test_every_generator_the_package_seeds_takes_the_largest_seed():
+    import random
+
+    from gymnasium.utils import seeding
+
+    torch.Generator().manual_seed(MAX_SEED)
+    np.random.default_rng(MAX_SEED)
+    np.random.SeedSequence(MAX_SEED)
+    seeding.np_random(MAX_SEED)
+    random.Random(MAX_SEED)
+    torch.tensor([MAX_SEED], dtype=torch.int64)  # and a seed fits a signed 64-bit integer
+
+
+# Writable paths ------------------------------------------------------------------------------
+
+
+def test_a_writable_path_is_returned_and_nothing_is_left_behind(tmp_path):
+    assert check_writable("replay file", tmp_path / "deeper" / "game.json") == tmp_path / "deeper" / "game.json"
+    assert check_writable("run folder", str(tmp_path / "run"), folder=True) == tmp_path / "run"
+    assert list(tmp_path.iterdir()) == []  # no probe file, no folders made
+
+
+def test_a_path_under_a_file_is_refused_naming_the_file(tmp_path):
+    (tmp_path / "notes").write_text("x")
+    with pytest.raises(ValueError, match=r"^replay file '.*notes/game.json' cannot be written: '.*notes' is a file"):
+        check_writable("replay file", tmp_path / "notes" / "game.json")
+    with pytest.raises(ValueError, match=r"^run folder '.*notes/a/b' cannot be written: '.*notes' is a file"):
+        check_writable("run folder", tmp_path / "notes" / "a" / "b", folder=True)
+
+
+def test_a_nul_character_is_named(tmp_path):
+    with pytest.raises(ValueError, match=r"cannot be written: it contains a NUL character$"):
+        check_writable("run folder", tmp_path / "a\0b", folder=True)
+
+
+def test_a_folder_is_not_a_file(tmp_path):
+    with pytest.raises(ValueError, match="cannot be written: it is a folder"):
+        check_writable("replay file", tmp_path)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+def test_a_folder_that_takes_no_new_files_is_refused():
+    # /proc accepts no new files, even from root (for whom permission bits say yes to everything).
+    with pytest.raises(ValueError, match=r"cannot be written: creating a file in '/proc' fails \(No such file"):
+        check_writable("replay file", "/proc/x.json")
+    assert not os.path.exists("/proc/x.json") and not Path("/proc/nested").exists()

@@ -18,6 +18,13 @@ from training.serve import main as serve_main  # noqa: E402
 from training.web.app import MAX_JSON_BODY, ServerConfig, create_app  # noqa: E402
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped"
+#: Where a browser on this machine reaches the server: the Host header the server accepts.
+LOCAL = "http://127.0.0.1:8000"
+
+
+def local_client(config, **kwargs):
+    """A test client that addresses the app as a browser on this machine does."""
+    return TestClient(create_app(config, **kwargs), base_url=LOCAL)
 
 
 @pytest.fixture
@@ -30,7 +37,7 @@ def replay_dir(tmp_path):
 @pytest.fixture
 def client(replay_dir):
     config = ServerConfig(replay_dir, None, {"ppo_2p": SHIPPED / "ppo_2p.pt"})
-    with TestClient(create_app(config)) as c:
+    with local_client(config) as c:
         yield c
 
 
@@ -51,6 +58,11 @@ def finish(client, game):
         assert answer.status_code == 200, answer.text
         game = answer.json()
     return game
+
+
+def post_json(client, url, text):
+    """POST ``text`` as the body, saying it is JSON (as the pages do)."""
+    return client.post(url, content=text, headers={"content-type": "application/json"})
 
 
 def assert_refused(answer, status, fragment):
@@ -74,7 +86,7 @@ def test_pages_and_static_files(client):
 
 def test_meta_lists_bots_rules_cards_and_only_startup_checkpoints(client):
     meta = client.get("/api/meta").json()
-    assert [b["name"] for b in meta["opponents"]["bots"]] == ["random", "rule", "belief", "ismcts"]
+    assert [b["name"] for b in meta["opponents"]["bots"]] == ["random", "rule", "belief", "ismcts", "guided"]
     assert meta["opponents"]["checkpoints"] == ["ppo_2p"]
     assert "classic" in meta["rules"] and "pegasus" in meta["rules"]
     assert [c["copies"] for c in meta["cards"]] == [5, 2, 2, 2, 2, 1, 1, 1]
@@ -102,7 +114,7 @@ def test_a_round_against_a_checkpoint_is_saved_as_a_replay(client, replay_dir):
 
 def test_a_whole_game_with_three_players(client, replay_dir):
     game = new_game(client, players=3, opponents=["belief", "ismcts:iterations=20"], length="game", seed=5)
-    assert [p["name"] for p in game["view"]["players"]] == ["you", "belief (player_1)", "ismcts (player_2)"]
+    assert [p["name"] for p in game["view"]["players"]] == ["player_0 (you)", "player_1 (belief)", "player_2 (ismcts)"]
     game = finish(client, game)
     assert game["view"]["game_over"]
     replay = load_replay(replay_dir / game["replay_file"])
@@ -190,11 +202,11 @@ def test_bad_bodies(client):
         "not valid JSON",
     )
     big = json.dumps({"opponents": ["rule"], "seed": 1, "pad": "x" * MAX_JSON_BODY})
-    assert_refused(client.post("/api/games", content=big), 413, "larger than the limit")
+    assert_refused(post_json(client, "/api/games", big), 413, "larger than the limit")
 
 
 def test_checkpoints_only_from_startup(replay_dir):
-    with TestClient(create_app(ServerConfig(replay_dir, None, {}))) as c:
+    with local_client(ServerConfig(replay_dir, None, {})) as c:
         assert c.get("/api/meta").json()["opponents"]["checkpoints"] == []
         assert_refused(
             c.post("/api/games", json={"opponents": ["checkpoint:ppo_2p"]}), 400, "none were given at start-up"
@@ -243,22 +255,22 @@ def test_bad_replay_requests(client, replay_dir, saved_game):
 
 def test_uploads(client, replay_dir, saved_game):
     text = (replay_dir / saved_game).read_text()
-    answer = client.post("/api/replays", content=text)
+    answer = post_json(client, "/api/replays", text)
     assert answer.status_code == 201
     upload = answer.json()["id"]
     view = client.get(f"/api/uploads/{upload}?seat=1").json()
     assert view["viewer"] == 1 and view["frames"]
     assert len(client.get("/api/replays").json()["files"]) == 1  # uploads are not written to the folder
-    assert_refused(client.post("/api/replays", content=b"{broken"), 422, "not valid JSON")
+    assert_refused(post_json(client, "/api/replays", b"{broken"), 422, "not valid JSON")
     assert_refused(
-        client.post("/api/replays", content=text.replace('"loveletter-replay"', '"other"')),
+        post_json(client, "/api/replays", text.replace('"loveletter-replay"', '"other"')),
         422,
         "not a Love Letter replay",
     )
     data = json.loads(text)
     data["result"]["tokens"] = [5, 5]
-    assert_refused(client.post("/api/replays", content=json.dumps(data)), 422, "result.tokens is [5, 5]")
-    assert_refused(client.post("/api/replays", content=b" " * (MAX_REPLAY_BYTES + 1)), 413, "larger than the limit")
+    assert_refused(post_json(client, "/api/replays", json.dumps(data)), 422, "result.tokens is [5, 5]")
+    assert_refused(post_json(client, "/api/replays", b" " * (MAX_REPLAY_BYTES + 1)), 413, "larger than the limit")
     assert_refused(client.get("/api/uploads/nope"), 404, "no uploaded replay with id 'nope'")
 
 
@@ -266,16 +278,16 @@ def test_uploads(client, replay_dir, saved_game):
 
 
 def test_leaderboard(tmp_path, replay_dir):
-    with TestClient(create_app(ServerConfig(replay_dir))) as c:
+    with local_client(ServerConfig(replay_dir)) as c:
         assert c.get("/api/leaderboard").json()["available"] is False
         assert_refused(c.get("/leaderboard/league.png"), 404, "no league chart")
     league = tmp_path / "league"
     league.mkdir()
-    with TestClient(create_app(ServerConfig(replay_dir, league))) as c:
+    with local_client(ServerConfig(replay_dir, league)) as c:
         assert "no league.csv" in c.get("/api/leaderboard").json()["reason"]
     (league / "league.csv").write_text("rank,agent,ordinal\n1,belief,20.5\n2,random,12.0\n")
     (league / "league.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
-    with TestClient(create_app(ServerConfig(replay_dir, league))) as c:
+    with local_client(ServerConfig(replay_dir, league)) as c:
         board = c.get("/api/leaderboard").json()
         assert board["available"] and board["chart"]
         assert [r["agent"] for r in board["rows"]] == ["belief", "random"]
@@ -291,8 +303,10 @@ def test_find_checkpoints(tmp_path):
     for name in ("run/best.pt", "run/snapshots/update_5.pt", "run/notes.txt"):
         (tmp_path / name).write_bytes(b"x")
     found = find_checkpoints([tmp_path])
-    assert sorted(found) == ["run/best", "run/snapshots/update_5"]
+    assert sorted(found) == ["run/best"]  # a run's snapshots are its history, not agents to offer
     assert find_checkpoints([tmp_path / "run" / "best.pt"]) == {"best": (tmp_path / "run" / "best.pt").resolve()}
+    snapshot = tmp_path / "run" / "snapshots" / "update_5.pt"
+    assert find_checkpoints([snapshot]) == {"update_5": snapshot.resolve()}  # unless named directly
     with pytest.raises(ValueError, match="does not exist"):
         find_checkpoints([tmp_path / "nowhere"])
 

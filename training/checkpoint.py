@@ -23,6 +23,7 @@ add the digest). Version 2 files without a matching digest are refused.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -35,7 +36,9 @@ import torch
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE, OBSERVATION_VERSION
+from loveletter_env.validation import check_seed, is_int
 
+from .config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE
 from .ppo import ActorCritic, PolicyAgent
 
 FORMAT = "loveletter-ppo"
@@ -64,6 +67,44 @@ os.register_at_fork(after_in_child=_one_torch_thread_after_fork)
 class CheckpointError(ValueError):
     """A file that is missing, corrupt, not a checkpoint of this project, or made for
     another observation/action layout. The message says which."""
+
+
+class CheckpointWriteError(OSError):
+    """A checkpoint that could not be written (the disk is full, the folder is read-only...).
+    The file that was at its path, if any, is left as it was; ``errno`` is the system's code."""
+
+
+#: System error codes that mean there is no room left for the file.
+_DISK_FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+def _system_error(err: BaseException) -> OSError | None:
+    """The ``OSError`` behind a failed save: ``err`` itself (opening, flushing, renaming), or
+    the context of torch's ``RuntimeError`` (``unexpected pos``) for a failed write."""
+    if isinstance(err, OSError):
+        return err
+    cause = err.__cause__ or err.__context__
+    return cause if isinstance(err, RuntimeError) and isinstance(cause, OSError) else None
+
+
+def run_write_failure(err: BaseException, folder: str) -> str | None:
+    """What stopped a run that failed to write into its folder (``folder`` names it in the
+    message), as a sentence: a :class:`CheckpointWriteError`'s message, or for a full disk met
+    elsewhere (``metrics.csv`` is written every update, so a filling disk often shows there
+    first) one saying so. ``None`` for any other error, a bug to report with its traceback."""
+    if isinstance(err, CheckpointWriteError):
+        return str(err)
+    if isinstance(err, OSError) and err.errno in _DISK_FULL:
+        return f"cannot write in {folder}: the disk is full"
+    return None
+
+
+def _write_error(path: Path, cause: OSError) -> CheckpointWriteError:
+    kept = f"; the {path.name} already there is unchanged" if path.exists() else ""
+    problem = "the disk is full" if cause.errno in _DISK_FULL else cause.strerror or str(cause)
+    error = CheckpointWriteError(f"cannot save {str(path)!r}: {problem}{kept}")
+    error.errno = cause.errno
+    return error
 
 
 def format_header() -> dict[str, Any]:
@@ -136,9 +177,12 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
         with open(tmp, "wb") as f:
             torch.save(data, f)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
-        raise
+        cause = _system_error(err)
+        if cause is None:
+            raise
+        raise _write_error(path, cause) from err
     return path
 
 
@@ -181,8 +225,12 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     """Load and check a checkpoint (a file, or a run folder: see :func:`resolve_checkpoint_path`).
 
     Raises :class:`CheckpointError` if the file is unreadable, not a checkpoint of this
-    project, damaged (its ``sha256`` digest does not match), or was trained for a
-    different observation or action layout.
+    project, damaged (its ``sha256`` digest does not match), was trained for a different
+    observation or action layout, or holds a network this code would not build: more than
+    ``MAX_HIDDEN_LAYERS`` layers or wider than ``MAX_HIDDEN_SIZE`` (the bounds of
+    :mod:`training.config`), or weights that are not finite (NaN or infinite, as a diverged
+    training leaves them). A valid digest only says the file is as written, not that what
+    was written makes sense.
     """
     path = resolve_checkpoint_path(path)
     data = _read_torch_file(path, map_location)
@@ -206,6 +254,8 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             )
     expected = format_header()
     for key in ("observation_version", "observation_size", "num_actions"):
+        if not is_int(data.get(key)):
+            raise CheckpointError(f"{str(path)!r} is malformed: its {key} is {data.get(key)!r}, not an integer")
         if data.get(key) != expected[key]:
             raise CheckpointError(
                 f"{str(path)!r} was trained for {key}={data.get(key)!r}, but this environment has "
@@ -215,14 +265,25 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     if not isinstance(model, dict) or "state_dict" not in model or "hidden_sizes" not in model:
         raise CheckpointError(f"{str(path)!r} has no model weights")
     sizes, weights = model["hidden_sizes"], model["state_dict"]
-    if (
-        not isinstance(sizes, (list, tuple))
-        or not sizes
-        or not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in sizes)
-    ):
+    if not isinstance(sizes, (list, tuple)) or not sizes or not all(is_int(h) and h > 0 for h in sizes):
         raise CheckpointError(f"{str(path)!r} has a malformed network description: hidden_sizes={sizes!r}")
+    if len(sizes) > MAX_HIDDEN_LAYERS or max(sizes) > MAX_HIDDEN_SIZE:
+        shown = (
+            repr(list(sizes)) if len(sizes) <= 8 else f"[{', '.join(map(str, sizes[:8]))}, ...] ({len(sizes)} layers)"
+        )
+        raise CheckpointError(
+            f"{str(path)!r} describes a network beyond what this code builds: hidden_sizes={shown}, where at most "
+            f"{MAX_HIDDEN_LAYERS} layers of 1..{MAX_HIDDEN_SIZE} units are allowed"
+        )
     if not isinstance(weights, dict) or not all(isinstance(w, torch.Tensor) for w in weights.values()):
         raise CheckpointError(f"{str(path)!r} has malformed model weights (expected a dict of tensors)")
+    spoiled = [name for name, w in weights.items() if w.is_floating_point() and not bool(torch.isfinite(w).all())]
+    if spoiled:
+        raise CheckpointError(
+            f"{str(path)!r} holds weights that are not finite numbers (NaN or infinity) in "
+            f"{', '.join(map(str, spoiled[:3]))}{' and more' if len(spoiled) > 3 else ''}: the training that wrote "
+            "it diverged; use an earlier checkpoint of the run"
+        )
     return data
 
 
@@ -265,14 +326,18 @@ def load_agent(path: str | Path, greedy: bool = True, seed: int = 0, device: str
     Args:
         path: a ``.pt`` checkpoint, or a run folder (its ``best.pt``, else ``latest.pt``).
         greedy: play the most likely legal action (default) instead of sampling.
-        seed: seed of the agent's sampling generator.
+        seed: seed of the agent's sampling generator (an integer in ``0..MAX_SEED``).
         device: where the network runs.
+
+    Raises:
+        CheckpointError: see :func:`load_checkpoint`; ValueError: a bad seed.
 
     Example::
 
         agent = load_agent("checkpoints/shipped/ppo_2p.pt")
         action = agent.act(env.observe(env.agent_selection))
     """
+    seed = check_seed(seed)
     checkpoint = load_checkpoint(path, map_location=device)
     try:
         model = build_model(checkpoint, device)

@@ -1,32 +1,45 @@
-"""Training configuration: dataclasses, YAML files and ``--set`` dotted overrides.
+"""Training configuration: pydantic models, YAML files and ``--set`` dotted overrides.
 
 A config is a :class:`TrainConfig` tree. It comes from the built-in defaults, a YAML
 file that overrides some of them (``configs/default.yaml`` and friends), then dotted
-overrides such as ``ppo.learning_rate=3e-4`` or ``env.num_players=[2,3,4]``. Unknown
-keys and values of the wrong type or range raise :class:`ConfigError` naming the key.
+overrides such as ``ppo.learning_rate=3e-4`` or ``env.num_players=[2,3,4]``, each value
+read as YAML and checked by the models like a value from a file. Unknown keys, values of
+the wrong type (strictly: ``"3"`` is no number, ``1`` no boolean) and values out of range
+raise :class:`ConfigError` naming the key.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-import types
+import re
 import typing
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Union
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationError, model_validator
 
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.rules import PRESETS
-from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, check_int, check_number
+from loveletter_env.schema import StrictModel, WholeNumber, dotted, explain, shown
 
 from .ppo import PPOConfig
 
-DEVICES = ("auto", "cpu", "cuda")
+Device = Literal["auto", "cpu", "cuda"]
+DEVICES: tuple[str, ...] = typing.get_args(Device)
+TableSize = Literal[2, 3, 4]
+
+
+def _preset_name(name: str) -> str:
+    if name not in PRESETS:
+        raise ValueError(f"must be one of {', '.join(map(repr, PRESETS))}, got {shown(name)}")
+    return name
+
+
+#: A rules preset's name (loveletter_env.rules.PRESETS: a new preset needs no change here).
+RulesName = Annotated[str, AfterValidator(_preset_name)]
 # Upper bounds, checked before a run allocates anything: far beyond any useful setting,
 # low enough that a typo is named here instead of failing in an allocator or a seeder.
 #: Largest seed (torch generators take 64-bit seeds; 2**63 - 1 keeps every path in range).
@@ -38,14 +51,66 @@ MAX_NUM_GAMES, MAX_ROLLOUT_STEPS, MAX_ROLLOUT_TURNS = 2**16, 2**12, 2**20
 MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE, MAX_PARAMETERS = 16, 2**16, 100_000_000
 #: Largest torch_threads.
 MAX_TORCH_THREADS = 1024
+#: Largest config file, deepest nesting and most lists and mappings in one (a config has
+#: fewer than a hundred; YAML aliases can multiply a small file into billions).
+MAX_CONFIG_BYTES, MAX_NESTING, MAX_NODES = 1_000_000, 32, 100_000
 
 
 class ConfigError(ValueError):
     """A config file, key or value that cannot be used; the message names it."""
 
 
-@dataclass
-class EnvConfig:
+# ---------------------------------------------------------------------------------
+# Field types
+# ---------------------------------------------------------------------------------
+T = TypeVar("T")
+
+
+def _as_list(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value if isinstance(value, (list, dict)) else [value]
+
+
+#: A list, where a single value is a one-item list (``num_players: 2``).
+OneOrMore = Annotated[list[T], BeforeValidator(_as_list)]
+
+
+def _folder_name(name: str) -> str:
+    if not name or name in (".", "..") or any(c in name for c in "/\\\0"):
+        raise ValueError(f"must be a plain folder name (no '/', '\\' or NUL, not '.' or '..'), got {shown(name)}")
+    return name
+
+
+def _no_nul(path: str) -> str:
+    if "\0" in path:
+        raise ValueError(f"must be a path without NUL characters, got {shown(path)}")
+    return path
+
+
+def _bot_specs(specs: list[str]) -> list[str]:
+    """Refuse names that are no bot, and bots that cannot be built from their spec (``guided``
+    needs ``policy=PATH``; options must be the bot's own): training builds its bots when a run
+    first meets them, so a bad spec would otherwise fail only after training time was spent."""
+    if not all(spec.partition(":")[0] in AGENT_NAMES for spec in specs):
+        raise ValueError(f"must be names from {AGENT_NAMES}, got {shown(specs)}")
+    for spec in specs:
+        try:
+            resolve_agent(spec, seed=0)
+        except (ValueError, FileNotFoundError) as err:
+            raise ValueError(f"bot {spec!r} cannot be built ({err})") from None
+    return specs
+
+
+BotSpecs = Annotated[OneOrMore[str], AfterValidator(_bot_specs)]
+FolderName = Annotated[str, Field(max_length=255), AfterValidator(_folder_name)]
+PathText = Annotated[str, AfterValidator(_no_nul)]
+Positive = Annotated[WholeNumber, Field(ge=1)]
+NonNegative = Annotated[WholeNumber, Field(ge=0)]
+
+
+# ---------------------------------------------------------------------------------
+# The sections
+# ---------------------------------------------------------------------------------
+class EnvConfig(StrictModel):
     """The batched environment the rollouts run on.
 
     Attributes:
@@ -58,15 +123,14 @@ class EnvConfig:
             ``num_games * rollout_steps`` turns, of which the learner's are trained on).
     """
 
-    num_players: list[int] = field(default_factory=lambda: [2])
-    rules: str = "classic"
-    episode: str = "round"
-    num_games: int = 256
-    rollout_steps: int = 32
+    num_players: Annotated[OneOrMore[TableSize], Field(min_length=1)] = [2]
+    rules: RulesName = "classic"
+    episode: Literal["round", "game"] = "round"
+    num_games: Annotated[WholeNumber, Field(ge=1, le=MAX_NUM_GAMES)] = 256
+    rollout_steps: Annotated[WholeNumber, Field(ge=2, le=MAX_ROLLOUT_STEPS)] = 32
 
 
-@dataclass
-class ModelConfig:
+class ModelConfig(StrictModel):
     """The :class:`~training.ppo.ActorCritic` network.
 
     Attributes:
@@ -75,12 +139,14 @@ class ModelConfig:
             2-player agent to fine-tune on mixed table sizes; its ``hidden_sizes`` must match.
     """
 
-    hidden_sizes: list[int] = field(default_factory=lambda: [256, 256])
-    init_from: str | None = None
+    hidden_sizes: Annotated[
+        OneOrMore[Annotated[WholeNumber, Field(ge=1, le=MAX_HIDDEN_SIZE)]],
+        Field(min_length=1, max_length=MAX_HIDDEN_LAYERS),
+    ] = [256, 256]
+    init_from: PathText | None = None
 
 
-@dataclass
-class OpponentConfig:
+class OpponentConfig(StrictModel):
     """Who sits in the seats the learner does not control.
 
     Each episode of each game draws its kind with these relative weights:
@@ -98,17 +164,16 @@ class OpponentConfig:
             exploitability tool uses it to train against an agent exactly as it plays).
     """
 
-    current: float = 0.6
-    past: float = 0.25
-    bots: float = 0.15
-    bot_names: list[str] = field(default_factory=lambda: ["rule", "random"])
-    snapshot_every: int = 5
-    pool_size: int = 20
+    current: Annotated[float, Field(ge=0)] = 0.6
+    past: Annotated[float, Field(ge=0)] = 0.25
+    bots: Annotated[float, Field(ge=0)] = 0.15
+    bot_names: BotSpecs = ["rule", "random"]
+    snapshot_every: Positive = 5
+    pool_size: Positive = 20
     past_greedy: bool = False
 
 
-@dataclass
-class EvalConfig:
+class EvalConfig(StrictModel):
     """Periodic evaluation through ``training.evaluate.evaluate``.
 
     Attributes:
@@ -127,28 +192,27 @@ class EvalConfig:
             ``final_rounds`` must then be multiples of ``num_players``.
     """
 
-    every: int = 20
-    rounds: int = 300
-    opponents: list[str] = field(default_factory=lambda: ["random", "rule"])
-    num_players: int = 2
+    every: NonNegative = 20
+    rounds: Positive = 300
+    opponents: BotSpecs = ["random", "rule"]
+    num_players: TableSize = 2
     best_by: str = "rule"
     greedy: bool = True
-    final_rounds: int = 2000
+    final_rounds: NonNegative = 2000
     duplicate: bool = True
 
 
 #: Keys a schedule stage may change: what the learner trains against and how, never the
 #: network, the seed or where outputs go. (``opponents.pool_size`` fixes the pool's capacity.)
 SCHEDULABLE_KEYS: tuple[str, ...] = (
-    *(f"ppo.{f.name}" for f in dataclasses.fields(PPOConfig)),
-    *(f"opponents.{f.name}" for f in dataclasses.fields(OpponentConfig) if f.name != "pool_size"),
+    *(f"ppo.{name}" for name in PPOConfig.model_fields),
+    *(f"opponents.{name}" for name in OpponentConfig.model_fields if name != "pool_size"),
     "env.num_players",
     "env.num_games",
 )
 
 
-@dataclass
-class StageConfig:
+class StageConfig(StrictModel):
     """One stage of a run's schedule.
 
     Attributes:
@@ -158,13 +222,12 @@ class StageConfig:
             Stages add up: a key keeps the value the last stage before it gave.
     """
 
-    at_step: int = 0
-    set: dict[str, Any] = field(default_factory=dict)
+    at_step: Annotated[WholeNumber, Field(gt=0)]
+    set: Annotated[dict[str, Any], Field(min_length=1)]
 
 
-@dataclass
-class TrainConfig:
-    """A whole self-play run.
+class TrainConfig(StrictModel):
+    """A whole self-play run, checked when it is built (:func:`from_dict`, :func:`load_config`).
 
     Attributes:
         run_name: outputs go to ``<out_dir>/<run_name>/``.
@@ -180,19 +243,80 @@ class TrainConfig:
             stages run one after another with ``model.init_from`` would.
     """
 
-    run_name: str = "default"
-    out_dir: str = "checkpoints"
-    seed: int = 0
-    total_steps: int = 4_000_000
-    device: str = "auto"
-    save_every: int = 25
-    torch_threads: int = 1
-    env: EnvConfig = field(default_factory=EnvConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    ppo: PPOConfig = field(default_factory=PPOConfig)
-    opponents: OpponentConfig = field(default_factory=OpponentConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    schedule: list[StageConfig] = field(default_factory=list)
+    run_name: FolderName = "default"
+    out_dir: PathText = "checkpoints"
+    seed: Annotated[WholeNumber, Field(ge=0, lt=MAX_SEED + 1)] = 0
+    total_steps: Positive = 4_000_000
+    device: Device = "auto"
+    save_every: Positive = 25
+    torch_threads: Annotated[WholeNumber, Field(ge=0, le=MAX_TORCH_THREADS)] = 1
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    ppo: PPOConfig = Field(default_factory=PPOConfig)
+    opponents: OpponentConfig = Field(default_factory=OpponentConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    schedule: list[StageConfig] = []
+
+    @model_validator(mode="after")
+    def _check_keys_together(self) -> TrainConfig:
+        """The rules that tie keys together (each key's own rules are in its type)."""
+        e, o, v = self.env, self.opponents, self.eval
+        if PRESETS[e.rules].is_rung and set(e.num_players) != {2}:
+            raise ValueError(
+                f"env.num_players must be [2] on the ladder rung {e.rules!r} (2 players only), got {e.num_players}"
+            )
+        if self.steps_per_update > MAX_ROLLOUT_TURNS:
+            raise ValueError(
+                f"env.num_games times env.rollout_steps ({e.rollout_steps}) must be at most "
+                f"{MAX_ROLLOUT_TURNS:,} turns per rollout, got {e.num_games}"
+            )
+        parameters = count_parameters(self.model.hidden_sizes)
+        if parameters > MAX_PARAMETERS:
+            raise ValueError(
+                f"model.hidden_sizes must give a network of at most {MAX_PARAMETERS:,} parameters "
+                f"(this one has {parameters:,}), got {self.model.hidden_sizes}"
+            )
+        if o.current + o.past + o.bots == 0:
+            raise ValueError("opponents.current, opponents.past and opponents.bots are all 0")
+        if o.bots > 0 and not o.bot_names:
+            raise ValueError("opponents.bot_names must name a bot when opponents.bots > 0, got []")
+        if v.every > 0 and v.best_by not in v.opponents:
+            raise ValueError(f"eval.best_by must be one of eval.opponents {v.opponents}, got {v.best_by!r}")
+        for key, rounds in (("rounds", v.rounds), ("final_rounds", v.final_rounds)):
+            if v.duplicate and rounds % v.num_players:
+                raise ValueError(
+                    f"eval.{key} must be a multiple of eval.num_players ({v.num_players}) with eval.duplicate, "
+                    f"which plays every deal once in each seat rotation, got {rounds}"
+                )
+        self._check_schedule()
+        return self
+
+    def _check_schedule(self) -> None:
+        previous = 0
+        for i, stage in enumerate(self.schedule):
+            where = f"schedule[{i}]"
+            if stage.at_step <= previous:
+                raise ValueError(
+                    f"{where}.at_step must be above the previous stage's ({previous}), got {stage.at_step}"
+                )
+            previous = stage.at_step
+            for key in stage.set:
+                if key not in SCHEDULABLE_KEYS:
+                    hint = "" if key in _dotted_keys(TrainConfig) else " (no such key)"
+                    raise ValueError(
+                        f"{where}.set: {key!r} cannot change during a run{hint}; "
+                        f"a stage may set {list(SCHEDULABLE_KEYS)}"
+                    )
+            try:
+                self.at_step(stage.at_step)
+            except ConfigError as err:
+                raise ValueError(f"{where} (from turn {stage.at_step:,}): {err}") from None
+
+    def validate(self) -> TrainConfig:  # type: ignore[override]  # BaseModel.validate is pydantic 1's
+        """Check the config again (fields assigned by hand are not checked when assigned): raise
+        :class:`ConfigError` naming the first bad value; return ``self``."""
+        from_dict(type(self), to_dict(self))
+        return self
 
     # -- stages -----------------------------------------------------------------------
     def stage_index(self, step: int) -> int:
@@ -228,109 +352,6 @@ class TrainConfig:
         """Rollout + update iterations the run makes (at least one)."""
         return max(1, self.total_steps // self.steps_per_update)
 
-    def validate(self) -> TrainConfig:
-        """Raise :class:`ConfigError` naming the first bad value; return ``self``."""
-
-        def need(ok: bool, key: str, rule: str) -> None:
-            if not ok:
-                raise ConfigError(f"{key} {rule}, got {_get(self, key)!r}")
-
-        need(
-            bool(self.run_name) and "/" not in self.run_name and self.run_name not in (".", ".."),
-            "run_name",
-            "must be a plain folder name",
-        )
-        need(self.total_steps > 0, "total_steps", "must be > 0")
-        need(0 <= self.seed <= MAX_SEED, "seed", "must be >= 0 and below 2**63")
-        need(self.device in DEVICES, "device", f"must be one of {DEVICES}")
-        need(self.save_every >= 1, "save_every", "must be >= 1")
-        need(0 <= self.torch_threads <= MAX_TORCH_THREADS, "torch_threads", f"must be in 0..{MAX_TORCH_THREADS}")
-        e = self.env
-        need(
-            len(e.num_players) > 0 and all(n in PLAYER_COUNTS for n in e.num_players),
-            "env.num_players",
-            "must be a non-empty list of table sizes 2, 3 or 4",
-        )
-        need(e.rules in PRESETS, "env.rules", f"must be one of {sorted(PRESETS)}")
-        need(
-            e.rules not in PRESETS or not PRESETS[e.rules].is_rung or set(e.num_players) == {2},
-            "env.num_players",
-            f"must be [2] on the ladder rung {e.rules!r} (2 players only)",
-        )
-        need(e.episode in EPISODE_KINDS, "env.episode", f"must be one of {EPISODE_KINDS}")
-        need(1 <= e.num_games <= MAX_NUM_GAMES, "env.num_games", f"must be in 1..{MAX_NUM_GAMES}")
-        need(2 <= e.rollout_steps <= MAX_ROLLOUT_STEPS, "env.rollout_steps", f"must be in 2..{MAX_ROLLOUT_STEPS}")
-        need(
-            self.steps_per_update <= MAX_ROLLOUT_TURNS,
-            "env.num_games",
-            f"times env.rollout_steps ({e.rollout_steps}) must be at most {MAX_ROLLOUT_TURNS:,} turns per rollout",
-        )
-        sizes = self.model.hidden_sizes
-        need(
-            0 < len(sizes) <= MAX_HIDDEN_LAYERS and all(1 <= h <= MAX_HIDDEN_SIZE for h in sizes),
-            "model.hidden_sizes",
-            f"must be a list of 1 to {MAX_HIDDEN_LAYERS} layer sizes in 1..{MAX_HIDDEN_SIZE}",
-        )
-        parameters = count_parameters(sizes)
-        need(
-            parameters <= MAX_PARAMETERS,
-            "model.hidden_sizes",
-            f"must give a network of at most {MAX_PARAMETERS:,} parameters (this one has {parameters:,})",
-        )
-        try:
-            self.ppo.validate()
-        except ValueError as err:
-            raise ConfigError(str(err)) from None
-        o = self.opponents
-        for kind in ("current", "past", "bots"):
-            need(getattr(o, kind) >= 0, f"opponents.{kind}", "must be >= 0")
-        need(o.current + o.past + o.bots > 0, "opponents.current", "and opponents.past/bots must not all be 0")
-        need(o.bots == 0 or len(o.bot_names) > 0, "opponents.bot_names", "must name a bot when opponents.bots > 0")
-        need(_all_bot_names(o.bot_names), "opponents.bot_names", f"must be names from {AGENT_NAMES}")
-        _check_buildable(o.bot_names, "opponents.bot_names")
-        need(o.snapshot_every >= 1, "opponents.snapshot_every", "must be >= 1")
-        need(o.pool_size >= 1, "opponents.pool_size", "must be >= 1")
-        v = self.eval
-        need(v.every >= 0, "eval.every", "must be >= 0")
-        need(v.rounds >= 1, "eval.rounds", "must be >= 1")
-        need(v.num_players in PLAYER_COUNTS, "eval.num_players", "must be 2, 3 or 4")
-        need(_all_bot_names(v.opponents), "eval.opponents", f"must be names from {AGENT_NAMES}")
-        _check_buildable(v.opponents, "eval.opponents")
-        need(v.every == 0 or v.best_by in v.opponents, "eval.best_by", f"must be one of eval.opponents {v.opponents}")
-        need(v.final_rounds >= 0, "eval.final_rounds", "must be >= 0")
-        for key, rounds in (("rounds", v.rounds), ("final_rounds", v.final_rounds)):
-            need(
-                not v.duplicate or rounds % v.num_players == 0,
-                f"eval.{key}",
-                f"must be a multiple of eval.num_players ({v.num_players}) with eval.duplicate, which plays "
-                "every deal once in each seat rotation",
-            )
-        self._validate_schedule()
-        return self
-
-    def _validate_schedule(self) -> None:
-        previous = 0
-        for i, stage in enumerate(self.schedule):
-            where = f"schedule[{i}]"
-            if stage.at_step <= previous:
-                raise ConfigError(
-                    f"{where}.at_step must be > 0 and above the previous stage's ({previous}), got {stage.at_step}"
-                )
-            previous = stage.at_step
-            if not stage.set:
-                raise ConfigError(f"{where}.set names no key to change")
-            for key in stage.set:
-                if key not in SCHEDULABLE_KEYS:
-                    hint = "" if key in _dotted_keys(TrainConfig) else " (no such key)"
-                    raise ConfigError(
-                        f"{where}.set: {key!r} cannot change during a run{hint}; "
-                        f"a stage may set {list(SCHEDULABLE_KEYS)}"
-                    )
-            try:
-                self.at_step(stage.at_step).validate()
-            except ConfigError as err:
-                raise ConfigError(f"{where} (from turn {stage.at_step:,}): {err}") from None
-
 
 def count_parameters(hidden_sizes: list[int]) -> int:
     """Parameters of the :class:`~training.ppo.ActorCritic` with these layer sizes, counted on
@@ -344,154 +365,122 @@ def count_parameters(hidden_sizes: list[int]) -> int:
 
 
 # ---------------------------------------------------------------------------------
-# dict <-> dataclass, with type checks
+# dict <-> model
 # ---------------------------------------------------------------------------------
-def _all_bot_names(specs: Iterable[str]) -> bool:
-    """Whether every spec is a bot name, with or without options (``"ismcts:iterations=50"``)."""
-    return all(isinstance(spec, str) and spec.partition(":")[0] in AGENT_NAMES for spec in specs)
+Model = TypeVar("Model", bound=BaseModel)
 
 
-def _check_buildable(names: Iterable[str], key: str) -> None:
-    """Refuse bots that cannot be built from their spec (``guided`` needs ``policy=PATH``; options
-    must be the bot's own).
-
-    Training builds its bots when a run first meets them, so a bad spec would otherwise fail
-    only after training time was spent.
-    """
-    for name in names:
-        try:
-            resolve_agent(name, seed=0)
-        except (ValueError, FileNotFoundError) as err:
-            raise ConfigError(f"{key}: bot {name!r} cannot be built ({err})") from None
-
-
-def _get(obj: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def _coerce(value: Any, tp: Any, key: str) -> Any:
-    """``value`` checked (and widened where harmless, e.g. int -> float) against ``tp``."""
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _coerce(value, arg, key)
-            except ConfigError as err:
-                errors.append(str(err))
-        raise ConfigError(errors[0] if errors else f"{key}: bad value {value!r}")
-    if origin is list:
-        (item_tp,) = typing.get_args(tp)
-        if isinstance(value, tuple):
-            value = list(value)
-        elif not isinstance(value, (list, dict)):
-            value = [value]  # a single value is a one-item list: `num_players: 2`
-        if not isinstance(value, list):
-            raise ConfigError(f"{key} must be a list, got {value!r}")
-        return [_coerce(v, item_tp, f"{key}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-            raise ConfigError(f"{key} must be a mapping of dotted keys to values, got {value!r}")
-        return dict(value)
-    if tp is Any:
-        return value
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        if isinstance(value, tp):
-            return value
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key} must be a mapping of its fields, got {value!r}")
-        return from_dict(tp, value, prefix=f"{key}.")
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key} must be true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, float) and value.is_integer():
-            return int(value)  # 1e6 in YAML is a float
-        return _config_check(check_int, key, value)
-    if tp is float:
-        return _config_check(check_number, key, value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{key} must be a string, got {value!r}")
-        return value
-    raise TypeError(f"config field {key} has an unsupported type {tp!r}")  # a bug in this module
-
-
-def _config_check(check: Callable[[str, Any], Any], key: str, value: Any) -> Any:
-    """A :mod:`loveletter_env.validation` check whose error becomes a :class:`ConfigError`."""
+def from_dict(cls: type[Model], data: Any) -> Model:
+    """Build and check model ``cls`` from a (possibly partial) nested dict; missing keys keep
+    their defaults; unknown keys and bad values raise :class:`ConfigError` naming them."""
     try:
-        return check(key, value)
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
-
-
-def from_dict(cls: type, data: dict, prefix: str = "") -> Any:
-    """Build dataclass ``cls`` from a (possibly partial) nested dict; missing keys keep
-    their defaults, unknown keys raise :class:`ConfigError`."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{prefix.rstrip('.') or 'config'} must be a mapping, got {data!r}")
-    for key in data:
-        if not isinstance(key, str):
-            # YAML reads `1:` or `true:` as a number or a boolean, never a field name.
-            raise ConfigError(f"config key {prefix}{key!r} must be a name, got the {type(key).__name__} {key!r}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
+        return cls.model_validate(data)
+    except ValidationError as err:
+        error = err
+    unknown = [item["loc"] for item in error.errors() if item["type"] == "extra_forbidden"]
     if unknown:
-        hints_text = "".join(_suggestion(cls, key, prefix) for key in unknown)
+        hints = "".join(_suggestion(cls, loc) for loc in unknown)
         raise ConfigError(
-            f"unknown config key(s) {[prefix + k for k in unknown]}{hints_text}; known keys: {sorted(names)}"
+            f"unknown config key(s) {[dotted(loc) for loc in unknown]}{hints}; "
+            f"known keys: {sorted(_section(cls, unknown[0][:-1]).model_fields)}"
         )
-    kwargs = {k: _coerce(v, hints[k], prefix + k) for k, v in data.items()}
-    return cls(**kwargs)
+    raise ConfigError(explain(error, lambda loc: dotted(loc) or "config"))
 
 
-def _dotted_keys(cls: type, prefix: str = "") -> list[str]:
-    """Every key of dataclass ``cls``, nested sections as ``section.key``."""
+def _section(cls: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel]:
+    """The model that holds the keys at ``loc`` (``("schedule", 0)`` -> :class:`StageConfig`)."""
+    section: Any = cls
+    for part in loc:
+        section = section.model_fields[part].annotation if isinstance(part, str) else typing.get_args(section)[0]
+    return typing.cast(type[BaseModel], section)
+
+
+def _dotted_keys(cls: type[BaseModel], prefix: str = "") -> list[str]:
+    """Every key of model ``cls``, nested sections as ``section.key``."""
     keys: list[str] = []
-    for f in dataclasses.fields(cls):
-        tp = typing.get_type_hints(cls)[f.name]
-        nested = isinstance(tp, type) and dataclasses.is_dataclass(tp)
-        keys += _dotted_keys(tp, f"{prefix}{f.name}.") if nested else [prefix + f.name]
+    for name, info in cls.model_fields.items():
+        nested = isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
+        keys += _dotted_keys(info.annotation, f"{prefix}{name}.") if nested else [prefix + name]  # type: ignore[arg-type]
     return keys
 
 
-def _suggestion(cls: type, key: str, prefix: str) -> str:
+def _suggestion(cls: type[BaseModel], loc: tuple[Any, ...]) -> str:
     """`` (did you mean 'ppo.learning_rate'?)`` for a key that lives in another section or is misspelt."""
-    keys = _dotted_keys(cls, prefix)
-    moved = [k for k in keys if k.rsplit(".", 1)[-1] == key]
-    close = moved or difflib.get_close_matches(prefix + key, keys, n=2)
+    prefix = dotted(loc[:-1]) + "." if len(loc) > 1 else ""
+    keys = _dotted_keys(_section(cls, loc[:-1]), prefix)
+    moved = [k for k in keys if k.rsplit(".", 1)[-1] == loc[-1]]
+    close = moved or difflib.get_close_matches(dotted(loc), keys, n=2)
     return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
-def to_dict(config: Any) -> dict:
+def to_dict(config: BaseModel) -> dict:
     """Plain nested dict (YAML- and ``torch.load(weights_only=True)``-safe)."""
-    return dataclasses.asdict(config)
+    return config.model_dump()
 
 
 # ---------------------------------------------------------------------------------
 # Files and overrides
 # ---------------------------------------------------------------------------------
+class _YamlLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that also reads ``3e-4`` and ``1.0e5`` as numbers, as YAML 1.2 does
+    (PyYAML's YAML 1.1 reads them as text). Quoted text (``"1e5"``) stays text."""
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def _load_yaml(text: str, source: str, key: str = "") -> Any:
+    """``text`` read as YAML (the value of ``key``); :class:`ConfigError` naming ``source`` if it is
+    not YAML, refers to itself, or is nested too deeply."""
+    try:
+        value = yaml.load(text, Loader=_YamlLoader)  # a SafeLoader
+    except RecursionError:
+        raise ConfigError(f"{source} is nested too deeply (the limit is {MAX_NESTING} levels)") from None
+    except (yaml.YAMLError, ValueError) as err:  # ValueError: an integer of more than 4,300 digits
+        raise ConfigError(f"{source} is not valid YAML: {err}") from None
+    _check_tree(value, source, key)
+    return value
+
+
+def _check_tree(root: Any, source: str, key: str) -> None:
+    """Refuse a value that contains itself (a YAML alias used inside its own anchor, such as
+    ``a: &x [*x]``), naming the key where the loop closes; keys that are not text (``1:``,
+    ``true:``); values nested too deeply or too large (aliases of aliases)."""
+    budget = [MAX_NODES]
+
+    def walk(value: Any, key: str, open_nodes: tuple[int, ...]) -> None:
+        if not isinstance(value, (dict, list)):
+            return
+        if id(value) in open_nodes:
+            raise ConfigError(f"{source}: {key or 'the top level'} refers to itself (a recursive YAML alias)")
+        if len(open_nodes) >= MAX_NESTING:
+            raise ConfigError(f"{source} is nested too deeply: {key} is more than {MAX_NESTING} levels down")
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise ConfigError(f"{source} holds more than {MAX_NODES:,} lists and mappings (aliases of aliases?)")
+        for child_key, child in value.items() if isinstance(value, dict) else enumerate(value):
+            child_name = (
+                f"{key}[{child_key}]" if isinstance(value, list) else f"{key}.{child_key}" if key else str(child_key)
+            )
+            if isinstance(value, dict) and not isinstance(child_key, str):  # YAML reads `1:` as a number
+                kind = type(child_key).__name__
+                raise ConfigError(f"{source}: config key {child_name} must be a name, got the {kind} {child_key!r}")
+            walk(child, child_name, (*open_nodes, id(value)))
+
+    walk(root, key, ())
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``"ppo.learning_rate=3e-4"`` -> (``["ppo", "learning_rate"]``, ``3e-4``); the value is YAML."""
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key:
         raise ConfigError(f"an override looks like section.key=value, got {text!r}")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as err:
-        raise ConfigError(f"override {text!r}: the value is not valid YAML ({err})") from None
-    _refuse_cycles(value, key, f"override {text!r}")
-    return key.split("."), _fix_yaml_floats(value)
+    return key.split("."), _load_yaml(raw, f"override {shown(text)}", key) if raw.strip() else ""
 
 
 def set_dotted(data: dict, path: list[str], value: Any, source: str) -> None:
@@ -509,62 +498,36 @@ def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
     """Set each dotted override into the nested dict ``data`` (in place; also returned)."""
     for text in overrides:
         path, value = parse_override(text)
-        set_dotted(data, path, value, f"override {text!r}")
+        set_dotted(data, path, value, f"override {shown(text)}")
     return data
 
 
 def read_yaml(path: str | Path) -> dict:
     """A YAML config file as a dict (empty file: empty dict)."""
     path = Path(path)
+    source = f"config file {str(path)!r}"
     if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
+        raise ConfigError(f"{source} {'is not a file' if path.exists() else 'does not exist'}")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {err}") from None
+        with path.open("rb") as file:
+            raw = file.read(MAX_CONFIG_BYTES + 1)  # at most: the size a file reports can be wrong
     except OSError as err:
-        raise ConfigError(f"config file {str(path)!r} cannot be read: {err}") from None
+        raise ConfigError(f"{source} cannot be read: {err}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{source} is too large: the limit is {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        data = _load_yaml(raw.decode("utf-8"), source) or {}
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{source} is not valid YAML: {err}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"config file {str(path)!r} must hold a mapping of sections, got {type(data).__name__}")
-    _refuse_cycles(data, "", f"config file {str(path)!r}")
-    return data
-
-
-def _refuse_cycles(value: Any, key: str, source: str, open_nodes: tuple[int, ...] = ()) -> None:
-    """Raise :class:`ConfigError` if ``value`` contains itself (a YAML alias used inside
-    its own anchor, such as ``a: &x [*x]``), naming the key where the loop closes."""
-    if not isinstance(value, (dict, list)):
-        return
-    if id(value) in open_nodes:
-        raise ConfigError(f"{source}: {key or 'the top level'} refers to itself (a recursive YAML alias)")
-    items = value.items() if isinstance(value, dict) else enumerate(value)
-    for child_key, child in items:
-        if isinstance(value, list):
-            child_name = f"{key}[{child_key}]"
-        else:
-            child_name = f"{key}.{child_key}" if key else str(child_key)
-        _refuse_cycles(child, child_name, source, (*open_nodes, id(value)))
-
-
-def _fix_yaml_floats(data: Any) -> Any:
-    """Turn strings such as ``3e-4`` (YAML 1.1 reads them as text) into floats."""
-    if isinstance(data, dict):
-        return {k: _fix_yaml_floats(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_fix_yaml_floats(v) for v in data]
-    if isinstance(data, str):
-        try:
-            return float(data) if any(c in data for c in "eE") and any(c.isdigit() for c in data) else data
-        except ValueError:
-            return data
+        raise ConfigError(f"{source} must hold a mapping of sections, got {type(data).__name__}")
     return data
 
 
 def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> TrainConfig:
     """Defaults, then the YAML file at ``path`` (if any), then dotted ``overrides``; validated."""
-    data = _fix_yaml_floats(read_yaml(path)) if path is not None else {}
-    apply_overrides(data, overrides)
-    return from_dict(TrainConfig, data).validate()
+    data = read_yaml(path) if path is not None else {}
+    return from_dict(TrainConfig, apply_overrides(data, overrides))
 
 
 def save_config(config: TrainConfig, path: str | Path) -> None:

@@ -38,6 +38,7 @@ from typing import Any
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES, AgentSpec
 
+from .compile_notice import announce_kernel_compilation
 from .interrupt import EXIT_INTERRUPTED
 from .league import league, league_markdown, write_league
 from .matches import PlayInterrupted, check_duplicate_rounds, play_matches
@@ -186,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    announce_kernel_compilation()
     if bool(args.agents) == bool(args.league):
         which = "not both" if args.agents else "none were given"
         parser.error(f"give the agents to evaluate, or --league AGENT AGENT ... ({which})")

@@ -31,6 +31,11 @@ TRAIN_COLUMNS = (
     "win_rate_vs_past",
     "win_rate_vs_bots",
     "episodes",
+    # Seconds of this update in each part of the work (Stopwatch in trainer.py).
+    "env_s",
+    "forward_s",
+    "bots_s",
+    "update_s",
 )
 
 

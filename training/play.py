@@ -33,7 +33,9 @@ from loveletter_env.observation import encode_observation
 from loveletter_env.render import card_reference, narrate, render_seat_view, round_summary
 from loveletter_env.replay import AgentInfo, ReplayRecorder, decision_details, save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table, resolve_rules
-from loveletter_env.validation import check_num_players, is_int
+from loveletter_env.validation import check_num_players, check_seed, check_writable, is_int
+
+from .compile_notice import announce_kernel_compilation
 
 
 class QuitGame(Exception):
@@ -41,11 +43,16 @@ class QuitGame(Exception):
 
 
 def _seed(text: str) -> int:
-    """argparse type: a non-negative integer seed."""
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+    """argparse type: a seed (:func:`~loveletter_env.validation.check_seed`)."""
+    # argparse shows the text of an ArgumentTypeError only.
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    try:
+        return check_seed(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def observation_of(state: GameState, seat: int) -> dict[str, np.ndarray]:
@@ -159,10 +166,15 @@ def play(
         rounds: stop after this many rounds (default: play the whole game).
         replay_path: save the game there as a replay (:mod:`loveletter_env.replay`) once it ends.
 
-    Returns the final game state. Raises :class:`QuitGame` when the person leaves.
+    Returns the final game state. Raises :class:`QuitGame` when the person leaves, and
+    ``ValueError`` for bad arguments, a ``replay_path`` that cannot be written among them
+    (checked before the game, which would otherwise be lost at its end).
     """
     num_players = check_num_players(num_players)
     check_rules_for_table(rules, num_players)
+    seed = check_seed(seed, allow_none=True)
+    if replay_path is not None:
+        check_writable("replay file", replay_path)
     if not is_int(seat) or not 0 <= seat < num_players:
         raise ValueError(f"seat must be in 0..{num_players - 1}, got {seat!r}")
     if not opponents:
@@ -229,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None, help="stop after this many rounds (default: a whole game)")
     parser.add_argument("--save-replay", metavar="FILE", help="save the game as a replay file (JSON) when it ends")
     args = parser.parse_args(argv)
+    announce_kernel_compilation()
     if args.rounds is not None and args.rounds < 1:
         parser.error(f"--rounds must be a positive integer, got {args.rounds}")
     try:

@@ -2,7 +2,7 @@
 
 Pieces, in the order a training update uses them:
 
-1. :class:`PPOConfig` - every hyper-parameter of the algorithm, in one dataclass.
+1. :class:`PPOConfig` - every hyper-parameter of the algorithm, in one checked model.
 2. :class:`ActorCritic` - the policy/value network: ``forward(obs) -> (logits, value)``.
 3. Masked distribution helpers - illegal actions get a logit of ``-inf`` in effect
    (the most negative float), so they are never sampled, carry no probability in the
@@ -27,25 +27,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import torch
+from pydantic import Field
 from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE
+from loveletter_env.schema import StrictModel, WholeNumber
+from loveletter_env.validation import check_seed
 
 
 # ---------------------------------------------------------------------------------
 # 1. Hyper-parameters
 # ---------------------------------------------------------------------------------
-@dataclass
-class PPOConfig:
+class PPOConfig(StrictModel):
     """Hyper-parameters of one PPO update (the environment side lives in ``training.config``).
 
+    Values are checked when the config is built: a value out of range raises a
+    ``ValueError`` naming the field.
+
     Attributes:
-        learning_rate: Adam step size at the start of training.
+        learning_rate: Adam step size at the start of training (above 1 Adam only diverges).
         anneal_lr: decay the learning rate linearly to 0 over the run.
         gamma: discount per decision of the same player. Rounds are short, so 1.0 works.
         gae_lambda: GAE bias/variance trade-off.
@@ -61,37 +66,19 @@ class PPOConfig:
             (``None``: never stop early).
     """
 
-    learning_rate: float = 8e-4
+    learning_rate: Annotated[float, Field(gt=0, le=1)] = 8e-4
     anneal_lr: bool = True
-    gamma: float = 1.0
-    gae_lambda: float = 0.95
-    update_epochs: int = 4
-    num_minibatches: int = 8
-    clip_coef: float = 0.2
+    gamma: Annotated[float, Field(gt=0, le=1)] = 1.0
+    gae_lambda: Annotated[float, Field(ge=0, le=1)] = 0.95
+    update_epochs: Annotated[WholeNumber, Field(ge=1)] = 4
+    num_minibatches: Annotated[WholeNumber, Field(ge=1)] = 8
+    clip_coef: Annotated[float, Field(gt=0)] = 0.2
     clip_vloss: bool = True
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
+    ent_coef: Annotated[float, Field(ge=0)] = 0.01
+    vf_coef: Annotated[float, Field(ge=0)] = 0.5
+    max_grad_norm: Annotated[float, Field(gt=0)] = 0.5
     norm_adv: bool = True
-    target_kl: float | None = None
-
-    def validate(self) -> None:
-        """Raise ``ValueError`` naming the first out-of-range hyper-parameter."""
-        checks = [
-            ("learning_rate", 0 < self.learning_rate <= 1, "must be in (0, 1]"),  # above 1 Adam only diverges
-            ("gamma", 0 < self.gamma <= 1, "must be in (0, 1]"),
-            ("gae_lambda", 0 <= self.gae_lambda <= 1, "must be in [0, 1]"),
-            ("update_epochs", self.update_epochs >= 1, "must be >= 1"),
-            ("num_minibatches", self.num_minibatches >= 1, "must be >= 1"),
-            ("clip_coef", self.clip_coef > 0, "must be > 0"),
-            ("ent_coef", self.ent_coef >= 0, "must be >= 0"),
-            ("vf_coef", self.vf_coef >= 0, "must be >= 0"),
-            ("max_grad_norm", self.max_grad_norm > 0, "must be > 0"),
-            ("target_kl", self.target_kl is None or self.target_kl > 0, "must be > 0 or null"),
-        ]
-        for name, ok, rule in checks:
-            if not ok:
-                raise ValueError(f"ppo.{name} {rule}, got {getattr(self, name)!r}")
+    target_kl: Annotated[float, Field(gt=0)] | None = None
 
 
 # ---------------------------------------------------------------------------------
@@ -369,7 +356,8 @@ class PolicyAgent:
     Args:
         model: an :class:`ActorCritic` (or any module with the same ``forward``).
         greedy: play the most likely legal action; otherwise sample from the masked policy.
-        seed: seeds this agent's own generator (used only when sampling).
+        seed: seeds this agent's own generator (used only when sampling): an integer in
+            ``0..MAX_SEED`` (:func:`~loveletter_env.validation.check_seed`).
         device: where to run the network.
     """
 
@@ -377,12 +365,12 @@ class PolicyAgent:
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         self.greedy = greedy
-        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.generator = torch.Generator(device=self.device).manual_seed(check_seed(seed))
 
     def reset(self, seed: int | None = None) -> None:
         """Start a new episode (the network keeps no memory); with ``seed``, reseed sampling."""
         if seed is not None:
-            self.generator.manual_seed(seed)
+            self.generator.manual_seed(check_seed(seed))
 
     @torch.no_grad()
     def act(self, observation: Mapping[str, np.ndarray]) -> int:

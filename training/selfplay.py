@@ -28,9 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import CheckpointError, load_checkpoint
+from .checkpoint import CheckpointError, load_checkpoint, run_write_failure
+from .compile_notice import announce_kernel_compilation
 from .config import ConfigError, load_config
 from .interrupt import exit_interrupted
+from .runtime import holds_run
 from .trainer import SelfPlayTrainer
 
 __all__ = ["SelfPlayTrainer", "build_parser", "main"]
@@ -63,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run ``python -m training.selfplay``; return the trainer's summary. User mistakes exit with a message."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    announce_kernel_compilation()
     try:
         if args.resume:
             run_dir = Path(args.resume)
@@ -86,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 overrides.append(f"device={args.device}")
             config = load_config(args.config, overrides)
             run_dir = Path(config.out_dir) / config.run_name
-            if (run_dir / "latest.pt").exists():
+            if holds_run(run_dir):  # said here with the way to continue it; the trainer checks again, owning the folder
                 parser.error(f"{str(run_dir)!r} already holds a run: pass --resume {run_dir} or another --run-name")
         trainer = SelfPlayTrainer(config, run_dir, resume=bool(args.resume), progress=not args.no_progress)
     except (ConfigError, CheckpointError) as err:
@@ -99,6 +102,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         resume += " --no-progress"
     try:
         summary = trainer.train()
+    except OSError as err:
+        failure = run_write_failure(err, repr(str(run_dir)))
+        if failure is None:
+            raise
+        kept = f"{run_dir / 'latest.pt'} holds the last update saved; resume with: {resume}"
+        print(f"error: {failure}.\n{kept if holds_run(run_dir) else 'Nothing was saved.'}", file=sys.stderr)
+        sys.exit(1)
     except KeyboardInterrupt:
         # A second Ctrl-C: the update in progress is lost, the last save stands.
         latest = run_dir / "latest.pt"

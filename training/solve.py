@@ -30,6 +30,7 @@ from loveletter_env import __version__
 from loveletter_env.agents.solved import SolvedPolicy
 from loveletter_env.rules import PRESETS, Rules
 
+from .compile_notice import announce_kernel_compilation
 from .game_tree import INFORMATION_KINDS, GameTree, TreeError, TreeWorkspace, build_tree, cfr_plus_iterations
 
 #: The exploitability the ladder's targets ask for.
@@ -290,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error("--target must be >= 0")
     if args.rules not in PRESETS:
         parser.error(f"unknown rules {args.rules!r}; the ladder's rungs are mini6, mini7, mini8 and mini9")
+    announce_kernel_compilation()
     log = sys.stderr if args.json else sys.stdout
     print(f"building the tree of {args.rules} ...", file=sys.stderr)
     try:

@@ -37,7 +37,7 @@ from .metrics import MetricsLog, plot_learning_curve
 from .opponents import OpponentKind, OpponentPool, Seating
 from .ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
 from .rollout import RolloutBuffer
-from .runtime import derive_seed, pick_device
+from .runtime import claim_run_folder, derive_seed, pick_device
 from .stats import EvaluationResult
 
 #: Config keys that say where a run executes, not what it computes: --resume may change them.
@@ -53,6 +53,38 @@ def default_env_factory(**kwargs: Any) -> Any:
     return BatchedLoveLetter(**kwargs)
 
 
+class Stopwatch:
+    """Seconds spent in named parts of the work (``with watch("env"): ...``). On CUDA each
+    part ends by waiting for the device, so that the kernels it launched count in it and
+    not in whatever synchronises next (the rollout loop waits for the device every step
+    anyway, to read the seats and dones)."""
+
+    def __init__(self, device: torch.device):
+        self.synchronise = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+        self.seconds: dict[str, float] = {}
+
+    def __call__(self, part: str) -> Stopwatch._Part:
+        return Stopwatch._Part(self, part)
+
+    def take(self) -> dict[str, float]:
+        """The seconds per part since the last ``take``, as ``{part}_s`` metrics."""
+        taken, self.seconds = self.seconds, {}
+        return {f"{part}_s": round(seconds, 4) for part, seconds in taken.items()}
+
+    class _Part:
+        def __init__(self, watch: Stopwatch, part: str):
+            self.watch, self.part = watch, part
+
+        def __enter__(self) -> None:
+            self.watch.synchronise()
+            self.start = time.perf_counter()
+
+        def __exit__(self, *exc: object) -> None:
+            self.watch.synchronise()
+            seconds = time.perf_counter() - self.start
+            self.watch.seconds[self.part] = self.watch.seconds.get(self.part, 0.0) + seconds
+
+
 def evaluation_line(update: int, global_step: int, results: dict[str, EvaluationResult]) -> str:
     """The learner's evaluation in one line (what a run without a progress bar prints)."""
     figures = ", ".join(
@@ -64,9 +96,13 @@ def evaluation_line(update: int, global_step: int, results: dict[str, Evaluation
 class SelfPlayTrainer:
     """Runs a :class:`~training.config.TrainConfig`: rollouts, PPO updates, evaluation, checkpoints.
 
+    The trainer owns ``run_dir`` (:func:`training.runtime.claim_run_folder`) from its creation
+    until :meth:`train` returns, or until :meth:`release` for a trainer that never trains.
+
     Args:
         config: the run's config (validated).
-        run_dir: output folder (created).
+        run_dir: output folder (created). :class:`~training.runtime.RunFolderError` if it
+            cannot be written, another run owns it, or (unless ``resume``) it holds a run.
         resume: continue from ``run_dir/latest.pt``.
         pool: a ready-made opponent pool; with ``grow_pool=False`` it stays frozen (the
             exploitability tool trains against one fixed checkpoint this way).
@@ -88,6 +124,7 @@ class SelfPlayTrainer:
         self.config = config.validate()
         self.run_dir = Path(run_dir)
         self.device = pick_device(config.device)
+        self.stopwatch = Stopwatch(self.device)
         self.env_factory = env_factory
         self.progress = progress
         self.interrupted = False  # set by train() when Ctrl-C or SIGTERM stopped it
@@ -111,19 +148,25 @@ class SelfPlayTrainer:
         self.best_score = -math.inf
         self.last_eval: dict[str, EvaluationResult] = {}
 
-        if resume:
-            self._restore(load_checkpoint(self.run_dir / "latest.pt", map_location="cpu"))
-        else:
-            if config.model.init_from:
-                self._initialise_from(config.model.init_from)
-            if len(self.pool) == 0:  # the starting weights are the first past opponent
-                self.pool.add(self.model, label=0)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        save_config(config, self.run_dir / "config.yaml")
-        # The keys of the schedule stage in force (the whole config when there is no schedule).
-        self.stage = config.stage_index(self.global_step)
-        self.active = config.at_step(self.global_step)
-        self._make_env()
+        # The folder is this trainer's from here until train() returns: checked writable, not
+        # in use by another run and, for a new run, holding none to overwrite.
+        self.run_lock = claim_run_folder(self.run_dir, resume=resume)
+        try:
+            if resume:
+                self._restore(load_checkpoint(self.run_dir / "latest.pt", map_location="cpu"))
+            else:
+                if config.model.init_from:
+                    self._initialise_from(config.model.init_from)
+                if len(self.pool) == 0:  # the starting weights are the first past opponent
+                    self.pool.add(self.model, label=0)
+            save_config(config, self.run_dir / "config.yaml")
+            # The keys of the schedule stage in force (the whole config when there is no schedule).
+            self.stage = config.stage_index(self.global_step)
+            self.active = config.at_step(self.global_step)
+            self._make_env()
+        except BaseException:
+            self.run_lock.release()
+            raise
 
     # -- state -----------------------------------------------------------------------
     def _training_state(self) -> dict[str, Any]:
@@ -238,30 +281,33 @@ class SelfPlayTrainer:
             actions = torch.zeros(n, dtype=torch.long, device=device)
 
             rows = torch.from_numpy(np.flatnonzero(learner)).to(device)
-            if rows.numel():
-                logits, values = self.model(obs[rows])
-                chosen = sample_actions(logits, mask[rows], self.act_gen)
-                actions[rows] = chosen
-                buffer.add(
-                    game_ids[rows],
-                    seat_t[rows],
-                    obs[rows],
-                    mask[rows],
-                    chosen,
-                    action_log_prob(logits, mask[rows], chosen),
-                    values,
-                )
-            if snapshot.any():
-                rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
-                logits, _ = self.opponent_model(obs[rows])
-                actions[rows] = sample_actions(
-                    logits, mask[rows], self.act_gen, greedy=self.active.opponents.past_greedy
-                )
+            with self.stopwatch("forward"):
+                if rows.numel():
+                    logits, values = self.model(obs[rows])
+                    chosen = sample_actions(logits, mask[rows], self.act_gen)
+                    actions[rows] = chosen
+                    buffer.add(
+                        game_ids[rows],
+                        seat_t[rows],
+                        obs[rows],
+                        mask[rows],
+                        chosen,
+                        action_log_prob(logits, mask[rows], chosen),
+                        values,
+                    )
+                if snapshot.any():
+                    rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
+                    logits, _ = self.opponent_model(obs[rows])
+                    actions[rows] = sample_actions(
+                        logits, mask[rows], self.act_gen, greedy=self.active.opponents.past_greedy
+                    )
             if bot.any():
-                rows = torch.from_numpy(np.flatnonzero(bot)).to(device)
-                actions[rows] = seating.bot_actions(rows.cpu().numpy(), seat, obs[rows], mask[rows])
+                with self.stopwatch("bots"):
+                    rows = torch.from_numpy(np.flatnonzero(bot)).to(device)
+                    actions[rows] = seating.bot_actions(rows.cpu().numpy(), seat, obs[rows], mask[rows])
 
-            self.obs, self.mask, rewards, dones, _ = self.env.step(actions)
+            with self.stopwatch("env"):
+                self.obs, self.mask, rewards, dones, _ = self.env.step(actions)
             self.global_step += n
             if dones.any():
                 done_t = dones.nonzero().squeeze(-1)
@@ -351,8 +397,22 @@ class SelfPlayTrainer:
             self._make_env()
 
     # -- main loop -------------------------------------------------------------------
+    def release(self) -> None:
+        """Give up the run folder (:meth:`train` does when it returns)."""
+        self.run_lock.release()
+
     def train(self) -> dict[str, Any]:
-        """Run until ``total_steps`` turns; return a summary (final step, evaluation, paths)."""
+        """Run until ``total_steps`` turns; return a summary (final step, evaluation, paths).
+
+        The run folder is released when this returns or raises.
+        """
+        self.run_lock.acquire()  # held already, unless an earlier train() released it
+        try:
+            return self._train()
+        finally:
+            self.release()
+
+    def _train(self) -> dict[str, Any]:
         cfg = self.config
         resume_update = self.update if self.update else None
         log = MetricsLog(self.run_dir, cfg.eval.opponents if cfg.eval.every else [], resume_update)
@@ -386,7 +446,8 @@ class SelfPlayTrainer:
                         break
                     continue  # rollouts this short resolved no decision yet: nothing to learn from
                 self.model.train()
-                stats = ppo_update(self.model, self.optimizer, batch, self.active.ppo, self.update_gen)
+                with self.stopwatch("update"):
+                    stats = ppo_update(self.model, self.optimizer, batch, self.active.ppo, self.update_gen)
                 self.update += 1
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
 
@@ -403,6 +464,7 @@ class SelfPlayTrainer:
                     "learner_decisions": len(batch),
                     **roll_stats,
                     **stats,
+                    **self.stopwatch.take(),
                 }
                 if cfg.eval.every and (self.update % cfg.eval.every == 0 or finished):
                     self.last_eval = self.evaluate()

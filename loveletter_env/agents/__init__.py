@@ -22,6 +22,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ..validation import check_seed
 from .base import Agent, SeededAgent, hand_distribution, legal_actions_of
 from .belief import BeliefAgent
 from .guided import GuidedSearchAgent
@@ -53,18 +54,20 @@ def make_agent(name: str, seed: int | None = None, **kwargs: Any) -> Agent:
 
     Args:
         name: ``"random"``, ``"rule"``, ``"belief"`` or ``"ismcts"``.
-        seed: seed of the agent's own random generator (``None``: fresh entropy).
+        seed: seed of the agent's own random generator (``None``: fresh entropy), an integer
+            in ``0..MAX_SEED`` (:func:`loveletter_env.validation.check_seed`).
         **kwargs: passed to the agent's class, e.g. ``iterations=200`` for ``ismcts``
             (:func:`agent_options` lists them).
 
     Raises:
-        ValueError: unknown name, options the agent does not take (the message lists the
-            ones it does), or option values it refuses.
+        ValueError: unknown name, a bad seed, options the agent does not take (the message
+            lists the ones it does), or option values it refuses.
     """
     try:
         factory = _FACTORIES[name]
     except (KeyError, TypeError):
         raise ValueError(f"unknown agent {name!r}; choose one of {list(AGENT_NAMES)}") from None
+    seed = check_seed(seed, allow_none=True)
     options = agent_options(name)
     unknown = sorted(set(kwargs) - set(options))
     if unknown:

@@ -20,6 +20,7 @@ import numpy as np
 from ..actions import NUM_ACTIONS
 from ..cards import CARD_VALUES
 from ..observation import ObservationView, decode_observation
+from ..validation import check_seed
 
 
 @runtime_checkable
@@ -152,20 +153,21 @@ class SeededAgent:
     """Base class for the bots: a private ``random.Random`` that ``reset(seed)`` reseeds.
 
     Args:
-        seed: seed of the agent's own generator (``None``: fresh entropy).
+        seed: seed of the agent's own generator (``None``: fresh entropy), an integer in
+            ``0..MAX_SEED`` (:func:`~loveletter_env.validation.check_seed`).
     """
 
     name = "agent"
 
     def __init__(self, seed: int | None = None):
-        self._seed = seed
-        self.rng = random.Random(seed)
+        self._seed = check_seed(seed, allow_none=True)
+        self.rng = random.Random(self._seed)
 
     def reset(self, seed: int | None = None) -> None:
         """Start a new episode; with ``seed``, reseed the agent's generator."""
         if seed is not None:
-            self._seed = seed
-            self.rng = random.Random(seed)
+            self._seed = check_seed(seed)
+            self.rng = random.Random(self._seed)
 
     def act(self, observation: Mapping[str, Any]) -> int:
         legal = legal_actions_of(observation)

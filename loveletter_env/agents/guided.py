@@ -45,7 +45,7 @@ from .. import engine
 from ..actions import ACTION_CARD, NUM_ACTIONS
 from ..cards import CARD_VALUES
 from ..engine import GameState
-from ..observation import LAYOUT, OBSERVATION_SIZE, SLICES, ObservationView, encode_observation
+from ..observation import LAYOUT, OBSERVATION_SIZE, SLICES, ObservationView, encode_observation, rule_flags
 from ..validation import check_int, check_number
 from .inference import model_play_probability, play_likelihoods, posterior, view_legal_actions
 from .ismcts import determinize, model_action
@@ -328,5 +328,5 @@ def encode_view(view: ObservationView) -> np.ndarray:
     field["unseen"][:] = [view.unseen[v] for v in CARD_VALUES]
     field["tokens_to_win"][0] = view.tokens_to_win
     field["num_players"][view.num_players - 2] = 1
-    field["rules"][:] = [view.discard_sum_tiebreak, view.king_ignores_handmaid]
+    field["rules"][:] = rule_flags(view.rules())
     return obs

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from .. import engine
 from ..actions import ACTION_CARD
 from ..cards import CARD_COUNTS, CARD_VALUES, HANDMAID, PRIEST
-from ..observation import ObservationView
+from ..observation import ObservationView, view_rule_fields
 from .base import hand_distribution
 from .belief import action_scores
 
@@ -76,8 +76,7 @@ def decision_view(view: ObservationView, offset: int, kept: int, our_card: int =
         to_act=0,
         deck_size=view.deck_size + draws_since,
         tokens_to_win=view.tokens_to_win,
-        discard_sum_tiebreak=view.discard_sum_tiebreak,
-        king_ignores_handmaid=view.king_ignores_handmaid,
+        **view_rule_fields(view.rules()),
         unseen=unseen,
     )
 
@@ -90,8 +89,7 @@ def view_legal_actions(view: ObservationView) -> tuple[int, ...]:
             king_choosable |= 1 << t
             if not view.protected[t]:
                 choosable |= 1 << t
-    if not view.king_ignores_handmaid:
-        king_choosable = choosable
+    king_choosable = view.rules().king_choosable(choosable, king_choosable)
     a, b = view.hand
     return engine.legal_actions_holding(a, b, choosable, king_choosable)
 

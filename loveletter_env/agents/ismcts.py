@@ -42,8 +42,8 @@ from .. import engine
 from ..cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, FULL_DECK
 from ..core import layout, record_from_state
 from ..engine import GameState
-from ..observation import ObservationView
-from ..rules import FACE_UP_CARDS_2P, Rules
+from ..observation import ObservationView, view_rule_fields
+from ..rules import FACE_UP_CARDS_2P
 from ..validation import check_int, check_number
 from .belief import action_scores, belief_action
 from .compiled_belief import SAMPLING_TRIES, model_weights, search_deals
@@ -156,13 +156,7 @@ def deal_state(view: ObservationView, hands: Sequence[int], deck: Sequence[int],
     n = view.num_players
     state = GameState(
         n,
-        Rules(
-            name="determinized",
-            tokens_to_win=(view.tokens_to_win,) * 3,
-            discard_sum_tiebreak=view.discard_sum_tiebreak,
-            king_ignores_handmaid=view.king_ignores_handmaid,
-            in_play=_in_play_of(view),
-        ),
+        view.rules("determinized", _in_play_of(view)),
     )
     state.tokens = list(view.tokens)
     state.round = 1
@@ -241,8 +235,7 @@ def seat_view(state: GameState, seat: int) -> ObservationView:
         to_act=None if state.round_over else (state.current - seat) % n,
         deck_size=state.deck_remaining,
         tokens_to_win=state.tokens_to_win,
-        discard_sum_tiebreak=state.rules.discard_sum_tiebreak,
-        king_ignores_handmaid=state.rules.king_ignores_handmaid,
+        **view_rule_fields(state.rules),
         unseen=unseen,
     )
 

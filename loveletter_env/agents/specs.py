@@ -7,7 +7,10 @@ spec is one of:
 * a bot name from :data:`~loveletter_env.agents.AGENT_NAMES`, optionally with options
   as ``name:key=value,key=value`` (``"ismcts:iterations=100,width=3"``); values are read
   as Python literals (``100``, ``0.5``, ``True``), anything else stays a string. An
-  option the bot does not take is an error that lists the options it does take;
+  option the bot does not take is an error that lists the options it does take. ``seed``
+  is not an option: whoever seats the agent seeds it (an evaluation reseeds every agent at
+  every episode from its own seed), so a seed written in a spec would be overridden;
+  it is refused rather than ignored;
 * ``solved:path=FILE``: an equilibrium that ``python -m training.solve`` saved for a ladder rung;
 * a checkpoint path (a ``.pt``/``.pth``/``.ckpt`` file, any path with a separator, or an
   existing file or folder, such as a training run folder), loaded by the registered
@@ -34,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Union
 
+from ..validation import check_seed
 from . import AGENT_NAMES, make_agent
 from .base import Agent
 
@@ -169,13 +173,14 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent")
         spec: a bot name with optional options, a checkpoint path, ``"package.module:factory"``,
             or an object with ``act`` (returned as is).
         seed: seed of the agent's own randomness, where the agent takes one (checkpoint
-            agents get 0 when it is ``None``).
+            agents get 0 when it is ``None``): ``None`` or an integer in ``0..MAX_SEED``.
         role: what the caller calls the agent (``"opponent"``...), used in error messages.
 
     Raises:
         AgentSpecError (a ``ValueError``): the spec names nothing known, or options the bot
-        does not take; AgentTypeError (also a ``TypeError``): ``spec`` is neither a spec nor
-        an agent; FileNotFoundError: a checkpoint path that does not exist.
+        does not take (``seed`` among them); AgentTypeError (also a ``TypeError``): ``spec`` is
+        neither a spec nor an agent; ValueError: a bad ``seed``; FileNotFoundError: a checkpoint
+        path that does not exist.
     """
     if not isinstance(spec, (str, os.PathLike)):
         if callable(getattr(spec, "act", None)):
@@ -184,10 +189,17 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent")
             f"an {role} must be a bot name, a checkpoint path, 'package.module:factory' or an object with "
             f"act(observation) -> int; got {spec!r}"
         )
+    seed = check_seed(seed, allow_none=True)
     text = os.fspath(spec)
     name, colon, rest = text.partition(":")
     if name in AGENT_NAMES and not isinstance(spec, os.PathLike):
-        return make_agent(name, seed=seed, **(parse_options(rest, text) if colon else {}))
+        options = parse_options(rest, text) if colon else {}
+        if "seed" in options:
+            raise AgentSpecError(
+                f"agent spec {text!r}: seed is not an option of the spec; the agent's seed is set by what runs it "
+                "(the seed of the evaluation, game or env)"
+            )
+        return make_agent(name, seed=seed, **options)
     if name == SOLVED and not isinstance(spec, os.PathLike):
         return _solved_agent(text, parse_options(rest, text) if colon else {}, seed)
     if is_checkpoint_path(spec):

@@ -1,14 +1,17 @@
 """``BatchedLoveLetter``: N Love Letter games stepped together, with automatic resets.
 
-On CPU the games run on the compiled core (:mod:`loveletter_env.core`): one compiled
-call per step plays every game's turn, deals the rounds that ended, and writes masks
-and observations. On CUDA they run on the torch engine (:mod:`.engine`), which never
-synchronises with the host. Both give the same results for the same seed, bit for bit,
-as the reference engine does for the same decks and actions.
+The games run on the compiled core (:mod:`loveletter_env.core`) on either device: one
+compiled call per step plays every game's turn, deals the rounds that ended, and writes
+masks and observations. On CPU that call is a loop over the games' records; on CUDA a
+kernel with one thread per game (:mod:`loveletter_env.core.gpu`) over records in device
+memory, writing straight into the returned torch tensors and never synchronising with
+the host. Either gives, for the same decks and actions, what the reference engine gives,
+bit for bit. This module holds no rule: it checks input, draws deals and moves tensors.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import numbers
 from collections.abc import Sequence
@@ -18,19 +21,18 @@ import numpy as np
 import torch
 
 from ..actions import NUM_ACTIONS, describe_action
-from ..cards import DECK_SIZE
+from ..cards import DECK_SIZE, FULL_DECK
 from ..core import RECORD_SIZE, kernels, mt19937, new_records
 from ..core.decks import deck_tables
 from ..core.layout import DECK as DECK_AT
+from ..core.layout import MAX_SEATS
+from ..core.sampling import GOLDEN
 from ..engine import MAX_PLAYERS, MIN_PLAYERS
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
-from ..validation import check_episode
-from . import engine
-from .observe import discard_scratch, encode_observations
+from ..validation import check_episode, check_seed
 from .shuffle import deck_draws, shuffled_decks
-from .state import BatchedState, empty_state, state_from_records
-from .tables import MAX_SEATS, tables_for
+from .state import BatchedState, state_from_records
 
 #: How many faulty games an error message lists before summarising the rest.
 _MAX_LISTED = 8
@@ -57,18 +59,26 @@ class BatchedLoveLetter:
         rules: preset name or :class:`~loveletter_env.rules.Rules`.
         episode: ``"round"`` (an episode is one round) or ``"game"`` (rounds until a
             player reaches the token target; a new round starts within the episode).
-        device: torch device of every tensor.
-        seed: seed of the ``torch.Generator`` that shuffles decks and picks first players.
+        device: torch device of every tensor: ``"cpu"``, or a CUDA device (needs the
+            ``cuda`` extra, numba-cuda).
+        seed: what deals the decks and picks first players. On CPU it seeds
+            :attr:`generator` (a ``torch.Generator``), whose draws give the same games as
+            in every earlier release; on CUDA it keys a counter-based generator (each
+            game's ``k``-th deal is a function of the seed, the game and ``k``). The same
+            seed on the same device gives the same games; CPU and CUDA deal differently.
         validate_actions: check that every action is legal in its game before stepping,
             and that the seats passed to :meth:`observe` exist. The checks read one flag
             back to the host; turn them off for a CUDA loop that samples from the mask and
-            must never synchronise. Shape, dtype and device are always checked (that costs
-            no synchronisation). On CPU the checks always run, inside the compiled step,
-            where they cost next to nothing: nothing unchecked reaches compiled code.
+            must never synchronise (the kernel then leaves a game whose action is illegal
+            unchanged, with undefined outputs). Shape, dtype and device are always checked
+            (that costs no synchronisation). On CPU the checks always run, inside the
+            compiled step, where they cost next to nothing: nothing unchecked reaches
+            compiled code.
 
     Observations are those of :func:`loveletter_env.observation.encode_observation`
-    for the player to act; masks are ``engine.legal_mask``; rewards are +1 to each winner
-    and -1 to every other seat at an episode's end (0 for padding seats).
+    for the player to act; masks are :func:`loveletter_env.engine.legal_mask`'s; rewards
+    are +1 to each winner and -1 to every other seat at an episode's end (0 for padding
+    seats).
     """
 
     def __init__(
@@ -85,54 +95,51 @@ class BatchedLoveLetter:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         num_games = int(num_games)
         check_episode(episode)
+        seed = check_seed(seed)
         self.device = torch.empty(0, device=device).device  # normalised: "cuda" -> "cuda:0"
+        if self.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"device must be cpu or cuda, got {self.device}")
         self.rules = resolve_rules(rules)
         self.episode = episode
         self.num_games = num_games
         self.validate_actions = validate_actions
         self._players = _table_sizes(num_players, num_games, self.device)
-        if self.rules.is_rung:
-            if self.device.type != "cpu":
-                raise ValueError(
-                    f"rules {self.rules.name!r} are a ladder rung, which the batched env plays on CPU only "
-                    f"(the compiled core); got device {self.device}"
-                )
-            for size in self._players.unique().tolist():
-                self.rules.check_num_players(size)
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(int(seed))
+        for size in self._players.unique().tolist():
+            self.rules.check_num_players(size)
         self._mask: torch.Tensor | None = None
-        # CPU: the games live in compiled-core records; CUDA: in a BatchedState of tensors.
-        self._records: np.ndarray | None = None
-        if self.device.type == "cpu":
-            self._records = new_records(self._players.numpy(), self.rules)
-            self._current = torch.zeros(num_games, dtype=torch.long)
-            self._legal = np.zeros(num_games, np.uint64)  # private copy of the masks, as bit sets
-            # Scratch for each step's random draws (first players, then deck indices).
-            self._uniforms = np.empty(num_games, np.float32)
-            self._draws = np.empty((3, num_games), np.int64)
-            self._words = np.empty(4 * num_games, np.uint32)
-            # uint8 copies of the deck tables: a quarter of the cache footprint of int64.
-            self._deck_tables = tuple(t.astype(np.uint8) for t in deck_tables())
-            orders, placements = self._deck_tables
-            self._draw_highs = np.array([len(orders), len(orders), len(placements)], np.int64)
-        else:
-            self._state = empty_state(self._players, self.rules)
-            self._scratch = discard_scratch(num_games, self.device)  # reused by every observation
+        records = new_records(self._players.cpu().numpy(), self.rules)
+        # uint8 copies of the deck tables: a quarter of the cache footprint of int64.
+        orders, placements = (t.astype(np.uint8) for t in deck_tables())
+        self._current = torch.zeros(num_games, dtype=torch.long, device=self.device)
+        self._gpu: _CudaGames | None = None
+        #: CPU only: the ``torch.Generator`` that deals (None on CUDA).
+        self.generator: torch.Generator | None = None
+        if self.device.type == "cuda":
+            self._gpu = _CudaGames(records, orders, placements, self.device, int(seed))
+            return
+        self.generator = torch.Generator().manual_seed(int(seed))
+        self._records = records
+        self._legal = np.zeros(num_games, np.uint64)  # private copy of the masks, as bit sets
+        # Scratch for each step's random draws (first players, then deck indices).
+        self._uniforms = np.empty(num_games, np.float32)
+        self._draws = np.empty((3, num_games), np.int64)
+        self._words = np.empty(4 * num_games, np.uint32)
+        self._deck_tables = (orders, placements)
+        self._draw_highs = np.array([len(orders), len(orders), len(placements)], np.int64)
 
     # Public views --------------------------------------------------------------------
     @property
     def state(self) -> BatchedState:
-        """The games' state as a :class:`BatchedState`. On CPU this is a copy made from the
-        compiled core's records (changing it changes nothing); on CUDA, the live state."""
-        if self._records is not None:
-            return state_from_records(self._records)
-        return self._state
+        """A copy of the games' state as a :class:`BatchedState` on the env's device, made
+        from the compiled core's records (changing it changes nothing)."""
+        records = self._records if self._gpu is None else self._gpu.records.cpu().numpy()
+        state = state_from_records(records)
+        return state if self._gpu is None else state.to(self.device)
 
     @property
     def current_player(self) -> torch.Tensor:
         """long [N]: the seat to act in each game."""
-        return self._current if self._records is not None else self._state.current
+        return self._current
 
     @property
     def num_players(self) -> torch.Tensor:
@@ -145,8 +152,8 @@ class BatchedLoveLetter:
         return self._require_reset()
 
     def state_bytes_per_game(self) -> int:
-        """Bytes of game state per game."""
-        return RECORD_SIZE if self._records is not None else self._state.nbytes_per_game()
+        """Bytes of game state per game (one core record)."""
+        return RECORD_SIZE
 
     # Episode control -------------------------------------------------------------------
     def reset(
@@ -163,19 +170,17 @@ class BatchedLoveLetter:
             decks = self._check_decks(decks)
         if first_player is not None:
             first_player = self._check_seats(first_player, "first_player")
-        decks = self._shuffled_decks() if decks is None else decks
-        first = self._random_first_players() if first_player is None else first_player
-        if self._records is not None:
-            mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool)
+        mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool, device=self.device)
+        if self._gpu is not None:
+            self._current = torch.empty(n, dtype=torch.long, device=self.device)
+            self._gpu.reset(decks, first_player, mask, self._current)
+        else:
+            decks = self._shuffled_decks() if decks is None else decks
+            first = self._random_first_players() if first_player is None else first_player
             kernels.reset_batch(self._records, decks.numpy().astype(np.uint8), first.numpy(), mask.numpy(), self._legal)
             self._current = first.clone()
-            self._mask = mask
-            return self._observe(self._current, None), mask
-        state = empty_state(self._players, self.rules)
-        engine.start_rounds(state, decks, first, torch.ones(n, dtype=torch.bool, device=self.device))
-        self._state = state
-        self._mask = engine.legal_mask(state, self.rules)
-        return self._observe(state.current, None), self._mask
+        self._mask = mask
+        return self._observe(self._current, None), mask
 
     def step(
         self, actions: torch.Tensor, out: torch.Tensor | None = None
@@ -191,67 +196,34 @@ class BatchedLoveLetter:
         """
         if out is not None:
             self._check_out(out)
-        if self._records is not None:
-            obs = torch.empty(self.num_games, OBSERVATION_SIZE) if out is None else out
-            mask, rewards, dones, info = self._advance_core(actions, obs)
-            return obs, mask, rewards, dones, info
-        mask, rewards, dones, info = self.advance(actions)
-        return self._observe(self._state.current, out), mask, rewards, dones, info
+        obs = self._new_observations() if out is None else out
+        mask, rewards, dones, info = self._advance_core(actions, obs)
+        return obs, mask, rewards, dones, info
 
-    def advance(
-        self, actions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    def advance(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """:meth:`step` without building the observation: returns ``(mask, rewards,
         dones, info)``. For drivers that need only masks (random or scripted players)
         or observe other seats with :meth:`observe`."""
-        if self._records is not None:
-            return self._advance_core(actions, None)
-        mask = self._require_reset()
-        actions = self._check_tensor(actions, "actions", (self.num_games,)).long()
-        if self.validate_actions:
-            self._check_actions_legal(actions, mask)
-        state, rules = self._state, self.rules
-        engine.play_turn(state, actions, rules)
-
-        round_over, round_winners, tokens = state.round_over, state.round_winners, state.tokens
-        present = state.present
-        if self.episode == "round":
-            dones, winners = round_over, round_winners
-        else:
-            reached = (tokens >= state.tokens_to_win[:, None]) & present
-            dones, winners = reached.any(1), reached
-        rewards = torch.where(winners, 1.0, -1.0).masked_fill(~(present & dones[:, None]), 0.0)
-        info = {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
-
-        # A new round everywhere a round ended: a fresh game (random first player, no
-        # tokens) where the episode is done, else the next round of the same game, which
-        # the previous round's lowest-seat winner starts.
-        lowest_winner = round_winners.to(torch.int8).argmax(1)
-        first = torch.where(dones, self._random_first_players(), lowest_winner)
-        state.tokens = state.tokens.masked_fill(dones[:, None], 0)
-        engine.start_rounds(state, self._shuffled_decks(), first, round_over)
-
-        self._mask = engine.legal_mask(state, rules)
-        return self._mask, rewards, dones, info
+        return self._advance_core(actions, None)
 
     def step_random(
         self, sampler: np.ndarray, out: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """:meth:`step` with uniformly random legal actions drawn inside the compiled step
-        (CPU only): for random players and benchmarks, it saves a separate pass over the
-        masks. ``sampler`` is a generator state from
+        """:meth:`step` with uniformly random legal actions drawn inside the compiled step:
+        for random players and benchmarks, it saves a separate pass over the masks.
+        ``sampler`` is a generator state from
         :func:`loveletter_env.core.sampling.new_generator`, advanced in place; the actions
         are those :func:`~loveletter_env.core.sampling.sample_legal` would draw from the
-        current masks with the same state, so the games are the same as sampling first and
-        calling :meth:`step`.
+        current masks with the same state (on either device), so the games are the same
+        as sampling first and calling :meth:`step`.
 
         Returns ``(actions, obs, mask, rewards, dones, info)``; ``actions`` (long [N]) are
         the actions played."""
         if out is not None:
             self._check_out(out)
         self._check_sampler(sampler)
-        obs = torch.empty(self.num_games, OBSERVATION_SIZE) if out is None else out
-        actions = torch.empty(self.num_games, dtype=torch.long)
+        obs = self._new_observations() if out is None else out
+        actions = torch.empty(self.num_games, dtype=torch.long, device=self.device)
         mask, rewards, dones, info = self._advance_core(actions, obs, sampler)
         return actions, obs, mask, rewards, dones, info
 
@@ -261,55 +233,69 @@ class BatchedLoveLetter:
         """:meth:`step_random` without building the observation, as :meth:`advance` is to
         :meth:`step`: returns ``(actions, mask, rewards, dones, info)``."""
         self._check_sampler(sampler)
-        actions = torch.empty(self.num_games, dtype=torch.long)
+        actions = torch.empty(self.num_games, dtype=torch.long, device=self.device)
         mask, rewards, dones, info = self._advance_core(actions, None, sampler)
         return actions, mask, rewards, dones, info
+
+    def _new_observations(self) -> torch.Tensor:
+        return torch.empty(self.num_games, OBSERVATION_SIZE, device=self.device)
 
     def _advance_core(
         self, actions: torch.Tensor, obs: torch.Tensor | None, sampler: np.ndarray | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """:meth:`advance` on the compiled core; writes the new observations into ``obs`` if
+        """One compiled step of every game; writes the new observations into ``obs`` if
         given. With a ``sampler``, the kernel draws the actions and writes them into ``actions``."""
         self._require_reset()
-        if sampler is not None:
-            actions_np = actions.numpy()
-        else:
-            actions = self._check_tensor(actions, "actions", (self.num_games,))
-            actions_np = actions.numpy().astype(np.int64, copy=False)
-            # Always checked (one compiled pass over a private copy of the masks, which callers
-            # cannot change): an illegal action never reaches the kernels.
-            if kernels.first_illegal(self._legal, actions_np) >= 0:
-                self._check_actions_legal(actions.long(), self._legal_masks())
-        uniforms, draws = self._deal_draws()
-        orders, placements = self._deck_tables
-        n = self.num_games
-        rewards = torch.empty(n, MAX_SEATS)
-        dones = torch.empty(n, dtype=torch.bool)
-        round_over = torch.empty(n, dtype=torch.bool)
-        round_winners = torch.empty(n, MAX_SEATS, dtype=torch.bool)
-        tokens = torch.empty(n, MAX_SEATS, dtype=torch.int8)
-        current = torch.empty(n, dtype=torch.long)
-        mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool)
-        observations = obs.numpy() if obs is not None else np.empty((0, OBSERVATION_SIZE), np.float32)
-        outputs = (
-            rewards.numpy(), dones.numpy(), round_over.numpy(), round_winners.numpy(), tokens.numpy(),
-            current.numpy(), mask.numpy(), self._legal, observations, obs is not None,
-        )
-        deals = (self.episode == "round", uniforms, orders, placements, draws)
         if sampler is None:
-            kernels.step_batch(self._records, actions_np, *deals, *outputs)
+            actions = self._check_tensor(actions, "actions", (self.num_games,))
+            if self._gpu is not None:
+                actions = actions.long()
+                if self.validate_actions:
+                    self._check_actions_legal(actions, self._require_reset())
+            elif kernels.first_illegal(self._legal, actions.numpy().astype(np.int64, copy=False)) >= 0:
+                # Always checked (one compiled pass over a private copy of the masks, which callers
+                # cannot change): an illegal action never reaches the kernels.
+                self._check_actions_legal(actions.long(), self._legal_masks())
+        n, device = self.num_games, self.device
+        rewards = torch.empty(n, MAX_SEATS, device=device)
+        dones = torch.empty(n, dtype=torch.bool, device=device)
+        round_over = torch.empty(n, dtype=torch.bool, device=device)
+        round_winners = torch.empty(n, MAX_SEATS, dtype=torch.bool, device=device)
+        tokens = torch.empty(n, MAX_SEATS, dtype=torch.int8, device=device)
+        current = torch.empty(n, dtype=torch.long, device=device)
+        mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool, device=device)
+        outputs = (rewards, dones, round_over, round_winners, tokens, current, mask)
+        if self._gpu is not None:
+            self._gpu.step(actions, sampler, self.episode == "round", outputs, obs)
         else:
-            kernels.random_step_batch(self._records, sampler, actions_np, *deals, *outputs)
+            self._step_cpu(actions, obs, sampler, outputs)
         self._current, self._mask = current, mask
         info = {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
         return mask, rewards, dones, info
 
+    def _step_cpu(
+        self, actions: torch.Tensor, obs: torch.Tensor | None, sampler: np.ndarray | None, outputs: tuple
+    ) -> None:
+        uniforms, draws = self._deal_draws()
+        orders, placements = self._deck_tables
+        actions_np = actions.numpy()
+        if sampler is None:
+            actions_np = actions_np.astype(np.int64, copy=False)
+        observations = obs.numpy() if obs is not None else np.empty((0, OBSERVATION_SIZE), np.float32)
+        arrays = (*(t.numpy() for t in outputs), self._legal, observations, obs is not None)
+        deals = (self.episode == "round", uniforms, orders, placements, draws)
+        if sampler is None:
+            kernels.step_batch(self._records, actions_np, *deals, *arrays)
+        else:
+            kernels.random_step_batch(self._records, sampler, actions_np, *deals, *arrays)
+
     def _deal_draws(self) -> tuple[np.ndarray, np.ndarray]:
-        """A step's random values: a uniform float per game (first players of new games)
-        and three rows of deck indices, the same draws in the same order as the torch path
-        (``_random_first_players``, then ``shuffle.deck_draws``), so the same seed gives the
-        same games. Drawn by the compiled copy of the generator (a third of torch's time),
-        unless this torch's generator state has a layout it does not know."""
+        """A CPU step's random values: a uniform float per game (first players of new
+        games) and three rows of deck indices, drawn from :attr:`generator` as
+        ``torch.rand`` and ``torch.randint`` draw them, in that order, so the same seed
+        gives the same games as ever. Drawn by the compiled copy of the generator (a third
+        of torch's time), unless this torch's generator state has a layout it does not know."""
+        assert self.generator is not None
         state = self.generator.get_state()
         if state.numel() == mt19937.STATE_BYTES and _compiled_draws_match_torch():
             mt19937.deal_draws(state.numpy(), self._uniforms, self._draws, self._draw_highs, self._words)
@@ -322,8 +308,6 @@ class BatchedLoveLetter:
         return self._uniforms, self._draws
 
     def _check_sampler(self, sampler: Any) -> None:
-        if self._records is None:
-            raise NotImplementedError("step_random and advance_random run on the compiled core: CPU only")
         if not isinstance(sampler, np.ndarray) or sampler.dtype != np.uint64 or sampler.shape != (1,):
             raise ValueError(
                 "sampler must be a generator state from loveletter_env.core.sampling.new_generator "
@@ -337,32 +321,34 @@ class BatchedLoveLetter:
         written into ``out`` if given. Seats are checked to exist when ``validate_actions``
         is on (the check synchronises a CUDA device)."""
         self._require_reset()
-        # The compiled core always checks seats: out-of-range ones must never reach it.
-        seats = self._check_seats(seats, "seats", values=self.validate_actions or self._records is not None)
+        # The compiled core always checks seats on CPU: out-of-range ones must never reach it.
+        seats = self._check_seats(seats, "seats", values=self.validate_actions or self._gpu is None)
         if out is not None:
             self._check_out(out)
         return self._observe(seats, out)
 
     def _legal_masks(self) -> torch.Tensor:
-        """bool [N, 41]: the masks the core last wrote, from its private copy."""
+        """bool [N, 41]: the masks the core last wrote, from its private copy (CPU)."""
         bits = torch.from_numpy(self._legal.astype(np.int64))
         return (bits[:, None] >> torch.arange(NUM_ACTIONS)) & 1 == 1
 
     def _observe(self, seats: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
-        if self._records is not None:
-            obs = torch.empty(self.num_games, OBSERVATION_SIZE) if out is None else out
+        obs = self._new_observations() if out is None else out
+        if self._gpu is not None:
+            self._gpu.observe(seats, obs)
+        else:
             kernels.observe_batch(self._records, seats.numpy(), obs.numpy())
-            return obs
-        return encode_observations(self._state, seats, self.rules, out, self._scratch)
+        return obs
 
-    # Randomness ------------------------------------------------------------------------
+    # Randomness (CPU) ------------------------------------------------------------------
     def _shuffled_decks(self) -> torch.Tensor:
         """int8 [N, 16]: a uniformly shuffled deck per game (on a ladder rung, only the cards
         in play are shuffled, from the same draws, as the compiled deal does)."""
+        assert self.generator is not None
         if not self.rules.is_rung:
             return shuffled_decks(self.num_games, self.generator, self.device)
         draws = deck_draws(self.num_games, self.generator, self.device).T.contiguous().numpy()
-        decks = self._records[:, DECK_AT : DECK_AT + DECK_SIZE].copy()  # type: ignore[index]
+        decks = self._records[:, DECK_AT : DECK_AT + DECK_SIZE].copy()
         orders, placements = self._deck_tables
         kernels.shuffle_in_play_batch(decks, self.rules.face_up_count(2), orders, placements, draws)
         return torch.from_numpy(decks.astype(np.int8))
@@ -412,7 +398,7 @@ class BatchedLoveLetter:
 
     def _check_decks(self, decks: Any) -> torch.Tensor:
         decks = self._check_tensor(decks, "decks", (self.num_games, DECK_SIZE))
-        expected = tables_for(self.device).full_deck.long()
+        expected = torch.tensor(FULL_DECK, device=self.device)
         bad = (decks.long().sort(1).values != expected).any(1)
         if bool(bad.any()):
             games = bad.nonzero().flatten().tolist()
@@ -446,7 +432,8 @@ class BatchedLoveLetter:
         more = f"\n  ... and {len(games) - _MAX_LISTED} more" if len(games) > _MAX_LISTED else ""
         raise BatchedIllegalActionError(
             f"illegal actions in {len(games)} of {self.num_games} games (nothing was changed):\n  "
-            + "\n  ".join(lines) + more,
+            + "\n  ".join(lines)
+            + more,
             games,
             [int(actions[g]) for g in games],
         )
@@ -507,3 +494,97 @@ def _compiled_draws_match_torch() -> bool:
     for row, high in zip(draws, highs.tolist()):
         same = same and np.array_equal(row, torch.randint(high, (games,), generator=theirs).numpy())
     return bool(same and torch.equal(ours.get_state(), theirs.get_state()))
+
+
+class _CudaGames:
+    """The games of a CUDA env: core records in device memory, stepped by the kernels of
+    :mod:`loveletter_env.core.gpu` on torch's current stream, reading and writing torch
+    tensors in place (``__cuda_array_interface__``, no copy, no host synchronisation)."""
+
+    def __init__(
+        self, records: np.ndarray, orders: np.ndarray, placements: np.ndarray, device: torch.device, seed: int
+    ):
+        try:
+            from numba import cuda
+
+            from ..core import gpu
+        except ImportError as error:
+            raise ImportError(
+                'BatchedLoveLetter(device="cuda") runs on numba-cuda: pip install "loveletter-env[cuda]"'
+            ) from error
+        self._cuda, self._gpu = cuda, gpu
+        self.device = device
+        self.num_games = records.shape[0]
+        self.records = torch.from_numpy(records).to(device)
+        self.legal = torch.zeros(self.num_games, dtype=torch.uint64, device=device)
+        self.deals = torch.zeros(self.num_games, dtype=torch.int64, device=device)
+        self.seed = np.uint64(seed % (1 << 64))
+        self.orders = torch.from_numpy(orders).to(device)
+        self.placements = torch.from_numpy(placements).to(device)
+        # Stand-ins for arguments a launch does not use (kernels take arrays, not None).
+        self.no_observations = torch.empty(1, OBSERVATION_SIZE, device=device)
+        self.no_decks = torch.empty(1, DECK_SIZE, dtype=torch.int8, device=device)
+        self.kernels = gpu.compiled_kernels()
+        # numba views of the tensors every launch passes, made once (a view costs tens of
+        # microseconds of Python, a launch takes a dozen).
+        self._views: dict[int, Any] = {}
+        for tensor in (self.records, self.legal, self.deals, self.orders, self.placements, self.no_observations):
+            self._views[id(tensor)] = self._view(tensor)
+        self._views[id(self.no_decks)] = self._view(self.no_decks)
+
+    def _view(self, tensor: torch.Tensor) -> Any:
+        """A numba view of ``tensor`` (no copy; bools as bytes). No sync: kernels run on
+        torch's current stream, after whatever wrote the tensor."""
+        if tensor.dtype == torch.bool:
+            tensor = tensor.view(torch.uint8)
+        with self._on_device():
+            return self._cuda.as_cuda_array(tensor.detach(), sync=False)
+
+    def _array(self, tensor: torch.Tensor) -> Any:
+        view = self._views.get(id(tensor))
+        return view if view is not None else self._view(tensor)
+
+    def _stream(self) -> Any:
+        """Torch's current stream on the env's device, for numba."""
+        return self._cuda.external_stream(torch.cuda.current_stream(self.device).cuda_stream)
+
+    def _launch(self, kernel: Any, *args: Any) -> None:
+        arrays = [self._array(a) if isinstance(a, torch.Tensor) else a for a in args]
+        with self._on_device():
+            self._gpu.launch(kernel, self.num_games, self._stream(), *arrays)
+
+    def _on_device(self) -> Any:
+        """numba works on its current device (the first): the env's for a while, if another."""
+        return self._cuda.gpus[self.device.index] if self.device.index else contextlib.nullcontext()
+
+    def reset(
+        self, decks: torch.Tensor | None, first: torch.Tensor | None, mask: torch.Tensor, current: torch.Tensor
+    ) -> None:
+        """New games: from ``decks`` and ``first`` where given, else each game's next deal."""
+        use_decks, use_first = decks is not None, first is not None
+        decks = decks.contiguous() if decks is not None else self.no_decks
+        first = first.contiguous() if first is not None else current
+        args = (decks, use_decks, first, use_first, self.seed, self.deals, self.orders, self.placements)
+        self._launch(self.kernels.reset, self.records, *args, mask, self.legal, current)
+
+    def step(
+        self,
+        actions: torch.Tensor,
+        sampler: np.ndarray | None,
+        episode_is_round: bool,
+        outputs: tuple[torch.Tensor, ...],
+        obs: torch.Tensor | None,
+    ) -> None:
+        counter = np.uint64(0) if sampler is None else sampler[0]
+        observations = self.no_observations if obs is None else obs
+        args = (actions.contiguous(), sampler is not None, counter, episode_is_round, self.seed, self.deals)
+        self._launch(
+            self.kernels.step, self.records, *args, self.orders, self.placements,
+            *outputs, self.legal, observations, obs is not None,
+        )  # fmt: skip
+        if sampler is not None:
+            # Game g drew with counter + (g + 1) * GOLDEN, as the CPU's loop does game after game.
+            sampler[0] = np.uint64((int(counter) + self.num_games * int(GOLDEN)) % (1 << 64))
+
+    def observe(self, seats: torch.Tensor, out: torch.Tensor) -> None:
+        self._launch(self.kernels.observe, self.records, seats.contiguous(), out)

@@ -14,17 +14,14 @@ One difference of representation: ``ruled_out`` stores value ``v`` at bit ``v - 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
 
-from ..cards import CARD_VALUES, DECK_SIZE, NUM_CARD_TYPES
+from ..cards import DECK_SIZE, NUM_CARD_TYPES
 from ..core import layout
-from ..engine import GameState
-from ..rules import Rules
-from .tables import MAX_SEATS
+from ..core.layout import MAX_SEATS
 
 
 @dataclass
@@ -75,84 +72,14 @@ class BatchedState:
         """A deep copy."""
         return BatchedState(**{k: v.clone() for k, v in self.tensors().items()})
 
+    def to(self, device: str | torch.device) -> BatchedState:
+        """A copy on ``device``."""
+        return BatchedState(**{k: v.to(device) for k, v in self.tensors().items()})
+
     def copy_(self, other: BatchedState) -> None:
         """Overwrite every field with ``other``'s (same shapes)."""
         for name, t in other.tensors().items():
             getattr(self, name).copy_(t)
-
-
-def empty_state(num_players: torch.Tensor, rules: Rules) -> BatchedState:
-    """N games with no round dealt yet (``round_over`` everywhere, zero tokens). The torch
-    engine deals the printed rules' 3 face-up cards: it refuses a ladder rung."""
-    if rules.is_rung:
-        raise ValueError(f"rules {rules.name!r} are a ladder rung, which the torch engine does not play")
-    n, device = num_players.shape[0], num_players.device
-    target = torch.tensor(rules.tokens_to_win, dtype=torch.int8, device=device)[num_players - 2]
-    present = torch.arange(MAX_SEATS, device=device) < num_players[:, None]
-
-    def zeros(*shape: int, dtype: torch.dtype = torch.int8) -> torch.Tensor:
-        return torch.zeros((n, *shape), dtype=dtype, device=device)
-
-    return BatchedState(
-        num_players=num_players.to(torch.long),
-        tokens_to_win=target,
-        tokens=zeros(MAX_SEATS),
-        deck=zeros(DECK_SIZE),
-        next_card=zeros(),
-        hands=zeros(MAX_SEATS),
-        drawn=zeros(),
-        current=zeros(dtype=torch.long),
-        out=~present,
-        protected=zeros(MAX_SEATS, dtype=torch.bool),
-        discards=zeros(MAX_SEATS, DECK_SIZE),
-        num_discards=zeros(MAX_SEATS),
-        discarded=zeros(MAX_SEATS, NUM_CARD_TYPES),
-        known=zeros(MAX_SEATS, MAX_SEATS),
-        seen=zeros(MAX_SEATS, MAX_SEATS, dtype=torch.bool),
-        ruled_out=zeros(MAX_SEATS, dtype=torch.uint8),
-        round_over=torch.ones(n, dtype=torch.bool, device=device),
-        round_winners=zeros(MAX_SEATS, dtype=torch.bool),
-    )
-
-
-def state_from_scalar(games: Sequence[GameState], device: str | torch.device = "cpu") -> BatchedState:
-    """A batched copy of scalar game states, at any point of a round (for differential tests).
-
-    The games may have different table sizes but must share one rule preset.
-    """
-    if not games:
-        raise ValueError("state_from_scalar needs at least one game")
-    rules = games[0].rules
-    if any(g.rules != rules for g in games):
-        raise ValueError("state_from_scalar: all games must use the same rules")
-    state = empty_state(torch.tensor([g.num_players for g in games], device=device), rules)
-    rows: dict[str, list] = {name: [] for name in state.tensors()}
-    for g in games:
-        n = g.num_players
-        pad = [0] * (MAX_SEATS - n)
-        rows["tokens"].append(g.tokens + pad)
-        rows["deck"].append(list(g.deck) if g.deck else [0] * DECK_SIZE)
-        rows["next_card"].append(g.next_card)
-        rows["hands"].append(g.hands + pad)
-        rows["drawn"].append(g.drawn)
-        rows["current"].append(g.current)
-        rows["out"].append(g.out + [True] * len(pad))
-        rows["protected"].append(g.protected + [False] * len(pad))
-        rows["discards"].append([d + [0] * (DECK_SIZE - len(d)) for d in g.discards] + [[0] * DECK_SIZE] * len(pad))
-        rows["num_discards"].append([len(d) for d in g.discards] + pad)
-        copies = [[d.count(v) for v in CARD_VALUES] for d in g.discards]
-        rows["discarded"].append(copies + [[0] * NUM_CARD_TYPES] * len(pad))
-        rows["known"].append([row + pad for row in g.known] + [[0] * MAX_SEATS] * len(pad))
-        rows["seen"].append([row + [False] * len(pad) for row in g.seen] + [[False] * MAX_SEATS] * len(pad))
-        # Scalar masks keep value v at bit v; ours at bit v - 1.
-        rows["ruled_out"].append([m >> 1 for m in g.ruled_out] + pad)
-        rows["round_over"].append(g.round_over)
-        rows["round_winners"].append([p in g.round_winners for p in range(MAX_SEATS)])
-    for name, values in rows.items():
-        if values:
-            old = getattr(state, name)
-            setattr(state, name, torch.tensor(values, dtype=old.dtype, device=old.device))
-    return state
 
 
 def state_from_records(records: np.ndarray) -> BatchedState:

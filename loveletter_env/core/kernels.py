@@ -542,6 +542,18 @@ def deal_shuffled(r, orders, placements, first_order, second_order, placement, f
 
 
 @njit(cache=True)
+def deal_from_key(r, orders, placements, key, first_player):
+    """Deal ``r`` a new round from the deck that a key of the counter-based generator picks
+    (:func:`.sampling.stream_key`: its draws ``key + GOLDEN`` to ``key + 3 * GOLDEN`` give the
+    three row indices of :func:`deal_shuffled`); ``first_player`` starts. The GPU's deals."""
+    num_orders = np.int64(orders.shape[0])
+    first_order = pick(num_orders, key + GOLDEN)
+    second_order = pick(num_orders, key + np.uint64(2) * GOLDEN)
+    placement = pick(np.int64(placements.shape[0]), key + np.uint64(3) * GOLDEN)
+    deal_shuffled(r, orders, placements, first_order, second_order, placement, first_player)
+
+
+@njit(cache=True)
 def shuffle_in_play(deck, face_up, first, second, positions):
     """Reorder a ladder rung's cards in play (deck position 0 and those after the
     ``face_up`` face-up cards) uniformly at random, in place, from the same draws as
@@ -599,8 +611,23 @@ def random_seat(u, num_players):
 
 @njit(cache=True)
 def step_batch(
-    records, actions, episode_is_round, uniforms, orders, placements, draws,
-    rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+    records,
+    actions,
+    episode_is_round,
+    uniforms,
+    orders,
+    placements,
+    draws,
+    rewards,
+    dones,
+    round_over,
+    round_winners,
+    tokens,
+    current,
+    masks,
+    legal,
+    observations,
+    observe,
 ):
     """Every game's player to act plays ``actions[g]`` (checked legal by the caller, see
     :func:`first_illegal`); rounds that end are followed at once by the next: a new game
@@ -616,15 +643,48 @@ def step_batch(
     caller's private copy) and, when ``observe``, the acting seat's ``observations``."""
     no_sampler = np.zeros(1, np.uint64)
     _step_games(
-        records, actions, no_sampler, False, episode_is_round, uniforms, orders, placements, draws,
-        rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+        records,
+        actions,
+        no_sampler,
+        False,
+        episode_is_round,
+        uniforms,
+        orders,
+        placements,
+        draws,
+        rewards,
+        dones,
+        round_over,
+        round_winners,
+        tokens,
+        current,
+        masks,
+        legal,
+        observations,
+        observe,
     )
 
 
 @njit(cache=True)
 def random_step_batch(
-    records, sampler, actions, episode_is_round, uniforms, orders, placements, draws,
-    rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+    records,
+    sampler,
+    actions,
+    episode_is_round,
+    uniforms,
+    orders,
+    placements,
+    draws,
+    rewards,
+    dones,
+    round_over,
+    round_winners,
+    tokens,
+    current,
+    masks,
+    legal,
+    observations,
+    observe,
 ):
     """:func:`step_batch` with each game's action drawn in the same pass: uniformly from
     the legal set ``legal[g]`` with the SplitMix64 generator ``sampler`` (see
@@ -633,15 +693,49 @@ def random_step_batch(
     generator state; drawing here skips a second pass over N masks. Every game must
     have a round in progress (as after a reset or a step)."""
     _step_games(
-        records, actions, sampler, True, episode_is_round, uniforms, orders, placements, draws,
-        rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+        records,
+        actions,
+        sampler,
+        True,
+        episode_is_round,
+        uniforms,
+        orders,
+        placements,
+        draws,
+        rewards,
+        dones,
+        round_over,
+        round_winners,
+        tokens,
+        current,
+        masks,
+        legal,
+        observations,
+        observe,
     )
 
 
 @njit(cache=True)
 def _step_games(
-    records, actions, sampler, draw_actions, episode_is_round, uniforms, orders, placements, draws,
-    rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+    records,
+    actions,
+    sampler,
+    draw_actions,
+    episode_is_round,
+    uniforms,
+    orders,
+    placements,
+    draws,
+    rewards,
+    dones,
+    round_over,
+    round_winners,
+    tokens,
+    current,
+    masks,
+    legal,
+    observations,
+    observe,
 ):
     """The loop of :func:`step_batch` and :func:`random_step_batch` (which sets
     ``draw_actions``). One loop for both, not a per-game function: called per game, the

@@ -1,8 +1,8 @@
 """torch's CPU random generator (``torch.Generator``, a 32-bit Mersenne Twister) in compiled
 code, over the bytes of its state (``Generator.get_state()``), draw for draw.
 
-The batched CPU env draws every step's deals and first players from its ``torch.Generator``
-so that the same seed gives the same games as the torch engine. torch draws those values
+The batched CPU env draws every step's deals and first players from its ``torch.Generator``,
+as every release has, so that a seed deals the games it always dealt. torch draws those values
 one at a time (about 3 ns each, 12 ns a game); here the twist that refills the 624 state
 words runs as vector code, tempering and the conversions too, and the state goes back into
 the generator afterwards, so torch and this module can take turns on the same generator.

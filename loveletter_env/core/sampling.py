@@ -33,6 +33,16 @@ def _mix(counter):
 
 
 @njit(cache=True)
+def stream_key(seed, game, index):
+    """A 64-bit key for the ``index``-th random event of game ``game`` under ``seed``: a
+    counter-based generator (SplitMix64's mix of the three), so that each GPU thread draws
+    from its own stream without shared state. Its draws are :func:`pick` of ``key``,
+    ``key + GOLDEN``, ``key + 2 * GOLDEN``, and so on."""
+    stream = _mix(np.uint64(seed) * GOLDEN + np.uint64(game))
+    return _mix(stream + np.uint64(index) * GOLDEN)
+
+
+@njit(cache=True)
 def pick(count, counter):
     """The index ``k`` in ``0 .. count - 1`` that draw ``counter`` picks: the top 32 bits of
     the draw times ``count`` (uniform up to a bias below 2^-26)."""

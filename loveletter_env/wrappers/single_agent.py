@@ -13,7 +13,8 @@ equally often. The legal-action mask comes both from :meth:`LoveLetterGymEnv.act
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -94,6 +95,8 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.learner_seat = 0
         self._done = True
+        #: Why the last episode was abandoned midway (an opponent or its reset raised), else None.
+        self._abandoned: str | None = None
 
     # Gymnasium API -------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
@@ -113,15 +116,17 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         rng = self.np_random
         self.learner_seat = int(rng.integers(self.num_players)) if seat is None else int(seat)
         self._learner = self.aec.possible_agents[self.learner_seat]
+        self._abandoned = None
         unplayed: list[float] = []
         while True:
             self.aec.reset(seed=int(rng.integers(_SEED_BOUND)), options=options)
-            for opponent in self.opponents:
-                reset = getattr(opponent, "reset", None)
-                if callable(reset):
-                    reset(seed=int(rng.integers(_SEED_BOUND)))
-            self._done = False
-            self._play_opponents()
+            with self._abandon_on_error("reset()"):
+                for opponent in self.opponents:
+                    reset = getattr(opponent, "reset", None)
+                    if callable(reset):
+                        reset(seed=int(rng.integers(_SEED_BOUND)))
+                self._done = False
+                self._play_opponents()
             if not self._done:
                 break
             # Replaying the same deck and first player would end the same way.
@@ -137,7 +142,8 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
     def step(self, action: int | np.integer) -> tuple[np.ndarray, float, bool, bool, dict]:
         """The learner plays ``action``; the opponents then play until the learner's next turn."""
         if self._done:
-            raise RuntimeError("step() needs an episode in progress: call reset() first")
+            why = f"the last episode was abandoned when {self._abandoned}; " if self._abandoned else ""
+            raise RuntimeError(f"step() needs an episode in progress: {why}call reset() first")
         if isinstance(action, np.ndarray) and action.shape == ():
             action = action.item()
         if not is_int(action):
@@ -149,7 +155,8 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
             info["illegal_action"] = True
             return self._observation(), ILLEGAL_ACTION_REWARD, True, False, info
         self.aec.step(int(action))  # an illegal action raises here and changes nothing
-        self._play_opponents()
+        with self._abandon_on_error("step()"):
+            self._play_opponents()
         reward = self._learner_reward() if self._done else 0.0
         if self.render_mode == "human":
             self.render()
@@ -181,6 +188,21 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.aec.close()
 
     # Internals -----------------------------------------------------------------------
+    @contextmanager
+    def _abandon_on_error(self, call: str) -> Iterator[None]:
+        """End the episode when an opponent (its ``act`` or ``reset``) raises inside ``call``.
+
+        The AEC env is then left with an opponent to act: a later ``step`` would play the
+        learner's action in the opponent's seat. The error goes on to the caller, and ``step``
+        refuses until a ``reset`` succeeds.
+        """
+        try:
+            yield
+        except BaseException as err:
+            self._done = True
+            self._abandoned = f"an opponent failed in {call} ({type(err).__name__}: {err})"
+            raise
+
     def _check_seat(self, seat: Any, name: str) -> None:
         if seat is not None and (not is_int(seat) or not 0 <= seat < self.num_players):
             raise ValueError(f"{name} must be None or a seat in 0..{self.num_players - 1}, got {seat!r}")

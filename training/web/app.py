@@ -4,28 +4,39 @@
 Every bad request gets a 4xx answer ``{"error": "<what is wrong>"}`` and changes nothing.
 The server reads files only from its own static folder, the replay folder and the league
 folder chosen at start-up, and loads checkpoints only from the paths it was started with.
+
+Other web pages must not drive it: a request must name the server by one of its own host
+names (no DNS rebinding), a browser's ``Origin`` must be the server itself, and every POST
+with a body must say it is JSON (which a plain HTML form or a cross-site ``text/plain`` fetch
+cannot).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
+import re
 import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import numpy as np
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from loveletter_env.replay import MAX_REPLAY_BYTES, Replay, ReplayError, load_replay, parse_replay
+from loveletter_env.replay import MAX_REPLAY_BYTES, Replay, ReplayError, replay_from_dict
 from loveletter_env.rules import PRESETS
 
 from .games import GameStore, HumanGame, OpponentCatalog, RequestError, check_new_game, replay_saver
@@ -36,21 +47,164 @@ STATIC_DIR = Path(__file__).parent / "static"
 MAX_UPLOADS = 50
 MAX_LISTED_REPLAYS = 1000
 MAX_JSON_BODY = 10_000
+#: JSON nesting a request or a replay may use (a replay needs 6 levels).
+MAX_JSON_DEPTH = 32
+#: Digits a JSON number may have (a 64-bit seed has 20).
+MAX_JSON_DIGITS = 40
+#: Characters of a replay name (a path in the replay folder) and of an agent's name in a
+#: replay (every frame of a replay view repeats the names).
+MAX_REPLAY_NAME_CHARS = 255
+MAX_AGENT_NAME_CHARS = 64
+#: Characters of an error message (the rest is cut: a message may quote what it refuses).
+MAX_ERROR_CHARS = 1000
+#: Games in play at once (a new game past it takes a finished or idle one's place, or is refused).
+MAX_GAMES = 64
+#: League table rows shown.
+MAX_LEAGUE_ROWS = 200
+#: The names this machine answers to, which the server accepts in a ``Host`` header by default.
+LOCAL_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
 
 
 @dataclass
 class ServerConfig:
     """What the server may read: the replay folder (also where finished games are saved;
-    ``None``: replays off), the league folder (``None``: no leaderboard), and the checkpoints
-    offered as opponents (display name -> path)."""
+    ``None``: replays off), the league folder (``None``: no leaderboard), the checkpoints
+    offered as opponents (display name -> path), the host names requests may address it
+    by (``"*"``: any; see :class:`RequestGuard`), and how many games may be in play at once."""
 
     replay_dir: Path | None = None
     league_dir: Path | None = None
     checkpoints: dict[str, Path] = field(default_factory=dict)
+    allowed_hosts: tuple[str, ...] = LOCAL_HOSTS
+    max_games: int = MAX_GAMES
 
 
 def _error(message: str, status: int) -> JSONResponse:
+    if len(message) > MAX_ERROR_CHARS:
+        message = message[: MAX_ERROR_CHARS - 20] + " ... (message cut)"
     return JSONResponse({"error": message}, status_code=status)
+
+
+def _host_name(netloc: str) -> str:
+    """The host name of ``host[:port]`` (``[::1]:8000`` gives ``::1``), lower case."""
+    try:
+        return (urlsplit(f"//{netloc}").hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+class RequestGuard:
+    """ASGI middleware that refuses what a web page elsewhere could send a browser to do.
+
+    * ``Host`` must be one of ``allowed_hosts`` (DNS rebinding: a hostile name that
+      resolves to this machine);
+    * an ``Origin`` header, which browsers send with cross-site requests and every POST,
+      must be the address the request was sent to (another site's page);
+    * a POST with a body must be ``application/json`` (an HTML form or a ``text/plain``
+      fetch cannot send that without the browser asking the server first, and it never agrees).
+    """
+
+    def __init__(self, app: ASGIApp, allowed_hosts: tuple[str, ...]):
+        self.app = app
+        self.any_host = "*" in allowed_hosts
+        self.allowed_hosts = {h.lower().strip("[]") for h in allowed_hosts}
+
+    def refusal(self, scope: Scope) -> tuple[str, int] | None:
+        """Why the request is refused and the status to answer, or ``None``."""
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
+        if not self.any_host and _host_name(host) not in self.allowed_hosts:
+            return (
+                f"this server answers to {sorted(self.allowed_hosts)}, not to host {host[:100]!r}; "
+                "start it with --allow-host NAME to accept another name",
+                403,
+            )
+        origin = headers.get("origin")
+        if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
+            return f"requests from other web pages are refused (origin {origin[:100]!r})", 403
+        if scope["method"] == "POST":
+            length = headers.get("content-length")
+            has_body = "transfer-encoding" in headers or (length is not None and length != "0")
+            media_type = headers.get("content-type", "").split(";")[0].strip().lower()
+            if has_body and media_type != "application/json":
+                return f"a request body must be JSON (Content-Type: application/json), got {media_type[:100]!r}", 415
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = self.refusal(scope)
+            if refused is not None:
+                await _error(*refused)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _json_depth(raw: bytes) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text (strings skipped), without recursion."""
+    codes = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
+    steps = np.isin(codes, (ord("["), ord("{"))).astype(np.int64) - np.isin(codes, (ord("]"), ord("}")))
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number (JSON has no NaN or Infinity)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:50]} is out of range for a number")
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_JSON_DIGITS:
+        raise ValueError(f"a number of {len(text.lstrip('-'))} digits; at most {MAX_JSON_DIGITS} are read")
+    return int(text)
+
+
+def parse_json(raw: bytes) -> Any:
+    """Strict JSON: no NaN or Infinity (which no JSON answer could give back), numbers of at
+    most :data:`MAX_JSON_DIGITS` digits, nesting of at most :data:`MAX_JSON_DEPTH` levels.
+    Raises ``ValueError`` naming the problem."""
+    depth = _json_depth(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"nested {depth} levels deep; at most {MAX_JSON_DEPTH} are read")
+    try:
+        return json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+
+
+def parse_replay_upload(raw: bytes) -> Replay:
+    """A replay from JSON text, read as strictly as a request (see :func:`parse_json`) and
+    with agent names short enough to repeat in every frame. Raises :class:`ReplayError`."""
+    if len(raw) > MAX_REPLAY_BYTES:
+        raise ReplayError(f"the replay is {len(raw)} bytes; the limit is {MAX_REPLAY_BYTES}")
+    try:
+        data = parse_json(raw)
+    except ValueError as exc:
+        raise ReplayError(f"not valid JSON: {exc}") from None
+    replay = replay_from_dict(data)
+    for seat, agent in enumerate(replay.agents):
+        if len(agent.name) > MAX_AGENT_NAME_CHARS:
+            raise ReplayError(
+                f"agents[{seat}].name is {len(agent.name)} characters; the limit is {MAX_AGENT_NAME_CHARS}"
+            )
+    return replay
+
+
+def read_replay_file(path: Path) -> Replay:
+    """:func:`parse_replay_upload` of a file, reading no more than the size limit allows."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_REPLAY_BYTES + 1)
+    except OSError as exc:
+        raise ReplayError(f"cannot read it: {exc.strerror or exc}") from None
+    return parse_replay_upload(raw)
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -69,9 +223,51 @@ async def _read_body(request: Request, limit: int) -> bytes:
 async def _json_body(request: Request) -> Any:
     raw = await _read_body(request, MAX_JSON_BODY)
     try:
-        return json.loads(raw or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise RequestError("the request body is not valid JSON") from None
+        return parse_json(raw or b"{}")
+    except ValueError as exc:
+        raise RequestError(f"the request body is not valid JSON: {exc}") from None
+
+
+#: Headings of the columns ``training.evaluate --league`` writes into ``league.csv``.
+LEAGUE_HEADINGS = {"rank": "Rank", "agent": "Agent", "rating": "Rating", "win_rate": "Win rate", "episodes": "Episodes"}
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text or "")
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def read_league(path: Path) -> dict[str, Any]:
+    """A ``league.csv`` for the Leaderboard page: ``rows`` as the file has them, the table with
+    readable headings and figures (``columns``, ``cells``: a win rate as a percentage, a
+    rating as a whole number), and ``ratings`` (agent, rating) for the chart."""
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        rows = [dict(row) for _, row in zip(range(MAX_LEAGUE_ROWS), reader)]
+        keys = [str(k) for k in reader.fieldnames or []]
+
+    def cell(key: str, text: str | None) -> str:
+        value = _number(text)
+        if key == "win_rate" and value is not None:
+            return f"{100 * value:.1f}%"
+        if key == "rating" and value is not None:
+            return f"{value:.0f}"
+        return text or ""
+
+    ratings = [
+        {"agent": row.get("agent") or "", "rating": _number(row.get("rating"))}
+        for row in rows
+        if _number(row.get("rating")) is not None
+    ]
+    return {
+        "rows": rows,
+        "columns": [LEAGUE_HEADINGS.get(k, k.replace("_", " ").capitalize()) for k in keys],
+        "cells": [[cell(k, row.get(k)) for k in keys] for row in rows],
+        "ratings": ratings,
+    }
 
 
 def _viewer(request: Request, num_players: int) -> int | None:
@@ -79,8 +275,8 @@ def _viewer(request: Request, num_players: int) -> int | None:
     text = request.query_params.get("seat", "open")
     if text == "open":
         return None
-    if not text.isdigit() or not 0 <= int(text) < num_players:
-        raise RequestError(f"seat must be 'open' or a seat in 0..{num_players - 1}, got {text!r}")
+    if not re.fullmatch("[0-9]", text) or not 0 <= int(text) < num_players:
+        raise RequestError(f"seat must be 'open' or a seat in 0..{num_players - 1}, got {text[:20]!r}")
     return int(text)
 
 
@@ -95,7 +291,7 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
             return load_agent(path, seed=seed)
 
     catalog = OpponentCatalog(config.checkpoints, checkpoint_loader)
-    games = GameStore()
+    games = GameStore(config.max_games)
     uploads: OrderedDict[str, Replay] = OrderedDict()
     uploads_lock = threading.Lock()
     save = replay_saver(config.replay_dir)
@@ -104,12 +300,18 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
         if config.replay_dir is None:
             raise RequestError("the server was started without a replay folder", 404)
         root = config.replay_dir.resolve()
+        if len(name) > MAX_REPLAY_NAME_CHARS:
+            raise RequestError(f"a replay name has at most {MAX_REPLAY_NAME_CHARS} characters, got {len(name)}")
         if not name.endswith(".json") or "\\" in name or "\x00" in name:
             raise RequestError(f"replay names end in .json, got {name!r}")
-        path = (root / name).resolve()
-        if not path.is_relative_to(root):
-            raise RequestError(f"{name!r} is outside the replay folder")
-        if not path.is_file():
+        try:
+            path = (root / name).resolve()
+            if not path.is_relative_to(root):
+                raise RequestError(f"{name!r} is outside the replay folder")
+            found = path.is_file()
+        except (OSError, RuntimeError):  # a name the file system refuses, a link loop
+            found = False
+        if not found:
             raise RequestError(f"no replay named {name!r}", 404)
         return path
 
@@ -126,6 +328,7 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
 
     async def new_game(request: Request) -> Response:
         args = check_new_game(await _json_body(request), catalog)
+        games.check_room()
         # Agents think (and checkpoints load) in a worker thread, so other requests are not held up.
         game = await run_in_threadpool(lambda: HumanGame(**args, on_finish=save))
         games.add(game)
@@ -156,27 +359,34 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
             return JSONResponse(game.view())
 
     def list_replays(request: Request) -> Response:
-        files = []
+        found = []
         if config.replay_dir is not None and config.replay_dir.is_dir():
             root = config.replay_dir.resolve()
-            paths = sorted(root.rglob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-            for path in paths[:MAX_LISTED_REPLAYS]:
-                if path.is_file() and path.resolve().is_relative_to(root):
-                    files.append({"name": path.relative_to(root).as_posix(), "size": path.stat().st_size})
+            for path in root.rglob("*.json"):
+                # Skip what is not a replay file inside the folder: a dangling link (an
+                # editor's lock file), a folder, a link out of the folder, a link loop.
+                try:
+                    if path.is_file() and path.resolve().is_relative_to(root):
+                        stat = path.stat()
+                        found.append((stat.st_mtime, path.relative_to(root).as_posix(), stat.st_size))
+                except (OSError, RuntimeError):
+                    continue
+        found.sort(key=lambda entry: entry[0], reverse=True)
+        files = [{"name": name, "size": size} for _, name, size in found[:MAX_LISTED_REPLAYS]]
         return JSONResponse({"files": files, "folder": str(config.replay_dir) if config.replay_dir else None})
 
     def get_replay(request: Request) -> Response:
-        path = replay_path(request.path_params["name"])
+        name = request.path_params["name"]
         try:
-            replay = load_replay(path)
+            replay = read_replay_file(replay_path(name))
         except ReplayError as exc:
-            raise RequestError(str(exc).replace(str(path), request.path_params["name"]), 422) from None
+            raise RequestError(f"{name!r}: {exc}", 422) from None
         return JSONResponse(replay_view(replay, _viewer(request, replay.num_players)))
 
     async def upload_replay(request: Request) -> Response:
         raw = await _read_body(request, MAX_REPLAY_BYTES)
         try:
-            replay = await run_in_threadpool(parse_replay, raw)
+            replay = await run_in_threadpool(parse_replay_upload, raw)
         except ReplayError as exc:
             raise RequestError(f"the upload is not a valid replay: {exc}", 422) from None
         upload_id = secrets.token_hex(8)
@@ -200,10 +410,12 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
         table = folder / "league.csv"
         if not table.is_file():
             return JSONResponse({"available": False, "reason": f"{folder} holds no league.csv"})
-        with table.open(newline="") as f:
-            rows = list(csv.DictReader(f))
+        try:
+            board = read_league(table)
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            return JSONResponse({"available": False, "reason": f"{table} cannot be read: {exc}"})
         return JSONResponse(
-            {"available": True, "folder": str(folder), "rows": rows, "chart": (folder / "league.png").is_file()}
+            {"available": True, "folder": str(folder), **board, "chart": (folder / "league.png").is_file()}
         )
 
     def league_chart(request: Request) -> Response:
@@ -237,4 +449,6 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
         Route("/leaderboard/league.png", league_chart),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
-    return Starlette(routes=routes, exception_handlers={RequestError: request_error, HTTPException: http_error})
+    app = Starlette(routes=routes, exception_handlers={RequestError: request_error, HTTPException: http_error})
+    app.add_middleware(RequestGuard, allowed_hosts=tuple(config.allowed_hosts))
+    return app

@@ -10,6 +10,7 @@ checkpoints registered when the server started (never a path from a request).
 from __future__ import annotations
 
 import ast
+import inspect
 import secrets
 import threading
 import time
@@ -23,31 +24,82 @@ import numpy as np
 
 from loveletter_env import engine
 from loveletter_env.agents import AGENT_NAMES, make_agent
+from loveletter_env.agents.guided import MAX_MARGIN, OPPONENT_MODELS, PLAY_READINGS, GuidedSearchAgent
+from loveletter_env.agents.ismcts import ISMCTSAgent
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
 from loveletter_env.render import narrate, round_summary
 from loveletter_env.replay import AgentInfo, Replay, ReplayRecorder, decision_details, safe_file_name, save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
-from loveletter_env.validation import is_int
+from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int
 
-from .views import legal_moves, state_view
+from .views import legal_moves, seat_name, state_view
 
-#: Bot options a request may set, with the values allowed (ismcts is the only costly bot).
-BOT_OPTIONS: dict[str, dict[str, tuple[type, float, float]]] = {
+
+@dataclass(frozen=True)
+class BotOption:
+    """One option a request may give a bot: a whole number or a number in ``low..high``,
+    or one of ``choices`` (``kind`` is ``str``; for ``checkpoint`` a checkpoint offered at start-up)."""
+
+    kind: type | str
+    low: float = 0
+    high: float = 0
+    choices: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.kind == "checkpoint":
+            return "a checkpoint offered at start-up"
+        if self.kind is str:
+            return "one of " + ", ".join(self.choices)
+        return f"{'a whole number' if self.kind is int else 'a number'} in {self.low:g}..{self.high:g}"
+
+
+#: Bot options a request may set, with the values allowed (the searches are the costly bots; see
+#: :data:`ITERATION_SECONDS` for the bound on their work).
+BOT_OPTIONS: dict[str, dict[str, BotOption]] = {
     "random": {},
     "rule": {},
     "belief": {},
     "ismcts": {
-        "iterations": (int, 1, 2000),
-        "width": (int, 1, 16),
-        "model_noise": (float, 0.0, 1.0),
-        "tree_depth": (int, 1, 4),
-        "exploration": (float, 0.0, 10.0),
+        "iterations": BotOption(int, 1, 2000),
+        "width": BotOption(int, 0, 16),
+        "model_noise": BotOption(float, 0.0, 1.0),
+        "tree_depth": BotOption(int, 1, 4),
+        "exploration": BotOption(float, 0.0, 10.0),
+    },
+    "guided": {
+        "policy": BotOption("checkpoint"),
+        "iterations": BotOption(int, 1, 2000),
+        "width": BotOption(int, 0, 16),
+        "depth": BotOption(int, 1, 4),
+        "opponents": BotOption(str, choices=OPPONENT_MODELS),
+        "reading": BotOption(str, choices=PLAY_READINGS),
+        "model_noise": BotOption(float, 0.0, 1.0),
+        "margin": BotOption(float, 0.0, MAX_MARGIN),
     },
 }
+#: The bots whose decisions cost in proportion to their ``iterations``.
+SEARCHES: dict[str, type] = {"ismcts": ISMCTSAgent, "guided": GuidedSearchAgent}
+#: CPU seconds one search iteration may cost, by search and table size: the 95th percentile
+#: over the decisions of rounds against random moves (each decision's CPU time divided by its
+#: iterations), rounded up, as ``python -m training.web.timings --costs`` measured it on the
+#: development machine, with the other options at their most costly (``width`` 0 or 16, the
+#: deepest tree). ``ismcts`` at ``tree_depth`` 1 runs on the compiled core; deeper trees run in
+#: Python. ``guided`` is the larger of its figures with the network or the card-counting bot
+#: modelling the others.
+ITERATION_SECONDS: dict[str, dict[int, float]] = {
+    "ismcts": {2: 0.006e-3, 3: 0.011e-3, 4: 0.018e-3},
+    "ismcts-tree": {2: 0.28e-3, 3: 0.58e-3, 4: 1.2e-3},
+    "guided": {2: 0.55e-3, 3: 1.0e-3, 4: 1.3e-3},
+}
+#: The most CPU time the bots may be expected to spend answering one request (each bot plays
+#: at most once per request: a move, a new game or a new round).
+MAX_REQUEST_SECONDS = 1.0
 CHECKPOINT_PREFIX = "checkpoint:"
 #: How a replay names the person's seat.
 HUMAN = "human"
+#: The longest opponent spec a request may give.
+MAX_SPEC_CHARS = 200
 
 
 class RequestError(ValueError):
@@ -60,17 +112,40 @@ class RequestError(ValueError):
 
 @dataclass
 class OpponentChoice:
-    """A checked opponent: how to build it and how the replay names it."""
+    """A checked opponent: how to build it, how the replay names it, and the CPU seconds one
+    of its decisions may take at the table it was chosen for (0 for the bots that do not search)."""
 
     name: str
     spec: str
     options: dict[str, Any]
     build: Callable[[int], Any]
+    seconds_per_decision: float = 0.0
+
+
+def search_cost(bot: str, options: dict[str, Any], players: int) -> float:
+    """The CPU seconds one decision of ``bot`` with ``options`` may take at ``players`` (see
+    :data:`ITERATION_SECONDS`); 0 for the bots that do not search."""
+    if bot not in SEARCHES:
+        return 0.0
+    defaults = inspect.signature(SEARCHES[bot]).parameters
+
+    def setting(name: str) -> Any:
+        return options.get(name, defaults[name].default)
+
+    kind = "ismcts-tree" if bot == "ismcts" and setting("tree_depth") > 1 else bot
+    return setting("iterations") * ITERATION_SECONDS[kind][players]
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters, for error messages that quote a request."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class OpponentCatalog:
     """The opponents a request may name: bots (``"ismcts:iterations=300"``) and the
-    checkpoints given at start-up (``"checkpoint:<name>"``).
+    checkpoints given at start-up (``"checkpoint:<name>"``, or the plain name when no bot
+    has it).
 
     Args:
         checkpoints: display name -> checkpoint path, fixed when the server starts.
@@ -81,58 +156,131 @@ class OpponentCatalog:
         self.checkpoints = dict(checkpoints)
         self._load = load_checkpoint_agent
 
+    def bots(self) -> list[str]:
+        """The bots on offer (``guided`` needs a checkpoint for its network)."""
+        return [name for name in AGENT_NAMES if name in BOT_OPTIONS and (name != "guided" or self.checkpoints)]
+
     def describe(self) -> dict[str, Any]:
         """What the Play page offers."""
         return {
             "bots": [
-                {"name": name, "options": sorted(BOT_OPTIONS[name])} for name in AGENT_NAMES if name in BOT_OPTIONS
+                {
+                    "name": name,
+                    "options": sorted(BOT_OPTIONS[name]),
+                    "allowed": {key: option.describe() for key, option in sorted(BOT_OPTIONS[name].items())},
+                }
+                for name in self.bots()
             ],
             "checkpoints": sorted(self.checkpoints),
+            "max_request_seconds": MAX_REQUEST_SECONDS,
         }
 
-    def choose(self, text: Any) -> OpponentChoice:
-        """Check one opponent spec from a request; :class:`RequestError` names what is wrong."""
-        if not isinstance(text, str) or not text or len(text) > 200:
-            raise RequestError(f"an opponent is a bot name or 'checkpoint:<name>', got {text!r}")
-        if text.startswith(CHECKPOINT_PREFIX):
-            name = text[len(CHECKPOINT_PREFIX) :]
+    def default_policy(self, players: int) -> str:
+        """The checkpoint ``guided`` searches with when the request names none: the shipped
+        network for the table size when it was offered, else the first offered."""
+        shipped = "shipped/ppo_2p" if players == 2 else "shipped/ppo_2to4p"
+        return shipped if shipped in self.checkpoints else sorted(self.checkpoints)[0]
+
+    def _checkpoint_build(self, name: str, build: Callable[[int], Any]) -> Callable[[int], Any]:
+        """``build``, with a checkpoint that no longer loads (changed or deleted on disk since
+        the server started) answered as a clear error rather than a crash."""
+
+        def checked(seed: int) -> Any:
+            try:
+                return build(seed)
+            except (ValueError, OSError) as exc:
+                raise RequestError(
+                    f"checkpoint {name!r} no longer loads (changed or removed since the server started): {exc}",
+                    503,
+                ) from None
+
+        return checked
+
+    def choose(self, text: Any, players: int) -> OpponentChoice:
+        """Check one opponent spec from a request for a ``players`` table; :class:`RequestError`
+        names what is wrong."""
+        if not isinstance(text, str) or not text or len(text) > MAX_SPEC_CHARS:
+            raise RequestError(
+                f"an opponent is a bot name (with options: 'ismcts:iterations=300'), 'checkpoint:<name>' "
+                f"or a checkpoint's name, at most {MAX_SPEC_CHARS} characters; got {_shown(text)}"
+            )
+        name = text[len(CHECKPOINT_PREFIX) :] if text.startswith(CHECKPOINT_PREFIX) else text
+        if text.startswith(CHECKPOINT_PREFIX) or (text in self.checkpoints and text not in BOT_OPTIONS):
             if name not in self.checkpoints:
                 offered = sorted(self.checkpoints) or "none were given at start-up"
-                raise RequestError(f"unknown checkpoint {name!r}; the server offers {offered}")
+                raise RequestError(f"unknown checkpoint {_shown(name)}; the server offers {offered}")
             path = self.checkpoints[name]
-            return OpponentChoice(name, str(path), {}, lambda seed: self._load(path, seed))
+            return OpponentChoice(
+                name, str(path), {}, self._checkpoint_build(name, lambda seed: self._load(path, seed))
+            )
         bot, _, option_text = text.partition(":")
-        if bot not in BOT_OPTIONS:
-            raise RequestError(f"unknown opponent {bot!r}; choose one of {list(BOT_OPTIONS)} or a checkpoint")
+        if bot not in self.bots():
+            raise RequestError(
+                f"unknown opponent {_shown(bot)}; choose one of {self.bots()}, or a checkpoint "
+                f"({sorted(self.checkpoints) or 'none were given at start-up'})"
+            )
         options = self._options(bot, option_text)
-        return OpponentChoice(bot, text, options, lambda seed: make_agent(bot, seed=seed, **options))
+        if bot == "guided":
+            options.setdefault("policy", self.default_policy(players))
+            policy = self.checkpoints[options["policy"]]
+            agent_options = {**options, "policy": policy}
+            build = self._checkpoint_build(options["policy"], lambda seed: make_agent(bot, seed=seed, **agent_options))
+        else:
+            build = lambda seed: make_agent(bot, seed=seed, **options)  # noqa: E731
+        return OpponentChoice(bot, text, options, build, search_cost(bot, options, players))
 
-    @staticmethod
-    def _options(bot: str, text: str) -> dict[str, Any]:
+    def _options(self, bot: str, text: str) -> dict[str, Any]:
         allowed = BOT_OPTIONS[bot]
         options: dict[str, Any] = {}
         for item in filter(None, (s.strip() for s in text.split(","))):
             key, eq, raw = (part.strip() for part in item.partition("="))
             if not eq or key not in allowed:
                 names = sorted(allowed) or "none"
-                raise RequestError(f"{bot}: bad option {item!r}; options are key=value with keys {names}")
-            kind, low, high = allowed[key]
+                raise RequestError(f"{bot}: bad option {_shown(item)}; options are key=value with keys {names}")
+            option = allowed[key]
+            if option.kind == "checkpoint":
+                if raw not in self.checkpoints:
+                    raise RequestError(
+                        f"{bot}: option {key} must be a checkpoint the server offers {sorted(self.checkpoints)}, "
+                        f"got {_shown(raw)}"
+                    )
+                options[key] = raw
+                continue
+            if option.kind is str:
+                if raw not in option.choices:
+                    raise RequestError(f"{bot}: option {key} must be one of {list(option.choices)}, got {_shown(raw)}")
+                options[key] = raw
+                continue
             try:
                 value = ast.literal_eval(raw)
-            except (ValueError, SyntaxError):
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
                 value = None
             if (
                 isinstance(value, bool)
                 or not isinstance(value, (int, float))
-                or (kind is int and not isinstance(value, int))
+                or (option.kind is int and not isinstance(value, int))
             ):
                 raise RequestError(
-                    f"{bot}: option {key} must be {'a whole number' if kind is int else 'a number'}, got {raw!r}"
+                    f"{bot}: option {key} must be {'a whole number' if option.kind is int else 'a number'}, "
+                    f"got {_shown(raw)}"
                 )
-            if not low <= value <= high:
-                raise RequestError(f"{bot}: option {key} must be in {low:g}..{high:g}, got {raw}")
+            if not option.low <= value <= option.high:
+                raise RequestError(f"{bot}: option {key} must be in {option.low:g}..{option.high:g}, got {raw}")
             options[key] = value
         return options
+
+
+def check_work(choices: list[OpponentChoice], players: int) -> None:
+    """Refuse opponents whose answer to one request may cost more than
+    :data:`MAX_REQUEST_SECONDS` of CPU time (every bot plays at most once per request)."""
+    seconds = sum(choice.seconds_per_decision for choice in choices)
+    if seconds > MAX_REQUEST_SECONDS:
+        costly = sorted({c.spec for c in choices if c.seconds_per_decision})
+        raise RequestError(
+            f"these opponents may think for up to {seconds:.1f} s of CPU time per move at {players} players "
+            f"({', '.join(costly)}); the server allows {MAX_REQUEST_SECONDS:g} s: lower iterations, "
+            f"use tree_depth=1, or fewer searching opponents"
+        )
 
 
 def observation_of(state: GameState, seat: int) -> dict[str, np.ndarray]:
@@ -175,16 +323,18 @@ class HumanGame:
         agent_seeds = {p: int(self.rng.integers(2**31)) for p in others}
         self.agents = {p: choice.build(agent_seeds[p]) for p, choice in zip(others, opponents, strict=True)}
         infos = [AgentInfo(HUMAN)] * num_players
-        self.names = ["you"] * num_players
+        self.names = [seat_name(seat, "you")] * num_players
         for p, choice in zip(others, opponents, strict=True):
             infos[p] = AgentInfo(choice.name, choice.spec, choice.options, agent_seeds[p])
-            self.names[p] = f"{choice.name} (player_{p})"
+            self.names[p] = seat_name(p, choice.name)
         self.recorder = ReplayRecorder(
             num_players, rules, length, infos, {"source": "training.serve", "seed": seed, "human_seat": seat}
         )
         self.state = engine.new_game(num_players, self._deck(), int(self.rng.integers(num_players)), rules)
         self.log: list[str] = []
+        #: Wall-clock and CPU seconds of each bot decision (observation, explanation, move).
         self.bot_seconds: list[float] = []
+        self.bot_cpu_seconds: list[float] = []
         self.replay_file: str | None = None
         self._on_finish = on_finish
         self._begin_round()
@@ -219,11 +369,12 @@ class HumanGame:
         state = self.state
         while not state.round_over and state.current != self.seat:
             agent = self.agents[state.current]
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             observation = observation_of(state, state.current)
             details = decision_details(agent, observation, state.current, state.num_players)
             action = int(agent.act(observation))
             self.bot_seconds.append(time.perf_counter() - start)
+            self.bot_cpu_seconds.append(time.thread_time() - start_cpu)
             self._play(action, details)
 
     def _finish(self) -> None:
@@ -274,25 +425,62 @@ class HumanGame:
 
 
 class GameStore:
-    """The games in progress, by id; the oldest are dropped past ``capacity``."""
+    """The games in play, by id, at most ``capacity`` of them.
 
-    def __init__(self, capacity: int = 200):
+    A new game takes the place of a finished one, or of one nobody has touched for
+    ``idle_seconds``; when every place holds a game in play, new games are refused (429)
+    rather than a player's game dropped.
+    """
+
+    def __init__(self, capacity: int = 64, idle_seconds: float = 1800.0, clock: Callable[[], float] = time.monotonic):
         self.capacity = capacity
-        self._games: OrderedDict[str, HumanGame] = OrderedDict()
+        self.idle_seconds = idle_seconds
+        self._clock = clock
+        self._games: OrderedDict[str, tuple[HumanGame, float]] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._games)
+
+    def _make_room(self) -> None:
+        if len(self._games) < self.capacity:
+            return
+        now = self._clock()
+        for game_id, (game, used) in self._games.items():
+            if game.finished or now - used > self.idle_seconds:
+                del self._games[game_id]
+                return
+        raise RequestError(
+            f"the server already has {self.capacity} games in play; finish one, or try again later "
+            f"(a game nobody touches for {self.idle_seconds / 60:g} minutes makes room)",
+            429,
+        )
+
+    def check_room(self) -> None:
+        """Raise :class:`RequestError` (429) unless a new game would find a place (checked
+        before the game is built, so a refused request costs nothing)."""
+        with self._lock:
+            self._make_room()
 
     def add(self, game: HumanGame) -> None:
         with self._lock:
-            self._games[game.id] = game
-            while len(self._games) > self.capacity:
-                self._games.popitem(last=False)
+            self._make_room()
+            self._games[game.id] = (game, self._clock())
 
     def get(self, game_id: str) -> HumanGame:
         with self._lock:
-            game = self._games.get(game_id)
-        if game is None:
-            raise RequestError(f"no game with id {game_id!r} (unknown, or dropped when the server restarted)", 404)
-        return game
+            entry = self._games.get(game_id)
+            if entry is not None:
+                self._games[game_id] = (entry[0], self._clock())
+                self._games.move_to_end(game_id)
+        if entry is None:
+            raise RequestError(
+                f"no game with id {_shown(game_id, 40)} (unknown, finished long ago, or dropped when the server "
+                "restarted)",
+                404,
+            )
+        return entry[0]
 
 
 def replay_saver(directory: Path | None) -> Callable[[HumanGame, Replay], str | None]:
@@ -315,33 +503,34 @@ def check_new_game(body: Any, catalog: OpponentCatalog) -> dict[str, Any]:
         raise RequestError("the request body must be a JSON object")
     unknown = sorted(set(body) - {"players", "opponents", "rules", "length", "seat", "seed"})
     if unknown:
-        raise RequestError(f"unknown fields {unknown}")
+        raise RequestError(f"unknown fields {_shown(unknown)}")
     players = body.get("players", 2)
-    if not isinstance(players, int) or isinstance(players, bool) or players not in (2, 3, 4):
-        raise RequestError(f"players must be 2, 3 or 4, got {players!r}")
+    if not is_int(players) or players not in PLAYER_COUNTS:
+        raise RequestError(f"players must be 2, 3 or 4, got {_shown(players)}")
     opponents = body.get("opponents", ["belief"])
     if not isinstance(opponents, list) or not opponents:
         raise RequestError("opponents must be a non-empty list")
     if len(opponents) > players - 1:
         raise RequestError(f"{len(opponents)} opponents given for {players - 1} other seats")
     opponents = opponents + [opponents[-1]] * (players - 1 - len(opponents))
-    choices = [catalog.choose(o) for o in opponents]
+    choices = [catalog.choose(o, players) for o in opponents]
+    check_work(choices, players)
     rules = body.get("rules", "classic")
-    if rules not in PRESETS:
-        raise RequestError(f"rules must be one of {sorted(PRESETS)}, got {rules!r}")
+    if not isinstance(rules, str) or rules not in PRESETS:
+        raise RequestError(f"rules must be one of {sorted(PRESETS)}, got {_shown(rules)}")
     try:
         check_rules_for_table(rules, players)
     except ValueError as error:
         raise RequestError(str(error)) from None
     length = body.get("length", "game")
-    if length not in ("round", "game"):
-        raise RequestError(f"length must be 'round' or 'game', got {length!r}")
+    if not isinstance(length, str) or length not in EPISODE_KINDS:
+        raise RequestError(f"length must be 'round' or 'game', got {_shown(length)}")
     seat = body.get("seat", 0)
     if not is_int(seat) or not 0 <= seat < players:
-        raise RequestError(f"seat must be a seat in 0..{players - 1}, got {seat!r}")
+        raise RequestError(f"seat must be a seat in 0..{players - 1}, got {_shown(seat)}")
     seed = body.get("seed")
     if seed is None:
         seed = secrets.randbelow(2**31)
     elif not is_int(seed) or not 0 <= seed < 2**63:
-        raise RequestError(f"seed must be a non-negative whole number, got {seed!r}")
+        raise RequestError(f"seed must be a non-negative whole number, got {_shown(seed)}")
     return {"opponents": choices, "num_players": players, "seat": seat, "rules": rules, "length": length, "seed": seed}

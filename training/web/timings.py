@@ -6,6 +6,10 @@ opponent's decision time inside the game driver at 2 and 4 players (observation,
 agent's explanation for the replay, its move), and the round trip of a move request (the
 person's move, then every bot until the person's turn). Wall-clock times: run it on a
 quiet machine.
+
+``--costs`` measures instead the CPU time of one search iteration of each costly bot at
+each table size, the figures behind the server's bound on the work of one request
+(:data:`training.web.games.ITERATION_SECONDS`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .app import ServerConfig, create_app
-from .games import HumanGame, OpponentCatalog
+from .games import ITERATION_SECONDS, HumanGame, OpponentCatalog
 
 OPPONENTS = ("random", "rule", "belief", "ismcts", "checkpoint:shipped/ppo_2to4p")
 
@@ -118,7 +122,7 @@ def decision_timings(checkpoints: dict[str, Path], seeds: int) -> None:
         for opponent in OPPONENTS:
             times: list[float] = []
             for seed in range(seeds):
-                choices = [catalog.choose(opponent)] * (players - 1)
+                choices = [catalog.choose(opponent, players)] * (players - 1)
                 game = HumanGame(choices, players, 0, "classic", "round", seed, lambda game, replay: None)
                 rng = np.random.default_rng(seed)
                 while not game.finished:
@@ -127,10 +131,47 @@ def decision_timings(checkpoints: dict[str, Path], seeds: int) -> None:
             print(_line(f"{players}p {opponent}", times))
 
 
+#: The opponents measured for each kind of search in :data:`ITERATION_SECONDS`, and their iterations.
+COST_PROBES: list[tuple[str, str, int]] = [
+    ("ismcts", "ismcts:iterations=2000,width=0", 2000),
+    ("ismcts-tree", "ismcts:iterations=100,tree_depth=4,width=16", 100),
+    ("guided", "guided:iterations=300,width=0,depth=4", 300),
+    ("guided", "guided:iterations=300,width=0,depth=4,opponents=belief", 300),
+]
+
+
+def cost_timings(checkpoints: dict[str, Path], seeds: int) -> None:
+    """CPU seconds per iteration of each search (95th percentile and largest over the decisions
+    of ``seeds`` rounds against random moves), next to the figures the server uses."""
+    from training.checkpoint import load_agent
+
+    catalog = OpponentCatalog(checkpoints, lambda path, seed: load_agent(path, seed=seed))
+
+    def play(opponent: str, players: int, seed: int) -> list[float]:
+        choices = [catalog.choose(opponent, players)] * (players - 1)
+        game = HumanGame(choices, players, 0, "classic", "round", seed, lambda game, replay: None)
+        rng = np.random.default_rng(seed)
+        while not game.finished:
+            game.move(int(rng.choice([m["action"] for m in game.view()["legal"]])))
+        return game.bot_cpu_seconds
+
+    print("CPU time of one search iteration (each decision's CPU time over its iterations):")
+    for kind, opponent, iterations in COST_PROBES:
+        play(opponent, 2, seeds)  # not measured: loads the compiled kernels and the network
+        for players in (2, 3, 4):
+            per_iteration = [t / iterations for seed in range(seeds) for t in play(opponent, players, seed)]
+            ms = np.asarray(per_iteration) * 1000
+            print(
+                f"  {opponent:<55} {players}p n={len(ms):4d}  p95 {np.percentile(ms, 95):.4f} ms  max {ms.max():.4f} ms"
+                f"  (the server assumes {ITERATION_SECONDS[kind][players] * 1000:.4f} ms)"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.web.timings", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=20, help="requests and page loads per measurement (default 20)")
     parser.add_argument("--seeds", type=int, default=10, help="rounds per opponent for decision times (default 10)")
+    parser.add_argument("--costs", action="store_true", help="measure only the CPU cost of a search iteration")
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.seeds < 1:
         parser.error("--repeats and --seeds must be positive")
@@ -140,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("run it from the repository root: it plays checkpoints/shipped/ppo_2to4p.pt")
     import training.checkpoint  # noqa: F401  (torch loads now, as python -m training.serve does at start-up)
 
+    if args.costs:
+        cost_timings(checkpoints, args.seeds)
+        return 0
     with tempfile.TemporaryDirectory() as replays:
         base, server = _start_server(ServerConfig(Path(replays), None, checkpoints))
         print(f"Server at {base}")

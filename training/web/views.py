@@ -29,6 +29,11 @@ def card_reference() -> list[dict[str, Any]]:
     ]
 
 
+def seat_name(seat: int, agent: str) -> str:
+    """How the pages name a seat: as the turn log does (``player_1``), with who sits there."""
+    return f"player_{seat} ({agent})"
+
+
 def legal_moves(state: GameState) -> list[dict[str, Any]]:
     """The legal actions of the player to act, decoded for the page (card, target seat, guess, words)."""
     seat, n = state.current, state.num_players
@@ -131,7 +136,7 @@ def _frame_view(replay: Replay, frame: Frame, viewer: int | None, names: list[st
 
 def replay_view(replay: Replay, viewer: int | None) -> dict[str, Any]:
     """Every frame of ``replay`` (each round's deal, then the table after every move) as ``viewer`` saw it."""
-    names = [a.name for a in replay.agents]
+    names = [seat_name(p, a.name) for p, a in enumerate(replay.agents)]
     return {
         "num_players": replay.num_players,
         "rules": replay.rules.name,

@@ -112,6 +112,12 @@ function preferredCheckpoint(players) {
   return offered.includes(shipped) ? shipped : offered[0];
 }
 
+// The bots that take options (the searches), by name: {option: what it may be}.
+function botOptions(name) {
+  const bot = state.meta.opponents.bots.find((b) => b.name === name);
+  return bot && bot.options.length ? bot.allowed : null;
+}
+
 function renderOpponentRows() {
   const count = Number(document.getElementById("players").value) - 1;
   const rows = [];
@@ -119,7 +125,11 @@ function renderOpponentRows() {
     const select = el("select", { id: `opp-${i}`, class: "opponent" }, opponentOptions());
     select.value = i === 1 && preferredCheckpoint(count + 1) ? `checkpoint:${preferredCheckpoint(count + 1)}` : "belief";
     const options = el("input", { id: `opt-${i}`, placeholder: "options, e.g. iterations=300", size: 26 });
-    const sync = () => { options.hidden = select.value !== "ismcts"; };
+    const sync = () => {
+      const allowed = botOptions(select.value);
+      options.hidden = !allowed;
+      options.title = allowed ? Object.entries(allowed).map(([k, v]) => `${k}: ${v}`).join("\n") : "";
+    };
     select.addEventListener("change", sync);
     sync();
     rows.push(el("div", { class: "row" }, el("label", {}, `Opponent ${i} `, select), options));
@@ -134,7 +144,7 @@ async function startGame(event) {
   for (let i = 1; i < players; i++) {
     const name = document.getElementById(`opp-${i}`).value;
     const options = document.getElementById(`opt-${i}`).value.trim();
-    opponents.push(name === "ismcts" && options ? `${name}:${options}` : name);
+    opponents.push(botOptions(name) && options ? `${name}:${options}` : name);
   }
   const request = { players, opponents, rules: document.getElementById("rules").value, length: document.getElementById("length").value };
   const seed = document.getElementById("seed").value.trim();
@@ -378,14 +388,35 @@ async function loadLeaderboard() {
       return;
     }
     message.textContent = `League run in ${data.folder}: ratings fitted on every episode, best first.`;
-    const columns = Object.keys(data.rows[0] || {});
-    table.replaceChildren(el("tr", {}, columns.map((c) => el("th", {}, c))),
-      ...data.rows.map((row) => el("tr", {}, columns.map((c) => el("td", {}, row[c])))));
+    table.replaceChildren(el("tr", {}, data.columns.map((c) => el("th", {}, c))),
+      ...data.cells.map((row) => el("tr", {}, row.map((c) => el("td", {}, c)))));
     table.hidden = false;
-    if (data.chart) { chart.src = "/leaderboard/league.png"; chart.hidden = false; }
+    renderRatingChart(chart, data.ratings);
+    document.getElementById("league-png").hidden = !data.chart;
   } catch (err) {
     showError(err.message);
   }
+}
+
+// Ratings as bars from the agents' average: the differences are what a rating means, and
+// bars from 0 would make 1414 and 1552 look alike.
+function renderRatingChart(chart, ratings) {
+  if (!ratings.length) { chart.hidden = true; return; }
+  const average = ratings.reduce((sum, r) => sum + r.rating, 0) / ratings.length;
+  const span = 1.1 * Math.max(1, ...ratings.map((r) => Math.abs(r.rating - average)));
+  const rows = ratings.map((r) => {
+    const diff = r.rating - average;
+    const left = 50 + (Math.min(0, diff) / span) * 50;
+    const fill = el("div", { class: "fill" + (diff < 0 ? " below" : ""), style: `left:${left.toFixed(2)}%;width:${((Math.abs(diff) / span) * 50).toFixed(2)}%` });
+    return el("div", { class: "rating-row" }, el("span", { class: "agent" }, r.agent),
+      el("div", { class: "track" }, el("div", { class: "axis" }), fill),
+      el("span", { class: "value" }, `${Math.round(r.rating)} (${diff >= 0 ? "+" : "−"}${Math.abs(Math.round(diff))})`));
+  });
+  const scale = el("div", { class: "rating-row scale" }, el("span", {}),
+    el("div", { class: "ticks" }, el("span", {}, Math.round(average - span)), el("span", {}, `${Math.round(average)} (average)`), el("span", {}, Math.round(average + span))),
+    el("span", {}));
+  chart.replaceChildren(el("h3", {}, "Rating against the average agent"), ...rows, scale);
+  chart.hidden = false;
 }
 
 // Pages -----------------------------------------------------------------------------------

@@ -1,0 +1,233 @@
+"""The core's kernels compiled for CUDA: one game per GPU thread, from the same Python
+source as the CPU kernels of :mod:`.kernels`.
+
+Every per-game kernel (``play``, ``start_round``, ``legal_bits``, ``observe_into``, ...)
+is written once, in :mod:`.kernels` and :mod:`.sampling`, and compiled twice: by
+``@njit`` for the CPU (what those modules export) and here, by :func:`device_function`,
+as a CUDA device function. :func:`device_function` takes a CPU dispatcher's Python
+source and compiles it with ``numba.cuda.jit(device=True)`` in a namespace where every
+kernel it calls is itself replaced by its device version, so one function body serves
+both targets and no rule is written for the GPU alone.
+
+The CUDA kernels below are the batch drivers: each thread steps one game's record (a row
+of ``uint8 [N, RECORD_SIZE]`` in device memory) and writes its outputs. They read and
+write any CUDA array (numba device arrays, or torch CUDA tensors through
+``__cuda_array_interface__``, with no copy), and run unchanged in numba's CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``) on numpy arrays, which is how the tests check them without
+a GPU.
+
+Deals on the GPU come from a counter-based generator instead of the CPU's sequential
+one: the ``k``-th deal of game ``g`` under seed ``s`` is a function of ``(s, g, k)``
+alone (:func:`.sampling.stream_key`), so threads need no shared generator state and the
+same seed gives the same games on every run. They are not the CPU's games for the same
+seed (docs/batched.md).
+
+This module imports ``numba.cuda`` (the ``cuda`` extra: ``pip install
+"loveletter-env[cuda]"``); nothing else in the package imports it unless a CUDA device
+is asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+if not hasattr(np, "row_stack"):
+    # numba-cuda 0.30 registers an overload for np.row_stack when it first compiles a kernel;
+    # NumPy 2.5 removed that alias of np.vstack, and every kernel compile then fails.
+    setattr(np, "row_stack", np.vstack)  # noqa: B010 (an attribute this NumPy lacks)
+
+from numba import cuda  # noqa: E402
+from numba import types as nb  # noqa: E402
+from numba.core.registry import CPUDispatcher  # noqa: E402
+
+from ..actions import NUM_ACTIONS  # noqa: E402
+from .kernels import (  # noqa: E402
+    deal_from_key,
+    legal_bits,
+    lowest_round_winner,
+    observe_into,
+    play,
+    restart_game,
+    start_round,
+    write_mask_bytes,
+)
+from .layout import (  # noqa: E402
+    CURRENT,
+    GAME_OVER,
+    GAME_WINNERS,
+    MAX_SEATS,
+    NUM_PLAYERS,
+    ROUND_OVER,
+    ROUND_WINNERS,
+    TOKENS,
+)
+from .sampling import GOLDEN, nth_set_bit, pick, popcount, stream_key  # noqa: E402
+
+#: Threads per block: a game's turn keeps many values in registers, so blocks stay small.
+THREADS_PER_BLOCK = 128
+
+
+def device_function(dispatcher: Any, built: dict[Any, Any]) -> Any:
+    """The CUDA device version of the CPU kernel ``dispatcher`` (an ``@njit`` function).
+
+    Its Python function is rebuilt over a copy of its module's globals in which every
+    ``@njit`` kernel it can call is replaced, recursively, by that kernel's device version
+    (``built`` maps each Python function to its device version, shared by one build so
+    that each kernel compiles once). Compilation itself happens on first use, lazily."""
+    source = dispatcher.py_func
+    if source in built:
+        return built[source]
+    namespace = dict(source.__globals__)
+    clone = types.FunctionType(source.__code__, namespace, source.__name__, source.__defaults__, source.__closure__)
+    built[source] = device = cuda.jit(device=True)(clone)
+    for name, value in source.__globals__.items():
+        if isinstance(value, CPUDispatcher):
+            namespace[name] = device_function(value, built)
+    return device
+
+
+def cuda_kernel(body: Callable[..., None], built: dict[Any, Any]) -> Any:
+    """``body`` (a plain function of this module calling CPU kernels by name) as a CUDA
+    kernel whose calls go to the device versions (see :func:`device_function`)."""
+    namespace = dict(body.__globals__)
+    for name, value in body.__globals__.items():
+        if isinstance(value, CPUDispatcher):
+            namespace[name] = device_function(value, built)
+    return cuda.jit(types.FunctionType(body.__code__, namespace, body.__name__, body.__defaults__))
+
+
+# Kernel bodies: one game per thread (compiled by build_kernels) -------------------------
+
+
+def _reset_kernel(
+    records, decks, use_decks, first_players, use_first_players, seed, deals, orders, placements, masks, legal, current
+):
+    """Start a new game in every record (the CPU's ``reset_batch``): from ``decks[g]`` and
+    ``first_players[g]`` where ``use_decks`` / ``use_first_players``, else from the game's
+    next key of the stream ``seed`` (a deck as :func:`.kernels.deal_from_key` deals it, a
+    first seat ``pick(num_players, key)``)."""
+    g = cuda.grid(1)
+    if g < records.shape[0]:
+        r = records[g]
+        restart_game(r)
+        key = stream_key(seed, g, deals[g])
+        deals[g] += 1
+        first = np.int64(first_players[g]) if use_first_players else pick(np.int64(r[NUM_PLAYERS]), key)
+        if use_decks:
+            start_round(r, decks[g], first)
+        else:
+            deal_from_key(r, orders, placements, key, first)
+        current[g] = r[CURRENT]
+        bits = legal_bits(r)
+        legal[g] = bits
+        write_mask_bytes(bits, masks[g])
+
+
+def _step_kernel(
+    records, actions, draw_actions, sampler, episode_is_round, seed, deals, orders, placements,
+    rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
+):  # fmt: skip
+    """One turn of every game, as the CPU's ``step_batch`` / ``random_step_batch`` play it:
+    the same outputs, and with ``draw_actions`` the same actions for the same ``sampler``
+    counter (game ``g`` draws with counter ``sampler + (g + 1) * GOLDEN``, as the CPU's
+    loop does game after game). Rounds that end are dealt afresh from the game's next key
+    of the stream ``seed``."""
+    g = cuda.grid(1)
+    if g >= records.shape[0]:
+        return
+    r = records[g]
+    if draw_actions:
+        bits = legal[g]
+        action = nth_set_bit(bits, pick(popcount(bits), sampler + np.uint64(g + 1) * GOLDEN))
+        actions[g] = action
+    else:
+        action = np.int64(actions[g])
+        if action < 0 or action >= NUM_ACTIONS or (legal[g] >> np.uint64(action)) & np.uint64(1) == 0:
+            return  # unchecked input (validate_actions off): the game is left as it was
+    play(r, action)
+    over = r[ROUND_OVER] != 0
+    round_over[g] = over
+    for seat in range(MAX_SEATS):
+        round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
+        tokens[g, seat] = r[TOKENS + seat]
+        rewards[g, seat] = 0.0
+    done = False
+    if over:
+        done = episode_is_round or r[GAME_OVER] != 0
+        key = stream_key(seed, g, deals[g])
+        deals[g] += 1
+        if done:
+            winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
+            for seat in range(np.int64(r[NUM_PLAYERS])):
+                rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
+            restart_game(r)
+            first = pick(np.int64(r[NUM_PLAYERS]), key)
+        else:
+            first = lowest_round_winner(r)
+        deal_from_key(r, orders, placements, key, first)
+    dones[g] = done
+    current[g] = r[CURRENT]
+    bits = legal_bits(r)
+    legal[g] = bits
+    write_mask_bytes(bits, masks[g])
+    if observe:
+        observe_into(r, np.int64(r[CURRENT]), observations[g])
+
+
+def _observe_kernel(records, seats, out):
+    """``out[g]`` = game ``g`` seen from ``seats[g]``."""
+    g = cuda.grid(1)
+    if g < records.shape[0]:
+        observe_into(records[g], np.int64(seats[g]), out[g])
+
+
+#: The kernel bodies by the names :func:`build_kernels` gives their compiled versions.
+KERNEL_BODIES: dict[str, Callable[..., None]] = {
+    "reset": _reset_kernel,
+    "step": _step_kernel,
+    "observe": _observe_kernel,
+}
+
+
+_BYTES = nb.uint8[:, ::1]  # records, deck tables, masks; bool outputs are written as bytes
+_FLAGS = nb.uint8[::1]
+_LONGS = nb.int64[::1]
+_FLOATS = nb.float32[:, ::1]
+#: The argument types the batched env launches each kernel with (C-contiguous arrays of
+#: torch tensors; bool tensors viewed as bytes). The PTX check compiles these.
+KERNEL_SIGNATURES: dict[str, tuple[Any, ...]] = {
+    "reset": (
+        _BYTES, nb.int8[:, ::1], nb.boolean, _LONGS, nb.boolean, nb.uint64, _LONGS, _BYTES, _BYTES,
+        _BYTES, nb.uint64[::1], _LONGS,
+    ),
+    "step": (
+        _BYTES, _LONGS, nb.boolean, nb.uint64, nb.boolean, nb.uint64, _LONGS, _BYTES, _BYTES,
+        _FLOATS, _FLAGS, _FLAGS, _BYTES, nb.int8[:, ::1], _LONGS, _BYTES, nb.uint64[::1], _FLOATS, nb.boolean,
+    ),
+    "observe": (_BYTES, _LONGS, _FLOATS),
+}  # fmt: skip
+
+
+def build_kernels() -> types.SimpleNamespace:
+    """A fresh compilation of every CUDA kernel (attributes named as in ``KERNEL_BODIES``),
+    each with its own copies of the device functions. Kernels compile on first launch, or
+    for a given architecture with ``numba.cuda.compile_ptx`` (the tests' PTX check)."""
+    built: dict[Any, Any] = {}
+    return types.SimpleNamespace(**{name: cuda_kernel(body, built) for name, body in KERNEL_BODIES.items()})
+
+
+@functools.cache
+def compiled_kernels() -> types.SimpleNamespace:
+    """The kernels this process launches (one build, compiled on first launch)."""
+    return build_kernels()
+
+
+def launch(kernel: Any, num_games: int, stream: Any, *args: Any) -> None:
+    """Launch ``kernel`` with one thread per game on ``stream`` (0: the default stream)."""
+    blocks = (num_games + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
+    kernel[blocks, THREADS_PER_BLOCK, stream](*args)

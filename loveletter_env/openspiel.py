@@ -1,0 +1,456 @@
+"""Love Letter as an OpenSpiel game: ``import loveletter_env.openspiel`` registers ``love_letter``.
+
+One episode is one round, player 0 moves first, and the rules are the project's own: every
+move goes through :mod:`loveletter_env.engine`, and the observation tensor is
+:func:`~loveletter_env.observation.encode_observation`, the env's observation vector.
+
+Chance deals the deck one card at a time before play, each card drawn from the cards not
+yet dealt with its exact probability (count / cards left). Chance outcome ``v - 1`` deals
+card value ``v``. The whole order is fixed before the first move because the engine takes
+a full deck; no player sees any of it until the engine shows it to them, so the
+information states are those of a game whose cards are revealed as they are drawn. On a
+ladder rung the face-up cards are fixed (sorted, at deck positions 1..16-k), so chance
+deals only the k cards in play.
+
+Parameters (``pyspiel.load_game("love_letter", {"players": 3, "rules": "pegasus"})``):
+
+* ``players``: 2, 3 or 4 (default 2).
+* ``rules``: a preset name from :data:`loveletter_env.rules.PRESETS` (default ``"classic"``).
+* ``information``: what a player's information state holds (default ``"full"``).
+
+  - ``"full"``: the game as played at a table. Every move is announced in full (card,
+    target, a Guard's guess), so a player's information state is every move so far and
+    what the player saw after each: its hand, the cards it knows others hold, the cards
+    discarded (its observation after every move, plus the move itself). The tensor holds
+    the current observation vector, the hand dealt, then per move: who moved (seat offset),
+    the action, and the player's hand, known cards and the cards discarded after it.
+  - ``"observations"``: what the env shows a player, remembered: its observation vector at
+    each of its decisions, and the action it took there (the information sets of
+    ``training.solve`` and of the project's agents, which see only observations). The env's
+    observation does not show a missed Guard's guess against the observer, so this game
+    differs from ``"full"``: on ``mini6``, player 0's equilibrium score is 0.579 here and
+    0.553 in ``"full"``.
+
+Returns: each of the k winners of the round gets (n - k) / k and every other player -1, so
+they sum to zero: +1 / -1 at 2 players, and 0 each for a shared win. In the score units of
+the project's solver (1 a win, 1/2 a shared win, 0 a loss), a 2-player return is
+2 * score - 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from . import engine
+from .actions import NUM_ACTIONS, describe_action
+from .cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, NUM_CARD_TYPES, card_name
+from .observation import OBSERVATION_SIZE, encode_observation
+from .render import narrate, render_seat_view
+from .rules import PRESETS, Rules, resolve_rules
+from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players
+
+GAME_NAME = "love_letter"
+#: What a player's information state holds (the ``information`` parameter).
+INFORMATION_KINDS: tuple[str, ...] = ("full", "observations")
+DEFAULT_PARAMETERS: dict[str, Any] = {"players": 2, "rules": "classic", "information": "full"}
+
+_GAME_TYPE = pyspiel.GameType(
+    short_name=GAME_NAME,
+    long_name="Love Letter (one round)",
+    dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
+    chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
+    information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
+    utility=pyspiel.GameType.Utility.ZERO_SUM,
+    reward_model=pyspiel.GameType.RewardModel.TERMINAL,
+    max_num_players=MAX_PLAYERS,
+    min_num_players=MIN_PLAYERS,
+    provides_information_state_string=True,
+    provides_information_state_tensor=True,
+    provides_observation_string=True,
+    provides_observation_tensor=True,
+    parameter_specification=DEFAULT_PARAMETERS,
+)
+
+
+def round_returns(num_players: int, winners: Sequence[int]) -> list[float]:
+    """Zero-sum returns of a finished round: (n - k) / k to each of the k winners, -1 to the rest."""
+    share = (num_players - len(winners)) / len(winners)
+    return [share if p in winners else -1.0 for p in range(num_players)]
+
+
+class DealPlan:
+    """One game's constants: its table size and rules, and which deck positions chance deals.
+
+    ``fixed`` holds the cards at positions no chance node decides (a rung's face-up cards,
+    sorted), ``chance_positions`` the positions chance fills, in order, ``counts[v]`` how
+    many copies of value ``v`` chance deals in all, and ``max_turns`` the most moves a
+    round can take (every turn begins with a draw from the pile).
+    """
+
+    def __init__(self, rules: Rules, num_players: int, information: str = "full"):
+        self.rules = rules
+        self.num_players = num_players
+        self.information = information
+        face_up = rules.face_up_cards or ()
+        self.fixed: dict[int, int] = {1 + i: card for i, card in enumerate(face_up)}
+        self.chance_positions: tuple[int, ...] = tuple(p for p in range(DECK_SIZE) if p not in self.fixed)
+        counts = dict(CARD_COUNTS)
+        for card in face_up:
+            counts[card] -= 1
+        self.counts: dict[int, int] = counts
+        self.max_turns = DECK_SIZE - (1 + rules.face_up_count(num_players) + num_players)
+
+    def __deepcopy__(self, memo: dict) -> DealPlan:
+        return self  # never changes: every state of a game shares it
+
+
+class LoveLetterGame(pyspiel.Game):
+    """One round of Love Letter for OpenSpiel (``players``: 2-4, ``rules``: a preset name)."""
+
+    def __init__(self, params: dict[str, Any] | None = None):
+        params = {**DEFAULT_PARAMETERS, **(params or {})}
+        unknown = sorted(set(params) - set(DEFAULT_PARAMETERS))
+        if unknown:
+            raise ValueError(f"unknown love_letter parameter(s) {unknown}; parameters are {sorted(DEFAULT_PARAMETERS)}")
+        num_players = check_num_players(params["players"], "players")
+        rules_name = params["rules"]
+        if not isinstance(rules_name, str) or rules_name not in PRESETS:
+            raise ValueError(f"rules must be one of {sorted(PRESETS)}, got {rules_name!r}")
+        self.rules: Rules = resolve_rules(rules_name)
+        self.rules.check_num_players(num_players)  # a rung is 2-player only
+        information = params["information"]
+        if information not in INFORMATION_KINDS:
+            raise ValueError(f"information must be one of {list(INFORMATION_KINDS)}, got {information!r}")
+        self.plan = DealPlan(self.rules, num_players, information)
+        info = pyspiel.GameInfo(
+            num_distinct_actions=NUM_ACTIONS,
+            max_chance_outcomes=NUM_CARD_TYPES,
+            num_players=num_players,
+            min_utility=-1.0,
+            max_utility=float(num_players - 1),
+            utility_sum=0.0,
+            max_game_length=self.plan.max_turns,
+        )
+        super().__init__(_GAME_TYPE, info, {"players": num_players, "rules": rules_name, "information": information})
+
+    def new_initial_state(self) -> LoveLetterState:
+        """The round before the deal: a chance node."""
+        return LoveLetterState(self)
+
+    def make_py_observer(self, iig_obs_type: Any = None, params: dict | None = None) -> Any:
+        """The information-state observer (``perfect_recall=True``), else the env's observation."""
+        if params:
+            raise ValueError(f"love_letter observers take no parameters, got {params!r}")
+        if iig_obs_type is None:
+            iig_obs_type = pyspiel.IIGObservationType(perfect_recall=False)
+        if not iig_obs_type.public_info or iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER:
+            raise ValueError(
+                "love_letter observes for one player with public information "
+                f"(public_info=True, private_info=SINGLE_PLAYER), got {iig_obs_type}"
+            )
+        if not iig_obs_type.perfect_recall:
+            return EnvObservationObserver()
+        if self.plan.information == "observations":
+            return ObservationHistoryObserver(self)
+        return InformationStateObserver(self)
+
+
+class Snapshot:
+    """What one moment of the round shows each seat: hands, known cards, discard counts."""
+
+    __slots__ = ("actor", "action", "hands", "known", "discarded", "decision")
+
+    def __init__(self, state: engine.GameState, actor: int, action: int, decision: np.ndarray | None = None):
+        n = state.num_players
+        self.actor = actor
+        self.action = action
+        #: ``information="observations"``: the actor's observation when it chose ``action``.
+        self.decision = decision
+        self.hands = tuple(map(state.hand_of, range(n)))
+        self.known = tuple(map(tuple, state.known))
+        self.discarded = tuple(map(len, state.discards))
+
+
+class _Round:
+    """The mutable part of a state: the deal so far, then the engine's game and the snapshots."""
+
+    def __init__(self, plan: DealPlan):
+        self.plan = plan
+        self.deck = [0] * DECK_SIZE
+        for position, card in plan.fixed.items():
+            self.deck[position] = card
+        self.to_deal = dict(plan.counts)
+        self.dealt = 0
+        self.engine: engine.GameState | None = None
+        self.snapshots: list[Snapshot] = []
+
+    def __deepcopy__(self, memo: dict) -> _Round:
+        # pyspiel clones a Python state by deep-copying its attributes: the engine's clone is faster.
+        clone = _Round.__new__(_Round)
+        clone.plan = self.plan
+        clone.deck = self.deck[:]
+        clone.to_deal = dict(self.to_deal)
+        clone.dealt = self.dealt
+        clone.engine = None if self.engine is None else self.engine.clone()
+        clone.snapshots = self.snapshots[:]  # snapshots never change once taken
+        return clone
+
+
+class LoveLetterState(pyspiel.State):
+    """A round in progress: the deal (chance nodes), then the engine's game state."""
+
+    def __init__(self, game: LoveLetterGame):
+        super().__init__(game)
+        self._round = _Round(game.plan)  # the only attribute: a clone deep-copies it
+
+    @property
+    def engine(self) -> engine.GameState | None:
+        """The engine's game state once the deal is done (``None`` while chance deals)."""
+        return self._round.engine
+
+    @property
+    def snapshots(self) -> list[Snapshot]:
+        """One snapshot after the deal, then one after every move."""
+        return self._round.snapshots
+
+    # The deal ------------------------------------------------------------------
+    def _deal(self, card: int) -> None:
+        deal = self._round
+        plan = deal.plan
+        deal.deck[plan.chance_positions[deal.dealt]] = card
+        deal.to_deal[card] -= 1
+        deal.dealt += 1
+        left = [v for v in CARD_VALUES if deal.to_deal[v]]
+        if len(left) == 1:  # only copies of one card are left: their places are no longer chance
+            for position in plan.chance_positions[deal.dealt :]:
+                deal.deck[position] = left[0]
+            deal.dealt = len(plan.chance_positions)
+            deal.to_deal[left[0]] = 0
+        if deal.dealt == len(plan.chance_positions):
+            deal.engine = engine.new_game(plan.num_players, deal.deck, first_player=0, rules=plan.rules)
+            deal.snapshots.append(Snapshot(deal.engine, -1, -1))
+
+    def chance_outcomes(self) -> list[tuple[int, float]]:
+        """Each card still to deal, as ``(value - 1, copies left / cards left)``."""
+        to_deal = self._round.to_deal
+        total = sum(to_deal.values())
+        return [(v - 1, count / total) for v, count in to_deal.items() if count]
+
+    # OpenSpiel's state API -----------------------------------------------------
+    def current_player(self) -> int:
+        if self.engine is None:
+            return int(pyspiel.PlayerId.CHANCE)
+        if self.engine.round_over:
+            return int(pyspiel.PlayerId.TERMINAL)
+        return self.engine.current
+
+    def _legal_actions(self, player: int) -> list[int]:
+        assert self.engine is not None and player == self.engine.current
+        return list(engine.legal_actions(self.engine))
+
+    def _apply_action(self, action: int) -> None:
+        game = self._round.engine
+        if game is None:
+            self._deal(int(action) + 1)
+            return
+        actor = game.current
+        decision = encode_observation(game, actor) if self._round.plan.information == "observations" else None
+        engine.step(game, int(action))
+        self._round.snapshots.append(Snapshot(game, actor, int(action), decision))
+
+    def _action_to_string(self, player: int, action: int) -> str:
+        if player == pyspiel.PlayerId.CHANCE:
+            return f"deal {card_name(int(action) + 1)}"
+        return describe_action(int(action), player, self._round.plan.num_players)
+
+    def is_terminal(self) -> bool:
+        return self.engine is not None and self.engine.round_over
+
+    def returns(self) -> list[float]:
+        game = self._round.engine
+        if game is None or not game.round_over:
+            return [0.0] * self._round.plan.num_players
+        return round_returns(self._round.plan.num_players, game.round_winners)
+
+    def __str__(self) -> str:
+        deck = " ".join(card_name(c) if c else "?" for c in self._round.deck)
+        if self.engine is None:
+            return f"dealing: {deck}"
+        moves = "; ".join(narrate(event, -1) for event in self.engine.history)
+        return f"deck: {deck} | hands: {self.engine.hands} | {moves or 'no move yet'}"
+
+
+# Observers ---------------------------------------------------------------------------
+
+
+class EnvObservationObserver:
+    """The env's observation vector (:func:`~loveletter_env.observation.encode_observation`)."""
+
+    def __init__(self) -> None:
+        self.tensor = np.zeros(OBSERVATION_SIZE, np.float32)
+        self.dict = {"observation": self.tensor}
+
+    def set_from(self, state: LoveLetterState, player: int) -> None:
+        if state.engine is None:
+            self.tensor.fill(0.0)  # nothing is dealt yet, so nothing is observed
+        else:
+            self.tensor[:] = encode_observation(state.engine, player)
+
+    def string_from(self, state: LoveLetterState, player: int) -> str:
+        if state.engine is None:
+            return f"player_{player}: dealing"
+        return render_seat_view(state.engine, player)
+
+
+class InformationStateObserver:
+    """Perfect recall: the deal a player saw, then each move and what they knew after it.
+
+    Tensor layout (``dict`` holds the named views): ``observation`` (the current env
+    observation), ``dealt`` (own hand after the deal, counts per value), then per move
+    slot, up to the game's longest round: ``actor`` (one-hot seat offset from the
+    observer), ``action`` (one-hot), ``hand`` (counts per value), ``known`` (per other seat
+    offset, one-hot card known), ``discarded`` (per seat offset, counts of values discarded
+    in that move).
+    """
+
+    def __init__(self, game: LoveLetterGame):
+        self.num_players = game.num_players()
+        moves = game.plan.max_turns
+        pieces = [
+            ("observation", (OBSERVATION_SIZE,)),
+            ("dealt", (NUM_CARD_TYPES,)),
+            ("actor", (moves, MAX_PLAYERS)),
+            ("action", (moves, NUM_ACTIONS)),
+            ("hand", (moves, NUM_CARD_TYPES)),
+            ("known", (moves, MAX_PLAYERS - 1, NUM_CARD_TYPES)),
+            ("discarded", (moves, MAX_PLAYERS, NUM_CARD_TYPES)),
+        ]
+        self.tensor, self.dict = _tensor_views(pieces)
+
+    def set_from(self, state: LoveLetterState, player: int) -> None:
+        self.tensor.fill(0.0)
+        if state.engine is None:
+            return
+        n = self.num_players
+        view = self.dict
+        view["observation"][:] = encode_observation(state.engine, player)
+        for card in state.snapshots[0].hands[player]:
+            view["dealt"][card - 1] += 1
+        discards = state.engine.discards
+        for slot, (before, after) in enumerate(zip(state.snapshots, state.snapshots[1:])):
+            view["actor"][slot, (after.actor - player) % n] = 1
+            view["action"][slot, after.action] = 1
+            for card in after.hands[player]:
+                view["hand"][slot, card - 1] += 1
+            for offset in range(1, n):
+                card = after.known[player][(player + offset) % n]
+                if card:
+                    view["known"][slot, offset - 1, card - 1] = 1
+            for offset in range(n):
+                seat = (player + offset) % n
+                for card in discards[seat][before.discarded[seat] : after.discarded[seat]]:
+                    view["discarded"][slot, offset, card - 1] += 1
+
+    def string_from(self, state: LoveLetterState, player: int) -> str:
+        game_part = f"player_{player} of {self.num_players}"
+        if state.engine is None:
+            return f"{game_part}: dealing"
+        n = self.num_players
+        first = state.engine
+        dealt = state.snapshots[0]
+        face_up = " face up " + _cards(first.face_up) if n == 2 else ""
+        parts = [f"{game_part}:{face_up} hand {_cards(sorted(dealt.hands[player]))}"]
+        for before, after, event in zip(state.snapshots, state.snapshots[1:], first.history):
+            known = [
+                f"player_{seat} {card_name(after.known[player][seat])}"
+                for seat in range(n)
+                if seat != player and after.known[player][seat]
+            ]
+            discarded = [
+                f"player_{seat} {_cards(first.discards[seat][before.discarded[seat] : after.discarded[seat]])}"
+                for seat in range(n)
+                if after.discarded[seat] > before.discarded[seat]
+            ]
+            parts.append(
+                f"{narrate(event, player)} Hand {_cards(sorted(after.hands[player]))}; "
+                f"known {', '.join(known) or '-'}; discarded {', '.join(discarded)}"
+            )
+        return " | ".join(parts)
+
+
+class ObservationHistoryObserver:
+    """``information="observations"``: what the env shows a player, remembered.
+
+    The player's observation vector at each of its decisions and the action it took there,
+    then its observation now: the information sets of the project's agents, which see only
+    observations, and of ``training.solve``. The env's observation leaves out a missed
+    Guard's guess against the observer, so these information sets are coarser than
+    ``"full"``'s, which hear every move as it is announced.
+
+    Tensor: ``observation`` (now), then per decision slot, up to the most turns one player
+    can take in a round: ``decision_observation`` and ``decision_action`` (one-hot).
+    """
+
+    def __init__(self, game: LoveLetterGame):
+        # Two players at least are in the round while it goes on, and no one plays twice in a row.
+        slots = (game.plan.max_turns + 1) // 2
+        self.pieces = [
+            ("observation", (OBSERVATION_SIZE,)),
+            ("decision_observation", (slots, OBSERVATION_SIZE)),
+            ("decision_action", (slots, NUM_ACTIONS)),
+        ]
+        self.tensor, self.dict = _tensor_views(self.pieces)
+
+    def _decisions(self, state: LoveLetterState, player: int) -> list[tuple[np.ndarray, int]]:
+        """``(observation, action)`` at each of ``player``'s decisions so far."""
+        return [
+            (snap.decision, snap.action)
+            for snap in state.snapshots[1:]
+            if snap.actor == player and snap.decision is not None
+        ]
+
+    def set_from(self, state: LoveLetterState, player: int) -> None:
+        self.tensor.fill(0.0)
+        if state.engine is None:
+            return
+        self.dict["observation"][:] = encode_observation(state.engine, player)
+        for slot, (observation, action) in enumerate(self._decisions(state, player)):
+            self.dict["decision_observation"][slot] = observation
+            self.dict["decision_action"][slot, action] = 1
+
+    def string_from(self, state: LoveLetterState, player: int) -> str:
+        if state.engine is None:
+            return f"player_{player}: dealing"
+        parts = [f"player_{player}"]
+        for observation, action in self._decisions(state, player):
+            parts.append(f"{_observation_text(observation)} -> {action}")
+        parts.append(_observation_text(encode_observation(state.engine, player)))
+        return " | ".join(parts)
+
+
+def _observation_text(observation: np.ndarray) -> str:
+    """An observation vector exactly and briefly: its nonzero entries as ``index:value``."""
+    return " ".join(f"{i}:{int(observation[i])}" for i in np.flatnonzero(observation))
+
+
+def _tensor_views(pieces: Sequence[tuple[str, tuple[int, ...]]]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """One flat float32 tensor for ``pieces`` and a named, reshaped view of each piece."""
+    tensor = np.zeros(sum(int(np.prod(shape)) for _, shape in pieces), np.float32)
+    views: dict[str, np.ndarray] = {}
+    start = 0
+    for name, shape in pieces:
+        size = int(np.prod(shape))
+        views[name] = tensor[start : start + size].reshape(shape)
+        start += size
+    return tensor, views
+
+
+def _cards(cards: Sequence[int]) -> str:
+    return "+".join(card_name(c) for c in cards) if cards else "-"
+
+
+pyspiel.register_game(_GAME_TYPE, LoveLetterGame)

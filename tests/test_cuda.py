@@ -1,0 +1,83 @@
+"""The core's CUDA kernels, checked with and without a GPU.
+
+- Every kernel compiles to PTX for sm_80 and sm_90 (no GPU or driver needed).
+- The kernels play the same games as the reference engine (tests/cuda_differential.py):
+  in numba's CUDA simulator on the CPU (a subprocess, since the simulator is chosen when
+  numba is first imported), and on a real GPU where there is one.
+
+They need numba-cuda (the ``cuda`` extra). Without it they skip, except under CI
+(``CI=true``), where a missing numba-cuda fails them: CI installs the extra, so a skip
+there would hide a broken install.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _numba_cuda():
+    """``numba.cuda``, or a skip (a failure under CI) naming the missing extra."""
+    try:
+        from numba import cuda
+    except ImportError as error:
+        message = f'numba-cuda is not installed (pip install -e ".[cuda]"): {error}'
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        pytest.skip("this process runs numba's CUDA simulator, which compiles no PTX")
+    return cuda
+
+
+@pytest.mark.parametrize("cc", [(8, 0), (9, 0)], ids=["sm_80", "sm_90"])
+def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
+    """Each kernel, with the argument types the batched env launches it with, compiles to
+    PTX for the architecture. Without a GPU, numba-cuda cannot ask a device for its
+    compute capability when it compiles the device functions a kernel calls, so the test
+    names the architecture being compiled for."""
+    cuda = _numba_cuda()
+    import numba.cuda.dispatcher
+
+    from loveletter_env.core.gpu import KERNEL_SIGNATURES, build_kernels
+
+    class Device:
+        compute_capability = cc
+
+    monkeypatch.setattr(numba.cuda.dispatcher, "get_current_device", lambda: Device())
+    kernels = build_kernels()
+    for name, signature in KERNEL_SIGNATURES.items():
+        ptx, _ = cuda.compile_ptx(getattr(kernels, name).py_func, signature, cc=cc)
+        assert f".target sm_{cc[0]}{cc[1]}" in ptx, name
+        assert ".entry" in ptx, name
+
+
+def test_kernels_match_reference_in_the_simulator():
+    """A few games of every rule preset and episode kind, every turn compared."""
+    _numba_cuda()
+    env = {
+        **os.environ,
+        "NUMBA_ENABLE_CUDASIM": "1",
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    command = [sys.executable, str(ROOT / "tests" / "cuda_differential.py"), "--games", "6", "--steps", "24", "--env"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all cases agree" in result.stdout
+
+
+def test_kernels_match_reference_on_the_gpu():
+    """The same check on a real GPU, with more games."""
+    cuda = _numba_cuda()
+    if not cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    sys.path.insert(0, str(ROOT / "tests"))
+    import cuda_differential
+
+    assert cuda_differential.main(["--games", "128", "--steps", "40"]) == 0

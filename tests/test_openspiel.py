@@ -1,0 +1,550 @@
+"""The OpenSpiel game: registration, parameters, the deal, returns, information states,
+observations against the env, OpenSpiel's own checks, and the solver cross-check."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+try:
+    import pyspiel
+except ImportError:
+    reason = 'needs the openspiel extra: pip install "loveletter-env[openspiel]"'
+    if IN_CI:
+        pytest.fail(f"CI must run the OpenSpiel tests, but open_spiel is missing ({reason})", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+from conftest import deal_deck  # noqa: E402
+from open_spiel.python import policy as policy_lib  # noqa: E402
+from open_spiel.python.algorithms import cfr, expected_game_score, exploitability  # noqa: E402
+
+import loveletter_env  # noqa: E402
+from loveletter_env import engine  # noqa: E402
+from loveletter_env.cards import BARON, FULL_DECK, GUARD, KING, PRIEST, PRINCE  # noqa: E402
+from loveletter_env.observation import encode_observation  # noqa: E402
+from loveletter_env.openspiel import GAME_NAME, INFORMATION_KINDS, LoveLetterState, round_returns  # noqa: E402
+from loveletter_env.rules import PRESETS  # noqa: E402
+
+RUNGS = tuple(name for name, rules in PRESETS.items() if rules.is_rung)
+FULL_PRESETS = tuple(name for name in PRESETS if name not in RUNGS)
+#: Every table size and preset the game accepts: the full presets at 2-4 players, the rungs at 2.
+TABLES = [(n, name) for name in FULL_PRESETS for n in (2, 3, 4)] + [(2, name) for name in RUNGS]
+
+
+def load(players: int = 2, rules: str = "classic", information: str = "full") -> pyspiel.Game:
+    return pyspiel.load_game(GAME_NAME, {"players": players, "rules": rules, "information": information})
+
+
+def random_deck(rules: str, rng: random.Random) -> tuple[int, ...]:
+    """A shuffled deck that ``rules`` can deal (on a rung, only the cards in play are shuffled)."""
+    preset = PRESETS[rules]
+    if preset.is_rung:
+        order = list(preset.in_play)
+        rng.shuffle(order)
+        return preset.deck_from_in_play(order)
+    deck = list(FULL_DECK)
+    rng.shuffle(deck)
+    return tuple(deck)
+
+
+def dealt(game: pyspiel.Game, deck) -> LoveLetterState:
+    """The game's state once chance has dealt ``deck`` (top first)."""
+    state = game.new_initial_state()
+    for position in game.plan.chance_positions:
+        if not state.is_chance_node():
+            break
+        state.apply_action(deck[position] - 1)
+    assert not state.is_chance_node()
+    assert state.engine.deck == tuple(deck)
+    return state
+
+
+def play_randomly(state, rng: random.Random) -> list:
+    """Play random legal moves (and chance by its probabilities) to the end; every state on the way."""
+    seen = [state.clone()]
+    while not state.is_terminal():
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(rng.choices(outcomes, probs)[0])
+        else:
+            state.apply_action(rng.choice(state.legal_actions()))
+        seen.append(state.clone())
+    return seen
+
+
+# Registration and parameters ----------------------------------------------------------
+
+
+def test_registered_with_default_parameters():
+    assert GAME_NAME in pyspiel.registered_names()
+    game = pyspiel.load_game(GAME_NAME)
+    assert game.num_players() == 2
+    assert game.get_parameters() == {"players": 2, "rules": "classic", "information": "full"}
+    kind = game.get_type()
+    assert kind.chance_mode == pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC
+    assert kind.information == pyspiel.GameType.Information.IMPERFECT_INFORMATION
+    assert kind.utility == pyspiel.GameType.Utility.ZERO_SUM
+    assert game.num_distinct_actions() == loveletter_env.NUM_ACTIONS
+    assert game.observation_tensor_size() == loveletter_env.OBSERVATION_SIZE
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_every_table_size_and_preset_loads(players, rules):
+    game = pyspiel.load_game(f"{GAME_NAME}(players={players},rules={rules})")
+    assert game.num_players() == players
+    assert game.rules.name == rules
+    assert game.max_utility() == players - 1 and game.min_utility() == -1
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"players": 5}, "players must be 2, 3 or 4, got 5"),
+        ({"players": 1}, "players must be 2, 3 or 4, got 1"),
+        ({"rules": "nope"}, "rules must be one of"),
+        ({"rules": ""}, "rules must be one of"),
+        ({"information": "perfect"}, "information must be one of"),
+    ],
+)
+def test_bad_parameters_are_refused_by_name(params, message):
+    with pytest.raises(ValueError, match=message):
+        pyspiel.load_game(GAME_NAME, params)
+
+
+def test_unknown_or_mistyped_parameters_are_refused():
+    with pytest.raises(pyspiel.SpielError, match="Unknown parameter 'seats'"):
+        pyspiel.load_game(GAME_NAME, {"seats": 3})
+    with pytest.raises(pyspiel.SpielError, match="Wrong type for parameter players"):
+        pyspiel.load_game(GAME_NAME, {"players": "3"})
+
+
+@pytest.mark.parametrize("players", [3, 4])
+def test_a_rung_at_more_than_two_players_is_refused(players):
+    with pytest.raises(ValueError, match="2 players only"):
+        load(players, RUNGS[0])
+
+
+def test_only_single_player_observers_exist():
+    game = load()
+    with pytest.raises(ValueError, match="private_info=SINGLE_PLAYER"):
+        game.make_py_observer(
+            pyspiel.IIGObservationType(perfect_recall=False, private_info=pyspiel.PrivateInfoType.ALL_PLAYERS)
+        )
+    with pytest.raises(ValueError, match="take no parameters"):
+        game.make_py_observer(None, {"x": 1})
+
+
+# OpenSpiel's own test of a game ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+@pytest.mark.parametrize("information", INFORMATION_KINDS)
+def test_random_sim_test(players, rules, information):
+    game = pyspiel.load_game(GAME_NAME, {"players": players, "rules": rules, "information": information})
+    pyspiel.random_sim_test(game, num_sims=10, serialize=True, verbose=False)
+
+
+# The deal ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_chance_deals_each_card_with_its_exact_probability(players, rules):
+    game = load(players, rules)
+    rng = random.Random(players)
+    for _ in range(5):
+        state = game.new_initial_state()
+        left = Counter(FULL_DECK) - Counter(game.plan.fixed.values())
+        deal_probability = 1.0
+        while state.is_chance_node():
+            outcomes = state.chance_outcomes()
+            assert sum(p for _, p in outcomes) == pytest.approx(1.0)
+            total = sum(left.values())
+            assert dict(outcomes) == {v - 1: pytest.approx(c / total) for v, c in left.items() if c}
+            action, p = rng.choice(outcomes)
+            state.apply_action(action)
+            deal_probability *= p
+            left[action + 1] -= 1
+        # Chance stops once only one kind of card is left: those copies take the last places.
+        assert len(+left) <= 1
+        in_play = Counter(state.engine.deck[p] for p in game.plan.chance_positions)
+        orders = np.prod(np.arange(1, sum(in_play.values()) + 1), dtype=float)
+        for count in in_play.values():
+            orders /= np.prod(np.arange(1, count + 1), dtype=float)
+        assert deal_probability == pytest.approx(1.0 / orders)  # every distinct order equally likely
+
+
+def test_a_rung_fixes_its_face_up_cards():
+    for name in RUNGS:
+        game = load(2, name)
+        state = play_randomly(game.new_initial_state(), random.Random(0))[-1]
+        assert state.engine.face_up == PRESETS[name].face_up_cards
+        assert len(game.plan.chance_positions) == len(PRESETS[name].in_play)
+
+
+# Returns ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("players", "winners", "expected"),
+    [
+        (2, (1,), [-1.0, 1.0]),
+        (2, (0, 1), [0.0, 0.0]),
+        (3, (2,), [-1.0, -1.0, 2.0]),
+        (3, (0, 2), [0.5, -1.0, 0.5]),
+        (4, (1, 2, 3), [-1.0, 1 / 3, 1 / 3, 1 / 3]),
+        (4, (0, 1, 2, 3), [0.0, 0.0, 0.0, 0.0]),
+    ],
+)
+def test_round_returns(players, winners, expected):
+    assert round_returns(players, winners) == pytest.approx(expected)
+    assert sum(round_returns(players, winners)) == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_returns_sum_to_zero_and_follow_the_round_winners(players, rules):
+    game = load(players, rules)
+    rng = random.Random(7)
+    for _ in range(30):
+        states = play_randomly(game.new_initial_state(), rng)
+        assert all(s.returns() == [0.0] * players for s in states[:-1])
+        final = states[-1]
+        assert sum(final.returns()) == pytest.approx(0.0)
+        winners = final.engine.round_winners
+        assert [r > -1 for r in final.returns()] == [p in winners for p in range(players)]
+
+
+# Observations: the env's, bit for bit ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_observation_tensor_is_the_envs_observation(players, rules):
+    game = load(players, rules)
+    rng = random.Random(11 + players)
+    for _ in range(4):
+        deck = random_deck(rules, rng)
+        env = loveletter_env.env(num_players=players, rules=rules, episode="round")
+        env.reset(seed=0, options={"deck": list(deck), "first_player": 0})
+        state = dealt(game, deck)
+        while not state.is_terminal():
+            assert env.agent_selection == f"player_{state.current_player()}"
+            for seat in range(players):
+                observed = env.observe(f"player_{seat}")
+                np.testing.assert_array_equal(np.array(state.observation_tensor(seat)), observed["observation"])
+                if seat == state.current_player():
+                    assert state.legal_actions() == [int(a) for a in np.flatnonzero(observed["action_mask"])]
+            action = rng.choice(state.legal_actions())
+            state.apply_action(action)
+            env.step(action)
+        rewards = {p: env.rewards[f"player_{p}"] for p in range(players)}
+        assert [rewards[p] > 0 for p in range(players)] == [r > -1 for r in state.returns()]
+
+
+# Information states -------------------------------------------------------------------
+
+
+def test_an_opponents_hidden_card_does_not_change_the_information_state():
+    game = load(2)
+    # Only player_1's card differs: Baron or King (the other lies deep in the draw pile).
+    a = dealt(game, deal_deck(2, hands={0: PRIEST, 1: BARON}, draws=[GUARD, GUARD]))
+    b = dealt(game, deal_deck(2, hands={0: PRIEST, 1: KING}, draws=[GUARD, GUARD]))
+    guard_miss = loveletter_env.encode_action(GUARD, 1, PRINCE)  # a miss in both
+    for step in range(2):
+        assert a.information_state_string(0) == b.information_state_string(0)
+        assert a.information_state_tensor(0) == b.information_state_tensor(0)
+        assert a.observation_tensor(0) == b.observation_tensor(0)
+        assert a.information_state_string(1) != b.information_state_string(1)
+        assert a.information_state_tensor(1) != b.information_state_tensor(1)
+        if step == 0:
+            a.apply_action(guard_miss)
+            b.apply_action(guard_miss)
+
+
+def test_an_own_card_changes_the_information_state():
+    game = load(2)
+    a = dealt(game, deal_deck(2, hands={0: PRIEST, 1: BARON}, draws=[GUARD]))
+    b = dealt(game, deal_deck(2, hands={0: KING, 1: BARON}, draws=[GUARD]))
+    assert a.information_state_string(0) != b.information_state_string(0)
+    assert a.information_state_tensor(0) != b.information_state_tensor(0)
+    assert a.information_state_string(1) == b.information_state_string(1)
+    assert a.information_state_tensor(1) == b.information_state_tensor(1)
+
+
+def test_what_a_priest_shows_reaches_only_its_player():
+    game = load(3)
+    a = dealt(game, deal_deck(3, hands={0: PRIEST, 1: BARON, 2: GUARD}, draws=[GUARD]))
+    b = dealt(game, deal_deck(3, hands={0: PRIEST, 1: KING, 2: GUARD}, draws=[GUARD]))
+    priest_on_1 = loveletter_env.encode_action(PRIEST, 1)
+    a.apply_action(priest_on_1)
+    b.apply_action(priest_on_1)
+    assert a.information_state_string(0) != b.information_state_string(0)  # player_0 saw the card
+    assert a.information_state_string(2) == b.information_state_string(2)  # player_2 did not
+    assert a.information_state_tensor(2) == b.information_state_tensor(2)
+
+
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_information_states_have_perfect_recall(players, rules):
+    """A player's later information state extends every earlier one: nothing is forgotten."""
+    game = load(players, rules)
+    rng = random.Random(3)
+    observer = game.make_py_observer(pyspiel.IIGObservationType(perfect_recall=True))
+    history_pieces = [name for name in observer.dict if name != "observation"]
+    for _ in range(5):
+        states = [s for s in play_randomly(game.new_initial_state(), rng) if not s.is_chance_node()]
+        for player in range(players):
+            earlier_string, earlier_pieces = None, None
+            for state in states:
+                string = state.information_state_string(player)
+                observer.set_from(state, player)
+                pieces = {name: observer.dict[name].copy() for name in history_pieces}
+                if earlier_string is not None:
+                    assert string.startswith(earlier_string)
+                    for name in history_pieces:
+                        was = earlier_pieces[name] != 0
+                        np.testing.assert_array_equal(pieces[name][was], earlier_pieces[name][was])
+                earlier_string, earlier_pieces = string, pieces
+
+
+def test_a_missed_guess_is_heard_in_full_and_not_in_observations():
+    """The env's observation does not show a missed Guard's guess against the observer."""
+    for information, differ in (("full", True), ("observations", False)):
+        game = load(2, information=information)
+        seen = []
+        for guess in (PRINCE, KING):
+            state = dealt(game, deal_deck(2, hands={0: PRIEST, 1: GUARD}, draws=[PRIEST, BARON]))
+            state.apply_action(loveletter_env.encode_action(PRIEST, 1))  # player_0 sees the Guard
+            state.apply_action(loveletter_env.encode_action(GUARD, 1, guess))  # player_1 misses
+            assert state.current_player() == 0
+            seen.append((state.information_state_string(0), state.information_state_tensor(0)))
+        assert (seen[0][0] != seen[1][0]) is differ
+        assert (seen[0][1] != seen[1][1]) is differ
+
+
+def _walk(game, visit, state=None, moves=(), observations=None):
+    """Call ``visit(state, moves, observations)`` at every decision node of the whole tree, where
+    ``moves`` are the moves so far and ``observations[p]`` player p's observations after the deal
+    and after each move."""
+    state = state or game.new_initial_state()
+    if state.is_terminal():
+        return
+    if state.is_chance_node():
+        for action, _ in state.chance_outcomes():
+            _walk(game, visit, state.child(action), moves, observations)
+        return
+    players = range(game.num_players())
+    if observations is None:
+        observations = tuple((bytes(np.array(state.observation_tensor(p), np.float32)),) for p in players)
+    visit(state, moves, observations)
+    for action in state.legal_actions():
+        child = state.child(action)
+        after = tuple(observations[p] + (bytes(np.array(child.observation_tensor(p), np.float32)),) for p in players)
+        _walk(game, visit, child, (*moves, (state.current_player(), action)), after)
+
+
+def _same_partition(pairs) -> None:
+    """``pairs`` of (a, b): a determines b and b determines a."""
+    forward, backward = {}, {}
+    for a, b in pairs:
+        assert forward.setdefault(a, b) == b
+        assert backward.setdefault(b, a) == a
+
+
+@pytest.mark.slow
+def test_full_information_states_are_every_move_and_the_observation_after_it():
+    """On the whole mini6 tree: two decision nodes share an information state exactly when the
+    player saw the same moves and the same observation after each (string and tensor alike)."""
+    game = load(2, "mini6")
+    strings, tensors, legal = [], [], []
+
+    def visit(state, moves, observations):
+        player = state.current_player()
+        reference = (player, moves, observations[player])
+        string = state.information_state_string(player)
+        strings.append((string, reference))
+        tensors.append((bytes(np.array(state.information_state_tensor(player), np.float32)), reference))
+        legal.append((string, tuple(state.legal_actions())))
+
+    _walk(game, visit)
+    _same_partition(strings)
+    _same_partition(tensors)
+    forward = {}
+    for string, actions in legal:  # what a player may do follows from what it knows
+        assert forward.setdefault(string, actions) == actions
+    assert len({s for s, _ in strings}) > 900  # the walk reached the whole tree (995 information sets)
+
+
+@pytest.mark.slow
+def test_observation_information_states_are_the_observations_at_own_decisions():
+    game = load(2, "mini6", "observations")
+    pairs = []
+
+    def visit(state, moves, observations):
+        player = state.current_player()
+        own = tuple(action for actor, action in moves if actor == player)
+        # The player's observations at its own decisions: after the deal, or after a move by the other.
+        at_decisions = tuple(
+            obs
+            for i, obs in enumerate(observations[player])
+            if i == len(moves) or (i < len(moves) and moves[i][0] == player)
+        )
+        pairs.append((state.information_state_string(player), (player, own, at_decisions)))
+
+    _walk(game, visit)
+    _same_partition(pairs)
+
+
+# The cross-check with training.solve -------------------------------------------------------
+
+#: CFR+ iterations of OpenSpiel's own solver in the cross-check: enough that its best responses
+#: pin mini6's value to an interval 0.015 wide in score units (measured: nash_conv 0.031 after 10,
+#: an exploitability of 0.0077 in score units; CFR+ is deterministic, so it is the same every run).
+OPENSPIEL_CFR_ITERATIONS = 10
+
+
+class _SolvedPolicyInOpenSpiel(policy_lib.Policy):
+    """A ``training.solve`` equilibrium as an OpenSpiel policy. The solver keys a decision by
+    the player's previous decision, the action taken there, (with ``information="full"``) the
+    other player's action just before, and the observation now; this replays the round to
+    find that chain."""
+
+    def __init__(self, game, solved, observation_key):
+        super().__init__(game, [0, 1])
+        self.solved = solved
+        self.observation_key = observation_key
+        heard = getattr(solved, "infoset_heard", np.full(solved.infoset_parent.shape, -1))
+        chains = zip(solved.infoset_parent, solved.infoset_parent_action, heard)
+        self.index = {(int(p), int(a), int(h), solved.key(i)): i for i, (p, a, h) in enumerate(chains)}
+        self.hears_moves = game.plan.information == "full"
+
+    def action_probabilities(self, state, player_id=None):
+        player = state.current_player()
+        replay = engine.new_game(2, state.engine.deck, 0, state.engine.rules)
+        parent, action_there, heard = -1, -1, -1
+        for snap in state.snapshots[1:]:
+            if snap.actor == player:
+                key = self.observation_key(encode_observation(replay, player))
+                parent, action_there, heard = self.index[(parent, action_there, heard, key)], snap.action, -1
+            elif self.hears_moves:
+                heard = snap.action
+            engine.step(replay, snap.action)
+        key = self.observation_key(encode_observation(state.engine, player))
+        distribution = self.solved.distribution(self.index[(parent, action_there, heard, key)])
+        return {a: float(distribution[a]) for a in state.legal_actions()}
+
+
+def _value_bracket(game, policy) -> tuple[float, float, float]:
+    """OpenSpiel's nash_conv of ``policy`` and the interval it proves holds the game's value
+    for player 0 (OpenSpiel's units): [-(best response value of player 1), best response value
+    of player 0]."""
+    conv = exploitability.nash_conv(game, policy, return_only_nash_conv=False)
+    values = expected_game_score.policy_value(game.new_initial_state(), [policy, policy])
+    best0 = conv.player_improvements[0] + values[0]
+    best1 = conv.player_improvements[1] + values[1]
+    return conv.nash_conv, -best1, best0
+
+
+def _solver():
+    return pytest.importorskip("training.solve", reason="training.solve (the exact solver) is not in this tree")
+
+
+#: training.solve's "full" information sets hold the player's observation at its own decisions
+#: and every move, not its observation after every move: a player there forgets which of its
+#: two cards it was dealt, and so which one an opponent's Priest saw or Baron compared before
+#: its draw. OpenSpiel's "full" game remembers, and its best response gains 0.0048 (score units)
+#: against the solver's "full" equilibrium, whose own exploitability is under 0.0001.
+SOLVER_FULL_FORGETS = pytest.mark.xfail(
+    strict=True, reason="training.solve's full information sets forget what a player saw between its decisions"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("information", [pytest.param("full", marks=SOLVER_FULL_FORGETS), "observations"])
+def test_mini6_openspiel_measures_training_solves_equilibrium_as_it_does(information):
+    """OpenSpiel's exact best responses to the solver's equilibrium find what the solver finds:
+    its nash_conv is 4 times, its exploitability 2 times the solver's exploitability, and they
+    bracket the solver's first-player value."""
+    solve = _solver()
+    from loveletter_env.agents.solved import observation_key
+
+    result = solve.solve("mini6", iterations=2000, target=1e-4, information=information)
+    assert result.exploitability <= 1e-4
+    game = load(2, "mini6", information)
+    solved = _SolvedPolicyInOpenSpiel(game, result.policy, observation_key)
+    conv, lower, upper = _value_bracket(game, solved)
+    assert conv / 4 == pytest.approx(result.exploitability, abs=1e-9)
+    assert exploitability.exploitability(game, solved) / 2 == pytest.approx(result.exploitability, abs=1e-9)
+    assert lower - 1e-9 <= 2 * result.first_player_score - 1 <= upper + 1e-9
+
+
+@pytest.mark.slow
+def test_mini6_openspiel_cfr_brackets_training_solves_value():
+    """OpenSpiel's own CFR+, on the game the solver solves by default, brackets the solver's
+    value for player 0 (OpenSpiel's units: 2 * score - 1)."""
+    result = _solver().solve("mini6", iterations=2000, target=1e-4)
+    game = load(2, "mini6", "observations")
+    openspiel_cfr = cfr.CFRPlusSolver(game)
+    for _ in range(OPENSPIEL_CFR_ITERATIONS):
+        openspiel_cfr.evaluate_and_update_policy()
+    conv, lower, upper = _value_bracket(game, openspiel_cfr.average_policy())
+    assert lower - 1e-9 <= 2 * result.first_player_score - 1 <= upper + 1e-9
+    assert conv / 4 < 0.01  # the bracket is narrow: under 0.02 wide in score units
+
+
+# The example and the documentation --------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+#: docs/openspiel.md marks its blocks so that tests/test_readme.py leaves them to this file
+#: (they need the openspiel extra, which a plain install lacks).
+DOCS_MARKER = "<!-- test: skip: needs the openspiel extra; tests/test_openspiel.py runs this block -->"
+
+
+def _load_example():
+    spec = importlib.util.spec_from_file_location("openspiel_example", ROOT / "examples" / "openspiel_mccfr_nfsp.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _check_policy(game, policy, rounds: int = 5) -> None:
+    """``policy`` gives a distribution over the legal actions wherever a player acts."""
+    rng = random.Random(0)
+    for _ in range(rounds):
+        for state in play_randomly(game.new_initial_state(), rng):
+            if not state.is_chance_node() and not state.is_terminal():
+                probs = policy.action_probabilities(state)
+                assert sorted(probs) == state.legal_actions()
+                assert sum(probs.values()) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_the_example_runs_mccfr_on_a_rung_and_nfsp_on_the_full_game(capsys):
+    example = _load_example()
+    mccfr = example.main(["--algorithm", "mccfr", "--rules", "mini6", "--seconds", "1", "--eval-rounds", "10"])
+    out = capsys.readouterr().out
+    assert "mccfr: done" in out and "mccfr: exploitability" in out
+    _check_policy(load(2, "mini6"), mccfr["mccfr"])
+    nfsp = example.main(["--algorithm", "nfsp", "--seconds", "1", "--eval-rounds", "10", "--reservoir", "2000"])
+    assert "nfsp: mean score" in capsys.readouterr().out
+    _check_policy(load(2), nfsp["nfsp"])
+
+
+def test_the_example_refuses_a_rung_at_three_players(capsys):
+    with pytest.raises(SystemExit):
+        _load_example().parse_args(["--rules", "mini6", "--players", "3"])
+    assert "2 players only" in capsys.readouterr().err
+
+
+def test_the_documentation_blocks_run(monkeypatch):
+    text = (ROOT / "docs" / "openspiel.md").read_text(encoding="utf-8")
+    blocks = re.findall(re.escape(DOCS_MARKER) + r"\n```python\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+    assert blocks, f"docs/openspiel.md has no python block marked {DOCS_MARKER!r}"
+    monkeypatch.chdir(ROOT)
+    for code in blocks:
+        exec(compile(code, "docs/openspiel.md", "exec"), {"__name__": "__docs__"})
