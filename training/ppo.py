@@ -397,6 +397,33 @@ class PolicyAgent:
             "value": float(value.reshape(-1)[0]),
         }
 
+    #: The network reads one observation at a time (see ``ProbabilisticAgent`` in
+    #: :mod:`loveletter_env.agents.base`).
+    remembers_round = False
+    exact_probabilities = True
+
+    def action_probabilities(self, observation: Mapping[str, np.ndarray]) -> np.ndarray:
+        """float64 [41]: the probability of each action :meth:`act` plays here (changes nothing)."""
+        mask = np.asarray(observation["action_mask"]).astype(bool)
+        if not mask.any():
+            raise ValueError("the action mask has no legal action: this agent is not the one to act")
+        vector = np.asarray(observation["observation"], dtype=np.float32)
+        return self.action_probabilities_batch(vector[None], mask[None])[0]
+
+    @torch.no_grad()
+    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """float64 [B, 41]: :meth:`action_probabilities` for a batch (``observations`` [B, 646],
+        ``masks`` [B, 41]): the masked softmax when sampling, the argmax when greedy."""
+        obs = torch.as_tensor(np.asarray(observations, dtype=np.float32), device=self.device)
+        legal = torch.as_tensor(np.asarray(masks).astype(bool), device=self.device)
+        logits, _ = self.model(obs)
+        if self.greedy:
+            best = masked_logits(logits, legal).argmax(-1)
+            probs = torch.nn.functional.one_hot(best, logits.shape[-1]).double()
+        else:
+            probs = torch.softmax(masked_logits(logits, legal).double(), dim=-1)
+        return probs.cpu().numpy()
+
     @torch.no_grad()
     def act_batch(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Actions for a batch: ``obs`` float ``[B, OBSERVATION_SIZE]``, ``mask`` bool ``[B, 41]``."""

@@ -12,11 +12,12 @@ agent may use is exactly what its seat has seen.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from ..actions import NUM_ACTIONS
 from ..cards import CARD_VALUES
 from ..observation import ObservationView, decode_observation
 from ..validation import check_seed
@@ -27,6 +28,77 @@ class Agent(Protocol):
     """Anything that picks an action index from an observation dict."""
 
     def act(self, observation: Mapping[str, Any]) -> int: ...
+
+
+@runtime_checkable
+class ProbabilisticAgent(Agent, Protocol):
+    """An agent that can say how likely it is to play each action (what an exact best
+    response needs).
+
+    ``action_probabilities(observation)`` returns float64 [41]: the probability of each
+    action at this decision (0 for illegal ones), in the mode the agent plays, and changes
+    nothing. An agent whose choice depends on earlier decisions of the round has
+    ``remembers_round = True``; it is queried after ``reset()`` and one
+    ``replay_action(observation, action)`` per earlier decision of the round, which moves
+    its memory on as if it had played ``action``. ``exact_probabilities = False`` marks
+    probabilities estimated by sampling (the search agents).
+    """
+
+    remembers_round: bool
+    exact_probabilities: bool
+
+    def action_probabilities(self, observation: Mapping[str, Any]) -> np.ndarray: ...
+
+    def replay_action(self, observation: Mapping[str, Any], action: int) -> None: ...
+
+
+_T = TypeVar("_T")
+
+
+class _ChoiceEnumerator:
+    """A stand-in for ``random.Random`` whose ``choice`` follows a given path of picks,
+    recording how many options each pick had (see :func:`choice_distribution`)."""
+
+    def __init__(self, path: list[int]):
+        self.path = path
+        self.widths: list[int] = []
+
+    def choice(self, options: Sequence[_T]) -> _T:
+        if not options:
+            raise IndexError("Cannot choose from an empty sequence")
+        depth = len(self.widths)
+        self.widths.append(len(options))
+        return options[self.path[depth] if depth < len(self.path) else 0]
+
+    def __getattr__(self, name: str) -> Any:
+        raise TypeError(f"exact action probabilities support rng.choice only; the agent called rng.{name}")
+
+
+def choice_distribution(decide: Callable[[Any], int]) -> np.ndarray:
+    """float64 [41]: the exact probability of each action ``decide(rng)`` returns when
+    every ``rng.choice`` it makes is uniform: every path of picks is followed once and
+    weighted by the product of ``1 / len(options)`` along it."""
+    out = np.zeros(NUM_ACTIONS, dtype=np.float64)
+    path: list[int] = []
+    while True:
+        rng = _ChoiceEnumerator(path)
+        action = decide(rng)
+        widths = rng.widths
+        out[action] += float(np.prod([1.0 / w for w in widths])) if widths else 1.0
+        path = (path + [0] * len(widths))[: len(widths)]
+        # The next path: the last pick that has an option left moves on; the later ones restart.
+        while path and path[-1] + 1 >= widths[len(path) - 1]:
+            path.pop()
+        if not path:
+            return out
+        path[-1] += 1
+
+
+def one_hot(action: int) -> np.ndarray:
+    """float64 [41] with probability 1 on ``action``."""
+    out = np.zeros(NUM_ACTIONS, dtype=np.float64)
+    out[action] = 1.0
+    return out
 
 
 def legal_actions_of(observation: Mapping[str, Any]) -> list[int]:
@@ -106,6 +178,35 @@ class SeededAgent:
     def choose(self, view: ObservationView, legal: list[int]) -> int:
         """Pick one of ``legal`` (at least two) from what the seat sees."""
         raise NotImplementedError
+
+    #: See :class:`ProbabilisticAgent`.
+    remembers_round = False
+    exact_probabilities = True
+
+    def action_probabilities(self, observation: Mapping[str, Any]) -> np.ndarray:
+        """float64 [41]: the exact probability of each action :meth:`act` may return here,
+        over the picks of the agent's generator (changes nothing, the generator included)."""
+        legal = legal_actions_of(observation)
+        if len(legal) == 1:
+            return one_hot(legal[0])
+        view = decode_observation(observation["observation"])
+        return choice_distribution(lambda rng: self._decision_with(rng, view, legal))
+
+    def _decision_with(self, rng: Any, view: ObservationView, legal: list[int]) -> int:
+        """What :meth:`choose` returns when its generator is ``rng``, with no other change."""
+        saved = self.rng
+        self.rng = rng
+        try:
+            return self.decide_now(view, legal)
+        finally:
+            self.rng = saved
+
+    def decide_now(self, view: ObservationView, legal: list[int]) -> int:
+        """:meth:`choose` without its side effects (memory); the agents that remember override it."""
+        return self.choose(view, legal)
+
+    def replay_action(self, observation: Mapping[str, Any], action: int) -> None:
+        """Move the agent's memory on as if it had played ``action`` here (no memory: nothing)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(seed={self._seed!r})"

@@ -9,10 +9,13 @@ costs a heuristic a little, never legality).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from typing import Any
 
-from ..actions import ACTION_CARD
+import numpy as np
+
+from ..actions import ACTION_CARD, NUM_ACTIONS
 from ..observation import ObservationView, decode_observation
 from .base import SeededAgent, legal_actions_of, other_card
 
@@ -71,6 +74,17 @@ class KeptCardAgent(_RemembersKeptCard):
         """The action to play; ``old_card`` is the card kept last turn (0 if unknown)."""
         raise NotImplementedError
 
+    remembers_round = True
+
+    def decide_now(self, view: ObservationView, legal: list[int]) -> int:
+        return self.decide(view, legal, self.memory.old_card(view))
+
+    def replay_action(self, observation: Mapping[str, Any], action: int) -> None:
+        """Remember the card kept by ``action``, as :meth:`choose` does (forced plays skipped, as in play)."""
+        if len(legal_actions_of(observation)) > 1:
+            view = decode_observation(observation["observation"])
+            self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
+
 
 class KeptCardSearchAgent(_RemembersKeptCard):
     """Base of the search agents: remembers the card kept at *every* play, forced ones included.
@@ -90,3 +104,33 @@ class KeptCardSearchAgent(_RemembersKeptCard):
     def choose_by_search(self, observation: Mapping[str, Any], view: ObservationView, legal: list[int]) -> int:
         """Pick one of ``legal`` (at least two); ``view`` is ``observation`` decoded."""
         raise NotImplementedError
+
+    remembers_round = True
+    #: A search's choice comes from many draws of its generator: probabilities are estimated.
+    exact_probabilities = False
+    #: Searches run per decision by :meth:`action_probabilities` (each from its own seed).
+    probability_samples = 16
+
+    def action_probabilities(self, observation: Mapping[str, Any]) -> np.ndarray:
+        """float64 [41]: how often the search picks each action over
+        :attr:`probability_samples` searches, each with its generator seeded from the
+        agent's seed and the sample's number (an estimate; changes nothing)."""
+        legal = legal_actions_of(observation)
+        out = np.zeros(NUM_ACTIONS, dtype=np.float64)
+        if len(legal) == 1:
+            out[legal[0]] = 1.0
+            return out
+        view = decode_observation(observation["observation"])
+        saved = self.rng
+        try:
+            for sample in range(self.probability_samples):
+                self.rng = random.Random(f"{self._seed}/{sample}")
+                out[self.choose_by_search(observation, view, legal)] += 1.0
+        finally:
+            self.rng = saved
+        return out / self.probability_samples
+
+    def replay_action(self, observation: Mapping[str, Any], action: int) -> None:
+        """Remember the card kept by ``action``, as :meth:`act` does (forced plays included)."""
+        view = decode_observation(observation["observation"])
+        self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))

@@ -11,6 +11,7 @@ spec is one of:
   is not an option: whoever seats the agent seeds it (an evaluation reseeds every agent at
   every episode from its own seed), so a seed written in a spec would be overridden;
   it is refused rather than ignored;
+* ``solved:path=FILE``: an equilibrium that ``python -m training.solve`` saved for a ladder rung;
 * a checkpoint path (a ``.pt``/``.pth``/``.ckpt`` file, any path with a separator, or an
   existing file or folder, such as a training run folder), loaded by the registered
   checkpoint loader (see below);
@@ -149,6 +150,22 @@ def _from_factory(text: str, module_name: str, attribute: str, seed: int | None)
     return agent
 
 
+#: ``solved:path=FILE``: a policy that ``python -m training.solve`` saved (see :mod:`.solved`).
+SOLVED = "solved"
+
+
+def _solved_agent(text: str, options: dict[str, Any], seed: int | None) -> Agent:
+    from .solved import SolvedAgent
+
+    unknown = sorted(set(options) - {"path"})
+    if "path" not in options or unknown:
+        raise AgentSpecError(
+            f"agent spec {text!r}: a solved policy is given as solved:path=FILE"
+            + (f" (no option {', '.join(map(repr, unknown))})" if unknown else "")
+        )
+    return SolvedAgent(str(options["path"]), seed=seed)
+
+
 def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent") -> Agent:
     """Turn an agent spec (see the module docstring) into an agent object.
 
@@ -183,12 +200,15 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent")
                 "(the seed of the evaluation, game or env)"
             )
         return make_agent(name, seed=seed, **options)
+    if name == SOLVED and not isinstance(spec, os.PathLike):
+        return _solved_agent(text, parse_options(rest, text) if colon else {}, seed)
     if is_checkpoint_path(spec):
         return load_checkpoint_agent(text, seed=0 if seed is None else seed)
     if colon and rest:
         return _from_factory(text, name, rest, seed)
     raise AgentSpecError(
         f"unknown agent {text!r}: use one of {list(AGENT_NAMES)} (options as 'ismcts:iterations=100'), "
+        "solved:path=FILE, "
         f"a checkpoint path ({'/'.join(CHECKPOINT_SUFFIXES)}) or run folder, or 'package.module:factory'"
     )
 
@@ -208,6 +228,7 @@ __all__ = [
     "AgentTypeError",
     "CheckpointLoader",
     "NetworkLoader",
+    "SOLVED",
     "accepts_seed",
     "agent_label",
     "is_checkpoint_path",

@@ -1,0 +1,238 @@
+"""The exact solver of the ladder's rungs: the tree, CFR+, the saved policy and its agent."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from loveletter_env import raw_env
+from loveletter_env.agents.solved import SolvedAgent, SolvedPolicy, key_to_observation, observation_key
+from loveletter_env.agents.specs import AgentSpecError, resolve_agent
+from loveletter_env.tree import count_tree
+from training import solve as solve_cli
+from training.best_response import exact_exploitability
+from training.game_tree import TreeError, TreeWorkspace, build_tree
+from training.solve import normalized, solve
+
+
+@pytest.fixture(scope="module")
+def tree():
+    return build_tree("mini6")
+
+
+@pytest.fixture(scope="module")
+def solved(tree):
+    return solve("mini6", iterations=500, tree=tree)
+
+
+@pytest.fixture(scope="module")
+def policy_path(solved, tmp_path_factory):
+    return solved.save_policy(tmp_path_factory.mktemp("solved") / "policy.npz")
+
+
+@pytest.mark.parametrize("rules", ["mini6", "mini7"])
+def test_tree_matches_the_independent_count(rules):
+    """The counter of loveletter_env.tree hashes observation histories its own way; the
+    solver keys them exactly: both must find the same histories and information sets."""
+    tree = build_tree(rules)
+    size = count_tree(rules, public_actions=False)
+    assert tree.num_deals == size.deals
+    assert tree.num_nodes == size.histories
+    assert tree.num_terminals == size.terminal_nodes
+    by_seat = tuple(int((tree.infoset_player == seat).sum()) for seat in (0, 1))
+    assert by_seat == size.infosets_by_seat
+
+
+def test_uniform_play_scores_what_the_counter_s_tree_says(tree):
+    from loveletter_env import tree as ladder_tree
+
+    other = ladder_tree.build_tree("mini6", public_actions=False)
+    expected = ladder_tree.expected_score(other, ladder_tree.uniform_strategy(other))
+    assert TreeWorkspace(tree).first_player_score(tree.uniform_strategy()) == pytest.approx(expected, abs=1e-12)
+
+
+def test_full_information_tree_matches_the_count_with_every_action_public(tmp_path):
+    full = build_tree("mini6", information="full")
+    size = count_tree("mini6", public_actions=True)
+    assert full.num_nodes == size.histories
+    assert tuple(int((full.infoset_player == seat).sum()) for seat in (0, 1)) == size.infosets_by_seat
+    result = solve("mini6", tree=full)
+    assert result.information == "full" and result.exploitability <= 1e-3
+    # The policy needs to hear moves the env does not show: it is not an agent.
+    path = result.save_policy(tmp_path / "full.npz")
+    with pytest.raises(ValueError, match="information='full'"):
+        SolvedAgent(path)
+
+
+def test_tree_is_consistent(tree):
+    # Every decision node's children lie on the next level, after it.
+    levels = np.searchsorted(tree.level_start, np.arange(tree.num_nodes), side="right") - 1
+    decisions = np.flatnonzero(tree.node_info >= 0)
+    assert (levels[tree.node_child[decisions]] == levels[decisions] + 1).all()
+    # Player 0 moves first, then the players alternate.
+    players = tree.infoset_player[tree.node_info[decisions]]
+    assert (players == levels[decisions] % 2).all()
+    # A player's earlier information set is its own and comes first.
+    has_parent = tree.infoset_parent >= 0
+    parents = tree.infoset_parent[has_parent]
+    assert (parents < np.flatnonzero(has_parent)).all()
+    assert (tree.infoset_player[parents] == tree.infoset_player[has_parent]).all()
+    # Terminal scores are 0, 1/2 or 1 for player 0.
+    assert set(np.unique(tree.node_info[tree.node_info < 0]).tolist()) <= {-1, -2, -3}
+
+
+def test_keys_round_trip_observations(tree):
+    for i in range(0, tree.num_infosets, 17):
+        key = tree.key(i)
+        assert observation_key(key_to_observation(key)) == key.tobytes()
+
+
+def test_cfr_plus_converges_on_mini6(solved):
+    assert solved.rules == "mini6"
+    assert solved.exploitability <= 1e-3
+    assert solved.iterations < 500  # stopped at the target
+    # The curve is measured and ends at the reported value.
+    assert solved.curve[-1][0] == solved.iterations
+    assert solved.curve[-1][2] == pytest.approx(solved.exploitability)
+    assert solved.curve[0][2] > 0.1 > solved.curve[-1][2]
+    assert 0.0 < solved.first_player_score < 1.0
+
+
+def test_a_second_solve_is_identical(tree, solved):
+    again = solve("mini6", iterations=solved.iterations, target=0.0, tree=tree)
+    assert again.exploitability == solved.exploitability
+    np.testing.assert_array_equal(again.policy.probabilities, solved.policy.probabilities)
+
+
+def test_exploitability_is_the_mean_of_the_two_best_responses(tree, solved):
+    # Against the equilibrium, a best response gains no more than the game's value in either seat.
+    value = solved.first_player_score
+    assert solved.best_response_as_first >= value - 1e-12
+    assert solved.best_response_as_second >= 1 - value - 1e-12
+    mean = (solved.best_response_as_first + solved.best_response_as_second) / 2 - 0.5
+    assert solved.exploitability == pytest.approx(mean)
+
+
+def test_exact_best_response_to_the_solved_agent_matches(policy_path, solved, tree):
+    report = exact_exploitability(f"solved:path={policy_path}", "mini6", tree=tree)
+    assert report["exploitability"] == pytest.approx(solved.exploitability, abs=1e-12)
+    assert report["exact_probabilities"] is True
+
+
+def test_policy_file_round_trips(policy_path, solved):
+    loaded = SolvedPolicy.load(policy_path)
+    np.testing.assert_array_equal(loaded.probabilities, solved.policy.probabilities)
+    np.testing.assert_array_equal(loaded.key_entries, solved.policy.key_entries)
+    assert loaded.meta["rules"] == "mini6"
+    assert loaded.meta["iterations"] == solved.iterations
+    # Each information set's probabilities sum to 1 over its legal actions.
+    sums = np.add.reduceat(loaded.probabilities, loaded.action_offsets[:-1])
+    np.testing.assert_allclose(sums, 1.0)
+
+
+def _play(env, agents, rounds, seed):
+    scores = np.zeros(2)
+    for episode in range(rounds):
+        env.reset(seed=seed + episode, options={"first_player": 0})
+        for agent in agents:
+            agent.reset()
+        while not all(env.terminations.values()):
+            obs = env.observe(env.agent_selection)
+            action = agents[env.agent_name_mapping[env.agent_selection]].act(obs)
+            assert obs["action_mask"][action] == 1
+            env.step(action)
+        winners = [env.agent_name_mapping[a] for a in env.infos[env.possible_agents[0]]["winners"]]
+        for w in winners:
+            scores[w] += 1 / len(winners)
+    return scores / rounds
+
+
+def test_solved_agent_plays_whole_games_in_the_env(policy_path):
+    env = raw_env(num_players=2, rules="mini6", episode="game")
+    agents = [resolve_agent(f"solved:path={policy_path}", seed=1), resolve_agent("random", seed=2)]
+    _play(env, agents, rounds=5, seed=10)  # several rounds each, tokens carried
+
+
+def test_the_tree_is_the_env_s_game(policy_path, tree, solved):
+    """The solved agent against random in the env scores what the tree says it does."""
+    agent = SolvedAgent(policy_path, seed=3)
+    random_strategy = tree.uniform_strategy()
+    mixed = np.where(
+        np.repeat(tree.infoset_player, np.diff(tree.action_offsets)) == 0, solved.policy.probabilities, random_strategy
+    )
+    expected = TreeWorkspace(tree).first_player_score(mixed)
+    rounds = 3000
+    env = raw_env(num_players=2, rules="mini6", episode="round")
+    measured = _play(env, [agent, resolve_agent("random", seed=4)], rounds, seed=500)[0]
+    sigma = 0.5 / np.sqrt(rounds)
+    assert abs(measured - expected) < 4 * sigma, (measured, expected)
+
+
+def test_solved_agent_refuses_other_rules(policy_path):
+    env = raw_env(num_players=2, rules="mini7", episode="round")
+    env.reset(seed=0, options={"first_player": 0})
+    with pytest.raises(ValueError, match="no information set"):
+        SolvedAgent(policy_path).act(env.observe(env.agent_selection))
+
+
+def test_solved_spec_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        resolve_agent(f"solved:path={tmp_path / 'missing.npz'}")
+    with pytest.raises(AgentSpecError, match="solved:path=FILE"):
+        resolve_agent("solved")
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, something=np.zeros(3))
+    with pytest.raises(ValueError, match="not a solved policy file"):
+        resolve_agent(f"solved:path={bad}")
+
+
+def test_solver_refuses_rules_off_the_ladder():
+    with pytest.raises(TreeError, match="not a ladder rung"):
+        build_tree("classic")
+    with pytest.raises(ValueError, match="unknown rules preset"):
+        build_tree("mini5")
+    with pytest.raises(ValueError, match="iterations"):
+        solve("mini6", iterations=0)
+
+
+def test_normalized_is_uniform_where_nothing_was_accumulated(tree):
+    strategy = normalized(tree, np.zeros(tree.actions.shape[0]))
+    np.testing.assert_allclose(strategy, tree.uniform_strategy())
+
+
+def test_cli_json_and_outputs(tmp_path, capsys):
+    report = solve_cli.main(["mini6", "--out", str(tmp_path), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert out["rules"] == "mini6" == report["rules"]
+    assert out["exploitability"] <= 1e-3
+    assert 0 < out["first_player_score"] < 1
+    assert (tmp_path / "policy.npz").exists() and (tmp_path / "convergence.png").exists()
+    assert json.loads((tmp_path / "result.json").read_text())["iterations"] == out["iterations"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["classic"], "not a ladder rung"),
+        (["mini5"], "unknown rules 'mini5'"),
+        (["mini6", "--iterations", "0"], "--iterations must be positive"),
+        (["mini6", "--information", "some"], "invalid choice"),
+    ],
+)
+def test_cli_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        solve_cli.main(argv)
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_policy_files_without_the_heard_actions_load_as_observation_policies(policy_path, tmp_path):
+    with np.load(policy_path, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files if name != "infoset_heard"}
+    older = tmp_path / "older.npz"
+    np.savez_compressed(older, **arrays)
+    loaded = SolvedPolicy.load(older)
+    assert (loaded.infoset_heard == -1).all()
+    assert SolvedAgent(older).policy.num_infosets == loaded.num_infosets

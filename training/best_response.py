@@ -1,0 +1,227 @@
+"""Exact best responses to any agent on a ladder rung, and so its exact exploitability.
+
+The rung's whole tree is built once (:mod:`training.game_tree`). The agent is asked for
+its action probabilities at every information set of the round (both seats: it plays
+each in turn), through ``action_probabilities`` (see
+:class:`~loveletter_env.agents.base.ProbabilisticAgent`); an agent that remembers the round
+is first replayed along the set's history (its observations and its own plays). Then a
+best response is computed exactly in each seat on the same tree.
+
+``exploitability`` is the mean, over the two seats, of the best response's expected score
+against the agent, minus 0.5 (scores 1 / ½ / 0; player 0 moves first). The search agents'
+probabilities are estimates (``probability_samples`` searches per decision), so their
+figure is an estimate too; the result says which.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.agents.solved import key_to_observation
+from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
+from loveletter_env.rules import Rules
+
+from .game_tree import GameTree, TreeWorkspace, build_tree
+
+#: Observations per network call for agents that take a batch.
+BATCH = 4096
+
+
+class AgentProbabilityError(ValueError):
+    """An agent cannot give action probabilities, or gave ones that are not a distribution over legal actions."""
+
+
+def _observation(tree: GameTree, infoset: int) -> dict[str, np.ndarray]:
+    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    mask[tree.actions[tree.action_offsets[infoset] : tree.action_offsets[infoset + 1]]] = 1
+    return {"observation": key_to_observation(tree.key(infoset)), "action_mask": mask}
+
+
+def _checked(agent: Any, tree: GameTree, infoset: int, probs: np.ndarray) -> np.ndarray:
+    lo, hi = tree.action_offsets[infoset], tree.action_offsets[infoset + 1]
+    probs = np.asarray(probs, dtype=np.float64).reshape(-1)
+    legal = probs[tree.actions[lo:hi]]
+    if probs.shape[0] != NUM_ACTIONS or abs(legal.sum() - 1.0) > 1e-6 or (legal < 0).any():
+        raise AgentProbabilityError(
+            f"agent {agent!r} gave action probabilities that are not a distribution over the legal actions "
+            f"{tree.actions[lo:hi].tolist()}: {probs.tolist()}"
+        )
+    return legal
+
+
+def agent_strategy(agent: Any, tree: GameTree, progress: bool = False) -> np.ndarray:
+    """float64 per action of ``tree``: the agent's probability of each action at every
+    information set (see the module docstring)."""
+    if not callable(getattr(agent, "action_probabilities", None)):
+        raise AgentProbabilityError(
+            f"agent {agent!r} has no action_probabilities(observation): an exact best response needs the "
+            "probability of each of its actions (see loveletter_env.agents.base.ProbabilisticAgent)"
+        )
+    strategy = np.zeros(tree.actions.shape[0], dtype=np.float64)
+    counts = np.diff(tree.action_offsets)
+    forced = np.flatnonzero(counts == 1)
+    strategy[tree.action_offsets[forced]] = 1.0
+    ask = np.flatnonzero(counts > 1)
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(ask), unit="set", desc="agent probabilities", disable=not progress, dynamic_ncols=True)
+    remembers = bool(getattr(agent, "remembers_round", True))
+    batched = getattr(agent, "action_probabilities_batch", None)
+    if not remembers and callable(batched):
+        for start in range(0, len(ask), BATCH):
+            chunk = ask[start : start + BATCH]
+            observations = [_observation(tree, int(i)) for i in chunk]
+            probs = batched(
+                np.stack([o["observation"] for o in observations]), np.stack([o["action_mask"] for o in observations])
+            )
+            for i, p in zip(chunk, probs):
+                lo, hi = tree.action_offsets[i], tree.action_offsets[i + 1]
+                strategy[lo:hi] = _checked(agent, tree, int(i), p)
+            bar.update(len(chunk))
+    else:
+        for i in ask:
+            i = int(i)
+            if remembers:
+                _replay(agent, tree, i)
+            lo, hi = tree.action_offsets[i], tree.action_offsets[i + 1]
+            strategy[lo:hi] = _checked(agent, tree, i, agent.action_probabilities(_observation(tree, i)))
+            bar.update()
+    bar.close()
+    return strategy
+
+
+def _replay(agent: Any, tree: GameTree, infoset: int) -> None:
+    """Reset ``agent`` and feed it the decisions of its round before ``infoset``."""
+    chain = []
+    i = infoset
+    while tree.infoset_parent[i] >= 0:
+        chain.append((int(tree.infoset_parent[i]), int(tree.infoset_parent_action[i])))
+        i = int(tree.infoset_parent[i])
+    if callable(getattr(agent, "reset", None)):
+        agent.reset()
+    replay = getattr(agent, "replay_action", None)
+    for parent, action in reversed(chain):
+        if not callable(replay):
+            raise AgentProbabilityError(f"agent {agent!r} remembers the round but has no replay_action()")
+        replay(_observation(tree, parent), action)
+
+
+def exact_exploitability(
+    agent: AgentSpec,
+    rules: str | Rules,
+    seed: int = 0,
+    samples: int | None = None,
+    progress: bool = False,
+    tree: GameTree | None = None,
+    information: str = "observations",
+) -> dict[str, Any]:
+    """The agent's exact exploitability on one round of a ladder rung.
+
+    Args:
+        agent: any agent spec (``"rule"``, ``"solved:path=FILE"``, a checkpoint path...) or agent object.
+        rules: a rung: ``mini6`` .. ``mini9``.
+        seed: the agent's seed (its probabilities do not depend on it, except a search's estimates).
+        samples: searches per decision for agents whose probabilities are estimated (default: the agent's own).
+        progress: show a progress bar while the agent is queried.
+        tree: the rung's tree, when the caller built it already (it sets ``information``).
+        information: the best response's information: ``"observations"`` (default), what the
+            env shows, or ``"full"``, every move announced as at a table (a missed Guard's
+            guess included), which can only find more (see :func:`training.game_tree.build_tree`).
+
+    Returns:
+        A dict with ``exploitability``, ``best_response_as_first`` / ``_as_second`` (the best
+        response's expected score in seat 0, moving first, and in seat 1), ``agent_as_first_score``
+        (the agent's score against a best response from seat 0), ``exact_probabilities`` and more.
+    """
+    started = time.perf_counter()
+    tree = tree or build_tree(rules, information)
+    player = resolve_agent(agent, seed=seed)
+    exact = bool(getattr(player, "exact_probabilities", True))
+    if samples is not None and not exact:
+        player.probability_samples = samples  # type: ignore[attr-defined]
+    strategy = agent_strategy(player, tree, progress=progress)
+    result = TreeWorkspace(tree).exploitability(strategy)
+    report: dict[str, Any] = {
+        "agent": agent_label(agent),
+        "rules": tree.rules.name,
+        "information": tree.information,
+        "exploitability": result.exploitability,
+        "best_response_as_first": result.best_response_as_first,
+        "best_response_as_second": result.best_response_as_second,
+        "agent_as_first_score": 1.0 - result.best_response_as_second,
+        "agent_as_second_score": 1.0 - result.best_response_as_first,
+        "exact_probabilities": exact,
+        "num_infosets": tree.num_infosets,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if not exact:
+        report["samples_per_decision"] = int(getattr(player, "probability_samples", 0))
+    return report
+
+
+def describe(report: Mapping[str, Any]) -> str:
+    """One paragraph for the terminal."""
+    how = (
+        "the agent's probabilities are exact"
+        if report["exact_probabilities"]
+        else f"ESTIMATED: the agent's probabilities are sampled from {report['samples_per_decision']} searches "
+        "per decision, so this figure is an estimate"
+    )
+    return (
+        f"exploitability of {report['agent']} on {report['rules']}"
+        + ("" if report["information"] == "observations" else " (the best response hears every move)")
+        + f": {report['exploitability']:.4f} "
+        f"(an exact best response scores {report['best_response_as_first']:.4f} moving first and "
+        f"{report['best_response_as_second']:.4f} moving second; 0 at an equilibrium; {how})"
+    )
+
+
+def exact_main(parser: Any, args: Any) -> dict[str, Any]:
+    """The ``--exact`` branch of ``python -m training.exploit`` (``args`` parsed there)."""
+    import json
+    import sys
+
+    from loveletter_env.agents.specs import AgentSpecError, is_checkpoint_path
+
+    from .checkpoint import CheckpointError
+    from .game_tree import TreeError
+
+    if not args.rules:
+        parser.error("--exact needs --rules: a ladder rung (mini6, mini7, mini8, mini9)")
+    if args.players != 2:
+        parser.error(f"--exact solves 2-player rounds (the ladder's rungs); got --players {args.players}")
+    if args.samples is not None and args.samples < 1:
+        parser.error("--samples must be positive")
+    agent: Any = args.checkpoint
+    try:
+        if args.sampled:
+            # A checkpoint plays greedily unless told to sample: measure the mode asked for.
+            if not is_checkpoint_path(agent):
+                parser.error(f"--sampled is for checkpoints; {agent!r} is not one")
+            from .checkpoint import load_agent
+
+            agent = load_agent(agent, greedy=False, seed=args.seed)
+        report = exact_exploitability(
+            agent,
+            args.rules,
+            seed=args.seed,
+            samples=args.samples,
+            progress=not args.no_progress,
+            information=args.information,
+        )
+    except (TreeError, AgentSpecError, AgentProbabilityError, FileNotFoundError, CheckpointError) as err:
+        parser.error(str(err))
+    except ValueError as err:  # an unknown rules preset, a bad policy file
+        parser.error(str(err))
+    report["agent"] = f"{args.checkpoint} (sampling)" if args.sampled else args.checkpoint
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(describe(report))
+    sys.stdout.flush()
+    return report
