@@ -7,6 +7,7 @@ card is dealt face up before play, so the game tree is small enough to solve exa
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections import Counter
 from collections.abc import Sequence
@@ -103,7 +104,7 @@ class Rules:
         """Whether these rules are a ladder rung (a fixed set of cards in play, 2 players only)."""
         return self.in_play is not None
 
-    @property
+    @functools.cached_property  # read at every deal of a rung (frozen fields: computed once)
     def face_up_cards(self) -> tuple[int, ...] | None:
         """A rung's face-up cards (every card not in play, sorted); ``None`` off the ladder,
         where the face-up cards are whatever the shuffle lays there."""

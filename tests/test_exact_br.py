@@ -203,6 +203,7 @@ def test_cli_search_agent_says_estimated(capsys):
         (["nobody", "--exact", "--rules", "mini6"], "unknown agent 'nobody'"),
         ([], "the agent to exploit is required"),
         (["random", "--rules", "mini6"], "go with --exact"),
+        (["random", "--exact", "--rules", "mini6", "--information", "some"], "invalid choice"),
     ],
 )
 def test_cli_errors(argv, message, capsys):
@@ -217,3 +218,29 @@ def test_rng_of_enumeration_refuses_other_draws():
 
     with pytest.raises(TypeError, match="rng.choice only"):
         _ChoiceEnumerator([]).random()
+
+
+def test_a_best_response_that_hears_every_move_finds_at_least_as_much(tree):
+    observed = exact_exploitability("rule", "mini6", tree=tree)
+    full = exact_exploitability("rule", "mini6", information="full")
+    assert full["information"] == "full"
+    assert full["exploitability"] >= observed["exploitability"] - 1e-12
+
+
+def test_network_probabilities_are_those_it_plays_with():
+    from training.checkpoint import load_agent
+
+    greedy = load_agent("checkpoints/shipped/ppo_2p.pt")
+    sampling = load_agent("checkpoints/shipped/ppo_2p.pt", greedy=False)
+    env = raw_env(num_players=2, rules="mini7", episode="round")
+    for episode in range(5):
+        env.reset(seed=episode)
+        while not all(env.terminations.values()):
+            obs = env.observe(env.agent_selection)
+            probs = greedy.action_probabilities(obs)
+            assert probs[greedy.act(obs)] == 1.0
+            soft = sampling.action_probabilities(obs)
+            explained = sampling.explain(obs)["probabilities"]
+            np.testing.assert_allclose([soft[a] for a in explained], list(explained.values()), rtol=1e-5)
+            assert soft.sum() == pytest.approx(1.0)
+            env.step(greedy.act(obs))

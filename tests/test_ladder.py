@@ -21,6 +21,7 @@ from loveletter_env import engine
 from loveletter_env.batched import BatchedLoveLetter
 from loveletter_env.cards import (
     BARON,
+    CARD_NAMES,
     COUNTESS,
     FULL_DECK,
     GUARD,
@@ -37,7 +38,17 @@ from loveletter_env.env import DeckShuffler
 from loveletter_env.observation import OBSERVATION_SIZE, decode_observation, encode_observation
 from loveletter_env.replay import ReplayError, _rules_from, rules_to_dict
 from loveletter_env.rules import CLASSIC, LADDER, MINI6, MINI7, MINI8, MINI9, PRESETS, Rules, resolve_rules
-from loveletter_env.tree import count_tree, deals, num_deals, root_records, round_score
+from loveletter_env.tree import (
+    build_tree,
+    count_tree,
+    deals,
+    expected_score,
+    num_deals,
+    record_of,
+    root_records,
+    round_score,
+    uniform_strategy,
+)
 from loveletter_env.wrappers import LoveLetterGymEnv
 
 RUNGS = tuple(r.name for r in LADDER)
@@ -125,10 +136,22 @@ def test_the_web_app_refuses_a_rung_at_3_players():
     assert check_new_game({**body, "players": 2}, catalog)["rules"] == "mini7"
 
 
+def test_a_training_config_refuses_a_rung_at_3_players():
+    from training.config import ConfigError, load_config
+
+    assert load_config(None, ["env.rules=mini8"]).env.rules == "mini8"
+    with pytest.raises(ConfigError, match=r"env.num_players must be \[2\] on the ladder rung 'mini8'"):
+        load_config(None, ["env.rules=mini8", "env.num_players=[2,3]"])
+
+
 def test_the_torch_engine_path_refuses_rungs():
     # Any device but the CPU runs the torch engine; "meta" stands in for CUDA here.
     with pytest.raises(ValueError, match="CPU only"):
         BatchedLoveLetter(4, 2, rules="mini6", device="meta")
+    from loveletter_env.batched.state import empty_state
+
+    with pytest.raises(ValueError, match="torch engine does not play"):
+        empty_state(torch.tensor([2, 2]), MINI6)
 
 
 def test_a_deck_that_does_not_lay_the_face_up_cards_is_refused_naming_them():
@@ -370,3 +393,117 @@ def test_tree_count_refuses_the_full_game():
         count_tree("classic")
     with pytest.raises(ValueError, match="first_player"):
         root_records("mini6", first_player=2)
+
+
+def _markdown_table(text: str, header: str) -> list[list[str]]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip().strip("`") for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_ladder_page_gives_the_cards_and_the_counts_the_code_gives():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "ladder.md").read_text(encoding="utf-8")
+
+    def cards(words: str) -> list[int]:
+        if words.startswith("mini"):  # "`mini6` + King": the rung below plus a card
+            below, added = words.split(" + ")
+            return sorted([*resolve_rules(below.strip("`")).in_play, *cards(added)])
+        names = {name: value for value, name in CARD_NAMES.items()}
+        out = []
+        for item in words.split(", "):
+            name, _, copies = item.partition(" ×")
+            out += [names[name]] * int(copies or 1)
+        return sorted(out)
+
+    rows = _markdown_table(page, "| rung | cards in play |")
+    assert [row[0] for row in rows] == list(RUNGS)
+    for name, in_play, face_up, pile in rows:
+        rung = resolve_rules(name)
+        assert cards(in_play) == list(rung.in_play)
+        assert cards(face_up) == list(rung.face_up_cards)
+        assert int(pile) == len(rung.in_play) - 3
+    sizes = {row[0]: row[1:] for row in _markdown_table(page, "| rung | deals |")}
+    for name in ("mini6", "mini7"):
+        size = count_tree(name)
+        counted = [size.deals, size.decision_nodes, size.terminal_nodes, size.histories, size.infosets]
+        assert [int(cell.replace(",", "")) for cell in sizes[name]] == counted
+        observed = {row[0]: row[1] for row in _markdown_table(page, "| rung | information sets, observations")}
+        assert int(observed[name].replace(",", "")) == count_tree(name, public_actions=False).infosets
+
+
+@pytest.mark.parametrize("public_actions", (True, False))
+def test_the_flat_tree_holds_the_walked_tree(public_actions):
+    tree = build_tree("mini6", public_actions=public_actions)
+    size = count_tree("mini6", public_actions=public_actions)
+    assert tree.num_nodes == size.histories and tree.deals == size.deals
+    assert tree.num_infosets == size.infosets
+    decisions = tree.seat >= 0
+    assert decisions.sum() == size.decision_nodes
+    assert np.bincount(tree.infoset_seat, minlength=2).tolist() == list(size.infosets_by_seat)
+    # Children: a contiguous block after their parent, one per legal action, in action order.
+    for node in np.flatnonzero(decisions):
+        children = range(tree.first_child[node], tree.first_child[node] + tree.num_children[node])
+        assert all(tree.parent[c] == node for c in children) and min(children) > node
+        assert [tree.action[c] for c in children] == tree.infoset_actions(tree.infoset[node])
+        assert tree.seat[node] == tree.infoset_seat[tree.infoset[node]]
+    assert (tree.parent[: tree.deals] == -1).all() and (tree.parent[tree.deals :] >= 0).all()
+    terminal = ~decisions
+    assert set(np.unique(tree.score[terminal]).tolist()) <= {0.0, 0.5, 1.0}
+    # The same value as a plain recursive walk of the records (docs/ladder.md).
+    assert expected_score(tree, uniform_strategy(tree)) == pytest.approx(0.4810254652594063, abs=1e-12)
+    # A strategy that always plays the first legal action, scored on the records directly.
+    first = np.zeros((tree.num_infosets, 41))
+    first[:, 0] = 1.0
+    roots, probability = root_records("mini6")
+    total = 0.0
+    for r in roots:
+        r = r.copy()
+        while not r[ROUND_OVER]:
+            bits = int(kernels.legal_bits(r))
+            kernels.play(r, (bits & -bits).bit_length() - 1)  # the lowest legal action
+        total += round_score(r, 0) * probability
+    assert expected_score(tree, first) == pytest.approx(total, abs=1e-12)
+    with pytest.raises(ValueError, match="strategy must be"):
+        expected_score(tree, first[:, :2])
+    # Every node of an information set shows its seat the same observation; record_of
+    # rebuilds any history.
+    obs, other = np.zeros(OBSERVATION_SIZE, np.float32), np.zeros(OBSERVATION_SIZE, np.float32)
+    for node in np.flatnonzero(decisions)[::7]:
+        representative = int(tree.infoset_node[tree.infoset[node]])
+        seat = int(tree.seat[node])
+        kernels.observe_into(record_of(tree, int(node)), seat, obs)
+        kernels.observe_into(record_of(tree, representative), seat, other)
+        assert np.array_equal(obs, other)
+    leaf = int(np.flatnonzero(terminal)[-1])
+    assert round_score(record_of(tree, leaf), 0) == tree.score[leaf]
+
+
+@pytest.mark.parametrize("rules", RUNGS)
+def test_search_determinises_a_rung_with_its_face_up_cards(rules):
+    """The search's sampled states lay the rung's face-up cards, so the seat to act sees in
+    them what it saw in the real game (the same face-up and unseen counts)."""
+    import random
+
+    from loveletter_env.agents.ismcts import determinize, seat_view
+
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        game = engine.new_game(2, list(resolve_rules(rules).shuffled_deck(rng)), int(rng.integers(2)), rules)
+        for _ in range(int(rng.integers(0, 3))):
+            if not game.round_over:
+                legal = engine.legal_actions(game)
+                engine.step(game, legal[int(rng.integers(len(legal)))])
+        if game.round_over:
+            continue
+        view = seat_view(game, game.current)
+        sampled = determinize(view, random.Random(3))
+        assert sampled.face_up == game.face_up
+        again = seat_view(sampled, 0)
+        assert (again.face_up, again.unseen, again.hand) == (view.face_up, view.unseen, view.hand)

@@ -27,16 +27,25 @@ from loveletter_env.core import layout, record_from_state
 from loveletter_env.env import raw_env
 from loveletter_env.rules import PRESETS
 
-TABLES = [(n, rules) for n in (2, 3, 4) for rules in sorted(PRESETS)]
+# Every preset at every table it can be played at (a ladder rung: 2 players only).
+TABLES = [(n, rules) for n in (2, 3, 4) for rules in sorted(PRESETS) if n == 2 or not PRESETS[rules].is_rung]
+
+
+def rounds_for(rules: str, games: int) -> int:
+    """``games``, twice over on a ladder rung, whose rounds are a few turns long."""
+    return 2 * games if PRESETS[rules].is_rung else games
 
 
 def positions(num_players: int, rules: str, games: int, seed: int):
     """Engine states at every turn of ``games`` rounds where each move is random or the
     belief bot's (so knowledge, ruled-out values, protection and eliminations all occur)."""
     rng = random.Random(seed)
+    preset = PRESETS[rules]
     for _ in range(games):
-        deck = list(FULL_DECK)
+        deck = list(preset.in_play or FULL_DECK)  # a rung shuffles only its cards in play
         rng.shuffle(deck)
+        if preset.is_rung:
+            deck = list(preset.deck_from_in_play(deck))
         state = engine.new_game(num_players, deck, rng.randrange(num_players), rules)
         while not state.round_over:
             yield state
@@ -58,7 +67,7 @@ def test_scores_equal_the_python_belief_bot_bit_for_bit(num_players: int, rules:
     gives on ``seat_view`` (same operations in the same order: == on floats)."""
     weights = model_weights()
     checked = 0
-    for state in positions(num_players, rules, games=40, seed=num_players):
+    for state in positions(num_players, rules, games=rounds_for(rules, 40), seed=num_players):
         legal = engine.legal_actions(state)
         expected = action_scores(seat_view(state, state.current), legal)
         scores = np.zeros(len(legal))
@@ -76,7 +85,7 @@ def test_playouts_play_the_python_playout_move_for_move(num_players: int, rules:
     weights = model_weights()
     rng = random.Random(100 + num_players)
     compared = 0
-    for state in positions(num_players, rules, games=15, seed=10 + num_players):
+    for state in positions(num_players, rules, games=rounds_for(rules, 15), seed=10 + num_players):
         first = rng.choice(engine.legal_actions(state))
         seed = rng.getrandbits(64)
         reference = state.clone()

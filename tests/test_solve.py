@@ -45,6 +45,27 @@ def test_tree_matches_the_independent_count(rules):
     assert by_seat == size.infosets_by_seat
 
 
+def test_uniform_play_scores_what_the_counter_s_tree_says(tree):
+    from loveletter_env import tree as ladder_tree
+
+    other = ladder_tree.build_tree("mini6", public_actions=False)
+    expected = ladder_tree.expected_score(other, ladder_tree.uniform_strategy(other))
+    assert TreeWorkspace(tree).first_player_score(tree.uniform_strategy()) == pytest.approx(expected, abs=1e-12)
+
+
+def test_full_information_tree_matches_the_count_with_every_action_public(tmp_path):
+    full = build_tree("mini6", information="full")
+    size = count_tree("mini6", public_actions=True)
+    assert full.num_nodes == size.histories
+    assert tuple(int((full.infoset_player == seat).sum()) for seat in (0, 1)) == size.infosets_by_seat
+    result = solve("mini6", tree=full)
+    assert result.information == "full" and result.exploitability <= 1e-3
+    # The policy needs to hear moves the env does not show: it is not an agent.
+    path = result.save_policy(tmp_path / "full.npz")
+    with pytest.raises(ValueError, match="information='full'"):
+        SolvedAgent(path)
+
+
 def test_tree_is_consistent(tree):
     # Every decision node's children lie on the next level, after it.
     levels = np.searchsorted(tree.level_start, np.arange(tree.num_nodes), side="right") - 1
@@ -197,6 +218,7 @@ def test_cli_json_and_outputs(tmp_path, capsys):
         (["classic"], "not a ladder rung"),
         (["mini5"], "unknown rules 'mini5'"),
         (["mini6", "--iterations", "0"], "--iterations must be positive"),
+        (["mini6", "--information", "some"], "invalid choice"),
     ],
 )
 def test_cli_errors(argv, message, capsys):
@@ -204,3 +226,13 @@ def test_cli_errors(argv, message, capsys):
         solve_cli.main(argv)
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_policy_files_without_the_heard_actions_load_as_observation_policies(policy_path, tmp_path):
+    with np.load(policy_path, allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files if name != "infoset_heard"}
+    older = tmp_path / "older.npz"
+    np.savez_compressed(older, **arrays)
+    loaded = SolvedPolicy.load(older)
+    assert (loaded.infoset_heard == -1).all()
+    assert SolvedAgent(older).policy.num_infosets == loaded.num_infosets

@@ -23,6 +23,13 @@ Measuring agents (``python -m training.evaluate``, ``python -m training.exploit`
 - :mod:`training.league`: leagues (ratings fitted by :mod:`training.ratings`) and their Markdown/CSV/PNG tables;
 - :mod:`training.exploit`: a best response to a frozen checkpoint.
 
+Solving the ladder's rungs exactly (``python -m training.solve``, ``python -m training.exploit AGENT --exact``):
+
+- :mod:`training.game_tree`: the whole tree of one round of a rung as flat arrays, and the compiled
+  CFR+, best-response and expected-value passes over it;
+- :mod:`training.solve`: :func:`~training.solve.solve` and the command line;
+- :mod:`training.best_response`: an agent's exact exploitability.
+
 :mod:`training.play` plays in the terminal, :mod:`training.replay` narrates a saved game,
 :mod:`training.serve` (with :mod:`training.web`) plays and replays in the browser and
 :mod:`training.export` exports to ONNX. Agent specs

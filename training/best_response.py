@@ -118,6 +118,7 @@ def exact_exploitability(
     samples: int | None = None,
     progress: bool = False,
     tree: GameTree | None = None,
+    information: str = "observations",
 ) -> dict[str, Any]:
     """The agent's exact exploitability on one round of a ladder rung.
 
@@ -127,7 +128,10 @@ def exact_exploitability(
         seed: the agent's seed (its probabilities do not depend on it, except a search's estimates).
         samples: searches per decision for agents whose probabilities are estimated (default: the agent's own).
         progress: show a progress bar while the agent is queried.
-        tree: the rung's tree, when the caller built it already.
+        tree: the rung's tree, when the caller built it already (it sets ``information``).
+        information: the best response's information: ``"observations"`` (default), what the
+            env shows, or ``"full"``, every move announced as at a table (a missed Guard's
+            guess included), which can only find more (see :func:`training.game_tree.build_tree`).
 
     Returns:
         A dict with ``exploitability``, ``best_response_as_first`` / ``_as_second`` (the best
@@ -135,7 +139,7 @@ def exact_exploitability(
         (the agent's score against a best response from seat 0), ``exact_probabilities`` and more.
     """
     started = time.perf_counter()
-    tree = tree or build_tree(rules)
+    tree = tree or build_tree(rules, information)
     player = resolve_agent(agent, seed=seed)
     exact = bool(getattr(player, "exact_probabilities", True))
     if samples is not None and not exact:
@@ -145,6 +149,7 @@ def exact_exploitability(
     report: dict[str, Any] = {
         "agent": agent_label(agent),
         "rules": tree.rules.name,
+        "information": tree.information,
         "exploitability": result.exploitability,
         "best_response_as_first": result.best_response_as_first,
         "best_response_as_second": result.best_response_as_second,
@@ -168,7 +173,9 @@ def describe(report: Mapping[str, Any]) -> str:
         "per decision, so this figure is an estimate"
     )
     return (
-        f"exploitability of {report['agent']} on {report['rules']}: {report['exploitability']:.4f} "
+        f"exploitability of {report['agent']} on {report['rules']}"
+        + ("" if report["information"] == "observations" else " (the best response hears every move)")
+        + f": {report['exploitability']:.4f} "
         f"(an exact best response scores {report['best_response_as_first']:.4f} moving first and "
         f"{report['best_response_as_second']:.4f} moving second; 0 at an equilibrium; {how})"
     )
@@ -191,7 +198,12 @@ def exact_main(parser: Any, args: Any) -> dict[str, Any]:
         parser.error("--samples must be positive")
     try:
         report = exact_exploitability(
-            args.checkpoint, args.rules, seed=args.seed, samples=args.samples, progress=not args.no_progress
+            args.checkpoint,
+            args.rules,
+            seed=args.seed,
+            samples=args.samples,
+            progress=not args.no_progress,
+            information=args.information,
         )
     except (TreeError, AgentSpecError, AgentProbabilityError, FileNotFoundError) as err:
         parser.error(str(err))

@@ -252,6 +252,11 @@ class TrainConfig:
             "must be a non-empty list of table sizes 2, 3 or 4",
         )
         need(e.rules in PRESETS, "env.rules", f"must be one of {sorted(PRESETS)}")
+        need(
+            e.rules not in PRESETS or not PRESETS[e.rules].is_rung or set(e.num_players) == {2},
+            "env.num_players",
+            f"must be [2] on the ladder rung {e.rules!r} (2 players only)",
+        )
         need(e.episode in EPISODE_KINDS, "env.episode", f"must be one of {EPISODE_KINDS}")
         need(1 <= e.num_games <= MAX_NUM_GAMES, "env.num_games", f"must be in 1..{MAX_NUM_GAMES}")
         need(2 <= e.rollout_steps <= MAX_ROLLOUT_STEPS, "env.rollout_steps", f"must be in 2..{MAX_ROLLOUT_STEPS}")

@@ -30,7 +30,7 @@ from loveletter_env import __version__
 from loveletter_env.agents.solved import SolvedPolicy
 from loveletter_env.rules import PRESETS, Rules
 
-from .game_tree import GameTree, TreeError, TreeWorkspace, build_tree, cfr_plus_iterations
+from .game_tree import INFORMATION_KINDS, GameTree, TreeError, TreeWorkspace, build_tree, cfr_plus_iterations
 
 #: The exploitability the ladder's targets ask for.
 DEFAULT_TARGET = 1e-3
@@ -43,6 +43,7 @@ class SolveResult:
 
     Attributes:
         rules: the rung's preset name.
+        information: what information sets hold (``"observations"`` or ``"full"``).
         iterations: CFR+ iterations run.
         exploitability: the mean, over the two seats, of an exact best response's expected
             score against the average strategy, minus 0.5.
@@ -58,6 +59,7 @@ class SolveResult:
     """
 
     rules: str
+    information: str
     iterations: int
     exploitability: float
     first_player_score: float
@@ -76,6 +78,7 @@ class SolveResult:
         """Everything but the policy, as JSON-ready values."""
         return {
             "rules": self.rules,
+            "information": self.information,
             "exploitability": self.exploitability,
             "first_player_score": self.first_player_score,
             "best_response_as_first": self.best_response_as_first,
@@ -118,6 +121,7 @@ def policy_of(tree: GameTree, strategy: np.ndarray, meta: dict[str, Any]) -> Sol
         infoset_player=tree.infoset_player,
         infoset_parent=tree.infoset_parent,
         infoset_parent_action=tree.infoset_parent_action,
+        infoset_heard=tree.infoset_heard,
         key_offsets=tree.key_offsets,
         key_entries=tree.key_entries,
         action_offsets=tree.action_offsets,
@@ -138,6 +142,7 @@ def solve(
     target: float = DEFAULT_TARGET,
     tree: GameTree | None = None,
     on_measure: Callable[[int, float, float], None] | None = None,
+    information: str = "observations",
 ) -> SolveResult:
     """Solve one round of a ladder rung with CFR+.
 
@@ -146,8 +151,10 @@ def solve(
         iterations: at most this many iterations.
         target: stop at the first measurement with exploitability <= ``target`` (0: run
             every iteration).
-        tree: the rung's tree, when the caller built it already.
+        tree: the rung's tree, when the caller built it already (it sets ``information``).
         on_measure: called as ``on_measure(iteration, seconds, exploitability)`` at each measurement.
+        information: ``"observations"`` (the env's game, default) or ``"full"`` (every move
+            announced, as at a table); see :func:`training.game_tree.build_tree`.
 
     Raises:
         TreeError (a ``ValueError``): rules that are not a rung.
@@ -157,7 +164,7 @@ def solve(
         raise ValueError(f"iterations must be a positive int, got {iterations!r}")
     if not target >= 0:
         raise ValueError(f"target must be >= 0, got {target!r}")
-    tree = tree or build_tree(rules)
+    tree = tree or build_tree(rules, information)
     work = TreeWorkspace(tree)
     num_actions = tree.actions.shape[0]
     regret = np.zeros(num_actions)
@@ -187,6 +194,7 @@ def solve(
     meta = {
         "rules": tree.rules.name,
         "in_play": list(tree.rules.in_play or ()),
+        "information": tree.information,
         "iterations": done,
         "exploitability": result.exploitability,
         "first_player_score": first,
@@ -195,6 +203,7 @@ def solve(
     }
     return SolveResult(
         rules=tree.rules.name,
+        information=tree.information,
         iterations=done,
         exploitability=result.exploitability,
         first_player_score=first,
@@ -265,7 +274,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         default=DEFAULT_TARGET,
         help=f"stop once the exploitability is at most this (default {DEFAULT_TARGET}; 0 runs every iteration)",
     )
-    parser.add_argument("--out", help="output folder (default checkpoints/solved/RULES)")
+    parser.add_argument(
+        "--information",
+        choices=INFORMATION_KINDS,
+        default="observations",
+        help="observations (default): what the env shows, the game its agents play; full: every move announced, "
+        "a missed Guard's guess included, as at a table (its policy is not an agent)",
+    )
+    parser.add_argument("--out", help="output folder (default checkpoints/solved/RULES, or RULES_full)")
     parser.add_argument("--json", action="store_true", help="print only one JSON object on stdout")
     args = parser.parse_args(argv)
     if args.iterations < 1:
@@ -277,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     log = sys.stderr if args.json else sys.stdout
     print(f"building the tree of {args.rules} ...", file=sys.stderr)
     try:
-        tree = build_tree(args.rules)
+        tree = build_tree(args.rules, args.information)
     except TreeError as err:
         parser.error(str(err))
     print(
@@ -299,16 +315,22 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     result = solve(tree.rules, args.iterations, args.target, tree=tree, on_measure=on_measure)
     bar.close()
-    out = args.out or str(Path("checkpoints") / "solved" / args.rules)
+    suffix = "" if args.information == "observations" else f"_{args.information}"
+    out = args.out or str(Path("checkpoints") / "solved" / f"{args.rules}{suffix}")
     paths = save_outputs(result, out)
     report = {**result.summary(), **paths}
     if args.json:
         print(json.dumps(report))
     else:
+        usage = (
+            f"agent spec solved:path={paths['policy']}"
+            if result.information == "observations"
+            else "every move announced: not an env agent"
+        )
         print(
             f"{result.rules}: exploitability {result.exploitability:.2e} after {result.iterations:,} iterations "
             f"({result.seconds:.1f} s); player 0 (moving first) scores {result.first_player_score:.6f} at the "
-            f"equilibrium\npolicy: {paths['policy']} (agent spec solved:path={paths['policy']})\nplot: {paths['plot']}"
+            f"equilibrium\npolicy: {paths['policy']} ({usage})\nplot: {paths['plot']}"
         )
     return report
 

@@ -18,6 +18,10 @@ File format (``numpy.savez_compressed``, read with ``allow_pickle=False``)
   rules, iterations, exploitability, first_player_score, ...);
 * ``infoset_player`` int8 [I]: 0 for the player who moves first, 1 for the other;
 * ``infoset_parent`` int32 [I], ``infoset_parent_action`` int8 [I]: the chain above;
+* ``infoset_heard`` int8 [I]: -1, except in a policy solved with every action announced
+  (``meta["information"] == "full"``): the other player's action just before; such a
+  policy needs to hear the other player's moves, which the env's observation does not
+  show, so it is not an agent;
 * ``key_offsets`` int64 [I + 1], ``key_entries`` uint16: the observation key of
   information set ``i`` is ``key_entries[key_offsets[i]:key_offsets[i + 1]]``;
 * ``action_offsets`` int64 [I + 1], ``actions`` int8, ``probabilities`` float64: the
@@ -95,6 +99,7 @@ class SolvedPolicy:
     infoset_player: np.ndarray
     infoset_parent: np.ndarray
     infoset_parent_action: np.ndarray
+    infoset_heard: np.ndarray
     key_offsets: np.ndarray
     key_entries: np.ndarray
     action_offsets: np.ndarray
@@ -141,17 +146,22 @@ class SolvedPolicy:
                     raise ValueError(f"format {fmt!r}")
                 if version != FORMAT_VERSION:
                     raise ValueError(f"version {version} (this code reads {FORMAT_VERSION})")
-                arrays = {name: data[name] for name in _ARRAYS}
+                arrays = {name: data[name] for name in _ARRAYS if name in data.files or name not in _OPTIONAL}
+                # Files from before full-information solving hold observation policies only.
+                arrays.setdefault("infoset_heard", np.full(arrays["infoset_parent"].shape, -1, np.int8))
                 meta = json.loads(str(data["meta"]))
         except (OSError, KeyError, ValueError, EOFError) as err:
             raise ValueError(f"{os.fspath(path)!r} is not a solved policy file ({err})") from None
         return cls(meta=meta, **arrays)
 
 
+#: Arrays a file may lack (it was written before they existed); :meth:`SolvedPolicy.load` fills them.
+_OPTIONAL = ("infoset_heard",)
 _ARRAYS = (
     "infoset_player",
     "infoset_parent",
     "infoset_parent_action",
+    "infoset_heard",
     "key_offsets",
     "key_entries",
     "action_offsets",
@@ -179,6 +189,12 @@ class SolvedAgent:
         self.path = os.fspath(path)
         self.policy = SolvedPolicy.load(path)
         p = self.policy
+        information = p.meta.get("information", "observations")
+        if information != "observations":
+            raise ValueError(
+                f"solved policy {self.path!r} was solved with information={information!r}: it needs every move "
+                "announced, and the env shows only observations; solve with information='observations' to play it"
+            )
         self._index = {
             (int(parent), int(action), p.key(i)): i
             for i, (parent, action) in enumerate(zip(p.infoset_parent, p.infoset_parent_action))

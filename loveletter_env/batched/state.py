@@ -82,7 +82,10 @@ class BatchedState:
 
 
 def empty_state(num_players: torch.Tensor, rules: Rules) -> BatchedState:
-    """N games with no round dealt yet (``round_over`` everywhere, zero tokens)."""
+    """N games with no round dealt yet (``round_over`` everywhere, zero tokens). The torch
+    engine deals the printed rules' 3 face-up cards: it refuses a ladder rung."""
+    if rules.is_rung:
+        raise ValueError(f"rules {rules.name!r} are a ladder rung, which the torch engine does not play")
     n, device = num_players.shape[0], num_players.device
     target = torch.tensor(rules.tokens_to_win, dtype=torch.int8, device=device)[num_players - 2]
     present = torch.arange(MAX_SEATS, device=device) < num_players[:, None]
