@@ -66,9 +66,9 @@ def training_times(run_dir: Path) -> dict[int, tuple[int, float, float]]:
     return times
 
 
-def _read_cache(path: Path, greedy: bool) -> dict[int, CurvePoint]:
+def _read_cache(path: Path) -> list[CurvePoint]:
     if not path.is_file():
-        return {}
+        return []
     with path.open(newline="") as f:
         points = [
             CurvePoint(
@@ -81,7 +81,7 @@ def _read_cache(path: Path, greedy: bool) -> dict[int, CurvePoint]:
             )
             for r in csv.DictReader(f)
         ]
-    return {p.update: p for p in points if p.greedy == greedy}
+    return points
 
 
 def _write_cache(path: Path, points: Sequence[CurvePoint]) -> None:
@@ -103,7 +103,9 @@ def run_curve(run_dir: str | Path, tree: Any, greedy: bool = False, progress: bo
     run_dir = Path(run_dir)
     times = training_times(run_dir)
     cache_path = run_dir / "exploitability.csv"
-    known = _read_cache(cache_path, greedy)
+    cached = _read_cache(cache_path)
+    other_mode = [p for p in cached if p.greedy != greedy]  # kept in the file, not in this curve
+    known = {p.update: p for p in cached if p.greedy == greedy}
     todo = [(u, p) for u, p in snapshots(run_dir) if u not in known]
     bar = tqdm(todo, desc=f"{run_dir.name}: snapshots", unit="snapshot", disable=not progress, dynamic_ncols=True)
     for update, path in bar:
@@ -114,32 +116,38 @@ def run_curve(run_dir: str | Path, tree: Any, greedy: bool = False, progress: bo
         step, elapsed, cpu = times[update]
         known[update] = CurvePoint(update, step, elapsed, cpu, float(report["exploitability"]), greedy)
         bar.set_postfix(exploitability=f"{report['exploitability']:.4f}")
-        _write_cache(cache_path, [known[u] for u in sorted(known)])  # an interrupted call keeps what it computed
+        # Written after every snapshot, so an interrupted call keeps what it computed.
+        _write_cache(cache_path, [*other_mode, *(known[u] for u in sorted(known))])
     return [known[u] for u in sorted(known)]
 
 
 def plot_curves(
     curves: dict[str, list[CurvePoint]], out: str | Path, rules: str, target: float | None, minutes: float | None
 ) -> Path:
-    """One PNG: each run's exploitability (log scale) against training wall time."""
+    """One PNG: each run's exploitability (log scale) against training wall time (left) and
+    turns played (right: what the runs' share of a loaded machine does not change)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, (by_time, by_turns) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for label, points in curves.items():
-        ax.plot([p.elapsed_s / 60 for p in points], [p.exploitability for p in points], marker=".", label=label)
-    if target is not None:
-        ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target {target:g}")
+        values = [p.exploitability for p in points]
+        by_time.plot([p.elapsed_s / 60 for p in points], values, marker=".", label=label)
+        by_turns.plot([p.global_step / 1e6 for p in points], values, marker=".", label=label)
+    for ax in (by_time, by_turns):
+        if target is not None:
+            ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target {target:g}")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
     if minutes is not None:
-        ax.axvline(minutes, color="grey", linestyle=":", linewidth=1)
-    ax.set_yscale("log")
-    ax.set_xlabel("training wall time (minutes)")
-    ax.set_ylabel("exact exploitability (0: equilibrium)")
-    ax.set_title(f"{rules}: exploitability of the sampling policy during training")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+        by_time.axvline(minutes, color="grey", linestyle=":", linewidth=1)
+    by_time.set_xlabel("training wall time (minutes)")
+    by_turns.set_xlabel("turns played (millions)")
+    by_time.set_ylabel("exact exploitability (0: equilibrium)")
+    fig.suptitle(f"{rules}: exact exploitability of the sampling policy during training")
+    by_turns.legend()
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
