@@ -131,7 +131,7 @@ def plot_curves(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (by_time, by_turns) = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    fig, (by_time, by_turns) = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)
     for label, points in curves.items():
         values = [p.exploitability for p in points]
         by_time.plot([p.elapsed_s / 60 for p in points], values, marker=".", label=label)
@@ -141,14 +141,16 @@ def plot_curves(
             ax.axhline(target, color="grey", linestyle="--", linewidth=1, label=f"target {target:g}")
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
+        ax.yaxis.set_tick_params(labelleft=True)
     if minutes is not None:
         by_time.axvline(minutes, color="grey", linestyle=":", linewidth=1)
     by_time.set_xlabel("training wall time (minutes)")
     by_turns.set_xlabel("turns played (millions)")
     by_time.set_ylabel("exact exploitability (0: equilibrium)")
     fig.suptitle(f"{rules}: exact exploitability of the sampling policy during training")
-    by_turns.legend()
-    fig.tight_layout()
+    handles, labels = by_time.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
