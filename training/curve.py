@@ -10,8 +10,9 @@ exploitability against wall time goes to ``--out``.
 
 The network is evaluated as a sampling agent by default (the masked softmax at every
 information set): a network that plays its most likely action is a pure strategy, and
-pure strategies are not equilibria of a game with hidden cards. ``--greedy`` measures the
-greedy agent instead, as ``python -m training.exploit RUN/snapshot.pt --exact`` does.
+pure strategies are not equilibria of a game with hidden cards. Each figure is the one
+``python -m training.exploit SNAPSHOT --exact --sampled --rules RUNG`` prints. ``--greedy``
+measures the greedy agent instead, as ``python -m training.exploit SNAPSHOT --exact`` does.
 """
 
 from __future__ import annotations
