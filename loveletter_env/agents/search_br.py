@@ -23,7 +23,9 @@ set. Each walk:
   it both seats play the agent's policy;
 * backs up the search's score (1 for a win alone, ½ for a shared win, 0 for a loss).
 
-The root action with the most visits is played.
+Every root action is walked on the same deals with the same generator seeds (common random
+numbers), and the one with the highest total score is played; equals go to the action the
+agent itself prefers in the search's seat.
 
 The agent's probabilities come from :class:`AgentPolicy`: a network's masked softmax (or its
 argmax when it plays greedily) through its batch interface, an exact bot's
@@ -59,6 +61,7 @@ _DECK = layout.DECK
 _CURRENT = layout.CURRENT
 _ROUND_OVER = layout.ROUND_OVER
 _ROUND_WINNERS = layout.ROUND_WINNERS
+_SEEN = layout.SEEN  # seat s has seen seat t's card: SEEN + s * MAX_SEATS + t (we are seat 0)
 
 #: The most observations :class:`AgentPolicy` keeps answers for before it starts afresh.
 CACHE_LIMIT = 200_000
@@ -174,27 +177,42 @@ class SearchBestResponse(KeptCardSearchAgent):
     def choose_by_search(self, observation: Mapping[str, Any], view: ObservationView, legal: list[int]) -> int:
         if view.num_players != 2:
             raise ValueError(f"a search best response plays 2-player rounds only; this one has {view.num_players}")
-        return self.search(view, legal)
+        # Where the walks cannot tell actions apart, play what the agent itself would here.
+        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        mask[legal] = 1
+        prior = self.policy(np.asarray(observation["observation"], dtype=np.float32), mask)
+        return self.search(view, sorted(legal, key=lambda a: -prior[a]))
 
-    def search(self, view: ObservationView, legal: list[int]) -> int:
-        """Run ``iterations`` walks from ``view`` (the searching seat to act) and return the
-        root action visited most (the first of equals in ``legal``)."""
+    def search(self, view: ObservationView, candidates: list[int]) -> int:
+        """Run about ``iterations`` walks from ``view`` (the searching seat to act) and return the
+        root action of the highest total score (the first of equals in ``candidates``).
+
+        Every candidate is tried on the same deals with the same generator seeds for the rest
+        of the walk (common random numbers): the deal is what makes one walk's score differ
+        most from another's, and comparing candidates on the same deals removes most of that
+        noise. Below the root, each candidate's walks share one tree.
+        """
         rng = self.rng
         old_card = self.memory.old_card(view)
         held = self.memory.last_kept(view)
         likelihoods = {1: play_likelihoods(view, 1, held, self.model_noise, self.policy.play_probability)}
         # Everything but the hidden cards is the same in every deal: one record, rewritten per deal.
         base = record_from_state(deal_state(view, [view.hand[0], view.known_cards[1]], _PLACEHOLDER_DECK, old_card))
+        # The agent's observation says whether we have seen its card; the determinized state omits it.
+        base[_SEEN + 1] = bool(view.known_cards[1])
         tree: dict[tuple[int, int, bytes], _InfoSet] = {}
         root = _InfoSet()
         scratch = _Scratch()
-        for _ in range(self.iterations):
+        totals = np.zeros(len(candidates))
+        for _ in range(max(1, self.iterations // len(candidates))):
             hands, deck = sample_deal(view, rng, likelihoods)
-            record = base.copy()
-            record[_HANDS : _HANDS + 2] = hands
-            record[_DECK : _DECK + len(deck)] = deck
-            self._walk(record, root, tree, legal, rng, scratch)
-        return max(legal, key=lambda a: root.visits.get(a, 0))
+            walk_seed = rng.getrandbits(64)
+            for i, action in enumerate(candidates):
+                record = base.copy()
+                record[_HANDS : _HANDS + 2] = hands
+                record[_DECK : _DECK + len(deck)] = deck
+                totals[i] += self._walk(record, root, tree, [action], random.Random(walk_seed), scratch)
+        return candidates[int(np.argmax(totals))]  # argmax keeps the first of equals
 
     def _walk(
         self,
@@ -205,7 +223,8 @@ class SearchBestResponse(KeptCardSearchAgent):
         rng: random.Random,
         scratch: _Scratch,
     ) -> float:
-        """One walk from the root on ``record`` (the searching seat is seat 0); returns its score."""
+        """One walk from the root on ``record`` (the searching seat is seat 0), choosing among
+        ``legal`` there; returns its score."""
         path: list[tuple[_InfoSet, int]] = []
         obs, mask = scratch.obs, scratch.mask
         info: _InfoSet | None = root
