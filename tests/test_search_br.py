@@ -133,6 +133,8 @@ def test_cli_json(capsys):
         (["rule", "--search", "--iterations", "0"], "--iterations must be positive"),
         (["rule", "--search", "--players", "3"], "2-player"),
         (["rule", "--search", "--rules", "nonsense"], "nonsense"),
+        (["rule", "--exact", "--rules", "mini6", "--iterations", "5"], "go with --search"),
+        (["rule", "--model", "belief"], "go with --search"),
     ],
 )
 def test_cli_errors(argv, message, capsys):

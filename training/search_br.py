@@ -113,14 +113,15 @@ def search_main(parser: Any, args: Any) -> dict[str, Any]:
     rounds = 200 if args.rounds is None else args.rounds
     if rounds < 2 or rounds % 2:
         parser.error(f"--rounds must be a positive even number with --search (each deal from both seats); got {rounds}")
-    if args.iterations < 1:
-        parser.error(f"--iterations must be positive; got {args.iterations}")
+    iterations = 1000 if args.iterations is None else args.iterations
+    if iterations < 1:
+        parser.error(f"--iterations must be positive; got {iterations}")
     if args.players != 2:
         parser.error("--search plays 2-player rounds only")
     try:
         report = search_exploitability(
             args.checkpoint,
-            iterations=args.iterations,
+            iterations=iterations,
             rounds=rounds,
             seed=args.seed,
             rules=args.rules or "classic",
