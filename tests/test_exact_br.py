@@ -203,6 +203,7 @@ def test_cli_search_agent_says_estimated(capsys):
         (["nobody", "--exact", "--rules", "mini6"], "unknown agent 'nobody'"),
         ([], "the agent to exploit is required"),
         (["random", "--rules", "mini6"], "go with --exact"),
+        (["rule", "--exact", "--rules", "mini6", "--sampled"], "--sampled is for checkpoints"),
         (["random", "--exact", "--rules", "mini6", "--information", "some"], "invalid choice"),
     ],
 )
@@ -244,3 +245,12 @@ def test_network_probabilities_are_those_it_plays_with():
             np.testing.assert_allclose([soft[a] for a in explained], list(explained.values()), rtol=1e-5)
             assert soft.sum() == pytest.approx(1.0)
             env.step(greedy.act(obs))
+
+
+def test_cli_measures_a_checkpoint_in_the_mode_asked(capsys):
+    reports = {}
+    for mode in ([], ["--sampled"]):
+        exploit.main(["checkpoints/shipped/ppo_2p.pt", "--exact", "--rules", "mini6", "--json", "--no-progress", *mode])
+        reports[bool(mode)] = json.loads(capsys.readouterr().out)
+    assert reports[True]["agent"].endswith("(sampling)")
+    assert reports[True]["exploitability"] != reports[False]["exploitability"]

@@ -45,6 +45,14 @@ def test_tree_matches_the_independent_count(rules):
     assert by_seat == size.infosets_by_seat
 
 
+def test_uniform_play_scores_what_the_counter_s_tree_says(tree):
+    from loveletter_env import tree as ladder_tree
+
+    other = ladder_tree.build_tree("mini6", public_actions=False)
+    expected = ladder_tree.expected_score(other, ladder_tree.uniform_strategy(other))
+    assert TreeWorkspace(tree).first_player_score(tree.uniform_strategy()) == pytest.approx(expected, abs=1e-12)
+
+
 def test_full_information_tree_matches_the_count_with_every_action_public(tmp_path):
     full = build_tree("mini6", information="full")
     size = count_tree("mini6", public_actions=True)

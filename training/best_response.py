@@ -186,8 +186,9 @@ def exact_main(parser: Any, args: Any) -> dict[str, Any]:
     import json
     import sys
 
-    from loveletter_env.agents.specs import AgentSpecError
+    from loveletter_env.agents.specs import AgentSpecError, is_checkpoint_path
 
+    from .checkpoint import CheckpointError
     from .game_tree import TreeError
 
     if not args.rules:
@@ -196,19 +197,28 @@ def exact_main(parser: Any, args: Any) -> dict[str, Any]:
         parser.error(f"--exact solves 2-player rounds (the ladder's rungs); got --players {args.players}")
     if args.samples is not None and args.samples < 1:
         parser.error("--samples must be positive")
+    agent: Any = args.checkpoint
     try:
+        if args.sampled:
+            # A checkpoint plays greedily unless told to sample: measure the mode asked for.
+            if not is_checkpoint_path(agent):
+                parser.error(f"--sampled is for checkpoints; {agent!r} is not one")
+            from .checkpoint import load_agent
+
+            agent = load_agent(agent, greedy=False, seed=args.seed)
         report = exact_exploitability(
-            args.checkpoint,
+            agent,
             args.rules,
             seed=args.seed,
             samples=args.samples,
             progress=not args.no_progress,
             information=args.information,
         )
-    except (TreeError, AgentSpecError, AgentProbabilityError, FileNotFoundError) as err:
+    except (TreeError, AgentSpecError, AgentProbabilityError, FileNotFoundError, CheckpointError) as err:
         parser.error(str(err))
     except ValueError as err:  # an unknown rules preset, a bad policy file
         parser.error(str(err))
+    report["agent"] = f"{args.checkpoint} (sampling)" if args.sampled else args.checkpoint
     if args.json:
         print(json.dumps(report))
     else:
