@@ -125,6 +125,13 @@ def test_cli_json(capsys):
     assert low <= report["exploitability_lower_bound"] <= high
 
 
+def test_sampled_checkpoint_is_modelled_by_its_softmax():
+    report = search_exploitability(SHIPPED_2P, iterations=4, rounds=2, rules="mini6", sampled=True)
+    assert report["agent"].endswith("(sampling)") and report["model"].endswith("(sampling)")
+    with pytest.raises(ValueError, match="for checkpoints"):
+        search_exploitability("rule", iterations=4, rounds=2, rules="mini6", sampled=True)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from loveletter_env.agents.search_br import AgentPolicy, SearchBestResponse
-from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
+from loveletter_env.agents.specs import AgentSpec, agent_label, is_checkpoint_path, resolve_agent
 
 from .matches import play_matches
 from .runtime import derive_seed
@@ -34,6 +34,7 @@ def search_exploitability(
     rules: str = "classic",
     probability_samples: int | None = None,
     model: AgentSpec | None = None,
+    sampled: bool = False,
     progress: bool = False,
 ) -> dict[str, Any]:
     """Play a search best response against ``agent`` over ``rounds`` rounds (``rounds / 2``
@@ -49,15 +50,29 @@ def search_exploitability(
             probabilities inside the best response's search (``None``: the agent's own default).
         model: the agent the search samples at the agent's decisions (default: ``agent`` itself),
             such as a search agent with fewer iterations, to make the best response affordable.
+        sampled: ``agent`` (and ``model``) is a checkpoint that plays by sampling from its policy
+            instead of greedily, and is modelled so.
         progress: show a progress bar.
 
     Returns:
         A dict with ``score`` and ``ci95`` (the best response's mean score and its 95% interval
         over deals), ``exploitability_lower_bound`` and its ``ci95``, and the settings.
     """
-    target = resolve_agent(agent, seed=derive_seed(seed, 1))
     modelled = agent if model is None else model
-    policy = AgentPolicy(resolve_agent(modelled, seed=derive_seed(seed, 2)), probability_samples)
+    target: Any
+    model_agent: Any
+    if sampled:
+        from .checkpoint import load_agent
+
+        for spec in {str(agent), str(modelled)}:
+            if not is_checkpoint_path(spec):
+                raise ValueError(f"--sampled is for checkpoints; {spec!r} is not one")
+        target = load_agent(str(agent), greedy=False, seed=derive_seed(seed, 1))
+        model_agent = load_agent(str(modelled), greedy=False, seed=derive_seed(seed, 2))
+    else:
+        target = resolve_agent(agent, seed=derive_seed(seed, 1))
+        model_agent = resolve_agent(modelled, seed=derive_seed(seed, 2))
+    policy = AgentPolicy(model_agent, probability_samples)
     searcher = SearchBestResponse(policy, seed=derive_seed(seed, 3), iterations=iterations)
     started = time.perf_counter()
     _, records = play_matches(
@@ -67,7 +82,7 @@ def search_exploitability(
     score = sum(score_of_slot(r) for r in records) / len(records)
     low, high = per_deal_interval(deals, score_of_slot)
     report: dict[str, Any] = {
-        "agent": agent_label(agent),
+        "agent": agent_label(agent) + (" (sampling)" if sampled else ""),
         "rules": rules,
         "iterations": iterations,
         "rounds": len(records),
@@ -77,7 +92,7 @@ def search_exploitability(
         "ci95": [low, high],
         "exploitability_lower_bound": score - 0.5,
         "exploitability_lower_bound_ci95": [low - 0.5, high - 0.5],
-        "model": agent_label(modelled),
+        "model": agent_label(modelled) + (" (sampling)" if sampled else ""),
         "exact_probabilities": policy.exact,
         "seconds": round(time.perf_counter() - started, 1),
     }
@@ -127,6 +142,7 @@ def search_main(parser: Any, args: Any) -> dict[str, Any]:
             rules=args.rules or "classic",
             probability_samples=args.samples,
             model=args.model,
+            sampled=args.sampled,
             progress=not args.no_progress,
         )
     except (ValueError, TypeError, FileNotFoundError) as err:
