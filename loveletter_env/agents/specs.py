@@ -177,10 +177,11 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent")
         role: what the caller calls the agent (``"opponent"``...), used in error messages.
 
     Raises:
-        AgentSpecError (a ``ValueError``): the spec names nothing known, or options the bot
-        does not take (``seed`` among them); AgentTypeError (also a ``TypeError``): ``spec`` is
-        neither a spec nor an agent; ValueError: a bad ``seed``; FileNotFoundError: a checkpoint
-        path that does not exist.
+        AgentSpecError: (a ``ValueError``) the spec names nothing known, or options the bot
+            does not take (``seed`` among them).
+        AgentTypeError: (also a ``TypeError``) ``spec`` is neither a spec nor an agent.
+        ValueError: a bad ``seed``.
+        FileNotFoundError: a checkpoint path that does not exist.
     """
     if not isinstance(spec, (str, os.PathLike)):
         if callable(getattr(spec, "act", None)):
