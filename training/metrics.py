@@ -19,6 +19,7 @@ TRAIN_COLUMNS = (
     "update",
     "global_step",
     "elapsed_s",
+    "cpu_s",
     "turns_per_s",
     "learning_rate",
     "learner_decisions",

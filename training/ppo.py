@@ -13,7 +13,8 @@ Pieces, in the order a training update uses them:
    to every seat's last decision.
 5. :func:`ppo_losses` / :func:`ppo_update` - clipped surrogate objective, (optionally
    clipped) value loss, entropy bonus, per-minibatch advantage normalisation and
-   gradient-norm clipping.
+   gradient-norm clipping; optionally the magnetic mirror descent term, a reverse KL
+   from the policy to a slowly moving *magnet* policy (:func:`masked_kl`).
 6. :func:`learning_rate` - the linear learning-rate schedule.
 
 :class:`PolicyAgent` wraps a network as an agent with ``act(observation_dict) -> int``,
@@ -25,6 +26,7 @@ global generator, so a seeded run is reproducible.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -64,6 +66,12 @@ class PPOConfig(StrictModel):
         norm_adv: normalise advantages within each minibatch.
         target_kl: stop the update's epochs early once the approximate KL exceeds this
             (``None``: never stop early).
+        magnet_coef: weight ``alpha`` of ``KL(policy || magnet)`` in the loss: magnetic
+            mirror descent (Sokota et al., ICLR 2023), which, unlike plain self-play,
+            approaches an equilibrium in two-player zero-sum imperfect-information games.
+            0 (the default) leaves the PPO loss exactly as without it.
+        magnet_every: with ``magnet_coef > 0``, the magnet becomes a copy of the current
+            policy every this many updates (the trainer keeps it between updates).
     """
 
     learning_rate: Annotated[float, Field(gt=0, le=1)] = 8e-4
@@ -79,6 +87,8 @@ class PPOConfig(StrictModel):
     max_grad_norm: Annotated[float, Field(gt=0)] = 0.5
     norm_adv: bool = True
     target_kl: Annotated[float, Field(gt=0)] | None = None
+    magnet_coef: Annotated[float, Field(ge=0)] = 0.0
+    magnet_every: Annotated[WholeNumber, Field(ge=1)] = 20
 
 
 # ---------------------------------------------------------------------------------
@@ -156,6 +166,17 @@ def masked_entropy(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Entropy of the masked policy, summed over legal actions only: ``[B]``."""
     log_p = masked_log_probs(logits, mask)
     return -(log_p.exp() * log_p).where(mask, torch.zeros_like(log_p)).sum(-1)
+
+
+def masked_kl(logits: torch.Tensor, target_log_probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``KL(policy || target)`` over legal actions, ``[B]``: the policy from ``logits``, the
+    target as masked log-probabilities (:func:`masked_log_probs` of the same ``mask``).
+
+    This reverse KL is what magnetic mirror descent adds: its gradient moves the policy's
+    probability towards the target's wherever the policy puts weight.
+    """
+    log_p = masked_log_probs(logits, mask)
+    return (log_p.exp() * (log_p - target_log_probs)).where(mask, torch.zeros_like(log_p)).sum(-1)
 
 
 def sample_actions(
@@ -239,9 +260,18 @@ class RolloutBatch:
     values: torch.Tensor  # float [B], its value estimates
     advantages: torch.Tensor  # float [B]
     returns: torch.Tensor  # float [B]
+    magnet_log_probs: torch.Tensor | None = None  # float [B, 41], masked; only with ppo.magnet_coef > 0
 
     def __len__(self) -> int:
         return self.actions.shape[0]
+
+    def rows(self, idx: torch.Tensor) -> RolloutBatch:
+        """The transitions ``idx`` (a minibatch)."""
+        picked: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            picked[f.name] = None if value is None else value[idx]
+        return RolloutBatch(**picked)
 
 
 def policy_loss(new_logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, clip_coef: float):
@@ -283,6 +313,13 @@ def ppo_losses(model: nn.Module, batch: RolloutBatch, cfg: PPOConfig) -> tuple[t
     pg = policy_loss(new_logprobs, batch.logprobs, advantages, cfg.clip_coef)
     vf = value_loss(new_values, batch.values, batch.returns, cfg.clip_coef if cfg.clip_vloss else None)
     loss = pg - cfg.ent_coef * entropy + cfg.vf_coef * vf
+    pieces: dict[str, torch.Tensor] = {}
+    if cfg.magnet_coef > 0:
+        if batch.magnet_log_probs is None:
+            raise ValueError("ppo.magnet_coef > 0 needs the magnet's log-probabilities in the batch")
+        magnet_kl = masked_kl(logits, batch.magnet_log_probs, batch.masks).mean()
+        loss = loss + cfg.magnet_coef * magnet_kl
+        pieces["magnet_kl"] = magnet_kl.detach()
     with torch.no_grad():
         log_ratio = new_logprobs - batch.logprobs
         # The low-variance KL estimator (k3) from http://joschu.net/blog/kl-approx.html
@@ -294,6 +331,7 @@ def ppo_losses(model: nn.Module, batch: RolloutBatch, cfg: PPOConfig) -> tuple[t
         "entropy": entropy.detach(),
         "approx_kl": approx_kl,
         "clip_fraction": clip_fraction,
+        **pieces,
     }
 
 
@@ -303,8 +341,12 @@ def ppo_update(
     batch: RolloutBatch,
     cfg: PPOConfig,
     generator: torch.Generator,
+    magnet: nn.Module | None = None,
 ) -> dict[str, float]:
     """Run ``update_epochs`` passes of minibatch gradient steps over ``batch``.
+
+    ``magnet`` (needed when ``cfg.magnet_coef > 0``) is the network whose policy the
+    magnetic mirror descent term pulls towards; it is evaluated once on the whole batch.
 
     Returns the mean of each loss piece over the minibatches, plus ``explained_variance``
     of the value estimates that collected the batch.
@@ -312,6 +354,12 @@ def ppo_update(
     size = len(batch)
     if size == 0:
         raise ValueError("ppo_update got an empty batch: the rollout resolved no learner decision")
+    if cfg.magnet_coef > 0:
+        if magnet is None:
+            raise ValueError("ppo.magnet_coef > 0 needs a magnet network: pass magnet= to ppo_update")
+        with torch.no_grad():
+            magnet_logits, _ = magnet(batch.obs)
+        batch = dataclasses.replace(batch, magnet_log_probs=masked_log_probs(magnet_logits, batch.masks))
     minibatch = max(1, size // cfg.num_minibatches)
     totals: dict[str, float] = {}
     steps = 0
@@ -319,7 +367,7 @@ def ppo_update(
         order = torch.randperm(size, generator=generator, device="cpu").to(batch.actions.device)
         for start in range(0, size - minibatch + 1, minibatch):
             idx = order[start : start + minibatch]
-            mb = RolloutBatch(*(getattr(batch, f)[idx] for f in RolloutBatch.__dataclass_fields__))
+            mb = batch.rows(idx)
             loss, stats = ppo_losses(model, mb, cfg)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

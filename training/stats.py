@@ -80,13 +80,14 @@ def complete_deals(records: Sequence[EpisodeRecord], num_players: int) -> Sequen
 
 
 def per_deal_interval(
-    deals: Sequence[Sequence[EpisodeRecord]], won: Callable[[EpisodeRecord], bool], z: float = Z_95
+    deals: Sequence[Sequence[EpisodeRecord]], won: Callable[[EpisodeRecord], float], z: float = Z_95
 ) -> tuple[float, float]:
     """The 95% interval of a win rate over duplicate deals.
 
     Each deal scores the share of its rotations that ``won`` (for instance "slot 0 is among the
-    winners"); the interval is the mean score ± ``z`` standard errors (sample standard deviation
-    over the deals), clipped to ``[0, 1]``. The deal's luck weighs on every rotation alike, so
+    winners"; ``won`` may also give a round's score in [0, 1], a shared win counting ½); the
+    interval is the mean score ± ``z`` standard errors (sample standard deviation over the
+    deals), clipped to ``[0, 1]``. The deal's luck weighs on every rotation alike, so
     the deals, not the episodes, are the independent draws. With fewer than 2 deals there is no
     spread to measure, and the Wilson interval over the episodes stands in.
     """

@@ -143,6 +143,9 @@ class SelfPlayTrainer:
         self.rng = np.random.default_rng(derive_seed(seed, 3))
         self.pool = pool if pool is not None else OpponentPool(config.opponents.pool_size)
         self.opponent_model = copy.deepcopy(self.model).eval()
+        # The policy that ppo.magnet_coef pulls towards (magnetic mirror descent); it follows
+        # the learner every ppo.magnet_every updates.
+        self.magnet = copy.deepcopy(self.model).eval()
         self.update = 0
         self.global_step = 0
         self.best_score = -math.inf
@@ -178,6 +181,7 @@ class SelfPlayTrainer:
             "numpy_rng": self.rng.bit_generator.state,
             "pool": self.pool.state(),
             "best_score": self.best_score,
+            "magnet": self.magnet.state_dict(),
         }
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
@@ -207,6 +211,7 @@ class SelfPlayTrainer:
         self.rng.bit_generator.state = state["numpy_rng"]
         self.pool.load_state(state["pool"], list(self.config.model.hidden_sizes))
         self.best_score = float(state["best_score"])
+        self.magnet.load_state_dict(state["magnet"] if "magnet" in state else self.model.state_dict())
         self.update = int(ckpt["update"])
         self.global_step = int(ckpt["global_step"])
 
@@ -218,6 +223,7 @@ class SelfPlayTrainer:
                 f"but model.hidden_sizes is {self.config.model.hidden_sizes}"
             )
         self.model.load_state_dict(build_model(source).state_dict())
+        self.magnet.load_state_dict(self.model.state_dict())
 
     def checkpoint_payload(self, with_training_state: bool = True) -> dict[str, Any]:
         payload = {
@@ -425,7 +431,7 @@ class SelfPlayTrainer:
             disable=not self.progress,
             desc=cfg.run_name,
         )
-        start, start_step = time.perf_counter(), self.global_step
+        start, start_cpu, start_step = time.perf_counter(), time.process_time(), self.global_step
         # A first Ctrl-C (or SIGTERM) ends the run after the current update, saved; a second at once.
         stop = StopRequest("stopping after this update, which will be saved; press Ctrl-C again to stop at once")
         stop.install()
@@ -446,9 +452,12 @@ class SelfPlayTrainer:
                         break
                     continue  # rollouts this short resolved no decision yet: nothing to learn from
                 self.model.train()
+                ppo_cfg = self.active.ppo
                 with self.stopwatch("update"):
-                    stats = ppo_update(self.model, self.optimizer, batch, self.active.ppo, self.update_gen)
+                    stats = ppo_update(self.model, self.optimizer, batch, ppo_cfg, self.update_gen, magnet=self.magnet)
                 self.update += 1
+                if ppo_cfg.magnet_coef > 0 and self.update % ppo_cfg.magnet_every == 0:
+                    self.magnet.load_state_dict(self.model.state_dict())
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
 
                 if self.grow_pool and self.update % self.active.opponents.snapshot_every == 0:
@@ -458,6 +467,7 @@ class SelfPlayTrainer:
                     "update": self.update,
                     "global_step": self.global_step,
                     "elapsed_s": round(time.perf_counter() - start, 2),
+                    "cpu_s": round(time.process_time() - start_cpu, 2),
                     "turns_per_s": round((self.global_step - start_step) / (time.perf_counter() - start), 1),
                     "learning_rate": lr,
                     "stage": self.stage,

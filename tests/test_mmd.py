@@ -1,0 +1,213 @@
+"""Magnetic mirror descent in the PPO loss (ppo.magnet_coef, ppo.magnet_every) and the
+exploitability curve tool (python -m training.curve)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+
+import pytest
+import torch
+from conftest import TINY_TRAINING
+
+from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.observation import OBSERVATION_SIZE
+from training import curve
+from training.checkpoint import load_checkpoint
+from training.config import ConfigError, load_config
+from training.ppo import (
+    ActorCritic,
+    PPOConfig,
+    RolloutBatch,
+    action_log_prob,
+    masked_kl,
+    masked_log_probs,
+    ppo_losses,
+    ppo_update,
+)
+from training.selfplay import SelfPlayTrainer, main
+
+LEGAL = [3, 7, 30]
+
+
+def make_batch(seed: int = 0, rows: int = 48) -> tuple[ActorCritic, RolloutBatch]:
+    generator = torch.Generator().manual_seed(seed)
+    model = ActorCritic(hidden_sizes=(32,), generator=generator)
+    obs = torch.rand(rows, OBSERVATION_SIZE, generator=generator)
+    mask = torch.zeros(rows, NUM_ACTIONS, dtype=torch.bool)
+    mask[:, LEGAL] = True
+    actions = torch.tensor(LEGAL * (rows // len(LEGAL)))
+    advantages = torch.randn(rows, generator=generator)
+    with torch.no_grad():
+        logits, values = model(obs)
+    batch = RolloutBatch(
+        obs, mask, actions, action_log_prob(logits, mask, actions), values, advantages, advantages + values
+    )
+    return model, batch
+
+
+def magnet_favouring(action: int, batch: RolloutBatch) -> torch.Tensor:
+    """Masked log-probabilities of a magnet that plays ``action`` with probability ~0.9."""
+    logits = torch.zeros(len(batch), NUM_ACTIONS)
+    logits[:, action] = 3.0
+    return masked_log_probs(logits, batch.masks)
+
+
+# -- the loss ----------------------------------------------------------------------------
+def test_zero_magnet_coef_gives_exactly_the_plain_loss():
+    model, batch = make_batch()
+    plain_loss, plain_stats = ppo_losses(model, batch, PPOConfig())
+    with_magnet = dataclasses.replace(batch, magnet_log_probs=magnet_favouring(30, batch))
+    loss, stats = ppo_losses(model, with_magnet, PPOConfig(magnet_coef=0.0))
+    assert torch.equal(loss, plain_loss)
+    assert "magnet_kl" not in stats and stats.keys() == plain_stats.keys()
+
+
+def test_magnet_term_adds_alpha_times_the_reverse_kl():
+    model, batch = make_batch()
+    magnet = magnet_favouring(30, batch)
+    plain_loss, _ = ppo_losses(model, batch, PPOConfig())
+    loss, stats = ppo_losses(model, dataclasses.replace(batch, magnet_log_probs=magnet), PPOConfig(magnet_coef=0.3))
+    with torch.no_grad():
+        p = masked_log_probs(model(batch.obs)[0], batch.masks).exp()[:, LEGAL]
+        q = magnet.exp()[:, LEGAL]
+        expected_kl = (p * (p.log() - q.log())).sum(-1).mean()  # KL(policy || magnet), by hand
+    assert float(stats["magnet_kl"]) == pytest.approx(float(expected_kl), rel=1e-5)
+    assert float((loss - plain_loss).detach()) == pytest.approx(0.3 * float(expected_kl), rel=1e-4)
+
+
+def test_kl_is_zero_against_itself_and_ignores_illegal_actions():
+    _, batch = make_batch()
+    logits = torch.randn(len(batch), NUM_ACTIONS, generator=torch.Generator().manual_seed(3))
+    own = masked_log_probs(logits, batch.masks)
+    assert torch.allclose(masked_kl(logits, own, batch.masks), torch.zeros(len(batch)), atol=1e-6)
+    other_illegal = logits.clone()
+    other_illegal[:, [0, 1, 40]] += 50.0  # only illegal actions change: the masked policy is the same
+    assert torch.allclose(masked_kl(other_illegal, own, batch.masks), torch.zeros(len(batch)), atol=1e-6)
+
+
+def test_magnet_term_pulls_the_policy_towards_the_magnet():
+    """With no advantage, entropy or value signal, the update only follows the KL term:
+    the policy moves towards the magnet's favourite action and the KL shrinks."""
+    model, batch = make_batch()
+    batch = dataclasses.replace(batch, advantages=torch.zeros(len(batch)))
+    cfg = PPOConfig(learning_rate=3e-3, update_epochs=8, num_minibatches=2, ent_coef=0.0, vf_coef=0.0, magnet_coef=1.0)
+    magnet = ActorCritic(hidden_sizes=(32,), generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        magnet.policy_head.bias[30] = 3.0  # the magnet prefers action 30
+        magnet_log_probs = masked_log_probs(magnet(batch.obs)[0], batch.masks)
+        before = masked_log_probs(model(batch.obs)[0], batch.masks).exp()
+        kl_before = masked_kl(model(batch.obs)[0], magnet_log_probs, batch.masks).mean()
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
+    stats = ppo_update(model, optimizer, batch, cfg, torch.Generator().manual_seed(1), magnet=magnet)
+    with torch.no_grad():
+        after = masked_log_probs(model(batch.obs)[0], batch.masks).exp()
+        kl_after = masked_kl(model(batch.obs)[0], magnet_log_probs, batch.masks).mean()
+    assert after[:, 30].mean() > before[:, 30].mean() + 0.2
+    assert kl_after < 0.5 * kl_before
+    assert stats["magnet_kl"] > 0
+
+
+def test_the_magnet_is_required_when_its_term_is_on():
+    model, batch = make_batch()
+    optimizer = torch.optim.Adam(model.parameters())
+    with pytest.raises(ValueError, match="magnet"):
+        ppo_update(model, optimizer, batch, PPOConfig(magnet_coef=0.1), torch.Generator())
+    with pytest.raises(ValueError, match="magnet"):
+        ppo_losses(model, batch, PPOConfig(magnet_coef=0.1))
+
+
+# -- config ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("ppo.magnet_coef=-0.1", "ppo.magnet_coef must be >= 0"),
+        ("ppo.magnet_every=0", "ppo.magnet_every must be >= 1"),
+        ("ppo.magnet_every=2.5", "ppo.magnet_every"),
+        ("ppo.magnet_coef=strong", "ppo.magnet_coef"),
+        ("ppo.magnet=0.1", "did you mean"),
+    ],
+)
+def test_bad_magnet_settings_are_named(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+def test_mini8_config_turns_the_magnet_on():
+    config = load_config("configs/mini8_mmd.yaml")
+    assert config.env.rules == "mini8" and config.ppo.magnet_coef > 0
+    assert PPOConfig().magnet_coef == 0  # the default recipe is unchanged
+
+
+# -- a run -------------------------------------------------------------------------------
+MINI6 = [
+    *TINY_TRAINING,
+    "env.rules=mini6",
+    "total_steps=512",
+    "eval.every=0",
+    "save_every=1",
+    "opponents.current=1",
+    "opponents.past=0",
+    "opponents.bots=0",
+    "ppo.magnet_coef=0.5",
+]
+
+
+def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_the_magnet_follows_the_policy_every_magnet_every_updates(tmp_path):
+    trainer = SelfPlayTrainer(load_config(None, [*MINI6, "ppo.magnet_every=1"]), tmp_path / "every", progress=False)
+    trainer.train()
+    assert trainer.update == 4 and same_weights(trainer.magnet, trainer.model)
+
+    fixed = SelfPlayTrainer(load_config(None, [*MINI6, "ppo.magnet_every=1000"]), tmp_path / "fixed", progress=False)
+    start = ActorCritic(fixed.config.model.hidden_sizes)
+    start.load_state_dict(fixed.model.state_dict())
+    fixed.train()
+    assert same_weights(fixed.magnet, start) and not same_weights(fixed.magnet, fixed.model)
+
+
+def test_resume_restores_the_magnet(tmp_path):
+    main(["--no-progress", "--set", f"out_dir={tmp_path}", "--run-name", "r", *sum((["--set", o] for o in MINI6), [])])
+    run = tmp_path / "r"
+    saved = load_checkpoint(run / "latest.pt")["training"]["magnet"]
+    resumed = SelfPlayTrainer(load_config(run / "config.yaml", ["total_steps=1024"]), run, resume=True, progress=False)
+    assert all(torch.equal(resumed.magnet.state_dict()[k], v) for k, v in saved.items())
+
+
+def test_mini6_run_with_the_magnet_and_its_exploitability_curve(tmp_path, capsys):
+    args = ["--no-progress", "--set", f"out_dir={tmp_path}", "--run-name", "mmd"]
+    summary = main([*args, *sum((["--set", o] for o in MINI6), [])])
+    run = tmp_path / "mmd"
+    assert summary["update"] == 4
+    with (run / "metrics.csv").open(newline="") as f:
+        assert all(float(row["cpu_s"]) > 0 for row in csv.DictReader(f))
+
+    png = tmp_path / "curve.png"
+    capsys.readouterr()
+    result = curve.main([str(run), "--rules", "mini6", "--out", str(png), "--json", "--no-progress"])
+    assert json.loads(capsys.readouterr().out) == result
+    points = result["curves"]["mmd"]
+    assert [p["update"] for p in points] == [1, 2, 3, 4]
+    # A sampling network near its uniform start: far from an equilibrium, far from a pure strategy.
+    assert all(0.01 < p["exploitability"] < 0.45 and not p["greedy"] for p in points)
+    assert png.stat().st_size > 0
+    with (run / "exploitability.csv").open(newline="") as f:
+        assert len(list(csv.DictReader(f))) == 4
+    # Cached: a second call reads the figures back instead of computing them again.
+    (run / "snapshots" / "update_00001.pt").unlink()
+    again = curve.main([str(run), "--rules", "mini6", "--json", "--no-progress"])
+    assert again["curves"]["mmd"] == points
+
+
+def test_curve_refuses_what_is_not_a_run(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        curve.main([str(tmp_path), "--rules", "mini6"])
+    assert "not a training run folder" in capsys.readouterr().err
+    (tmp_path / "snapshots").mkdir()
+    with pytest.raises(SystemExit):
+        curve.main([str(tmp_path), "--rules", "mini6", "--labels", "a,b"])
+    assert "2 labels for 1 runs" in capsys.readouterr().err
