@@ -206,6 +206,23 @@ class TreeSize:
 
 
 @njit(cache=True)
+def _descend(stack, recall, node_key, depth, action, public_actions):
+    """Play ``action`` from the record at ``depth`` into the one at ``depth + 1``, and carry
+    each seat's recall down: the actor's key after its own action, the other seat's after
+    hearing it (only when actions are public)."""
+    r = stack[depth]
+    seat = np.int64(r[CURRENT])
+    child = stack[depth + 1]
+    child[:] = r
+    kernels.play(child, action)
+    recall[depth + 1, 0] = recall[depth, 0]
+    recall[depth + 1, 1] = recall[depth, 1]
+    recall[depth + 1, seat] = after_action(node_key[depth], action)
+    if public_actions:
+        recall[depth + 1, 1 - seat] = after_action(recall[depth, 1 - seat], action)
+
+
+@njit(cache=True)
 def _walk(roots, start, keys, counts, public_actions):
     """Depth-first walk of the trees of deals ``start..``: adds decision and terminal nodes
     to ``counts[0]`` and ``counts[1]`` and writes each decision's information-set key into
@@ -253,15 +270,7 @@ def _walk(roots, start, keys, counts, public_actions):
                 continue
             action = nth_set_bit(bits, 0)
             pending[depth] = bits & (bits - np.uint64(1))
-            seat = np.int64(r[CURRENT])
-            child = stack[depth + 1]
-            child[:] = r
-            kernels.play(child, action)
-            recall[depth + 1, 0] = recall[depth, 0]
-            recall[depth + 1, 1] = recall[depth, 1]
-            recall[depth + 1, seat] = after_action(node_key[depth], action)
-            if public_actions:
-                recall[depth + 1, 1 - seat] = after_action(recall[depth, 1 - seat], action)
+            _descend(stack, recall, node_key, depth, action, public_actions)
             depth += 1
             fresh = True
         if overflow:
@@ -459,19 +468,11 @@ def _fill_tree(roots, public_actions, parent, action, first_child, num_children,
                 continue
             a = nth_set_bit(bits, 0)
             pending[depth] = bits & (bits - np.uint64(1))
-            s = np.int64(r[CURRENT])
             child_id = cursor[depth]
             cursor[depth] = child_id + 1
             parent[child_id] = node
             action[child_id] = a
-            child = stack[depth + 1]
-            child[:] = r
-            kernels.play(child, a)
-            recall[depth + 1, 0] = recall[depth, 0]
-            recall[depth + 1, 1] = recall[depth, 1]
-            recall[depth + 1, s] = after_action(node_key[depth], a)
-            if public_actions:
-                recall[depth + 1, 1 - s] = after_action(recall[depth, 1 - s], a)
+            _descend(stack, recall, node_key, depth, a, public_actions)
             node_of[depth + 1] = child_id
             depth += 1
             fresh = True
