@@ -31,6 +31,8 @@ def _cuda_ready() -> bool:
     try:
         import numba.cuda
 
+        from loveletter_env.core import gpu  # noqa: F401 (needs numba-cuda, not numba's own CUDA target)
+
         return bool(numba.cuda.is_available())
     except ImportError:
         return False

@@ -26,6 +26,8 @@ def _numba_cuda():
     """``numba.cuda``, or a skip (a failure under CI) naming the missing extra."""
     try:
         from numba import cuda
+
+        from loveletter_env.core import gpu  # noqa: F401 (refuses numba's own older CUDA target)
     except ImportError as error:
         message = f'numba-cuda is not installed (pip install -e ".[cuda]"): {error}'
         if os.environ.get("CI") == "true":

@@ -30,11 +30,17 @@ is asked for.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+if importlib.util.find_spec("numba_cuda") is None:
+    # numba still ships its own older CUDA target as numba.cuda, which imports but cannot
+    # compile these kernels: without numba-cuda, say so here instead of failing mid-compile.
+    raise ImportError('numba-cuda is not installed (the cuda extra: pip install "loveletter-env[cuda]")')
 
 if not hasattr(np, "row_stack"):
     # numba-cuda 0.30 registers an overload for np.row_stack when it first compiles a kernel;
