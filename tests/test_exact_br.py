@@ -14,7 +14,8 @@ from loveletter_env.agents import make_agent
 from loveletter_env.agents.base import choice_distribution
 from loveletter_env.agents.solved import SolvedAgent
 from training import exploit
-from training.best_response import agent_strategy, exact_exploitability
+from training import evaluate
+from training.best_response import agent_strategy, exact_exploitability, exact_head_to_head
 from training.game_tree import TreeWorkspace, build_tree
 from training.solve import solve
 
@@ -35,9 +36,8 @@ def _seat_of_action(tree):
 
 def _score_as(tree, seat, own, other):
     """Seat ``seat``'s expected score playing ``own`` against ``other`` (per-action strategies)."""
-    mixed = np.where(_seat_of_action(tree) == seat, own, other)
-    first = TreeWorkspace(tree).first_player_score(mixed)
-    return first if seat == 0 else 1.0 - first
+    work = TreeWorkspace(tree)
+    return work.head_to_head(own, other) if seat == 0 else 1.0 - work.head_to_head(other, own)
 
 
 def _clairvoyant_score(tree, seat, other):
@@ -254,3 +254,63 @@ def test_cli_measures_a_checkpoint_in_the_mode_asked(capsys):
         reports[bool(mode)] = json.loads(capsys.readouterr().out)
     assert reports[True]["agent"].endswith("(sampling)")
     assert reports[True]["exploitability"] != reports[False]["exploitability"]
+
+
+def test_head_to_head_of_a_strategy_with_itself_is_its_first_player_score(tree, policy_path):
+    strategy = agent_strategy(SolvedAgent(policy_path), tree)
+    work = TreeWorkspace(tree)
+    assert work.head_to_head(strategy, strategy) == pytest.approx(work.first_player_score(strategy), abs=1e-12)
+    mirror = exact_head_to_head(("rule", "rule"), "mini6", tree=tree)
+    assert mirror["score"] == pytest.approx(0.5, abs=1e-12)
+
+
+def test_exact_head_to_head_is_what_a_long_match_converges_to(tree):
+    """The exact figure lies inside the interval of 8,000 played duplicate rounds, and the
+    match's figure moves with the agents: rule beats random by about 0.7 on mini6."""
+    exact = exact_head_to_head(("rule", "random"), "mini6", tree=tree)
+    played = evaluate.evaluate(["rule", "random"], rules="mini6", rounds=8000, duplicate=True, seed=3, progress=False)
+    data = played.to_dict()
+    score = data["win_rate"][0] - data["shared_rate"] / 2
+    low, high = data["ci95"][0]
+    assert low - 0.002 <= exact["score"] <= high + 0.002, (exact, score, (low, high))
+    assert exact["score"] == pytest.approx(score, abs=0.02)
+    assert 0.6 < exact["score"] < 0.8
+    assert exact["score_as_first"] != exact["score_as_second"]
+
+
+def test_the_equilibrium_wins_against_every_bot_and_loses_to_no_one(tree, policy_path):
+    """An equilibrium of a symmetric round scores at least 0.5 minus its exploitability
+    against anything; against the bots it wins outright."""
+    solved = f"solved:path={policy_path}"
+    for bot in ("random", "rule", "belief"):
+        report = exact_head_to_head((solved, bot), "mini6", tree=tree)
+        assert report["score"] > 0.5, (bot, report)
+        assert report["exact_probabilities"]
+
+
+def test_evaluate_exact_cli(capsys, policy_path):
+    assert evaluate.main(["rule", "random", "--exact", "--rules", "mini6", "--json", "--no-progress"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["agents"] == ["rule", "random"] and report["rules"] == "mini6"
+    assert 0.6 < report["score"] < 0.8
+    assert evaluate.main(["rule", "random", "--exact", "--rules", "mini6", "--no-progress"]) == 0
+    assert "rule against random on mini6: expected score 0.7" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["rule", "--exact", "--rules", "mini6"], "--exact compares two agents, got 1"),
+        (["rule", "random", "--exact"], "rules 'classic' are not a ladder rung"),
+        (["rule", "random", "--exact", "--rules", "mini6", "--players", "3"], "got --players 3"),
+        (["rule", "random", "--exact", "--rules", "mini6", "--rounds", "10"], "drop --rounds"),
+        (["rule", "random", "--exact", "--rules", "mini6", "--duplicate"], "drop --duplicate"),
+        (["rule", "random", "--rules", "mini6", "--samples", "4"], "--samples goes with --exact"),
+        (["rule", "nobody", "--exact", "--rules", "mini6"], "nobody"),
+    ],
+)
+def test_evaluate_exact_cli_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main([*argv, "--no-progress"])
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err

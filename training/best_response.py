@@ -164,6 +164,49 @@ def exact_exploitability(
     return report
 
 
+def exact_head_to_head(
+    agents: tuple[AgentSpec, AgentSpec],
+    rules: str | Rules,
+    seed: int = 0,
+    samples: int | None = None,
+    progress: bool = False,
+    tree: GameTree | None = None,
+) -> dict[str, Any]:
+    """Two agents' exact expected scores against each other on one round of a ladder rung.
+
+    Both agents are asked for their action probabilities at every information set (as
+    :func:`exact_exploitability` asks one), and the expected score is summed over every
+    deal and every branch of their play: the figure a match of infinitely many rounds
+    would give, with no interval. Each agent plays each seat once.
+
+    Returns:
+        A dict with ``score`` (the first agent's mean score over the two seats),
+        ``score_as_first`` / ``score_as_second`` (its score moving first / second),
+        ``exact_probabilities`` (false when a search agent's probabilities were sampled) and more.
+    """
+    started = time.perf_counter()
+    tree = tree or build_tree(rules)
+    players = [resolve_agent(spec, seed=seed) for spec in agents]
+    exact = all(bool(getattr(p, "exact_probabilities", True)) for p in players)
+    for p in players:
+        if samples is not None and not getattr(p, "exact_probabilities", True):
+            p.probability_samples = samples  # type: ignore[attr-defined]
+    first, second = (agent_strategy(p, tree, progress=progress) for p in players)
+    work = TreeWorkspace(tree)
+    as_first = work.head_to_head(first, second)
+    as_second = 1.0 - work.head_to_head(second, first)
+    return {
+        "agents": [agent_label(spec) for spec in agents],
+        "rules": tree.rules.name,
+        "score": (as_first + as_second) / 2,
+        "score_as_first": as_first,
+        "score_as_second": as_second,
+        "exact_probabilities": exact,
+        "num_infosets": tree.num_infosets,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
 def describe(report: Mapping[str, Any]) -> str:
     """One paragraph for the terminal."""
     how = (

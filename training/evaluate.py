@@ -125,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 400 --ray\n"
         "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --ray HEAD:6379\n"
         "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --duplicate\n"
-        "  python -m training.evaluate --league random rule belief --out runs/league-3bots",
+        "  python -m training.evaluate --league random rule belief --out runs/league-3bots\n"
+        "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt rule --exact --rules mini8",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("agents", nargs="*", help="one agent per lineup slot (the last fills the remaining seats)")
@@ -169,6 +170,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"with --ray: how long to wait for the cluster to answer (default {DEFAULT_CONNECT_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--exact",
+        action="store_true",
+        help="on a ladder rung (--rules mini6 .. mini9), two agents: no play, the exact expected score over every "
+        "deal and every branch of both agents' policies, each agent in each seat",
+    )
+    parser.add_argument(
+        "--samples",
+        type=int,
+        metavar="N",
+        help="with --exact: searches per decision where a search agent's probabilities are estimated",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
         "--out",
@@ -201,6 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    if args.exact:
+        return _exact_main(parser, args)
+    if args.samples is not None:
+        parser.error("--samples goes with --exact")
     episode = "game" if args.games else "round"
     count = args.games or args.rounds or (200 if args.league else 1000)
     if args.duplicate:
@@ -249,6 +266,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\ninterrupted before any episode was played; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
+    return 0
+
+
+def _exact_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--exact``: two agents' exact expected scores on a rung, from their action probabilities."""
+    from .best_response import AgentProbabilityError, exact_head_to_head
+    from .checkpoint import CheckpointError
+
+    if len(args.agents) != 2:
+        parser.error(f"--exact compares two agents, got {len(args.agents)}")
+    if args.players != 2:
+        parser.error(f"--exact walks 2-player rounds (the ladder's rungs), got --players {args.players}")
+    played = [f"--{name.replace('_', '-')}" for name in ("games", "duplicate", "ray", "save_replays") if getattr(args, name)]
+    if played or args.rounds is not None or args.workers is not None:
+        flags = played + [flag for flag, value in (("--rounds", args.rounds), ("--workers", args.workers)) if value]
+        parser.error(f"--exact plays no rounds: drop {', '.join(flags)}")
+    if args.samples is not None and args.samples < 1:
+        parser.error(f"--samples must be a positive integer, got {args.samples}")
+    try:
+        report = exact_head_to_head(
+            (args.agents[0], args.agents[1]), args.rules, seed=args.seed, samples=args.samples, progress=not args.no_progress
+        )
+    except (ValueError, FileNotFoundError, CheckpointError, AgentProbabilityError) as err:
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
+    if args.json:
+        print(json.dumps(report))
+    else:
+        first, second = report["agents"]
+        how = "exact" if report["exact_probabilities"] else "ESTIMATED (a search agent's probabilities were sampled)"
+        print(
+            f"{first} against {second} on {report['rules']}: expected score {report['score']:.4f} "
+            f"({report['score_as_first']:.4f} moving first, {report['score_as_second']:.4f} moving second; "
+            f"0.5 is even; {how}, over {report['num_infosets']:,} information sets in {report['seconds']:.1f} s)"
+        )
     return 0
 
 

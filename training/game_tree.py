@@ -582,3 +582,10 @@ class TreeWorkspace:
         """Player 0's expected score when both seats play ``strategy``."""
         t = self.tree
         return float(expected_score(t.node_info, t.node_child, t.action_offsets, strategy, t.num_deals, self.work))
+
+    def head_to_head(self, first: np.ndarray, second: np.ndarray) -> float:
+        """Player 0's expected score when player 0 plays ``first`` and player 1 plays ``second``
+        (each a strategy over the whole tree, as :meth:`first_player_score` takes)."""
+        t = self.tree
+        owner = np.repeat(t.infoset_player, np.diff(t.action_offsets))
+        return self.first_player_score(np.where(owner == 0, first, second))
