@@ -24,6 +24,7 @@ from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.rules import PRESETS
 from loveletter_env.schema import StrictModel, WholeNumber, dotted, explain, shown
+from loveletter_env.validation import MAX_SEED
 
 from .ppo import PPOConfig
 
@@ -42,8 +43,6 @@ def _preset_name(name: str) -> str:
 RulesName = Annotated[str, AfterValidator(_preset_name)]
 # Upper bounds, checked before a run allocates anything: far beyond any useful setting,
 # low enough that a typo is named here instead of failing in an allocator or a seeder.
-#: Largest seed (torch generators take 64-bit seeds; 2**63 - 1 keeps every path in range).
-MAX_SEED = 2**63 - 1
 #: Largest env.num_games, env.rollout_steps, and turns in one rollout (their product:
 #: the rollout stores one 646-float observation per turn, 2.7 GB at this bound).
 MAX_NUM_GAMES, MAX_ROLLOUT_STEPS, MAX_ROLLOUT_TURNS = 2**16, 2**12, 2**20
