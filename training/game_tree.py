@@ -400,6 +400,18 @@ def _score(info, player):
     return s0 if player == 0 else 1.0 - s0
 
 
+@njit(cache=True, inline="always")
+def _mixed_value(node_child, offsets, strategy, work, n, i):
+    """The value of node ``n`` (information set ``i``) when its player follows ``strategy``:
+    the children's values ``work`` weighted by the set's action probabilities."""
+    c = node_child[n]
+    lo = offsets[i]
+    v = 0.0
+    for j in range(offsets[i + 1] - lo):
+        v += strategy[lo + j] * work[c + j]
+    return v
+
+
 @njit(cache=True)
 def _opponent_reach(node_info, node_child, iset_player, offsets, strategy, player, num_roots, work):
     """``work[n]`` = chance x the other player's probability of reaching node ``n``."""
@@ -449,16 +461,12 @@ def cfr_plus_iterations(
                 if i < 0:
                     work[n] = _score(i, player)
                     continue
-                c = node_child[n]
-                lo = offsets[i]
-                k = offsets[i + 1] - lo
-                v = 0.0
-                for j in range(k):
-                    v += strategy[lo + j] * work[c + j]
+                v = _mixed_value(node_child, offsets, strategy, work, n, i)
                 if iset_player[i] == player:
+                    c = node_child[n]
                     reach = work[n]
-                    for j in range(k):
-                        regret[lo + j] += reach * (work[c + j] - v)
+                    for a in range(offsets[i], offsets[i + 1]):
+                        regret[a] += reach * (work[c + a - offsets[i]] - v)
                 work[n] = v
             # Regret matching+ for the player's sets.
             for i in range(num_isets):
@@ -497,20 +505,15 @@ def best_response_value(node_info, node_child, level_start, iset_player, offsets
             if i < 0:
                 work[n] = _score(i, player)
                 continue
-            c = node_child[n]
-            lo = offsets[i]
-            k = offsets[i + 1] - lo
             if iset_player[i] == player:
+                lo = offsets[i]
                 best = 0
-                for j in range(1, k):
+                for j in range(1, offsets[i + 1] - lo):
                     if q[lo + j] > q[lo + best]:
                         best = j
-                work[n] = work[c + best]
+                work[n] = work[node_child[n] + best]
             else:
-                v = 0.0
-                for j in range(k):
-                    v += strategy[lo + j] * work[c + j]
-                work[n] = v
+                work[n] = _mixed_value(node_child, offsets, strategy, work, n, i)
     total = 0.0
     for r in range(num_roots):
         total += work[r]
@@ -522,15 +525,7 @@ def expected_score(node_info, node_child, offsets, strategy, num_roots, work):
     """Player 0's expected score when both players follow ``strategy``."""
     for n in range(node_info.shape[0] - 1, -1, -1):
         i = node_info[n]
-        if i < 0:
-            work[n] = _score(i, 0)
-            continue
-        c = node_child[n]
-        lo = offsets[i]
-        v = 0.0
-        for j in range(offsets[i + 1] - lo):
-            v += strategy[lo + j] * work[c + j]
-        work[n] = v
+        work[n] = _score(i, 0) if i < 0 else _mixed_value(node_child, offsets, strategy, work, n, i)
     total = 0.0
     for r in range(num_roots):
         total += work[r]
