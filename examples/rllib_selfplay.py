@@ -39,6 +39,7 @@ from training.checkpoint import model_payload, save_checkpoint
 from training.evaluate import evaluate
 from training.ppo import ActorCritic, masked_logits
 from training.ray_cluster import RayCluster, RayConnectionError, ray_connection
+from training.runtime import RunFolderError, claim_run_folder
 
 #: The one RLlib module every seat maps to.
 MODULE_ID = "shared"
@@ -263,6 +264,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MissingExtraError as err:
         print(f"error: {err} (in an environment of its own: see docs/libraries.md)", file=sys.stderr)
         return 2
+    # The folder is held, as every run folder is, before any training: two runs with one
+    # --out would otherwise overwrite each other's policy.pt.
+    try:
+        lock = claim_run_folder(args.out)
+    except RunFolderError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    with lock:
+        if (args.out / "policy.pt").exists():
+            print(
+                f"error: {str(args.out)!r} already holds a policy.pt, which this run would overwrite: "
+                "pick another --out",
+                file=sys.stderr,
+            )
+            return 2
+        return _train_and_measure(args)
+
+
+def _train_and_measure(args: argparse.Namespace) -> int:
     from ray.tune.registry import register_env
 
     torch.set_num_threads(args.learner_threads)

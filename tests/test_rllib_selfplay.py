@@ -150,3 +150,22 @@ def test_an_address_where_no_cluster_listens_is_a_clear_error():
     run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 2
     assert "no Ray cluster answers at '127.0.0.1:1'" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_folder_that_holds_a_policy_or_is_held_is_refused(trained, tmp_path, capsys):
+    """A second run with the same --out neither overwrites the first's policy.pt nor runs
+    beside a run that holds the folder; both are refused before any training."""
+    from training.runtime import RunLock
+
+    out, _ = trained
+    before = (out / "policy.pt").read_bytes()
+    example = _load_example()
+    assert example.main([*TINY, "--out", str(out)]) == 2
+    assert "already holds a policy.pt" in capsys.readouterr().err
+    assert (out / "policy.pt").read_bytes() == before
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    with RunLock(busy):
+        assert example.main([*TINY, "--out", str(busy)]) == 2
+    assert "busy" in capsys.readouterr().err
+    assert not (busy / "policy.pt").exists()
