@@ -13,8 +13,7 @@ from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.agents import make_agent
 from loveletter_env.agents.base import choice_distribution
 from loveletter_env.agents.solved import SolvedAgent
-from training import exploit
-from training import evaluate
+from training import evaluate, exploit
 from training.best_response import agent_strategy, exact_exploitability, exact_head_to_head
 from training.game_tree import TreeWorkspace, build_tree
 from training.solve import solve
@@ -305,6 +304,11 @@ def test_evaluate_exact_cli(capsys, policy_path):
         (["rule", "random", "--exact", "--rules", "mini6", "--players", "3"], "got --players 3"),
         (["rule", "random", "--exact", "--rules", "mini6", "--rounds", "10"], "drop --rounds"),
         (["rule", "random", "--exact", "--rules", "mini6", "--duplicate"], "drop --duplicate"),
+        (["rule", "random", "--exact", "--rules", "mini6", "--ray"], "drop --ray"),
+        (
+            ["rule", "random", "--exact", "--rules", "mini6", "--workers", "2", "--games", "3"],
+            "drop --games, --workers",
+        ),
         (["rule", "random", "--rules", "mini6", "--samples", "4"], "--samples goes with --exact"),
         (["rule", "nobody", "--exact", "--rules", "mini6"], "nobody"),
     ],

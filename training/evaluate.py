@@ -278,15 +278,25 @@ def _exact_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         parser.error(f"--exact compares two agents, got {len(args.agents)}")
     if args.players != 2:
         parser.error(f"--exact walks 2-player rounds (the ladder's rungs), got --players {args.players}")
-    played = [f"--{name.replace('_', '-')}" for name in ("games", "duplicate", "ray", "save_replays") if getattr(args, name)]
-    if played or args.rounds is not None or args.workers is not None:
-        flags = played + [flag for flag, value in (("--rounds", args.rounds), ("--workers", args.workers)) if value]
-        parser.error(f"--exact plays no rounds: drop {', '.join(flags)}")
+    given = {
+        "--rounds": args.rounds is not None,
+        "--games": args.games is not None,
+        "--duplicate": args.duplicate,
+        "--workers": args.workers is not None,
+        "--ray": args.ray is not None,
+        "--save-replays": args.save_replays is not None,
+    }
+    if any(given.values()):
+        parser.error(f"--exact plays no rounds: drop {', '.join(flag for flag, on in given.items() if on)}")
     if args.samples is not None and args.samples < 1:
         parser.error(f"--samples must be a positive integer, got {args.samples}")
     try:
         report = exact_head_to_head(
-            (args.agents[0], args.agents[1]), args.rules, seed=args.seed, samples=args.samples, progress=not args.no_progress
+            (args.agents[0], args.agents[1]),
+            args.rules,
+            seed=args.seed,
+            samples=args.samples,
+            progress=not args.no_progress,
         )
     except (ValueError, FileNotFoundError, CheckpointError, AgentProbabilityError) as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
