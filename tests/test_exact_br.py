@@ -29,10 +29,6 @@ def policy_path(tree, tmp_path_factory):
     return solve("mini6", tree=tree).save_policy(tmp_path_factory.mktemp("solved") / "policy.npz")
 
 
-def _seat_of_action(tree):
-    return np.repeat(tree.infoset_player, np.diff(tree.action_offsets))
-
-
 def _score_as(tree, seat, own, other):
     """Seat ``seat``'s expected score playing ``own`` against ``other`` (per-action strategies)."""
     work = TreeWorkspace(tree)

@@ -159,9 +159,7 @@ def test_the_tree_is_the_env_s_game(policy_path, tree, solved):
     """The solved agent against random in the env scores what the tree says it does."""
     agent = SolvedAgent(policy_path, seed=3)
     random_strategy = tree.uniform_strategy()
-    mixed = np.where(
-        np.repeat(tree.infoset_player, np.diff(tree.action_offsets)) == 0, solved.policy.probabilities, random_strategy
-    )
+    mixed = np.where(tree.action_player == 0, solved.policy.probabilities, random_strategy)
     expected = TreeWorkspace(tree).first_player_score(mixed)
     rounds = 3000
     env = raw_env(num_players=2, rules="mini6", episode="round")

@@ -111,6 +111,17 @@ def _replay(agent: Any, tree: GameTree, infoset: int) -> None:
         replay(_observation(tree, parent), action)
 
 
+def _resolved_strategy(
+    spec: AgentSpec, tree: GameTree, seed: int, samples: int | None, progress: bool
+) -> tuple[Any, np.ndarray]:
+    """The agent ``spec`` names and its strategy over ``tree``; ``samples`` searches per decision
+    for an agent whose probabilities are estimated."""
+    player = resolve_agent(spec, seed=seed)
+    if samples is not None and not getattr(player, "exact_probabilities", True):
+        player.probability_samples = samples  # type: ignore[attr-defined]
+    return player, agent_strategy(player, tree, progress=progress)
+
+
 def exact_exploitability(
     agent: AgentSpec,
     rules: str | Rules,
@@ -140,11 +151,8 @@ def exact_exploitability(
     """
     started = time.perf_counter()
     tree = tree or build_tree(rules, information)
-    player = resolve_agent(agent, seed=seed)
+    player, strategy = _resolved_strategy(agent, tree, seed, samples, progress)
     exact = bool(getattr(player, "exact_probabilities", True))
-    if samples is not None and not exact:
-        player.probability_samples = samples  # type: ignore[attr-defined]
-    strategy = agent_strategy(player, tree, progress=progress)
     result = TreeWorkspace(tree).exploitability(strategy)
     report: dict[str, Any] = {
         "agent": agent_label(agent),
@@ -186,12 +194,10 @@ def exact_head_to_head(
     """
     started = time.perf_counter()
     tree = tree or build_tree(rules)
-    players = [resolve_agent(spec, seed=seed) for spec in agents]
-    exact = all(bool(getattr(p, "exact_probabilities", True)) for p in players)
-    for p in players:
-        if samples is not None and not getattr(p, "exact_probabilities", True):
-            p.probability_samples = samples  # type: ignore[attr-defined]
-    first, second = (agent_strategy(p, tree, progress=progress) for p in players)
+    (first_agent, first), (second_agent, second) = (
+        _resolved_strategy(spec, tree, seed, samples, progress) for spec in agents
+    )
+    exact = all(bool(getattr(p, "exact_probabilities", True)) for p in (first_agent, second_agent))
     work = TreeWorkspace(tree)
     as_first = work.head_to_head(first, second)
     as_second = 1.0 - work.head_to_head(second, first)
@@ -229,10 +235,7 @@ def exact_main(parser: Any, args: Any) -> dict[str, Any]:
     import json
     import sys
 
-    from loveletter_env.agents.specs import AgentSpecError, is_checkpoint_path
-
-    from .checkpoint import CheckpointError
-    from .game_tree import TreeError
+    from loveletter_env.agents.specs import is_checkpoint_path
 
     if not args.rules:
         parser.error("--exact needs --rules: a ladder rung (mini6, mini7, mini8, mini9)")
@@ -257,9 +260,7 @@ def exact_main(parser: Any, args: Any) -> dict[str, Any]:
             progress=not args.no_progress,
             information=args.information,
         )
-    except (TreeError, AgentSpecError, AgentProbabilityError, FileNotFoundError, CheckpointError) as err:
-        parser.error(str(err))
-    except ValueError as err:  # an unknown rules preset, a bad policy file
+    except (ValueError, FileNotFoundError) as err:  # bad rules or agents, unreadable checkpoints or policies
         parser.error(str(err))
     report["agent"] = f"{args.checkpoint} (sampling)" if args.sampled else args.checkpoint
     if args.json:

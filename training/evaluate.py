@@ -271,8 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _exact_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``--exact``: two agents' exact expected scores on a rung, from their action probabilities."""
-    from .best_response import AgentProbabilityError, exact_head_to_head
-    from .checkpoint import CheckpointError
+    from .best_response import exact_head_to_head
 
     if len(args.agents) != 2:
         parser.error(f"--exact compares two agents, got {len(args.agents)}")
@@ -298,7 +297,7 @@ def _exact_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
             samples=args.samples,
             progress=not args.no_progress,
         )
-    except (ValueError, FileNotFoundError, CheckpointError, AgentProbabilityError) as err:
+    except (ValueError, FileNotFoundError) as err:  # bad rules or agents, unreadable checkpoints or policies
         parser.exit(2, f"{parser.prog}: error: {err}\n")
     if args.json:
         print(json.dumps(report))

@@ -330,6 +330,11 @@ class GameTree:
     def num_terminals(self) -> int:
         return int(np.count_nonzero(self.node_info < 0))
 
+    @property
+    def action_player(self) -> np.ndarray:
+        """The player who chooses each action (per-action, as strategies are laid out)."""
+        return np.repeat(self.infoset_player, np.diff(self.action_offsets))
+
     def key(self, infoset: int) -> np.ndarray:
         return self.key_entries[self.key_offsets[infoset] : self.key_offsets[infoset + 1]]
 
@@ -581,6 +586,4 @@ class TreeWorkspace:
     def head_to_head(self, first: np.ndarray, second: np.ndarray) -> float:
         """Player 0's expected score when player 0 plays ``first`` and player 1 plays ``second``
         (each a strategy over the whole tree, as :meth:`first_player_score` takes)."""
-        t = self.tree
-        owner = np.repeat(t.infoset_player, np.diff(t.action_offsets))
-        return self.first_player_score(np.where(owner == 0, first, second))
+        return self.first_player_score(np.where(self.tree.action_player == 0, first, second))
