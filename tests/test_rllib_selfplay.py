@@ -30,7 +30,10 @@ TINY += ["--hidden-sizes", "32", "--eval-rounds", "20", "--seed", "3"]
 
 
 def _need_rllib() -> None:
-    pytest.importorskip("ray.rllib", reason='needs the rllib extra: pip install "loveletter-env[rllib]"')
+    # exc_type: Ray without pyarrow raises ImportError (not ModuleNotFoundError) from ray.rllib.
+    pytest.importorskip(
+        "ray.rllib", reason='needs the rllib extra: pip install "loveletter-env[rllib]"', exc_type=ImportError
+    )
 
 
 def _load_example() -> ModuleType:
