@@ -83,6 +83,11 @@ class TurnEvent(NamedTuple):
     compared cards, the King's traded cards (given, received), the card a Priest saw,
     the card a Prince made the target discard, and for a Guard the target's card when
     the guess was right (0 otherwise).
+
+    ``drawn`` is the card the player drew to begin the turn, ``discarded`` the card the
+    move forced face up out of a hand besides the one played (a Guard's hit, a Baron's
+    loser, a Prince's target, the other card of whoever played the Princess; 0 if none),
+    and ``replacement`` the card a Prince's target drew in its place (0 if none).
     """
 
     round: int
@@ -93,6 +98,9 @@ class TurnEvent(NamedTuple):
     actor_card: int = 0
     target_card: int = 0
     eliminated: tuple[int, ...] = ()
+    drawn: int = 0
+    discarded: int = 0
+    replacement: int = 0
 
 
 class GameState:
@@ -102,7 +110,8 @@ class GameState:
     then the face-up cards: 3 in 2-player rounds, more on a ladder rung, see
     :meth:`~loveletter_env.rules.Rules.face_up_count`), ``next_card`` the index of
     the next card to draw. ``hands[p]`` is the card ``p`` holds (0 = none, when out);
-    the player to act also holds ``drawn``. ``known``, ``seen`` and ``ruled_out`` are the
+    the player to act also holds ``drawn``; ``dealt[p]`` is the card ``p`` was dealt this
+    round. ``known``, ``seen`` and ``ruled_out`` are the
     knowledge tables described in :mod:`loveletter_env.knowledge`.
     """
 
@@ -115,6 +124,7 @@ class GameState:
         "next_card",
         "set_aside_drawn",
         "hands",
+        "dealt",
         "drawn",
         "current",
         "out",
@@ -146,6 +156,7 @@ class GameState:
         self.next_card = 0
         self.set_aside_drawn = False
         self.hands = [0] * num_players
+        self.dealt: tuple[int, ...] = (0,) * num_players
         self.drawn = 0
         self.current = 0
         self.out = [False] * num_players
@@ -171,6 +182,7 @@ class GameState:
         c.next_card = self.next_card
         c.set_aside_drawn = self.set_aside_drawn
         c.hands = self.hands[:]
+        c.dealt = self.dealt
         c.drawn = self.drawn
         c.current = self.current
         c.out = self.out[:]
@@ -266,6 +278,7 @@ def start_round(state: GameState, deck: Sequence[int], first_player: int | None 
     for i in range(n):
         hands[(first_player + i) % n] = state.deck[dealt + i]
     state.hands = hands
+    state.dealt = tuple(hands)
     state.next_card = dealt + n
     _begin_turn(state, first_player)
 
@@ -403,6 +416,7 @@ def step(state: GameState, action: int) -> TurnEvent:
     offset = ACTION_OFFSET[action]
     guess = ACTION_GUESS[action]
     hands = state.hands
+    drawn = state.drawn
 
     # Play one card; keep the other.
     if state.drawn != card:
@@ -412,13 +426,13 @@ def step(state: GameState, action: int) -> TurnEvent:
     knowledge.on_card_played(state, player, card)
 
     target = -1 if offset == NO_TARGET else (player + offset) % n
-    actor_card = target_card = 0
+    actor_card = target_card = discarded = replacement = 0
     eliminated: tuple[int, ...] = ()
 
     if target >= 0:
         if card == GUARD:
             if hands[target] == guess:
-                target_card = guess
+                target_card = discarded = guess
                 _eliminate(state, target)
                 eliminated = (target,)
             else:
@@ -431,13 +445,15 @@ def step(state: GameState, action: int) -> TurnEvent:
             knowledge.learn(state, player, target, target_card)
             knowledge.learn(state, target, player, actor_card)
             if actor_card < target_card:
+                discarded = actor_card
                 _eliminate(state, player)
                 eliminated = (player,)
             elif target_card < actor_card:
+                discarded = target_card
                 _eliminate(state, target)
                 eliminated = (target,)
         elif card == PRINCE:
-            target_card = hands[target]
+            target_card = discarded = hands[target]
             state.discards[target].append(target_card)
             hands[target] = 0
             knowledge.on_hand_replaced(state, target)
@@ -445,7 +461,7 @@ def step(state: GameState, action: int) -> TurnEvent:
                 _eliminate(state, target)
                 eliminated = (target,)
             else:
-                hands[target] = _draw_replacement(state)
+                hands[target] = replacement = _draw_replacement(state)
         elif card == KING:
             actor_card, target_card = hands[player], hands[target]
             hands[player], hands[target] = target_card, actor_card
@@ -453,11 +469,15 @@ def step(state: GameState, action: int) -> TurnEvent:
     elif card == HANDMAID:
         state.protected[player] = True
     elif card == PRINCESS:
+        discarded = hands[player]
         _eliminate(state, player)
         eliminated = (player,)
 
     # tuple.__new__ skips NamedTuple's keyword-handling __new__: this line runs every turn.
-    event = tuple.__new__(TurnEvent, (state.round, player, card, target, guess, actor_card, target_card, eliminated))
+    event = tuple.__new__(
+        TurnEvent,
+        (state.round, player, card, target, guess, actor_card, target_card, eliminated, drawn, discarded, replacement),
+    )
     state.history.append(event)
     state.turn += 1
     _end_turn(state)

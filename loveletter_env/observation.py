@@ -1,12 +1,24 @@
 """Observation vectors: a game state seen from one seat, and back into a readable view.
 
+The vector is the player's *information state* (observation version 2): everything a
+player at the table knows about the current round, and nothing more. At a table every
+move is announced (who moved, the card, its target, the card a Guard named, hit or
+miss), so besides the summary fields of version 1 the vector holds the *move record*:
+every move of the round in order, what it made public, and what it showed the observer
+in private, with the observer's own cards as it received them. Two histories of a round
+give a seat the same vector exactly when a player in that seat could not tell them
+apart (perfect recall), so an agent without memory can play the printed game.
+
 The vector has one fixed shape for 2, 3 and 4 players. Seats in it are *relative* to
 the observer: offset 0 is the observer, offset 1 the next seat in turn order, and so on;
-offsets past the table are zero padding. Every entry is a small whole number stored as
-float32, so the batched engine can reproduce it bit for bit with array operations.
+offsets past the table are zero padding. Every entry is a small whole number (0..255):
+the AEC env hands it out as float32, the batched engine stores it one byte per entry.
 
-The layout is :data:`LAYOUT`, a list of named fields; the README's table is generated
-from the same list (``python -m loveletter_env.observation``).
+The layout is :data:`LAYOUT`, a list of named fields (the move record's slots are laid
+out by :data:`MOVE_LAYOUT`); the docs' table is generated from the same lists
+(``python -m loveletter_env.observation``). Version 1's fields come first, at the same
+places and with the same meanings, so a network trained on version 1 reads the first
+:data:`V1_OBSERVATION_SIZE` entries (:func:`observation_for_layout`).
 """
 
 from __future__ import annotations
@@ -16,13 +28,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE
-from .engine import MAX_PLAYERS, GameState
+from .cards import BARON, CARD_COUNTS, CARD_VALUES, DECK_SIZE, KING, PRIEST
+from .engine import MAX_PLAYERS, GameState, TurnEvent
 from .rules import Rules
 
 #: A seat never discards more than the 16 cards in play, so 16 slots can never overflow.
 MAX_DISCARDS = DECK_SIZE
-OBSERVATION_VERSION = 1
+#: The most moves a round can hold: every turn begins with a draw, and the fewest cards
+#: leave the pile before play at 3 players (the set-aside card and 3 dealt: 12 left to draw).
+MAX_MOVES = DECK_SIZE - 1 - 3
+OBSERVATION_VERSION = 2
 
 
 class Field(NamedTuple):
@@ -56,6 +71,34 @@ LAYOUT: tuple[Field, ...] = (
     Field("discards", (MAX_PLAYERS, MAX_DISCARDS, 8), "per seat offset, per discard in order: one-hot value"),
 )
 
+#: Version 1 ends here: its networks read these entries alone.
+V1_LAYOUT: tuple[Field, ...] = LAYOUT
+
+#: One slot of the move record: one move, as the observer heard and saw it.
+MOVE_LAYOUT: tuple[Field, ...] = (
+    Field("actor", (MAX_PLAYERS,), "one-hot seat offset of the player who moved"),
+    Field("card", (8,), "one-hot value of the card played"),
+    Field("target", (MAX_PLAYERS,), "one-hot seat offset of the player chosen (zeros: no one)"),
+    Field("guess", (8,), "Guard: one-hot value named, hit or miss"),
+    Field("out", (MAX_PLAYERS,), "per seat offset: 1 if this move put that player out"),
+    Field(
+        "discarded",
+        (8,),
+        "one-hot value the move forced face up besides the card played (a Guard's hit, a Baron's loser, "
+        "a Prince's target, the Princess player's other card)",
+    ),
+    Field("saw", (8,), "private: one-hot value the observer was shown (its Priest; either side of a Baron or King)"),
+    Field("drew", (8,), "private: one-hot value the observer drew to begin this move, when it moved"),
+    Field("replacement", (8,), "private: one-hot value the observer drew after its Prince discard"),
+)
+MOVE_SIZE: int = sum(int(np.prod(f.shape)) for f in MOVE_LAYOUT)
+
+LAYOUT = LAYOUT + (
+    Field("dealt", (8,), "private: one-hot value of the card the observer was dealt this round"),
+    Field("drawn", (8,), "private: one-hot value of the card the observer just drew (zeros unless acting)"),
+    Field("moves", (MAX_MOVES, MOVE_SIZE), "the move record: one slot per move in order (see the slot table)"),
+)
+
 
 def _offsets() -> dict[str, slice]:
     out, start = {}, 0
@@ -68,6 +111,16 @@ def _offsets() -> dict[str, slice]:
 
 SLICES: dict[str, slice] = _offsets()
 OBSERVATION_SIZE: int = max(s.stop for s in SLICES.values())
+V1_OBSERVATION_SIZE: int = SLICES[V1_LAYOUT[-1].name].stop
+#: Each slot field's place within a slot of the move record.
+MOVE_SLICES: dict[str, slice] = {}
+_start = 0
+for _field in MOVE_LAYOUT:
+    MOVE_SLICES[_field.name] = slice(_start, _start + int(np.prod(_field.shape)))
+    _start += int(np.prod(_field.shape))
+del _start, _field
+#: Observation layouts by version: the entries a network of that version reads.
+LAYOUT_SIZES: dict[int, int] = {1: V1_OBSERVATION_SIZE, 2: OBSERVATION_SIZE}
 
 # Start index of each field, used to compute flat indices on the hot path.
 _HAND = SLICES["hand"].start - 1  # value v (1..8) sits at _HAND + v
@@ -87,6 +140,48 @@ _TARGET = SLICES["tokens_to_win"].start
 _NPLAYERS = SLICES["num_players"].start
 _RULES = SLICES["rules"].start
 _UNSEEN = SLICES["unseen"].start - 1
+_DEALT = SLICES["dealt"].start - 1
+_DRAWN = SLICES["drawn"].start - 1
+_MOVES = SLICES["moves"].start
+_M_ACTOR = MOVE_SLICES["actor"].start
+_M_CARD = MOVE_SLICES["card"].start - 1
+_M_TARGET = MOVE_SLICES["target"].start
+_M_GUESS = MOVE_SLICES["guess"].start - 1
+_M_OUT = MOVE_SLICES["out"].start
+_M_DISCARDED = MOVE_SLICES["discarded"].start - 1
+_M_SAW = MOVE_SLICES["saw"].start - 1
+_M_DREW = MOVE_SLICES["drew"].start - 1
+_M_REPLACEMENT = MOVE_SLICES["replacement"].start - 1
+
+
+def move_entries(event: TurnEvent, observer: int, num_players: int) -> list[int]:
+    """The positions set to 1 within one move-record slot: ``event`` as ``observer`` knows it.
+
+    Public: who moved, the card, its target, a Guard's named card, who went out and the
+    card forced face up. Private: what the observer was shown (its own Priest, either side
+    of a Baron or a King), the card it drew to begin its own move, and the card it drew
+    after a Prince made it discard.
+    """
+    n = num_players
+    actor, target = event.player, event.target
+    entries = [_M_ACTOR + (actor - observer) % n, _M_CARD + event.card]
+    if target >= 0:
+        entries.append(_M_TARGET + (target - observer) % n)
+    if event.guess:
+        entries.append(_M_GUESS + event.guess)
+    entries.extend(_M_OUT + (p - observer) % n for p in event.eliminated)
+    if event.discarded:
+        entries.append(_M_DISCARDED + event.discarded)
+    if target >= 0 and target != actor:
+        if observer == actor and event.card in (PRIEST, BARON, KING):
+            entries.append(_M_SAW + event.target_card)
+        elif observer == target and event.card in (BARON, KING):
+            entries.append(_M_SAW + event.actor_card)
+    if observer == actor:
+        entries.append(_M_DREW + event.drawn)
+    if observer == target and event.replacement:
+        entries.append(_M_REPLACEMENT + event.replacement)
+    return entries
 
 
 def encode_observation(state: GameState, observer: int) -> np.ndarray:
@@ -135,6 +230,13 @@ def encode_observation(state: GameState, observer: int) -> np.ndarray:
         idx.append(_TO_ACT + (state.current - observer) % n)
     idx.append(_NPLAYERS + n - 2)
     idx.extend(_RULES + i for i, flag in enumerate(rule_flags(state.rules)) if flag)
+    if state.dealt[observer]:
+        idx.append(_DEALT + state.dealt[observer])
+    if observer == state.current and state.drawn:
+        idx.append(_DRAWN + state.drawn)
+    for slot, event in enumerate(state.history):
+        base = _MOVES + slot * MOVE_SIZE
+        idx.extend(base + i for i in move_entries(event, observer, n))
 
     np.add.at(obs, idx, 1.0)
     for k in range(n):
@@ -153,6 +255,22 @@ def rule_flags(rules: Rules) -> tuple[bool, bool]:
 def view_rule_fields(rules: Rules) -> dict[str, bool]:
     """The :class:`ObservationView` fields that show ``rules``' options."""
     return dict(zip(_VIEW_RULE_FIELDS, rule_flags(rules)))
+
+
+@dataclass(frozen=True)
+class MoveView:
+    """One move of the round as the observer knows it. Seats are offsets from the observer;
+    cards are values 1..8, 0 where the observer was not shown one (or there was none)."""
+
+    actor: int
+    card: int
+    target: int | None
+    guess: int
+    out: tuple[int, ...]
+    discarded: int
+    saw: int
+    drew: int
+    replacement: int
 
 
 @dataclass(frozen=True)
@@ -181,6 +299,9 @@ class ObservationView:
     discard_sum_tiebreak: bool
     king_ignores_handmaid: bool
     unseen: dict[int, int]
+    dealt: int = 0
+    drawn: int = 0
+    moves: tuple[MoveView, ...] = ()
 
     @property
     def my_turn(self) -> bool:
@@ -205,13 +326,72 @@ def _values(counts: np.ndarray) -> tuple[int, ...]:
     return tuple(v for v in CARD_VALUES for _ in range(int(counts[v - 1])))
 
 
+def _one_hot(row: np.ndarray) -> int:
+    """The value (1..8) a one-hot card row holds, 0 for an empty row."""
+    return int(np.argmax(row)) + 1 if row.any() else 0
+
+
+def _offset(row: np.ndarray) -> int | None:
+    return int(np.argmax(row)) if row.any() else None
+
+
+def _decode_move(slot: np.ndarray) -> MoveView:
+    f = {name: slot[s] for name, s in MOVE_SLICES.items()}
+    actor = _offset(f["actor"])
+    assert actor is not None
+    return MoveView(
+        actor=actor,
+        card=_one_hot(f["card"]),
+        target=_offset(f["target"]),
+        guess=_one_hot(f["guess"]),
+        out=tuple(int(i) for i in np.flatnonzero(f["out"])),
+        discarded=_one_hot(f["discarded"]),
+        saw=_one_hot(f["saw"]),
+        drew=_one_hot(f["drew"]),
+        replacement=_one_hot(f["replacement"]),
+    )
+
+
+def layout_name(size: int) -> str:
+    """How an observation of ``size`` entries is named in messages: its version, or not one."""
+    versions = [v for v, n in LAYOUT_SIZES.items() if n == size]
+    return f"observation version {versions[0]} ({size} entries)" if versions else f"{size} entries (no known layout)"
+
+
+def check_observation_size(size: int, version: int = OBSERVATION_VERSION) -> None:
+    """Raise ``ValueError`` naming both layouts unless ``size`` is ``version``'s length.
+
+    An observation of one layout is never silently reshaped into another.
+    """
+    if version not in LAYOUT_SIZES:
+        raise ValueError(f"unknown observation version {version!r}; known versions are {sorted(LAYOUT_SIZES)}")
+    if size != LAYOUT_SIZES[version]:
+        raise ValueError(
+            f"expected observation version {version} ({LAYOUT_SIZES[version]} entries), got {layout_name(size)}"
+        )
+
+
+def observation_for_layout(observation, version: int):
+    """The entries of a current observation that a network trained on layout ``version`` reads.
+
+    Version 1's fields are the first :data:`V1_OBSERVATION_SIZE` entries of version 2, at
+    the same places, so a version-1 network reads a prefix (a view, not a copy). Works on
+    numpy arrays and torch tensors, batched or not; the last axis must be a current observation.
+    """
+    check_observation_size(observation.shape[-1])
+    if version not in LAYOUT_SIZES:
+        raise ValueError(f"unknown observation version {version!r}; known versions are {sorted(LAYOUT_SIZES)}")
+    return observation[..., : LAYOUT_SIZES[version]]
+
+
 def decode_observation(vector) -> ObservationView:
     """Turn an observation vector (or the env's observation dict) into an :class:`ObservationView`."""
     if isinstance(vector, dict):
         vector = vector["observation"]
     v = np.asarray(vector)
-    if v.shape != (OBSERVATION_SIZE,):
+    if v.ndim != 1:
         raise ValueError(f"an observation vector has shape ({OBSERVATION_SIZE},), got {v.shape}")
+    check_observation_size(v.shape[0])
     f = {name: v[s].reshape(field.shape) for field, (name, s) in zip(LAYOUT, SLICES.items())}
     n = int(np.argmax(f["num_players"])) + 2
     discards = tuple(tuple(int(np.argmax(row)) + 1 for row in f["discards"][k] if row.any()) for k in range(n))
@@ -238,16 +418,29 @@ def decode_observation(vector) -> ObservationView:
         tokens_to_win=int(f["tokens_to_win"][0]),
         **dict(zip(_VIEW_RULE_FIELDS, (bool(x) for x in f["rules"]))),
         unseen={val: int(f["unseen"][val - 1]) for val in CARD_VALUES},
+        dealt=_one_hot(f["dealt"]),
+        drawn=_one_hot(f["drawn"]),
+        moves=tuple(_decode_move(slot) for slot in f["moves"] if slot.any()),
     )
 
 
 def layout_table() -> str:
-    """The observation layout as a Markdown table (for the README)."""
+    """The observation layout as Markdown tables (for the docs): the fields, then one move-record slot."""
     rows = ["| field | indices | shape | meaning |", "| --- | --- | --- | --- |"]
     for field in LAYOUT:
         s = SLICES[field.name]
+        version = 1 if s.stop <= V1_OBSERVATION_SIZE else 2
+        rows.append(f"| `{field.name}` | {s.start}–{s.stop - 1} | {field.shape} | {field.description} (v{version}) |")
+    start = SLICES["moves"].start
+    rows += ["", f"One slot of `moves` ({MOVE_SIZE} entries; slot `k` starts at {start} + {MOVE_SIZE}·k):"]
+    rows += ["", "| slot field | offsets | shape | meaning |", "| --- | --- | --- | --- |"]
+    for field in MOVE_LAYOUT:
+        s = MOVE_SLICES[field.name]
         rows.append(f"| `{field.name}` | {s.start}–{s.stop - 1} | {field.shape} | {field.description} |")
-    rows.append(f"\nTotal size: {OBSERVATION_SIZE} (`OBSERVATION_SIZE`), version {OBSERVATION_VERSION}.")
+    rows.append(
+        f"\nTotal size: {OBSERVATION_SIZE} (`OBSERVATION_SIZE`), version {OBSERVATION_VERSION}; "
+        f"version 1 is the first {V1_OBSERVATION_SIZE} entries (`V1_OBSERVATION_SIZE`)."
+    )
     return "\n".join(rows)
 
 
