@@ -23,7 +23,7 @@ from ..engine import GameState
 from ..rules import Rules
 from . import kernels, layout
 from .layout import MAX_SEATS, RECORD_SIZE
-from .live import RecordGameState
+from .live import RecordGameState, log_entry
 
 __all__ = ["kernels", "layout", "RECORD_SIZE", "new_records", "record_from_state", "state_from_record"]
 
@@ -83,10 +83,13 @@ def record_from_state(state: GameState) -> np.ndarray:
         put(layout.DISCARDS + seat * DECK_SIZE, pile)
         for card in pile:
             r[layout.DISCARDED + seat * 8 + card - 1] += 1
+    put(layout.DEALT, list(state.dealt) + pad)
+    for turn, event in enumerate(state.history):
+        put(layout.MOVE_LOG + turn * layout.MOVE_BYTES, log_entry(event))
     return r
 
 
 def state_from_record(record: np.ndarray, rules: Rules) -> GameState:
-    """An independent :class:`GameState` holding the game in ``record`` (its ``history`` is
-    empty: records keep no turn events). ``rules`` is the preset the record was made with."""
+    """An independent :class:`GameState` holding the game in ``record`` (its ``history`` read
+    from the record's move log). ``rules`` is the preset the record was made with."""
     return RecordGameState(record, rules).clone()

@@ -22,6 +22,7 @@ from .layout import (
     CARD_OF_ACTION,
     COPIES,
     CURRENT,
+    DEALT,
     DECK,
     DECK_HALVES,
     DISCARDED,
@@ -35,16 +36,41 @@ from .layout import (
     HAND_ACTION_BITS,
     HANDS,
     KNOWN,
+    M_ACTOR,
+    M_ACTOR_CARD,
+    M_CARD,
+    M_DISCARDED,
+    M_DRAWN,
+    M_GUESS,
+    M_OUT,
+    M_REPLACEMENT,
+    M_TARGET,
+    M_TARGET_CARD,
     MAX_SEATS,
+    MOVE_BYTES,
+    MOVE_LOG,
     NEXT_CARD,
     NUM_DISCARDS,
     NUM_PLAYERS,
+    OBS_DEALT,
     OBS_DECK,
     OBS_DISCARD_COUNTS,
     OBS_DISCARDS,
+    OBS_DRAWN,
     OBS_FACE_UP,
     OBS_HAND,
     OBS_KNOWN,
+    OBS_M_ACTOR,
+    OBS_M_CARD,
+    OBS_M_DISCARDED,
+    OBS_M_DREW,
+    OBS_M_GUESS,
+    OBS_M_OUT,
+    OBS_M_REPLACEMENT,
+    OBS_M_SAW,
+    OBS_M_TARGET,
+    OBS_MOVE_SIZE,
+    OBS_MOVES,
     OBS_NUM_PLAYERS,
     OBS_OUT,
     OBS_PRESENT,
@@ -137,7 +163,9 @@ def start_round(r, deck, first_player):
     # Set-aside card, then the face-up cards, then one card each in turn order.
     dealt = 1 + np.int64(r[FACE_UP])
     for i in range(n):
-        r[HANDS + _wrap(first_player + i, n)] = r[DECK + dealt + i]
+        seat = _wrap(first_player + i, n)
+        r[HANDS + seat] = r[DECK + dealt + i]
+        r[DEALT + seat] = r[DECK + dealt + i]
     r[NEXT_CARD] = dealt + n
     _begin_turn(r, first_player)
 
@@ -241,13 +269,16 @@ def _discard(r, seat, card):
 
 
 @njit(cache=True)
-def _eliminate(r, player):
-    """``player`` is out: their hand is discarded face up without effect."""
+def _eliminate(r, player, entry):
+    """``player`` is out: their hand is discarded face up without effect (noted in the
+    move log's ``entry``)."""
     r[OUT + player] = 1
     r[PROTECTED + player] = 0
+    r[entry + M_OUT] |= 1 << player
     card = np.int64(r[HANDS + player])
     if card:
         _discard(r, player, card)
+        r[entry + M_DISCARDED] = card
         r[HANDS + player] = 0
     _on_hand_replaced(r, player)
 
@@ -273,8 +304,15 @@ def play(r, action):
     offset = OFFSET_OF_ACTION[action]
     guess = GUESS_OF_ACTION[action]
 
+    # The move log's entry for this move (zeroed when the round was dealt).
+    entry = MOVE_LOG + np.int64(r[TURN]) * MOVE_BYTES
+    r[entry + M_ACTOR] = player
+    r[entry + M_CARD] = card
+    r[entry + M_GUESS] = guess if guess > 0 else 0
+
     # Play one card; keep the other.
     drawn = np.int64(r[DRAWN])
+    r[entry + M_DRAWN] = drawn
     if drawn != card:
         r[HANDS + player] = drawn
     r[DRAWN] = 0
@@ -288,34 +326,45 @@ def play(r, action):
 
     if offset >= 0:
         target = _wrap(player + offset, n)
+        r[entry + M_TARGET] = target + 1
         if card == GUARD:
             if r[HANDS + target] == guess:
-                _eliminate(r, target)
+                r[entry + M_TARGET_CARD] = guess
+                _eliminate(r, target, entry)
             else:
                 r[RULED_OUT + target] |= 1 << (guess - 1)
         elif card == PRIEST:
+            r[entry + M_TARGET_CARD] = r[HANDS + target]
             _learn(r, player, target, np.int64(r[HANDS + target]))
         elif card == BARON:
             actor_card = np.int64(r[HANDS + player])
             target_card = np.int64(r[HANDS + target])
+            r[entry + M_ACTOR_CARD] = actor_card
+            r[entry + M_TARGET_CARD] = target_card
             _learn(r, player, target, target_card)
             _learn(r, target, player, actor_card)
             if actor_card < target_card:
-                _eliminate(r, player)
+                _eliminate(r, player, entry)
             elif target_card < actor_card:
-                _eliminate(r, target)
+                _eliminate(r, target, entry)
         elif card == PRINCE:
             target_card = np.int64(r[HANDS + target])
+            r[entry + M_TARGET_CARD] = target_card
+            r[entry + M_DISCARDED] = target_card
             _discard(r, target, target_card)
             r[HANDS + target] = 0
             _on_hand_replaced(r, target)
             if target_card == PRINCESS:
-                _eliminate(r, target)
+                _eliminate(r, target, entry)
             else:
-                r[HANDS + target] = _draw_replacement(r)
+                replacement = _draw_replacement(r)
+                r[HANDS + target] = replacement
+                r[entry + M_REPLACEMENT] = replacement
         elif card == KING:
             actor_card = np.int64(r[HANDS + player])
             target_card = np.int64(r[HANDS + target])
+            r[entry + M_ACTOR_CARD] = actor_card
+            r[entry + M_TARGET_CARD] = target_card
             r[HANDS + player] = target_card
             r[HANDS + target] = actor_card
             # What anyone knew moves with the card; the new holder cannot tell whether it held.
@@ -334,7 +383,7 @@ def play(r, action):
     elif card == HANDMAID:
         r[PROTECTED + player] = 1
     elif card == PRINCESS:
-        _eliminate(r, player)
+        _eliminate(r, player, entry)
 
     r[TURN] += 1
     _end_turn(r)
@@ -429,7 +478,8 @@ def _packed_counts(r, at):
 @njit(cache=True)
 def observe_into(r, observer, out):
     """Write seat ``observer``'s observation vector (as
-    :func:`loveletter_env.observation.encode_observation`) into ``out`` (646 floats)."""
+    :func:`loveletter_env.observation.encode_observation`) into ``out`` (``OBSERVATION_SIZE``
+    entries, float32 or uint8)."""
     n = np.int64(r[NUM_PLAYERS])
     out[:] = 0.0
     # Copies the observer can place (in a hand, face up, by knowledge or discarded), counted
@@ -497,6 +547,49 @@ def observe_into(r, observer, out):
     # 90 ns write).
     for v in range(8):
         out[OBS_UNSEEN + v] = COPIES[v + 1] - np.int64((located >> np.uint64(8 * v)) & np.uint64(0xFF))
+    # Version 2: the information state's private cards and the move record.
+    card = np.int64(r[DEALT + observer])
+    if card:
+        out[OBS_DEALT + card - 1] = 1
+    if observer == r[CURRENT] and r[DRAWN]:
+        out[OBS_DRAWN + np.int64(r[DRAWN]) - 1] = 1
+    for m in range(np.int64(r[TURN])):
+        _write_move(r, MOVE_LOG + m * MOVE_BYTES, observer, n, out, OBS_MOVES + m * OBS_MOVE_SIZE)
+
+
+@njit(cache=True)
+def _write_move(r, entry, observer, n, out, at):
+    """One slot of the move record: the move logged at ``entry`` as ``observer`` knows it
+    (as :func:`loveletter_env.observation.move_entries`)."""
+    actor = np.int64(r[entry + M_ACTOR])
+    card = np.int64(r[entry + M_CARD])
+    target = np.int64(r[entry + M_TARGET]) - 1
+    out[at + OBS_M_ACTOR + _wrap(actor - observer + n, n)] = 1
+    out[at + OBS_M_CARD + card - 1] = 1
+    if target >= 0:
+        out[at + OBS_M_TARGET + _wrap(target - observer + n, n)] = 1
+    guess = np.int64(r[entry + M_GUESS])
+    if guess:
+        out[at + OBS_M_GUESS + guess - 1] = 1
+    gone = np.int64(r[entry + M_OUT])
+    if gone:
+        for seat in range(n):
+            if gone >> seat & 1:
+                out[at + OBS_M_OUT + _wrap(seat - observer + n, n)] = 1
+    discarded = np.int64(r[entry + M_DISCARDED])
+    if discarded:
+        out[at + OBS_M_DISCARDED + discarded - 1] = 1
+    # Comparisons, not `in` a tuple: the same source compiles as a CUDA device function.
+    if target >= 0 and target != actor:
+        if observer == actor and (card == PRIEST or card == BARON or card == KING):  # noqa: SIM109
+            out[at + OBS_M_SAW + np.int64(r[entry + M_TARGET_CARD]) - 1] = 1
+        elif observer == target and (card == BARON or card == KING):  # noqa: SIM109
+            out[at + OBS_M_SAW + np.int64(r[entry + M_ACTOR_CARD]) - 1] = 1
+    if observer == actor:
+        out[at + OBS_M_DREW + np.int64(r[entry + M_DRAWN]) - 1] = 1
+    replacement = np.int64(r[entry + M_REPLACEMENT])
+    if observer == target and replacement:
+        out[at + OBS_M_REPLACEMENT + replacement - 1] = 1
 
 
 @njit(cache=True)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, NUM_ACTIONS
 from ..cards import BARON, CARD_COUNTS, CARD_VALUES, COUNTESS, DECK_SIZE, FULL_DECK, GUARD, KING, PRIEST, PRINCE
-from ..observation import MAX_DISCARDS, OBSERVATION_SIZE, SLICES
+from ..observation import MAX_DISCARDS, MAX_MOVES, MOVE_SIZE, MOVE_SLICES, OBSERVATION_SIZE, SLICES
 from ..validation import MAX_PLAYERS
 
 MAX_SEATS = MAX_PLAYERS
@@ -57,10 +57,25 @@ KNOWN = 60  # [observer, player]
 SEEN = 76  # [observer, player]: the player can tell that observer knows its card
 DISCARDED = 92  # [seat, value - 1]: copies of each value discarded this round
 DISCARDS = 124  # [seat, slot]: discards in order
+DEALT = DISCARDS + MAX_SEATS * MAX_DISCARDS  # 188: the card each seat was dealt this round
+# The move log: one entry of MOVE_BYTES per move this round (TURN of them), hidden parts
+# included; observations show each seat its own view of it (the move record).
+MOVE_LOG = DEALT + MAX_SEATS  # 192
+MOVE_BYTES = 10
+M_ACTOR = 0  # seat that moved
+M_CARD = 1  # card played
+M_TARGET = 2  # seat chosen + 1 (0 = no one)
+M_GUESS = 3  # a Guard's named card (0 otherwise)
+M_ACTOR_CARD = 4  # Baron, King: the mover's compared or given card
+M_TARGET_CARD = 5  # Priest, Baron, King: the target's card; Prince: the card it discarded
+M_OUT = 6  # bit s set: seat s went out on this move
+M_DISCARDED = 7  # the card forced face up besides the one played (0 if none)
+M_DRAWN = 8  # the card the mover drew to begin the turn
+M_REPLACEMENT = 9  # the card a Prince's target drew (0 if none)
 # Fixed for the game, after every round field (a new round clears KNOWN up to here).
-FACE_UP = DISCARDS + MAX_SEATS * MAX_DISCARDS  # 188: cards a round lays face up after the set-aside one
+FACE_UP = MOVE_LOG + MAX_MOVES * MOVE_BYTES  # 312: cards a round lays face up after the set-aside one
 FACE_UP_FIXED = FACE_UP + 1  # 1 on a ladder rung: the face-up cards stay; a deal shuffles the others
-RECORD_SIZE = FACE_UP_FIXED + 1  # 190
+RECORD_SIZE = FACE_UP_FIXED + 1  # 314
 
 assert MAX_DISCARDS == DECK_SIZE
 
@@ -83,6 +98,19 @@ OBS_NUM_PLAYERS = SLICES["num_players"].start
 OBS_RULES = SLICES["rules"].start
 OBS_DISCARD_COUNTS = SLICES["discard_counts"].start
 OBS_DISCARDS = SLICES["discards"].start
+OBS_DEALT = SLICES["dealt"].start
+OBS_DRAWN = SLICES["drawn"].start
+OBS_MOVES = SLICES["moves"].start
+OBS_MOVE_SIZE = MOVE_SIZE
+OBS_M_ACTOR = MOVE_SLICES["actor"].start
+OBS_M_CARD = MOVE_SLICES["card"].start
+OBS_M_TARGET = MOVE_SLICES["target"].start
+OBS_M_GUESS = MOVE_SLICES["guess"].start
+OBS_M_OUT = MOVE_SLICES["out"].start
+OBS_M_DISCARDED = MOVE_SLICES["discarded"].start
+OBS_M_SAW = MOVE_SLICES["saw"].start
+OBS_M_DREW = MOVE_SLICES["drew"].start
+OBS_M_REPLACEMENT = MOVE_SLICES["replacement"].start
 
 # Action tables.
 OTHER_PLAYER_CARDS = (GUARD, PRIEST, BARON, KING)

@@ -3,9 +3,9 @@
 Environments that run on the core keep their game in a record, yet users, renderers and
 replay recorders read ``env.game`` as a ``GameState`` and may hold on to it across steps.
 :class:`RecordGameState` is that object: every attribute reads the record when asked, so
-it always shows the current game. It cannot be changed (step the env instead), it keeps
-no turn history (``history`` is empty), and :meth:`~GameState.clone` gives an ordinary,
-independent ``GameState``.
+it always shows the current game, this round's moves included (``history``, read from the
+record's move log). It cannot be changed (step the env instead), and
+:meth:`~GameState.clone` gives an ordinary, independent ``GameState``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,44 @@ import numpy as np
 
 from ..actions import NUM_ACTIONS
 from ..cards import DECK_SIZE
-from ..engine import GameState
+from ..engine import GameState, TurnEvent
 from ..rules import Rules
 from . import kernels, layout
 from .layout import MAX_SEATS
+
+
+def log_entry(event: TurnEvent) -> list[int]:
+    """The move log's bytes for one turn (:data:`.layout.MOVE_BYTES`, fields ``M_*``)."""
+    entry = [0] * layout.MOVE_BYTES
+    entry[layout.M_ACTOR] = event.player
+    entry[layout.M_CARD] = event.card
+    entry[layout.M_TARGET] = event.target + 1
+    entry[layout.M_GUESS] = event.guess
+    entry[layout.M_ACTOR_CARD] = event.actor_card
+    entry[layout.M_TARGET_CARD] = event.target_card
+    entry[layout.M_OUT] = sum(1 << p for p in event.eliminated)
+    entry[layout.M_DISCARDED] = event.discarded
+    entry[layout.M_DRAWN] = event.drawn
+    entry[layout.M_REPLACEMENT] = event.replacement
+    return entry
+
+
+def event_of_entry(entry: np.ndarray, round_number: int) -> TurnEvent:
+    """The :class:`~loveletter_env.engine.TurnEvent` a move-log entry holds (inverse of :func:`log_entry`)."""
+    e = [int(x) for x in entry]
+    return TurnEvent(
+        round=round_number,
+        player=e[layout.M_ACTOR],
+        card=e[layout.M_CARD],
+        target=e[layout.M_TARGET] - 1,
+        guess=e[layout.M_GUESS],
+        actor_card=e[layout.M_ACTOR_CARD],
+        target_card=e[layout.M_TARGET_CARD],
+        eliminated=tuple(p for p in range(MAX_SEATS) if e[layout.M_OUT] >> p & 1),
+        drawn=e[layout.M_DRAWN],
+        discarded=e[layout.M_DISCARDED],
+        replacement=e[layout.M_REPLACEMENT],
+    )
 
 
 def _seats(at: int):
@@ -61,6 +95,7 @@ class RecordGameState(GameState):
     next_card = _scalar(layout.NEXT_CARD)
     set_aside_drawn = _scalar(layout.SET_ASIDE_DRAWN, bool)
     hands = _seats(layout.HANDS)
+    dealt = property(lambda self: tuple(int(x) for x in self._record[layout.DEALT : layout.DEALT + self.num_players]))
     drawn = _scalar(layout.DRAWN)
     current = _scalar(layout.CURRENT)
     out = _flags(layout.OUT)
@@ -100,8 +135,10 @@ class RecordGameState(GameState):
         return [int(x) << 1 for x in self._record[layout.RULED_OUT : layout.RULED_OUT + self.num_players]]
 
     @property
-    def history(self) -> list:
-        return []
+    def history(self) -> list[TurnEvent]:
+        r = self._record
+        log = r[layout.MOVE_LOG : layout.MOVE_LOG + int(r[layout.TURN]) * layout.MOVE_BYTES]
+        return [event_of_entry(entry, int(r[layout.ROUND])) for entry in log.reshape(-1, layout.MOVE_BYTES)]
 
     @property
     def legal(self) -> tuple[int, ...]:
