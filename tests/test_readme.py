@@ -292,3 +292,11 @@ def test_the_rules_page_lists_every_preset_as_the_code_defines_it():
         name: (rules.tokens_to_win, rules.discard_sum_tiebreak, rules.king_ignores_handmaid)
         for name, rules in PRESETS.items()
     }
+
+
+def test_the_environment_page_shows_the_observation_layout_the_code_defines():
+    """The layout tables are generated (python -m loveletter_env.observation): a field added,
+    moved or resized without regenerating the page fails here."""
+    from loveletter_env.observation import layout_table
+
+    assert layout_table() in (ROOT / "docs" / "environment.md").read_text(encoding="utf-8")
