@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 
 import numpy as np
 import pytest
-from conftest import act, deal_deck, legal, make_env, play, random_playout, view
+from conftest import act, deal_deck, legal, make_env, offset_of, play, random_playout, start, view
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loveletter_env
 from loveletter_env import engine
-from loveletter_env.actions import GUARD_NO_TARGET, HANDMAID_ACTION
+from loveletter_env.actions import GUARD_NO_TARGET, HANDMAID_ACTION, PRINCESS_ACTION
 from loveletter_env.cards import (
     BARON,
     CARD_COUNTS,
@@ -28,7 +29,13 @@ from loveletter_env.cards import (
     PRINCESS,
 )
 from loveletter_env.engine import GameState
-from loveletter_env.observation import OBSERVATION_SIZE, decode_observation, encode_observation
+from loveletter_env.observation import (
+    OBSERVATION_SIZE,
+    V1_OBSERVATION_SIZE,
+    MoveView,
+    decode_observation,
+    encode_observation,
+)
 
 PROPERTY_SETTINGS = settings(max_examples=40, deadline=None)
 
@@ -117,6 +124,7 @@ def test_another_players_hidden_card_never_shows_in_the_observers_observation(nu
         play(b, [action])
         assert_same_views(a, b, [0])
     assert not np.array_equal(encode_observation(a, 1), encode_observation(b, 1))
+    assert (view(a, 1).dealt, view(b, 1).dealt) == (PRIEST, BARON)  # player_1 knows what it was dealt
 
 
 def _first_hidden_position(num_players: int) -> int:
@@ -263,3 +271,190 @@ def test_random_rounds_always_decode_consistently():
         random_playout(state, rng)
         for seat in range(n):
             assert_decodes_to_the_state(state, seat)
+
+
+# The move record and the cards received (version 2) ----------------------------------
+
+
+def test_a_version_1_vector_is_refused_naming_both_layouts():
+    with pytest.raises(ValueError) as refused:
+        decode_observation(np.zeros(V1_OBSERVATION_SIZE, np.float32))
+    assert str(refused.value) == (
+        f"expected observation version 2 ({OBSERVATION_SIZE} entries), "
+        f"got observation version 1 ({V1_OBSERVATION_SIZE} entries)"
+    )
+
+
+def expected_move(
+    state: GameState,
+    seat: int,
+    actor: int,
+    card: int,
+    target: int | None = None,
+    *,
+    guess: int = 0,
+    out: tuple[int, ...] = (),
+    discarded: int = 0,
+    saw: Mapping[int, int] = {},
+    drew: Mapping[int, int] = {},
+    replacement: Mapping[int, int] = {},
+) -> MoveView:
+    """One move as ``seat`` should record it: seats are given absolute and turned into offsets;
+    ``saw``, ``drew`` and ``replacement`` map the seats that saw a card to the card."""
+    return MoveView(
+        actor=offset_of(state, seat, actor),
+        card=card,
+        target=None if target is None else offset_of(state, seat, target),
+        guess=guess,
+        out=tuple(sorted(offset_of(state, seat, p) for p in out)),
+        discarded=discarded,
+        saw=saw.get(seat, 0),
+        drew=drew.get(seat, 0),
+        replacement=replacement.get(seat, 0),
+    )
+
+
+def assert_last_move(state: GameState, actor: int, card: int, target: int | None = None, **fields) -> None:
+    """Every seat's record of the last move is ``expected_move``'s, and it is the last slot."""
+    for seat in range(state.num_players):
+        moves = view(state, seat).moves
+        assert len(moves) == len(state.history)
+        assert moves[-1] == expected_move(state, seat, actor, card, target, **fields), f"player_{seat}"
+
+
+@pytest.mark.parametrize(("guess", "hit"), [(PRINCE, False), (BARON, True)], ids=["miss", "hit"])
+def test_a_guards_named_card_is_heard_by_all_hit_or_miss(guess, hit):
+    state = start(3, hands={0: GUARD, 1: BARON, 2: KING}, draws=[PRIEST])
+    play(state, [act(GUARD, 1, guess)])
+    assert_last_move(
+        state, 0, GUARD, 1, guess=guess, out=(1,) if hit else (), discarded=BARON if hit else 0, drew={0: PRIEST}
+    )
+
+
+def test_a_guard_with_no_one_to_choose_has_no_target_and_no_guess():
+    state = start(2, hands={0: HANDMAID, 1: GUARD}, draws=[PRIEST, GUARD])
+    play(state, [HANDMAID_ACTION, GUARD_NO_TARGET])
+    assert_last_move(state, 1, GUARD, drew={1: GUARD})
+
+
+def test_what_a_priest_shows_is_recorded_for_its_player_alone():
+    state = start(3, hands={0: PRIEST, 1: BARON, 2: KING}, draws=[GUARD])
+    play(state, [act(PRIEST, 1)])
+    assert_last_move(state, 0, PRIEST, 1, saw={0: BARON}, drew={0: GUARD})
+
+
+@pytest.mark.parametrize(
+    ("kept", "theirs", "loser"),
+    [(PRINCE, PRIEST, 1), (PRIEST, PRINCE, 0), (PRIEST, PRIEST, None)],
+    ids=["win", "loss", "tie"],
+)
+def test_a_baron_shows_each_side_the_other_card_and_everyone_the_losers(kept, theirs, loser):
+    state = start(3, hands={0: kept, 1: theirs, 2: KING}, draws=[BARON])
+    play(state, [act(BARON, 1)])
+    lost = {0: kept, 1: theirs}.get(loser, 0)
+    assert_last_move(
+        state,
+        0,
+        BARON,
+        1,
+        out=() if loser is None else (loser,),
+        discarded=lost,
+        saw={0: theirs, 1: kept},
+        drew={0: BARON},
+    )
+
+
+def test_a_princes_discard_is_public_and_the_replacement_private_to_its_target():
+    state = start(3, hands={0: PRINCE, 1: BARON, 2: KING}, draws=[GUARD, HANDMAID])
+    play(state, [act(PRINCE, 1)])
+    assert_last_move(state, 0, PRINCE, 1, discarded=BARON, replacement={1: HANDMAID}, drew={0: GUARD})
+    assert HANDMAID in view(state, 1).hand  # the replacement, then player_1's draw
+    assert HANDMAID not in view(state, 0).known_cards + view(state, 2).known_cards
+
+
+def test_a_prince_on_oneself_records_the_replacement_for_oneself():
+    state = start(3, hands={0: PRINCE, 1: BARON, 2: KING}, draws=[GUARD, HANDMAID])
+    play(state, [act(PRINCE, 0)])
+    assert_last_move(state, 0, PRINCE, 0, discarded=GUARD, replacement={0: HANDMAID}, drew={0: GUARD})
+
+
+def test_a_prince_on_the_princess_puts_its_holder_out_with_no_replacement():
+    state = start(3, hands={0: PRINCE, 1: PRINCESS, 2: KING}, draws=[GUARD, HANDMAID])
+    play(state, [act(PRINCE, 1)])
+    assert_last_move(state, 0, PRINCE, 1, out=(1,), discarded=PRINCESS, drew={0: GUARD})
+
+
+def test_a_king_shows_both_sides_the_card_received_and_no_one_else():
+    state = start(3, hands={0: KING, 1: BARON, 2: PRIEST}, draws=[GUARD])
+    play(state, [act(KING, 1)])
+    assert_last_move(state, 0, KING, 1, saw={0: BARON, 1: GUARD}, drew={0: GUARD})
+
+
+def test_the_princess_played_puts_its_player_out_and_shows_the_other_card():
+    state = start(3, hands={0: PRINCESS, 1: BARON, 2: KING}, draws=[HANDMAID])
+    play(state, [PRINCESS_ACTION])
+    assert_last_move(state, 0, PRINCESS, out=(0,), discarded=HANDMAID, drew={0: HANDMAID})
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_cards_received_are_recorded_for_their_receiver_alone(num_players, seed):
+    """``dealt``, ``drawn`` and each slot's ``drew`` and ``replacement``: the observer's own
+    cards as it received them, and nobody else's, through whole random rounds."""
+    rng = np.random.default_rng([num_players, seed])
+    state = engine.new_game(num_players, tuple(int(c) for c in rng.permutation(FULL_DECK)), seed % num_players)
+    while True:
+        for seat in range(num_players):
+            v = view(state, seat)
+            assert v.dealt == state.dealt[seat]
+            assert v.drawn == (state.drawn if seat == state.current and not state.round_over else 0)
+            for move, event in zip(v.moves, state.history, strict=True):
+                assert move.drew == (event.drawn if event.player == seat else 0)
+                assert move.replacement == (event.replacement if event.target == seat else 0)
+        if state.round_over:
+            break
+        legal_now = legal(state)
+        engine.step(state, legal_now[int(rng.integers(len(legal_now)))])
+
+
+# Nothing more: the move record hides what the observer has not seen -----------------------
+
+
+def assert_views_differ(a: GameState, b: GameState, seat: int) -> None:
+    assert not np.array_equal(encode_observation(a, seat), encode_observation(b, seat)), f"player_{seat}"
+
+
+def test_a_princes_replacement_never_shows_to_the_others():
+    deck = deal_deck(3, hands={0: PRINCE, 1: BARON, 2: KING}, draws=[GUARD, HANDMAID, PRIEST, GUARD])
+    other = swapped(deck, deck.index(HANDMAID), DECK_SIZE - 1)  # player_1 draws another replacement
+    a, b = engine.new_game(3, deck, 0), engine.new_game(3, other, 0)
+    # player_1 is made to discard, draws its replacement and a Priest, and looks at player_2.
+    for action in [act(PRINCE, 1), act(PRIEST, 1), act(GUARD, 1, PRINCESS)]:
+        play(a, [action])
+        play(b, [action])
+        assert_same_views(a, b, (0, 2))
+        assert_views_differ(a, b, 1)
+    assert a.hands[1] == HANDMAID != b.hands[1]
+
+
+@pytest.mark.parametrize("card", [PRIEST, KING], ids=["Priest", "King"])
+def test_what_a_priest_or_king_shows_never_reaches_a_third_player(card):
+    deck = deal_deck(3, hands={0: card, 1: BARON, 2: PRINCE}, draws=[GUARD])
+    other = swapped(deck, deck.index(BARON), DECK_SIZE - 1)  # player_1 holds another card
+    a, b = engine.new_game(3, deck, 0), engine.new_game(3, other, 0)
+    assert a.hands[1] != b.hands[1]
+    play(a, [act(card, 1)])
+    play(b, [act(card, 1)])
+    assert_same_views(a, b, [2])
+    assert_views_differ(a, b, 0)  # the Priest's or King's player was shown the card
+
+
+def test_a_baron_tie_never_shows_the_tied_cards_to_a_third_player():
+    a = start(3, hands={0: PRIEST, 1: PRIEST, 2: KING}, draws=[BARON, GUARD])
+    b = start(3, hands={0: PRINCE, 1: PRINCE, 2: KING}, draws=[BARON, GUARD])
+    for action in [act(BARON, 1), act(GUARD, 1, PRINCESS)]:
+        assert_same_views(a, b, [2])
+        play(a, [action])
+        play(b, [action])
+        assert_same_views(a, b, [2])
+        for seat in (0, 1):
+            assert_views_differ(a, b, seat)
