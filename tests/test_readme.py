@@ -314,3 +314,13 @@ def test_the_readme_installs_cpu_torch_before_the_project_and_only_installs():
     ]
     assert commands[0] in (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
     assert [block.strip() for block in after] == ["python -m training.selfplay", "pytest"]
+
+
+def test_the_front_page_counts_the_bots():
+    from loveletter_env.agents import AGENT_NAMES
+
+    words = {3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven"}
+    text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert f"{words[len(AGENT_NAMES)]} bots of" in text
+    for other in set(words.values()) - {words[len(AGENT_NAMES)]}:
+        assert f"{other} bots" not in text
