@@ -171,7 +171,8 @@ def nfsp_losses(agents: Sequence[nfsp.NFSP]) -> str:
         return f"average-policy losses {words}"
     # Only the rounds an agent plays its best response (anticipatory_param of them) fill its
     # reservoir, so on the full game the first update can take a minute.
-    filled = ", ".join(f"{len(agent._reservoir_buffer):,}" for agent in agents)
+    # NFSP makes an agent's reservoir at its first transition: until then it is None.
+    filled = ", ".join(f"{len(agent._reservoir_buffer or ()):,}" for agent in agents)
     return (
         f"average-policy losses {words} (-: no update yet; an agent's first waits for "
         f"{NFSP_MIN_TO_LEARN:,} transitions in its reservoir, now {filled})"
