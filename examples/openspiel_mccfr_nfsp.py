@@ -20,7 +20,9 @@ a tiny fraction of them (unseen ones play uniformly), and NFSP needs hours to le
 The point is the plumbing: every OpenSpiel algorithm now runs on Love Letter.
 
 OpenSpiel's MCCFR and NFSP draw their random numbers from numpy's global generator and
-NFSP's networks from torch's, so ``--seed`` seeds both before training.
+NFSP's networks from torch's, so ``--seed`` seeds both before training. NFSP's progress
+line shows ``-`` for an agent's average-policy loss until its reservoir holds the 1,000
+transitions of its first update (a minute or so on the full game).
 """
 
 from __future__ import annotations

@@ -31,6 +31,13 @@ Parameters (``pyspiel.load_game("love_letter", {"players": 3, "rules": "pegasus"
     differs from ``"full"``: on ``mini6``, player 0's equilibrium score is 0.579 here and
     0.553 in ``"full"``.
 
+An action the state cannot take changes nothing: a chance outcome not in
+``chance_outcomes()`` or a move not in ``legal_actions()`` is a ``ValueError`` naming the
+legal ones, and any action on a finished round a ``pyspiel.SpielError``. ``state.serialize()``
+writes the round's actions one integer a line, and ``game.deserialize_state`` replays them,
+never unpickling (pyspiel's ``deserialize_game_and_state`` still unpickles, see
+docs/openspiel.md: a Python game cannot override it).
+
 Returns: each of the k winners of the round gets (n - k) / k and every other player -1, so
 they sum to zero: +1 / -1 at 2 players, and 0 each for a shared win. In the score units of
 the project's solver (1 a win, 1/2 a shared win, 0 a loss), a 2-player return is
