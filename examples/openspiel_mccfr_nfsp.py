@@ -20,7 +20,9 @@ a tiny fraction of them (unseen ones play uniformly), and NFSP needs hours to le
 The point is the plumbing: every OpenSpiel algorithm now runs on Love Letter.
 
 OpenSpiel's MCCFR and NFSP draw their random numbers from numpy's global generator and
-NFSP's networks from torch's, so ``--seed`` seeds both before training.
+NFSP's networks from torch's, so ``--seed`` seeds both before training. NFSP's progress
+line shows ``-`` for an agent's average-policy loss until its reservoir holds the 1,000
+transitions of its first update (a minute or so on the full game).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 import torch
 
 from loveletter_env.rules import PRESETS
+from loveletter_env.validation import check_int
 from loveletter_env.wrappers._extras import require
 
 require("pyspiel", "openspiel")
@@ -44,6 +47,12 @@ from open_spiel.python.algorithms import exploitability, external_sampling_mccfr
 from open_spiel.python.pytorch import nfsp  # noqa: E402
 
 from loveletter_env.openspiel import INFORMATION_KINDS  # noqa: E402  (importing it registers "love_letter")
+
+#: Largest ``--seed``: numpy's global seed must be below 2**32, and NFSP seeds numpy with the
+#: seed plus the seat plus 2, so half that range leaves room for every offset.
+MAX_SEED = 2**31 - 1
+#: Transitions an NFSP agent's reservoir holds before its first average-policy update.
+NFSP_MIN_TO_LEARN = 1000
 
 
 class NFSPAveragePolicy(policy_lib.Policy):
@@ -132,7 +141,7 @@ def run_nfsp(game: pyspiel.Game, args: argparse.Namespace) -> policy_lib.Policy:
             reservoir_buffer_capacity=args.reservoir,
             anticipatory_param=0.1,
             replay_buffer_capacity=args.reservoir // 2,
-            min_buffer_size_to_learn=1000,
+            min_buffer_size_to_learn=NFSP_MIN_TO_LEARN,
             epsilon_start=0.06,
             epsilon_end=0.001,
             seed=args.seed + player,
@@ -151,12 +160,25 @@ def run_nfsp(game: pyspiel.Game, args: argparse.Namespace) -> policy_lib.Policy:
         episodes += 1
         if time.perf_counter() - last_print >= args.print_every:
             last_print = time.perf_counter()
-            losses = ", ".join(f"{loss[0]:.3f}" if loss[0] is not None else "-" for loss in (a.loss for a in agents))
-            print(
-                f"nfsp: {episodes:,} rounds in {last_print - start:.0f} s, average-policy losses {losses}", flush=True
-            )
+            print(f"nfsp: {episodes:,} rounds in {last_print - start:.0f} s, {nfsp_losses(agents)}", flush=True)
     print(f"nfsp: done, {episodes:,} rounds")
     return NFSPAveragePolicy(game, agents, use_observation=args.nfsp_input == "observation")
+
+
+def nfsp_losses(agents: Sequence[nfsp.NFSP]) -> str:
+    """The agents' last average-policy losses, and why an agent with none has none yet."""
+    losses = [agent.loss[0] for agent in agents]
+    words = ", ".join("-" if loss is None else f"{loss:.3f}" for loss in losses)
+    if all(loss is not None for loss in losses):
+        return f"average-policy losses {words}"
+    # Only the rounds an agent plays its best response (anticipatory_param of them) fill its
+    # reservoir, so on the full game the first update can take a minute.
+    # NFSP makes an agent's reservoir at its first transition: until then it is None.
+    filled = ", ".join(f"{len(agent._reservoir_buffer or ()):,}" for agent in agents)
+    return (
+        f"average-policy losses {words} (-: no update yet; an agent's first waits for "
+        f"{NFSP_MIN_TO_LEARN:,} transitions in its reservoir, now {filled})"
+    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -186,10 +208,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--hidden", type=int, default=128, help="units in each of NFSP's two hidden layers")
     parser.add_argument("--reservoir", type=int, default=20_000, help="NFSP's reservoir buffer capacity")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help=f"seeds numpy and torch, 0..{MAX_SEED}")
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.eval_rounds <= 0 or args.reservoir < 2000:
         parser.error("--seconds and --eval-rounds must be positive and --reservoir at least 2000")
+    try:
+        check_int("--seed", args.seed, 0, MAX_SEED)
+    except ValueError as error:
+        parser.error(str(error))
     if PRESETS[args.rules].is_rung and args.players != 2:
         parser.error(f"--rules {args.rules} is a ladder rung, played by 2 players only")
     return args

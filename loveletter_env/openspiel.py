@@ -31,6 +31,13 @@ Parameters (``pyspiel.load_game("love_letter", {"players": 3, "rules": "pegasus"
     differs from ``"full"``: on ``mini6``, player 0's equilibrium score is 0.579 here and
     0.553 in ``"full"``.
 
+An action the state cannot take changes nothing: a chance outcome not in
+``chance_outcomes()`` or a move not in ``legal_actions()`` is a ``ValueError`` naming the
+legal ones, and any action on a finished round a ``pyspiel.SpielError``. ``state.serialize()``
+writes the round's actions one integer a line, and ``game.deserialize_state`` replays them,
+never unpickling (pyspiel's ``deserialize_game_and_state`` still unpickles, see
+docs/openspiel.md: a Python game cannot override it).
+
 Returns: each of the k winners of the round gets (n - k) / k and every other player -1, so
 they sum to zero: +1 / -1 at 2 players, and 0 each for a shared win. In the score units of
 the project's solver (1 a win, 1/2 a shared win, 0 a loss), a 2-player return is
@@ -141,6 +148,30 @@ class LoveLetterGame(pyspiel.Game):
         """The round before the deal: a chance node."""
         return LoveLetterState(self)
 
+    def deserialize_state(self, text: str) -> LoveLetterState:
+        """The state :meth:`LoveLetterState.serialize` wrote: its actions, one integer a line,
+        replayed through ``apply_action`` on a new round, so every one is checked as it is played.
+
+        Anything else is a ``ValueError`` naming the line; nothing is ever unpickled (OpenSpiel's
+        default for a Python game unpickles what follows ``__dict__=``, which can run any code).
+        """
+        state = self.new_initial_state()
+        for number, line in enumerate(text.split("\n"), 1):
+            line = line.strip()
+            if not line:
+                continue
+            if not (line.isascii() and line.isdecimal()) or int(line) >= NUM_ACTIONS:
+                shown = line if len(line) <= 40 else line[:40] + "..."
+                raise ValueError(
+                    f"love_letter reads a state as its actions, one integer in 0..{NUM_ACTIONS - 1} a line "
+                    f"(as serialize() writes them); line {number} is {shown!r}"
+                )
+            try:
+                state.apply_action(int(line))
+            except (ValueError, pyspiel.SpielError) as error:
+                raise ValueError(f"love_letter state line {number} cannot be replayed: {error}") from None
+        return state
+
     def make_py_observer(self, iig_obs_type: Any = None, params: dict | None = None) -> Any:
         """The information-state observer (``perfect_recall=True``), else the env's observation."""
         if params:
@@ -240,6 +271,18 @@ class LoveLetterState(pyspiel.State):
         total = sum(to_deal.values())
         return [(v - 1, count / total) for v, count in to_deal.items() if count]
 
+    def _check_outcome(self, outcome: int) -> int:
+        """``outcome`` if chance may deal it now; else a ``ValueError`` naming the legal ones."""
+        legal = [o for o, _ in self.chance_outcomes()]
+        if outcome in legal:
+            return outcome
+        if 0 <= outcome < NUM_CARD_TYPES:
+            why = f"(deal {card_name(outcome + 1)}) is not legal: no {card_name(outcome + 1)} is left to deal"
+        else:
+            why = f"is not a card: outcome v - 1 deals card value v, 0..{NUM_CARD_TYPES - 1}"
+        words = ", ".join(f"{o} ({card_name(o + 1)})" for o in legal)
+        raise ValueError(f"chance outcome {outcome} {why}; legal outcomes: {words}")
+
     # OpenSpiel's state API -----------------------------------------------------
     def current_player(self) -> int:
         if self.engine is None:
@@ -253,10 +296,15 @@ class LoveLetterState(pyspiel.State):
         return list(engine.legal_actions(self.engine))
 
     def _apply_action(self, action: int) -> None:
+        # Every check comes before any change: pyspiel records the action only if this returns.
         game = self._round.engine
         if game is None:
-            self._deal(int(action) + 1)
+            self._deal(self._check_outcome(int(action)) + 1)
             return
+        if game.round_over:
+            raise pyspiel.SpielError(
+                f"Cannot act in terminal states: the round is over, so action {action} is not applied"
+            )
         actor = game.current
         decision = encode_observation(game, actor) if self._round.plan.information == "observations" else None
         engine.step(game, int(action))
@@ -264,8 +312,17 @@ class LoveLetterState(pyspiel.State):
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:
+            if not 0 <= action < NUM_CARD_TYPES:
+                raise ValueError(
+                    f"chance outcome {action} is not a card: outcome v - 1 deals card value v, 0..{NUM_CARD_TYPES - 1}"
+                )
             return f"deal {card_name(int(action) + 1)}"
         return describe_action(int(action), player, self._round.plan.num_players)
+
+    def serialize(self) -> str:
+        """The round's actions, chance outcomes and moves, one integer a line, as OpenSpiel's C++
+        games write a state: :meth:`LoveLetterGame.deserialize_state` replays them."""
+        return "".join(f"{action}\n" for action in self.history())
 
     def is_terminal(self) -> bool:
         return self.engine is not None and self.engine.round_over

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from .actions import describe_action
 from .cards import (
     BARON,
@@ -32,14 +34,32 @@ CARD_EFFECTS: dict[int, str] = {
 }
 
 
-def card_reference(rules: Rules = CLASSIC) -> str:
-    """A table of every card: value, name, copies in the deck and effect."""
-    lines = ["value  card      copies  effect"]
+def card_rows(rules: Rules = CLASSIC) -> list[tuple[int, str, int, int, str]]:
+    """Every card under ``rules``: value, name, copies a round can deal into play, copies
+    always face up (on a ladder rung, the cards not in play; 0 off the ladder, where the
+    shuffle decides) and effect."""
+    face_up = Counter(rules.face_up_cards or ())
+    rows = []
     for value in CARD_VALUES:
         effect = CARD_EFFECTS[value]
         if value == KING and rules.king_ignores_handmaid:
             effect += " (a Handmaid does not protect from the King in these rules)"
-        lines.append(f"  {value}    {card_name(value):<9} {CARD_COUNTS[value]}       {effect}")
+        rows.append((value, card_name(value), CARD_COUNTS[value] - face_up[value], face_up[value], effect))
+    return rows
+
+
+def card_reference(rules: Rules = CLASSIC) -> str:
+    """A table of every card: value, name, copies in play (and, on a ladder rung, face up) and effect."""
+    rows = card_rows(rules)
+    if not rules.is_rung:
+        lines = ["value  card      copies  effect"]
+        lines += [f"  {value}    {name:<9} {copies}       {effect}" for value, name, copies, _, effect in rows]
+        return "\n".join(lines)
+    lines = ["value  card      in play  face up  effect"]
+    lines += [
+        f"  {value}    {name:<9} {copies}        {face_up}        {effect}"
+        for value, name, copies, face_up, effect in rows
+    ]
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ import random
 import re
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -187,6 +188,153 @@ def test_a_rung_fixes_its_face_up_cards():
         state = play_randomly(game.new_initial_state(), random.Random(0))[-1]
         assert state.engine.face_up == PRESETS[name].face_up_cards
         assert len(game.plan.chance_positions) == len(PRESETS[name].in_play)
+
+
+# Bad input: refused in a sentence, the state unchanged ----------------------------------------
+
+
+def _fingerprint(state):
+    """Everything a caller can read of a state, to check that a refused action changed nothing."""
+    if state.is_chance_node():
+        return state.history(), str(state), state.chance_outcomes()
+    players = range(state.num_players())
+    return (
+        state.history(),
+        str(state),
+        state.legal_actions(),
+        [state.information_state_string(p) for p in players],
+        [state.observation_tensor(p) for p in players],
+    )
+
+
+def _mini6_face_up_only_outcome(game) -> int:
+    """A card value (as a chance outcome) all of whose copies lie face up on the rung."""
+    return next(v - 1 for v, count in game.plan.counts.items() if count == 0)
+
+
+@pytest.mark.parametrize(
+    ("rules", "before", "outcome", "message"),
+    [
+        ("mini6", [7], 7, r"chance outcome 7 \(deal Princess\) is not legal: no Princess is left to deal"),
+        ("mini6", [], "face up", r"is not legal: no \w+ is left to deal"),
+        ("classic", [7], 7, r"no Princess is left to deal"),
+        ("classic", [], 8, r"chance outcome 8 is not a card"),
+        ("classic", [0], 2**40, r"chance outcome 1099511627776 is not a card"),
+    ],
+)
+def test_chance_refuses_an_outcome_it_cannot_deal_and_changes_nothing(rules, before, outcome, message):
+    game = load(2, rules)
+    state = game.new_initial_state()
+    for action in before:
+        state.apply_action(action)
+    if outcome == "face up":
+        outcome = _mini6_face_up_only_outcome(game)
+    was = _fingerprint(state)
+    with pytest.raises(ValueError, match=message) as refused:
+        state.apply_action(outcome)
+    named = re.findall(r"(\d+) \(\w+\)", str(refused.value).split("legal outcomes: ")[1])
+    assert [int(o) for o in named] == [o for o, _ in state.chance_outcomes()]
+    assert _fingerprint(state) == was
+    assert all(p > 0 for _, p in state.chance_outcomes())
+
+
+def test_an_illegal_move_is_refused_naming_the_legal_ones_and_changes_nothing():
+    state = dealt(load(2), deal_deck(2, hands={0: PRIEST, 1: BARON}, draws=[GUARD]))
+    was = _fingerprint(state)
+    illegal = next(a for a in range(loveletter_env.NUM_ACTIONS) if a not in state.legal_actions())
+    for action in (illegal, 999):
+        with pytest.raises(ValueError, match=f"action {action} .*is not legal for player_0; legal actions: "):
+            state.apply_action(action)
+        assert _fingerprint(state) == was
+
+
+def test_a_finished_round_refuses_every_action_in_openspiels_words():
+    state = play_randomly(load(2).new_initial_state(), random.Random(5))[-1]
+    assert state.is_terminal()
+    was = state.history(), state.returns(), str(state)
+    for action in (0, state.history()[-1], 40):
+        with pytest.raises(
+            pyspiel.SpielError, match=f"^Cannot act in terminal states: .*action {action} is not applied"
+        ):
+            state.apply_action(action)
+        assert (state.history(), state.returns(), str(state)) == was
+
+
+def test_a_chance_outcome_that_is_not_a_card_has_no_name():
+    state = load(2).new_initial_state()
+    assert state.action_to_string(pyspiel.PlayerId.CHANCE, 7) == "deal Princess"
+    for outcome in (8, 99):
+        with pytest.raises(ValueError, match=f"chance outcome {outcome} is not a card"):
+            state.action_to_string(pyspiel.PlayerId.CHANCE, outcome)
+
+
+# Serialization: the actions, replayed; never a pickle ---------------------------------------
+
+
+@pytest.mark.parametrize(("players", "rules"), [(2, "mini6"), (2, "classic"), (4, "pegasus")])
+def test_a_state_serializes_as_its_actions_and_round_trips(players, rules):
+    game = load(players, rules)
+    states = play_randomly(game.new_initial_state(), random.Random(players))
+    assert any(s.is_chance_node() and s.history() for s in states)  # mid-deal states are among them
+    for state in states:
+        text = state.serialize()
+        assert text == "".join(f"{a}\n" for a in state.history())
+        copy = game.deserialize_state(text)
+        assert type(copy) is LoveLetterState
+        assert _fingerprint(copy) == _fingerprint(state)
+        assert copy.returns() == state.returns()
+        if not state.is_terminal() and not state.is_chance_node():
+            action = state.legal_actions()[-1]
+            assert _fingerprint(copy.child(action)) == _fingerprint(state.child(action))
+
+
+def _pickled_state_text(tmp_path: Path) -> tuple[str, Path]:
+    """A state string in OpenSpiel's default format for a Python game, whose pickle creates a file."""
+    import base64
+    import pickle
+
+    target = tmp_path / "created-by-unpickling"
+
+    class CreatesAFile:
+        def __reduce__(self):
+            return open, (str(target), "w")
+
+    blob = base64.b64encode(pickle.dumps({"_round": CreatesAFile()})).decode()
+    return f"history=\nmove_number=0\n__dict__={blob}", target
+
+
+def test_a_pickled_state_string_is_refused_and_never_unpickled(tmp_path):
+    game = load(2)
+    text, target = _pickled_state_text(tmp_path)
+    with pytest.raises(ValueError, match="one integer in 0..40 a line .*line 1 is 'history='"):
+        game.deserialize_state(text)
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("abc", r"line 1 is 'abc'"),
+        ("0\n1.5", r"line 2 is '1.5'"),
+        ("-1", r"line 1 is '-1'"),
+        ("41", r"line 1 is '41'"),
+        ("9" * 60, r"line 1 is '9{40}\.\.\.'"),
+        ("\u0663", r"line 1 is '\u0663'"),  # a digit, but not one OpenSpiel writes
+        ("7\n7", r"line 2 cannot be replayed: chance outcome 7 \(deal Princess\) is not legal"),
+        ("0\n8", r"line 2 cannot be replayed: chance outcome 8 is not a card"),
+    ],
+)
+def test_a_bad_state_string_is_refused_by_line(text, message):
+    with pytest.raises(ValueError, match=message):
+        load(2).deserialize_state(text)
+
+
+def test_a_state_string_past_the_end_of_the_round_is_refused():
+    game = load(2, "mini6")
+    final = play_randomly(game.new_initial_state(), random.Random(1))[-1]
+    line = len(final.history()) + 1
+    with pytest.raises(ValueError, match=f"line {line} cannot be replayed: Cannot act in terminal states"):
+        game.deserialize_state(final.serialize() + "0\n")
 
 
 # Returns ----------------------------------------------------------------------------
@@ -539,6 +687,31 @@ def test_the_example_refuses_a_rung_at_three_players(capsys):
     with pytest.raises(SystemExit):
         _load_example().parse_args(["--rules", "mini6", "--players", "3"])
     assert "2 players only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_the_example_refuses_a_seed_numpy_cannot_take(seed, capsys):
+    with pytest.raises(SystemExit):
+        _load_example().parse_args(["--seed", seed])
+    assert f"--seed must be an integer in 0..2147483647, got {seed}" in capsys.readouterr().err
+
+
+def test_the_examples_nfsp_progress_says_why_a_loss_is_missing(capsys):
+    example = _load_example()
+    argv = ["--algorithm", "nfsp", "--seconds", "0.5", "--print-every", "0.1", "--eval-rounds", "2", "--hidden", "8"]
+    example.main(argv)
+    progress = [line for line in capsys.readouterr().out.splitlines() if "average-policy losses" in line]
+    assert progress
+    # Half a second fills no reservoir to the 1,000 transitions NFSP learns from.
+    assert all("-: no update yet; an agent's first waits for 1,000 transitions in its reservoir" in p for p in progress)
+    # NFSP makes a reservoir at its agent's first transition; an update gives a loss.
+    fresh = SimpleNamespace(loss=(None, None), _reservoir_buffer=None)
+    learning = SimpleNamespace(loss=(0.25, None), _reservoir_buffer=[0] * 1200)
+    assert example.nfsp_losses([fresh, learning]).endswith(
+        "losses -, 0.250 (-: no update yet; an agent's first "
+        "waits for 1,000 transitions in its reservoir, now 0, 1,200)"
+    )
+    assert example.nfsp_losses([learning, learning]) == "average-policy losses 0.250, 0.250"
 
 
 def test_the_documentation_blocks_run(monkeypatch):

@@ -94,3 +94,15 @@ def test_cli_stops_cleanly_when_input_ends_and_names_bad_options():
     assert run.returncode == 1 and "Game stopped: no more input" in run.stdout
     bad = _run(["rule", "--players", "2", "--seat", "5"], "")
     assert bad.returncode == 2 and "seat must be in 0..1" in bad.stderr
+
+
+def test_help_names_every_kind_of_opponent(capsys):
+    from loveletter_env.agents import AGENT_NAMES
+    from training.play import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert exit_info.value.code == 0
+    for kind in (*AGENT_NAMES, "solved:path=FILE", "guided:policy=", "package.module:factory"):
+        assert kind in text, f"--help does not mention {kind!r}"

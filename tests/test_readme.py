@@ -300,3 +300,35 @@ def test_the_environment_page_shows_the_observation_layout_the_code_defines():
     from loveletter_env.observation import layout_table
 
     assert layout_table() in (ROOT / "docs" / "environment.md").read_text(encoding="utf-8")
+
+
+# The front page's install steps ------------------------------------------------------
+def _section_blocks(page: Path, heading: str) -> list[str]:
+    """The code of every fenced block under ``heading`` (up to the next ``## `` heading)."""
+    text = page.read_text(encoding="utf-8")
+    start = text.index(f"\n{heading}\n")
+    end = text.find("\n## ", start + 1)
+    return [m["code"] for m in BLOCK.finditer(text[start : end if end >= 0 else None])]
+
+
+def test_the_readme_installs_cpu_torch_before_the_project_and_only_installs():
+    """Run top to bottom, the install block never pulls PyPI's CUDA torch (several GB on
+    Linux) and neither trains nor tests: those are blocks of their own after it."""
+    install, *after = _section_blocks(ROOT / "README.md", "## Install")
+    commands = [line.split("#")[0].strip() for line in install.splitlines() if line.split("#")[0].strip()]
+    assert commands == [
+        "pip install torch --index-url https://download.pytorch.org/whl/cpu",
+        'pip install -e ".[dev]"',
+    ]
+    assert commands[0] in (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    assert [block.strip() for block in after] == ["python -m training.selfplay", "pytest"]
+
+
+def test_the_front_page_counts_the_bots():
+    from loveletter_env.agents import AGENT_NAMES
+
+    words = {3: "Three", 4: "Four", 5: "Five", 6: "Six", 7: "Seven"}
+    text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert f"{words[len(AGENT_NAMES)]} bots of" in text
+    for other in set(words.values()) - {words[len(AGENT_NAMES)]}:
+        assert f"{other} bots" not in text

@@ -332,3 +332,110 @@ def test_timings_cli_refuses_bad_counts(capsys):
     with pytest.raises(SystemExit) as exit_info:
         timings_main(["--repeats", "0"])
     assert exit_info.value.code == 2 and "must be positive" in capsys.readouterr().err
+
+
+# Ladder rungs, solved policies and what the server offers -----------------------------------
+
+MINI6_IN_PLAY = [2, 1, 1, 0, 1, 0, 0, 1]  # Guard x2, Priest, Baron, Prince, Princess
+MINI6_FACE_UP = [3, 1, 1, 2, 1, 1, 1, 0]
+
+
+def test_the_card_reference_follows_the_rules(client):
+    meta = client.get("/api/meta").json()
+    mini6 = meta["cards_by_rules"]["mini6"]
+    assert [c["copies"] for c in mini6] == MINI6_IN_PLAY and [c["face_up"] for c in mini6] == MINI6_FACE_UP
+    assert [c["copies"] for c in meta["cards_by_rules"]["classic"]] == [5, 2, 2, 2, 2, 1, 1, 1]
+    assert set(meta["cards_by_rules"]) == set(meta["rules"])
+
+
+def test_a_guard_on_a_rung_is_not_offered_cards_that_are_all_face_up(client):
+    """Naming a card whose every copy lies face up is legal but a sure miss: the page is told."""
+    for seed in range(40):
+        game = new_game(client, opponents=["random"], rules="mini6", seed=seed)
+        guard_moves = [m for m in game["legal"] if m["card"] == 1 and m["guess"]]
+        if guard_moves:
+            break
+    else:
+        pytest.fail("no seed of 0..39 deals the person a Guard to play first on mini6")
+    possible = {m["guess"]: m["possible"] for m in guard_moves}
+    assert possible == {2: True, 3: True, 4: False, 5: True, 6: False, 7: False, 8: True}
+    assert all(m["possible"] for m in game["legal"] if not m["guess"])
+    # Still a legal move: the server plays it if asked.
+    sure_miss = next(m for m in guard_moves if m["guess"] == 4)
+    assert client.post(f"/api/games/{game['id']}/move", json={"action": sure_miss["action"]}).status_code == 200
+
+
+def test_counts_in_the_page_script_are_pluralized():
+    """'Deck: 1 cards' read wrong: a count in the page's words goes through plural()."""
+    import re
+
+    script = (Path(__file__).resolve().parent.parent / "training" / "web" / "static" / "app.js").read_text()
+    assert not re.findall(r"\$\{[^}]*\} (?:cards|rounds|moves|turns|tokens|players)\b", script)
+    assert "plural(view.deck_remaining" in script
+
+
+@pytest.fixture(scope="module")
+def policy_file(tmp_path_factory):
+    from training.solve import solve
+
+    return solve("mini6", iterations=20).save_policy(tmp_path_factory.mktemp("solved") / "policy.npz")
+
+
+def test_a_solved_policy_is_offered_and_played_on_its_rung(replay_dir, policy_file):
+    from training.serve import load_policies
+
+    policies = load_policies([policy_file])
+    assert list(policies) == ["mini6"] and policies["mini6"].rules == "mini6"
+    with local_client(ServerConfig(replay_dir, None, {}, policies=policies)) as c:
+        assert c.get("/api/meta").json()["opponents"]["policies"] == [{"name": "mini6", "rules": "mini6"}]
+        game = finish(c, new_game(c, opponents=["solved:mini6"], rules="mini6", length="game", seed=4))
+        assert game["view"]["game_over"]
+        replay = load_replay(replay_dir / game["replay_file"])
+        assert replay.agents[1].name == "solved" and replay.agents[1].spec == f"solved:path={policy_file.resolve()}"
+        assert_refused(
+            c.post("/api/games", json={"opponents": ["solved:mini6"], "rules": "classic"}),
+            400,
+            "solved:mini6 plays only rules 'mini6'",
+        )
+        assert_refused(c.post("/api/games", json={"opponents": ["solved:mini7"]}), 400, "unknown solved policy")
+
+
+def test_serve_names_a_policy_given_as_a_checkpoint_and_the_reverse(capsys, policy_file):
+    with pytest.raises(SystemExit) as exit_info:
+        serve_main(["--checkpoints", str(policy_file)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "is a solved policy" in err and f"--policies {policy_file}" in err and "corrupt" not in err
+    with pytest.raises(SystemExit) as exit_info:
+        serve_main(["--policies", str(SHIPPED / "ppo_2p.pt")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "not a solved policy file" in err and "--checkpoints" in err
+
+
+def test_find_runs_offers_one_checkpoint_per_run(tmp_path):
+    from training.serve import find_runs
+
+    runs = tmp_path / "runs"
+    for name in ("a/best.pt", "a/latest.pt", "a/snapshots/update_5.pt", "b/result.pt", "b/best.pt", "c/notes.txt"):
+        (runs / name).parent.mkdir(parents=True, exist_ok=True)
+        (runs / name).write_bytes(b"x")
+    assert find_runs([runs]) == {"runs/a": (runs / "a/best.pt").resolve(), "runs/b": (runs / "b/result.pt").resolve()}
+    with pytest.raises(ValueError, match="--runs folder .* does not exist"):
+        find_runs([tmp_path / "nowhere"])
+
+
+def test_serve_offers_the_shipped_networks_and_only_the_runs_asked_for(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    import uvicorn
+
+    (tmp_path / "checkpoints" / "shipped").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "scratch").mkdir()
+    shutil.copy(SHIPPED / "ppo_2p.pt", tmp_path / "checkpoints" / "shipped" / "ppo_2p.pt")
+    shutil.copy(SHIPPED / "ppo_2p.pt", tmp_path / "checkpoints" / "scratch" / "latest.pt")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: None)
+    assert serve_main([]) == 0
+    assert "checkpoints offered: shipped/ppo_2p\n" in capsys.readouterr().out
+    assert serve_main(["--runs", "checkpoints"]) == 0
+    assert "checkpoints offered: checkpoints/scratch, shipped/ppo_2p\n" in capsys.readouterr().out

@@ -25,6 +25,7 @@ import numpy as np
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS, PRINCE_BASE, PRINCESS_ACTION, describe_action
+from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.base import checked_act
 from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
 from loveletter_env.cards import PRINCE, PRINCESS
@@ -230,8 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m training.play",
         description="Play Love Letter in the terminal against bots or trained agents. Answer with a move "
         "number or a unique part of its description; 'help' repeats your view, 'quit' leaves.",
-        epilog="Opponents: random, rule, belief, ismcts (e.g. ismcts:iterations=400), a checkpoint path, "
-        "or package.module:factory. Example: python -m training.play belief --players 3 --seed 7",
+        epilog=f"Opponents: {', '.join(AGENT_NAMES)} (options as ismcts:iterations=400; "
+        "guided:policy=CHECKPOINT searches with a trained network), solved:path=FILE (an equilibrium from "
+        "python -m training.solve, played on its rung: --rules mini6 ...), a checkpoint path, or "
+        "package.module:factory. Example: python -m training.play belief --players 3 --seed 7",
     )
     parser.add_argument("opponents", nargs="*", default=["belief"], help="agents for the other seats (default: belief)")
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")

@@ -4,10 +4,13 @@ Starts a small local web app (needs the ``web`` extra: ``pip install -e ".[web]"
 three pages: **Play** (you against bots or checkpoints), **Replays** (step through saved
 games from any seat) and **Leaderboard** (a ``training.evaluate --league`` run). It binds
 to 127.0.0.1 unless ``--host`` says otherwise. Finished games are saved as replays in
-``--replays``. Checkpoints are offered as opponents only from ``--checkpoints`` (files or
-folders, searched for ``.pt`` files when the server starts; each one is loaded once then, so
-that a file that is not a checkpoint is named at start-up). Requests must address the server
-by a name of this machine (``--allow-host`` adds others) and come from its own pages.
+``--replays``. Networks are offered as opponents only from ``--checkpoints`` (files or
+folders, searched for ``.pt`` files when the server starts; by default the shipped networks
+in ``checkpoints/shipped``) and ``--runs`` (each training run directly inside the folders
+named), and equilibria of the ladder only from ``--policies`` (files of ``python -m
+training.solve``). Each one is loaded once at start-up, so that a file that is not what it
+should be is named then. Requests must address the server by a name of this machine
+(``--allow-host`` adds others) and come from its own pages.
 """
 
 from __future__ import annotations
@@ -17,7 +20,12 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-DEFAULT_CHECKPOINTS = Path("checkpoints")
+from training.web.games import OfferedPolicy
+
+DEFAULT_CHECKPOINTS = Path("checkpoints") / "shipped"
+#: The file a run folder offers, the first of these it holds: what the run names as its
+#: result, else what :func:`training.checkpoint.resolve_checkpoint_path` would load.
+RUN_FILES = ("result.pt", "best.pt", "latest.pt")
 MAX_CHECKPOINTS = 100
 #: Folders of a training run whose checkpoints are its history, not agents to offer.
 TRAINING_LEFTOVERS = ("snapshots",)
@@ -48,6 +56,58 @@ def find_checkpoints(paths: Sequence[Path]) -> dict[str, Path]:
     return dict(list(found.items())[:MAX_CHECKPOINTS])
 
 
+def find_runs(folders: Sequence[Path]) -> dict[str, Path]:
+    """Display name -> checkpoint for each training run directly inside ``folders`` (a folder
+    holding one of :data:`RUN_FILES`; the first it holds), named ``FOLDER/RUN``. Nothing
+    deeper is searched, so a run's snapshots and other leftovers are never offered. Raises
+    ``ValueError`` for a folder that does not exist."""
+    found: dict[str, Path] = {}
+    for folder in folders:
+        if not folder.is_dir():
+            raise ValueError(f"--runs folder {str(folder)!r} does not exist")
+        for run in sorted(path for path in folder.iterdir() if path.is_dir()):
+            file = next((run / name for name in RUN_FILES if (run / name).is_file()), None)
+            if file is not None:
+                found.setdefault(f"{folder.resolve().name}/{run.name}", file.resolve())
+    return dict(list(found.items())[:MAX_CHECKPOINTS])
+
+
+def is_solved_policy(path: Path) -> bool:
+    """Whether ``path`` is a policy file of ``python -m training.solve``."""
+    from loveletter_env.agents.solved import SolvedPolicy
+
+    try:
+        SolvedPolicy.load(path)
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def load_policies(paths: Sequence[Path]) -> dict[str, OfferedPolicy]:
+    """Display name -> policy for each solved policy file in ``paths``, each loaded once as an
+    agent. A policy is named by the rung it plays (``mini6``; ``mini6-2`` for a second one).
+    Raises ``ValueError`` naming a file that is not a playable solved policy."""
+    from loveletter_env.agents.solved import SolvedAgent
+    from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
+    from loveletter_env.rules import PRESETS
+
+    found: dict[str, OfferedPolicy] = {}
+    for path in paths:
+        try:
+            rules = SolvedAgent(path).rules
+        except (ValueError, OSError) as exc:
+            hint = " (a network checkpoint is offered with --checkpoints)" if path.suffix in CHECKPOINT_SUFFIXES else ""
+            raise ValueError(f"--policies: {exc}{hint}") from None
+        if rules not in PRESETS:
+            raise ValueError(f"--policies: {str(path)!r} was solved for rules {rules!r}, which no preset names")
+        name, copy = rules, 1
+        while name in found:
+            copy += 1
+            name = f"{rules}-{copy}"
+        found[name] = OfferedPolicy(path.resolve(), rules)
+    return found
+
+
 def check_checkpoints(
     found: dict[str, Path], named: Sequence[Path], load: Callable[[Path], object]
 ) -> tuple[dict[str, Path], list[str]]:
@@ -61,6 +121,11 @@ def check_checkpoints(
         try:
             load(path)
         except (ValueError, OSError) as exc:
+            if path in given and is_solved_policy(path):
+                raise ValueError(
+                    f"--checkpoints: {str(path)!r} is a solved policy of python -m training.solve, not a "
+                    f"network checkpoint; offer it with --policies {path}"
+                ) from None
             if path in given:
                 raise ValueError(f"--checkpoints: {exc}") from None
             skipped.append(f"{name}: {exc}")
@@ -76,7 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
         "and show a league table. Open the printed address in a browser.",
         epilog="Examples:\n  python -m training.serve\n"
         "  python -m training.serve --port 8080 --replays my_replays --league league/\n"
-        "  python -m training.serve --checkpoints checkpoints/shipped/ppo_2p.pt checkpoints/run7",
+        "  python -m training.serve --runs checkpoints\n"
+        "  python -m training.serve --checkpoints checkpoints/shipped/ppo_2p.pt checkpoints/run7/best.pt\n"
+        "  python -m training.serve --policies checkpoints/solved/mini6/policy.npz",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
@@ -102,7 +169,25 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="*",
         default=None,
         metavar="PATH",
-        help="checkpoint files or folders offered as opponents (default: every .pt under ./checkpoints)",
+        help="checkpoint files or folders (searched for .pt files) offered as opponents "
+        "(default: the shipped networks, checkpoints/shipped)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also offer each training run directly inside DIR (its result.pt, else best.pt, else latest.pt; "
+        "repeatable), e.g. --runs checkpoints",
+    )
+    parser.add_argument(
+        "--policies",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="solved policies of python -m training.solve (policy.npz) offered as opponents on their rung's rules",
     )
     parser.add_argument(
         "--league", type=Path, default=None, metavar="DIR", help="a training.evaluate --league --out folder"
@@ -134,6 +219,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkpoint_paths = [DEFAULT_CHECKPOINTS] if DEFAULT_CHECKPOINTS.is_dir() else []
     try:
         checkpoints = find_checkpoints(checkpoint_paths)
+        if args.checkpoints is None:
+            # Named as the docs and the page's default opponent name them: shipped/ppo_2p.
+            checkpoints = {f"{DEFAULT_CHECKPOINTS.name}/{name}": path for name, path in checkpoints.items()}
+        checkpoints = {**find_runs(args.runs), **checkpoints}
+        policies = load_policies(args.policies)
     except ValueError as exc:
         parser.error(str(exc))
     if checkpoints:
@@ -147,9 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  not a usable checkpoint, left out: {line}")
     args.replays.mkdir(parents=True, exist_ok=True)
     hosts = (*LOCAL_HOSTS, *([args.host] if args.host not in WILDCARD_HOSTS else []), *args.allow_host)
-    app = create_app(ServerConfig(args.replays, args.league, checkpoints, hosts))
+    app = create_app(ServerConfig(args.replays, args.league, checkpoints, hosts, policies=policies))
     print(f"Love Letter: open http://{args.host}:{args.port}/ in a browser (Ctrl+C stops the server)")
     print(f"  replays: {args.replays}; checkpoints offered: {', '.join(checkpoints) or 'none'}")
+    if policies:
+        print(f"  solved policies offered: {', '.join(f'{name} ({p.rules})' for name, p in policies.items())}")
     if args.host not in LOCAL_HOSTS:
         print(f"  note: bound to {args.host}, so other machines can reach it (there is no login)")
         print(f"  requests must address it as one of {', '.join(hosts)} (--allow-host NAME adds a name)")

@@ -3,7 +3,8 @@
 
 Every bad request gets a 4xx answer ``{"error": "<what is wrong>"}`` and changes nothing.
 The server reads files only from its own static folder, the replay folder and the league
-folder chosen at start-up, and loads checkpoints only from the paths it was started with.
+folder chosen at start-up, and loads checkpoints and solved policies only from the paths it
+was started with.
 
 Other web pages must not drive it: a request must name the server by one of its own host
 names (no DNS rebinding), a browser's ``Origin`` must be the server itself, and every POST
@@ -39,7 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from loveletter_env.replay import MAX_REPLAY_BYTES, Replay, ReplayError, replay_from_dict
 from loveletter_env.rules import PRESETS
 
-from .games import GameStore, HumanGame, OpponentCatalog, RequestError, check_new_game, replay_saver
+from .games import GameStore, HumanGame, OfferedPolicy, OpponentCatalog, RequestError, check_new_game, replay_saver
 from .views import card_reference, replay_view
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -70,13 +71,15 @@ class ServerConfig:
     """What the server may read: the replay folder (also where finished games are saved;
     ``None``: replays off), the league folder (``None``: no leaderboard), the checkpoints
     offered as opponents (display name -> path), the host names requests may address it
-    by (``"*"``: any; see :class:`RequestGuard`), and how many games may be in play at once."""
+    by (``"*"``: any; see :class:`RequestGuard`), how many games may be in play at once, and
+    the solved policies offered as opponents (display name -> policy)."""
 
     replay_dir: Path | None = None
     league_dir: Path | None = None
     checkpoints: dict[str, Path] = field(default_factory=dict)
     allowed_hosts: tuple[str, ...] = LOCAL_HOSTS
     max_games: int = MAX_GAMES
+    policies: dict[str, OfferedPolicy] = field(default_factory=dict)
 
 
 def _error(message: str, status: int) -> JSONResponse:
@@ -290,7 +293,7 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
 
             return load_agent(path, seed=seed)
 
-    catalog = OpponentCatalog(config.checkpoints, checkpoint_loader)
+    catalog = OpponentCatalog(config.checkpoints, checkpoint_loader, config.policies)
     games = GameStore(config.max_games)
     uploads: OrderedDict[str, Replay] = OrderedDict()
     uploads_lock = threading.Lock()
@@ -321,6 +324,7 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
                 "opponents": catalog.describe(),
                 "rules": sorted(PRESETS),
                 "cards": card_reference(),
+                "cards_by_rules": {name: card_reference(rules) for name, rules in sorted(PRESETS.items())},
                 "replays": config.replay_dir is not None,
                 "leaderboard": config.league_dir is not None,
             }

@@ -4,7 +4,8 @@
 plays a move, the agents play until it is the person's turn again (or the round is over),
 and every move is narrated as the person's seat saw it. A finished game is saved as a
 replay. Opponents come from :class:`OpponentCatalog`: bot names with checked options, or
-checkpoints registered when the server started (never a path from a request).
+checkpoints and solved policies registered when the server started (never a path from a
+request).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from loveletter_env import engine
 from loveletter_env.agents import AGENT_NAMES, make_agent
 from loveletter_env.agents.guided import MAX_MARGIN, OPPONENT_MODELS, PLAY_READINGS, GuidedSearchAgent
 from loveletter_env.agents.ismcts import ISMCTSAgent
+from loveletter_env.agents.specs import SOLVED, resolve_agent
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
 from loveletter_env.render import narrate, round_summary
@@ -96,6 +98,8 @@ ITERATION_SECONDS: dict[str, dict[int, float]] = {
 #: at most once per request: a move, a new game or a new round).
 MAX_REQUEST_SECONDS = 1.0
 CHECKPOINT_PREFIX = "checkpoint:"
+#: How a request names a solved policy offered at start-up: ``"solved:<name>"``.
+SOLVED_PREFIX = f"{SOLVED}:"
 #: How a replay names the person's seat.
 HUMAN = "human"
 #: The longest opponent spec a request may give.
@@ -110,16 +114,27 @@ class RequestError(ValueError):
         self.status = status
 
 
+@dataclass(frozen=True)
+class OfferedPolicy:
+    """A policy file of ``python -m training.solve`` offered at start-up, and the rules
+    preset of the ladder rung it was solved for (the only rules it can play)."""
+
+    path: Path
+    rules: str
+
+
 @dataclass
 class OpponentChoice:
-    """A checked opponent: how to build it, how the replay names it, and the CPU seconds one
-    of its decisions may take at the table it was chosen for (0 for the bots that do not search)."""
+    """A checked opponent: how to build it, how the replay names it, the CPU seconds one of
+    its decisions may take at the table it was chosen for (0 for the bots that do not
+    search), and the only rules preset it can play (``None``: any)."""
 
     name: str
     spec: str
     options: dict[str, Any]
     build: Callable[[int], Any]
     seconds_per_decision: float = 0.0
+    rules: str | None = None
 
 
 def search_cost(bot: str, options: dict[str, Any], players: int) -> float:
@@ -143,18 +158,25 @@ def _shown(value: Any, limit: int = 60) -> str:
 
 
 class OpponentCatalog:
-    """The opponents a request may name: bots (``"ismcts:iterations=300"``) and the
+    """The opponents a request may name: bots (``"ismcts:iterations=300"``), the
     checkpoints given at start-up (``"checkpoint:<name>"``, or the plain name when no bot
-    has it).
+    has it) and the solved policies given at start-up (``"solved:<name>"``).
 
     Args:
         checkpoints: display name -> checkpoint path, fixed when the server starts.
         load_checkpoint_agent: builds an agent from a path and a seed.
+        policies: display name -> solved policy, fixed when the server starts.
     """
 
-    def __init__(self, checkpoints: dict[str, Path], load_checkpoint_agent: Callable[[Path, int], Any]):
+    def __init__(
+        self,
+        checkpoints: dict[str, Path],
+        load_checkpoint_agent: Callable[[Path, int], Any],
+        policies: dict[str, OfferedPolicy] | None = None,
+    ):
         self.checkpoints = dict(checkpoints)
         self._load = load_checkpoint_agent
+        self.policies = dict(policies or {})
 
     def bots(self) -> list[str]:
         """The bots on offer (``guided`` needs a checkpoint for its network)."""
@@ -172,6 +194,7 @@ class OpponentCatalog:
                 for name in self.bots()
             ],
             "checkpoints": sorted(self.checkpoints),
+            "policies": [{"name": name, "rules": self.policies[name].rules} for name in sorted(self.policies)],
             "max_request_seconds": MAX_REQUEST_SECONDS,
         }
 
@@ -181,16 +204,19 @@ class OpponentCatalog:
         shipped = "shipped/ppo_2p" if players == 2 else "shipped/ppo_2to4p"
         return shipped if shipped in self.checkpoints else sorted(self.checkpoints)[0]
 
-    def _checkpoint_build(self, name: str, build: Callable[[int], Any]) -> Callable[[int], Any]:
-        """``build``, with a checkpoint that no longer loads (changed or deleted on disk since
-        the server started) answered as a clear error rather than a crash."""
+    def _checkpoint_build(
+        self, name: str, build: Callable[[int], Any], what: str = "checkpoint"
+    ) -> Callable[[int], Any]:
+        """``build``, with a ``what`` (a checkpoint, a solved policy) that no longer loads
+        (changed or deleted on disk since the server started) answered as a clear error
+        rather than a crash."""
 
         def checked(seed: int) -> Any:
             try:
                 return build(seed)
             except (ValueError, OSError) as exc:
                 raise RequestError(
-                    f"checkpoint {name!r} no longer loads (changed or removed since the server started): {exc}",
+                    f"{what} {name!r} no longer loads (changed or removed since the server started): {exc}",
                     503,
                 ) from None
 
@@ -201,9 +227,11 @@ class OpponentCatalog:
         names what is wrong."""
         if not isinstance(text, str) or not text or len(text) > MAX_SPEC_CHARS:
             raise RequestError(
-                f"an opponent is a bot name (with options: 'ismcts:iterations=300'), 'checkpoint:<name>' "
-                f"or a checkpoint's name, at most {MAX_SPEC_CHARS} characters; got {_shown(text)}"
+                f"an opponent is a bot name (with options: 'ismcts:iterations=300'), 'checkpoint:<name>', "
+                f"a checkpoint's name or 'solved:<name>', at most {MAX_SPEC_CHARS} characters; got {_shown(text)}"
             )
+        if text.startswith(SOLVED_PREFIX):
+            return self._solved(text[len(SOLVED_PREFIX) :])
         name = text[len(CHECKPOINT_PREFIX) :] if text.startswith(CHECKPOINT_PREFIX) else text
         if text.startswith(CHECKPOINT_PREFIX) or (text in self.checkpoints and text not in BOT_OPTIONS):
             if name not in self.checkpoints:
@@ -228,6 +256,15 @@ class OpponentCatalog:
         else:
             build = lambda seed: make_agent(bot, seed=seed, **options)  # noqa: E731
         return OpponentChoice(bot, text, options, build, search_cost(bot, options, players))
+
+    def _solved(self, name: str) -> OpponentChoice:
+        if name not in self.policies:
+            offered = sorted(self.policies) or "none were given at start-up (--policies FILE)"
+            raise RequestError(f"unknown solved policy {_shown(name)}; the server offers {offered}")
+        policy = self.policies[name]
+        spec = f"{SOLVED}:path={policy.path}"
+        build = self._checkpoint_build(name, lambda seed: resolve_agent(spec, seed=seed), "solved policy")
+        return OpponentChoice(SOLVED, spec, {}, build, rules=policy.rules)
 
     def _options(self, bot: str, text: str) -> dict[str, Any]:
         allowed = BOT_OPTIONS[bot]
@@ -522,6 +559,12 @@ def check_new_game(body: Any, catalog: OpponentCatalog) -> dict[str, Any]:
         check_rules_for_table(rules, players)
     except ValueError as error:
         raise RequestError(str(error)) from None
+    for text, choice in zip(opponents, choices):
+        if choice.rules is not None and choice.rules != rules:
+            raise RequestError(
+                f"{text} plays only rules {choice.rules!r}, the rung it was solved for; choose those rules, "
+                f"got {rules!r}"
+            )
     length = body.get("length", "game")
     if not isinstance(length, str) or length not in EPISODE_KINDS:
         raise RequestError(f"length must be 'round' or 'game', got {_shown(length)}")

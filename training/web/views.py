@@ -10,22 +10,26 @@ from __future__ import annotations
 from typing import Any
 
 from loveletter_env.actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, describe_action
-from loveletter_env.cards import CARD_COUNTS, CARD_NAMES, CARD_VALUES, card_name
+from loveletter_env.cards import CARD_COUNTS, CARD_VALUES, card_name
 from loveletter_env.engine import GameState, legal_actions
-from loveletter_env.render import CARD_EFFECTS, narrate, round_summary
+from loveletter_env.render import card_rows, narrate, round_summary
 from loveletter_env.replay import Frame, Replay, replay_frames
+from loveletter_env.rules import CLASSIC, Rules
 
 
-def card_reference() -> list[dict[str, Any]]:
-    """Every card: value, name, copies in the deck, effect (the render module's words)."""
+def card_reference(rules: Rules = CLASSIC) -> list[dict[str, Any]]:
+    """Every card under ``rules`` (:func:`loveletter_env.render.card_rows`): value, name,
+    copies a round deals into play, copies always face up (a ladder rung's cards out of
+    play), effect."""
     return [
         {
             "value": v,
-            "name": CARD_NAMES[v],
-            "copies": CARD_COUNTS[v],
-            "effect": CARD_EFFECTS[v][:1].upper() + CARD_EFFECTS[v][1:] + ".",
+            "name": name,
+            "copies": copies,
+            "face_up": face_up,
+            "effect": effect[:1].upper() + effect[1:] + ".",
         }
-        for v in CARD_VALUES
+        for v, name, copies, face_up, effect in card_rows(rules)
     ]
 
 
@@ -35,18 +39,22 @@ def seat_name(seat: int, agent: str) -> str:
 
 
 def legal_moves(state: GameState) -> list[dict[str, Any]]:
-    """The legal actions of the player to act, decoded for the page (card, target seat, guess, words)."""
-    seat, n = state.current, state.num_players
+    """The legal actions of the player to act, decoded for the page (card, target seat, guess,
+    words, and whether the card a Guard names can be in anyone's hand: ``possible``)."""
+    seat, n, face_up = state.current, state.num_players, list(state.face_up)
     moves = []
     for action in legal_actions(state):
         offset = ACTION_OFFSET[action]
+        guess = ACTION_GUESS[action]
         moves.append(
             {
                 "action": action,
                 "card": ACTION_CARD[action],
                 "target": -1 if offset == NO_TARGET else (seat + offset) % n,
-                "guess": ACTION_GUESS[action],
+                "guess": guess,
                 "text": describe_action(action, seat, n),
+                # Legal, but a sure miss: every copy of the named card lies face up.
+                "possible": not guess or face_up.count(guess) < CARD_COUNTS[guess],
             }
         )
     return moves

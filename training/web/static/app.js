@@ -58,11 +58,19 @@ function cardName(value) {
   return value ? cardInfo(value).name : "?";
 }
 
-function renderReference(container) {
-  container.replaceChildren(el("h3", {}, "Cards"),
-    ...state.meta.cards.map((c) => el("div", { class: "ref-card" },
+// "1 card", "2 cards".
+function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+// The cards as the rules preset deals them: on a ladder rung, the copies in play and those always face up.
+function renderReference(container, rules = "classic") {
+  const cards = state.meta.cards_by_rules[rules] || state.meta.cards;
+  container.replaceChildren(el("h3", {}, rules === "classic" ? "Cards" : `Cards (${rules})`),
+    ...cards.map((c) => el("div", { class: "ref-card" + (c.copies ? "" : " all-face-up") },
       el("span", { class: `ref-value v${c.value}` }, c.value),
-      el("strong", {}, `${c.name} ×${c.copies}`),
+      el("strong", {}, `${c.name} ×${c.copies}`,
+        ...(c.face_up ? [" ", el("span", { class: "face-up-count" }, c.copies ? `(+${c.face_up} face up)` : "(all face up)")] : [])),
       el("span", {}, c.effect))));
 }
 
@@ -80,7 +88,7 @@ function playerBox(p, view) {
   if (p.ruled_out.length) known.push(el("div", { class: "hint" }, "A Guard proved they hold no ", p.ruled_out.map(cardName).join(", ")));
   return el("div", { class: "player" + (p.to_act ? " to-act" : "") + (p.out ? " out" : "") + (p.you ? " you" : ""), dataset: { seat: p.seat } },
     el("div", {}, el("span", { class: "name" }, p.you ? `You (player_${p.seat})` : p.name), ...flags),
-    el("div", { class: "tokens", title: `${p.tokens} of ${view.tokens_to_win} tokens` }, "♥".repeat(p.tokens) + "♡".repeat(Math.max(0, view.tokens_to_win - p.tokens))),
+    el("div", { class: "tokens", title: `${p.tokens} of ${plural(view.tokens_to_win, "token")}` }, "♥".repeat(p.tokens) + "♡".repeat(Math.max(0, view.tokens_to_win - p.tokens))),
     el("div", { class: "hint" }, "Hand:"), el("div", { class: "cards hand" }, hand),
     el("div", { class: "hint" }, "Discards, in order:"), el("div", { class: "cards discards" }, p.discards.map((c) => cardNode(c, { small: true }))),
     ...known);
@@ -88,9 +96,10 @@ function playerBox(p, view) {
 
 function renderTable(container, view, handArea) {
   const info = el("div", { class: "table-info" },
-    el("strong", {}, `Round ${view.round}`), el("span", {}, `Deck: ${view.deck_remaining} cards`),
+    el("strong", {}, `Round ${view.round}`), el("span", {}, `Deck: ${plural(view.deck_remaining, "card")}`),
     el("span", {}, `Rules: ${view.rules}`), el("span", {}, `Tokens to win: ${view.tokens_to_win}`));
-  if (view.face_up.length) info.append(el("span", {}, "Face up: "), el("div", { class: "cards" }, view.face_up.map((c) => cardNode(c, { small: true }))));
+  // One group, so that the label never wraps away from its cards.
+  if (view.face_up.length) info.append(el("span", { class: "face-up" }, "Face up: ", el("div", { class: "cards" }, view.face_up.map((c) => cardNode(c, { small: true })))));
   if (view.set_aside) info.append(el("span", {}, "Set aside: "), cardNode(view.set_aside, { small: true }));
   const players = el("div", { class: "players" }, view.players.map((p) => playerBox(p, view)));
   container.replaceChildren(info, players);
@@ -102,7 +111,8 @@ function renderTable(container, view, handArea) {
 function opponentOptions() {
   const bots = state.meta.opponents.bots.map((b) => el("option", { value: b.name }, b.name));
   const checkpoints = state.meta.opponents.checkpoints.map((c) => el("option", { value: `checkpoint:${c}` }, `checkpoint ${c}`));
-  return [...bots, ...checkpoints];
+  const policies = state.meta.opponents.policies.map((p) => el("option", { value: `solved:${p.name}`, dataset: { rules: p.rules } }, `solved ${p.name} (rules ${p.rules})`));
+  return [...bots, ...checkpoints, ...policies];
 }
 
 // The shipped agent for the table size when it was offered, else the first checkpoint.
@@ -126,6 +136,9 @@ function renderOpponentRows() {
     select.value = i === 1 && preferredCheckpoint(count + 1) ? `checkpoint:${preferredCheckpoint(count + 1)}` : "belief";
     const options = el("input", { id: `opt-${i}`, placeholder: "options, e.g. iterations=300", size: 26 });
     const sync = () => {
+      // A solved policy plays only the rung it was solved for.
+      const rules = select.selectedOptions[0] && select.selectedOptions[0].dataset.rules;
+      if (rules) document.getElementById("rules").value = rules;
       const allowed = botOptions(select.value);
       options.hidden = !allowed;
       options.title = allowed ? Object.entries(allowed).map(([k, v]) => `${k}: ${v}`).join("\n") : "";
@@ -181,6 +194,7 @@ function showGame(game) {
   const prompt = game.legal.length ? "Your turn: click a card to play." : (view.round_over ? "" : "Waiting for the others…");
   const handArea = el("div", { class: "hand-area panel" }, el("h3", {}, "Your hand"), el("div", { class: "cards", id: "hand" }, handCards), el("div", { class: "hint", id: "prompt" }, prompt));
   renderTable(document.getElementById("board"), view, handArea);
+  renderReference(document.getElementById("reference"), view.rules);
   renderPicker();
   const log = document.getElementById("log");
   log.replaceChildren(...game.log.map((line) => el("li", {}, line)));
@@ -220,7 +234,8 @@ function renderPicker() {
       ...targets.map((t) => el("button", { type: "button", class: "target-btn", dataset: { seat: t }, onclick: () => chooseTarget(t) },
         t === state.game.seat ? "yourself" : state.game.view.players[t].name)), cancel);
   } else {
-    const moves = movesFor(card, state.chosenTarget);
+    // A name whose every copy lies face up is legal but a sure miss: not offered.
+    const moves = movesFor(card, state.chosenTarget).filter((m) => m.possible);
     picker.replaceChildren(el("h3", {}, `${cardName(card)} on ${state.game.view.players[state.chosenTarget].name}: name a card`),
       ...moves.map((m) => el("button", { type: "button", class: "guess-btn", dataset: { guess: m.guess }, onclick: () => play(m) }, cardName(m.guess))), cancel);
   }
@@ -312,6 +327,7 @@ async function openReplay(source, seat = "open") {
     select.replaceChildren(el("option", { value: "open" }, "every card open"),
       ...replay.agents.map((a, i) => el("option", { value: i }, `player_${i} (${a.name})`)));
     select.value = seat;
+    renderReference(document.getElementById("reference-replays"), replay.rules);
     renderFrame();
   } catch (err) {
     showError(err.message);
