@@ -154,8 +154,24 @@ _M_DREW = MOVE_SLICES["drew"].start - 1
 _M_REPLACEMENT = MOVE_SLICES["replacement"].start - 1
 
 
-def move_entries(event: TurnEvent, observer: int, num_players: int) -> list[int]:
-    """The positions set to 1 within one move-record slot: ``event`` as ``observer`` knows it.
+@dataclass(frozen=True)
+class MoveView:
+    """One move of the round as the observer knows it. Seats are offsets from the observer;
+    cards are values 1..8, 0 where the observer was not shown one (or there was none)."""
+
+    actor: int
+    card: int
+    target: int | None
+    guess: int
+    out: tuple[int, ...]
+    discarded: int
+    saw: int
+    drew: int
+    replacement: int
+
+
+def move_view(event: TurnEvent, observer: int, num_players: int) -> MoveView:
+    """One move as ``observer`` knows it: the one statement of what a seat hears and sees of a move.
 
     Public: who moved, the card, its target, a Guard's named card, who went out and the
     card forced face up. Private: what the observer was shown (its own Priest, either side
@@ -163,24 +179,70 @@ def move_entries(event: TurnEvent, observer: int, num_players: int) -> list[int]
     after a Prince made it discard.
     """
     n = num_players
-    actor, target = event.player, event.target
-    entries = [_M_ACTOR + (actor - observer) % n, _M_CARD + event.card]
-    if target >= 0:
-        entries.append(_M_TARGET + (target - observer) % n)
-    if event.guess:
-        entries.append(_M_GUESS + event.guess)
-    entries.extend(_M_OUT + (p - observer) % n for p in event.eliminated)
-    if event.discarded:
-        entries.append(_M_DISCARDED + event.discarded)
+    actor, target, card = event.player, event.target, event.card
+    saw = 0
     if target >= 0 and target != actor:
-        if observer == actor and event.card in (PRIEST, BARON, KING):
-            entries.append(_M_SAW + event.target_card)
-        elif observer == target and event.card in (BARON, KING):
-            entries.append(_M_SAW + event.actor_card)
-    if observer == actor:
-        entries.append(_M_DREW + event.drawn)
-    if observer == target and event.replacement:
-        entries.append(_M_REPLACEMENT + event.replacement)
+        if observer == actor and card in (PRIEST, BARON, KING):
+            saw = event.target_card
+        elif observer == target and card in (BARON, KING):
+            saw = event.actor_card
+    return MoveView(
+        actor=(actor - observer) % n,
+        card=card,
+        target=None if target < 0 else (target - observer) % n,
+        guess=event.guess,
+        out=tuple(sorted((p - observer) % n for p in event.eliminated)),
+        discarded=event.discarded,
+        saw=saw,
+        drew=event.drawn if observer == actor else 0,
+        replacement=event.replacement if observer == target else 0,
+    )
+
+
+def event_of_move(move: MoveView) -> TurnEvent:
+    """A :class:`TurnEvent` that seat 0 knows as ``move`` (seat offsets become seats).
+
+    Parts seat 0 was not shown are 0; they are not part of its observation, so a state
+    whose history holds these events shows seat 0 the same move record (search builds
+    such states from an observation).
+    """
+    actor, target = move.actor, -1 if move.target is None else move.target
+    actor_card = target_card = 0
+    if move.saw:
+        if actor == 0:
+            target_card = move.saw
+        else:
+            actor_card = move.saw
+    return TurnEvent(
+        round=1,
+        player=actor,
+        card=move.card,
+        target=target,
+        guess=move.guess,
+        actor_card=actor_card,
+        target_card=target_card,
+        eliminated=move.out,
+        drawn=move.drew,
+        discarded=move.discarded,
+        replacement=move.replacement,
+    )
+
+
+def move_entries(move: MoveView) -> list[int]:
+    """The positions set to 1 within one slot of the move record for ``move``."""
+    entries = [_M_ACTOR + move.actor, _M_CARD + move.card]
+    if move.target is not None:
+        entries.append(_M_TARGET + move.target)
+    entries.extend(_M_OUT + k for k in move.out)
+    for base, card in (
+        (_M_GUESS, move.guess),
+        (_M_DISCARDED, move.discarded),
+        (_M_SAW, move.saw),
+        (_M_DREW, move.drew),
+        (_M_REPLACEMENT, move.replacement),
+    ):
+        if card:
+            entries.append(base + card)
     return entries
 
 
@@ -236,7 +298,7 @@ def encode_observation(state: GameState, observer: int) -> np.ndarray:
         idx.append(_DRAWN + state.drawn)
     for slot, event in enumerate(state.history):
         base = _MOVES + slot * MOVE_SIZE
-        idx.extend(base + i for i in move_entries(event, observer, n))
+        idx.extend(base + i for i in move_entries(move_view(event, observer, n)))
 
     np.add.at(obs, idx, 1.0)
     for k in range(n):
@@ -255,22 +317,6 @@ def rule_flags(rules: Rules) -> tuple[bool, bool]:
 def view_rule_fields(rules: Rules) -> dict[str, bool]:
     """The :class:`ObservationView` fields that show ``rules``' options."""
     return dict(zip(_VIEW_RULE_FIELDS, rule_flags(rules)))
-
-
-@dataclass(frozen=True)
-class MoveView:
-    """One move of the round as the observer knows it. Seats are offsets from the observer;
-    cards are values 1..8, 0 where the observer was not shown one (or there was none)."""
-
-    actor: int
-    card: int
-    target: int | None
-    guess: int
-    out: tuple[int, ...]
-    discarded: int
-    saw: int
-    drew: int
-    replacement: int
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from .. import engine
 from ..cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, FULL_DECK
 from ..core import layout, record_from_state
 from ..engine import GameState
-from ..observation import ObservationView, view_rule_fields
+from ..observation import ObservationView, event_of_move, move_view, view_rule_fields
 from ..rules import FACE_UP_CARDS_2P
 from ..validation import check_int, check_number
 from .belief import action_scores, belief_action
@@ -83,7 +83,7 @@ def sample_deal(
     likelihoods: Mapping[int, Mapping[int, float]] | None = None,
 ) -> tuple[list[int], tuple[int, ...]]:
     """The hidden part of a :func:`determinize` deal: every seat offset's kept card (ours
-    is ``view.hand[0]``; 0 for seats out of the round) and the round's 16-card deck tuple.
+    is the card kept, :func:`kept_and_drawn`; 0 for seats out of the round) and the round's 16-card deck tuple.
 
     Raises ``ValueError`` when the view is not of the seat to act.
     """
@@ -120,7 +120,7 @@ def sample_deal(
         raise ValueError(
             f"inconsistent view: {len(rest)} unseen cards left for the set-aside card and a deck of {view.deck_size}"
         )
-    hands[0] = view.hand[0]
+    hands[0] = kept_and_drawn(view)[0]
     set_aside, draw_pile = rest[0], rest[1:]
 
     # The deck tuple: set-aside card, then cards already out of the pile (face-up cards
@@ -133,6 +133,13 @@ def sample_deal(
     deck = (set_aside, *view.face_up, *gone, *draw_pile)
     assert len(deck) == DECK_SIZE
     return hands, deck
+
+
+def kept_and_drawn(view: ObservationView) -> tuple[int, int]:
+    """The card the player to act kept and the one it just drew (the view tells them apart)."""
+    kept = list(view.hand)
+    kept.remove(view.drawn)
+    return kept[0], view.drawn
 
 
 def _require_player_to_act(view: ObservationView) -> None:
@@ -163,7 +170,7 @@ def deal_state(view: ObservationView, hands: Sequence[int], deck: Sequence[int],
     state.deck = tuple(deck)
     state.next_card = DECK_SIZE - view.deck_size
     state.hands = list(hands)
-    state.drawn = view.hand[1]
+    state.drawn = kept_and_drawn(view)[1]
     state.current = 0
     state.out = list(view.out)
     state.protected = list(view.protected)
@@ -174,7 +181,11 @@ def deal_state(view: ObservationView, hands: Sequence[int], deck: Sequence[int],
             state.known[k][0] = old_card or hands[0]
             state.seen[k][0] = True
         state.ruled_out[k] = sum(1 << v for v in view.ruled_out[k])
-    state.turn = sum(len(d) for d in view.discards)
+    # Seat 0's own cards and the moves as it knows them: its observation of this state is
+    # the one the view came from, move record included.
+    state.dealt = (view.dealt,) + (0,) * (n - 1)
+    state.history = [event_of_move(move) for move in view.moves]
+    state.turn = len(view.moves)
     state.round_over = False
     state.legal = None  # the engine caches legal actions; fields were set by hand
     return state
@@ -237,6 +248,9 @@ def seat_view(state: GameState, seat: int) -> ObservationView:
         tokens_to_win=state.tokens_to_win,
         **view_rule_fields(state.rules),
         unseen=unseen,
+        dealt=state.dealt[seat],
+        drawn=state.drawn if seat == state.current else 0,
+        moves=tuple(move_view(event, seat, n) for event in state.history),
     )
 
 
@@ -356,7 +370,7 @@ class ISMCTSAgent(KeptCardSearchAgent):
         n = view.num_players
         hidden = [k for k in range(1, n) if view.in_round(k) and not view.known_cards[k]]
         # Everything but the hidden cards is the same in every deal: one record, rewritten per deal.
-        hands = [view.hand[0]] + [view.known_cards[k] if view.in_round(k) else 0 for k in range(1, n)]
+        hands = [kept_and_drawn(view)[0]] + [view.known_cards[k] if view.in_round(k) else 0 for k in range(1, n)]
         record = record_from_state(deal_state(view, hands, FULL_DECK, old_card))
         pool, banned, weighted, table = deal_constraints(view, hidden, likelihoods)
         totals = np.zeros(len(candidates))

@@ -53,7 +53,7 @@ from ..observation import OBSERVATION_SIZE, ObservationView
 from ..validation import check_int, check_number
 from .guided import encode_view
 from .inference import play_likelihoods, view_legal_actions
-from .ismcts import deal_state, sample_deal
+from .ismcts import deal_state, kept_and_drawn, sample_deal
 from .memory import KeptCardSearchAgent
 
 _HANDS = layout.HANDS
@@ -197,7 +197,8 @@ class SearchBestResponse(KeptCardSearchAgent):
         held = self.memory.last_kept(view)
         likelihoods = {1: play_likelihoods(view, 1, held, self.model_noise, self.policy.play_probability)}
         # Everything but the hidden cards is the same in every deal: one record, rewritten per deal.
-        base = record_from_state(deal_state(view, [view.hand[0], view.known_cards[1]], _PLACEHOLDER_DECK, old_card))
+        hands = [kept_and_drawn(view)[0], view.known_cards[1]]
+        base = record_from_state(deal_state(view, hands, _PLACEHOLDER_DECK, old_card))
         # The agent's observation says whether we have seen its card; the determinized state omits it.
         base[_SEEN + 1] = bool(view.known_cards[1])
         tree: dict[tuple[int, int, bytes], _InfoSet] = {}
