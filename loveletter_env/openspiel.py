@@ -16,20 +16,13 @@ Parameters (``pyspiel.load_game("love_letter", {"players": 3, "rules": "pegasus"
 
 * ``players``: 2, 3 or 4 (default 2).
 * ``rules``: a preset name from :data:`loveletter_env.rules.PRESETS` (default ``"classic"``).
-* ``information``: what a player's information state holds (default ``"full"``).
-
-  - ``"full"``: the game as played at a table. Every move is announced in full (card,
-    target, a Guard's guess), so a player's information state is every move so far and
-    what the player saw after each: its hand, the cards it knows others hold, the cards
-    discarded (its observation after every move, plus the move itself). The tensor holds
-    the current observation vector, the hand dealt, then per move: who moved (seat offset),
-    the action, and the player's hand, known cards and the cards discarded after it.
-  - ``"observations"``: what the env shows a player, remembered: its observation vector at
-    each of its decisions, and the action it took there (the information sets of
-    ``training.solve`` and of the project's agents, which see only observations). The env's
-    observation does not show a missed Guard's guess against the observer, so this game
-    differs from ``"full"``: on ``mini6``, player 0's equilibrium score is 0.579 here and
-    0.553 in ``"full"``.
+Information states. A player's information state tensor and its observation tensor are the
+same vector: the env's observation (:func:`~loveletter_env.observation.encode_observation`),
+which is the player's information state at a table: every announced move, what each made
+public and what the player was shown, with perfect recall (docs/environment.md). The
+information state string is that vector exactly (its nonzero entries), the observation
+string the seat's view in words. The former ``information`` parameter is refused: there is
+one game, the table's.
 
 An action the state cannot take changes nothing: a chance outcome not in
 ``chance_outcomes()`` or a move not in ``legal_actions()`` is a ``ValueError`` naming the
@@ -61,9 +54,7 @@ from .rules import PRESETS, Rules, resolve_rules
 from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players
 
 GAME_NAME = "love_letter"
-#: What a player's information state holds (the ``information`` parameter).
-INFORMATION_KINDS: tuple[str, ...] = ("full", "observations")
-DEFAULT_PARAMETERS: dict[str, Any] = {"players": 2, "rules": "classic", "information": "full"}
+DEFAULT_PARAMETERS: dict[str, Any] = {"players": 2, "rules": "classic"}
 
 _GAME_TYPE = pyspiel.GameType(
     short_name=GAME_NAME,
@@ -98,10 +89,9 @@ class DealPlan:
     round can take (every turn begins with a draw from the pile).
     """
 
-    def __init__(self, rules: Rules, num_players: int, information: str = "full"):
+    def __init__(self, rules: Rules, num_players: int):
         self.rules = rules
         self.num_players = num_players
-        self.information = information
         face_up = rules.face_up_cards or ()
         self.fixed: dict[int, int] = {1 + i: card for i, card in enumerate(face_up)}
         self.chance_positions: tuple[int, ...] = tuple(p for p in range(DECK_SIZE) if p not in self.fixed)
@@ -120,6 +110,12 @@ class LoveLetterGame(pyspiel.Game):
 
     def __init__(self, params: dict[str, Any] | None = None):
         params = {**DEFAULT_PARAMETERS, **(params or {})}
+        if "information" in params:
+            raise ValueError(
+                "the love_letter parameter 'information' is retired: a player's information state is the "
+                "env's observation (version 2), which hears every announced move with perfect recall, so "
+                "there is one game, the table's; leave the parameter out"
+            )
         unknown = sorted(set(params) - set(DEFAULT_PARAMETERS))
         if unknown:
             raise ValueError(f"unknown love_letter parameter(s) {unknown}; parameters are {sorted(DEFAULT_PARAMETERS)}")
@@ -129,10 +125,7 @@ class LoveLetterGame(pyspiel.Game):
             raise ValueError(f"rules must be one of {sorted(PRESETS)}, got {rules_name!r}")
         self.rules: Rules = resolve_rules(rules_name)
         self.rules.check_num_players(num_players)  # a rung is 2-player only
-        information = params["information"]
-        if information not in INFORMATION_KINDS:
-            raise ValueError(f"information must be one of {list(INFORMATION_KINDS)}, got {information!r}")
-        self.plan = DealPlan(self.rules, num_players, information)
+        self.plan = DealPlan(self.rules, num_players)
         info = pyspiel.GameInfo(
             num_distinct_actions=NUM_ACTIONS,
             max_chance_outcomes=NUM_CARD_TYPES,
@@ -142,7 +135,7 @@ class LoveLetterGame(pyspiel.Game):
             utility_sum=0.0,
             max_game_length=self.plan.max_turns,
         )
-        super().__init__(_GAME_TYPE, info, {"players": num_players, "rules": rules_name, "information": information})
+        super().__init__(_GAME_TYPE, info, {"players": num_players, "rules": rules_name})
 
     def new_initial_state(self) -> LoveLetterState:
         """The round before the deal: a chance node."""
@@ -173,7 +166,7 @@ class LoveLetterGame(pyspiel.Game):
         return state
 
     def make_py_observer(self, iig_obs_type: Any = None, params: dict | None = None) -> Any:
-        """The information-state observer (``perfect_recall=True``), else the env's observation."""
+        """The env's observation, which is also the information state (``perfect_recall=True``)."""
         if params:
             raise ValueError(f"love_letter observers take no parameters, got {params!r}")
         if iig_obs_type is None:
@@ -183,31 +176,11 @@ class LoveLetterGame(pyspiel.Game):
                 "love_letter observes for one player with public information "
                 f"(public_info=True, private_info=SINGLE_PLAYER), got {iig_obs_type}"
             )
-        if not iig_obs_type.perfect_recall:
-            return EnvObservationObserver()
-        if self.plan.information == "observations":
-            return ObservationHistoryObserver(self)
-        return InformationStateObserver(self)
-
-
-class Snapshot:
-    """What one moment of the round shows each seat: hands, known cards, discard counts."""
-
-    __slots__ = ("actor", "action", "hands", "known", "discarded", "decision")
-
-    def __init__(self, state: engine.GameState, actor: int, action: int, decision: np.ndarray | None = None):
-        n = state.num_players
-        self.actor = actor
-        self.action = action
-        #: ``information="observations"``: the actor's observation when it chose ``action``.
-        self.decision = decision
-        self.hands = tuple(map(state.hand_of, range(n)))
-        self.known = tuple(map(tuple, state.known))
-        self.discarded = tuple(map(len, state.discards))
+        return EnvObservationObserver(exact_strings=iig_obs_type.perfect_recall)
 
 
 class _Round:
-    """The mutable part of a state: the deal so far, then the engine's game and the snapshots."""
+    """The mutable part of a state: the deal so far, then the engine's game."""
 
     def __init__(self, plan: DealPlan):
         self.plan = plan
@@ -217,7 +190,6 @@ class _Round:
         self.to_deal = dict(plan.counts)
         self.dealt = 0
         self.engine: engine.GameState | None = None
-        self.snapshots: list[Snapshot] = []
 
     def __deepcopy__(self, memo: dict) -> _Round:
         # pyspiel clones a Python state by deep-copying its attributes: the engine's clone is faster.
@@ -227,7 +199,6 @@ class _Round:
         clone.to_deal = dict(self.to_deal)
         clone.dealt = self.dealt
         clone.engine = None if self.engine is None else self.engine.clone()
-        clone.snapshots = self.snapshots[:]  # snapshots never change once taken
         return clone
 
 
@@ -242,11 +213,6 @@ class LoveLetterState(pyspiel.State):
     def engine(self) -> engine.GameState | None:
         """The engine's game state once the deal is done (``None`` while chance deals)."""
         return self._round.engine
-
-    @property
-    def snapshots(self) -> list[Snapshot]:
-        """One snapshot after the deal, then one after every move."""
-        return self._round.snapshots
 
     # The deal ------------------------------------------------------------------
     def _deal(self, card: int) -> None:
@@ -263,7 +229,6 @@ class LoveLetterState(pyspiel.State):
             deal.to_deal[left[0]] = 0
         if deal.dealt == len(plan.chance_positions):
             deal.engine = engine.new_game(plan.num_players, deal.deck, first_player=0, rules=plan.rules)
-            deal.snapshots.append(Snapshot(deal.engine, -1, -1))
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         """Each card still to deal, as ``(value - 1, copies left / cards left)``."""
@@ -305,10 +270,7 @@ class LoveLetterState(pyspiel.State):
             raise pyspiel.SpielError(
                 f"Cannot act in terminal states: the round is over, so action {action} is not applied"
             )
-        actor = game.current
-        decision = encode_observation(game, actor) if self._round.plan.information == "observations" else None
         engine.step(game, int(action))
-        self._round.snapshots.append(Snapshot(game, actor, int(action), decision))
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:
@@ -345,9 +307,17 @@ class LoveLetterState(pyspiel.State):
 
 
 class EnvObservationObserver:
-    """The env's observation vector (:func:`~loveletter_env.observation.encode_observation`)."""
+    """The env's observation vector (:func:`~loveletter_env.observation.encode_observation`):
+    the observation tensor and, being the player's information state, the information state
+    tensor too.
 
-    def __init__(self) -> None:
+    Strings: with ``exact_strings`` (the information state), the player and the vector's
+    nonzero entries as ``index:value``, so two strings are equal exactly when the player's
+    information states are; otherwise the seat's view in words.
+    """
+
+    def __init__(self, exact_strings: bool = False) -> None:
+        self.exact_strings = exact_strings
         self.tensor = np.zeros(OBSERVATION_SIZE, np.float32)
         self.dict = {"observation": self.tensor}
 
@@ -360,150 +330,14 @@ class EnvObservationObserver:
     def string_from(self, state: LoveLetterState, player: int) -> str:
         if state.engine is None:
             return f"player_{player}: dealing"
+        if self.exact_strings:
+            return f"player_{player}: {_observation_text(encode_observation(state.engine, player))}"
         return render_seat_view(state.engine, player)
-
-
-class InformationStateObserver:
-    """Perfect recall: the deal a player saw, then each move and what they knew after it.
-
-    Tensor layout (``dict`` holds the named views): ``observation`` (the current env
-    observation), ``dealt`` (own hand after the deal, counts per value), then per move
-    slot, up to the game's longest round: ``actor`` (one-hot seat offset from the
-    observer), ``action`` (one-hot), ``hand`` (counts per value), ``known`` (per other seat
-    offset, one-hot card known), ``discarded`` (per seat offset, counts of values discarded
-    in that move).
-    """
-
-    def __init__(self, game: LoveLetterGame):
-        self.num_players = game.num_players()
-        moves = game.plan.max_turns
-        pieces = [
-            ("observation", (OBSERVATION_SIZE,)),
-            ("dealt", (NUM_CARD_TYPES,)),
-            ("actor", (moves, MAX_PLAYERS)),
-            ("action", (moves, NUM_ACTIONS)),
-            ("hand", (moves, NUM_CARD_TYPES)),
-            ("known", (moves, MAX_PLAYERS - 1, NUM_CARD_TYPES)),
-            ("discarded", (moves, MAX_PLAYERS, NUM_CARD_TYPES)),
-        ]
-        self.tensor, self.dict = _tensor_views(pieces)
-
-    def set_from(self, state: LoveLetterState, player: int) -> None:
-        self.tensor.fill(0.0)
-        if state.engine is None:
-            return
-        n = self.num_players
-        view = self.dict
-        view["observation"][:] = encode_observation(state.engine, player)
-        for card in state.snapshots[0].hands[player]:
-            view["dealt"][card - 1] += 1
-        discards = state.engine.discards
-        for slot, (before, after) in enumerate(zip(state.snapshots, state.snapshots[1:])):
-            view["actor"][slot, (after.actor - player) % n] = 1
-            view["action"][slot, after.action] = 1
-            for card in after.hands[player]:
-                view["hand"][slot, card - 1] += 1
-            for offset in range(1, n):
-                card = after.known[player][(player + offset) % n]
-                if card:
-                    view["known"][slot, offset - 1, card - 1] = 1
-            for offset in range(n):
-                seat = (player + offset) % n
-                for card in discards[seat][before.discarded[seat] : after.discarded[seat]]:
-                    view["discarded"][slot, offset, card - 1] += 1
-
-    def string_from(self, state: LoveLetterState, player: int) -> str:
-        game_part = f"player_{player} of {self.num_players}"
-        if state.engine is None:
-            return f"{game_part}: dealing"
-        n = self.num_players
-        first = state.engine
-        dealt = state.snapshots[0]
-        face_up = " face up " + _cards(first.face_up) if n == 2 else ""
-        parts = [f"{game_part}:{face_up} hand {_cards(sorted(dealt.hands[player]))}"]
-        for before, after, event in zip(state.snapshots, state.snapshots[1:], first.history):
-            known = [
-                f"player_{seat} {card_name(after.known[player][seat])}"
-                for seat in range(n)
-                if seat != player and after.known[player][seat]
-            ]
-            discarded = [
-                f"player_{seat} {_cards(first.discards[seat][before.discarded[seat] : after.discarded[seat]])}"
-                for seat in range(n)
-                if after.discarded[seat] > before.discarded[seat]
-            ]
-            parts.append(
-                f"{narrate(event, player)} Hand {_cards(sorted(after.hands[player]))}; "
-                f"known {', '.join(known) or '-'}; discarded {', '.join(discarded)}"
-            )
-        return " | ".join(parts)
-
-
-class ObservationHistoryObserver:
-    """``information="observations"``: what the env shows a player, remembered.
-
-    The player's observation vector at each of its decisions and the action it took there,
-    then its observation now: the information sets of the project's agents, which see only
-    observations, and of ``training.solve``. The env's observation leaves out a missed
-    Guard's guess against the observer, so these information sets are coarser than
-    ``"full"``'s, which hear every move as it is announced.
-
-    Tensor: ``observation`` (now), then per decision slot, up to the most turns one player
-    can take in a round: ``decision_observation`` and ``decision_action`` (one-hot).
-    """
-
-    def __init__(self, game: LoveLetterGame):
-        # Two players at least are in the round while it goes on, and no one plays twice in a row.
-        slots = (game.plan.max_turns + 1) // 2
-        self.pieces = [
-            ("observation", (OBSERVATION_SIZE,)),
-            ("decision_observation", (slots, OBSERVATION_SIZE)),
-            ("decision_action", (slots, NUM_ACTIONS)),
-        ]
-        self.tensor, self.dict = _tensor_views(self.pieces)
-
-    def _decisions(self, state: LoveLetterState, player: int) -> list[tuple[np.ndarray, int]]:
-        """``(observation, action)`` at each of ``player``'s decisions so far."""
-        return [
-            (snap.decision, snap.action)
-            for snap in state.snapshots[1:]
-            if snap.actor == player and snap.decision is not None
-        ]
-
-    def set_from(self, state: LoveLetterState, player: int) -> None:
-        self.tensor.fill(0.0)
-        if state.engine is None:
-            return
-        self.dict["observation"][:] = encode_observation(state.engine, player)
-        for slot, (observation, action) in enumerate(self._decisions(state, player)):
-            self.dict["decision_observation"][slot] = observation
-            self.dict["decision_action"][slot, action] = 1
-
-    def string_from(self, state: LoveLetterState, player: int) -> str:
-        if state.engine is None:
-            return f"player_{player}: dealing"
-        parts = [f"player_{player}"]
-        for observation, action in self._decisions(state, player):
-            parts.append(f"{_observation_text(observation)} -> {action}")
-        parts.append(_observation_text(encode_observation(state.engine, player)))
-        return " | ".join(parts)
 
 
 def _observation_text(observation: np.ndarray) -> str:
     """An observation vector exactly and briefly: its nonzero entries as ``index:value``."""
     return " ".join(f"{i}:{int(observation[i])}" for i in np.flatnonzero(observation))
-
-
-def _tensor_views(pieces: Sequence[tuple[str, tuple[int, ...]]]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """One flat float32 tensor for ``pieces`` and a named, reshaped view of each piece."""
-    tensor = np.zeros(sum(int(np.prod(shape)) for _, shape in pieces), np.float32)
-    views: dict[str, np.ndarray] = {}
-    start = 0
-    for name, shape in pieces:
-        size = int(np.prod(shape))
-        views[name] = tensor[start : start + size].reshape(shape)
-        start += size
-    return tensor, views
 
 
 def _cards(cards: Sequence[int]) -> str:
