@@ -6,6 +6,7 @@ import errno
 import math
 import os
 import pickle
+import random
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -15,8 +16,17 @@ import pytest
 import torch
 
 import training.checkpoint as checkpoint_module
+from loveletter_env import engine
 from loveletter_env import env as make_env
-from loveletter_env.observation import OBSERVATION_SIZE
+from loveletter_env.cards import FULL_DECK
+from loveletter_env.observation import (
+    OBSERVATION_SIZE,
+    OBSERVATION_VERSION,
+    V1_OBSERVATION_SIZE,
+    check_observation_size,
+    encode_observation,
+)
+from loveletter_env.validation import PLAYER_COUNTS
 from training import load_agent
 from training.checkpoint import (
     DIGEST_KEY,
@@ -25,11 +35,12 @@ from training.checkpoint import (
     build_model,
     checkpoint_digest,
     export_agent,
+    format_header,
     load_checkpoint,
     model_payload,
     save_checkpoint,
 )
-from training.ppo import ActorCritic
+from training.ppo import ActorCritic, PolicyAgent, masked_logits
 
 
 @pytest.fixture
@@ -225,7 +236,9 @@ def test_layout_fields_must_be_plain_integers(tmp_path, saved):
     data = torch.load(saved, weights_only=True)
     data["observation_size"] = torch.tensor(OBSERVATION_SIZE)  # equal to the right size, yet not a number
     path = save_checkpoint(tmp_path / "tensor_size.pt", data)
-    with pytest.raises(CheckpointError, match=r"malformed: its observation_size is tensor\(646\), not an integer"):
+    with pytest.raises(
+        CheckpointError, match=rf"malformed: its observation_size is tensor\({OBSERVATION_SIZE}\), not an integer"
+    ):
         load_checkpoint(path)
 
 
@@ -373,3 +386,185 @@ def test_other_write_failures_are_named_too(tmp_path, saved, model, monkeypatch)
     monkeypatch.setattr(checkpoint_module, "open", read_only, raising=False)
     with pytest.raises(CheckpointWriteError, match=r"^cannot save '.*latest\.pt': Read-only file system; the latest"):
         save_checkpoint(saved, {"model": model_payload(model), "update": 8, "global_step": 800})
+
+
+# --- Observation layouts: networks trained on version 1 keep playing -------------------------
+
+V1_SHIPPED = {path.stem: path for path in SHIPPED}
+
+
+def v1_payload(model: ActorCritic) -> dict:
+    """What a version-1 run saved: its layout in the header and a 646-wide input layer."""
+    header = {key: value for key, value in format_header(1).items() if key.startswith(("observation", "num"))}
+    return {**header, "model": model_payload(model), "config": {"seed": 0}, "update": 1, "global_step": 10}
+
+
+def random_states(count: int, seed: int) -> list:
+    """Seeded positions of 2-, 3- and 4-player rounds, each with the player to act."""
+    rng = random.Random(seed)
+    states = []
+    while len(states) < count:
+        deck = list(FULL_DECK)
+        rng.shuffle(deck)
+        n = rng.choice(PLAYER_COUNTS)
+        state = engine.new_game(n, deck, first_player=rng.randrange(n))
+        for _ in range(rng.randrange(12)):
+            if state.round_over:
+                break
+            states.append(state.clone())
+            legal = engine.legal_actions(state)
+            engine.step(state, legal[rng.randrange(len(legal))])
+    return states[:count]
+
+
+def v1_policy(weights: dict, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """The masked policy as the version-1 code computed it: the MLP applied to 646-entry vectors."""
+    x = torch.from_numpy(np.ascontiguousarray(observations))
+    layers = sorted({name.split(".")[1] for name in weights if name.startswith("trunk.")}, key=int)
+    for layer in layers:
+        x = torch.relu(torch.nn.functional.linear(x, weights[f"trunk.{layer}.weight"], weights[f"trunk.{layer}.bias"]))
+    logits = torch.nn.functional.linear(x, weights["policy_head.weight"], weights["policy_head.bias"])
+    legal = torch.from_numpy(masks.astype(bool))
+    return torch.softmax(masked_logits(logits, legal).double(), dim=-1).numpy()
+
+
+def test_new_checkpoints_record_the_current_layout(saved):
+    raw = torch.load(saved, weights_only=True)
+    assert (raw["observation_version"], raw["observation_size"]) == (OBSERVATION_VERSION, OBSERVATION_SIZE)
+    assert OBSERVATION_VERSION == 2 and build_model(load_checkpoint(saved)).observation_version == 2
+
+
+@pytest.mark.parametrize("name", sorted(V1_SHIPPED))
+def test_shipped_networks_are_version_1_and_read_the_version_1_prefix(name):
+    data = load_checkpoint(V1_SHIPPED[name])
+    assert (data["observation_version"], data["observation_size"]) == (1, V1_OBSERVATION_SIZE)
+    model = build_model(data)
+    assert model.observation_version == 1 and model.trunk[0].in_features == V1_OBSERVATION_SIZE
+
+
+@pytest.mark.parametrize("name", sorted(V1_SHIPPED))
+def test_a_version_1_network_plays_the_version_1_policy_on_version_2_observations(name):
+    # Reference encoder: the full version-2 vector, whose first 646 entries are what version 1 computed.
+    states = random_states(300, seed=11)
+    observations = np.stack([encode_observation(s, s.current) for s in states])
+    masks = np.stack([np.asarray(engine.legal_mask(s), np.int8) for s in states])
+    assert observations.shape[1] == OBSERVATION_SIZE and observations[:, V1_OBSERVATION_SIZE:].any()
+    weights = load_checkpoint(V1_SHIPPED[name])["model"]["state_dict"]
+    agent = load_agent(V1_SHIPPED[name], greedy=False)
+    expected = v1_policy(weights, observations[:, :V1_OBSERVATION_SIZE], masks)
+    assert np.array_equal(agent.action_probabilities_batch(observations, masks), expected)
+    # One observation at a time, as agents play (compared with the same batch shape: BLAS may round a
+    # batch of one differently from a batch of many).
+    for k in range(0, len(states), 37):
+        one = agent.action_probabilities({"observation": observations[k], "action_mask": masks[k]})
+        assert np.array_equal(
+            one, v1_policy(weights, observations[k : k + 1, :V1_OBSERVATION_SIZE], masks[k : k + 1])[0]
+        )
+
+
+def scripted_state(seed: int):
+    """The position the expected actions below were recorded on: a deck shuffled by ``seed``,
+    then up to 7 seeded random legal moves."""
+    rng = random.Random(seed)
+    deck = list(FULL_DECK)
+    rng.shuffle(deck)
+    n = 2 + seed % 3
+    state = engine.new_game(n, deck, first_player=seed % n)
+    for _ in range(rng.randrange(8)):
+        legal = engine.legal_actions(state)
+        engine.step(state, legal[rng.randrange(len(legal))])
+    return state
+
+
+#: Greedy actions of the shipped networks on :func:`scripted_state`, recorded with the
+#: version-1 code (observations of 646 entries): the version-1 path must never change them.
+SCRIPTED_SEEDS = (1, 2, 4, 5, 8, 11, 12, 14, 16, 22, 23, 24)
+EXPECTED_GREEDY = {
+    "ppo_2p": (30, 30, 30, 32, 30, 22, 30, 30, 2, 27, 1, 1),
+    "ppo_2to4p": (30, 33, 12, 32, 22, 22, 30, 30, 13, 10, 20, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_GREEDY))
+def test_version_1_networks_play_the_actions_they_played_before(name):
+    agent = load_agent(V1_SHIPPED[name])
+    played = []
+    for seed in SCRIPTED_SEEDS:
+        state = scripted_state(seed)
+        played.append(
+            agent.act(
+                {"observation": encode_observation(state, state.current), "action_mask": engine.legal_mask(state)}
+            )
+        )
+    assert tuple(played) == EXPECTED_GREEDY[name]
+
+
+def test_a_saved_version_1_network_round_trips_with_its_layout(tmp_path):
+    model = ActorCritic((16,), observation_version=1, generator=torch.Generator().manual_seed(2))
+    assert model.trunk[0].in_features == V1_OBSERVATION_SIZE
+    path = save_checkpoint(tmp_path / "v1.pt", v1_payload(model))
+    small = export_agent(path, tmp_path / "v1_small.pt")  # sharing a file keeps its layout
+    for copy in (path, small):
+        data = load_checkpoint(copy)
+        assert (data["observation_version"], data["observation_size"]) == (1, V1_OBSERVATION_SIZE)
+        loaded = build_model(data)
+        obs = torch.rand(3, OBSERVATION_SIZE)
+        assert torch.equal(loaded(obs)[0], model(obs)[0])
+        assert torch.equal(loaded(obs)[0], model.policy_head(model.trunk(obs[:, :V1_OBSERVATION_SIZE])))
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (
+            {"observation_version": 7, "observation_size": 2000},
+            r"trained on observation version 7 \(2000 entries\), which this code does not know "
+            r"\(it reads versions 1, 2\)",
+        ),
+        (
+            {"observation_version": 1, "observation_size": 1000},
+            r"malformed: it records observation version 1 with observation_size=1000, but that layout has 646 entries",
+        ),
+        (
+            {"observation_version": 2, "observation_size": V1_OBSERVATION_SIZE},
+            r"observation version 2 with observation_size=646, but that layout has 1382 entries",
+        ),
+    ],
+    ids=["unknown-version", "size-of-no-layout", "size-of-another-layout"],
+)
+def test_an_unknown_layout_is_refused_by_name(tmp_path, saved, edit, message):
+    data = torch.load(saved, weights_only=True)
+    path = save_checkpoint(tmp_path / "odd.pt", {**data, **edit})  # a valid digest: the layout check speaks
+    with pytest.raises(CheckpointError, match=message):
+        load_agent(path)
+
+
+def test_a_layout_whose_weights_do_not_fit_is_refused(tmp_path, saved):
+    data = torch.load(saved, weights_only=True)  # a 1382-wide network labelled version 1
+    path = save_checkpoint(tmp_path / "mislabelled.pt", {**data, **format_header(1)})
+    with pytest.raises(
+        CheckpointError, match=r"do not fit its network \(hidden_sizes=\[32, 16\], observation version 1\)"
+    ):
+        load_agent(path)
+
+
+@pytest.mark.parametrize("layout", [1, 2])
+def test_an_observation_of_another_layout_is_refused_naming_both(layout):
+    # Networks of either layout take the current observation; the old 646-entry vector is never reshaped.
+    agent = PolicyAgent(ActorCritic((8,), observation_version=layout))
+    mask = np.ones(41, np.int8)
+    v1 = np.zeros(V1_OBSERVATION_SIZE, np.float32)
+    both = r"expected observation version 2 \(1382 entries\), got observation version 1 \(646 entries\)"
+    with pytest.raises(ValueError, match=both):
+        agent.act({"observation": v1, "action_mask": mask})
+    with pytest.raises(ValueError, match=both):
+        agent.action_probabilities_batch(v1[None], mask[None])
+    with pytest.raises(ValueError, match=r"got 700 entries \(no known layout\)"):
+        agent.act({"observation": np.zeros(700, np.float32), "action_mask": mask})
+    with pytest.raises(ValueError, match=r"expected observation version 1 \(646 entries\), got observation version 2"):
+        check_observation_size(OBSERVATION_SIZE, version=1)
+
+
+def test_a_network_of_an_unknown_layout_is_not_built():
+    with pytest.raises(ValueError, match=r"unknown observation version 7; known versions are \[1, 2\]"):
+        ActorCritic((8,), observation_version=7)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ pytest.importorskip("onnxruntime", reason='ONNX export needs the onnx extra: pip
 pytest.importorskip("onnxscript", reason='ONNX export needs the onnx extra: pip install "loveletter-env[onnx]"')
 
 from loveletter_env import env as make_env  # noqa: E402
+from loveletter_env.cards import FULL_DECK  # noqa: E402
 from training import export  # noqa: E402
 from training.checkpoint import model_payload, save_checkpoint  # noqa: E402
 from training.ppo import ActorCritic  # noqa: E402
@@ -92,3 +94,43 @@ def test_cli_names_the_extra_when_onnxscript_is_missing(exported, tmp_path, monk
     with pytest.raises(SystemExit):
         export.main(["--checkpoint", str(checkpoint), "--onnx", str(tmp_path / "out.onnx")])
     assert 'pip install "loveletter-env[onnx]"' in capsys.readouterr().err
+
+
+def test_a_version_1_network_exports_a_graph_that_takes_the_current_observation(tmp_path):
+    """The shipped network reads 646 entries; its graph takes the full current vector and
+    slices inside, so a server feeds it what the env hands out."""
+    from loveletter_env import engine
+    from loveletter_env.observation import OBSERVATION_SIZE, V1_OBSERVATION_SIZE, encode_observation
+    from training.checkpoint import build_model, load_checkpoint
+
+    shipped = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped" / "ppo_2to4p.pt"
+    onnx_path = export.main(["--checkpoint", str(shipped), "--onnx", str(tmp_path / "v1.onnx"), "--no-verify"])
+    agent = export.OnnxAgent(onnx_path)
+    assert agent.session.get_inputs()[0].shape[1] == OBSERVATION_SIZE
+    # Reference encoder on seeded positions: the entries past version 1 are not all zero, and must not count.
+    rng = np.random.default_rng(4)
+    states = []
+    for seed in range(40):
+        state = engine.new_game(2 + seed % 3, rng.permutation(FULL_DECK).tolist())
+        for _ in range(int(rng.integers(6))):
+            if state.round_over:
+                break
+            legal = engine.legal_actions(state)
+            engine.step(state, legal[int(rng.integers(len(legal)))])
+        if not state.round_over:
+            states.append(state)
+    observations = np.stack([encode_observation(s, s.current) for s in states])
+    masks = np.stack([np.asarray(engine.legal_mask(s), np.int8) for s in states])
+    out = agent.run(observations, masks)
+    with torch.no_grad():
+        model = build_model(load_checkpoint(shipped))
+        logits = model.policy_head(model.trunk(torch.from_numpy(observations[:, :V1_OBSERVATION_SIZE].copy())))
+    legal = masks.astype(bool)
+    assert np.abs(out["logits"] - logits.numpy())[legal].max() < export.VERIFY_TOLERANCE
+    assert np.array_equal(out["action"], np.where(legal, logits.numpy(), -np.inf).argmax(1))
+    report = export.verify_onnx(model, onnx_path, count=60, seed=2)
+    assert report["clear_mismatches"] == 0 and report["max_logit_gap"] < export.VERIFY_TOLERANCE
+    with pytest.raises(
+        ValueError, match=r"expected observation version 2 .* got observation version 1 \(646 entries\)"
+    ):
+        agent.run(observations[:, :V1_OBSERVATION_SIZE], masks)

@@ -320,6 +320,48 @@ def test_init_from_starts_with_the_given_weights(tmp_path):
         SelfPlayTrainer(wider, tmp_path / "wider", progress=False)
 
 
+SHIPPED_V1 = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped" / "ppo_2p.pt"
+
+
+def test_init_from_a_network_of_an_older_observation_layout_is_refused_by_name(tmp_path):
+    # The shipped network reads observation version 1: it plays, but cannot be trained on version 2.
+    config = load_config(None, TINY + [f"model.init_from={SHIPPED_V1}", "model.hidden_sizes=[256,256]"])
+    with pytest.raises(
+        ConfigError,
+        match=r"model.init_from '.*ppo_2p.pt' holds a network trained on observation version 1 \(646 entries\), "
+        r"but training uses observation version 2 \(1382 entries\)",
+    ):
+        SelfPlayTrainer(config, tmp_path / "child", progress=False)
+    assert not (tmp_path / "child" / "latest.pt").exists()
+
+
+def test_exploit_trains_against_a_version_1_checkpoint(tmp_path):
+    """The frozen target sits in the opponent pool and in the measurement: both feed it the
+    current observation, which it reads through its own layout."""
+    from training.exploit import main as exploit_main
+
+    report = exploit_main(
+        [
+            "--checkpoint",
+            str(SHIPPED_V1),
+            "--steps",
+            "64",
+            "--rounds",
+            "4",
+            "--no-progress",
+            "--set",
+            f"out_dir={tmp_path}",
+            "--set",
+            "env.num_games=8",
+            "--set",
+            "env.rollout_steps=8",
+        ]
+    )
+    assert report["training_turns"] == 64 and 0 <= report["best_response_win_rate"] <= 1
+    pool = load_checkpoint(tmp_path / "exploit_ppo_2p_2p" / "latest.pt")["training"]["pool"]
+    assert pool["observation_versions"] == [1] and pool["labels"] == [-1]
+
+
 def test_exploit_trains_against_the_frozen_checkpoint(tmp_path):
     from training.exploit import main as exploit_main
 
@@ -354,6 +396,24 @@ def test_a_pool_saved_without_shapes_holds_the_learners_shape():
     pool = OpponentPool(3)
     pool.load_state({"snapshots": [model.state_dict()], "labels": [5]}, default_hidden_sizes=[8])
     assert pool.hidden_sizes == [[8]] and pool.build(0).hidden_sizes == (8,)
+
+
+def test_the_pool_keeps_each_snapshots_observation_layout():
+    from training.opponents import OpponentPool
+    from training.ppo import ActorCritic
+
+    pool = OpponentPool(3)
+    pool.add(ActorCritic([8]), label=1)
+    pool.add(ActorCritic([8], observation_version=1), label=2)
+    current = pool.build(0)
+    older = pool.build(1, into=current)  # same shape, other layout: a new network
+    assert (current.observation_version, older.observation_version) == (2, 1) and older is not current
+    restored = OpponentPool(3)
+    restored.load_state(pool.state(), default_hidden_sizes=[8])
+    assert restored.build(1).observation_version == 1
+    legacy = OpponentPool(3)  # a pool saved before snapshots kept their layout: the checkpoint's own
+    legacy.load_state({"snapshots": pool.snapshots[1:], "labels": [2]}, [8], default_observation_version=1)
+    assert legacy.build(0).trunk[0].in_features == 646
 
 
 def test_a_best_response_may_be_wider_than_its_target(tmp_path):

@@ -5,7 +5,10 @@ loads with ``torch.load(path, weights_only=True)``: no pickled code ever runs. I
 
 - ``format`` / ``format_version``: what the file is (:data:`FORMAT`, :data:`FORMAT_VERSION`);
 - ``observation_version``, ``observation_size``, ``num_actions``: the observation and
-  action layout the network was trained for (a mismatch is refused on load);
+  action layout the network was trained for. Any known observation layout loads (a
+  network of version 1 reads the version-1 prefix of today's observation, see
+  :class:`~training.ppo.ActorCritic`); an unknown one, or a size that is not its
+  version's, is refused on load, as is another action layout;
 - ``model``: ``{"hidden_sizes": [...], "state_dict": {...}}``;
 - ``config``: the training config as a dict; ``global_step`` and ``update``;
 - ``training`` (absent in exported agents): optimizer state, generator states and the
@@ -35,7 +38,7 @@ from typing import Any
 import torch
 
 from loveletter_env.actions import NUM_ACTIONS
-from loveletter_env.observation import OBSERVATION_SIZE, OBSERVATION_VERSION
+from loveletter_env.observation import LAYOUT_SIZES, OBSERVATION_VERSION
 from loveletter_env.validation import check_seed, is_int
 
 from .config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE
@@ -66,7 +69,8 @@ os.register_at_fork(after_in_child=_one_torch_thread_after_fork)
 
 class CheckpointError(ValueError):
     """A file that is missing, corrupt, not a checkpoint of this project, or made for
-    another observation/action layout. The message says which."""
+    an observation layout this code does not know or another action layout. The message
+    says which."""
 
 
 class CheckpointWriteError(OSError):
@@ -107,13 +111,14 @@ def _write_error(path: Path, cause: OSError) -> CheckpointWriteError:
     return error
 
 
-def format_header() -> dict[str, Any]:
-    """The identifying fields every checkpoint starts with."""
+def format_header(observation_version: int = OBSERVATION_VERSION) -> dict[str, Any]:
+    """The identifying fields every checkpoint starts with, for a network trained on
+    observation layout ``observation_version`` (by default the current one)."""
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
-        "observation_version": OBSERVATION_VERSION,
-        "observation_size": OBSERVATION_SIZE,
+        "observation_version": observation_version,
+        "observation_size": LAYOUT_SIZES[observation_version],
         "num_actions": NUM_ACTIONS,
     }
 
@@ -225,8 +230,9 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     """Load and check a checkpoint (a file, or a run folder: see :func:`resolve_checkpoint_path`).
 
     Raises :class:`CheckpointError` if the file is unreadable, not a checkpoint of this
-    project, damaged (its ``sha256`` digest does not match), was trained for a different
-    observation or action layout, or holds a network this code would not build: more than
+    project, damaged (its ``sha256`` digest does not match), was trained on an observation
+    layout this code does not know (any version of ``LAYOUT_SIZES`` loads) or for another
+    action layout, or holds a network this code would not build: more than
     ``MAX_HIDDEN_LAYERS`` layers or wider than ``MAX_HIDDEN_SIZE`` (the bounds of
     :mod:`training.config`), or weights that are not finite (NaN or infinite, as a diverged
     training leaves them). A valid digest only says the file is as written, not that what
@@ -252,15 +258,26 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
                 f"{str(path)!r} is damaged: its content does not match its {DIGEST_KEY} integrity digest "
                 f"(corrupted on disk or in transfer?); use another copy"
             )
-    expected = format_header()
     for key in ("observation_version", "observation_size", "num_actions"):
         if not is_int(data.get(key)):
             raise CheckpointError(f"{str(path)!r} is malformed: its {key} is {data.get(key)!r}, not an integer")
-        if data.get(key) != expected[key]:
-            raise CheckpointError(
-                f"{str(path)!r} was trained for {key}={data.get(key)!r}, but this environment has "
-                f"{key}={expected[key]!r}: retrain, or use the package version it was made with"
-            )
+    layout, size = data["observation_version"], data["observation_size"]
+    if layout not in LAYOUT_SIZES:
+        raise CheckpointError(
+            f"{str(path)!r} was trained on observation version {layout!r} ({size} entries), which this code "
+            f"does not know (it reads versions {', '.join(map(str, sorted(LAYOUT_SIZES)))}): use the package "
+            "version it was made with"
+        )
+    if size != LAYOUT_SIZES[layout]:
+        raise CheckpointError(
+            f"{str(path)!r} is malformed: it records observation version {layout} with observation_size={size!r}, "
+            f"but that layout has {LAYOUT_SIZES[layout]} entries"
+        )
+    if data["num_actions"] != NUM_ACTIONS:
+        raise CheckpointError(
+            f"{str(path)!r} was trained for num_actions={data['num_actions']!r}, but this environment has "
+            f"num_actions={NUM_ACTIONS!r}: retrain, or use the package version it was made with"
+        )
     model = data.get("model")
     if not isinstance(model, dict) or "state_dict" not in model or "hidden_sizes" not in model:
         raise CheckpointError(f"{str(path)!r} has no model weights")
@@ -288,9 +305,11 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
 
 
 def build_model(checkpoint: dict[str, Any], device: str | torch.device = "cpu") -> ActorCritic:
-    """The :class:`ActorCritic` stored in a loaded checkpoint."""
+    """The :class:`ActorCritic` stored in a loaded checkpoint, reading the observation
+    layout it was trained on (its ``forward`` still takes the current observation)."""
     spec = checkpoint["model"]
     sizes, weights = spec["hidden_sizes"], spec["state_dict"]
+    layout = checkpoint["observation_version"]
     # Every layer has at least one weight tensor: more layers than tensors cannot fit.
     if len(sizes) > len(weights):
         raise CheckpointError(
@@ -299,7 +318,8 @@ def build_model(checkpoint: dict[str, Any], device: str | torch.device = "cpu") 
     # Compare shapes on the meta device (no memory) first, so absurd hidden_sizes in a
     # file are refused here rather than by the allocator.
     with torch.device("meta"):
-        shapes = {name: tuple(value.shape) for name, value in ActorCritic(hidden_sizes=sizes).state_dict().items()}
+        network = ActorCritic(hidden_sizes=sizes, observation_version=layout)
+        shapes = {name: tuple(value.shape) for name, value in network.state_dict().items()}
     stored = {name: tuple(value.shape) for name, value in weights.items()}
     if shapes != stored:
         wrong = sorted(
@@ -308,11 +328,12 @@ def build_model(checkpoint: dict[str, Any], device: str | torch.device = "cpu") 
             if shapes.get(name) != stored.get(name)
         )
         raise CheckpointError(
-            f"the checkpoint's weights do not fit its network (hidden_sizes={list(sizes)}): "
+            f"the checkpoint's weights do not fit its network (hidden_sizes={list(sizes)}, "
+            f"observation version {layout}): "
             + "; ".join(wrong[:3])
             + (f"; and {len(wrong) - 3} more" if len(wrong) > 3 else "")
         )
-    model = ActorCritic(hidden_sizes=sizes)
+    model = ActorCritic(hidden_sizes=sizes, observation_version=layout)
     try:
         model.load_state_dict(weights)
     except RuntimeError as err:
@@ -348,9 +369,8 @@ def load_agent(path: str | Path, greedy: bool = True, seed: int = 0, device: str
 
 def export_agent(src: str | Path, dst: str | Path) -> Path:
     """Copy a checkpoint without its training state (optimizer, generators, opponent
-    pool): the small file to ship or share. Resuming needs the full file."""
+    pool): the small file to ship or share. Resuming needs the full file. The copy keeps
+    the observation layout its network was trained on."""
     data = load_checkpoint(src)
     data.pop("training", None)
-    for key in format_header():
-        data.pop(key)
     return save_checkpoint(dst, data)

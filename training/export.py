@@ -9,14 +9,17 @@ greedy legal action, the masked logits and the value estimate:
 ========================  ===================  =======================================
 name                      type / shape         meaning
 ========================  ===================  =======================================
-input ``observation``     float32 [B, 646]     the env's observation vectors
+input ``observation``     float32 [B, 1382]    the env's observation vectors (version 2)
 input ``action_mask``     int8 [B, 41]         the env's masks (1 = legal)
 output ``action``         int64 [B]            most likely legal action
 output ``logits``         float32 [B, 41]      logits, illegal ones at the lowest float
 output ``value``          float32 [B]          the critic's estimate of the return
 ========================  ===================  =======================================
 
-so a game server needs only onnxruntime and numpy. After writing the file the CLI
+so a game server needs only onnxruntime and numpy. The graph always takes the current
+observation (``OBSERVATION_SIZE`` entries), whatever layout the network was trained on: a
+network of observation version 1 reads the first 646 entries inside the graph, so a
+server feeds every exported policy the same vectors. After writing the file the CLI
 checks it with onnxruntime against torch on observations from seeded random games.
 """
 
@@ -35,7 +38,7 @@ import torch
 from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
-from loveletter_env.observation import OBSERVATION_SIZE
+from loveletter_env.observation import OBSERVATION_SIZE, check_observation_size
 from loveletter_env.wrappers._extras import MissingExtraError, require
 
 from .checkpoint import CheckpointError, build_model, load_checkpoint
@@ -140,7 +143,10 @@ class OnnxAgent:
             raise ValueError(f"{str(path)!r} takes inputs {names}, not an exported Love Letter policy {INPUT_NAMES}")
 
     def run(self, observation: np.ndarray, action_mask: np.ndarray) -> dict[str, np.ndarray]:
-        """Outputs ``action``, ``logits`` and ``value`` for a batch ``[B, 646]`` / ``[B, 41]``."""
+        """Outputs ``action``, ``logits`` and ``value`` for a batch ``[B, OBSERVATION_SIZE]`` / ``[B, 41]``.
+
+        An observation of another layout raises ``ValueError`` naming both layouts."""
+        check_observation_size(np.shape(observation)[-1])
         feeds = {
             "observation": np.ascontiguousarray(observation, dtype=np.float32),
             "action_mask": np.ascontiguousarray(action_mask, dtype=np.int8),

@@ -25,6 +25,7 @@ import torch
 from loveletter_env.agents import Agent
 from loveletter_env.agents.batched_bots import BATCHED_BOTS, BatchedBots
 from loveletter_env.agents.specs import resolve_agent
+from loveletter_env.observation import OBSERVATION_VERSION
 from loveletter_env.validation import MAX_PLAYERS
 
 from .checkpoint import model_payload
@@ -46,14 +47,16 @@ class OpponentPool:
 
     Only one snapshot plays per rollout (drawn uniformly), so the rollout needs a single
     extra forward pass per step whatever the pool size. Each snapshot keeps its network's
-    ``hidden_sizes``: a frozen agent of another shape may sit in the pool (a best response
-    wider than its target, :mod:`training.exploit`).
+    ``hidden_sizes`` and observation layout: a frozen agent of another shape may sit in the
+    pool (a best response wider than its target, or a target trained on an older
+    observation layout, :mod:`training.exploit`).
     """
 
     def __init__(self, max_size: int):
         self.max_size = max_size
         self.snapshots: list[dict[str, torch.Tensor]] = []
         self.hidden_sizes: list[list[int]] = []
+        self.observation_versions: list[int] = []
         self.labels: list[int] = []  # the update each snapshot was taken at
 
     def __len__(self) -> int:
@@ -64,9 +67,10 @@ class OpponentPool:
         payload = model_payload(model)
         self.snapshots.append(payload["state_dict"])
         self.hidden_sizes.append(payload["hidden_sizes"])
+        self.observation_versions.append(model.observation_version)
         self.labels.append(label)
         if len(self.snapshots) > self.max_size:
-            for kept in (self.snapshots, self.hidden_sizes, self.labels):
+            for kept in (self.snapshots, self.hidden_sizes, self.observation_versions, self.labels):
                 kept.pop(0)
 
     def sample(self, rng: np.random.Generator) -> int:
@@ -75,23 +79,36 @@ class OpponentPool:
 
     def state(self) -> dict[str, Any]:
         """What a checkpoint stores to restore the pool."""
-        return {"snapshots": self.snapshots, "hidden_sizes": self.hidden_sizes, "labels": self.labels}
+        return {
+            "snapshots": self.snapshots,
+            "hidden_sizes": self.hidden_sizes,
+            "observation_versions": self.observation_versions,
+            "labels": self.labels,
+        }
 
-    def load_state(self, state: dict[str, Any], default_hidden_sizes: list[int]) -> None:
+    def load_state(
+        self,
+        state: dict[str, Any],
+        default_hidden_sizes: list[int],
+        default_observation_version: int = OBSERVATION_VERSION,
+    ) -> None:
         """Restore the pool from :meth:`state`; checkpoints written before the pool kept
-        shapes held snapshots of ``default_hidden_sizes`` (the learner's) only."""
+        shapes (or layouts) held snapshots of ``default_hidden_sizes`` (or
+        ``default_observation_version``: the checkpoint's own) only."""
         self.snapshots = list(state["snapshots"])
         self.labels = [int(x) for x in state["labels"]]
         shapes = state.get("hidden_sizes") or [default_hidden_sizes] * len(self.snapshots)
         self.hidden_sizes = [[int(h) for h in sizes] for sizes in shapes]
+        layouts = state.get("observation_versions") or [default_observation_version] * len(self.snapshots)
+        self.observation_versions = [int(v) for v in layouts]
 
     def build(self, index: int, into: ActorCritic | None = None) -> ActorCritic:
-        """Snapshot ``index`` as a network: loaded into ``into`` when that has its shape
-        (no allocation per rollout), else a new :class:`ActorCritic` on ``into``'s device."""
-        sizes = self.hidden_sizes[index]
-        if into is None or list(into.hidden_sizes) != sizes:
+        """Snapshot ``index`` as a network: loaded into ``into`` when that has its shape and
+        layout (no allocation per rollout), else a new :class:`ActorCritic` on ``into``'s device."""
+        sizes, layout = self.hidden_sizes[index], self.observation_versions[index]
+        if into is None or list(into.hidden_sizes) != sizes or into.observation_version != layout:
             device = next(into.parameters()).device if into is not None else torch.device("cpu")
-            into = ActorCritic(sizes).to(device).eval()
+            into = ActorCritic(sizes, observation_version=layout).to(device).eval()
         into.load_state_dict(self.snapshots[index])
         return into
 

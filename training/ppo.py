@@ -37,7 +37,7 @@ from pydantic import Field
 from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
-from loveletter_env.observation import OBSERVATION_SIZE
+from loveletter_env.observation import LAYOUT_SIZES, OBSERVATION_VERSION, observation_for_layout
 from loveletter_env.schema import StrictModel, WholeNumber
 from loveletter_env.validation import check_seed
 
@@ -100,23 +100,34 @@ class ActorCritic(nn.Module):
     One network plays every seat and every table size: the observation vector already
     has one shape for 2, 3 and 4 players, with seats relative to the observer.
     ``forward`` knows nothing of masks, so the module exports to ONNX as is.
+
+    ``observation_version`` is the observation layout the network was trained on: its
+    input layer has that layout's width (:attr:`obs_size`), yet :meth:`forward` always
+    takes the current observation and reads the entries of its own layout
+    (:func:`~loveletter_env.observation.observation_for_layout`). So a network of an
+    older layout plays wherever a network plays, and nothing outside it slices.
     """
 
     def __init__(
         self,
         hidden_sizes: Sequence[int] = (256, 256),
-        obs_size: int = OBSERVATION_SIZE,
+        observation_version: int = OBSERVATION_VERSION,
         num_actions: int = NUM_ACTIONS,
         generator: torch.Generator | None = None,
     ):
         super().__init__()
         if not hidden_sizes or any(int(h) < 1 for h in hidden_sizes):
             raise ValueError(f"hidden_sizes must be a non-empty list of positive sizes, got {list(hidden_sizes)}")
+        if observation_version not in LAYOUT_SIZES:
+            raise ValueError(
+                f"unknown observation version {observation_version!r}; known versions are {sorted(LAYOUT_SIZES)}"
+            )
         self.hidden_sizes = tuple(int(h) for h in hidden_sizes)
-        self.obs_size = obs_size
+        self.observation_version = observation_version
+        self.obs_size = LAYOUT_SIZES[observation_version]
         self.num_actions = num_actions
         layers: list[nn.Module] = []
-        width = obs_size
+        width = self.obs_size
         for h in self.hidden_sizes:
             layers += [nn.Linear(width, h), nn.ReLU()]
             width = h
@@ -136,8 +147,11 @@ class ActorCritic(nn.Module):
             nn.init.zeros_(layer.bias)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``obs`` float ``[B, OBSERVATION_SIZE]`` -> (logits ``[B, 41]``, value ``[B]``)."""
-        features = self.trunk(obs)
+        """``obs`` float ``[B, OBSERVATION_SIZE]`` -> (logits ``[B, 41]``, value ``[B]``).
+
+        ``obs`` is a current observation whatever layout the network was trained on; any
+        other width raises ``ValueError`` naming both layouts (never reshaped)."""
+        features = self.trunk(observation_for_layout(obs, self.observation_version))
         return self.policy_head(features), self.value_head(features).squeeze(-1)
 
 
@@ -460,7 +474,7 @@ class PolicyAgent:
 
     @torch.no_grad()
     def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """float64 [B, 41]: :meth:`action_probabilities` for a batch (``observations`` [B, 646],
+        """float64 [B, 41]: :meth:`action_probabilities` for a batch (``observations`` [B, OBSERVATION_SIZE],
         ``masks`` [B, 41]): the masked softmax when sampling, the argmax when greedy."""
         obs = torch.as_tensor(np.asarray(observations, dtype=np.float32), device=self.device)
         legal = torch.as_tensor(np.asarray(masks).astype(bool), device=self.device)

@@ -28,6 +28,7 @@ import torch
 from tqdm import tqdm
 
 from loveletter_env.agents import make_agent
+from loveletter_env.observation import layout_name
 
 from .checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint
 from .config import ConfigError, TrainConfig, from_dict, save_config, to_dict
@@ -201,7 +202,7 @@ class SelfPlayTrainer:
         if "training" not in ckpt:
             raise CheckpointError("this checkpoint was exported without its training state and cannot be resumed")
         state = ckpt["training"]
-        self.model.load_state_dict(build_model(ckpt).state_dict())
+        self.model.load_state_dict(self._trainable(ckpt, "the run's latest.pt").state_dict())
         self.optimizer.load_state_dict(state["optimizer"])
         if state["act_device"] == self.device.type:
             self.act_gen.set_state(state["act_generator"])
@@ -209,7 +210,7 @@ class SelfPlayTrainer:
             self.act_gen.manual_seed(derive_seed(self.config.seed, 1, int(ckpt["update"])))
         self.update_gen.set_state(state["update_generator"])
         self.rng.bit_generator.state = state["numpy_rng"]
-        self.pool.load_state(state["pool"], list(self.config.model.hidden_sizes))
+        self.pool.load_state(state["pool"], list(self.config.model.hidden_sizes), ckpt["observation_version"])
         self.best_score = float(state["best_score"])
         self.magnet.load_state_dict(state["magnet"] if "magnet" in state else self.model.state_dict())
         self.update = int(ckpt["update"])
@@ -222,8 +223,21 @@ class SelfPlayTrainer:
                 f"model.init_from {path!r} has hidden_sizes {source['model']['hidden_sizes']}, "
                 f"but model.hidden_sizes is {self.config.model.hidden_sizes}"
             )
-        self.model.load_state_dict(build_model(source).state_dict())
+        self.model.load_state_dict(self._trainable(source, f"model.init_from {path!r}").state_dict())
         self.magnet.load_state_dict(self.model.state_dict())
+
+    def _trainable(self, ckpt: dict[str, Any], what: str) -> ActorCritic:
+        """The network of ``ckpt`` (named ``what`` in messages), refused unless it reads the
+        observation layout training feeds: older layouts play, but a network's input layer
+        cannot grow into a new layout's entries."""
+        model = build_model(ckpt)
+        if model.observation_version != self.model.observation_version:
+            raise ConfigError(
+                f"{what} holds a network trained on {layout_name(model.obs_size)}, but training uses "
+                f"{layout_name(self.model.obs_size)}: such a network still plays (evaluate, play, export), "
+                "but training it further needs a new run"
+            )
+        return model
 
     def checkpoint_payload(self, with_training_state: bool = True) -> dict[str, Any]:
         payload = {

@@ -73,7 +73,7 @@ class GuidedSearchAgent(KeptCardSearchAgent):
     """Search over sampled deals, guided by a policy/value network.
 
     Args:
-        policy: the network (``forward(obs [B, 646]) -> (logits [B, 41], value [B])``) or
+        policy: the network (``forward(obs [B, OBSERVATION_SIZE]) -> (logits [B, 41], value [B])``) or
             the path of a checkpoint / run folder holding one. Required.
         seed: seed of the agent's generator (deals, sampled replies, tie breaks).
         iterations: positions evaluated per decision, the strength/time budget, shared by
