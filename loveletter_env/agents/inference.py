@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from .. import engine
 from ..actions import ACTION_CARD
 from ..cards import CARD_COUNTS, CARD_VALUES, HANDMAID, PRIEST
-from ..observation import ObservationView, view_rule_fields
+from ..observation import ObservationView
 from .base import hand_distribution
 from .belief import action_scores
 
@@ -76,7 +76,8 @@ def decision_view(view: ObservationView, offset: int, kept: int, our_card: int =
         to_act=0,
         deck_size=view.deck_size + draws_since,
         tokens_to_win=view.tokens_to_win,
-        **view_rule_fields(view.rules()),
+        discard_sum_tiebreak=view.discard_sum_tiebreak,
+        king_ignores_handmaid=view.king_ignores_handmaid,
         unseen=unseen,
     )
 
