@@ -30,8 +30,8 @@ from open_spiel.python.algorithms import cfr, expected_game_score, exploitabilit
 import loveletter_env  # noqa: E402
 from loveletter_env import engine  # noqa: E402
 from loveletter_env.cards import BARON, FULL_DECK, GUARD, KING, PRIEST, PRINCE  # noqa: E402
-from loveletter_env.observation import encode_observation  # noqa: E402
-from loveletter_env.openspiel import GAME_NAME, INFORMATION_KINDS, LoveLetterState, round_returns  # noqa: E402
+from loveletter_env.observation import SLICES, encode_observation  # noqa: E402
+from loveletter_env.openspiel import GAME_NAME, LoveLetterState, round_returns  # noqa: E402
 from loveletter_env.rules import PRESETS  # noqa: E402
 
 RUNGS = tuple(name for name, rules in PRESETS.items() if rules.is_rung)
@@ -40,8 +40,8 @@ FULL_PRESETS = tuple(name for name in PRESETS if name not in RUNGS)
 TABLES = [(n, name) for name in FULL_PRESETS for n in (2, 3, 4)] + [(2, name) for name in RUNGS]
 
 
-def load(players: int = 2, rules: str = "classic", information: str = "full") -> pyspiel.Game:
-    return pyspiel.load_game(GAME_NAME, {"players": players, "rules": rules, "information": information})
+def load(players: int = 2, rules: str = "classic") -> pyspiel.Game:
+    return pyspiel.load_game(GAME_NAME, {"players": players, "rules": rules})
 
 
 def random_deck(rules: str, rng: random.Random) -> tuple[int, ...]:
@@ -88,7 +88,7 @@ def test_registered_with_default_parameters():
     assert GAME_NAME in pyspiel.registered_names()
     game = pyspiel.load_game(GAME_NAME)
     assert game.num_players() == 2
-    assert game.get_parameters() == {"players": 2, "rules": "classic", "information": "full"}
+    assert game.get_parameters() == {"players": 2, "rules": "classic"}
     kind = game.get_type()
     assert kind.chance_mode == pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC
     assert kind.information == pyspiel.GameType.Information.IMPERFECT_INFORMATION
@@ -112,12 +112,21 @@ def test_every_table_size_and_preset_loads(players, rules):
         ({"players": 1}, "players must be 2, 3 or 4, got 1"),
         ({"rules": "nope"}, "rules must be one of"),
         ({"rules": ""}, "rules must be one of"),
-        ({"information": "perfect"}, "information must be one of"),
     ],
 )
 def test_bad_parameters_are_refused_by_name(params, message):
     with pytest.raises(ValueError, match=message):
         pyspiel.load_game(GAME_NAME, params)
+
+
+def test_the_retired_information_parameter_is_refused():
+    """There is one game, the table's: the information state is the env's observation."""
+    with pytest.raises(pyspiel.SpielError, match="Unknown parameter 'information'"):
+        pyspiel.load_game(GAME_NAME, {"information": "full"})
+    from loveletter_env.openspiel import LoveLetterGame
+
+    with pytest.raises(ValueError, match="'information' is retired: a player's information state is the env's"):
+        LoveLetterGame({"information": "observations"})
 
 
 def test_unknown_or_mistyped_parameters_are_refused():
@@ -147,9 +156,8 @@ def test_only_single_player_observers_exist():
 
 
 @pytest.mark.parametrize(("players", "rules"), TABLES)
-@pytest.mark.parametrize("information", INFORMATION_KINDS)
-def test_random_sim_test(players, rules, information):
-    game = pyspiel.load_game(GAME_NAME, {"players": players, "rules": rules, "information": information})
+def test_random_sim_test(players, rules):
+    game = load(players, rules)
     pyspiel.random_sim_test(game, num_sims=10, serialize=True, verbose=False)
 
 
@@ -439,40 +447,37 @@ def test_what_a_priest_shows_reaches_only_its_player():
 
 @pytest.mark.parametrize(("players", "rules"), TABLES)
 def test_information_states_have_perfect_recall(players, rules):
-    """A player's later information state extends every earlier one: nothing is forgotten."""
+    """A player's later information state extends every earlier one: the card it was dealt and
+    every move slot it had stay as they were (tensor), and so does its string's prefix."""
     game = load(players, rules)
     rng = random.Random(3)
-    observer = game.make_py_observer(pyspiel.IIGObservationType(perfect_recall=True))
-    history_pieces = [name for name in observer.dict if name != "observation"]
+    kept = np.zeros(loveletter_env.OBSERVATION_SIZE, bool)
+    kept[SLICES["dealt"]] = kept[SLICES["moves"]] = True
     for _ in range(5):
         states = [s for s in play_randomly(game.new_initial_state(), rng) if not s.is_chance_node()]
         for player in range(players):
-            earlier_string, earlier_pieces = None, None
+            earlier = None
             for state in states:
-                string = state.information_state_string(player)
-                observer.set_from(state, player)
-                pieces = {name: observer.dict[name].copy() for name in history_pieces}
-                if earlier_string is not None:
-                    assert string.startswith(earlier_string)
-                    for name in history_pieces:
-                        was = earlier_pieces[name] != 0
-                        np.testing.assert_array_equal(pieces[name][was], earlier_pieces[name][was])
-                earlier_string, earlier_pieces = string, pieces
+                tensor = np.array(state.information_state_tensor(player))
+                assert tensor.tolist() == state.observation_tensor(player)  # one vector, two names
+                if earlier is not None:
+                    was = kept & (earlier != 0)
+                    np.testing.assert_array_equal(tensor[was], earlier[was])
+                earlier = tensor
 
 
-def test_a_missed_guess_is_heard_in_full_and_not_in_observations():
-    """The env's observation does not show a missed Guard's guess against the observer."""
-    for information, differ in (("full", True), ("observations", False)):
-        game = load(2, information=information)
-        seen = []
-        for guess in (PRINCE, KING):
-            state = dealt(game, deal_deck(2, hands={0: PRIEST, 1: GUARD}, draws=[PRIEST, BARON]))
-            state.apply_action(loveletter_env.encode_action(PRIEST, 1))  # player_0 sees the Guard
-            state.apply_action(loveletter_env.encode_action(GUARD, 1, guess))  # player_1 misses
-            assert state.current_player() == 0
-            seen.append((state.information_state_string(0), state.information_state_tensor(0)))
-        assert (seen[0][0] != seen[1][0]) is differ
-        assert (seen[0][1] != seen[1][1]) is differ
+def test_a_missed_guess_is_heard():
+    """The card a Guard names is announced: a miss against player_0 is in its information state."""
+    game = load(2)
+    seen = []
+    for guess in (PRINCE, KING):
+        state = dealt(game, deal_deck(2, hands={0: PRIEST, 1: GUARD}, draws=[PRIEST, BARON]))
+        state.apply_action(loveletter_env.encode_action(PRIEST, 1))  # player_0 sees the Guard
+        state.apply_action(loveletter_env.encode_action(GUARD, 1, guess))  # player_1 misses
+        assert state.current_player() == 0
+        seen.append((state.information_state_string(0), state.information_state_tensor(0)))
+    assert seen[0][0] != seen[1][0]
+    assert seen[0][1] != seen[1][1]
 
 
 def _walk(game, visit, state=None, moves=(), observations=None):
@@ -528,26 +533,6 @@ def test_full_information_states_are_every_move_and_the_observation_after_it():
     assert len({s for s, _ in strings}) > 900  # the walk reached the whole tree (995 information sets)
 
 
-@pytest.mark.slow
-def test_observation_information_states_are_the_observations_at_own_decisions():
-    game = load(2, "mini6", "observations")
-    pairs = []
-
-    def visit(state, moves, observations):
-        player = state.current_player()
-        own = tuple(action for actor, action in moves if actor == player)
-        # The player's observations at its own decisions: after the deal, or after a move by the other.
-        at_decisions = tuple(
-            obs
-            for i, obs in enumerate(observations[player])
-            if i == len(moves) or (i < len(moves) and moves[i][0] == player)
-        )
-        pairs.append((state.information_state_string(player), (player, own, at_decisions)))
-
-    _walk(game, visit)
-    _same_partition(pairs)
-
-
 # The cross-check with training.solve -------------------------------------------------------
 
 #: CFR+ iterations of OpenSpiel's own solver in the cross-check: enough that its best responses
@@ -558,32 +543,28 @@ OPENSPIEL_CFR_ITERATIONS = 10
 
 class _SolvedPolicyInOpenSpiel(policy_lib.Policy):
     """A ``training.solve`` equilibrium as an OpenSpiel policy. The solver keys a decision by
-    the player's previous decision, the action taken there, (with ``information="full"``) the
-    other player's action just before, and the observation now; this replays the round to
-    find that chain."""
+    the player's previous decision, the action taken there and the observation now; this
+    replays the round's moves to find that chain."""
 
     def __init__(self, game, solved, observation_key):
         super().__init__(game, [0, 1])
         self.solved = solved
         self.observation_key = observation_key
-        heard = getattr(solved, "infoset_heard", np.full(solved.infoset_parent.shape, -1))
-        chains = zip(solved.infoset_parent, solved.infoset_parent_action, heard)
-        self.index = {(int(p), int(a), int(h), solved.key(i)): i for i, (p, a, h) in enumerate(chains)}
-        self.hears_moves = game.plan.information == "full"
+        chains = zip(solved.infoset_parent, solved.infoset_parent_action)
+        self.index = {(int(p), int(a), solved.key(i)): i for i, (p, a) in enumerate(chains)}
 
     def action_probabilities(self, state, player_id=None):
         player = state.current_player()
         replay = engine.new_game(2, state.engine.deck, 0, state.engine.rules)
-        parent, action_there, heard = -1, -1, -1
-        for snap in state.snapshots[1:]:
-            if snap.actor == player:
+        moves = state.history()[len(state.history()) - len(state.engine.history) :]
+        parent, action_there = -1, -1
+        for action in moves:
+            if replay.current == player:
                 key = self.observation_key(encode_observation(replay, player))
-                parent, action_there, heard = self.index[(parent, action_there, heard, key)], snap.action, -1
-            elif self.hears_moves:
-                heard = snap.action
-            engine.step(replay, snap.action)
+                parent, action_there = self.index[(parent, action_there, key)], action
+            engine.step(replay, action)
         key = self.observation_key(encode_observation(state.engine, player))
-        distribution = self.solved.distribution(self.index[(parent, action_there, heard, key)])
+        distribution = self.solved.distribution(self.index[(parent, action_there, key)])
         return {a: float(distribution[a]) for a in state.legal_actions()}
 
 
@@ -602,28 +583,17 @@ def _solver():
     return pytest.importorskip("training.solve", reason="training.solve (the exact solver) is not in this tree")
 
 
-#: training.solve's "full" information sets hold the player's observation at its own decisions
-#: and every move, not its observation after every move: a player there forgets which of its
-#: two cards it was dealt, and so which one an opponent's Priest saw or Baron compared before
-#: its draw. OpenSpiel's "full" game remembers, and its best response gains 0.0048 (score units)
-#: against the solver's "full" equilibrium, whose own exploitability is under 0.0001.
-SOLVER_FULL_FORGETS = pytest.mark.xfail(
-    strict=True, reason="training.solve's full information sets forget what a player saw between its decisions"
-)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("information", [pytest.param("full", marks=SOLVER_FULL_FORGETS), "observations"])
-def test_mini6_openspiel_measures_training_solves_equilibrium_as_it_does(information):
+def test_mini6_openspiel_measures_training_solves_equilibrium_as_it_does():
     """OpenSpiel's exact best responses to the solver's equilibrium find what the solver finds:
     its nash_conv is 4 times, its exploitability 2 times the solver's exploitability, and they
     bracket the solver's first-player value."""
     solve = _solver()
     from loveletter_env.agents.solved import observation_key
 
-    result = solve.solve("mini6", iterations=2000, target=1e-4, information=information)
+    result = solve.solve("mini6", iterations=2000, target=1e-4)
     assert result.exploitability <= 1e-4
-    game = load(2, "mini6", information)
+    game = load(2, "mini6")
     solved = _SolvedPolicyInOpenSpiel(game, result.policy, observation_key)
     conv, lower, upper = _value_bracket(game, solved)
     assert conv / 4 == pytest.approx(result.exploitability, abs=1e-9)
@@ -636,7 +606,7 @@ def test_mini6_openspiel_cfr_brackets_training_solves_value():
     """OpenSpiel's own CFR+, on the game the solver solves by default, brackets the solver's
     value for player 0 (OpenSpiel's units: 2 * score - 1)."""
     result = _solver().solve("mini6", iterations=2000, target=1e-4)
-    game = load(2, "mini6", "observations")
+    game = load(2, "mini6")
     openspiel_cfr = cfr.CFRPlusSolver(game)
     for _ in range(OPENSPIEL_CFR_ITERATIONS):
         openspiel_cfr.evaluate_and_update_policy()
