@@ -272,6 +272,8 @@ def test_rollout_records_legal_linked_decisions(tmp_path, table):
     assert set(buffer.rewards[:n][buffer.terminal[:n]].tolist()) <= {-1.0, 1.0}
     batch = buffer.batch(1.0, 0.95)
     assert 0 < len(batch) <= n
+    # The env's observation bytes are stored as bytes, a quarter of float32's memory.
+    assert buffer.obs.dtype == torch.uint8 and batch.obs.dtype == torch.uint8
 
 
 def test_bot_games_train_only_the_learner_seat(tmp_path):
