@@ -312,7 +312,8 @@ def test_observations_into_caller_buffer_and_advance(device):
         (lambda d: torch.full((6, OBSERVATION_SIZE), 5.0, device=d), "uint8"),  # float32, as observations once were
         (lambda d: torch.full((6, OBSERVATION_SIZE), 5, dtype=torch.int64, device=d), "uint8"),
         (lambda d: torch.full((6, OBSERVATION_SIZE + 1), 5, dtype=torch.uint8, device=d), f"[6, {OBSERVATION_SIZE}]"),
-    ],    ids=("float32", "int64", "wrong-shape"),
+    ],
+    ids=("float32", "int64", "wrong-shape"),
 )
 def test_out_buffer_of_wrong_dtype_or_shape_is_refused_and_changes_nothing(device, bad, expected):
     """``step``, ``step_random`` and ``observe`` refuse an ``out`` that is not uint8

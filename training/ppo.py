@@ -474,6 +474,7 @@ class PolicyAgent:
 
     @torch.no_grad()
     def act_batch(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Actions for a batch: ``obs`` float ``[B, OBSERVATION_SIZE]``, ``mask`` bool ``[B, 41]``."""
-        logits, _ = self.model(obs.to(self.device))
+        """Actions for a batch: ``obs`` ``[B, OBSERVATION_SIZE]`` (the batched env's uint8, or
+        float), ``mask`` bool ``[B, 41]``."""
+        logits, _ = self.model(obs.to(self.device).float())
         return sample_actions(logits, mask.to(self.device), self.generator, greedy=self.greedy)

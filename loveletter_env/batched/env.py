@@ -82,9 +82,9 @@ class BatchedLoveLetter:
 
     Observations are those of :func:`loveletter_env.observation.encode_observation`
     for the player to act, as ``uint8`` (:data:`OBSERVATION_DTYPE`: one byte an entry,
-    the same whole numbers the reference encoder gives as float32); masks are :func:`loveletter_env.engine.legal_mask`'s; rewards
-    are +1 to each winner and -1 to every other seat at an episode's end (0 for padding
-    seats).
+    the same whole numbers the reference encoder gives as float32); masks are
+    :func:`loveletter_env.engine.legal_mask`'s; rewards are +1 to each winner and -1 to
+    every other seat at an episode's end (0 for padding seats).
     """
 
     def __init__(
