@@ -193,7 +193,7 @@ def bench_batched(
     yet compiled."""
     import torch
 
-    from .batched import BatchedLoveLetter
+    from .batched import OBSERVATION_DTYPE, BatchedLoveLetter
     from .core.sampling import new_generator, sample_legal
     from .observation import OBSERVATION_SIZE
 
@@ -206,7 +206,11 @@ def bench_batched(
     generator = torch.Generator(device=device).manual_seed(seed)
     sampler_state = new_generator(seed)
     actions = torch.zeros(batch, dtype=torch.long, device=device)
-    buffer = torch.empty(batch, OBSERVATION_SIZE, device=device) if observations == "buffer" else None
+    buffer = (
+        torch.empty(batch, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=device)
+        if observations == "buffer"
+        else None
+    )
     env.reset()
 
     def sample(mask: torch.Tensor) -> torch.Tensor:
@@ -396,9 +400,11 @@ def main(argv: list[str] | None = None) -> None:
                     f"  (d') / (g) per CPU-second: {medians['buffer', 'step'] / cpu:.2f}  "
                     "(both draw their actions inside the step)"
                 )
-    from .batched import BatchedLoveLetter
+    from .batched import OBSERVATION_DTYPE, BatchedLoveLetter
 
     print(f"  batched state: {BatchedLoveLetter(1, n, device=args.device).state_bytes_per_game()} bytes per game")
+    obs_bytes = OBSERVATION_SIZE * OBSERVATION_DTYPE.itemsize
+    print(f"  batched observation: {obs_bytes:,} bytes ({OBSERVATION_SIZE:,} entries, {OBSERVATION_DTYPE})")
 
 
 if __name__ == "__main__":

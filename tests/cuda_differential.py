@@ -98,7 +98,7 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> i
         round_winners=np.zeros((n, 4), np.uint8), tokens=np.zeros((n, 4), np.int8), current=np.zeros(n, np.int64),
     )  # fmt: skip  # the dtypes the env passes (core.gpu.KERNEL_SIGNATURES): bools as bytes
     device_outputs = {name: cuda.to_device(value) for name, value in outputs.items()}
-    observations = cuda.to_device(np.zeros((n, OBSERVATION_SIZE), np.float32))
+    observations = cuda.to_device(np.zeros((n, OBSERVATION_SIZE), np.uint8))  # the env's dtype, one byte an entry
     rounds = 0
     for step in range(steps):
         host_masks = masks.copy_to_host().astype(np.bool_)
@@ -190,6 +190,7 @@ def play_env(sizes: list[int], rules: str, episode: str, steps: int, seed: int) 
     rounds = 0
     for step in range(steps):
         _check(mask.numpy(), np.array([engine.legal_mask(game) for game in games], bool), "env mask")
+        assert obs.dtype == torch.uint8, obs.dtype
         _check(obs.numpy(), np.stack([encode_observation(game, game.current) for game in games]), "env obs")
         if step % 3 == 2:
             seats = (env.current_player + 1) % env.num_players

@@ -1,7 +1,8 @@
 """Differential tests: the batched env (on the compiled core, CPU and CUDA) against the scalar engine.
 
 Random legal play drives both with the same decks and actions; every legal mask,
-observation (every seat's, bit for bit), reward, done flag and full game state must agree.
+observation (every seat's, value for value: uint8 here, float32 from the reference
+encoder), reward, done flag and full game state must agree.
 """
 
 from __future__ import annotations
@@ -87,12 +88,19 @@ class ScalarMirror:
         expected_mask = np.array([engine.legal_mask(game) for game in self.games], dtype=bool)
         np.testing.assert_array_equal(mask.cpu().numpy(), expected_mask)
         expected_obs = np.stack([encode_observation(game, game.current) for game in self.games])
-        np.testing.assert_array_equal(obs.cpu().numpy(), expected_obs)
+        _assert_same_observations(obs, expected_obs)
         sizes = env.num_players
         for k in range(1, 4):  # every other seat's view too
             seats = (env.current_player + k) % sizes
             expected = np.stack([encode_observation(game, int(s)) for game, s in zip(self.games, seats)])
-            np.testing.assert_array_equal(env.observe(seats).cpu().numpy(), expected)
+            _assert_same_observations(env.observe(seats), expected)
+
+
+def _assert_same_observations(obs: torch.Tensor, expected: np.ndarray) -> None:
+    """The env's bytes hold exactly the reference encoder's float32 values (compared as
+    float32, into which every byte converts exactly, so a fractional value would fail)."""
+    assert obs.dtype == torch.uint8
+    np.testing.assert_array_equal(obs.cpu().numpy().astype(np.float32), expected.astype(np.float32, copy=False))
 
 
 def _play_differential(env: BatchedLoveLetter, steps: int, seed: int, decks=None) -> int:
@@ -205,7 +213,8 @@ def test_same_seed_same_episodes(device):
 def test_shapes_dtypes_and_padding():
     env = BatchedLoveLetter(6, [2, 3, 4, 2, 3, 4], seed=0)
     obs, mask = env.reset()
-    assert obs.shape == (6, OBSERVATION_SIZE) and obs.dtype == torch.float32
+    assert obs.shape == (6, OBSERVATION_SIZE) and obs.dtype == torch.uint8
+    assert obs.element_size() * obs.shape[1] == 1382  # bytes an observation
     assert mask.shape == (6, NUM_ACTIONS) and mask.dtype == torch.bool
     assert env.current_player.dtype == torch.long and env.num_players.tolist() == [2, 3, 4, 2, 3, 4]
     _, _, rewards, dones, _ = env.step(_sample(mask, torch.Generator().manual_seed(0)))
@@ -278,7 +287,7 @@ def test_observations_into_caller_buffer_and_advance(device):
     observations; both give what a fresh ``step`` gives."""
     envs = [BatchedLoveLetter(40, [2, 3, 4, 3] * 10, episode="game", seed=2, device=device) for _ in range(3)]
     masks = [env.reset()[1] for env in envs]
-    buffer = torch.full((40, OBSERVATION_SIZE), 7.0, device=device)
+    buffer = torch.full((40, OBSERVATION_SIZE), 7, dtype=torch.uint8, device=device)
     generator = torch.Generator().manual_seed(3)
     for _ in range(25):
         actions = _sample(masks[0], generator)
@@ -294,6 +303,52 @@ def test_observations_into_caller_buffer_and_advance(device):
         envs[1].step(_sample(masks[0], generator), out=torch.zeros(40, OBSERVATION_SIZE - 1, device=device))
     with pytest.raises(ValueError, match="out"):
         envs[1].observe(envs[1].current_player, out=torch.zeros(OBSERVATION_SIZE, 40, device=device).t())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "bad, expected",
+    [
+        (lambda d: torch.full((6, OBSERVATION_SIZE), 5.0, device=d), "uint8"),  # float32, as observations once were
+        (lambda d: torch.full((6, OBSERVATION_SIZE), 5, dtype=torch.int64, device=d), "uint8"),
+        (lambda d: torch.full((6, OBSERVATION_SIZE + 1), 5, dtype=torch.uint8, device=d), f"[6, {OBSERVATION_SIZE}]"),
+    ],
+    ids=("float32", "int64", "wrong-shape"),
+)
+def test_out_buffer_of_wrong_dtype_or_shape_is_refused_and_changes_nothing(device, bad, expected):
+    """``step``, ``step_random`` and ``observe`` refuse an ``out`` that is not uint8
+    ``[N, OBSERVATION_SIZE]``, in a sentence naming what they expect, before any game, mask,
+    generator or the buffer itself changes."""
+    from loveletter_env.core.sampling import new_generator
+
+    env = BatchedLoveLetter(6, [2, 3, 4] * 2, seed=5, device=device)
+    _, mask = env.reset()
+    actions = _sample(mask, torch.Generator().manual_seed(0))
+    state, current = env.state.tensors(), env.current_player.clone()
+    generator = None if env.generator is None else env.generator.get_state()
+    sampler = new_generator(3)
+    sampler_before = sampler.copy()
+    out = bad(device)
+    calls = {
+        "step": lambda: env.step(actions, out=out),
+        "step_random": lambda: env.step_random(sampler, out=out),
+        "observe": lambda: env.observe(env.current_player, out=out),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError) as error:
+            call()
+        message = str(error.value)
+        assert message.startswith("out must be a uint8 tensor") and expected in message, (name, message)
+        assert str(out.dtype) in message and "\n" not in message, (name, message)
+    assert (out == 5).all()  # not written
+    assert np.array_equal(sampler, sampler_before)
+    assert torch.equal(env.action_mask, mask) and torch.equal(env.current_player, current)
+    for name, value in env.state.tensors().items():
+        assert torch.equal(value, state[name]), name
+    if generator is not None:
+        assert torch.equal(env.generator.get_state(), generator)
+    # The same calls with a proper buffer go through.
+    env.step(actions, out=torch.empty(6, OBSERVATION_SIZE, dtype=torch.uint8, device=device))
 
 
 def test_observe_rejects_bad_seats():
@@ -566,7 +621,7 @@ def test_random_steps_play_what_the_sampler_draws_from_the_masks(episode, device
     fused_sampler, separate_sampler = new_generator(7), new_generator(7)
     _, mask = fused.reset()
     separate.reset()
-    buffer = torch.full((40, OBSERVATION_SIZE), 9.0, device=device)
+    buffer = torch.full((40, OBSERVATION_SIZE), 9, dtype=torch.uint8, device=device)
     for turn in range(150):
         drawn = torch.zeros(40, dtype=torch.long)
         sample_legal(mask.cpu().numpy(), separate_sampler, drawn.numpy())

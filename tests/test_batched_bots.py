@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import loveletter_env
 from loveletter_env.agents.batched_bots import BatchedRandomBots, BatchedRuleBots
@@ -57,3 +58,25 @@ def test_batches_of_slots_and_bad_input():
         bots.act(np.array([0]), *batch)
     with pytest.raises(ValueError, match="legal action"):
         bots.act(np.array([0, 1]), batch[0], np.zeros_like(batch[1]))
+
+
+@pytest.mark.parametrize("kind", ("rule", "random"))
+def test_batched_env_bytes_give_the_moves_of_float_observations(kind):
+    """The batched env's uint8 observations, read as they are, give the moves the same
+    values as float32 (the AEC env's dtype) give, slot for slot and turn after turn."""
+    from loveletter_env.batched import BatchedLoveLetter
+
+    bot_class = BatchedRuleBots if kind == "rule" else BatchedRandomBots
+    seeds = list(range(64))
+    on_bytes, on_floats = bot_class(seeds), bot_class(seeds)
+    env = BatchedLoveLetter(64, [2, 3, 4, 2] * 16, episode="game", seed=3)
+    obs, mask = env.reset()
+    slots = np.arange(64)
+    for _ in range(120):
+        assert obs.dtype == torch.uint8
+        moves = on_bytes.act(slots, obs.numpy(), mask.numpy())
+        assert moves.tolist() == on_floats.act(slots, obs.numpy().astype(np.float32), mask.numpy()).tolist()
+        obs, mask, _, dones, _ = env.step(torch.from_numpy(moves))
+        done = dones.nonzero().flatten().numpy()
+        on_bytes.reset(done)
+        on_floats.reset(done)

@@ -186,6 +186,31 @@ def test_update_raises_the_probability_of_advantaged_actions_and_keeps_masks():
     assert set(stats) >= {"policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction", "explained_variance"}
 
 
+def test_update_reads_byte_observations_as_their_values():
+    """The batched env's uint8 observations, as rollout storage keeps them, train exactly as
+    their float32 values do (the update converts at the network), the magnet term included."""
+    torch_gen = torch.Generator().manual_seed(0)
+    byte_obs = torch.randint(0, 16, (48, OBSERVATION_SIZE), dtype=torch.uint8, generator=torch_gen)
+    mask = torch.zeros(48, NUM_ACTIONS, dtype=torch.bool)
+    mask[:, [3, 7, 30]] = True
+    actions = torch.tensor([3, 7, 30] * 16)
+    advantages = torch.linspace(-1.0, 1.0, 48)
+    cfg = PPOConfig(learning_rate=3e-3, update_epochs=2, num_minibatches=2, magnet_coef=0.1)
+    results = []
+    for obs in (byte_obs, byte_obs.float()):
+        model = ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(1))
+        magnet = ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(2))
+        with torch.no_grad():
+            logits, values = model(obs.float())
+        batch = RolloutBatch(obs, mask, actions, action_log_prob(logits, mask, actions), values, advantages, values)
+        optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
+        stats = ppo_update(model, optimizer, batch, cfg, torch.Generator().manual_seed(3), magnet=magnet)
+        results.append((stats, model.state_dict()))
+    (byte_stats, byte_weights), (float_stats, float_weights) = results
+    assert byte_stats == float_stats
+    assert all(torch.equal(byte_weights[k], float_weights[k]) for k in byte_weights)
+
+
 def test_update_refuses_an_empty_batch():
     model = ActorCritic(hidden_sizes=(8,))
     empty = RolloutBatch(

@@ -6,6 +6,7 @@ import csv
 import typing
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -272,6 +273,8 @@ def test_rollout_records_legal_linked_decisions(tmp_path, table):
     assert set(buffer.rewards[:n][buffer.terminal[:n]].tolist()) <= {-1.0, 1.0}
     batch = buffer.batch(1.0, 0.95)
     assert 0 < len(batch) <= n
+    # The env's observation bytes are stored as bytes, a quarter of float32's memory.
+    assert buffer.obs.dtype == torch.uint8 and batch.obs.dtype == torch.uint8
 
 
 def test_bot_games_train_only_the_learner_seat(tmp_path):
@@ -307,6 +310,26 @@ def test_bot_specs_with_options_play_as_training_opponents(tmp_path):
     assert buffer.size > 0 and bots and all(bot.iterations == 3 for bot in bots)
     with pytest.raises(ConfigError, match=r"opponents.bot_names: bot 'ismcts:iteration=3' cannot be built .*no option"):
         load_config(None, ["opponents.bot_names=[ismcts:iteration=3]"])
+
+
+def test_python_bots_see_the_aec_envs_float32_observations(tmp_path, monkeypatch):
+    """Bots without a compiled version play on float32 vectors, as in the AEC env, though
+    the batched env writes bytes."""
+    from loveletter_env.agents.ismcts import ISMCTSAgent
+
+    seen = []
+    act = ISMCTSAgent.act
+
+    def recording_act(self, observation):
+        seen.append(observation["observation"].dtype)
+        return act(self, observation)
+
+    monkeypatch.setattr(ISMCTSAgent, "act", recording_act)
+    bots = ["opponents.current=0", "opponents.past=0", "opponents.bots=1", "opponents.bot_names=[ismcts:iterations=3]"]
+    trainer = SelfPlayTrainer(load_config(None, TINY + bots), tmp_path, progress=False)
+    trainer._make_env()
+    trainer.collect_rollout()
+    assert seen and set(seen) == {np.dtype(np.float32)}
 
 
 def test_init_from_starts_with_the_given_weights(tmp_path):

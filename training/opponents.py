@@ -186,5 +186,7 @@ class Seating:
         for i in np.flatnonzero(~compiled).tolist():
             g = int(games[i])
             bot = self.bots_for(g, self.bot_name[g])[seat[g]]
-            picked[i] = bot.act({"observation": obs_np[i], "action_mask": mask_np[i]})
+            # Python bots get the AEC env's float32 observation; the batched env's are bytes.
+            observation = obs_np[i].astype(np.float32)
+            picked[i] = bot.act({"observation": observation, "action_mask": mask_np[i]})
         return torch.from_numpy(picked).to(obs.device)

@@ -267,7 +267,7 @@ def compute_gae(
 class RolloutBatch:
     """Resolved learner transitions of one rollout, flat over games, seats and time."""
 
-    obs: torch.Tensor  # float [B, OBSERVATION_SIZE]
+    obs: torch.Tensor  # uint8 [B, OBSERVATION_SIZE] as the batched env writes them (or float); .float() at the network
     masks: torch.Tensor  # bool [B, 41]
     actions: torch.Tensor  # long [B]
     logprobs: torch.Tensor  # float [B], under the policy that acted
@@ -320,7 +320,7 @@ def normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
 
 def ppo_losses(model: nn.Module, batch: RolloutBatch, cfg: PPOConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Total loss of one minibatch and its pieces (for logging)."""
-    logits, new_values = model(batch.obs)
+    logits, new_values = model(batch.obs.float())
     new_logprobs = action_log_prob(logits, batch.masks, batch.actions)
     entropy = masked_entropy(logits, batch.masks).mean()
     advantages = normalize(batch.advantages) if cfg.norm_adv else batch.advantages
@@ -372,7 +372,7 @@ def ppo_update(
         if magnet is None:
             raise ValueError("ppo.magnet_coef > 0 needs a magnet network: pass magnet= to ppo_update")
         with torch.no_grad():
-            magnet_logits, _ = magnet(batch.obs)
+            magnet_logits, _ = magnet(batch.obs.float())
         batch = dataclasses.replace(batch, magnet_log_probs=masked_log_probs(magnet_logits, batch.masks))
     minibatch = max(1, size // cfg.num_minibatches)
     totals: dict[str, float] = {}
@@ -488,6 +488,7 @@ class PolicyAgent:
 
     @torch.no_grad()
     def act_batch(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Actions for a batch: ``obs`` float ``[B, OBSERVATION_SIZE]``, ``mask`` bool ``[B, 41]``."""
-        logits, _ = self.model(obs.to(self.device))
+        """Actions for a batch: ``obs`` ``[B, OBSERVATION_SIZE]`` (the batched env's uint8, or
+        float), ``mask`` bool ``[B, 41]``."""
+        logits, _ = self.model(obs.to(self.device).float())
         return sample_actions(logits, mask.to(self.device), self.generator, greedy=self.greedy)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.batched import OBSERVATION_DTYPE
 from loveletter_env.observation import OBSERVATION_SIZE
 from loveletter_env.validation import MAX_PLAYERS
 
@@ -27,7 +28,8 @@ class RolloutBuffer:
     """
 
     def __init__(self, capacity: int, num_games: int, device: torch.device):
-        self.obs = torch.zeros(capacity, OBSERVATION_SIZE, device=device)
+        # The env's bytes, kept as bytes: a quarter of float32's memory; the network converts.
+        self.obs = torch.zeros(capacity, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=device)
         self.masks = torch.zeros(capacity, NUM_ACTIONS, dtype=torch.bool, device=device)
         self.actions = torch.zeros(capacity, dtype=torch.long, device=device)
         self.logprobs = torch.zeros(capacity, device=device)

@@ -380,12 +380,17 @@ class BatchedBots:
 
     def act(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """int64 [B]: the moves of ``slots`` (int [B]) given their ``observations``
-        (float32 [B, 646]) and legal ``masks`` ([B, 41], at least one legal each)."""
+        ([B, OBSERVATION_SIZE]: the batched env's uint8 or the AEC env's float32) and legal
+        ``masks`` ([B, 41], at least one legal each)."""
         slots = np.asarray(slots, dtype=np.int64)
         size = len(self)
         if slots.ndim != 1 or (len(slots) and (slots.min() < 0 or slots.max() >= size)):
             raise ValueError(f"slots must be a 1-D array of slot indices in 0..{size - 1}")
-        observations = np.ascontiguousarray(observations, dtype=np.float32)
+        observations = np.asarray(observations)
+        # Bytes (the batched env's) are read as they are, with no float copy of the batch;
+        # the compiled bots read either dtype alike (each entry is a small whole number).
+        dtype = np.uint8 if observations.dtype == np.uint8 else np.float32
+        observations = np.ascontiguousarray(observations, dtype=dtype)
         masks = np.ascontiguousarray(masks).astype(np.bool_, copy=False)
         if observations.shape != (len(slots), OBSERVATION_SIZE) or masks.shape != (len(slots), NUM_ACTIONS):
             raise ValueError(

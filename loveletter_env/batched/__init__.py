@@ -5,8 +5,15 @@ tensors, bit-identical to the scalar engine (kept honest by ``tests/test_batched
 >>> obs, mask = env.reset()
 """
 
-from .env import BatchedIllegalActionError, BatchedLoveLetter
+from .env import OBSERVATION_DTYPE, BatchedIllegalActionError, BatchedLoveLetter
 from .shuffle import shuffled_decks
 from .state import BatchedState, state_from_records
 
-__all__ = ["BatchedLoveLetter", "BatchedIllegalActionError", "BatchedState", "state_from_records", "shuffled_decks"]
+__all__ = [
+    "BatchedLoveLetter",
+    "OBSERVATION_DTYPE",
+    "BatchedIllegalActionError",
+    "BatchedState",
+    "state_from_records",
+    "shuffled_decks",
+]

@@ -37,6 +37,11 @@ from .state import BatchedState, state_from_records
 #: How many faulty games an error message lists before summarising the rest.
 _MAX_LISTED = 8
 
+#: The dtype of every batched observation: each entry is a whole number 0..255, so one
+#: byte holds it exactly (a quarter of float32's memory and bandwidth). Networks convert
+#: at their input (``obs.float()``).
+OBSERVATION_DTYPE = torch.uint8
+
 
 class BatchedIllegalActionError(ValueError):
     """Some games were given an action that is not legal there. Nothing was changed.
@@ -76,9 +81,10 @@ class BatchedLoveLetter:
             compiled code.
 
     Observations are those of :func:`loveletter_env.observation.encode_observation`
-    for the player to act; masks are :func:`loveletter_env.engine.legal_mask`'s; rewards
-    are +1 to each winner and -1 to every other seat at an episode's end (0 for padding
-    seats).
+    for the player to act, as ``uint8`` (:data:`OBSERVATION_DTYPE`: one byte an entry,
+    the same whole numbers the reference encoder gives as float32); masks are
+    :func:`loveletter_env.engine.legal_mask`'s; rewards are +1 to each winner and -1 to
+    every other seat at an episode's end (0 for padding seats).
     """
 
     def __init__(
@@ -162,7 +168,7 @@ class BatchedLoveLetter:
         """Start a new episode in every game. ``decks`` (int [N, 16], top first) and
         ``first_player`` (int [N]) fix the first round; by default both are random.
 
-        Returns ``(obs float32 [N, OBSERVATION_SIZE], mask bool [N, 41])``.
+        Returns ``(obs uint8 [N, OBSERVATION_SIZE], mask bool [N, 41])``.
         """
         n = self.num_games
         # Check everything before drawing from the generator: a refused call changes nothing.
@@ -191,7 +197,7 @@ class BatchedLoveLetter:
         games are reset, so ``obs``/``mask`` of a done game belong to the new episode.
         ``info`` holds ``"round_over"`` (bool [N]), ``"round_winners"`` (bool [N, 4])
         and ``"tokens"`` (int8 [N, 4], before any reset) of the step that just ended.
-        ``out`` (float32 [N, OBSERVATION_SIZE], contiguous) receives ``obs``, e.g. a slice
+        ``out`` (uint8 [N, OBSERVATION_SIZE], contiguous) receives ``obs``, e.g. a slice
         of rollout storage; it is checked before anything changes.
         """
         if out is not None:
@@ -238,7 +244,7 @@ class BatchedLoveLetter:
         return actions, mask, rewards, dones, info
 
     def _new_observations(self) -> torch.Tensor:
-        return torch.empty(self.num_games, OBSERVATION_SIZE, device=self.device)
+        return torch.empty(self.num_games, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=self.device)
 
     def _advance_core(
         self, actions: torch.Tensor, obs: torch.Tensor | None, sampler: np.ndarray | None = None
@@ -281,7 +287,7 @@ class BatchedLoveLetter:
         actions_np = actions.numpy()
         if sampler is None:
             actions_np = actions_np.astype(np.int64, copy=False)
-        observations = obs.numpy() if obs is not None else np.empty((0, OBSERVATION_SIZE), np.float32)
+        observations = obs.numpy() if obs is not None else np.empty((0, OBSERVATION_SIZE), np.uint8)
         arrays = (*(t.numpy() for t in outputs), self._legal, observations, obs is not None)
         deals = (self.episode == "round", uniforms, orders, placements, draws)
         if sampler is None:
@@ -317,7 +323,7 @@ class BatchedLoveLetter:
             raise ValueError("sampler must be writeable: it is advanced in place")
 
     def observe(self, seats: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """float32 [N, OBSERVATION_SIZE]: each game seen from ``seats[g]`` (long [N]),
+        """uint8 [N, OBSERVATION_SIZE]: each game seen from ``seats[g]`` (long [N]),
         written into ``out`` if given. Seats are checked to exist when ``validate_actions``
         is on (the check synchronises a CUDA device)."""
         self._require_reset()
@@ -377,8 +383,8 @@ class BatchedLoveLetter:
 
     def _check_out(self, out: Any) -> None:
         shape = (self.num_games, OBSERVATION_SIZE)
-        if not isinstance(out, torch.Tensor) or out.dtype != torch.float32 or tuple(out.shape) != shape:
-            raise ValueError(f"out must be a float32 tensor of shape {list(shape)}, got {_describe(out)}")
+        if not isinstance(out, torch.Tensor) or out.dtype != OBSERVATION_DTYPE or tuple(out.shape) != shape:
+            raise ValueError(f"out must be a uint8 tensor of shape {list(shape)}, got {_describe(out)}")
         if out.device != self.device or not out.is_contiguous():
             raise ValueError(f"out must be contiguous and on {self.device}, got {_describe(out)}")
 
@@ -522,7 +528,7 @@ class _CudaGames:
         self.orders = torch.from_numpy(orders).to(device)
         self.placements = torch.from_numpy(placements).to(device)
         # Stand-ins for arguments a launch does not use (kernels take arrays, not None).
-        self.no_observations = torch.empty(1, OBSERVATION_SIZE, device=device)
+        self.no_observations = torch.empty(1, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=device)
         self.no_decks = torch.empty(1, DECK_SIZE, dtype=torch.int8, device=device)
         self.kernels = gpu.compiled_kernels()
         # numba views of the tensors every launch passes, made once (a view costs tens of

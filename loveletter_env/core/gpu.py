@@ -204,6 +204,7 @@ _BYTES = nb.uint8[:, ::1]  # records, deck tables, masks; bool outputs are writt
 _FLAGS = nb.uint8[::1]
 _LONGS = nb.int64[::1]
 _FLOATS = nb.float32[:, ::1]
+_OBSERVATIONS = nb.uint8[:, ::1]  # one byte an entry, as the batched env allocates them
 #: The argument types the batched env launches each kernel with (C-contiguous arrays of
 #: torch tensors; bool tensors viewed as bytes). The PTX check compiles these.
 KERNEL_SIGNATURES: dict[str, tuple[Any, ...]] = {
@@ -213,9 +214,9 @@ KERNEL_SIGNATURES: dict[str, tuple[Any, ...]] = {
     ),
     "step": (
         _BYTES, _LONGS, nb.boolean, nb.uint64, nb.boolean, nb.uint64, _LONGS, _BYTES, _BYTES,
-        _FLOATS, _FLAGS, _FLAGS, _BYTES, nb.int8[:, ::1], _LONGS, _BYTES, nb.uint64[::1], _FLOATS, nb.boolean,
+        _FLOATS, _FLAGS, _FLAGS, _BYTES, nb.int8[:, ::1], _LONGS, _BYTES, nb.uint64[::1], _OBSERVATIONS, nb.boolean,
     ),
-    "observe": (_BYTES, _LONGS, _FLOATS),
+    "observe": (_BYTES, _LONGS, _OBSERVATIONS),
 }  # fmt: skip
 
 
