@@ -11,9 +11,8 @@ plays ``--eval-rounds`` rounds against uniform random play, half of them from ea
 On a ladder rung (``--rules mini6`` ...) the game is small enough for OpenSpiel's exact
 best response, so the example also prints the policy's exploitability, in the project's
 score units (a win 1, a shared win 1/2, a loss 0: OpenSpiel's own ``exploitability`` of
-this game is twice that, see docs/openspiel.md). ``--information observations`` plays the
-game as the env shows it (a player recalls its observations at its decisions) instead of
-the table game, where every move is heard in full.
+this game is twice that, see docs/openspiel.md). A player's information state is the env's
+observation, which hears every announced move with perfect recall: NFSP's network reads it.
 
 The full 2-player game has about 2e13 information sets: a minute of tabular MCCFR visits
 a tiny fraction of them (unseen ones play uniformly), and NFSP needs hours to learn much.
@@ -46,7 +45,7 @@ from open_spiel.python import rl_environment  # noqa: E402
 from open_spiel.python.algorithms import exploitability, external_sampling_mccfr  # noqa: E402
 from open_spiel.python.pytorch import nfsp  # noqa: E402
 
-from loveletter_env.openspiel import INFORMATION_KINDS  # noqa: E402  (importing it registers "love_letter")
+import loveletter_env.openspiel  # noqa: E402, F401  (importing it registers "love_letter")
 
 #: Largest ``--seed``: numpy's global seed must be below 2**32, and NFSP seeds numpy with the
 #: seed plus the seat plus 2, so half that range leaves room for every offset.
@@ -58,15 +57,14 @@ NFSP_MIN_TO_LEARN = 1000
 class NFSPAveragePolicy(policy_lib.Policy):
     """The NFSP agents' average-policy networks as one OpenSpiel policy (one agent per seat)."""
 
-    def __init__(self, game: pyspiel.Game, agents: Sequence[nfsp.NFSP], use_observation: bool):
+    def __init__(self, game: pyspiel.Game, agents: Sequence[nfsp.NFSP]):
         super().__init__(game, list(range(game.num_players())))
         self.agents = agents
-        self.use_observation = use_observation
 
     def action_probabilities(self, state: pyspiel.State, player_id: int | None = None) -> dict[int, float]:
         player = state.current_player()
         legal = state.legal_actions(player)
-        features = state.observation_tensor(player) if self.use_observation else state.information_state_tensor(player)
+        features = state.information_state_tensor(player)
         observations = {
             "info_state": [features] * self.game.num_players(),
             "legal_actions": [legal] * self.game.num_players(),
@@ -129,8 +127,7 @@ def run_mccfr(game: pyspiel.Game, args: argparse.Namespace) -> policy_lib.Policy
 
 def run_nfsp(game: pyspiel.Game, args: argparse.Namespace) -> policy_lib.Policy:
     """NFSP (OpenSpiel's PyTorch agents, one per seat) for ``args.seconds``; the average policy."""
-    kind = rl_environment.ObservationType.OBSERVATION if args.nfsp_input == "observation" else None
-    env = rl_environment.Environment(game, observation_type=kind)
+    env = rl_environment.Environment(game)
     size = env.observation_spec()["info_state"][0]
     agents = [
         nfsp.NFSP(
@@ -162,7 +159,7 @@ def run_nfsp(game: pyspiel.Game, args: argparse.Namespace) -> policy_lib.Policy:
             last_print = time.perf_counter()
             print(f"nfsp: {episodes:,} rounds in {last_print - start:.0f} s, {nfsp_losses(agents)}", flush=True)
     print(f"nfsp: done, {episodes:,} rounds")
-    return NFSPAveragePolicy(game, agents, use_observation=args.nfsp_input == "observation")
+    return NFSPAveragePolicy(game, agents)
 
 
 def nfsp_losses(agents: Sequence[nfsp.NFSP]) -> str:
@@ -191,21 +188,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--rules", choices=sorted(PRESETS), default="classic", help="a preset; mini6..mini9 are solvable"
     )
-    parser.add_argument(
-        "--information",
-        choices=list(INFORMATION_KINDS),
-        default="full",
-        help="full: every move heard as announced; observations: only the env's observation at each decision",
-    )
     parser.add_argument("--seconds", type=float, default=30.0, help="training time of each algorithm")
     parser.add_argument("--eval-rounds", type=int, default=400, help="rounds against uniform random play")
     parser.add_argument("--print-every", type=float, default=5.0, help="seconds between progress lines")
-    parser.add_argument(
-        "--nfsp-input",
-        choices=["info_state", "observation"],
-        default="info_state",
-        help="NFSP's network input: the perfect-recall information-state tensor or the env's observation",
-    )
     parser.add_argument("--hidden", type=int, default=128, help="units in each of NFSP's two hidden layers")
     parser.add_argument("--reservoir", type=int, default=20_000, help="NFSP's reservoir buffer capacity")
     parser.add_argument("--seed", type=int, default=0, help=f"seeds numpy and torch, 0..{MAX_SEED}")
@@ -223,9 +208,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, policy_lib.Policy]:
     args = parse_args(argv)
-    game = pyspiel.load_game(
-        "love_letter", {"players": args.players, "rules": args.rules, "information": args.information}
-    )
+    game = pyspiel.load_game("love_letter", {"players": args.players, "rules": args.rules})
     print(f"game: {game}")
     policies = {}
     for name, run in (("mccfr", run_mccfr), ("nfsp", run_nfsp)):

@@ -26,6 +26,7 @@ from loveletter_env.agents.base import AgentError, checked_act
 from loveletter_env.agents.specs import AgentSpecError, resolve_agent
 from loveletter_env.batched import BatchedLoveLetter
 from loveletter_env.cards import FULL_DECK, GUARD, validate_deck
+from loveletter_env.observation import OBSERVATION_SIZE
 from training.checkpoint import save_checkpoint
 from training.config import ConfigError, load_config
 from training.selfplay import main as selfplay_main
@@ -184,7 +185,7 @@ def test_async_vector_env_with_checkpoint_opponents_works_with_default_settings(
         for pid in leftover:  # a hang leaves workers behind: end them so the suite goes on
             subprocess.run(["kill", "-9", pid])
     assert result.returncode == 0, result.stderr
-    assert "done (2, 646)" in result.stdout
+    assert f"done (2, {OBSERVATION_SIZE})" in result.stdout
     assert leftover == [], "worker processes outlived the vector env"
 
 

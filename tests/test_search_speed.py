@@ -21,7 +21,14 @@ from loveletter_env.agents.compiled_belief import (
     seed_generator,
 )
 from loveletter_env.agents.inference import play_likelihoods
-from loveletter_env.agents.ismcts import deal_constraints, deal_state, model_action, sample_deal, seat_view
+from loveletter_env.agents.ismcts import (
+    deal_constraints,
+    deal_state,
+    kept_and_drawn,
+    model_action,
+    sample_deal,
+    seat_view,
+)
 from loveletter_env.cards import FULL_DECK
 from loveletter_env.core import layout, record_from_state
 from loveletter_env.env import raw_env
@@ -116,7 +123,7 @@ def test_every_candidate_plays_the_same_deal_with_the_same_seed():
     reference = random.Random(11)
     _, dealt = sample_deal(view, reference)
     playout_seed = reference.getrandbits(64)
-    record = record_from_state(deal_state(view, [view.hand[0], 0, 0], FULL_DECK))
+    record = record_from_state(deal_state(view, [kept_and_drawn(view)[0], 0, 0], FULL_DECK))
     legal = np.array(engine.legal_actions(state), dtype=np.int64)
     weights = model_weights()
     totals = np.full(len(legal), 0.5)

@@ -45,7 +45,15 @@ from .. import engine
 from ..actions import ACTION_CARD, NUM_ACTIONS
 from ..cards import CARD_VALUES
 from ..engine import GameState
-from ..observation import LAYOUT, OBSERVATION_SIZE, SLICES, ObservationView, encode_observation, rule_flags
+from ..observation import (
+    LAYOUT,
+    OBSERVATION_SIZE,
+    SLICES,
+    ObservationView,
+    encode_observation,
+    move_entries,
+    rule_flags,
+)
 from ..validation import check_int, check_number
 from .inference import model_play_probability, play_likelihoods, posterior, view_legal_actions
 from .ismcts import determinize, model_action
@@ -329,4 +337,10 @@ def encode_view(view: ObservationView) -> np.ndarray:
     field["tokens_to_win"][0] = view.tokens_to_win
     field["num_players"][view.num_players - 2] = 1
     field["rules"][:] = rule_flags(view.rules())
+    if view.dealt:
+        field["dealt"][view.dealt - 1] = 1
+    if view.drawn:
+        field["drawn"][view.drawn - 1] = 1
+    for slot, move in enumerate(view.moves):
+        field["moves"][slot, move_entries(move)] = 1
     return obs

@@ -20,6 +20,8 @@ which at three or four players includes the other opponents' plays.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable, Mapping
 
 from .. import engine
@@ -62,7 +64,10 @@ def decision_view(view: ObservationView, offset: int, kept: int, our_card: int =
         return None
     # Everyone after them who is still in drew a card since, us included.
     draws_since = 1 + sum(1 for o in range(offset + 1, n) if view.in_round(o))
-    return ObservationView(
+    # The rule fields carry over from ``view``; the move record and the cards the player was
+    # dealt and drew are its own, which nobody else saw, so the rebuilt view has the summary only.
+    return dataclasses.replace(
+        view,
         num_players=n,
         hand=hand,
         discards=tuple(discards),
@@ -76,9 +81,10 @@ def decision_view(view: ObservationView, offset: int, kept: int, our_card: int =
         to_act=0,
         deck_size=view.deck_size + draws_since,
         tokens_to_win=view.tokens_to_win,
-        discard_sum_tiebreak=view.discard_sum_tiebreak,
-        king_ignores_handmaid=view.king_ignores_handmaid,
         unseen=unseen,
+        dealt=0,
+        drawn=0,
+        moves=(),
     )
 
 
