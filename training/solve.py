@@ -8,7 +8,8 @@ response in each seat on the same tree; the run stops when it reaches ``target``
 after ``iterations``). Units are the project's: a round scores 1 for a win alone, ½ for a
 shared win, 0 for a loss; player 0 moves first.
 
-Outputs in ``--out``: ``policy.npz`` (the equilibrium, in the format of
+Outputs in ``--out``: ``policy.npz`` (the average strategy, an equilibrium when the target
+was met, in the format of
 :mod:`loveletter_env.agents.solved`, playable as the agent ``solved:path=FILE``),
 ``convergence.png`` (exploitability against iterations), ``result.json``.
 """
@@ -118,7 +119,7 @@ class SolveResult:
         }
 
     def save_policy(self, path: str | Path) -> Path:
-        """Write the equilibrium (see :mod:`loveletter_env.agents.solved` for the format)."""
+        """Write the policy (see :mod:`loveletter_env.agents.solved` for the format)."""
         if self.policy is None:
             raise ValueError("this result holds no policy")
         self.policy.save(path)
