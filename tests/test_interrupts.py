@@ -184,3 +184,48 @@ def test_ctrl_c_in_evaluate_reports_the_rounds_played(workers):
     assert played > 0
     assert f"{played} rounds, 2 players, seed 3" in out and "slot 0  rule" in out
     assert no_process_left(process), "worker processes outlived the command"
+
+
+def solve_files(folder: Path) -> list[str]:
+    """The files a solve writes (its lock file aside), temporary ones included."""
+    return sorted(p.name for p in folder.iterdir() if p.name != ".lock") if folder.exists() else []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["training.solve", "mini8", "--target", "0"],
+        ["training.exploit", "rule", "--exact", "--rules", "mini8", "--no-progress"],
+    ],
+    ids=["solve", "exploit-exact"],
+)
+def test_ctrl_c_while_building_a_tree_stops_at_once(tmp_path, command):
+    # A signal used to arrive while compiled code ran and be raised inside numba's packing
+    # of the returned arrays: a segmentation fault (exit 139) instead of exit 130.
+    out = tmp_path / "solved"
+    process = start([*command, "--out", str(out)] if command[0] == "training.solve" else command)
+    wait_for_lines(process.stderr, r"^building the tree of mini8", count=1)
+    time.sleep(0.5)  # inside the walk of mini8's tree (several seconds)
+    sent = time.monotonic()
+    out_text, err = ctrl_c(process)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert time.monotonic() - sent < 10
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert err.strip().splitlines()[-1].startswith("interrupted")
+    assert out_text == "" or "exploitability" not in out_text
+    assert solve_files(out) == []
+
+
+def test_ctrl_c_during_cfr_plus_writes_nothing_and_keeps_the_previous_solve(tmp_path):
+    out = tmp_path / "solved"
+    out.mkdir()
+    (out / "result.json").write_text('{"kept": true}')
+    process = start(
+        ["training.solve", "mini8", "--target", "0", "--iterations", "100000", "--out", str(out), "--force"]
+    )
+    wait_for_lines(process.stdout, r"^\s+\d+\s+[\d.]+\s+[\d.]+e[-+]\d+$", count=2)  # two measurements
+    _, err = ctrl_c(process)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert re.search(r"interrupted after [\d,]+ CFR\+ iterations; nothing was written", err), err
+    assert solve_files(out) == ["result.json"] and (out / "result.json").read_text() == '{"kept": true}'

@@ -234,3 +234,111 @@ def test_policy_files_without_the_heard_actions_load_as_observation_policies(pol
     loaded = SolvedPolicy.load(older)
     assert (loaded.infoset_heard == -1).all()
     assert SolvedAgent(older).policy.num_infosets == loaded.num_infosets
+
+
+def _cli_error(argv, capsys, code=2):
+    with pytest.raises(SystemExit) as stop:
+        solve_cli.main(argv)
+    assert stop.value.code == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+def _no_tree(*args, **kwargs):
+    raise AssertionError("the tree was built before the arguments were checked")
+
+
+@pytest.mark.parametrize("target", ["nan", "inf", "-inf", "2", "0.6", "-0.001", "some"])
+def test_cli_target_is_a_finite_exploitability_checked_before_anything(target, capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(solve_cli, "build_tree", _no_tree)
+    err = _cli_error(["mini6", f"--target={target}", "--out", str(tmp_path / "o")], capsys)
+    assert f"--target: must be a number between 0 and 0.5 (an exploitability), got {target!r}" in err
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(ValueError, match="target must be a number between 0 and 0.5"):
+        solve("mini6", target=float("nan") if target == "some" else float(target))
+
+
+def test_cli_checks_out_before_building_the_tree(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(solve_cli, "build_tree", _no_tree)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    assert "is a file, not a folder" in _cli_error(["mini6", "--out", str(a_file)], capsys)
+    assert "is a file, not a folder" in _cli_error(["mini6", "--out", "/dev/null"], capsys)
+    assert "cannot be written" in _cli_error(["mini6", "--out", str(a_file / "below")], capsys)
+    assert a_file.read_text() == "x"
+
+
+def test_cli_refuses_to_replace_a_solve_without_force(tmp_path, capsys):
+    solve_cli.main(["mini6", "--out", str(tmp_path), "--target", "0.5", "--json"])
+    capsys.readouterr()
+    first = (tmp_path / "result.json").read_text()
+    err = _cli_error(["mini6", "--out", str(tmp_path)], capsys)
+    assert "already holds a solve" in err and "--force" in err
+    assert (tmp_path / "result.json").read_text() == first
+    report = solve_cli.main(["mini6", "--out", str(tmp_path), "--force", "--json"])
+    assert json.loads((tmp_path / "result.json").read_text())["iterations"] == report["iterations"] > 1
+    # Every file was renamed into place: no temporary file is left.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "convergence.png", "policy.npz", "result.json"]
+
+
+def test_cli_refuses_a_folder_another_run_holds(tmp_path, capsys, monkeypatch):
+    from training.runtime import RunLock
+
+    monkeypatch.setattr(solve_cli, "build_tree", _no_tree)
+    with RunLock(tmp_path):
+        err = _cli_error(["mini6", "--out", str(tmp_path)], capsys)
+    assert "is in use by another run" in err
+    assert [p.name for p in tmp_path.iterdir()] == [".lock"]
+
+
+def test_cli_says_equilibrium_only_when_the_target_is_met(tmp_path, capsys):
+    report = solve_cli.main(["mini6", "--out", str(tmp_path / "a"), "--iterations", "1"])
+    out = capsys.readouterr().out
+    assert report["target_met"] is False and report["exploitability"] > 1e-3
+    assert "NOT an equilibrium to the target 0.001" in out and "at the equilibrium" not in out
+    assert json.loads((tmp_path / "a" / "result.json").read_text())["target_met"] is False
+    report = solve_cli.main(["mini6", "--out", str(tmp_path / "b"), "--iterations", "1", "--target", "0.5"])
+    out = capsys.readouterr().out
+    assert report["target_met"] is True and "within the target 0.5" in out and "at the equilibrium" in out
+
+
+def test_an_interrupted_write_keeps_the_previous_files(solved, tmp_path, monkeypatch):
+    solve_cli.save_outputs(solved, tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def killed_mid_write(self, f):
+        f.write(b"half a file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SolvedPolicy, "_write", killed_mid_write)
+    with pytest.raises(KeyboardInterrupt):
+        solve_cli.save_outputs(solved, tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_result_that_is_not_a_number_is_refused_before_writing(solved, tmp_path, capsys, monkeypatch):
+    from dataclasses import replace
+
+    broken = replace(solved, exploitability=float("nan"))
+    with pytest.raises(ValueError, match="not a finite number"):
+        solve_cli.save_outputs(broken, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(solve_cli, "solve", lambda *args, **kwargs: broken)
+    err = _cli_error(["mini6", "--out", str(tmp_path / "cli")], capsys, code=1)
+    assert "not a finite number (NaN or infinity)" in err
+    assert [p.name for p in (tmp_path / "cli").iterdir()] == [".lock"]
+
+
+def test_out_of_memory_is_one_sentence_and_mini9_says_what_it_needs(tmp_path, capsys, monkeypatch):
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(solve_cli, "build_tree", no_memory)
+    err = _cli_error(["mini9", "--out", str(tmp_path)], capsys, code=1)
+    lines = err.strip().splitlines()
+    assert lines[0].startswith("mini9 needs about 2.4 GB of memory and 20 to 25 minutes")
+    assert lines[-1] == (
+        "python -m training.solve: error: out of memory while building the tree of mini9 "
+        f"(a mini9 solve needs about 2.4 GB of memory); nothing was written to {tmp_path}"
+    )

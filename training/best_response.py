@@ -237,6 +237,8 @@ def exact_main(parser: Any, args: Any) -> dict[str, Any]:
 
     from loveletter_env.agents.specs import is_checkpoint_path
 
+    from .interrupt import exit_interrupted
+
     if not args.rules:
         parser.error("--exact needs --rules: a ladder rung (mini6, mini7, mini8, mini9)")
     if args.players != 2:
@@ -252,6 +254,7 @@ def exact_main(parser: Any, args: Any) -> dict[str, Any]:
             from .checkpoint import load_agent
 
             agent = load_agent(agent, greedy=False, seed=args.seed)
+        print(f"building the tree of {args.rules} ...", file=sys.stderr)
         report = exact_exploitability(
             agent,
             args.rules,
@@ -262,6 +265,11 @@ def exact_main(parser: Any, args: Any) -> dict[str, Any]:
         )
     except (ValueError, FileNotFoundError) as err:  # bad rules or agents, unreadable checkpoints or policies
         parser.error(str(err))
+    except KeyboardInterrupt:
+        print("\ninterrupted; nothing was measured", file=sys.stderr)
+        exit_interrupted()
+    except MemoryError:
+        parser.exit(1, f"{parser.prog}: error: out of memory for the tree of {args.rules}; nothing was measured\n")
     report["agent"] = f"{args.checkpoint} (sampling)" if args.sampled else args.checkpoint
     if args.json:
         print(json.dumps(report))

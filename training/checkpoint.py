@@ -32,8 +32,9 @@ import os
 import re
 import struct
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import torch
 
@@ -175,12 +176,24 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> Path:
     data = {**format_header(), **payload, "format": FORMAT, "format_version": FORMAT_VERSION}
     data.pop(DIGEST_KEY, None)
     data[DIGEST_KEY] = checkpoint_digest(data)
+    return write_atomically(path, lambda f: torch.save(data, f))
+
+
+def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Write ``path`` with ``write(file)`` into a temporary file beside it, then rename that
+    over ``path``: a crash, a kill or Ctrl-C mid-write never leaves a truncated file where a
+    good one was (the temporary file is removed, or, after a kill, left under a dotted name).
+
+    Raises :class:`CheckpointWriteError` for a failed write (its message names the file and
+    the problem); ``path``'s folder must exist.
+    """
+    path = Path(path)
     # A sibling temporary file (same filesystem, so the rename is atomic; plain open() so
     # the file gets the usual permissions rather than mkstemp's owner-only ones).
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
-            torch.save(data, f)
+            write(f)
         os.replace(tmp, path)
     except BaseException as err:
         tmp.unlink(missing_ok=True)

@@ -25,8 +25,11 @@ player's action just before (see :func:`build_tree`). Actions of information set
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -86,13 +89,14 @@ def _hash(parent, action, heard, key, n):
     return h
 
 
-@njit(cache=True)
-def _build(roots, public_actions, obs, key):
+@njit(cache=True, nogil=True)
+def _build(roots, public_actions, obs, key, stop):
     """Walk every deal; return the tree in depth-first order (children consecutive) and
     the information sets (see the module docstring). With ``public_actions``, a set's key
     also holds the other player's action just before it (see :func:`build_tree`). ``obs``
     and ``key`` are scratch buffers. ``status`` is 0, or 1 when one observation showed two different sets of
-    legal actions (the key would not be what an agent can tell apart)."""
+    legal actions (the key would not be what an agent can tell apart), 2 when the tree is too large, 3 when
+    ``stop[0]`` was set (checked at each deal, see :func:`run_interruptibly`)."""
     num_deals = roots.shape[0]
     node_info = np.empty(1 << 16, np.int32)
     node_child = np.empty(1 << 16, np.int32)
@@ -124,6 +128,9 @@ def _build(roots, public_actions, obs, key):
     status = 0
 
     for d in range(num_deals):
+        if stop[0]:
+            return (node_info, node_child, node_depth, 0, iset_parent, iset_parent_action, iset_heard,
+                    iset_parent_slot, iset_player, iset_legal, key_offsets, key_entries, 0, 3)  # fmt: skip
         stack_rec[0, :] = roots[d]
         stack_node[0] = d
         stack_last[0, 0] = -1
@@ -248,16 +255,19 @@ def _build(roots, public_actions, obs, key):
             iset_parent_slot, iset_player, iset_legal, key_offsets, key_entries, num_isets, status)  # fmt: skip
 
 
-@njit(cache=True)
-def _breadth_first(node_info, node_child, node_depth, num_nodes, num_roots, iset_legal):
+@njit(cache=True, nogil=True)
+def _breadth_first(node_info, node_child, node_depth, num_nodes, num_roots, iset_legal, stop):
     """Renumber the depth-first tree level by level (see the module docstring); return
-    the new arrays and the first node of each level (plus the end)."""
+    the new arrays and the first node of each level (plus the end). Stops early, with
+    arrays of no use, once ``stop[0]`` is set."""
     order = np.empty(num_nodes, np.int32)
     new_index = np.empty(num_nodes, np.int32)
     for r in range(num_roots):
         order[r] = r
     tail = num_roots
     for head in range(num_nodes):
+        if head & 0xFFFFF == 0 and stop[0]:
+            return np.empty(0, np.int32), np.empty(0, np.int32), np.zeros(1, np.int64)
         n = order[head]
         new_index[n] = head
         i = node_info[n]
@@ -295,6 +305,42 @@ def _action_lists(iset_legal, num_isets):
                 actions[at] = a
                 at += 1
     return offsets, actions
+
+
+def run_interruptibly(kernel: Callable[..., Any], *args: Any, stop: np.ndarray | None = None) -> Any:
+    """``kernel(*args)``, a compiled function, run in a worker thread so that Ctrl-C stops it cleanly.
+
+    Why a thread: a SIGINT that arrives while compiled code runs is raised as
+    ``KeyboardInterrupt`` by the next Python code to run, and numba runs some while it
+    turns the arrays a function returns into Python objects (it unpickles their dtypes);
+    the exception then lands halfway through the returned tuple, which numba does not
+    check, and the process dies of a segmentation fault. Python handles signals in the
+    main thread only, so the worker's results are built undisturbed while the main thread
+    waits here and takes the ``KeyboardInterrupt``. It then sets ``stop[0]``, which a kernel
+    compiled with ``nogil=True`` checks now and then to return early, waits for the worker
+    and raises the ``KeyboardInterrupt``. A kernel that holds the GIL delays the signal until
+    it returns. Exceptions of the kernel (``MemoryError``) are raised here.
+    """
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            outcome["value"] = kernel(*args)
+        except BaseException as err:  # handed to the waiting thread, which raises it
+            outcome["error"] = err
+
+    worker = threading.Thread(target=call, name=f"compiled {getattr(kernel, '__name__', 'kernel')}", daemon=True)
+    worker.start()
+    try:
+        worker.join()
+    except KeyboardInterrupt:
+        if stop is not None:
+            stop[0] = 1
+        worker.join()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 @dataclass
@@ -359,6 +405,11 @@ def build_tree(rules: str | Rules, information: str = "observations") -> GameTre
             ``"full"``: also every action of the other player, as the printed rules announce
             them (a missed Guard's guess, which the env's observation does not show); finer
             sets, the game as played at a table.
+
+    Raises:
+        TreeError: rules that are not a rung, or a tree too large to walk.
+        KeyboardInterrupt: Ctrl-C, within moments, nothing kept (see :func:`run_interruptibly`).
+        MemoryError: not enough memory for the tree (``mini9`` needs about 2.4 GB).
     """
     if information not in INFORMATION_KINDS:
         raise TreeError(f"information must be one of {list(INFORMATION_KINDS)}, got {information!r}")
@@ -367,14 +418,20 @@ def build_tree(rules: str | Rules, information: str = "observations") -> GameTre
     started = time.perf_counter()
     obs = np.zeros(OBSERVATION_SIZE, np.float32)
     key = np.zeros(OBSERVATION_SIZE, np.uint16)
+    stop = np.zeros(1, np.uint8)
     (node_info, node_child, node_depth, num_nodes, parent, parent_action, heard, parent_slot, player, legal,
-     key_offsets, key_entries, num_isets, status) = _build(roots, information == "full", obs, key)  # fmt: skip
+     key_offsets, key_entries, num_isets, status) = run_interruptibly(
+        _build, roots, information == "full", obs, key, stop, stop=stop)  # fmt: skip
     if status == 2:
         raise TreeError("the tree is too large for the walker (over 2**31 nodes, or deeper than its stack)")
     if status == 1:
         raise TreeError("one observation showed two sets of legal actions: information sets would be wrong")
-    info, child, level_start = _breadth_first(node_info, node_child, node_depth, num_nodes, roots.shape[0], legal)
-    action_offsets, actions = _action_lists(legal, num_isets)
+    info, child, level_start = run_interruptibly(
+        _breadth_first, node_info, node_child, node_depth, num_nodes, roots.shape[0], legal, stop, stop=stop
+    )
+    # The depth-first arrays, as large as the tree, are not needed any more.
+    del node_info, node_child, node_depth
+    action_offsets, actions = run_interruptibly(_action_lists, legal, num_isets)
     return GameTree(
         rules=resolved,
         num_deals=int(roots.shape[0]),
@@ -437,16 +494,20 @@ def _opponent_reach(node_info, node_child, iset_player, offsets, strategy, playe
                 work[c + j] = work[n] * strategy[lo + j]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def cfr_plus_iterations(
     node_info, node_child, iset_player, iset_parent, iset_parent_slot, offsets,
-    regret, strategy, average, own_reach, work, num_roots, first_iteration, count,
+    regret, strategy, average, own_reach, work, num_roots, first_iteration, count, stop,
 ):  # fmt: skip
     """Run ``count`` CFR+ iterations (alternating updates, average weighted by the
     iteration number) from iteration ``first_iteration``; ``strategy`` is the current
-    strategy (regret matching+ of ``regret``) and is updated in place."""
+    strategy (regret matching+ of ``regret``) and is updated in place. Returns the
+    iterations run: fewer than ``count`` once ``stop[0]`` is set (checked before each
+    iteration; see :func:`run_interruptibly`)."""
     num_isets = iset_player.shape[0]
     for t in range(first_iteration, first_iteration + count):
+        if stop[0]:
+            return t - first_iteration
         for player in range(2):
             # Average strategy: weight t x the player's own reach of each of its sets.
             for i in range(num_isets):
@@ -486,6 +547,7 @@ def cfr_plus_iterations(
                     total += regret[a]
                 for a in range(lo, hi):
                     strategy[a] = regret[a] / total if total > 0.0 else 1.0 / (hi - lo)
+    return count
 
 
 @njit(cache=True)

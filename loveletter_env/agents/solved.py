@@ -35,7 +35,7 @@ import os
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 from numba import njit
@@ -122,17 +122,23 @@ class SolvedPolicy:
         out[self.actions[lo:hi]] = self.probabilities[lo:hi]
         return out
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the policy in the documented format (``.npz``)."""
-        arrays = {name: getattr(self, name) for name in _ARRAYS}
+    def save(self, path: str | os.PathLike[str] | BinaryIO) -> None:
+        """Write the policy in the documented format (``.npz``) to a path or an open binary file."""
+        if not isinstance(path, (str, os.PathLike)):
+            self._write(path)
+            return
         with open(path, "wb") as f:
-            np.savez_compressed(
-                f,
-                format=np.str_(FORMAT),
-                version=np.int64(FORMAT_VERSION),
-                meta=np.str_(json.dumps(self.meta)),
-                **arrays,
-            )
+            self._write(f)
+
+    def _write(self, f: BinaryIO) -> None:
+        arrays = {name: getattr(self, name) for name in _ARRAYS}
+        np.savez_compressed(
+            f,
+            format=np.str_(FORMAT),
+            version=np.int64(FORMAT_VERSION),
+            meta=np.str_(json.dumps(self.meta, allow_nan=False)),
+            **arrays,
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SolvedPolicy:
