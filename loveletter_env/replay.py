@@ -574,13 +574,17 @@ def parse_replay(text: str | bytes) -> Replay:
 def load_replay(path: str | os.PathLike) -> Replay:
     """Read, check and re-simulate the replay file at ``path``.
 
-    Raises :class:`ReplayError` for a missing, oversized, malformed or tampered file,
-    naming the file and the first problem.
+    Raises :class:`ReplayError` for a missing, oversized, malformed or tampered file, or a
+    path that is not a regular file (a folder, pipe or device), naming the file and the
+    first problem.
     """
     path = Path(path)
+    if path.exists() and not path.is_file():
+        # Opening a FIFO waits for a writer forever; a device may never end.
+        raise ReplayError(f"cannot read replay {str(path)!r}: it is not a regular file")
     try:
         with path.open("rb") as file:
-            text = file.read(MAX_REPLAY_BYTES + 1)  # at most: /dev/zero or a pipe has no true size
+            text = file.read(MAX_REPLAY_BYTES + 1)  # at most: a file may grow while it is read
     except OSError as exc:
         raise ReplayError(f"cannot read replay {str(path)!r}: {exc.strerror or exc}") from None
     try:

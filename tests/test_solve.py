@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import re
 
 import numpy as np
 import pytest
 
 from loveletter_env import raw_env
-from loveletter_env.agents.solved import SolvedAgent, SolvedPolicy, key_to_observation, observation_key
+from loveletter_env.agents.solved import PolicyFileError, SolvedAgent, SolvedPolicy, key_to_observation, observation_key
 from loveletter_env.agents.specs import AgentSpecError, resolve_agent
 from loveletter_env.tree import count_tree
 from training import solve as solve_cli
@@ -342,3 +345,116 @@ def test_out_of_memory_is_one_sentence_and_mini9_says_what_it_needs(tmp_path, ca
         "python -m training.solve: error: out of memory while building the tree of mini9 "
         f"(a mini9 solve needs about 2.4 GB of memory); nothing was written to {tmp_path}"
     )
+
+
+def _entries(path):
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def _rewritten(path, target, **changes):
+    """``path``'s entries with ``changes`` (``None`` drops one), written to ``target``."""
+    entries = {**_entries(path), **changes}
+    np.savez_compressed(target, **{name: value for name, value in entries.items() if value is not None})
+    return target
+
+
+def _changed(entries, name, index, value):
+    array = entries[name].copy()
+    array[index] = value
+    return array
+
+
+BAD_POLICIES = {
+    "action id 99": (
+        lambda e: {"actions": _changed(e, "actions", 3, 99)},
+        "has action id 99, and action ids are 0..40",
+    ),
+    "NaN": (lambda e: {"probabilities": _changed(e, "probabilities", 0, np.nan)}, "negative, NaN or infinite"),
+    "negative": (lambda e: {"probabilities": _changed(e, "probabilities", 0, -0.5)}, "negative, NaN or infinite"),
+    "not summing to 1": (lambda e: {"probabilities": e["probabilities"] * 1.1}, "sum to 1.1, not 1"),
+    "short probabilities": (lambda e: {"probabilities": e["probabilities"][:-3]}, "probabilities for"),
+    "2-d probabilities": (lambda e: {"probabilities": e["probabilities"][None]}, "expected a 1-d floating-point"),
+    "meta a list": (lambda e: {"meta": np.str_("[1, 2]")}, "meta entry that is not a JSON object"),
+    "meta not JSON": (lambda e: {"meta": np.str_("{rules")}, "meta entry that is not a JSON object"),
+    "other format": (lambda e: {"format": np.str_("something-else")}, "its format is 'something-else'"),
+    "no version": (lambda e: {"version": None}, "has no version number"),
+    "future version": (lambda e: {"version": np.int64(7)}, "is format version 7, and this code reads version 2"),
+    "missing array": (lambda e: {"infoset_heard": None}, "lacks the array infoset_heard"),
+    "offsets past the end": (
+        lambda e: {"action_offsets": _changed(e, "action_offsets", -1, 10**6)},
+        "action_offsets that do not cut actions",
+    ),
+    "a parent later on": (
+        lambda e: {"infoset_parent": _changed(e, "infoset_parent", 0, 5)},
+        "not -1 or an earlier information set",
+    ),
+    "actions out of order": (lambda e: {"actions": e["actions"][::-1].copy()}, "not listed once each"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_POLICIES))
+def test_a_broken_policy_file_is_one_sentence_naming_it(policy_path, tmp_path, case):
+    change, message = BAD_POLICIES[case]
+    bad = _rewritten(policy_path, tmp_path / "bad.npz", **change(_entries(policy_path)))
+    with pytest.raises(PolicyFileError, match=re.escape(message)) as refused:
+        SolvedPolicy.load(bad)
+    assert str(refused.value).startswith(f"solved policy {str(bad)!r} ")
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "corrupted member"])
+def test_a_damaged_policy_archive_is_refused(policy_path, tmp_path, damage):
+    data = policy_path.read_bytes()
+    bad = tmp_path / "bad.npz"
+    if damage == "truncated":
+        bad.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        bad.write_bytes(b"not a policy at all" * 20)
+    elif damage == "empty":
+        bad.write_bytes(b"")
+    else:  # the archive's directory is intact, a member's compressed bytes are not
+        middle = len(data) // 3
+        bad.write_bytes(data[:middle] + bytes(b ^ 0xFF for b in data[middle : middle + 64]) + data[middle + 64 :])
+    with pytest.raises(PolicyFileError, match=f"solved policy {re.escape(repr(str(bad)))} is"):
+        SolvedPolicy.load(bad)
+
+
+def test_a_policy_path_that_is_no_regular_file_is_refused_before_reading(tmp_path):
+    fifo = tmp_path / "policy.npz"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer forever
+    with pytest.raises(PolicyFileError, match="is not a regular file"):
+        SolvedPolicy.load(fifo)
+    with pytest.raises(PolicyFileError, match="is not a regular file"):
+        SolvedPolicy.load(tmp_path)
+
+
+def test_version_1_policy_files_are_refused_with_how_to_regenerate_them(policy_path, tmp_path):
+    assert int(_entries(policy_path)["version"]) == 2
+    older = _rewritten(policy_path, tmp_path / "older.npz", version=np.int64(1), infoset_heard=None)
+    with pytest.raises(PolicyFileError, match=re.escape("is format version 1, and this code reads version 2 only")):
+        SolvedPolicy.load(older)
+    with pytest.raises(PolicyFileError, match=re.escape("`python -m training.solve mini6`")):
+        SolvedAgent(older)
+
+
+@pytest.mark.parametrize("tool", ["evaluate", "evaluate --exact", "exploit --exact", "play"])
+def test_tools_taking_a_policy_file_exit_2_with_its_sentence(policy_path, tmp_path, tool, capsys, monkeypatch):
+    from training import evaluate, exploit, play
+
+    entries = _entries(policy_path)
+    bad = _rewritten(policy_path, tmp_path / "bad.npz", actions=_changed(entries, "actions", 3, 99))
+    spec = f"solved:path={bad}"
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    run = {
+        "evaluate": lambda: evaluate.main([spec, "rule", "--rules", "mini6", "--rounds", "2", "--no-progress"]),
+        "evaluate --exact": lambda: evaluate.main([spec, "rule", "--exact", "--rules", "mini6", "--no-progress"]),
+        "exploit --exact": lambda: exploit.main([spec, "--exact", "--rules", "mini6", "--no-progress"]),
+        "play": lambda: play.main([spec, "--rules", "mini6", "--seed", "0"]),
+    }[tool]
+    with pytest.raises(SystemExit) as stop:
+        run()
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"solved policy {str(bad)!r} has action id 99, and action ids are 0..40" in err
+    assert "Traceback" not in err

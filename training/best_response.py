@@ -15,6 +15,7 @@ figure is an estimate too; the result says which.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -46,7 +47,12 @@ def _checked(agent: Any, tree: GameTree, infoset: int, probs: np.ndarray) -> np.
     lo, hi = tree.action_offsets[infoset], tree.action_offsets[infoset + 1]
     probs = np.asarray(probs, dtype=np.float64).reshape(-1)
     legal = probs[tree.actions[lo:hi]]
-    if probs.shape[0] != NUM_ACTIONS or abs(legal.sum() - 1.0) > 1e-6 or (legal < 0).any():
+    if (
+        probs.shape[0] != NUM_ACTIONS
+        or not np.isfinite(probs).all()
+        or abs(legal.sum() - 1.0) > 1e-6
+        or (legal < 0).any()
+    ):
         raise AgentProbabilityError(
             f"agent {agent!r} gave action probabilities that are not a distribution over the legal actions "
             f"{tree.actions[lo:hi].tolist()}: {probs.tolist()}"
@@ -230,9 +236,28 @@ def describe(report: Mapping[str, Any]) -> str:
     )
 
 
+def refuse_unused_flags(parser: Any, mode: str, given: Mapping[str, bool]) -> None:
+    """Stop through ``parser.error`` when any flag of ``given`` was set: ``mode`` does not use it,
+    and a flag that changes nothing would let the reader think it did."""
+    unused = [flag for flag, on in given.items() if on]
+    if unused:
+        parser.error(f"{mode}: drop {', '.join(unused)}")
+
+
+def report_json(report: Mapping[str, Any]) -> str:
+    """``report`` as strict JSON; a ``ValueError`` naming the field where a NaN or an infinity
+    would make the output something JSON readers refuse."""
+    for key, value in report.items():
+        if isinstance(value, float) and not np.isfinite(value):
+            raise ValueError(f"the result's {key} is {value}, which JSON cannot hold: nothing was written")
+    try:
+        return json.dumps(report, allow_nan=False)
+    except ValueError:  # deeper in a list or dict
+        raise ValueError("the result holds NaN or an infinity, which JSON cannot hold: nothing was written") from None
+
+
 def exact_main(parser: Any, args: Any) -> dict[str, Any]:
     """The ``--exact`` branch of ``python -m training.exploit`` (``args`` parsed there)."""
-    import json
     import sys
 
     from loveletter_env.agents.specs import is_checkpoint_path
@@ -271,9 +296,10 @@ def exact_main(parser: Any, args: Any) -> dict[str, Any]:
     except MemoryError:
         parser.exit(1, f"{parser.prog}: error: out of memory for the tree of {args.rules}; nothing was measured\n")
     report["agent"] = f"{args.checkpoint} (sampling)" if args.sampled else args.checkpoint
-    if args.json:
-        print(json.dumps(report))
-    else:
-        print(describe(report))
+    try:
+        text = report_json(report)  # also when printing words: a NaN is a failure either way
+    except ValueError as err:
+        parser.exit(1, f"{parser.prog}: error: {err}\n")
+    print(text if args.json else describe(report))
     sys.stdout.flush()
     return report

@@ -37,6 +37,7 @@ from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES, AgentSpec
+from loveletter_env.validation import check_writable
 
 from .compile_notice import announce_kernel_compilation
 from .interrupt import EXIT_INTERRUPTED
@@ -47,6 +48,8 @@ from .stats import EvaluationResult, complete_deals, summarize
 
 #: Where league tables go by default: under runs/, which git ignores, rather than the working folder itself.
 DEFAULT_LEAGUE_DIR = Path("runs") / "league"
+#: The file ``--exact --out DIR`` writes its result to, in DIR.
+EXACT_RESULT = "exact.json"
 
 __all__ = ["EvaluationResult", "build_parser", "evaluate", "league", "league_markdown", "main", "write_league"]
 
@@ -186,13 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out",
         type=Path,
-        default=DEFAULT_LEAGUE_DIR,
-        help=f"league output folder (default {DEFAULT_LEAGUE_DIR})",
+        metavar="DIR",
+        help=f"league output folder (default {DEFAULT_LEAGUE_DIR}); with --exact, where to write {EXACT_RESULT}",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--save-replays", type=Path, metavar="DIR", help="save the episodes as replay files in DIR")
     parser.add_argument(
-        "--save-replays-every", type=int, default=1, metavar="K", help="with --save-replays: every K-th episode only"
+        "--save-replays-every", type=int, metavar="K", help="with --save-replays: every K-th episode only (default 1)"
     )
     return parser
 
@@ -208,6 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--seed must be >= 0, got {args.seed}")
     if args.league and args.save_replays:
         parser.error("--save-replays works with a plain evaluation, not with --league")
+    if args.save_replays_every is not None and args.save_replays is None:
+        parser.error("--save-replays-every goes with --save-replays DIR: without it no replay is saved")
+    if args.out is not None and not (args.league or args.exact):
+        parser.error("--out goes with --league or --exact: a plain evaluation prints its result (use --json)")
     if args.ray and _names_an_agent(args.ray):
         parser.error(f"--ray took the agent {args.ray!r} for a cluster address: put --ray after the agents")
     for name in ("rounds", "games", "workers", "save_replays_every"):
@@ -248,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.league:
             table = league(args.league, **common)
-            paths = write_league(table, args.out)
+            paths = write_league(table, args.out or DEFAULT_LEAGUE_DIR)
             if args.json:
                 print(json.dumps([asdict(e) for e in table], indent=2))
             else:
@@ -256,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("written: " + ", ".join(str(p) for p in paths))
             return 0
         result = evaluate(
-            args.agents, save_replays=args.save_replays, save_replays_every=args.save_replays_every, **common
+            args.agents, save_replays=args.save_replays, save_replays_every=args.save_replays_every or 1, **common
         )
     except (ValueError, OSError, RuntimeError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
@@ -271,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _exact_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``--exact``: two agents' exact expected scores on a rung, from their action probabilities."""
-    from .best_response import exact_head_to_head
+    from .best_response import exact_head_to_head, refuse_unused_flags, report_json
 
     if len(args.agents) != 2:
         parser.error(f"--exact compares two agents, got {len(args.agents)}")
@@ -285,10 +292,14 @@ def _exact_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         "--ray": args.ray is not None,
         "--save-replays": args.save_replays is not None,
     }
-    if any(given.values()):
-        parser.error(f"--exact plays no rounds: drop {', '.join(flag for flag, on in given.items() if on)}")
+    refuse_unused_flags(parser, "--exact plays no rounds", given)
     if args.samples is not None and args.samples < 1:
         parser.error(f"--samples must be a positive integer, got {args.samples}")
+    if args.out is not None:
+        try:  # before the walk, which can take minutes
+            check_writable("--out", args.out, folder=True)
+        except ValueError as err:
+            parser.exit(2, f"{parser.prog}: error: {err}\n")
     try:
         report = exact_head_to_head(
             (args.agents[0], args.agents[1]),
@@ -299,8 +310,19 @@ def _exact_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         )
     except (ValueError, FileNotFoundError) as err:  # bad rules or agents, unreadable checkpoints or policies
         parser.exit(2, f"{parser.prog}: error: {err}\n")
+    try:
+        text = report_json(report)  # also when printing words: a NaN is a failure either way
+    except ValueError as err:
+        parser.exit(1, f"{parser.prog}: error: {err}\n")
+    if args.out is not None:
+        path = args.out / EXACT_RESULT
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+            path.write_text(text + "\n")
+        except OSError as err:
+            parser.exit(1, f"{parser.prog}: error: cannot write {path} ({err.strerror or err})\n")
     if args.json:
-        print(json.dumps(report))
+        print(text)
     else:
         first, second = report["agents"]
         how = "exact" if report["exact_probabilities"] else "ESTIMATED (a search agent's probabilities were sampled)"
@@ -309,6 +331,8 @@ def _exact_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
             f"({report['score_as_first']:.4f} moving first, {report['score_as_second']:.4f} moving second; "
             f"0.5 is even; {how}, over {report['num_infosets']:,} information sets in {report['seconds']:.1f} s)"
         )
+        if args.out is not None:
+            print(f"written: {args.out / EXACT_RESULT}")
     return 0
 
 
@@ -324,7 +348,10 @@ def _report_interruption(args: argparse.Namespace, stop: PlayInterrupted, episod
     unit = "rounds" if episode == "round" else "games"
     counted = complete_deals(stop.records, args.players) if args.duplicate else stop.records
     if args.league:
-        print(f"\ninterrupted: the league was not finished, nothing was written to {args.out}", file=sys.stderr)
+        print(
+            f"\ninterrupted: the league was not finished, nothing was written to {args.out or DEFAULT_LEAGUE_DIR}",
+            file=sys.stderr,
+        )
     elif not stop.records:
         print(f"\ninterrupted before the first {unit[:-1]} ended; no figures", file=sys.stderr)
     elif not counted:

@@ -12,12 +12,17 @@ as ``index * 32 + value`` (every entry is a small whole number below 32), in ind
 The ``tokens`` entries are left out: the solved game is one round, so the agent plays
 every round of a longer game as that round.
 
-File format (``numpy.savez_compressed``, read with ``allow_pickle=False``)
------------------------------------------------------------------------------
-* ``format`` (``"loveletter-solved-policy"``), ``version`` (1), ``meta`` (a JSON string:
-  rules, iterations, exploitability, first_player_score, ...);
+Policy file format (version 2)
+------------------------------
+A ``numpy.savez_compressed`` archive, read with ``allow_pickle=False``; every entry is
+required. ``I`` is the number of information sets.
+
+* ``format`` (``"loveletter-solved-policy"``), ``version`` (2), ``meta`` (a JSON object:
+  rules, information, iterations, exploitability, first_player_score, ...);
 * ``infoset_player`` int8 [I]: 0 for the player who moves first, 1 for the other;
-* ``infoset_parent`` int32 [I], ``infoset_parent_action`` int8 [I]: the chain above;
+* ``infoset_parent`` int32 [I]: the player's previous information set, an earlier one
+  (``-1`` at its first decision); ``infoset_parent_action`` int8 [I]: the action it took
+  there (``-1`` with no parent);
 * ``infoset_heard`` int8 [I]: -1, except in a policy solved with every action announced
   (``meta["information"] == "full"``): the other player's action just before; such a
   policy needs to hear the other player's moves, which the env's observation does not
@@ -25,7 +30,13 @@ File format (``numpy.savez_compressed``, read with ``allow_pickle=False``)
 * ``key_offsets`` int64 [I + 1], ``key_entries`` uint16: the observation key of
   information set ``i`` is ``key_entries[key_offsets[i]:key_offsets[i + 1]]``;
 * ``action_offsets`` int64 [I + 1], ``actions`` int8, ``probabilities`` float64: the
-  legal actions of information set ``i`` (ascending) and the probability of each.
+  legal actions of information set ``i`` (at least one, ascending, each in 0..40) and
+  the probability of each: finite, non-negative, summing to 1 per information set.
+
+:meth:`SolvedPolicy.load` checks all of this and refuses a file that breaks any of it
+with a :class:`PolicyFileError` naming the file. Version 1 files (written before the
+checks, ``infoset_heard`` optional) are refused: solve the rung again with
+``python -m training.solve RUNG``.
 """
 
 from __future__ import annotations
@@ -33,6 +44,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -45,7 +58,9 @@ from ..observation import OBSERVATION_SIZE, SLICES
 from .base import legal_actions_of
 
 FORMAT = "loveletter-solved-policy"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Largest distance of a policy's per-information-set probability sum from 1.
+SUM_TOLERANCE = 1e-6
 #: Bits of a key entry that hold the value (entries are ``index * KEY_VALUE_RANGE + value``).
 KEY_VALUE_RANGE = 32
 _TOKENS = SLICES["tokens"]
@@ -142,38 +157,142 @@ class SolvedPolicy:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SolvedPolicy:
-        """Read a policy file; ``FileNotFoundError`` or a ``ValueError`` naming the problem."""
+        """Read a policy file and check it against the file format (module docstring).
+
+        Raises:
+            FileNotFoundError: ``path`` does not exist.
+            PolicyFileError: (a ``ValueError``) anything else: not a regular file, a damaged
+                archive, another format or version, or arrays that break the format.
+        """
+        where = f"solved policy {os.fspath(path)!r}"
         if not os.path.exists(path):
-            raise FileNotFoundError(f"solved policy {os.fspath(path)!r} does not exist")
+            raise FileNotFoundError(f"{where} does not exist")
+        if not os.path.isfile(path):
+            # A FIFO or device would block or never end; a folder is no policy either.
+            raise PolicyFileError(f"{where} is not a regular file")
+        if not zipfile.is_zipfile(path):
+            # np.load would try other formats on it and answer about pickles.
+            raise PolicyFileError(f"{where} is not a .npz archive: it is damaged or not a solved policy file")
         try:
             with np.load(path, allow_pickle=False) as data:
-                fmt, version = str(data["format"]), int(data["version"])
-                if fmt != FORMAT:
-                    raise ValueError(f"format {fmt!r}")
-                if version != FORMAT_VERSION:
-                    raise ValueError(f"version {version} (this code reads {FORMAT_VERSION})")
-                arrays = {name: data[name] for name in _ARRAYS if name in data.files or name not in _OPTIONAL}
-                # Files from before full-information solving hold observation policies only.
-                arrays.setdefault("infoset_heard", np.full(arrays["infoset_parent"].shape, -1, np.int8))
-                meta = json.loads(str(data["meta"]))
-        except (OSError, KeyError, ValueError, EOFError) as err:
-            raise ValueError(f"{os.fspath(path)!r} is not a solved policy file ({err})") from None
-        return cls(meta=meta, **arrays)
+                entries = {name: data[name] for name in data.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:
+            raise PolicyFileError(f"{where} is damaged or not a solved policy file ({err})") from None
+        return cls(**_checked_entries(where, entries))
 
 
-#: Arrays a file may lack (it was written before they existed); :meth:`SolvedPolicy.load` fills them.
-_OPTIONAL = ("infoset_heard",)
-_ARRAYS = (
-    "infoset_player",
-    "infoset_parent",
-    "infoset_parent_action",
-    "infoset_heard",
-    "key_offsets",
-    "key_entries",
-    "action_offsets",
-    "actions",
-    "probabilities",
-)
+class PolicyFileError(ValueError):
+    """A solved policy file that cannot be played: damaged, of another format or version,
+    or with arrays that break the format; the message names the file."""
+
+
+#: Each array of the format, with its dtype: the file's are converted to these once checked.
+_ARRAYS: dict[str, type[np.generic]] = {
+    "infoset_player": np.int8,
+    "infoset_parent": np.int32,
+    "infoset_parent_action": np.int8,
+    "infoset_heard": np.int8,
+    "key_offsets": np.int64,
+    "key_entries": np.uint16,
+    "action_offsets": np.int64,
+    "actions": np.int8,
+    "probabilities": np.float64,
+}
+
+
+def _scalar(value: np.ndarray, kinds: str) -> Any:
+    """The one value of a 0-d array of one of the dtype ``kinds``, else ``None``."""
+    return value.item() if value.ndim == 0 and value.dtype.kind in kinds else None
+
+
+def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The fields of a :class:`SolvedPolicy` from a file's entries, or a :class:`PolicyFileError`."""
+
+    def refuse(problem: str) -> PolicyFileError:
+        return PolicyFileError(f"{where} {problem}")
+
+    fmt = _scalar(entries["format"], "U") if "format" in entries else None
+    if fmt != FORMAT:
+        raise refuse(f"is not a solved policy file (its format is {fmt!r}, expected {FORMAT!r})")
+    version = _scalar(entries["version"], "iu") if "version" in entries else None
+    meta_text = _scalar(entries["meta"], "U") if "meta" in entries else None
+    try:
+        meta = json.loads(meta_text) if meta_text is not None else None
+    except ValueError:
+        meta = None
+    if version is None:
+        raise refuse("has no version number")
+    if version != FORMAT_VERSION:
+        rung = meta.get("rules") if isinstance(meta, dict) and isinstance(meta.get("rules"), str) else "RUNG"
+        raise refuse(
+            f"is format version {version}, and this code reads version {FORMAT_VERSION} only: "
+            f"solve the rung again with `python -m training.solve {rung}`"
+        )
+    if not isinstance(meta, dict):
+        shown = "no meta entry" if meta_text is None else "a meta entry that is not a JSON object"
+        raise refuse(f"has {shown} (rules, information, ...)")
+    missing = [name for name in _ARRAYS if name not in entries]
+    if missing:
+        raise refuse(f"lacks the array{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    arrays = {}
+    for name, dtype in _ARRAYS.items():
+        value = entries[name]
+        kinds = "f" if dtype is np.float64 else "iu"
+        if value.ndim != 1 or value.dtype.kind not in kinds:
+            kind = "floating-point" if kinds == "f" else "integer"
+            raise refuse(f"has {name} of shape {value.shape} and dtype {value.dtype}, expected a 1-d {kind} array")
+        arrays[name] = value
+    n = arrays["infoset_parent"].shape[0]
+    if n == 0:
+        raise refuse("holds no information set")
+    for name in ("infoset_player", "infoset_parent_action", "infoset_heard"):
+        if arrays[name].shape[0] != n:
+            raise refuse(f"has {arrays[name].shape[0]} entries in {name}, expected one per information set ({n})")
+    for offsets, values in (("key_offsets", "key_entries"), ("action_offsets", "actions")):
+        o = arrays[offsets].astype(np.int64)
+        if o.shape[0] != n + 1 or o[0] != 0 or o[-1] != arrays[values].shape[0] or (np.diff(o) < 0).any():
+            raise refuse(
+                f"has {offsets} that do not cut {values} ({arrays[values].shape[0]} entries) into "
+                f"{n} information sets in order"
+            )
+    if arrays["probabilities"].shape != arrays["actions"].shape:
+        raise refuse(f"has {arrays['probabilities'].shape[0]} probabilities for {arrays['actions'].shape[0]} actions")
+    player, parent = arrays["infoset_player"], arrays["infoset_parent"].astype(np.int64)
+    parent_action, heard = arrays["infoset_parent_action"], arrays["infoset_heard"]
+    if not np.isin(player, (0, 1)).all():
+        raise refuse("has an infoset_player other than 0 and 1")
+    if ((parent < -1) | (parent >= np.arange(n))).any():
+        raise refuse("has an infoset_parent that is not -1 or an earlier information set")
+    if not np.where(parent < 0, parent_action == -1, (parent_action >= 0) & (parent_action < NUM_ACTIONS)).all():
+        raise refuse(
+            f"has an infoset_parent_action that is not -1 with no parent, else an action in 0..{NUM_ACTIONS - 1}"
+        )
+    if ((heard < -1) | (heard >= NUM_ACTIONS)).any():
+        raise refuse(f"has an infoset_heard that is neither -1 nor an action in 0..{NUM_ACTIONS - 1}")
+    keys = arrays["key_entries"].astype(np.int64)
+    if ((keys < 0) | (keys >= OBSERVATION_SIZE * KEY_VALUE_RANGE)).any():
+        raise refuse(f"has a key entry outside 0..{OBSERVATION_SIZE * KEY_VALUE_RANGE - 1}")
+    actions = arrays["actions"].astype(np.int64)
+    bad = np.flatnonzero((actions < 0) | (actions >= NUM_ACTIONS))
+    if bad.size:
+        raise refuse(f"has action id {actions[bad[0]]}, and action ids are 0..{NUM_ACTIONS - 1}")
+    starts = arrays["action_offsets"][:-1].astype(np.int64)
+    if (np.diff(arrays["action_offsets"]) < 1).any():
+        raise refuse("has an information set with no legal action")
+    rising = np.diff(actions) > 0
+    rising[starts[1:] - 1] = True  # a new information set starts its own ascent
+    if not rising.all():
+        raise refuse("has an information set whose actions are not listed once each, in ascending order")
+    probs = arrays["probabilities"].astype(np.float64)
+    if not np.isfinite(probs).all() or (probs < 0).any():
+        raise refuse("has a probability that is negative, NaN or infinite")
+    sums = np.add.reduceat(probs, starts)
+    worst = int(np.argmax(np.abs(sums - 1.0)))
+    if abs(sums[worst] - 1.0) > SUM_TOLERANCE:
+        raise refuse(f"has information set {worst} whose probabilities sum to {sums[worst]:.6g}, not 1")
+    fields: dict[str, Any] = {name: arrays[name].astype(dtype, copy=False) for name, dtype in _ARRAYS.items()}
+    fields["meta"] = meta
+    return fields
 
 
 class SolvedAgent:

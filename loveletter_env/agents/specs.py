@@ -144,7 +144,18 @@ def _from_factory(text: str, module_name: str, attribute: str, seed: int | None)
     factory = getattr(module, attribute, None)
     if not callable(factory):
         raise AgentSpecError(f"agent spec {text!r}: module {module_name!r} has no callable {attribute!r}")
-    agent = factory(seed=seed) if seed is not None and accepts_seed(factory) else factory()
+    kwargs = {"seed": seed} if seed is not None and accepts_seed(factory) else {}
+    try:
+        inspect.signature(factory).bind(**kwargs)
+    except TypeError:
+        # Calling it would raise from inside the callable (os:system needs a command).
+        called = "with seed= alone" if kwargs else "with no arguments"
+        raise AgentSpecError(
+            f"agent spec {text!r}: {module_name}.{attribute} is not an agent factory, it cannot be called {called}"
+        ) from None
+    except ValueError:  # no signature to check (some builtins): the call itself says
+        pass
+    agent = factory(**kwargs)
     if not callable(getattr(agent, "act", None)):
         raise AgentSpecError(f"agent spec {text!r}: the factory returned {agent!r}, which has no act() method")
     return agent
