@@ -123,6 +123,23 @@ def test_cli_text_and_errors():
     assert neither.returncode == 2
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["rule", "random", "--save-replays-every", "5"], "--save-replays-every goes with --save-replays DIR"),
+        (["rule", "random", "--out", "somewhere"], "--out goes with --league or --exact"),
+    ],
+)
+def test_flags_that_would_change_nothing_are_refused(tmp_path: Path, argv, message, capsys):
+    from training.evaluate import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--rounds", "4", "--no-progress"])
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not Path("somewhere").exists()
+
+
 def test_cli_league_writes_table_csv_and_chart(tmp_path: Path):
     run = _cli("--league", "random", "rule", "belief", "--rounds", "20", "--out", str(tmp_path), "--no-progress")
     assert run.returncode == 0, run.stderr

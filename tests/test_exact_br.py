@@ -200,6 +200,18 @@ def test_cli_search_agent_says_estimated(capsys):
         (["random", "--rules", "mini6"], "go with --exact"),
         (["rule", "--exact", "--rules", "mini6", "--sampled"], "--sampled is for checkpoints"),
         (["random", "--exact", "--rules", "mini6", "--information", "some"], "invalid choice"),
+        (
+            ["os:system", "--exact", "--rules", "mini6"],
+            "agent spec 'os:system': os.system is not an agent factory, it cannot be called with no arguments",
+        ),
+        (["os:getcwd", "--exact", "--rules", "mini6"], "agent spec 'os:getcwd': the factory returned"),
+        (["random", "--exact", "--rules", "mini6", "--steps", "10"], "--exact trains and plays nothing: drop --steps"),
+        (
+            ["random", "--exact", "--rules", "mini6", "--rounds", "10", "--run-name", "x", "--config", "c.yaml"],
+            "--exact trains and plays nothing: drop --rounds, --run-name, --config",
+        ),
+        (["random", "--exact", "--rules", "mini6", "--set", "seed=3"], "drop --set"),
+        (["random", "--search", "--steps", "10"], "--search trains nothing: drop --steps"),
     ],
 )
 def test_cli_errors(argv, message, capsys):
@@ -314,3 +326,61 @@ def test_evaluate_exact_cli_errors(argv, message, capsys):
         evaluate.main([*argv, "--no-progress"])
     assert stop.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_evaluate_exact_out_writes_the_result(tmp_path, capsys):
+    out = tmp_path / "result"
+    assert evaluate.main(["rule", "random", "--exact", "--rules", "mini6", "--out", str(out), "--no-progress"]) == 0
+    written = json.loads((out / "exact.json").read_text())
+    assert written["agents"] == ["rule", "random"] and 0.6 < written["score"] < 0.8
+    assert f"written: {out / 'exact.json'}" in capsys.readouterr().out
+
+
+def test_evaluate_exact_out_that_cannot_be_written_is_refused_before_the_walk(tmp_path, capsys, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setattr("training.best_response.exact_head_to_head", lambda *a, **k: pytest.fail("walked"))
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main(["rule", "random", "--exact", "--rules", "mini6", "--out", str(blocker / "sub"), "--no-progress"])
+    assert stop.value.code == 2 and "--out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("json_flag", [["--json"], []])
+@pytest.mark.parametrize("tool", ["evaluate", "exploit"])
+def test_a_nan_result_is_an_error_never_output(tool, json_flag, tmp_path, capsys, monkeypatch):
+    if tool == "evaluate":
+        report = {"agents": ["rule", "random"], "rules": "mini6", "score": float("nan"), "score_as_first": 0.5}
+        report |= {"score_as_second": 0.5, "exact_probabilities": True, "num_infosets": 1, "seconds": 0.0}
+        monkeypatch.setattr("training.best_response.exact_head_to_head", lambda *a, **k: report)
+        argv = ["rule", "random", "--exact", "--rules", "mini6", "--out", str(tmp_path), *json_flag]
+        run = evaluate.main
+    else:
+        report = {"agent": "rule", "rules": "mini6", "information": "observations", "exploitability": float("nan")}
+        report |= {"best_response_as_first": 0.5, "best_response_as_second": 0.5, "exact_probabilities": True}
+        monkeypatch.setattr("training.best_response.exact_exploitability", lambda *a, **k: report)
+        argv = ["rule", "--exact", "--rules", "mini6", *json_flag]
+        run = exploit.main
+    with pytest.raises(SystemExit) as stop:
+        run([*argv, "--no-progress"])
+    assert stop.value.code == 1
+    out, err = capsys.readouterr()
+    assert "NaN" not in out and "nan" not in out
+    field = "score" if tool == "evaluate" else "exploitability"
+    assert f"the result's {field} is nan, which JSON cannot hold: nothing was written" in err
+    assert not (tmp_path / "exact.json").exists()
+
+
+def test_an_agent_giving_nan_probabilities_is_refused(tree):
+    class NaNAgent:
+        remembers_round = False
+
+        def act(self, observation):
+            return int(np.flatnonzero(observation["action_mask"])[0])
+
+        def action_probabilities(self, observation):
+            probs = observation["action_mask"].astype(np.float64)
+            probs[np.flatnonzero(probs)[0]] = np.nan
+            return probs / np.nansum(probs)
+
+    with pytest.raises(ValueError, match="not a distribution over the legal actions"):
+        exact_exploitability(NaNAgent(), "mini6", tree=tree)
