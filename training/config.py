@@ -44,7 +44,7 @@ RulesName = Annotated[str, AfterValidator(_preset_name)]
 # Upper bounds, checked before a run allocates anything: far beyond any useful setting,
 # low enough that a typo is named here instead of failing in an allocator or a seeder.
 #: Largest env.num_games, env.rollout_steps, and turns in one rollout (their product:
-#: the rollout stores one 646-float observation per turn, 2.7 GB at this bound).
+#: the rollout stores one observation of 1,382 bytes per turn, 1.4 GB at this bound).
 MAX_NUM_GAMES, MAX_ROLLOUT_STEPS, MAX_ROLLOUT_TURNS = 2**16, 2**12, 2**20
 #: Largest network: layers, width of a layer, and parameters in all (100 M: 1.2 GB with Adam's state).
 MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE, MAX_PARAMETERS = 16, 2**16, 100_000_000

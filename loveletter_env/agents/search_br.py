@@ -96,7 +96,7 @@ class AgentPolicy:
 
     def __call__(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """float64 [41]: the agent's probability of each action at observation ``obs`` (float32
-        [646]) with legal actions ``mask`` (0/1 [41])."""
+        [OBSERVATION_SIZE]) with legal actions ``mask`` (0/1 [41])."""
         key = obs.tobytes()
         probs = self._cache.get(key)
         if probs is None:

@@ -100,7 +100,7 @@ def observation_key(observation: np.ndarray) -> bytes:
 
 
 def key_to_observation(entries: np.ndarray) -> np.ndarray:
-    """The observation vector (float32 [646], tokens zero) a key was made from."""
+    """The observation vector (float32 [OBSERVATION_SIZE], tokens zero) a key was made from."""
     entries = np.asarray(entries, dtype=np.int64)
     vector = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
     vector[entries // KEY_VALUE_RANGE] = entries % KEY_VALUE_RANGE
