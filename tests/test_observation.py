@@ -458,3 +458,14 @@ def test_a_baron_tie_never_shows_the_tied_cards_to_a_third_player():
         assert_same_views(a, b, [2])
         for seat in (0, 1):
             assert_views_differ(a, b, seat)
+
+
+def test_the_layout_stays_within_its_budget_and_keeps_version_1_as_its_prefix():
+    """Version 2 fits 1,536 one-byte entries (a network input and a batched row stay small), and
+    version 1's fields keep their places, so a version-1 network reads a prefix."""
+    from loveletter_env.observation import LAYOUT, OBSERVATION_VERSION, SLICES, V1_LAYOUT
+
+    assert OBSERVATION_VERSION == 2
+    assert OBSERVATION_SIZE <= 1536
+    assert LAYOUT[: len(V1_LAYOUT)] == V1_LAYOUT and V1_OBSERVATION_SIZE == 646
+    assert SLICES[V1_LAYOUT[-1].name].stop == V1_OBSERVATION_SIZE
