@@ -199,7 +199,8 @@ def test_cli_search_agent_says_estimated(capsys):
         ([], "the agent to exploit is required"),
         (["random", "--rules", "mini6"], "go with --exact"),
         (["rule", "--exact", "--rules", "mini6", "--sampled"], "--sampled is for checkpoints"),
-        (["random", "--exact", "--rules", "mini6", "--information", "some"], "invalid choice"),
+        (["random", "--exact", "--rules", "mini6", "--information", "full"], "--information is retired: the"),
+        (["random", "--information"], "--information is retired: the"),
     ],
 )
 def test_cli_errors(argv, message, capsys):
@@ -214,13 +215,6 @@ def test_rng_of_enumeration_refuses_other_draws():
 
     with pytest.raises(TypeError, match="rng.choice only"):
         _ChoiceEnumerator([]).random()
-
-
-def test_a_best_response_that_hears_every_move_finds_at_least_as_much(tree):
-    observed = exact_exploitability("rule", "mini6", tree=tree)
-    full = exact_exploitability("rule", "mini6", information="full")
-    assert full["information"] == "full"
-    assert full["exploitability"] >= observed["exploitability"] - 1e-12
 
 
 def test_network_probabilities_are_those_it_plays_with():
