@@ -179,6 +179,7 @@ def test_cli_json(capsys):
     assert report["rules"] == "mini6"
     assert 0.2 < report["exploitability"] < 0.3
     assert report["exact_probabilities"] is True
+    assert "information" not in report  # one game: nothing to say which
 
 
 def test_cli_search_agent_says_estimated(capsys):
