@@ -15,10 +15,11 @@ information set.
 
 The **information set** of the player to act is the perfect-recall sequence of what that
 player has been shown: their observation (:func:`~loveletter_env.core.kernels.observe_into`,
-the env's observation vector) at each of their decision points so far, every action
-played so far (all actions are announced in the printed rules: card, target, Guard
-guess), and their observation now. :func:`infoset_key` and :func:`after_action` fold that
-sequence into a 64-bit key, one hash step per event; :func:`count_tree` counts distinct
+the env's observation vector) at each of their decision points so far, their own actions,
+and their observation now. The observation shows every move announced this round (card,
+target, Guard guess, as the printed rules announce them), so this is the game as played at
+a table. :func:`infoset_key` and :func:`after_action` fold that sequence into a 64-bit
+key, one hash step per event; :func:`count_tree` counts distinct
 keys (a hash collision would merge two sets: at the sizes here, under 1e-5 likely).
 
 Walking a tree with this module's pieces (what a solver does)::
@@ -39,6 +40,7 @@ without replaying a card; :func:`expected_score` evaluates a strategy on it.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import math
 import time
@@ -122,8 +124,7 @@ def infoset_key(recall, obs):
 
 @njit(cache=True)
 def after_action(key, action):
-    """A recall key followed by ``action``: the actor's, from the key of the set it played
-    ``action`` at; with every action public, the other seat's too, from its own recall."""
+    """The actor's recall key after playing ``action`` at the set whose key is ``key``."""
     return combine(key, np.uint64(action) + np.uint64(1 << 40))
 
 
@@ -206,10 +207,10 @@ class TreeSize:
 
 
 @njit(cache=True)
-def _descend(stack, recall, node_key, depth, action, public_actions):
+def _descend(stack, recall, node_key, depth, action):
     """Play ``action`` from the record at ``depth`` into the one at ``depth + 1``, and carry
-    each seat's recall down: the actor's key after its own action, the other seat's after
-    hearing it (only when actions are public)."""
+    each seat's recall down: the actor's key after its own action, the other seat's as it
+    was (its next observation shows the action)."""
     r = stack[depth]
     seat = np.int64(r[CURRENT])
     child = stack[depth + 1]
@@ -218,17 +219,14 @@ def _descend(stack, recall, node_key, depth, action, public_actions):
     recall[depth + 1, 0] = recall[depth, 0]
     recall[depth + 1, 1] = recall[depth, 1]
     recall[depth + 1, seat] = after_action(node_key[depth], action)
-    if public_actions:
-        recall[depth + 1, 1 - seat] = after_action(recall[depth, 1 - seat], action)
 
 
 @njit(cache=True)
-def _walk(roots, start, keys, counts, public_actions):
+def _walk(roots, start, keys, counts):
     """Depth-first walk of the trees of deals ``start..``: adds decision and terminal nodes
     to ``counts[0]`` and ``counts[1]`` and writes each decision's information-set key into
     ``keys[seat]`` (``counts[2 + seat]`` keys so far). Stops before a deal whose keys would
-    not fit, and returns the index of the first deal not walked. With ``public_actions``,
-    each action also enters the other seat's recall (see :func:`count_tree`)."""
+    not fit, and returns the index of the first deal not walked."""
     stack = np.empty((MAX_DEPTH, RECORD_SIZE), np.uint8)
     pending = np.zeros(MAX_DEPTH, np.uint64)  # legal actions not yet tried, per depth
     recall = np.empty((MAX_DEPTH, 2), np.uint64)  # each seat's recall key, per depth
@@ -270,7 +268,7 @@ def _walk(roots, start, keys, counts, public_actions):
                 continue
             action = nth_set_bit(bits, 0)
             pending[depth] = bits & (bits - np.uint64(1))
-            _descend(stack, recall, node_key, depth, action, public_actions)
+            _descend(stack, recall, node_key, depth, action)
             depth += 1
             fresh = True
         if overflow:
@@ -283,19 +281,12 @@ def _walk(roots, start, keys, counts, public_actions):
 def count_tree(
     rules: str | Rules,
     first_player: int = 0,
-    public_actions: bool = True,
     buffer: int = 1 << 22,
     progress: Callable[[int, int], None] | None = None,
 ) -> TreeSize:
     """Enumerate the tree of one round of the rung ``rules`` and count its histories and
     information sets exactly (see :class:`TreeSize`). ``progress(done, total)`` is called
-    as deals are walked; ``buffer`` keys are held before they are merged.
-
-    ``public_actions`` (default): information sets as the printed rules define them,
-    where every action is announced (card, target and Guard guess), so each player's
-    recall also holds the other player's actions. When False, a player recalls only what
-    the env shows them (their observations and their own actions): the observation does
-    not show a missed Guard guess at the observer's own hand, so those sets are coarser."""
+    as deals are walked; ``buffer`` keys are held before they are merged."""
     rules = _rung(rules)
     roots, _ = root_records(rules, first_player)
     keys = np.empty((2, buffer), np.uint64)
@@ -305,7 +296,7 @@ def count_tree(
     start = 0
     while start < len(roots):
         counts[:] = 0
-        end = _walk(roots, start, keys, counts, public_actions)
+        end = _walk(roots, start, keys, counts)
         if end == start:
             raise ValueError(f"one deal of {rules.name} has more than {buffer} decisions: raise buffer")
         decisions += int(counts[0])
@@ -413,7 +404,7 @@ def _size_of_trees(roots):
 
 
 @njit(cache=True)
-def _fill_tree(roots, public_actions, parent, action, first_child, num_children, seat, score, keys, legal):
+def _fill_tree(roots, parent, action, first_child, num_children, seat, score, keys, legal):
     """Walk every deal depth first, giving each expanded node's children the next block of
     ids, and write the per-node arrays of :class:`GameTree` (``keys``: each decision's
     information-set key; ``legal``: its legal actions)."""
@@ -472,16 +463,16 @@ def _fill_tree(roots, public_actions, parent, action, first_child, num_children,
             cursor[depth] = child_id + 1
             parent[child_id] = node
             action[child_id] = a
-            _descend(stack, recall, node_key, depth, a, public_actions)
+            _descend(stack, recall, node_key, depth, a)
             node_of[depth + 1] = child_id
             depth += 1
             fresh = True
     return next_id
 
 
-def build_tree(rules: str | Rules, first_player: int = 0, public_actions: bool = True) -> GameTree:
+def build_tree(rules: str | Rules, first_player: int = 0) -> GameTree:
     """The whole tree of one round of the rung ``rules`` as a :class:`GameTree`, with the
-    information sets of :func:`count_tree` (``public_actions`` as there). About 31 bytes a
+    information sets of :func:`count_tree`. About 31 bytes a
     node (46 while building): ``mini8`` (4.8 million nodes) takes about 150 MB, ``mini9``
     (87 million) about 2.7 GB."""
     rules = _rung(rules)
@@ -495,7 +486,7 @@ def build_tree(rules: str | Rules, first_player: int = 0, public_actions: bool =
     score = np.zeros(n, np.float32)
     keys = np.zeros(n, np.uint64)
     legal = np.zeros(n, np.uint64)
-    filled = _fill_tree(roots, public_actions, parent, action, first_child, num_children, seat, score, keys, legal)
+    filled = _fill_tree(roots, parent, action, first_child, num_children, seat, score, keys, legal)
     assert filled == n, (filled, n)
     decisions = seat >= 0
     infoset_key, first_node, index = np.unique(keys[decisions], return_index=True, return_inverse=True)
@@ -576,10 +567,31 @@ def uniform_strategy(tree: GameTree) -> np.ndarray:
     return strategy
 
 
+#: Why no tool takes a choice of information sets (the flags that once chose refuse with it).
+ONE_GAME = (
+    "the observation is the player's information state (every announced move, perfect recall), so there is one game"
+)
+
+
+class _RetiredFlag(argparse.Action):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(f"{option_string} is retired: {ONE_GAME}")
+
+
+def retire_flag(parser: argparse.ArgumentParser, flag: str, nargs: int | str | None = "?") -> None:
+    """Make ``parser`` refuse ``flag`` (with or without a value: ``nargs``) with one sentence
+    naming it, so a command line written for the information modes says why it stopped working."""
+    parser.add_argument(flag, nargs=nargs, action=_RetiredFlag, help=argparse.SUPPRESS)
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m loveletter_env.tree [RUNG ...]``: print the tree size of each rung."""
-    import argparse
-
     from tqdm import tqdm
 
     parser = argparse.ArgumentParser(
@@ -588,11 +600,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("rungs", nargs="*", default=["mini6", "mini7", "mini8"], help="default: mini6 mini7 mini8")
     parser.add_argument("--first-player", type=int, default=0, choices=(0, 1), help="seat that starts (default 0)")
-    parser.add_argument(
-        "--observations-only",
-        action="store_true",
-        help="information sets as the env shows them: a player does not recall a missed Guard guess at their hand",
-    )
+    retire_flag(parser, "--observations-only", nargs=0)
     args = parser.parse_args(argv)
     for rung in args.rungs:
         try:
@@ -600,13 +608,12 @@ def main(argv: list[str] | None = None) -> None:
         except ValueError as error:
             parser.error(str(error))
     count_tree("mini6")  # compiles the walk first, so the times below are the walks alone
-    public = not args.observations_only
     print("| rung | deals | decision nodes | terminal nodes | histories | information sets | seconds |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for rung in args.rungs:
         began = time.perf_counter()
         with tqdm(total=num_deals(rung), desc=rung, unit="deal", leave=False, dynamic_ncols=True) as bar:
-            size = count_tree(rung, args.first_player, public, progress=lambda done, _: bar.update(done - bar.n))
+            size = count_tree(rung, args.first_player, progress=lambda done, _: bar.update(done - bar.n))
         seconds = time.perf_counter() - began
         print(
             f"| {size.rules} | {size.deals:,} | {size.decision_nodes:,} | {size.terminal_nodes:,} "

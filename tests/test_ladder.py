@@ -319,9 +319,10 @@ def test_gymnasium_env_and_bots_play_a_rung(opponent):
 # The tree ------------------------------------------------------------------------------
 
 
-def _reference_tree(rules: str, public_actions: bool) -> tuple[int, int, tuple[int, int]]:
+def _reference_tree(rules: str) -> tuple[int, int, tuple[int, int]]:
     """The tree counted on the reference engine with exact keys: (decisions, terminals,
-    information sets per seat), as :func:`count_tree` defines them."""
+    information sets per seat), as :func:`count_tree` defines them: each seat recalls its
+    observations and its own actions."""
     infosets: list[set] = [set(), set()]
     decisions = terminals = 0
     for deck in deals(rules):
@@ -340,18 +341,26 @@ def _reference_tree(rules: str, public_actions: bool) -> tuple[int, int, tuple[i
                 engine.step(child, action)
                 after = list(recall)
                 after[seat] = (key, action)
-                if public_actions:
-                    after[1 - seat] = (recall[1 - seat], action)
                 stack.append((child, tuple(after)))
     return decisions, terminals, (len(infosets[0]), len(infosets[1]))
 
 
-@pytest.mark.parametrize("public_actions", (True, False))
-def test_the_compiled_tree_count_matches_a_reference_walk(public_actions):
-    size = count_tree("mini6", public_actions=public_actions)
-    assert (size.decision_nodes, size.terminal_nodes, size.infosets_by_seat) == _reference_tree("mini6", public_actions)
+def test_the_compiled_tree_count_matches_a_reference_walk():
+    size = count_tree("mini6")
+    assert (size.decision_nodes, size.terminal_nodes, size.infosets_by_seat) == _reference_tree("mini6")
+    assert size.infosets_by_seat == (1608, 192)
     assert size.deals == num_deals("mini6") == 360
     assert size.histories == size.decision_nodes + size.terminal_nodes
+
+
+def test_the_tree_counter_refuses_the_retired_observations_only_flag(capsys):
+    from loveletter_env.tree import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["mini6", "--observations-only"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: --observations-only is retired: the observation is the player's information state" in err
 
 
 def test_tree_count_merges_nothing_when_keys_overflow_its_buffer():
@@ -425,14 +434,11 @@ def test_the_ladder_page_gives_the_cards_and_the_counts_the_code_gives():
         size = count_tree(name)
         counted = [size.deals, size.decision_nodes, size.terminal_nodes, size.histories, size.infosets]
         assert [int(cell.replace(",", "")) for cell in sizes[name]] == counted
-        observed = {row[0]: row[1] for row in _markdown_table(page, "| rung | information sets, observations")}
-        assert int(observed[name].replace(",", "")) == count_tree(name, public_actions=False).infosets
 
 
-@pytest.mark.parametrize("public_actions", (True, False))
-def test_the_flat_tree_holds_the_walked_tree(public_actions):
-    tree = build_tree("mini6", public_actions=public_actions)
-    size = count_tree("mini6", public_actions=public_actions)
+def test_the_flat_tree_holds_the_walked_tree():
+    tree = build_tree("mini6")
+    size = count_tree("mini6")
     assert tree.num_nodes == size.histories and tree.deals == size.deals
     assert tree.num_infosets == size.infosets
     decisions = tree.seat >= 0

@@ -40,7 +40,7 @@ def test_tree_matches_the_independent_count(rules):
     """The counter of loveletter_env.tree hashes observation histories its own way; the
     solver keys them exactly: both must find the same histories and information sets."""
     tree = build_tree(rules)
-    size = count_tree(rules, public_actions=False)
+    size = count_tree(rules)
     assert tree.num_deals == size.deals
     assert tree.num_nodes == size.histories
     assert tree.num_terminals == size.terminal_nodes
@@ -51,22 +51,16 @@ def test_tree_matches_the_independent_count(rules):
 def test_uniform_play_scores_what_the_counter_s_tree_says(tree):
     from loveletter_env import tree as ladder_tree
 
-    other = ladder_tree.build_tree("mini6", public_actions=False)
+    other = ladder_tree.build_tree("mini6")
     expected = ladder_tree.expected_score(other, ladder_tree.uniform_strategy(other))
     assert TreeWorkspace(tree).first_player_score(tree.uniform_strategy()) == pytest.approx(expected, abs=1e-12)
 
 
-def test_full_information_tree_matches_the_count_with_every_action_public(tmp_path):
-    full = build_tree("mini6", information="full")
-    size = count_tree("mini6", public_actions=True)
-    assert full.num_nodes == size.histories
-    assert tuple(int((full.infoset_player == seat).sum()) for seat in (0, 1)) == size.infosets_by_seat
-    result = solve("mini6", tree=full)
-    assert result.information == "full" and result.exploitability <= 1e-3
-    # The policy needs to hear moves the env does not show: it is not an agent.
-    path = result.save_policy(tmp_path / "full.npz")
-    with pytest.raises(ValueError, match="information='full'"):
-        SolvedAgent(path)
+def test_mini6_has_the_table_s_information_sets():
+    # The observation shows every announced move, so the game the env's agents play is the
+    # game as played at a table.
+    size = count_tree("mini6")
+    assert (size.histories, size.infosets, size.infosets_by_seat) == (27374, 1800, (1608, 192))
 
 
 def test_tree_is_consistent(tree):
@@ -219,7 +213,6 @@ def test_cli_json_and_outputs(tmp_path, capsys):
         (["classic"], "not a ladder rung"),
         (["mini5"], "unknown rules 'mini5'"),
         (["mini6", "--iterations", "0"], "--iterations must be positive"),
-        (["mini6", "--information", "some"], "invalid choice"),
     ],
 )
 def test_cli_errors(argv, message, capsys):
@@ -229,14 +222,42 @@ def test_cli_errors(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_policy_files_without_the_heard_actions_load_as_observation_policies(policy_path, tmp_path):
-    with np.load(policy_path, allow_pickle=False) as data:
-        arrays = {name: data[name] for name in data.files if name != "infoset_heard"}
-    older = tmp_path / "older.npz"
-    np.savez_compressed(older, **arrays)
-    loaded = SolvedPolicy.load(older)
-    assert (loaded.infoset_heard == -1).all()
-    assert SolvedAgent(older).policy.num_infosets == loaded.num_infosets
+@pytest.mark.parametrize("argv", [["mini6", "--information", "full"], ["mini6", "--information"]])
+def test_the_retired_information_flag_is_refused(argv, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        solve_cli.main([*argv, "--out", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: --information is retired: the observation is the player's information state" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_policy_files_hold_no_information_mode(policy_path):
+    entries = _entries(policy_path)
+    assert "infoset_heard" not in entries and "information" not in json.loads(str(entries["meta"]))
+
+
+def test_policy_files_with_the_former_heard_actions_still_load(policy_path, tmp_path):
+    # Written before the information modes were retired: every entry -1, meta "observations".
+    entries = _entries(policy_path)
+    meta = {**json.loads(str(entries["meta"])), "information": "observations"}
+    n = entries["infoset_parent"].shape[0]
+    older = _rewritten(
+        policy_path, tmp_path / "older.npz", meta=np.str_(json.dumps(meta)), infoset_heard=np.full(n, -1, np.int8)
+    )
+    assert SolvedAgent(older).policy.num_infosets == SolvedPolicy.load(policy_path).num_infosets
+
+
+def test_policy_files_solved_with_every_move_heard_are_refused(policy_path, tmp_path):
+    entries = _entries(policy_path)
+    meta = {**json.loads(str(entries["meta"])), "information": "full"}
+    full = _rewritten(policy_path, tmp_path / "full.npz", meta=np.str_(json.dumps(meta)))
+    message = "was solved with information='full', a game the solver no longer has"
+    with pytest.raises(PolicyFileError, match=re.escape(message)) as refused:
+        SolvedPolicy.load(full)
+    assert "`python -m training.solve mini6`" in str(refused.value) and "\n" not in str(refused.value)
+    with pytest.raises(PolicyFileError, match=re.escape(message)):
+        SolvedAgent(full)
 
 
 def _cli_error(argv, capsys, code=2):
@@ -380,7 +401,7 @@ BAD_POLICIES = {
     "other format": (lambda e: {"format": np.str_("something-else")}, "its format is 'something-else'"),
     "no version": (lambda e: {"version": None}, "has no version number"),
     "future version": (lambda e: {"version": np.int64(7)}, "is format version 7, and this code reads version 2"),
-    "missing array": (lambda e: {"infoset_heard": None}, "lacks the array infoset_heard"),
+    "missing array": (lambda e: {"infoset_parent_action": None}, "lacks the array infoset_parent_action"),
     "offsets past the end": (
         lambda e: {"action_offsets": _changed(e, "action_offsets", -1, 10**6)},
         "action_offsets that do not cut actions",
@@ -431,7 +452,7 @@ def test_a_policy_path_that_is_no_regular_file_is_refused_before_reading(tmp_pat
 
 def test_version_1_policy_files_are_refused_with_how_to_regenerate_them(policy_path, tmp_path):
     assert int(_entries(policy_path)["version"]) == 2
-    older = _rewritten(policy_path, tmp_path / "older.npz", version=np.int64(1), infoset_heard=None)
+    older = _rewritten(policy_path, tmp_path / "older.npz", version=np.int64(1))
     with pytest.raises(PolicyFileError, match=re.escape("is format version 1, and this code reads version 2 only")):
         SolvedPolicy.load(older)
     with pytest.raises(PolicyFileError, match=re.escape("`python -m training.solve mini6`")):

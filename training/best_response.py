@@ -135,7 +135,6 @@ def exact_exploitability(
     samples: int | None = None,
     progress: bool = False,
     tree: GameTree | None = None,
-    information: str = "observations",
 ) -> dict[str, Any]:
     """The agent's exact exploitability on one round of a ladder rung.
 
@@ -145,10 +144,7 @@ def exact_exploitability(
         seed: the agent's seed (its probabilities do not depend on it, except a search's estimates).
         samples: searches per decision for agents whose probabilities are estimated (default: the agent's own).
         progress: show a progress bar while the agent is queried.
-        tree: the rung's tree, when the caller built it already (it sets ``information``).
-        information: the best response's information: ``"observations"`` (default), what the
-            env shows, or ``"full"``, every move announced as at a table (a missed Guard's
-            guess included), which can only find more (see :func:`training.game_tree.build_tree`).
+        tree: the rung's tree, when the caller built it already.
 
     Returns:
         A dict with ``exploitability``, ``best_response_as_first`` / ``_as_second`` (the best
@@ -156,14 +152,13 @@ def exact_exploitability(
         (the agent's score against a best response from seat 0), ``exact_probabilities`` and more.
     """
     started = time.perf_counter()
-    tree = tree or build_tree(rules, information)
+    tree = tree or build_tree(rules)
     player, strategy = _resolved_strategy(agent, tree, seed, samples, progress)
     exact = bool(getattr(player, "exact_probabilities", True))
     result = TreeWorkspace(tree).exploitability(strategy)
     report: dict[str, Any] = {
         "agent": agent_label(agent),
         "rules": tree.rules.name,
-        "information": tree.information,
         "exploitability": result.exploitability,
         "best_response_as_first": result.best_response_as_first,
         "best_response_as_second": result.best_response_as_second,
@@ -228,9 +223,7 @@ def describe(report: Mapping[str, Any]) -> str:
         "per decision, so this figure is an estimate"
     )
     return (
-        f"exploitability of {report['agent']} on {report['rules']}"
-        + ("" if report["information"] == "observations" else " (the best response hears every move)")
-        + f": {report['exploitability']:.4f} "
+        f"exploitability of {report['agent']} on {report['rules']}: {report['exploitability']:.4f} "
         f"(an exact best response scores {report['best_response_as_first']:.4f} moving first and "
         f"{report['best_response_as_second']:.4f} moving second; 0 at an equilibrium; {how})"
     )
@@ -286,7 +279,6 @@ def exact_main(parser: Any, args: Any) -> dict[str, Any]:
             seed=args.seed,
             samples=args.samples,
             progress=not args.no_progress,
-            information=args.information,
         )
     except (ValueError, FileNotFoundError) as err:  # bad rules or agents, unreadable checkpoints or policies
         parser.error(str(err))

@@ -17,8 +17,8 @@ time. The deals' first decisions (player 0's) are nodes ``0 .. D - 1``.
 
 An information set is keyed exactly by what its player has seen and done this round (see
 :mod:`loveletter_env.agents.solved`): its previous information set, the action taken
-there, and the observation vector now; with ``information="full"``, also the other
-player's action just before (see :func:`build_tree`). Actions of information set ``i`` are
+there, and the observation vector now (which shows every move announced this round, so
+this is the game as played at a table). Actions of information set ``i`` are
 ``actions[action_offsets[i]:action_offsets[i + 1]]`` (ascending); per-action arrays
 (regrets, strategies) use the same offsets.
 """
@@ -79,10 +79,9 @@ def _grow(a, need):
 
 
 @njit(cache=True)
-def _hash(parent, action, heard, key, n):
+def _hash(parent, action, key, n):
     h = np.uint64(1469598103934665603) ^ (np.uint64(parent + 1) * np.uint64(0x9E3779B97F4A7C15))
     h ^= np.uint64(action + 1) * np.uint64(0xBF58476D1CE4E5B9)
-    h ^= np.uint64(heard + 1) * np.uint64(0x94D049BB133111EB)
     for i in range(n):
         h = (h ^ np.uint64(key[i])) * np.uint64(1099511628211)
     h ^= h >> np.uint64(31)
@@ -90,13 +89,13 @@ def _hash(parent, action, heard, key, n):
 
 
 @njit(cache=True, nogil=True)
-def _build(roots, public_actions, obs, key, stop):
+def _build(roots, obs, key, stop):
     """Walk every deal; return the tree in depth-first order (children consecutive) and
-    the information sets (see the module docstring). With ``public_actions``, a set's key
-    also holds the other player's action just before it (see :func:`build_tree`). ``obs``
-    and ``key`` are scratch buffers. ``status`` is 0, or 1 when one observation showed two different sets of
-    legal actions (the key would not be what an agent can tell apart), 2 when the tree is too large, 3 when
-    ``stop[0]`` was set (checked at each deal, see :func:`run_interruptibly`)."""
+    the information sets (see the module docstring). ``obs`` and ``key`` are scratch
+    buffers. ``status`` is 0, or 1 when one observation showed two different sets of legal
+    actions (the key would not be what an agent can tell apart), 2 when the tree is too
+    large, 3 when ``stop[0]`` was set (checked at each deal, see :func:`run_interruptibly`);
+    with 2 or 3 the arrays are of no use."""
     num_deals = roots.shape[0]
     node_info = np.empty(1 << 16, np.int32)
     node_child = np.empty(1 << 16, np.int32)
@@ -108,7 +107,6 @@ def _build(roots, public_actions, obs, key, stop):
 
     iset_parent = np.empty(1 << 12, np.int32)
     iset_parent_action = np.empty(1 << 12, np.int8)
-    iset_heard = np.empty(1 << 12, np.int8)
     iset_parent_slot = np.empty(1 << 12, np.int8)
     iset_player = np.empty(1 << 12, np.int8)
     iset_depth = np.empty(1 << 12, np.int8)
@@ -124,20 +122,18 @@ def _build(roots, public_actions, obs, key, stop):
     stack_last = np.empty((_STACK, 2), np.int32)
     stack_act = np.empty((_STACK, 2), np.int8)
     stack_slot = np.empty((_STACK, 2), np.int8)
-    stack_heard = np.empty(_STACK, np.int8)  # the action that led to the node
     status = 0
 
     for d in range(num_deals):
         if stop[0]:
-            return (node_info, node_child, node_depth, 0, iset_parent, iset_parent_action, iset_heard,
-                    iset_parent_slot, iset_player, iset_legal, key_offsets, key_entries, 0, 3)  # fmt: skip
+            status = 3
+            break
         stack_rec[0, :] = roots[d]
         stack_node[0] = d
         stack_last[0, 0] = -1
         stack_last[0, 1] = -1
         stack_act[0, :] = -1
         stack_slot[0, :] = -1
-        stack_heard[0] = -1
         node_depth[d] = 0
         sp = 1
         while sp > 0:
@@ -157,20 +153,14 @@ def _build(roots, public_actions, obs, key, stop):
             bits = kernels.legal_bits(rec)
             parent = stack_last[sp, p]
             pact = stack_act[sp, p]
-            heard = stack_heard[sp] if public_actions else -1
             # Find or add the information set (open addressing, linear probing).
-            h = _hash(parent, pact, heard, key, length)
+            h = _hash(parent, pact, key, length)
             mask = table.shape[0] - 1
             slot = np.int64(h & np.uint64(mask))
             found = -1
             while table[slot] >= 0:
                 i = table[slot]
-                if (
-                    iset_hash[i] == h
-                    and iset_parent[i] == parent
-                    and iset_parent_action[i] == pact
-                    and iset_heard[i] == heard
-                ):
+                if iset_hash[i] == h and iset_parent[i] == parent and iset_parent_action[i] == pact:
                     lo = key_offsets[i]
                     if key_offsets[i + 1] - lo == length:
                         same = True
@@ -187,7 +177,6 @@ def _build(roots, public_actions, obs, key, stop):
                 num_isets += 1
                 iset_parent = _grow(iset_parent, num_isets)
                 iset_parent_action = _grow(iset_parent_action, num_isets)
-                iset_heard = _grow(iset_heard, num_isets)
                 iset_parent_slot = _grow(iset_parent_slot, num_isets)
                 iset_player = _grow(iset_player, num_isets)
                 iset_depth = _grow(iset_depth, num_isets)
@@ -200,7 +189,6 @@ def _build(roots, public_actions, obs, key, stop):
                 key_offsets[found + 1] = start + length
                 iset_parent[found] = parent
                 iset_parent_action[found] = pact
-                iset_heard[found] = heard
                 iset_parent_slot[found] = stack_slot[sp, p]
                 iset_player[found] = p
                 iset_depth[found] = node_depth[n]
@@ -227,8 +215,8 @@ def _build(roots, public_actions, obs, key, stop):
             node_info[n] = found
             node_child[n] = first
             if sp + k > _STACK or num_nodes >= 2**31 - 1:
-                return (node_info, node_child, node_depth, 0, iset_parent, iset_parent_action, iset_heard,
-                        iset_parent_slot, iset_player, iset_legal, key_offsets, key_entries, 0, 2)  # fmt: skip
+                status = 2
+                break
             c = 0
             # Push the children after the record in slot sp (which the first child overwrites last).
             for a in range(NUM_ACTIONS - 1, -1, -1):
@@ -242,7 +230,6 @@ def _build(roots, public_actions, obs, key, stop):
                         stack_slot[t, :] = stack_slot[sp, :]
                     child = first + (k - c)
                     stack_node[t] = child
-                    stack_heard[t] = a
                     node_depth[child] = node_depth[n] + 1
                     stack_last[t, p] = found
                     stack_act[t, p] = a
@@ -251,8 +238,10 @@ def _build(roots, public_actions, obs, key, stop):
             for t in range(sp, sp + k):
                 kernels.play(stack_rec[t], np.int64(stack_act[t, p]))
             sp += k
-    return (node_info, node_child, node_depth, num_nodes, iset_parent, iset_parent_action, iset_heard,
-            iset_parent_slot, iset_player, iset_legal, key_offsets, key_entries, num_isets, status)  # fmt: skip
+        if status >= 2:
+            break
+    return (node_info, node_child, node_depth, num_nodes, iset_parent, iset_parent_action, iset_parent_slot,
+            iset_player, iset_legal, key_offsets, key_entries, num_isets, status)  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
@@ -355,14 +344,12 @@ class GameTree:
     infoset_player: np.ndarray
     infoset_parent: np.ndarray
     infoset_parent_action: np.ndarray
-    infoset_heard: np.ndarray
     infoset_parent_slot: np.ndarray
     key_offsets: np.ndarray
     key_entries: np.ndarray
     action_offsets: np.ndarray
     actions: np.ndarray
     build_seconds: float
-    information: str = "observations"
 
     @property
     def num_nodes(self) -> int:
@@ -390,38 +377,30 @@ class GameTree:
         return np.repeat(1.0 / counts, counts)
 
 
-#: What a player's information set holds (see :func:`build_tree`).
-INFORMATION_KINDS = ("observations", "full")
-
-
-def build_tree(rules: str | Rules, information: str = "observations") -> GameTree:
+def build_tree(rules: str | Rules) -> GameTree:
     """The whole tree of one round of a ladder rung (2 players, player 0 moves first).
+
+    An information set holds the player's observation at each of its decisions and its own
+    actions: exactly what an agent in the env can tell apart, and, as the observation shows
+    every announced move, the game as played at a table.
 
     Args:
         rules: a rung.
-        information: what an information set holds. ``"observations"`` (default): the
-            player's observation at each of its decisions and its own actions, exactly what
-            an agent in the env can tell apart; the env's agents play this game.
-            ``"full"``: also every action of the other player, as the printed rules announce
-            them (a missed Guard's guess, which the env's observation does not show); finer
-            sets, the game as played at a table.
 
     Raises:
         TreeError: rules that are not a rung, or a tree too large to walk.
         KeyboardInterrupt: Ctrl-C, within moments, nothing kept (see :func:`run_interruptibly`).
         MemoryError: not enough memory for the tree (``mini9`` needs about 2.4 GB).
     """
-    if information not in INFORMATION_KINDS:
-        raise TreeError(f"information must be one of {list(INFORMATION_KINDS)}, got {information!r}")
     resolved = rung_rules(rules)
     roots, _ = root_records(resolved, first_player=0)
     started = time.perf_counter()
     obs = np.zeros(OBSERVATION_SIZE, np.float32)
     key = np.zeros(OBSERVATION_SIZE, np.uint16)
     stop = np.zeros(1, np.uint8)
-    (node_info, node_child, node_depth, num_nodes, parent, parent_action, heard, parent_slot, player, legal,
+    (node_info, node_child, node_depth, num_nodes, parent, parent_action, parent_slot, player, legal,
      key_offsets, key_entries, num_isets, status) = run_interruptibly(
-        _build, roots, information == "full", obs, key, stop, stop=stop)  # fmt: skip
+        _build, roots, obs, key, stop, stop=stop)  # fmt: skip
     if status == 2:
         raise TreeError("the tree is too large for the walker (over 2**31 nodes, or deeper than its stack)")
     if status == 1:
@@ -441,14 +420,12 @@ def build_tree(rules: str | Rules, information: str = "observations") -> GameTre
         infoset_player=player[:num_isets].copy(),
         infoset_parent=parent[:num_isets].copy(),
         infoset_parent_action=parent_action[:num_isets].copy(),
-        infoset_heard=heard[:num_isets].copy(),
         infoset_parent_slot=parent_slot[:num_isets].copy(),
         key_offsets=key_offsets[: num_isets + 1].copy(),
         key_entries=key_entries[: key_offsets[num_isets]].copy(),
         action_offsets=action_offsets,
         actions=actions,
         build_seconds=time.perf_counter() - started,
-        information=information,
     )
 
 

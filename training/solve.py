@@ -30,11 +30,11 @@ import numpy as np
 from loveletter_env import __version__
 from loveletter_env.agents.solved import SolvedPolicy
 from loveletter_env.rules import PRESETS, Rules
+from loveletter_env.tree import retire_flag
 from loveletter_env.validation import check_number, check_writable
 
 from .compile_notice import announce_kernel_compilation
 from .game_tree import (
-    INFORMATION_KINDS,
     GameTree,
     TreeError,
     TreeWorkspace,
@@ -62,7 +62,6 @@ class SolveResult:
 
     Attributes:
         rules: the rung's preset name.
-        information: what information sets hold (``"observations"`` or ``"full"``).
         iterations: CFR+ iterations run.
         exploitability: the mean, over the two seats, of an exact best response's expected
             score against the average strategy, minus 0.5.
@@ -78,7 +77,6 @@ class SolveResult:
     """
 
     rules: str
-    information: str
     iterations: int
     exploitability: float
     first_player_score: float
@@ -102,7 +100,6 @@ class SolveResult:
         """Everything but the policy, as JSON-ready values."""
         return {
             "rules": self.rules,
-            "information": self.information,
             "exploitability": self.exploitability,
             "target_met": self.target_met,
             "first_player_score": self.first_player_score,
@@ -146,7 +143,6 @@ def policy_of(tree: GameTree, strategy: np.ndarray, meta: dict[str, Any]) -> Sol
         infoset_player=tree.infoset_player,
         infoset_parent=tree.infoset_parent,
         infoset_parent_action=tree.infoset_parent_action,
-        infoset_heard=tree.infoset_heard,
         key_offsets=tree.key_offsets,
         key_entries=tree.key_entries,
         action_offsets=tree.action_offsets,
@@ -178,7 +174,6 @@ def solve(
     target: float = DEFAULT_TARGET,
     tree: GameTree | None = None,
     on_measure: Callable[[int, float, float], None] | None = None,
-    information: str = "observations",
 ) -> SolveResult:
     """Solve one round of a ladder rung with CFR+.
 
@@ -187,10 +182,8 @@ def solve(
         iterations: at most this many iterations.
         target: stop at the first measurement with exploitability <= ``target`` (0: run
             every iteration).
-        tree: the rung's tree, when the caller built it already (it sets ``information``).
+        tree: the rung's tree, when the caller built it already.
         on_measure: called as ``on_measure(iteration, seconds, exploitability)`` at each measurement.
-        information: ``"observations"`` (the env's game, default) or ``"full"`` (every move
-            announced, as at a table); see :func:`training.game_tree.build_tree`.
 
     Raises:
         TreeError (a ``ValueError``): rules that are not a rung.
@@ -201,7 +194,7 @@ def solve(
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
         raise ValueError(f"iterations must be a positive int, got {iterations!r}")
     target = check_target(target)
-    tree = tree or build_tree(rules, information)
+    tree = tree or build_tree(rules)
     work = TreeWorkspace(tree)
     num_actions = tree.actions.shape[0]
     regret = np.zeros(num_actions)
@@ -234,7 +227,6 @@ def solve(
     meta = {
         "rules": tree.rules.name,
         "in_play": list(tree.rules.in_play or ()),
-        "information": tree.information,
         "iterations": done,
         "exploitability": result.exploitability,
         "first_player_score": first,
@@ -243,7 +235,6 @@ def solve(
     }
     return SolveResult(
         rules=tree.rules.name,
-        information=tree.information,
         iterations=done,
         exploitability=result.exploitability,
         first_player_score=first,
@@ -374,14 +365,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help=f"stop once the exploitability is at most this, a number in [0, {MAX_EXPLOITABILITY}] "
         f"(default {DEFAULT_TARGET}; 0 runs every iteration)",
     )
-    parser.add_argument(
-        "--information",
-        choices=INFORMATION_KINDS,
-        default="observations",
-        help="observations (default): what the env shows, the game its agents play; full: every move announced, "
-        "a missed Guard's guess included, as at a table (its policy is not an agent)",
-    )
-    parser.add_argument("--out", help="output folder (default checkpoints/solved/RULES, or RULES_full)")
+    retire_flag(parser, "--information")
+    parser.add_argument("--out", help="output folder (default checkpoints/solved/RULES)")
     parser.add_argument("--force", action="store_true", help="replace the solve that --out already holds")
     parser.add_argument("--json", action="store_true", help="print only one JSON object on stdout")
     args = parser.parse_args(argv)
@@ -389,8 +374,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error("--iterations must be positive")
     if args.rules not in PRESETS:
         parser.error(f"unknown rules {args.rules!r}; the ladder's rungs are mini6, mini7, mini8 and mini9")
-    suffix = "" if args.information == "observations" else f"_{args.information}"
-    out = args.out or str(Path("checkpoints") / "solved" / f"{args.rules}{suffix}")
+    out = args.out or str(Path("checkpoints") / "solved" / args.rules)
     try:
         lock = _claim_output_folder(parser, out, args.force)
     except KeyboardInterrupt:
@@ -421,7 +405,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, out: str) ->
     bar = None
     try:
         try:
-            tree = build_tree(args.rules, args.information)
+            tree = build_tree(args.rules)
         except TreeError as err:
             parser.error(str(err))
         print(
@@ -471,11 +455,6 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, out: str) ->
     if args.json:
         print(json_text(report))
     else:
-        usage = (
-            f"agent spec solved:path={paths['policy']}"
-            if result.information == "observations"
-            else "every move announced: not an env agent"
-        )
         if result.target_met:
             reached = (
                 f"exploitability {result.exploitability:.2e} after {result.iterations:,} iterations "
@@ -488,7 +467,10 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, out: str) ->
                 f"after {result.iterations:,} iterations ({result.seconds:.1f} s; raise --iterations to go on); "
                 f"player 0 (moving first) scores {result.first_player_score:.6f} when both seats play this policy"
             )
-        print(f"{result.rules}: {reached}\npolicy: {paths['policy']} ({usage})\nplot: {paths['plot']}")
+        print(
+            f"{result.rules}: {reached}\npolicy: {paths['policy']} (agent spec solved:path={paths['policy']})\n"
+            f"plot: {paths['plot']}"
+        )
     return report
 
 

@@ -18,15 +18,11 @@ A ``numpy.savez_compressed`` archive, read with ``allow_pickle=False``; every en
 required. ``I`` is the number of information sets.
 
 * ``format`` (``"loveletter-solved-policy"``), ``version`` (2), ``meta`` (a JSON object:
-  rules, information, iterations, exploitability, first_player_score, ...);
+  rules, iterations, exploitability, first_player_score, ...);
 * ``infoset_player`` int8 [I]: 0 for the player who moves first, 1 for the other;
 * ``infoset_parent`` int32 [I]: the player's previous information set, an earlier one
   (``-1`` at its first decision); ``infoset_parent_action`` int8 [I]: the action it took
   there (``-1`` with no parent);
-* ``infoset_heard`` int8 [I]: -1, except in a policy solved with every action announced
-  (``meta["information"] == "full"``): the other player's action just before; such a
-  policy needs to hear the other player's moves, which the env's observation does not
-  show, so it is not an agent;
 * ``key_offsets`` int64 [I + 1], ``key_entries`` uint16: the observation key of
   information set ``i`` is ``key_entries[key_offsets[i]:key_offsets[i + 1]]``;
 * ``action_offsets`` int64 [I + 1], ``actions`` int8, ``probabilities`` float64: the
@@ -35,8 +31,10 @@ required. ``I`` is the number of information sets.
 
 :meth:`SolvedPolicy.load` checks all of this and refuses a file that breaks any of it
 with a :class:`PolicyFileError` naming the file. Version 1 files (written before the
-checks, ``infoset_heard`` optional) are refused: solve the rung again with
-``python -m training.solve RUNG``.
+checks) are refused, and so are files solved with ``meta["information"] == "full"`` (a
+game where each information set also held the other player's last action, from before
+the observation showed every announced move; their ``infoset_heard`` array is not read):
+solve the rung again with ``python -m training.solve RUNG``.
 """
 
 from __future__ import annotations
@@ -114,7 +112,6 @@ class SolvedPolicy:
     infoset_player: np.ndarray
     infoset_parent: np.ndarray
     infoset_parent_action: np.ndarray
-    infoset_heard: np.ndarray
     key_offsets: np.ndarray
     key_entries: np.ndarray
     action_offsets: np.ndarray
@@ -191,7 +188,6 @@ _ARRAYS: dict[str, type[np.generic]] = {
     "infoset_player": np.int8,
     "infoset_parent": np.int32,
     "infoset_parent_action": np.int8,
-    "infoset_heard": np.int8,
     "key_offsets": np.int64,
     "key_entries": np.uint16,
     "action_offsets": np.int64,
@@ -222,15 +218,19 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
         meta = None
     if version is None:
         raise refuse("has no version number")
+    rung = meta.get("rules") if isinstance(meta, dict) and isinstance(meta.get("rules"), str) else "RUNG"
+    again = f"solve the rung again with `python -m training.solve {rung}`"
     if version != FORMAT_VERSION:
-        rung = meta.get("rules") if isinstance(meta, dict) and isinstance(meta.get("rules"), str) else "RUNG"
-        raise refuse(
-            f"is format version {version}, and this code reads version {FORMAT_VERSION} only: "
-            f"solve the rung again with `python -m training.solve {rung}`"
-        )
+        raise refuse(f"is format version {version}, and this code reads version {FORMAT_VERSION} only: {again}")
     if not isinstance(meta, dict):
         shown = "no meta entry" if meta_text is None else "a meta entry that is not a JSON object"
-        raise refuse(f"has {shown} (rules, information, ...)")
+        raise refuse(f"has {shown} (rules, iterations, ...)")
+    information = meta.get("information", "observations")
+    if information != "observations":
+        raise refuse(
+            f"was solved with information={information!r}, a game the solver no longer has (the observation "
+            f"shows every announced move, so there is one game): {again}"
+        )
     missing = [name for name in _ARRAYS if name not in entries]
     if missing:
         raise refuse(f"lacks the array{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
@@ -245,7 +245,7 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
     n = arrays["infoset_parent"].shape[0]
     if n == 0:
         raise refuse("holds no information set")
-    for name in ("infoset_player", "infoset_parent_action", "infoset_heard"):
+    for name in ("infoset_player", "infoset_parent_action"):
         if arrays[name].shape[0] != n:
             raise refuse(f"has {arrays[name].shape[0]} entries in {name}, expected one per information set ({n})")
     for offsets, values in (("key_offsets", "key_entries"), ("action_offsets", "actions")):
@@ -258,7 +258,7 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
     if arrays["probabilities"].shape != arrays["actions"].shape:
         raise refuse(f"has {arrays['probabilities'].shape[0]} probabilities for {arrays['actions'].shape[0]} actions")
     player, parent = arrays["infoset_player"], arrays["infoset_parent"].astype(np.int64)
-    parent_action, heard = arrays["infoset_parent_action"], arrays["infoset_heard"]
+    parent_action = arrays["infoset_parent_action"]
     if not np.isin(player, (0, 1)).all():
         raise refuse("has an infoset_player other than 0 and 1")
     if ((parent < -1) | (parent >= np.arange(n))).any():
@@ -267,8 +267,6 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
         raise refuse(
             f"has an infoset_parent_action that is not -1 with no parent, else an action in 0..{NUM_ACTIONS - 1}"
         )
-    if ((heard < -1) | (heard >= NUM_ACTIONS)).any():
-        raise refuse(f"has an infoset_heard that is neither -1 nor an action in 0..{NUM_ACTIONS - 1}")
     keys = arrays["key_entries"].astype(np.int64)
     if ((keys < 0) | (keys >= OBSERVATION_SIZE * KEY_VALUE_RANGE)).any():
         raise refuse(f"has a key entry outside 0..{OBSERVATION_SIZE * KEY_VALUE_RANGE - 1}")
@@ -314,12 +312,6 @@ class SolvedAgent:
         self.path = os.fspath(path)
         self.policy = SolvedPolicy.load(path)
         p = self.policy
-        information = p.meta.get("information", "observations")
-        if information != "observations":
-            raise ValueError(
-                f"solved policy {self.path!r} was solved with information={information!r}: it needs every move "
-                "announced, and the env shows only observations; solve with information='observations' to play it"
-            )
         self._index = {
             (int(parent), int(action), p.key(i)): i
             for i, (parent, action) in enumerate(zip(p.infoset_parent, p.infoset_parent_action))
