@@ -200,7 +200,11 @@ def test_league_ranking_rating_and_win_rate_tell_one_story(tmp_path):
 
 
 def test_league_output_goes_to_an_ignored_folder_by_default():
-    out = build_evaluate_parser().parse_args(["--league", "random", "rule"]).out
+    from training.evaluate import DEFAULT_LEAGUE_DIR
+
+    # Not given, --out stays None (a plain evaluation refuses it), and a league writes to the default.
+    assert build_evaluate_parser().parse_args(["--league", "random", "rule"]).out is None
+    out = DEFAULT_LEAGUE_DIR
     assert out == Path("runs") / "league" and out.parts[0] != "."
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")

@@ -191,6 +191,20 @@ def solve_files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name != ".lock") if folder.exists() else []
 
 
+@pytest.fixture(scope="module")
+def compiled_tree_kernels(tmp_path_factory):
+    """The tree and solver kernels compiled into numba's disk cache, so that the signal lands in
+    the tree walk the tests mean to interrupt, not in a first-use compilation (in a fresh clone
+    no earlier test may have compiled them)."""
+    out = tmp_path_factory.mktemp("warm") / "solved"
+    for command in (
+        ["training.solve", "mini6", "--iterations", "1", "--out", str(out)],
+        ["training.exploit", "rule", "--exact", "--rules", "mini6", "--no-progress"],
+    ):
+        subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, check=True, timeout=600)
+
+
+@pytest.mark.usefixtures("compiled_tree_kernels")
 @pytest.mark.parametrize(
     "command",
     [
@@ -216,6 +230,7 @@ def test_ctrl_c_while_building_a_tree_stops_at_once(tmp_path, command):
     assert solve_files(out) == []
 
 
+@pytest.mark.usefixtures("compiled_tree_kernels")
 def test_ctrl_c_during_cfr_plus_writes_nothing_and_keeps_the_previous_solve(tmp_path):
     out = tmp_path / "solved"
     out.mkdir()
