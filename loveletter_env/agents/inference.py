@@ -21,7 +21,6 @@ which at three or four players includes the other opponents' plays.
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Callable, Mapping
 
 from .. import engine
