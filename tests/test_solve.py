@@ -361,10 +361,10 @@ def test_out_of_memory_is_one_sentence_and_mini9_says_what_it_needs(tmp_path, ca
     monkeypatch.setattr(solve_cli, "build_tree", no_memory)
     err = _cli_error(["mini9", "--out", str(tmp_path)], capsys, code=1)
     lines = err.strip().splitlines()
-    assert lines[0].startswith("mini9 needs about 2.4 GB of memory and 20 to 25 minutes")
+    assert lines[0].startswith("mini9 needs about 3.3 GB of memory and about 8 minutes")
     assert lines[-1] == (
         "python -m training.solve: error: out of memory while building the tree of mini9 "
-        f"(a mini9 solve needs about 2.4 GB of memory); nothing was written to {tmp_path}"
+        f"(a mini9 solve needs about 3.3 GB of memory); nothing was written to {tmp_path}"
     )
 
 
