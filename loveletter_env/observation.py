@@ -91,7 +91,21 @@ MOVE_LAYOUT: tuple[Field, ...] = (
     Field("drew", (8,), "private: one-hot value the observer drew to begin this move, when it moved"),
     Field("replacement", (8,), "private: one-hot value the observer drew after its Prince discard"),
 )
-MOVE_SIZE: int = sum(int(np.prod(f.shape)) for f in MOVE_LAYOUT)
+
+
+def _offsets(fields: tuple[Field, ...]) -> dict[str, slice]:
+    """Each field's place when ``fields`` are laid end to end."""
+    out, start = {}, 0
+    for f in fields:
+        size = int(np.prod(f.shape))
+        out[f.name] = slice(start, start + size)
+        start += size
+    return out
+
+
+#: Each slot field's place within a slot of the move record.
+MOVE_SLICES: dict[str, slice] = _offsets(MOVE_LAYOUT)
+MOVE_SIZE: int = MOVE_SLICES[MOVE_LAYOUT[-1].name].stop
 
 LAYOUT = LAYOUT + (
     Field("dealt", (8,), "private: one-hot value of the card the observer was dealt this round"),
@@ -100,25 +114,9 @@ LAYOUT = LAYOUT + (
 )
 
 
-def _offsets() -> dict[str, slice]:
-    out, start = {}, 0
-    for f in LAYOUT:
-        size = int(np.prod(f.shape))
-        out[f.name] = slice(start, start + size)
-        start += size
-    return out
-
-
-SLICES: dict[str, slice] = _offsets()
+SLICES: dict[str, slice] = _offsets(LAYOUT)
 OBSERVATION_SIZE: int = max(s.stop for s in SLICES.values())
 V1_OBSERVATION_SIZE: int = SLICES[V1_LAYOUT[-1].name].stop
-#: Each slot field's place within a slot of the move record.
-MOVE_SLICES: dict[str, slice] = {}
-_start = 0
-for _field in MOVE_LAYOUT:
-    MOVE_SLICES[_field.name] = slice(_start, _start + int(np.prod(_field.shape)))
-    _start += int(np.prod(_field.shape))
-del _start, _field
 #: Observation layouts by version: the entries a network of that version reads.
 LAYOUT_SIZES: dict[int, int] = {1: V1_OBSERVATION_SIZE, 2: OBSERVATION_SIZE}
 
