@@ -237,6 +237,22 @@ def num_players(request) -> int:
     return request.param
 
 
+# Optional libraries ----------------------------------------------------------------
+
+
+def import_openspiel():
+    """``pyspiel``, for a test module that needs it: skipped without the openspiel extra, except
+    in CI (``CI=true``), which installs every extra, so there its absence fails the module."""
+    try:
+        import pyspiel
+    except ImportError:
+        reason = 'needs the openspiel extra: pip install "loveletter-env[openspiel]"'
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI must run the OpenSpiel tests, but open_spiel is missing ({reason})", pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
+    return pyspiel
+
+
 # Skips that must fail --------------------------------------------------------------
 
 #: Set to 1 where a skip would hide breakage: .ci/run's RLlib environment, whose tests skip

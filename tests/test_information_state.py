@@ -12,21 +12,14 @@ at 3 and 4 players, many random rounds.
 
 from __future__ import annotations
 
-import os
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
 import numpy as np
 import pytest
+from conftest import import_openspiel
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
-try:
-    import pyspiel
-except ImportError:
-    reason = 'needs the openspiel extra: pip install "loveletter-env[openspiel]"'
-    if IN_CI:
-        pytest.fail(f"CI must run the OpenSpiel tests, but open_spiel is missing ({reason})", pytrace=False)
-    pytest.skip(reason, allow_module_level=True)
+pyspiel = import_openspiel()
 
 from conftest import start  # noqa: E402
 

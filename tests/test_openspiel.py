@@ -4,7 +4,6 @@ observations against the env, OpenSpiel's own checks, and the solver cross-check
 from __future__ import annotations
 
 import importlib.util
-import os
 import random
 import re
 from collections import Counter
@@ -13,15 +12,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import import_openspiel
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
-try:
-    import pyspiel
-except ImportError:
-    reason = 'needs the openspiel extra: pip install "loveletter-env[openspiel]"'
-    if IN_CI:
-        pytest.fail(f"CI must run the OpenSpiel tests, but open_spiel is missing ({reason})", pytrace=False)
-    pytest.skip(reason, allow_module_level=True)
+pyspiel = import_openspiel()
 
 from conftest import deal_deck  # noqa: E402
 from open_spiel.python import policy as policy_lib  # noqa: E402
