@@ -396,6 +396,13 @@ def _decode_move(slot: np.ndarray) -> MoveView:
     )
 
 
+def layout_size(version: int) -> int:
+    """The entries of observation ``version``; ``ValueError`` naming the known ones for any other."""
+    if version not in LAYOUT_SIZES:
+        raise ValueError(f"unknown observation version {version!r}; known versions are {sorted(LAYOUT_SIZES)}")
+    return LAYOUT_SIZES[version]
+
+
 def layout_name(size: int) -> str:
     """How an observation of ``size`` entries is named in messages: its version, or not one."""
     versions = [v for v, n in LAYOUT_SIZES.items() if n == size]
@@ -407,12 +414,9 @@ def check_observation_size(size: int, version: int = OBSERVATION_VERSION) -> Non
 
     An observation of one layout is never silently reshaped into another.
     """
-    if version not in LAYOUT_SIZES:
-        raise ValueError(f"unknown observation version {version!r}; known versions are {sorted(LAYOUT_SIZES)}")
-    if size != LAYOUT_SIZES[version]:
-        raise ValueError(
-            f"expected observation version {version} ({LAYOUT_SIZES[version]} entries), got {layout_name(size)}"
-        )
+    expected = layout_size(version)
+    if size != expected:
+        raise ValueError(f"expected observation version {version} ({expected} entries), got {layout_name(size)}")
 
 
 def observation_for_layout(observation, version: int):
@@ -423,9 +427,7 @@ def observation_for_layout(observation, version: int):
     numpy arrays and torch tensors, batched or not; the last axis must be a current observation.
     """
     check_observation_size(observation.shape[-1])
-    if version not in LAYOUT_SIZES:
-        raise ValueError(f"unknown observation version {version!r}; known versions are {sorted(LAYOUT_SIZES)}")
-    return observation[..., : LAYOUT_SIZES[version]]
+    return observation[..., : layout_size(version)]
 
 
 def decode_observation(vector) -> ObservationView:

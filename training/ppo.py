@@ -37,7 +37,7 @@ from pydantic import Field
 from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
-from loveletter_env.observation import LAYOUT_SIZES, OBSERVATION_VERSION, observation_for_layout
+from loveletter_env.observation import OBSERVATION_VERSION, layout_size, observation_for_layout
 from loveletter_env.schema import StrictModel, WholeNumber
 from loveletter_env.validation import check_seed
 
@@ -118,13 +118,9 @@ class ActorCritic(nn.Module):
         super().__init__()
         if not hidden_sizes or any(int(h) < 1 for h in hidden_sizes):
             raise ValueError(f"hidden_sizes must be a non-empty list of positive sizes, got {list(hidden_sizes)}")
-        if observation_version not in LAYOUT_SIZES:
-            raise ValueError(
-                f"unknown observation version {observation_version!r}; known versions are {sorted(LAYOUT_SIZES)}"
-            )
         self.hidden_sizes = tuple(int(h) for h in hidden_sizes)
         self.observation_version = observation_version
-        self.obs_size = LAYOUT_SIZES[observation_version]
+        self.obs_size = layout_size(observation_version)
         self.num_actions = num_actions
         layers: list[nn.Module] = []
         width = self.obs_size
