@@ -494,6 +494,7 @@ def observe_into(r, observer, out):
     if observer == r[CURRENT] and r[DRAWN]:
         card = np.int64(r[DRAWN])
         out[OBS_HAND + card - 1] += 1.0
+        out[OBS_DRAWN + card - 1] = 1  # version 2 tells the card just drawn from the one kept
         located += _one_copy(card)
     for i in range(1, 1 + np.int64(r[FACE_UP])):
         card = np.int64(r[DECK + i])
@@ -547,12 +548,10 @@ def observe_into(r, observer, out):
     # 90 ns write).
     for v in range(8):
         out[OBS_UNSEEN + v] = COPIES[v + 1] - np.int64((located >> np.uint64(8 * v)) & np.uint64(0xFF))
-    # Version 2: the information state's private cards and the move record.
+    # Version 2: the card dealt (the one drawn is written with the hand) and the move record.
     card = np.int64(r[DEALT + observer])
     if card:
         out[OBS_DEALT + card - 1] = 1
-    if observer == r[CURRENT] and r[DRAWN]:
-        out[OBS_DRAWN + np.int64(r[DRAWN]) - 1] = 1
     for m in range(np.int64(r[TURN])):
         _write_move(r, MOVE_LOG + m * MOVE_BYTES, observer, n, out, OBS_MOVES + m * OBS_MOVE_SIZE)
 
