@@ -139,7 +139,7 @@ def test_the_web_app_refuses_a_rung_at_3_players():
 def test_a_training_config_refuses_a_rung_at_3_players():
     from training.config import ConfigError, load_config
 
-    assert load_config(None, ["env.rules=mini8"]).env.rules == "mini8"
+    assert load_config(None, ["env.rules=mini8"]).env.rules == ["mini8"]
     with pytest.raises(ConfigError, match=r"env.num_players must be \[2\] on the ladder rung 'mini8'"):
         load_config(None, ["env.rules=mini8", "env.num_players=[2,3]"])
 

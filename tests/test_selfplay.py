@@ -13,13 +13,13 @@ import yaml
 from conftest import TINY_TRAINING
 from pydantic import ValidationError
 
-from loveletter_env.batched import BatchedLoveLetter
 from loveletter_env.rules import PRESETS
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS
 from training import load_agent
 from training.checkpoint import load_checkpoint
 from training.config import ConfigError, EnvConfig, TableSize, TrainConfig, load_config, to_dict
 from training.selfplay import SelfPlayTrainer, main
+from training.trainer import default_env_factory
 
 REPO = Path(__file__).resolve().parent.parent
 # A run of two updates of 16 games x 8 turns: seconds, yet every code path runs.
@@ -55,7 +55,7 @@ def test_shipped_default_yaml_equals_the_built_in_defaults():
 
 def test_the_config_offers_every_rules_preset_table_size_and_episode_kind():
     for name in PRESETS:
-        assert EnvConfig(rules=name).rules == name
+        assert EnvConfig(rules=name).rules == [name]
     with pytest.raises(ValidationError, match="must be one of 'classic', 'pegasus'"):
         EnvConfig(rules="bogus")
     assert typing.get_args(TableSize) == PLAYER_COUNTS
@@ -202,7 +202,7 @@ class StopAfter:
         self.steps = steps
 
     def __call__(self, **kwargs):
-        env = BatchedLoveLetter(**kwargs)
+        env = default_env_factory(**kwargs)
         original, budget = env.step, [self.steps]
 
         def step(actions):

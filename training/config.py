@@ -115,7 +115,11 @@ class EnvConfig(StrictModel):
     Attributes:
         num_players: table sizes; game ``i`` of the batch gets ``num_players[i % len]``,
             so ``[2, 3, 4]`` trains one network on a mix of table sizes.
-        rules: rule preset name.
+        rules: rule preset name, or a list of them for a curriculum: the games are split
+            between them by ``rules_weights`` (each game keeps its rules; see
+            :class:`~loveletter_env.batched.mixed.MixedRulesBatched`), e.g. ``[classic,
+            mini6, mini7, mini8, mini9]`` trains one network on the full game and every rung.
+        rules_weights: one relative weight per entry of ``rules`` (default: equal shares).
         episode: ``"round"`` (reward after every round) or ``"game"``.
         num_games: games played side by side.
         rollout_steps: turns each game advances per rollout (the rollout has
@@ -123,7 +127,8 @@ class EnvConfig(StrictModel):
     """
 
     num_players: Annotated[OneOrMore[TableSize], Field(min_length=1)] = [2]
-    rules: RulesName = "classic"
+    rules: Annotated[OneOrMore[RulesName], Field(min_length=1)] = ["classic"]
+    rules_weights: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] | None = None
     episode: Literal["round", "game"] = "round"
     num_games: Annotated[WholeNumber, Field(ge=1, le=MAX_NUM_GAMES)] = 256
     rollout_steps: Annotated[WholeNumber, Field(ge=2, le=MAX_ROLLOUT_STEPS)] = 32
@@ -180,6 +185,7 @@ class EvalConfig(StrictModel):
         rounds: rounds per opponent, seats rotated.
         opponents: one evaluation per name; the learner plays against ``num_players - 1`` copies.
         num_players: table size of the evaluation.
+        rules: rule preset of the evaluation (default: the first of ``env.rules``).
         best_by: opponent whose win rate picks the ``best`` checkpoint.
         greedy: evaluate the most likely action instead of sampling.
         final_rounds: at the end of a run, ``best.pt`` and the final weights play this many
@@ -195,6 +201,7 @@ class EvalConfig(StrictModel):
     rounds: Positive = 300
     opponents: BotSpecs = ["random", "rule"]
     num_players: TableSize = 2
+    rules: RulesName | None = None
     best_by: str = "rule"
     greedy: bool = True
     final_rounds: NonNegative = 2000
@@ -208,6 +215,8 @@ SCHEDULABLE_KEYS: tuple[str, ...] = (
     *(f"opponents.{name}" for name in OpponentConfig.model_fields if name != "pool_size"),
     "env.num_players",
     "env.num_games",
+    "env.rules",
+    "env.rules_weights",
 )
 
 
@@ -260,9 +269,23 @@ class TrainConfig(StrictModel):
     def _check_keys_together(self) -> TrainConfig:
         """The rules that tie keys together (each key's own rules are in its type)."""
         e, o, v = self.env, self.opponents, self.eval
-        if PRESETS[e.rules].is_rung and set(e.num_players) != {2}:
+        rungs = [name for name in e.rules if PRESETS[name].is_rung]
+        if rungs and set(e.num_players) != {2}:
             raise ValueError(
-                f"env.num_players must be [2] on the ladder rung {e.rules!r} (2 players only), got {e.num_players}"
+                f"env.num_players must be [2] on the ladder rung {rungs[0]!r} (2 players only), got {e.num_players}"
+            )
+        if len(set(e.rules)) != len(e.rules):
+            raise ValueError(f"env.rules must name each preset once, got {e.rules}")
+        if e.rules_weights is not None and len(e.rules_weights) != len(e.rules):
+            raise ValueError(
+                f"env.rules_weights must give one weight per entry of env.rules ({len(e.rules)}), got {e.rules_weights}"
+            )
+        if e.num_games < len(e.rules):
+            raise ValueError(f"env.num_games must be at least one game per entry of env.rules, got {e.num_games}")
+        if PRESETS[self.eval_rules].is_rung and v.num_players != 2:
+            raise ValueError(
+                f"eval.num_players must be 2 on the ladder rung {self.eval_rules!r} (2 players only), "
+                f"got {v.num_players}"
             )
         if self.steps_per_update > MAX_ROLLOUT_TURNS:
             raise ValueError(
@@ -340,7 +363,12 @@ class TrainConfig(StrictModel):
                 set_dotted(data, key.split("."), value, f"schedule stage at_step={stage.at_step}: {key}")
         return from_dict(TrainConfig, data)
 
-    # -- derived sizes ----------------------------------------------------------------
+    # -- derived values ---------------------------------------------------------------
+    @property
+    def eval_rules(self) -> str:
+        """The rules evaluations play: ``eval.rules``, or the first of ``env.rules``."""
+        return self.eval.rules or self.env.rules[0]
+
     @property
     def steps_per_update(self) -> int:
         """Environment turns played per rollout."""

@@ -47,11 +47,16 @@ MACHINE_KEYS = ("device", "torch_threads")
 EnvFactory = Callable[..., Any]
 
 
-def default_env_factory(**kwargs: Any) -> Any:
-    """The batched engine (imported lazily so the rest of this module loads without it)."""
+def default_env_factory(rules: list[str], rules_weights: list[float] | None = None, **kwargs: Any) -> Any:
+    """The batched engine (imported lazily so the rest of this module loads without it): one
+    :class:`~loveletter_env.batched.BatchedLoveLetter` for one rule set, a
+    :class:`~loveletter_env.batched.mixed.MixedRulesBatched` for a curriculum of several."""
     from loveletter_env.batched import BatchedLoveLetter
+    from loveletter_env.batched.mixed import MixedRulesBatched
 
-    return BatchedLoveLetter(**kwargs)
+    if len(rules) == 1:
+        return BatchedLoveLetter(rules=rules[0], **kwargs)
+    return MixedRulesBatched(rules=rules, weights=rules_weights, **kwargs)
 
 
 class Stopwatch:
@@ -269,6 +274,7 @@ class SelfPlayTrainer:
             num_games=n,
             num_players=sizes,
             rules=env_cfg.rules,
+            rules_weights=env_cfg.rules_weights,
             episode=env_cfg.episode,
             device=str(self.device),
             seed=derive_seed(self.config.seed, 5, self.update),
@@ -374,7 +380,7 @@ class SelfPlayTrainer:
             episode="round",
             seed=seed,
             progress=False,
-            rules=self.config.env.rules,
+            rules=self.config.eval_rules,
             duplicate=cfg.duplicate,
         )
 

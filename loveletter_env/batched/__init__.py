@@ -6,11 +6,13 @@ tensors, bit-identical to the scalar engine (kept honest by ``tests/test_batched
 """
 
 from .env import OBSERVATION_DTYPE, BatchedIllegalActionError, BatchedLoveLetter
+from .mixed import MixedRulesBatched
 from .shuffle import shuffled_decks
 from .state import BatchedState, state_from_records
 
 __all__ = [
     "BatchedLoveLetter",
+    "MixedRulesBatched",
     "OBSERVATION_DTYPE",
     "BatchedIllegalActionError",
     "BatchedState",

@@ -423,26 +423,32 @@ class BatchedLoveLetter:
         return decks.to(torch.int8)
 
     def _check_actions_legal(self, actions: torch.Tensor, mask: torch.Tensor) -> None:
-        """Raise :class:`BatchedIllegalActionError` naming every game whose action ``mask`` refuses."""
-        in_range = (actions >= 0) & (actions < NUM_ACTIONS)
-        legal = in_range & mask.gather(1, actions.long().clamp(0, NUM_ACTIONS - 1)[:, None]).squeeze(1)
-        if bool(legal.all()):
-            return
-        games = (~legal).nonzero().flatten().tolist()
-        lines = []
-        for g in games[:_MAX_LISTED]:
-            a, player, n = int(actions[g]), int(self.current_player[g]), int(self._players[g])
-            what = describe_action(a, player, n) if 0 <= a < NUM_ACTIONS else "out of range 0..40"
-            allowed = ", ".join(str(i) for i in mask[g].nonzero().flatten().tolist())
-            lines.append(f"game {g}: action {a} ({what}) for player_{player}; legal: [{allowed}]")
-        more = f"\n  ... and {len(games) - _MAX_LISTED} more" if len(games) > _MAX_LISTED else ""
-        raise BatchedIllegalActionError(
-            f"illegal actions in {len(games)} of {self.num_games} games (nothing was changed):\n  "
-            + "\n  ".join(lines)
-            + more,
-            games,
-            [int(actions[g]) for g in games],
-        )
+        check_actions_legal(actions, mask, self.current_player, self._players)
+
+
+def check_actions_legal(
+    actions: torch.Tensor, mask: torch.Tensor, current_player: torch.Tensor, num_players: torch.Tensor
+) -> None:
+    """Raise :class:`BatchedIllegalActionError` naming every game whose action ``mask`` refuses."""
+    in_range = (actions >= 0) & (actions < NUM_ACTIONS)
+    legal = in_range & mask.gather(1, actions.long().clamp(0, NUM_ACTIONS - 1)[:, None]).squeeze(1)
+    if bool(legal.all()):
+        return
+    games = (~legal).nonzero().flatten().tolist()
+    lines = []
+    for g in games[:_MAX_LISTED]:
+        a, player, n = int(actions[g]), int(current_player[g]), int(num_players[g])
+        what = describe_action(a, player, n) if 0 <= a < NUM_ACTIONS else "out of range 0..40"
+        allowed = ", ".join(str(i) for i in mask[g].nonzero().flatten().tolist())
+        lines.append(f"game {g}: action {a} ({what}) for player_{player}; legal: [{allowed}]")
+    more = f"\n  ... and {len(games) - _MAX_LISTED} more" if len(games) > _MAX_LISTED else ""
+    raise BatchedIllegalActionError(
+        f"illegal actions in {len(games)} of {len(actions)} games (nothing was changed):\n  "
+        + "\n  ".join(lines)
+        + more,
+        games,
+        [int(actions[g]) for g in games],
+    )
 
 
 def _describe(x: Any) -> str:

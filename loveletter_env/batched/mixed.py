@@ -1,0 +1,217 @@
+"""Games under several rule sets in one batch: a curriculum over the ladder's rungs and the
+full game, stepped as one :class:`~loveletter_env.batched.BatchedLoveLetter`-like env.
+
+Each rule set gets a contiguous block of the batch's games, as many as its weight's share
+(:func:`split_games`), and one :class:`BatchedLoveLetter` steps that block. The blocks write
+their observations straight into rows of one shared tensor, so the learner sees a single
+batch: game ``g`` is always played under ``game_rules[g]``.
+
+>>> env = MixedRulesBatched(num_games=256, rules=["classic", "mini6", "mini7"], weights=[2, 1, 1])
+>>> obs, mask = env.reset()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..observation import OBSERVATION_SIZE
+from ..rules import Rules, resolve_rules
+from ..validation import MAX_SEED, check_seed
+from .env import OBSERVATION_DTYPE, BatchedLoveLetter, _describe, _table_sizes, check_actions_legal
+
+
+def split_games(num_games: int, weights: Sequence[float]) -> list[int]:
+    """How many of ``num_games`` each weight gets: proportional shares rounded by largest
+    remainder (ties to the earlier weight), so the counts sum to ``num_games`` and every
+    positive weight gets at least one game.
+
+    Raises:
+        ValueError: a weight that is not a finite positive number, or fewer games than weights.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim != 1 or len(w) == 0 or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError(f"weights must be finite positive numbers, got {list(weights)}")
+    if num_games < len(w):
+        raise ValueError(f"{len(w)} rule sets need at least {len(w)} games, got num_games={num_games}")
+    # One game each first, so that no rule set of a small weight is left without a game.
+    share = (num_games - len(w)) * w / w.sum()
+    counts = np.floor(share).astype(np.int64) + 1
+    short = num_games - int(counts.sum())
+    order = sorted(range(len(w)), key=lambda i: (-(share[i] - np.floor(share[i])), i))
+    counts[order[:short]] += 1
+    return counts.tolist()
+
+
+def block_seed(seed: int, block: int) -> int:
+    """The seed of block ``block``: block 0 keeps ``seed``, so one rule set deals exactly as
+    :class:`BatchedLoveLetter` with the same seed would; the others get independent seeds."""
+    if block == 0:
+        return seed
+    mixed = np.random.SeedSequence([seed, block]).generate_state(2, np.uint64)[0]
+    return int(mixed % np.uint64(MAX_SEED + 1))
+
+
+class MixedRulesBatched:
+    """N games split between rule sets, stepped as one batch.
+
+    Args:
+        num_games: N, split between the rule sets by :func:`split_games`.
+        num_players: as :class:`BatchedLoveLetter`'s (an int or one per game); a ladder
+            rung takes 2 players only.
+        rules: preset names or :class:`~loveletter_env.rules.Rules`, each at most once.
+        weights: one relative weight per rule set (default: equal).
+        episode, device, validate_actions: as :class:`BatchedLoveLetter`'s.
+        seed: the first block's seed (:func:`block_seed` derives the others).
+
+    The public surface is :class:`BatchedLoveLetter`'s for playing: :meth:`reset`,
+    :meth:`step`, :meth:`advance`, :meth:`observe`, :attr:`current_player`,
+    :attr:`num_players` and :attr:`action_mask`, with the same shapes and dtypes.
+    """
+
+    def __init__(
+        self,
+        num_games: int,
+        num_players: int | Sequence[int] | torch.Tensor = 2,
+        rules: Sequence[str | Rules] = ("classic",),
+        weights: Sequence[float] | None = None,
+        episode: str = "round",
+        device: str | torch.device = "cpu",
+        seed: int = 0,
+        validate_actions: bool = True,
+    ):
+        if isinstance(num_games, bool) or not hasattr(num_games, "__index__") or int(num_games) < 1:
+            raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+        if isinstance(rules, (str, Rules)) or len(rules) == 0:
+            raise ValueError(f"rules must be a non-empty list of rule sets, got {rules!r}")
+        resolved = [resolve_rules(r) for r in rules]
+        names = [r.name for r in resolved]
+        if len(set(names)) != len(names):
+            raise ValueError(f"rules must name each rule set once, got {names}")
+        weights = [1.0] * len(resolved) if weights is None else list(weights)
+        if len(weights) != len(resolved):
+            raise ValueError(f"weights must give one weight per rule set ({len(resolved)}), got {len(weights)}")
+        seed = check_seed(seed)
+        self.num_games = int(num_games)
+        self.device = torch.empty(0, device=device).device
+        players = _table_sizes(num_players, self.num_games, self.device)
+        counts = split_games(self.num_games, weights)
+        bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+        #: Each block's rows of the batch, ``slice(begin, end)``, in ``rules`` order.
+        self.blocks = [slice(bounds[i], bounds[i + 1]) for i in range(len(counts))]
+        #: The :class:`BatchedLoveLetter` of each block.
+        self.envs = [
+            BatchedLoveLetter(
+                num_games=counts[i],
+                num_players=players[block],
+                rules=resolved[i],
+                episode=episode,
+                device=self.device,
+                seed=block_seed(seed, i),
+                validate_actions=validate_actions,
+            )
+            for i, block in enumerate(self.blocks)
+        ]
+        #: The rule set's name of each game.
+        self.game_rules = [names[i] for i, n in enumerate(counts) for _ in range(n)]
+        self.rules = resolved
+        self.episode = episode
+
+    @property
+    def current_player(self) -> torch.Tensor:
+        """long [N]: the seat to act in each game."""
+        return torch.cat([env.current_player for env in self.envs])
+
+    @property
+    def num_players(self) -> torch.Tensor:
+        """long [N]: each game's table size."""
+        return torch.cat([env.num_players for env in self.envs])
+
+    @property
+    def action_mask(self) -> torch.Tensor:
+        """bool [N, 41]: the legal actions of the player to act."""
+        return torch.cat([env.action_mask for env in self.envs])
+
+    def reset(
+        self, decks: torch.Tensor | None = None, first_player: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Start a new episode in every game; ``decks`` and ``first_player`` as
+        :meth:`BatchedLoveLetter.reset`'s, one row per game of the whole batch."""
+        for name, value in (("decks", decks), ("first_player", first_player)):
+            if value is not None and (not isinstance(value, torch.Tensor) or len(value) != self.num_games):
+                raise ValueError(f"{name} must be a tensor with one row per game ({self.num_games})")
+        # Every block checks its part before any block deals: a refused reset changes nothing.
+        for env, block in zip(self.envs, self.blocks):
+            if decks is not None:
+                env._check_decks(decks[block])
+            if first_player is not None:
+                env._check_seats(first_player[block], "first_player")
+        obs = self._new_observations()
+        masks = []
+        for env, block in zip(self.envs, self.blocks):
+            o, m = env.reset(
+                None if decks is None else decks[block], None if first_player is None else first_player[block]
+            )
+            obs[block] = o
+            masks.append(m)
+        return obs, torch.cat(masks)
+
+    def step(
+        self, actions: torch.Tensor, out: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """As :meth:`BatchedLoveLetter.step`; each block writes its rows of ``out``."""
+        if out is not None:
+            self._check_out(out)
+        self._check_actions(actions)
+        obs = self._new_observations() if out is None else out
+        results = [env.step(actions[block], out=obs[block]) for env, block in zip(self.envs, self.blocks)]
+        _, masks, rewards, dones, infos = zip(*results)
+        return obs, torch.cat(masks), torch.cat(rewards), torch.cat(dones), _cat_infos(infos)
+
+    def advance(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """As :meth:`BatchedLoveLetter.advance`: :meth:`step` without observations."""
+        self._check_actions(actions)
+        results = [env.advance(actions[block]) for env, block in zip(self.envs, self.blocks)]
+        masks, rewards, dones, infos = zip(*results)
+        return torch.cat(masks), torch.cat(rewards), torch.cat(dones), _cat_infos(infos)
+
+    def observe(self, seats: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """As :meth:`BatchedLoveLetter.observe`: seat ``seats[g]``'s observation of game ``g``."""
+        if not isinstance(seats, torch.Tensor) or seats.shape != (self.num_games,):
+            raise ValueError(f"seats must be a tensor of shape ({self.num_games},)")
+        if out is not None:
+            self._check_out(out)
+        obs = self._new_observations() if out is None else out
+        for env, block in zip(self.envs, self.blocks):
+            env.observe(seats[block], out=obs[block])
+        return obs
+
+    def _check_actions(self, actions: Any) -> None:
+        if not isinstance(actions, torch.Tensor) or actions.shape != (self.num_games,):
+            shape = tuple(actions.shape) if isinstance(actions, torch.Tensor) else type(actions).__name__
+            raise ValueError(f"actions must be a tensor of shape ({self.num_games},), got {shape}")
+        if actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
+            raise TypeError(f"actions must have an integer dtype, got {actions.dtype}")
+        if actions.device != self.device:
+            raise ValueError(f"actions must be on {self.device}, got {actions.device}")
+        # The whole batch is checked before any block moves: a refused batch changes nothing,
+        # and the error names games by their place in the whole batch.
+        check_actions_legal(actions, self.action_mask, self.current_player, self.num_players)
+
+    def _check_out(self, out: Any) -> None:
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (self.num_games, OBSERVATION_SIZE):
+            shape = [self.num_games, OBSERVATION_SIZE]
+            raise ValueError(f"out must be a uint8 tensor of shape {shape}, got {_describe(out)}")
+        for env, block in zip(self.envs, self.blocks):
+            env._check_out(out[block])
+
+    def _new_observations(self) -> torch.Tensor:
+        return torch.empty(self.num_games, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=self.device)
+
+
+def _cat_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {key: torch.cat([info[key] for info in infos]) for key in infos[0]}
+

@@ -1,0 +1,129 @@
+"""A curriculum over rule sets: MixedRulesBatched and ``env.rules`` as a list."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import TINY_TRAINING
+
+from loveletter_env.batched import BatchedIllegalActionError, BatchedLoveLetter
+from loveletter_env.batched.mixed import MixedRulesBatched, block_seed, split_games
+from training.config import ConfigError, load_config
+from training.selfplay import SelfPlayTrainer
+
+RULES = ["classic", "mini6", "mini8"]
+
+
+def test_split_games_is_proportional_sums_up_and_leaves_no_rule_set_out():
+    assert split_games(256, [4, 1, 1, 1, 1]) == [127, 33, 32, 32, 32]
+    assert split_games(3, [1000, 1, 1]) == [1, 1, 1]
+    for n in range(5, 40):
+        counts = split_games(n, [3, 1, 2, 0.5])
+        assert sum(counts) == n and min(counts) >= 1
+
+
+@pytest.mark.parametrize(
+    ("num_games", "weights", "message"),
+    [
+        (8, [1, 0], "positive"),
+        (8, [1, float("nan")], "finite"),
+        (2, [1, 1, 1], "at least 3 games"),
+        (8, [], "finite positive"),
+    ],
+)
+def test_split_games_refuses_bad_weights(num_games, weights, message):
+    with pytest.raises(ValueError, match=message):
+        split_games(num_games, weights)
+
+
+def _random_actions(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    return torch.multinomial(mask.float(), 1, generator=generator).squeeze(1)
+
+
+def test_each_block_plays_exactly_the_games_of_a_plain_batched_env_with_its_rules():
+    mixed = MixedRulesBatched(24, rules=RULES, weights=[2, 1, 1], seed=11)
+    plain = [
+        BatchedLoveLetter(len(range(*block.indices(24))), rules=rules, seed=block_seed(11, i))
+        for i, (rules, block) in enumerate(zip(RULES, mixed.blocks))
+    ]
+    assert block_seed(11, 0) == 11  # one rule set deals as the plain env with the same seed
+    obs, mask = mixed.reset()
+    for env, block in zip(plain, mixed.blocks):
+        o, m = env.reset()
+        assert torch.equal(obs[block], o) and torch.equal(mask[block], m)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(60):
+        actions = _random_actions(mixed.action_mask, generator)
+        obs, mask, rewards, dones, info = mixed.step(actions)
+        for env, block in zip(plain, mixed.blocks):
+            o, m, r, d, i = env.step(actions[block])
+            assert torch.equal(obs[block], o) and torch.equal(mask[block], m)
+            assert torch.equal(rewards[block], r) and torch.equal(dones[block], d)
+            assert torch.equal(info["tokens"][block], i["tokens"])
+    assert mixed.game_rules == ["classic"] * 12 + ["mini6"] * 6 + ["mini8"] * 6
+
+
+def test_an_illegal_action_is_named_by_its_place_in_the_whole_batch_and_nothing_moves():
+    mixed = MixedRulesBatched(6, rules=RULES, seed=1)
+    obs, mask = mixed.reset()
+    actions = _random_actions(mask, torch.Generator().manual_seed(0))
+    bad = actions.clone()
+    last = 5  # a game of the last block
+    bad[last] = int((~mask[last]).nonzero()[0])
+    with pytest.raises(BatchedIllegalActionError, match=r"1 of 6 games") as caught:
+        mixed.step(bad)
+    assert list(caught.value.games) == [last]
+    assert torch.equal(mixed.action_mask, mask) and torch.equal(mixed.observe(mixed.current_player), obs)
+
+
+def test_a_wrong_out_buffer_is_refused_before_anything_moves():
+    mixed = MixedRulesBatched(6, rules=RULES, seed=1)
+    _, mask = mixed.reset()
+    actions = _random_actions(mask, torch.Generator().manual_seed(0))
+    for out in (torch.zeros(6, 10, dtype=torch.uint8), torch.zeros(7, 1382, dtype=torch.uint8)):
+        with pytest.raises(ValueError, match="out must be a uint8 tensor"):
+            mixed.step(actions, out=out)
+    with pytest.raises(ValueError, match="uint8"):
+        mixed.step(actions, out=torch.zeros(6, 1382))
+    assert torch.equal(mixed.action_mask, mask)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["env.rules=[classic, classic]"], "each preset once"),
+        (["env.rules=[classic, mini6]", "env.rules_weights=[1]"], "one weight per entry"),
+        (["env.rules=[classic, mini6]", "env.rules_weights=[1, 0]"], "rules_weights"),
+        (["env.rules=[classic, mini6]", "env.num_players=[2, 4]"], "ladder rung 'mini6'"),
+        (["env.rules=[classic, chess]"], "env.rules"),
+        (["eval.rules=mini7", "eval.num_players=4"], "eval.num_players must be 2"),
+    ],
+)
+def test_bad_curricula_are_refused_naming_the_key(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, overrides)
+
+
+def test_evaluations_play_the_first_rules_unless_told():
+    assert load_config(None, ["env.rules=[mini7, classic]"]).eval_rules == "mini7"
+    assert load_config(None, ["env.rules=[mini7, classic]", "eval.rules=classic"]).eval_rules == "classic"
+
+
+def test_a_curriculum_run_trains_on_every_rule_set_and_a_stage_can_change_it(tmp_path):
+    overrides = [
+        *TINY_TRAINING,
+        f"out_dir={tmp_path}",
+        "run_name=curriculum",
+        "total_steps=512",
+        "eval.every=0",
+        "env.rules=[classic, mini6]",
+        "env.rules_weights=[3, 1]",
+        "schedule=[{at_step: 256, set: {env.rules: [mini7], env.rules_weights: null}}]",
+    ]
+    config = load_config(None, overrides)
+    trainer = SelfPlayTrainer(config, tmp_path / "curriculum", progress=False)
+    assert isinstance(trainer.env, MixedRulesBatched)
+    assert set(trainer.env.game_rules) == {"classic", "mini6"}
+    summary = trainer.train()
+    assert summary["global_step"] == 512
+    assert isinstance(trainer.env, BatchedLoveLetter) and trainer.env.rules.name == "mini7"
