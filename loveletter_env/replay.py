@@ -48,7 +48,7 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from . import engine
-from .actions import NUM_ACTIONS, describe_action
+from .actions import NUM_ACTIONS
 from .cards import CARD_VALUES, validate_deck
 from .engine import MAX_PLAYERS, MIN_PLAYERS, GameState, TurnEvent
 from .observation import encode_observation
@@ -615,7 +615,3 @@ def safe_file_name(text: str) -> str:
     """``text`` reduced to letters, digits, ``.``, ``_`` and ``-`` (for replay file names)."""
     return _UNSAFE.sub("-", text).strip("-.") or "replay"
 
-
-def step_description(replay: Replay, step: Step) -> str:
-    """A step's move in words (``"Guard on player_1, naming Priest"``)."""
-    return describe_action(step.action, step.player, replay.num_players)
