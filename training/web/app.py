@@ -15,7 +15,6 @@ cannot).
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
 import secrets
@@ -26,7 +25,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import numpy as np
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -37,8 +35,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from loveletter_env.replay import MAX_REPLAY_BYTES, Replay, ReplayError, replay_from_dict
+from loveletter_env.replay import MAX_REPLAY_BYTES, Replay, ReplayError, parse_replay, read_replay_text
 from loveletter_env.rules import PRESETS
+from loveletter_env.strict_json import read_json
 
 from .games import GameStore, HumanGame, OfferedPolicy, OpponentCatalog, RequestError, check_new_game, replay_saver
 from .views import card_reference, replay_view
@@ -48,10 +47,6 @@ STATIC_DIR = Path(__file__).parent / "static"
 MAX_UPLOADS = 50
 MAX_LISTED_REPLAYS = 1000
 MAX_JSON_BODY = 10_000
-#: JSON nesting a request or a replay may use (a replay needs 6 levels).
-MAX_JSON_DEPTH = 32
-#: Digits a JSON number may have (a 64-bit seed has 20).
-MAX_JSON_DIGITS = 40
 #: Characters of a replay name (a path in the replay folder) and of an agent's name in a
 #: replay (every frame of a replay view repeats the names).
 MAX_REPLAY_NAME_CHARS = 255
@@ -142,56 +137,10 @@ class RequestGuard:
         await self.app(scope, receive, send)
 
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-
-
-def _json_depth(raw: bytes) -> int:
-    """The deepest nesting of ``[`` and ``{`` in JSON text (strings skipped), without recursion."""
-    codes = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
-    steps = np.isin(codes, (ord("["), ord("{"))).astype(np.int64) - np.isin(codes, (ord("]"), ord("}")))
-    return int(np.cumsum(steps).max(initial=0))
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number (JSON has no NaN or Infinity)")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text[:50]} is out of range for a number")
-    return value
-
-
-def _bounded_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_JSON_DIGITS:
-        raise ValueError(f"a number of {len(text.lstrip('-'))} digits; at most {MAX_JSON_DIGITS} are read")
-    return int(text)
-
-
-def parse_json(raw: bytes) -> Any:
-    """Strict JSON: no NaN or Infinity (which no JSON answer could give back), numbers of at
-    most :data:`MAX_JSON_DIGITS` digits, nesting of at most :data:`MAX_JSON_DEPTH` levels.
-    Raises ``ValueError`` naming the problem."""
-    depth = _json_depth(raw)
-    if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"nested {depth} levels deep; at most {MAX_JSON_DEPTH} are read")
-    try:
-        return json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
-    except RecursionError:
-        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
-
-
 def parse_replay_upload(raw: bytes) -> Replay:
-    """A replay from JSON text, read as strictly as a request (see :func:`parse_json`) and
-    with agent names short enough to repeat in every frame. Raises :class:`ReplayError`."""
-    if len(raw) > MAX_REPLAY_BYTES:
-        raise ReplayError(f"the replay is {len(raw)} bytes; the limit is {MAX_REPLAY_BYTES}")
-    try:
-        data = parse_json(raw)
-    except ValueError as exc:
-        raise ReplayError(f"not valid JSON: {exc}") from None
-    replay = replay_from_dict(data)
+    """A replay from JSON text (:func:`loveletter_env.replay.parse_replay`: strict JSON, the
+    size limit) with agent names short enough to repeat in every frame. Raises :class:`ReplayError`."""
+    replay = parse_replay(raw)
     for seat, agent in enumerate(replay.agents):
         if len(agent.name) > MAX_AGENT_NAME_CHARS:
             raise ReplayError(
@@ -203,10 +152,9 @@ def parse_replay_upload(raw: bytes) -> Replay:
 def read_replay_file(path: Path) -> Replay:
     """:func:`parse_replay_upload` of a file, reading no more than the size limit allows."""
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_REPLAY_BYTES + 1)
-    except OSError as exc:
-        raise ReplayError(f"cannot read it: {exc.strerror or exc}") from None
+        raw = read_replay_text(path)
+    except ReplayError as exc:
+        raise ReplayError(f"cannot read it: {exc}") from None
     return parse_replay_upload(raw)
 
 
@@ -226,7 +174,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
 async def _json_body(request: Request) -> Any:
     raw = await _read_body(request, MAX_JSON_BODY)
     try:
-        return parse_json(raw or b"{}")
+        return read_json(raw or b"{}")
     except ValueError as exc:
         raise RequestError(f"the request body is not valid JSON: {exc}") from None
 
