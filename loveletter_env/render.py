@@ -37,13 +37,16 @@ CARD_EFFECTS: dict[int, str] = {
 def card_rows(rules: Rules = CLASSIC) -> list[tuple[int, str, int, int, str]]:
     """Every card under ``rules``: value, name, copies a round can deal into play, copies
     always face up (on a ladder rung, the cards not in play; 0 off the ladder, where the
-    shuffle decides) and effect."""
+    shuffle decides) and effect (as these rules change it). The terminal's and the web
+    page's card references are both made from these rows."""
     face_up = Counter(rules.face_up_cards or ())
     rows = []
     for value in CARD_VALUES:
         effect = CARD_EFFECTS[value]
         if value == KING and rules.king_ignores_handmaid:
             effect += " (a Handmaid does not protect from the King in these rules)"
+        elif value == HANDMAID and rules.king_ignores_handmaid:
+            effect += " (except the King's, in these rules)"
         rows.append((value, card_name(value), CARD_COUNTS[value] - face_up[value], face_up[value], effect))
     return rows
 

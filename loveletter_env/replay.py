@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
 import numpy as np
-import pydantic_core
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -48,12 +47,13 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from . import engine
-from .actions import NUM_ACTIONS, describe_action
+from .actions import NUM_ACTIONS
 from .cards import CARD_VALUES, validate_deck
 from .engine import MAX_PLAYERS, MIN_PLAYERS, GameState, TurnEvent
 from .observation import encode_observation
 from .rules import PRESETS, Rules
 from .schema import dotted, explain, shown
+from .strict_json import read_json
 
 REPLAY_FORMAT = "loveletter-replay"
 REPLAY_VERSION = 1
@@ -557,18 +557,32 @@ def replay_from_dict(data: Any) -> Replay:
 
 
 def parse_replay(text: str | bytes) -> Replay:
-    """Parse and re-simulate a replay from JSON text (see :func:`replay_from_dict`)."""
+    """Parse and re-simulate a replay from JSON text (see :func:`replay_from_dict`), read
+    strictly (:func:`loveletter_env.strict_json.read_json`) and at most
+    :data:`MAX_REPLAY_BYTES` long."""
     if len(text) > MAX_REPLAY_BYTES:
         raise ReplayError(f"the replay is too large: the limit is {MAX_REPLAY_BYTES:,} bytes")
     try:
-        # pydantic's parser refuses nesting deeper than 200 levels instead of exhausting the stack;
-        # NaN and Infinity are read, then refused with their place by the schema.
-        data = pydantic_core.from_json(text)
+        data = read_json(text)
     except ValueError as exc:
-        raise ReplayError(
-            f"not valid JSON: {str(exc).replace('recursion limit exceeded', 'nested too deeply')}"
-        ) from None
+        raise ReplayError(f"not valid JSON: {exc}") from None
     return replay_from_dict(data)
+
+
+def read_replay_text(path: str | os.PathLike) -> bytes:
+    """The text of the replay file at ``path``, read no further than one byte past the size
+    limit (so :func:`parse_replay` refuses an oversized file without reading all of it).
+    Raises :class:`ReplayError` saying why a path cannot be read (``"it is not a regular
+    file"``, the system's reason)."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        # Opening a FIFO waits for a writer forever; a device may never end.
+        raise ReplayError("it is not a regular file")
+    try:
+        with path.open("rb") as file:
+            return file.read(MAX_REPLAY_BYTES + 1)  # at most: a file may grow while it is read
+    except OSError as exc:
+        raise ReplayError(exc.strerror or str(exc)) from None
 
 
 def load_replay(path: str | os.PathLike) -> Replay:
@@ -578,15 +592,10 @@ def load_replay(path: str | os.PathLike) -> Replay:
     path that is not a regular file (a folder, pipe or device), naming the file and the
     first problem.
     """
-    path = Path(path)
-    if path.exists() and not path.is_file():
-        # Opening a FIFO waits for a writer forever; a device may never end.
-        raise ReplayError(f"cannot read replay {str(path)!r}: it is not a regular file")
     try:
-        with path.open("rb") as file:
-            text = file.read(MAX_REPLAY_BYTES + 1)  # at most: a file may grow while it is read
-    except OSError as exc:
-        raise ReplayError(f"cannot read replay {str(path)!r}: {exc.strerror or exc}") from None
+        text = read_replay_text(path)
+    except ReplayError as exc:
+        raise ReplayError(f"cannot read replay {str(path)!r}: {exc}") from None
     try:
         return parse_replay(text)
     except ReplayError as exc:
@@ -614,8 +623,3 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def safe_file_name(text: str) -> str:
     """``text`` reduced to letters, digits, ``.``, ``_`` and ``-`` (for replay file names)."""
     return _UNSAFE.sub("-", text).strip("-.") or "replay"
-
-
-def step_description(replay: Replay, step: Step) -> str:
-    """A step's move in words (``"Guard on player_1, naming Priest"``)."""
-    return describe_action(step.action, step.player, replay.num_players)

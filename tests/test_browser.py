@@ -244,3 +244,23 @@ def test_a_refused_request_is_shown_not_thrown(server, browser):
     assert not visible(driver, "#game")
     # The browser reports the 400 answer itself; nothing else may appear.
     assert all("400" in message for message in console_errors(driver))
+
+
+def test_the_cards_of_a_game_say_what_they_do_under_its_rules(server, browser):
+    """The cards on the table showed what they do in classic rules whatever the game's rules:
+    under king_ignores_handmaid the King in the person's hand must say it passes a Handmaid."""
+    driver = browser
+    driver.get(f"{server}/?rules#/play")
+    wait = WebDriverWait(driver, WAIT)
+    wait.until(EC.presence_of_element_located((By.ID, "opp-1")))
+    Select(driver.find_element(By.ID, "length")).select_by_value("round")
+    Select(driver.find_element(By.ID, "rules")).select_by_value("king_ignores_handmaid")
+    Select(driver.find_element(By.ID, "opp-1")).select_by_value("random")
+    driver.find_element(By.ID, "seed").send_keys("1")  # seed 1 deals the person a King
+    driver.find_element(By.ID, "start").click()
+    wait.until(lambda d: visible(d, "#hand .card"))
+    king = driver.find_element(By.CSS_SELECTOR, "#hand .card[data-card='6']")
+    assert "does not protect from the King" in king.get_attribute("title")
+    reference = driver.find_element(By.ID, "reference").text
+    assert "does not protect from the King" in reference and "except the King's" in reference
+    assert console_errors(driver) == []

@@ -15,7 +15,7 @@ from training import evaluate as evaluate_module
 from training.evaluate import build_parser, evaluate, main
 from training.interrupt import EXIT_INTERRUPTED
 from training.league import league
-from training.matches import PlayInterrupted, play_matches
+from training.matches import MatchSetup, PlayInterrupted, play_matches
 from training.stats import Z_95, EpisodeRecord, summarize, wilson_interval
 
 
@@ -55,7 +55,7 @@ def test_rounds_must_make_whole_deals():
     with pytest.raises(ValueError, match=r"rounds must be a multiple of 4 \(the table size\); got 10"):
         evaluate(["rule", "random"], num_players=4, rounds=10, duplicate=True)
     with pytest.raises(ValueError, match="multiple of 3"):
-        play_matches(["rule"], num_players=3, rounds=4, duplicate=True)
+        play_matches(MatchSetup.of(["rule"], num_players=3, duplicate=True), rounds=4)
     assert evaluate(["rule", "random"], num_players=4, rounds=10).episodes == 10  # fine without the mode
 
 
@@ -82,7 +82,7 @@ def test_a_league_plays_every_group_on_duplicate_deals(tmp_path, capsys):
     agents = ["random", "rule", "belief"]
     table = {e.agent: e for e in league(agents, num_players=2, rounds=20, seed=4, duplicate=True)}
     # The third group (rule against belief) is played with seed 4 + 2, on duplicate deals.
-    _, records = play_matches(["rule", "belief"], num_players=2, rounds=20, seed=6, duplicate=True)
+    _, records = play_matches(MatchSetup.of(["rule", "belief"], seed=6, duplicate=True), rounds=20)
     rule_share = sum(1 / len(r.winners) for r in records if 0 in r.winners) / 20
     assert table["rule"].head_to_head["belief"] == pytest.approx(rule_share)
     plain = {e.agent: e for e in league(agents, num_players=2, rounds=20, seed=4)}
@@ -194,7 +194,7 @@ def test_without_the_mode_figures_are_unchanged():
 
 
 def test_an_interrupted_duplicate_run_counts_whole_deals_only(monkeypatch, capsys):
-    labels, records = play_matches(["rule", "random"], rounds=10, seed=6, duplicate=True)
+    labels, records = play_matches(MatchSetup.of(["rule", "random"], seed=6, duplicate=True), rounds=10)
 
     def interrupted(*args, **kwargs):
         raise PlayInterrupted(labels, records[:5], 10)

@@ -11,6 +11,7 @@ import pytest
 
 from loveletter_env.actions import encode_action
 from loveletter_env.cards import GUARD, HANDMAID, PRIEST, PRINCE
+from loveletter_env.replay import load_replay
 from training.play import QuitGame, parse_move, play
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,3 +107,51 @@ def test_help_names_every_kind_of_opponent(capsys):
     assert exit_info.value.code == 0
     for kind in (*AGENT_NAMES, "solved:path=FILE", "guided:policy=", "package.module:factory"):
         assert kind in text, f"--help does not mention {kind!r}"
+
+
+class _FirstLegal(io.StringIO):
+    """Standard input that answers every prompt with the first legal move listed."""
+
+    def __init__(self, out: io.StringIO):
+        super().__init__()
+        self.out = out
+
+    def readline(self, *args) -> str:
+        return self.out.getvalue().rsplit("Legal moves:", 1)[1].split("\n")[1].split(":")[0].strip() + "\n"
+
+
+def test_the_terminal_and_the_web_app_play_the_same_game_from_a_seed(tmp_path):
+    """Both drive one GameSession: the same seed, opponents and moves give the same deals,
+    the same agents' moves and the same log."""
+    from training.web.games import HumanGame, OpponentCatalog
+
+    out = io.StringIO()
+    play(["rule", "belief"], num_players=3, seed=8, stdin=_FirstLegal(out), out=out, replay_path=tmp_path / "t.json")
+    catalog = OpponentCatalog({}, lambda path, seed: None)
+    saved = []
+    opponents = [catalog.choose("rule", 3), catalog.choose("belief", 3)]
+    web = HumanGame(opponents, 3, 0, "classic", "game", 8, lambda game, replay: saved.append(replay))
+    while not web.finished:
+        if web.state.round_over:
+            web.next_round()
+        else:
+            web.move(web.view()["legal"][0]["action"])
+    terminal = load_replay(tmp_path / "t.json")
+    assert [r.to_dict() for r in saved[0].rounds] == [r.to_dict() for r in terminal.rounds]
+    assert all(line in out.getvalue() for line in web.log if not line.startswith("Round") or "won by" in line)
+
+
+class _Cheat:
+    def act(self, observation) -> int:
+        return encode_action(HANDMAID)  # whether or not it holds one
+
+
+def test_an_agent_that_plays_an_illegal_move_is_named_on_the_web_as_in_the_terminal():
+    """The web app played an agent's answer unchecked: the engine's refusal did not say who."""
+    from loveletter_env.agents.base import AgentError
+    from training.web.games import HumanGame, OpponentChoice
+
+    cheat = OpponentChoice("cheat", "cheat", {}, lambda seed: _Cheat())
+    with pytest.raises(AgentError, match=r"agent cheat at player_1 returned action 30, which is not legal here"):
+        for seed in range(20):  # until a deal gives the cheat a move without a Handmaid to play
+            HumanGame([cheat], 2, 0, "classic", "round", seed, lambda game, replay: None)

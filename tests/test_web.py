@@ -348,6 +348,21 @@ def test_the_card_reference_follows_the_rules(client):
     assert set(meta["cards_by_rules"]) == set(meta["rules"])
 
 
+def test_the_card_reference_says_what_the_handmaid_and_king_do_when_the_king_passes_a_handmaid(client):
+    """The page and the terminal make their references from one set of rows; under this
+    preset the Handmaid's line still said no card could choose her player."""
+    from loveletter_env.render import card_reference as terminal_reference
+    from loveletter_env.rules import PRESETS
+
+    cards = {c["name"]: c["effect"] for c in client.get("/api/meta").json()["cards_by_rules"]["king_ignores_handmaid"]}
+    assert cards["King"].endswith("(a Handmaid does not protect from the King in these rules).")
+    assert cards["Handmaid"].endswith("until your next turn (except the King's, in these rules).")
+    terminal = terminal_reference(PRESETS["king_ignores_handmaid"])
+    assert "(except the King's, in these rules)" in terminal and "does not protect from the King" in terminal
+    classic = {c["name"]: c["effect"] for c in client.get("/api/meta").json()["cards_by_rules"]["classic"]}
+    assert "King" not in classic["Handmaid"] and "Handmaid" not in classic["King"]
+
+
 def test_a_guard_on_a_rung_is_not_offered_cards_that_are_all_face_up(client):
     """Naming a card whose every copy lies face up is legal but a sure miss: the page is told."""
     for seed in range(40):

@@ -5,6 +5,7 @@ Every refusal is a clear 4xx answer (or a clear start-up error), never a bare 50
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +17,7 @@ TestClient = pytest.importorskip(
     "starlette.testclient", reason="the web extra is not installed: pip install -e '.[web]'"
 ).TestClient
 
+from loveletter_env.replay import MAX_REPLAY_BYTES, ReplayError, load_replay, parse_replay  # noqa: E402
 from training.serve import check_checkpoints  # noqa: E402
 from training.serve import main as serve_main  # noqa: E402
 from training.web.app import (  # noqa: E402
@@ -227,6 +229,11 @@ def test_nan_and_infinity_are_refused_in_requests(client, constant):
     assert_refused(post_json(client, "/api/games", b'{"seed": ' + constant + b"}"), 400, "not valid JSON")
 
 
+def test_a_key_given_twice_in_a_request_is_refused(client):
+    answer = post_json(client, "/api/games", b'{"seed": 1, "seed": 2}')
+    assert_refused(answer, 400, "not valid JSON: the key 'seed' is given twice in one object")
+
+
 # Replays: odd files and names, NaN, oversized names --------------------------------------
 
 
@@ -255,22 +262,43 @@ def test_a_very_long_replay_name_is_refused(client):
     assert_refused(client.get(f"/api/replays/file/{'x' * 249}.json"), 404, "no replay named")
 
 
-@pytest.mark.parametrize(
-    "where, value",
-    [("metadata", "NaN"), ("metadata", "Infinity"), ("options", "-Infinity"), ("metadata", "1e999")],
-)
-def test_nan_or_infinity_in_a_replay_is_refused(client, replay_dir, saved_replay, where, value):
-    """Accepted before, then every view of the replay answered 500."""
+#: Text a replay's JSON may not hold, as a value in its metadata (the part after "x": ),
+#: and what the refusal says. One reader serves the web app and the library alike.
+STRICT_JSON_CASES = {
+    "NaN": ("NaN", "NaN is not a number"),
+    "Infinity": ("Infinity", "Infinity is not a number"),
+    "minus infinity": ("-Infinity", "-Infinity is not a number"),
+    "1e999": ("1e999", "1e999 is out of range for a number"),
+    "5000 digits": ("9" * 5000, "a number of 5000 digits; at most 40 are read"),
+    "deep": ("[" * 40 + "]" * 40, "nested 42 levels deep; at most 32 are read"),
+    "key twice": ('1, "x": 2', "the key 'x' is given twice in one object"),
+    "lone surrogate": ('"\\ud800"', "a string holds a lone UTF-16 surrogate"),
+}
+
+
+@pytest.mark.parametrize("caller", ["upload", "folder", "parse_replay", "load_replay"])
+@pytest.mark.parametrize("value, message", STRICT_JSON_CASES.values(), ids=STRICT_JSON_CASES.keys())
+def test_replays_are_read_as_strict_json_by_the_app_and_the_library(
+    client, replay_dir, saved_replay, caller, value, message
+):
+    """The app and the library read replays with one reader (they had two: both took a key
+    given twice, the app a lone surrogate, which no UTF-8 answer can hold)."""
     data = saved_replay[1]
-    marker = "__number__"
-    if where == "metadata":
-        data["metadata"]["score"] = marker
+    data["metadata"]["x"] = "__value__"
+    text = json.dumps(data).replace('"__value__"', value)
+    (replay_dir / "strict.json").write_text(text)
+    if caller == "upload":
+        assert_refused(post_json(client, "/api/replays", text), 422, f"not valid JSON: {message}")
+    elif caller == "folder":
+        assert_refused(client.get("/api/replays/file/strict.json"), 422, f"not valid JSON: {message}")
     else:
-        data["agents"][1]["options"] = {"noise": marker}
-    text = json.dumps(data).replace(f'"{marker}"', value)
-    assert_refused(post_json(client, "/api/replays", text), 422, "not valid JSON")
-    (replay_dir / "nan.json").write_text(text)
-    assert_refused(client.get("/api/replays/file/nan.json"), 422, "not valid JSON")
+        with pytest.raises(ReplayError, match=re.escape(f"not valid JSON: {message}")):
+            parse_replay(text) if caller == "parse_replay" else load_replay(replay_dir / "strict.json")
+
+
+def test_an_oversized_replay_in_the_folder_is_refused(client, replay_dir, saved_replay):
+    (replay_dir / "big.json").write_bytes(json.dumps(saved_replay[1]).encode() + b" " * MAX_REPLAY_BYTES)
+    assert_refused(client.get("/api/replays/file/big.json"), 422, f"the limit is {MAX_REPLAY_BYTES:,} bytes")
 
 
 def test_long_agent_names_are_refused(client, replay_dir, saved_replay):

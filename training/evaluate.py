@@ -42,7 +42,7 @@ from loveletter_env.validation import check_writable
 from .compile_notice import announce_kernel_compilation
 from .interrupt import EXIT_INTERRUPTED
 from .league import league, league_markdown, write_league
-from .matches import PlayInterrupted, check_duplicate_rounds, play_matches
+from .matches import MatchSetup, PlayInterrupted, check_duplicate_rounds, play_matches
 from .ray_cluster import DEFAULT_CONNECT_TIMEOUT, RayCluster
 from .stats import EvaluationResult, complete_deals, summarize
 
@@ -96,20 +96,8 @@ def evaluate(
     Raises:
         ValueError: a bad argument, such as ``rounds`` not a multiple of ``num_players`` with ``duplicate``.
     """
-    labels, records = play_matches(
-        agents,
-        num_players,
-        rounds,
-        episode,
-        seed,
-        workers,
-        progress,
-        rules,
-        save_replays,
-        save_replays_every,
-        ray,
-        duplicate,
-    )
+    setup = MatchSetup.of(agents, num_players, episode, rules, seed, duplicate, save_replays, save_replays_every)
+    labels, records = play_matches(setup, rounds, workers, progress, ray)
     return summarize(records, labels, num_players, episode, seed, duplicate)
 
 

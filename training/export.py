@@ -121,11 +121,6 @@ def export_onnx(model: nn.Module, path: str | Path) -> Path:
     return path
 
 
-def export_checkpoint(checkpoint: str | Path, onnx_path: str | Path) -> Path:
-    """Export the network of a checkpoint file (or run folder) to ``onnx_path``."""
-    return export_onnx(build_model(load_checkpoint(checkpoint)), onnx_path)
-
-
 class OnnxAgent:
     """An exported policy as an agent: ``act(observation_dict) -> int``, greedy.
 

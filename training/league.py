@@ -22,7 +22,7 @@ from pathlib import Path
 
 from loveletter_env.agents.specs import AgentSpec, agent_label
 
-from .matches import play_matches
+from .matches import MatchSetup, play_matches
 from .ratings import BASE_RATING, fit_ratings
 from .ray_cluster import RayCluster, ray_connection
 from .stats import percentages
@@ -79,18 +79,10 @@ def league(
     with ray_connection(ray) if ray is not None else nullcontext():
         for group_index, group in enumerate(itertools.combinations(range(len(agents)), num_players)):
             names = [labels[i] for i in group]
-            _, records = play_matches(
-                [agents[i] for i in group],
-                num_players,
-                rounds,
-                episode,
-                seed + group_index,
-                workers,
-                progress,
-                rules,
-                ray=ray,
-                duplicate=duplicate,
+            setup = MatchSetup.of(
+                [agents[i] for i in group], num_players, episode, rules, seed + group_index, duplicate
             )
+            _, records = play_matches(setup, rounds, workers, progress, ray)
             for record in records:
                 winners = [names[slot] for slot in record.winners]
                 episodes.append((names, winners))

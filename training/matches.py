@@ -144,8 +144,10 @@ def play_episode(
 
 @dataclass(frozen=True)
 class MatchSetup:
-    """Everything a worker needs to play episodes of one run; it is sent once to every worker
-    (so it must pickle: agent specs are strings, paths or picklable agent objects)."""
+    """What to play, apart from how many episodes and where: the lineup, the table, the rules,
+    the run's seed, duplicate deals and replay saving. Build one with :meth:`of`, which checks
+    it. It is sent once to every worker (so it must pickle: agent specs are strings, paths or
+    picklable agent objects)."""
 
     lineup: tuple[Any, ...]
     num_players: int
@@ -154,6 +156,34 @@ class MatchSetup:
     seed: int
     replays: ReplaySaving | None = None
     duplicate: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        agents: Sequence[AgentSpec],
+        num_players: int = 2,
+        episode: str = "round",
+        rules: str = "classic",
+        seed: int = 0,
+        duplicate: bool = False,
+        save_replays: str | os.PathLike | None = None,
+        save_replays_every: int = 1,
+    ) -> MatchSetup:
+        """A checked setup (the arguments are those of :func:`training.evaluate.evaluate`):
+        ``agents`` filled to ``num_players`` slots (the replay folder is made when play starts)."""
+        check_num_players(num_players)
+        check_episode(episode)
+        lineup = _lineup(agents, num_players)
+        replays = None
+        if save_replays is not None:
+            check_int("save_replays_every", save_replays_every, low=1)
+            replays = ReplaySaving(Path(save_replays), save_replays_every, tuple(agent_label(s) for s in lineup))
+        return cls(tuple(lineup), num_players, episode, rules, seed, replays, duplicate)
+
+    @property
+    def labels(self) -> list[str]:
+        """How results and progress bars name the lineup's slots."""
+        return [agent_label(s) for s in self.lineup]
 
 
 class EpisodePlayer:
@@ -322,39 +352,19 @@ def _lineup(agents: Sequence[AgentSpec], num_players: int) -> list[AgentSpec]:
 
 
 def play_matches(
-    agents: Sequence[AgentSpec],
-    num_players: int = 2,
-    rounds: int = 1000,
-    episode: str = "round",
-    seed: int = 0,
-    workers: int = 1,
-    progress: bool = False,
-    rules: str = "classic",
-    save_replays: str | os.PathLike | None = None,
-    save_replays_every: int = 1,
-    ray: RayCluster | None = None,
-    duplicate: bool = False,
+    setup: MatchSetup, rounds: int = 1000, workers: int = 1, progress: bool = False, ray: RayCluster | None = None
 ) -> tuple[list[str], list[EpisodeRecord]]:
-    """Play ``rounds`` episodes; return the slot labels and every episode's record.
-
-    The arguments are those of :func:`training.evaluate.evaluate`.
-    """
-    check_num_players(num_players)
-    check_episode(episode)
+    """Play ``rounds`` episodes of ``setup`` in ``workers`` processes (or on ``ray``); return
+    the slot labels and every episode's record (see :func:`training.evaluate.evaluate`)."""
     check_int("rounds", rounds, low=1)
     check_int("workers", workers, low=1)
-    if duplicate:
-        check_duplicate_rounds(rounds, num_players)
-    lineup = _lineup(agents, num_players)
-    labels = [agent_label(s) for s in lineup]
+    if setup.duplicate:
+        check_duplicate_rounds(rounds, setup.num_players)
+    labels = setup.labels
+    if setup.replays is not None:
+        setup.replays.directory.mkdir(parents=True, exist_ok=True)
     # Resolve once here so a bad spec fails fast, before any worker starts.
-    resolved = [resolve_agent(s) for s in lineup]
-    replays = None
-    if save_replays is not None:
-        check_int("save_replays_every", save_replays_every, low=1)
-        Path(save_replays).mkdir(parents=True, exist_ok=True)
-        replays = ReplaySaving(Path(save_replays), save_replays_every, tuple(labels))
-    setup = MatchSetup(tuple(lineup), num_players, episode, rules, seed, replays, duplicate)
+    resolved = [resolve_agent(s) for s in setup.lineup]
     if ray is not None:
         from .ray_cluster import RayRunner, ray_connection
 
@@ -362,6 +372,6 @@ def play_matches(
             ray_runner = RayRunner(setup, ray)
             if progress:
                 print(f"playing on {ray_runner.describe()}", file=sys.stderr)
-            return labels, run_episodes(ray_runner, rounds, labels, progress, episode)
+            return labels, run_episodes(ray_runner, rounds, labels, progress, setup.episode)
     runner: EpisodeRunner = InProcessRunner(setup, resolved) if workers == 1 else ProcessPoolRunner(setup, workers)
-    return labels, run_episodes(runner, rounds, labels, progress, episode)
+    return labels, run_episodes(runner, rounds, labels, progress, setup.episode)

@@ -19,24 +19,22 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from functools import partial
 from typing import TextIO
 
-import numpy as np
-
 from loveletter_env import engine
-from loveletter_env.actions import NUM_ACTIONS, PRINCE_BASE, PRINCESS_ACTION, describe_action
+from loveletter_env.actions import PRINCE_BASE, PRINCESS_ACTION, describe_action
 from loveletter_env.agents import AGENT_NAMES
-from loveletter_env.agents.base import checked_act
 from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
 from loveletter_env.cards import PRINCE, PRINCESS
 from loveletter_env.engine import GameState
-from loveletter_env.observation import encode_observation
-from loveletter_env.render import card_reference, narrate, render_seat_view, round_summary
-from loveletter_env.replay import AgentInfo, ReplayRecorder, decision_details, save_replay
-from loveletter_env.rules import PRESETS, check_rules_for_table, resolve_rules
+from loveletter_env.render import card_reference, render_seat_view
+from loveletter_env.replay import save_replay
+from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import check_num_players, check_seed, check_writable, is_int
 
 from .compile_notice import announce_kernel_compilation
+from .game_session import GameSession, Opponent
 
 
 class QuitGame(Exception):
@@ -54,14 +52,6 @@ def _seed(text: str) -> int:
         return check_seed(value)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def observation_of(state: GameState, seat: int) -> dict[str, np.ndarray]:
-    """The env's observation dict for ``seat`` (mask all zeros when not to act)."""
-    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-    if seat == state.current and not state.round_over:
-        mask[list(engine.legal_actions(state))] = 1
-    return {"observation": encode_observation(state, seat), "action_mask": mask}
 
 
 def parse_move(text: str, legal: Sequence[int], seat: int, num_players: int) -> int:
@@ -183,47 +173,29 @@ def play(
     if len(opponents) > num_players - 1:
         raise ValueError(f"{len(opponents)} opponents given for {num_players - 1} other seats")
     specs = list(opponents) + [opponents[-1]] * (num_players - 1 - len(opponents))
-    rng = np.random.default_rng(seed)
-    others = [p for p in range(num_players) if p != seat]
-    agent_seeds = {p: int(rng.integers(2**31)) for p in others}
-    agents = {p: resolve_agent(spec, seed=agent_seeds[p]) for p, spec in zip(others, specs)}
-    infos = [AgentInfo("human")] * num_players
-    for p, spec in zip(others, specs):
-        infos[p] = AgentInfo(agent_label(spec), agent_label(spec), {}, agent_seeds[p])
-    recorder = ReplayRecorder(num_players, rules, "game", infos, {"source": "training.play", "seed": seed})
-    for p, spec in zip(others, specs):
-        print(f"player_{p}: {agent_label(spec)}", file=out)
+    # Each agent is built with the seed the session draws for its seat, as the web app's are.
+    seated = [Opponent(agent_label(spec), agent_label(spec), {}, partial(resolve_agent, spec)) for spec in specs]
+    metadata = {"source": "training.play", "seed": seed}
+    session = GameSession(seated, num_players, seat, rules, seed, max_rounds=rounds, metadata=metadata)
+    for p, opponent in zip((p for p in range(num_players) if p != seat), seated):
+        print(f"player_{p}: {opponent.name}", file=out)
     print(f"You are player_{seat}.", file=out)
-
-    def deck() -> list[int]:
-        return list(resolve_rules(rules).shuffled_deck(rng))
-
-    state = engine.new_game(num_players, deck(), int(rng.integers(num_players)), rules)
+    told = 0
     while True:
-        recorder.start_round(state)
-        print(f"\n=== Round {state.round}: player_{state.current} starts ===", file=out)
-        while not state.round_over:
-            player = state.current
-            details = None
-            if player == seat:
-                action = ask_move(state, seat, stdin, out)
-            else:
-                observation = observation_of(state, player)
-                details = decision_details(agents[player], observation, player, num_players)
-                action = checked_act(agents[player], observation, name=f"{infos[player].name} at player_{player}")
-            recorder.record(state, action, details)
-            print("  " + narrate(engine.step(state, action), seat), file=out)
-        print(round_summary(state, seat), file=out)
-        if state.game_over or (rounds is not None and state.round >= rounds):
+        for i in range(told, len(session.log)):
+            line = session.log[i]
+            print(f"\n=== {line.rstrip('.')} ===" if i in session.round_starts else "  " + line, file=out)
+        told = len(session.log)
+        if session.finished:
             break
-        engine.start_round(state, deck())
-    if state.game_over:
-        winners = ", ".join("you" if p == seat else f"player_{p}" for p in state.game_winners)
-        print(f"Game over: {winners} won the game.", file=out)
+        if session.state.round_over:
+            session.next_round()
+        else:
+            session.move(ask_move(session.state, seat, stdin, out))
     if replay_path is not None:
-        recorder.episode = "game" if state.game_over else "rounds"
-        print(f"Replay saved: {save_replay(recorder.finish(state), replay_path)}", file=out)
-    return state
+        assert session.replay is not None  # a finished session has one
+        print(f"Replay saved: {save_replay(session.replay, replay_path)}", file=out)
+    return session.state
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 from loveletter_env.agents.search_br import AgentPolicy, SearchBestResponse
 from loveletter_env.agents.specs import AgentSpec, agent_label, is_checkpoint_path, resolve_agent
 
-from .matches import play_matches
+from .matches import MatchSetup, play_matches
 from .runtime import derive_seed
 from .stats import EpisodeRecord, deal_groups, per_deal_interval
 
@@ -75,9 +75,8 @@ def search_exploitability(
     policy = AgentPolicy(model_agent, probability_samples)
     searcher = SearchBestResponse(policy, seed=derive_seed(seed, 3), iterations=iterations)
     started = time.perf_counter()
-    _, records = play_matches(
-        [searcher, target], 2, rounds, "round", seed, progress=progress, rules=rules, duplicate=True
-    )
+    setup = MatchSetup.of([searcher, target], 2, "round", rules, seed, duplicate=True)
+    _, records = play_matches(setup, rounds, progress=progress)
     deals = deal_groups(records, 2)
     score = sum(score_of_slot(r) for r in records) / len(records)
     low, high = per_deal_interval(deals, score_of_slot)

@@ -15,7 +15,6 @@ cannot).
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
 import secrets
@@ -26,19 +25,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import numpy as np
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from loveletter_env.replay import MAX_REPLAY_BYTES, Replay, ReplayError, replay_from_dict
+from loveletter_env.replay import MAX_REPLAY_BYTES, Replay, ReplayError, parse_replay, read_replay_text
 from loveletter_env.rules import PRESETS
+from loveletter_env.strict_json import read_json
 
 from .games import GameStore, HumanGame, OfferedPolicy, OpponentCatalog, RequestError, check_new_game, replay_saver
 from .views import card_reference, replay_view
@@ -48,10 +47,6 @@ STATIC_DIR = Path(__file__).parent / "static"
 MAX_UPLOADS = 50
 MAX_LISTED_REPLAYS = 1000
 MAX_JSON_BODY = 10_000
-#: JSON nesting a request or a replay may use (a replay needs 6 levels).
-MAX_JSON_DEPTH = 32
-#: Digits a JSON number may have (a 64-bit seed has 20).
-MAX_JSON_DIGITS = 40
 #: Characters of a replay name (a path in the replay folder) and of an agent's name in a
 #: replay (every frame of a replay view repeats the names).
 MAX_REPLAY_NAME_CHARS = 255
@@ -142,56 +137,10 @@ class RequestGuard:
         await self.app(scope, receive, send)
 
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-
-
-def _json_depth(raw: bytes) -> int:
-    """The deepest nesting of ``[`` and ``{`` in JSON text (strings skipped), without recursion."""
-    codes = np.frombuffer(_JSON_STRING.sub(b'""', raw), dtype=np.uint8)
-    steps = np.isin(codes, (ord("["), ord("{"))).astype(np.int64) - np.isin(codes, (ord("]"), ord("}")))
-    return int(np.cumsum(steps).max(initial=0))
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number (JSON has no NaN or Infinity)")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text[:50]} is out of range for a number")
-    return value
-
-
-def _bounded_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_JSON_DIGITS:
-        raise ValueError(f"a number of {len(text.lstrip('-'))} digits; at most {MAX_JSON_DIGITS} are read")
-    return int(text)
-
-
-def parse_json(raw: bytes) -> Any:
-    """Strict JSON: no NaN or Infinity (which no JSON answer could give back), numbers of at
-    most :data:`MAX_JSON_DIGITS` digits, nesting of at most :data:`MAX_JSON_DEPTH` levels.
-    Raises ``ValueError`` naming the problem."""
-    depth = _json_depth(raw)
-    if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"nested {depth} levels deep; at most {MAX_JSON_DEPTH} are read")
-    try:
-        return json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
-    except RecursionError:
-        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
-
-
 def parse_replay_upload(raw: bytes) -> Replay:
-    """A replay from JSON text, read as strictly as a request (see :func:`parse_json`) and
-    with agent names short enough to repeat in every frame. Raises :class:`ReplayError`."""
-    if len(raw) > MAX_REPLAY_BYTES:
-        raise ReplayError(f"the replay is {len(raw)} bytes; the limit is {MAX_REPLAY_BYTES}")
-    try:
-        data = parse_json(raw)
-    except ValueError as exc:
-        raise ReplayError(f"not valid JSON: {exc}") from None
-    replay = replay_from_dict(data)
+    """A replay from JSON text (:func:`loveletter_env.replay.parse_replay`: strict JSON, the
+    size limit) with agent names short enough to repeat in every frame. Raises :class:`ReplayError`."""
+    replay = parse_replay(raw)
     for seat, agent in enumerate(replay.agents):
         if len(agent.name) > MAX_AGENT_NAME_CHARS:
             raise ReplayError(
@@ -203,10 +152,9 @@ def parse_replay_upload(raw: bytes) -> Replay:
 def read_replay_file(path: Path) -> Replay:
     """:func:`parse_replay_upload` of a file, reading no more than the size limit allows."""
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_REPLAY_BYTES + 1)
-    except OSError as exc:
-        raise ReplayError(f"cannot read it: {exc.strerror or exc}") from None
+        raw = read_replay_text(path)
+    except ReplayError as exc:
+        raise ReplayError(f"cannot read it: {exc}") from None
     return parse_replay_upload(raw)
 
 
@@ -226,7 +174,7 @@ async def _read_body(request: Request, limit: int) -> bytes:
 async def _json_body(request: Request) -> Any:
     raw = await _read_body(request, MAX_JSON_BODY)
     try:
-        return parse_json(raw or b"{}")
+        return read_json(raw or b"{}")
     except ValueError as exc:
         raise RequestError(f"the request body is not valid JSON: {exc}") from None
 
@@ -283,52 +231,8 @@ def _viewer(request: Request, num_players: int) -> int | None:
     return int(text)
 
 
-def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette:
-    """The Starlette app. ``checkpoint_loader(path, seed)`` builds a checkpoint agent
-    (default: :func:`training.checkpoint.load_agent`)."""
-    if checkpoint_loader is None:
-
-        def checkpoint_loader(path: Path, seed: int) -> Any:
-            from training.checkpoint import load_agent
-
-            return load_agent(path, seed=seed)
-
-    catalog = OpponentCatalog(config.checkpoints, checkpoint_loader, config.policies)
-    games = GameStore(config.max_games)
-    uploads: OrderedDict[str, Replay] = OrderedDict()
-    uploads_lock = threading.Lock()
-    save = replay_saver(config.replay_dir)
-
-    def replay_path(name: str) -> Path:
-        if config.replay_dir is None:
-            raise RequestError("the server was started without a replay folder", 404)
-        root = config.replay_dir.resolve()
-        if len(name) > MAX_REPLAY_NAME_CHARS:
-            raise RequestError(f"a replay name has at most {MAX_REPLAY_NAME_CHARS} characters, got {len(name)}")
-        if not name.endswith(".json") or "\\" in name or "\x00" in name:
-            raise RequestError(f"replay names end in .json, got {name!r}")
-        try:
-            path = (root / name).resolve()
-            if not path.is_relative_to(root):
-                raise RequestError(f"{name!r} is outside the replay folder")
-            found = path.is_file()
-        except (OSError, RuntimeError):  # a name the file system refuses, a link loop
-            found = False
-        if not found:
-            raise RequestError(f"no replay named {name!r}", 404)
-        return path
-
-    async def meta(request: Request) -> Response:
-        return JSONResponse(
-            {
-                "opponents": catalog.describe(),
-                "rules": sorted(PRESETS),
-                "cards": card_reference(),
-                "cards_by_rules": {name: card_reference(rules) for name, rules in sorted(PRESETS.items())},
-                "replays": config.replay_dir is not None,
-                "leaderboard": config.league_dir is not None,
-            }
-        )
+def _game_routes(catalog: OpponentCatalog, games: GameStore, save: Any) -> list[Route]:
+    """``/api/games``: start a game, see it, move, deal the next round."""
 
     async def new_game(request: Request) -> Response:
         args = check_new_game(await _json_body(request), catalog)
@@ -362,27 +266,66 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
             game.next_round()
             return JSONResponse(game.view())
 
+    return [
+        Route("/api/games", new_game, methods=["POST"]),
+        Route("/api/games/{game_id}", get_game),
+        Route("/api/games/{game_id}/move", move, methods=["POST"]),
+        Route("/api/games/{game_id}/next-round", next_round, methods=["POST"]),
+    ]
+
+
+def _replay_path(replay_dir: Path | None, name: str) -> Path:
+    """The file a replay name stands for, in the replay folder and nowhere else."""
+    if replay_dir is None:
+        raise RequestError("the server was started without a replay folder", 404)
+    root = replay_dir.resolve()
+    if len(name) > MAX_REPLAY_NAME_CHARS:
+        raise RequestError(f"a replay name has at most {MAX_REPLAY_NAME_CHARS} characters, got {len(name)}")
+    if not name.endswith(".json") or "\\" in name or "\x00" in name:
+        raise RequestError(f"replay names end in .json, got {name!r}")
+    try:
+        path = (root / name).resolve()
+        if not path.is_relative_to(root):
+            raise RequestError(f"{name!r} is outside the replay folder")
+        found = path.is_file()
+    except (OSError, RuntimeError):  # a name the file system refuses, a link loop
+        found = False
+    if not found:
+        raise RequestError(f"no replay named {name!r}", 404)
+    return path
+
+
+def _list_replays(replay_dir: Path | None) -> list[dict[str, Any]]:
+    """The replay files in the folder, newest first."""
+    found = []
+    if replay_dir is not None and replay_dir.is_dir():
+        root = replay_dir.resolve()
+        for path in root.rglob("*.json"):
+            # Skip what is not a replay file inside the folder: a dangling link (an
+            # editor's lock file), a folder, a link out of the folder, a link loop.
+            try:
+                if path.is_file() and path.resolve().is_relative_to(root):
+                    stat = path.stat()
+                    found.append((stat.st_mtime, path.relative_to(root).as_posix(), stat.st_size))
+            except (OSError, RuntimeError):
+                continue
+    found.sort(key=lambda entry: entry[0], reverse=True)
+    return [{"name": name, "size": size} for _, name, size in found[:MAX_LISTED_REPLAYS]]
+
+
+def _replay_routes(replay_dir: Path | None) -> list[Route]:
+    """``/api/replays`` and ``/api/uploads``: the replay folder's files and uploaded replays
+    (kept in memory), as views for a seat."""
+    uploads: OrderedDict[str, Replay] = OrderedDict()
+    uploads_lock = threading.Lock()
+
     def list_replays(request: Request) -> Response:
-        found = []
-        if config.replay_dir is not None and config.replay_dir.is_dir():
-            root = config.replay_dir.resolve()
-            for path in root.rglob("*.json"):
-                # Skip what is not a replay file inside the folder: a dangling link (an
-                # editor's lock file), a folder, a link out of the folder, a link loop.
-                try:
-                    if path.is_file() and path.resolve().is_relative_to(root):
-                        stat = path.stat()
-                        found.append((stat.st_mtime, path.relative_to(root).as_posix(), stat.st_size))
-                except (OSError, RuntimeError):
-                    continue
-        found.sort(key=lambda entry: entry[0], reverse=True)
-        files = [{"name": name, "size": size} for _, name, size in found[:MAX_LISTED_REPLAYS]]
-        return JSONResponse({"files": files, "folder": str(config.replay_dir) if config.replay_dir else None})
+        return JSONResponse({"files": _list_replays(replay_dir), "folder": str(replay_dir) if replay_dir else None})
 
     def get_replay(request: Request) -> Response:
         name = request.path_params["name"]
         try:
-            replay = read_replay_file(replay_path(name))
+            replay = read_replay_file(_replay_path(replay_dir, name))
         except ReplayError as exc:
             raise RequestError(f"{name!r}: {exc}", 422) from None
         return JSONResponse(replay_view(replay, _viewer(request, replay.num_players)))
@@ -407,52 +350,89 @@ def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette
             raise RequestError(f"no uploaded replay with id {request.path_params['upload_id']!r}", 404)
         return JSONResponse(replay_view(replay, _viewer(request, replay.num_players)))
 
+    return [
+        Route("/api/replays", list_replays),
+        Route("/api/replays", upload_replay, methods=["POST"]),
+        Route("/api/replays/file/{name:path}", get_replay),
+        Route("/api/uploads/{upload_id}", get_upload),
+    ]
+
+
+def _league_routes(league_dir: Path | None) -> list[Route]:
+    """``/api/leaderboard`` and its chart: the league folder's ``league.csv`` and ``league.png``."""
+
     def leaderboard(request: Request) -> Response:
-        folder = config.league_dir
-        if folder is None:
+        if league_dir is None:
             return JSONResponse({"available": False, "reason": "start the server with --league DIR to show one"})
-        table = folder / "league.csv"
+        table = league_dir / "league.csv"
         if not table.is_file():
-            return JSONResponse({"available": False, "reason": f"{folder} holds no league.csv"})
+            return JSONResponse({"available": False, "reason": f"{league_dir} holds no league.csv"})
         try:
             board = read_league(table)
         except (OSError, UnicodeDecodeError, csv.Error) as exc:
             return JSONResponse({"available": False, "reason": f"{table} cannot be read: {exc}"})
         return JSONResponse(
-            {"available": True, "folder": str(folder), **board, "chart": (folder / "league.png").is_file()}
+            {"available": True, "folder": str(league_dir), **board, "chart": (league_dir / "league.png").is_file()}
         )
 
     def league_chart(request: Request) -> Response:
-        if config.league_dir is None or not (config.league_dir / "league.png").is_file():
+        if league_dir is None or not (league_dir / "league.png").is_file():
             raise RequestError("no league chart", 404)
-        return FileResponse(config.league_dir / "league.png", media_type="image/png")
+        return FileResponse(league_dir / "league.png", media_type="image/png")
+
+    return [Route("/api/leaderboard", leaderboard), Route("/leaderboard/league.png", league_chart)]
+
+
+def _page_routes(config: ServerConfig, catalog: OpponentCatalog) -> list[BaseRoute]:
+    """The page, its static files and ``/api/meta``: what the page offers (fixed at start-up)."""
+    meta = {
+        "opponents": catalog.describe(),
+        "rules": sorted(PRESETS),
+        "cards": card_reference(),
+        "cards_by_rules": {name: card_reference(rules) for name, rules in sorted(PRESETS.items())},
+        "replays": config.replay_dir is not None,
+        "leaderboard": config.league_dir is not None,
+    }
 
     def index(request: Request) -> Response:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
-    async def request_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RequestError)
-        return _error(str(exc), exc.status)
+    def get_meta(request: Request) -> Response:
+        return JSONResponse(meta)
 
-    async def http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        return _error(str(exc.detail), exc.status_code)
-
-    routes = [
+    return [
         Route("/", index),
-        Route("/api/meta", meta),
-        Route("/api/games", new_game, methods=["POST"]),
-        Route("/api/games/{game_id}", get_game),
-        Route("/api/games/{game_id}/move", move, methods=["POST"]),
-        Route("/api/games/{game_id}/next-round", next_round, methods=["POST"]),
-        Route("/api/replays", list_replays),
-        Route("/api/replays", upload_replay, methods=["POST"]),
-        Route("/api/replays/file/{name:path}", get_replay),
-        Route("/api/uploads/{upload_id}", get_upload),
-        Route("/api/leaderboard", leaderboard),
-        Route("/leaderboard/league.png", league_chart),
+        Route("/api/meta", get_meta),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
-    app = Starlette(routes=routes, exception_handlers={RequestError: request_error, HTTPException: http_error})
+
+
+async def _request_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestError)
+    return _error(str(exc), exc.status)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(str(exc.detail), exc.status_code)
+
+
+def _load_checkpoint_agent(path: Path, seed: int) -> Any:
+    from training.checkpoint import load_agent
+
+    return load_agent(path, seed=seed)
+
+
+def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette:
+    """The Starlette app. ``checkpoint_loader(path, seed)`` builds a checkpoint agent
+    (default: :func:`training.checkpoint.load_agent`)."""
+    catalog = OpponentCatalog(config.checkpoints, checkpoint_loader or _load_checkpoint_agent, config.policies)
+    routes = [
+        *_page_routes(config, catalog),
+        *_game_routes(catalog, GameStore(config.max_games), replay_saver(config.replay_dir)),
+        *_replay_routes(config.replay_dir),
+        *_league_routes(config.league_dir),
+    ]
+    app = Starlette(routes=routes, exception_handlers={RequestError: _request_error, HTTPException: _http_error})
     app.add_middleware(RequestGuard, allowed_hosts=tuple(config.allowed_hosts))
     return app

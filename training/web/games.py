@@ -1,9 +1,9 @@
 """A person's game against agents, driven one request at a time, and the store of games.
 
-:class:`HumanGame` holds the engine state, the opponents and a replay recorder: the person
-plays a move, the agents play until it is the person's turn again (or the round is over),
-and every move is narrated as the person's seat saw it. A finished game is saved as a
-replay. Opponents come from :class:`OpponentCatalog`: bot names with checked options, or
+:class:`HumanGame` is the terminal's :class:`~training.game_session.GameSession` (the person
+plays a move, the agents play until it is the person's turn again, every move narrated as
+the person's seat saw it) with an id, a lock and a view for the page; a finished game is
+saved as a replay. Opponents come from :class:`OpponentCatalog`: bot names with checked options, or
 checkpoints and solved policies registered when the server started (never a path from a
 request).
 """
@@ -21,19 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from loveletter_env import engine
 from loveletter_env.agents import AGENT_NAMES, make_agent
 from loveletter_env.agents.guided import MAX_MARGIN, OPPONENT_MODELS, PLAY_READINGS, GuidedSearchAgent
 from loveletter_env.agents.ismcts import ISMCTSAgent
 from loveletter_env.agents.specs import SOLVED, resolve_agent
-from loveletter_env.engine import GameState
-from loveletter_env.observation import encode_observation
-from loveletter_env.render import narrate, round_summary
-from loveletter_env.replay import AgentInfo, Replay, ReplayRecorder, decision_details, safe_file_name, save_replay
+from loveletter_env.replay import Replay, safe_file_name, save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int
+from training.game_session import GameSession, IllegalMove, NotNow, Opponent
 
 from .views import legal_moves, seat_name, state_view
 
@@ -100,8 +95,6 @@ MAX_REQUEST_SECONDS = 1.0
 CHECKPOINT_PREFIX = "checkpoint:"
 #: How a request names a solved policy offered at start-up: ``"solved:<name>"``.
 SOLVED_PREFIX = f"{SOLVED}:"
-#: How a replay names the person's seat.
-HUMAN = "human"
 #: The longest opponent spec a request may give.
 MAX_SPEC_CHARS = 200
 
@@ -124,15 +117,12 @@ class OfferedPolicy:
 
 
 @dataclass
-class OpponentChoice:
-    """A checked opponent: how to build it, how the replay names it, the CPU seconds one of
-    its decisions may take at the table it was chosen for (0 for the bots that do not
+class OpponentChoice(Opponent):
+    """A checked opponent (how to build it, how the replay names it), with the CPU seconds one
+    of its decisions may take at the table it was chosen for (0 for the bots that do not
     search), and the only rules preset it can play (``None``: any)."""
 
-    name: str
-    spec: str
-    options: dict[str, Any]
-    build: Callable[[int], Any]
+    spec: str  # a request's opponent is always named by one
     seconds_per_decision: float = 0.0
     rules: str | None = None
 
@@ -320,15 +310,10 @@ def check_work(choices: list[OpponentChoice], players: int) -> None:
         )
 
 
-def observation_of(state: GameState, seat: int) -> dict[str, np.ndarray]:
-    """The env's observation dict for the player to act at ``seat``."""
-    mask = np.zeros(41, dtype=np.int8)
-    mask[list(engine.legal_actions(state))] = 1
-    return {"observation": encode_observation(state, seat), "action_mask": mask}
-
-
-class HumanGame:
-    """One person (at ``seat``) against agents, one round or a whole game.
+class HumanGame(GameSession):
+    """A :class:`~training.game_session.GameSession` played through requests: it has an id and
+    a lock, answers a move at the wrong time or an illegal one with a :class:`RequestError`,
+    saves itself with ``on_finish`` when finished, and draws itself for the page (:meth:`view`).
 
     Args:
         opponents: one checked choice per other seat, in seat order.
@@ -337,7 +322,8 @@ class HumanGame:
         rules: a preset name.
         length: ``"round"`` or ``"game"``.
         seed: seeds the deals and the agents.
-        on_finish: called with the replay when the game (or round) is over.
+        on_finish: called with the game and its replay when the game (or round) is over;
+            returns the replay's file name.
     """
 
     def __init__(
@@ -350,100 +336,39 @@ class HumanGame:
         seed: int,
         on_finish: Callable[[HumanGame, Replay], str | None],
     ):
+        # Set before the session starts: the agents may finish a round before the person plays.
         self.id = secrets.token_hex(8)
         self.lock = threading.Lock()
-        self.seat = seat
-        self.length = length
         self.seed = seed
-        self.rng = np.random.default_rng(seed)
-        others = [p for p in range(num_players) if p != seat]
-        agent_seeds = {p: int(self.rng.integers(2**31)) for p in others}
-        self.agents = {p: choice.build(agent_seeds[p]) for p, choice in zip(others, opponents, strict=True)}
-        infos = [AgentInfo(HUMAN)] * num_players
-        self.names = [seat_name(seat, "you")] * num_players
-        for p, choice in zip(others, opponents, strict=True):
-            infos[p] = AgentInfo(choice.name, choice.spec, choice.options, agent_seeds[p])
-            self.names[p] = seat_name(p, choice.name)
-        self.recorder = ReplayRecorder(
-            num_players, rules, length, infos, {"source": "training.serve", "seed": seed, "human_seat": seat}
-        )
-        self.state = engine.new_game(num_players, self._deck(), int(self.rng.integers(num_players)), rules)
-        self.log: list[str] = []
-        #: Wall-clock and CPU seconds of each bot decision (observation, explanation, move).
-        self.bot_seconds: list[float] = []
-        self.bot_cpu_seconds: list[float] = []
         self.replay_file: str | None = None
-        self._on_finish = on_finish
-        self._begin_round()
+        self._save = on_finish
+        self.names = [seat_name(seat, "you")] * num_players
+        for p, choice in zip([p for p in range(num_players) if p != seat], opponents, strict=True):
+            self.names[p] = seat_name(p, choice.name)
+        metadata = {"source": "training.serve", "seed": seed, "human_seat": seat}
+        super().__init__(opponents, num_players, seat, rules, seed, length, metadata=metadata)
 
-    @property
-    def finished(self) -> bool:
-        """No more moves: the game is over, or the one round of a ``round`` game is."""
-        return self.state.round_over and (self.length == "round" or self.state.game_over)
-
-    def _deck(self) -> list[int]:
-        return list(self.recorder.rules.shuffled_deck(self.rng))
-
-    def _begin_round(self) -> None:
-        self.recorder.start_round(self.state)
-        starter = "you start" if self.state.current == self.seat else f"player_{self.state.current} starts"
-        self.log.append(f"Round {self.state.round}: {starter}.")
-        self._play_agents()
-
-    def _name(self, seat: int) -> str:
-        return "you" if seat == self.seat else f"player_{seat}"
-
-    def _play(self, action: int, details: dict[str, Any] | None = None) -> None:
-        self.recorder.record(self.state, action, details)
-        event = engine.step(self.state, action)
-        self.log.append(narrate(event, self.seat))
-        if self.state.round_over:
-            self.log += round_summary(self.state, self.seat).splitlines()
-            if self.finished:
-                self._finish()
-
-    def _play_agents(self) -> None:
-        state = self.state
-        while not state.round_over and state.current != self.seat:
-            agent = self.agents[state.current]
-            start, start_cpu = time.perf_counter(), time.thread_time()
-            observation = observation_of(state, state.current)
-            details = decision_details(agent, observation, state.current, state.num_players)
-            action = int(agent.act(observation))
-            self.bot_seconds.append(time.perf_counter() - start)
-            self.bot_cpu_seconds.append(time.thread_time() - start_cpu)
-            self._play(action, details)
-
-    def _finish(self) -> None:
-        replay = self.recorder.finish(self.state)
-        if self.state.game_over:
-            self.log.append(f"Game over: {', '.join(self._name(p) for p in self.state.game_winners)} won the game.")
+    def on_finish(self, replay: Replay) -> None:
         try:
-            self.replay_file = self._on_finish(self, replay)
+            self.replay_file = self._save(self, replay)
         except OSError as exc:  # the game itself is fine: say so in its log rather than fail the move
             self.log.append(f"The replay could not be saved: {exc}")
 
     def move(self, action: Any) -> None:
         """The person plays ``action``; the agents answer. :class:`RequestError` when it is not legal."""
-        state = self.state
-        if self.finished:
-            raise RequestError("this game is over; start a new one", status=409)
-        if state.round_over:
-            raise RequestError("the round is over; ask for the next round first", status=409)
-        legal = engine.legal_actions(state)
-        if not is_int(action) or action not in legal:
-            raise RequestError(f"action {action!r} is not one of your legal moves {list(legal)}")
-        self._play(action)
-        self._play_agents()
+        try:
+            super().move(action)
+        except NotNow as exc:
+            raise RequestError(str(exc), 409) from None
+        except IllegalMove as exc:
+            raise RequestError(str(exc)) from None
 
     def next_round(self) -> None:
         """Deal the next round of a whole game."""
-        if self.finished:
-            raise RequestError("this game is over; start a new one", status=409)
-        if not self.state.round_over:
-            raise RequestError("the round is still being played", status=409)
-        engine.start_round(self.state, self._deck())
-        self._begin_round()
+        try:
+            super().next_round()
+        except NotNow as exc:
+            raise RequestError(str(exc), 409) from None
 
     def view(self) -> dict[str, Any]:
         """The page's picture of the game, from the person's seat."""

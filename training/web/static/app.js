@@ -2,7 +2,7 @@
 // The server decides everything about the game; this file only draws it and sends clicks.
 "use strict";
 
-const state = { meta: null, game: null, chosenCard: null, chosenTarget: null, replay: null, source: null, frame: 0 };
+const state = { meta: null, cardRules: "classic", game: null, chosenCard: null, chosenTarget: null, replay: null, source: null, frame: 0 };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -38,8 +38,10 @@ function postJSON(path, body) {
 
 // Cards -----------------------------------------------------------------------------------
 
+// A card as the rules on show (the game's, the replay's) have it: a rule option changes what a card does.
 function cardInfo(value) {
-  return state.meta.cards.find((c) => c.value === value);
+  const cards = state.meta.cards_by_rules[state.cardRules] || state.meta.cards;
+  return cards.find((c) => c.value === value);
 }
 
 function cardNode(value, opts = {}) {
@@ -173,6 +175,7 @@ async function startGame(event) {
 
 function showGame(game) {
   state.game = game;
+  state.cardRules = game.view.rules;
   state.chosenCard = null;
   state.chosenTarget = null;
   document.getElementById("game").hidden = false;
@@ -338,6 +341,7 @@ function renderFrame() {
   const replay = state.replay;
   const frame = replay.frames[state.frame];
   document.getElementById("frame-label").textContent = `${state.frame + 1} / ${replay.frames.length}`;
+  state.cardRules = replay.rules;
   renderTable(document.getElementById("replay-board"), frame.view, null);
   const log = [];
   replay.frames.slice(0, state.frame + 1).forEach((f, i) => f.log.forEach((line) => log.push(el("li", { class: i === state.frame ? "current" : "" }, line))));

@@ -1,0 +1,186 @@
+"""A person's game against agents, one move at a time: what the terminal
+(:mod:`training.play`) and the web app (:mod:`training.web.games`) both play.
+
+:class:`GameSession` deals from its seed, lets the agents play until it is the person's
+turn (or the round is over), takes the person's move, narrates every move as the
+person's seat saw it into :attr:`GameSession.log`, and records the game as a replay. The
+caller only asks for moves and shows the log: the terminal reads them from standard
+input, the web app from requests.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from loveletter_env import engine
+from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.agents.base import checked_act
+from loveletter_env.engine import GameState
+from loveletter_env.observation import encode_observation
+from loveletter_env.render import narrate, round_summary
+from loveletter_env.replay import AgentInfo, Replay, ReplayRecorder, decision_details
+from loveletter_env.validation import is_int
+
+#: How a replay names the person's seat.
+HUMAN = "human"
+
+
+class NotNow(ValueError):
+    """A move or a deal asked for when the game is not there: the round or the game is over,
+    or the round is still being played."""
+
+
+class IllegalMove(ValueError):
+    """A move that is not one of the person's legal moves."""
+
+
+def observation_of(state: GameState, seat: int) -> dict[str, np.ndarray]:
+    """The env's observation dict for ``seat`` (mask all zeros when not to act)."""
+    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    if seat == state.current and not state.round_over:
+        mask[list(engine.legal_actions(state))] = 1
+    return {"observation": encode_observation(state, seat), "action_mask": mask}
+
+
+@dataclass
+class Opponent:
+    """An agent to seat: ``build(seed)`` makes it; ``name``, ``spec`` and ``options`` are how
+    the replay names and rebuilds it."""
+
+    name: str
+    spec: str | None
+    options: dict[str, Any]
+    build: Callable[[int], Any] = field(repr=False)
+
+
+class GameSession:
+    """One person (at ``seat``) against agents, one round or a whole game.
+
+    Args:
+        opponents: one per other seat, in seat order.
+        num_players: 2, 3 or 4 (checked by the caller).
+        seat: the person's seat.
+        rules: a preset name.
+        seed: seeds the deals and the agents (``None``: fresh entropy).
+        length: ``"round"`` (one round) or ``"game"`` (until someone wins the game).
+        max_rounds: with ``"game"``, stop after this many rounds even if nobody has won.
+        metadata: kept in the replay.
+
+    The agents play as soon as the round is dealt, so :attr:`log` may already hold moves
+    (even the whole round, at a table where the person is put out before their turn).
+    """
+
+    def __init__(
+        self,
+        opponents: Sequence[Opponent],
+        num_players: int,
+        seat: int,
+        rules: str,
+        seed: int | None,
+        length: str = "game",
+        max_rounds: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ):
+        self.seat = seat
+        self.length = length
+        self.max_rounds = 1 if length == "round" else max_rounds
+        self.rng = np.random.default_rng(seed)
+        others = [p for p in range(num_players) if p != seat]
+        agent_seeds = {p: int(self.rng.integers(2**31)) for p in others}
+        self.agents = {p: opponent.build(agent_seeds[p]) for p, opponent in zip(others, opponents, strict=True)}
+        self.infos = [AgentInfo(HUMAN)] * num_players
+        for p, opponent in zip(others, opponents, strict=True):
+            self.infos[p] = AgentInfo(opponent.name, opponent.spec, opponent.options, agent_seeds[p])
+        self.recorder = ReplayRecorder(num_players, rules, length, self.infos, metadata)
+        self.state = engine.new_game(num_players, self._deck(), int(self.rng.integers(num_players)), rules)
+        #: Every line told so far: round starts, moves, round ends, the end of the game.
+        self.log: list[str] = []
+        #: The indices in :attr:`log` of the lines that start a round.
+        self.round_starts: list[int] = []
+        #: Wall-clock and CPU seconds of each agent decision (observation, explanation, move).
+        self.bot_seconds: list[float] = []
+        self.bot_cpu_seconds: list[float] = []
+        #: The finished game's replay (``None`` until :attr:`finished`).
+        self.replay: Replay | None = None
+        self._begin_round()
+
+    @property
+    def finished(self) -> bool:
+        """No more moves: the game is over, or the last round asked for is."""
+        state = self.state
+        return state.round_over and (
+            state.game_over or (self.max_rounds is not None and state.round >= self.max_rounds)
+        )
+
+    def name(self, seat: int) -> str:
+        """How the log names ``seat``: ``you`` for the person."""
+        return "you" if seat == self.seat else f"player_{seat}"
+
+    def move(self, action: Any) -> None:
+        """The person plays ``action``; the agents answer. :class:`NotNow` when it is not the
+        person's move to make, :class:`IllegalMove` when ``action`` is not legal."""
+        if self.finished:
+            raise NotNow("this game is over; start a new one")
+        if self.state.round_over:
+            raise NotNow("the round is over; ask for the next round first")
+        legal = engine.legal_actions(self.state)
+        if not is_int(action) or action not in legal:
+            raise IllegalMove(f"action {action!r} is not one of your legal moves {list(legal)}")
+        self._play(int(action))
+        self._play_agents()
+
+    def next_round(self) -> None:
+        """Deal the next round of the game; the agents play up to the person's turn."""
+        if self.finished:
+            raise NotNow("this game is over; start a new one")
+        if not self.state.round_over:
+            raise NotNow("the round is still being played")
+        engine.start_round(self.state, self._deck())
+        self._begin_round()
+
+    def on_finish(self, replay: Replay) -> None:
+        """Called once with the replay when the game is finished (subclasses save it)."""
+
+    def _deck(self) -> list[int]:
+        return list(self.recorder.rules.shuffled_deck(self.rng))
+
+    def _begin_round(self) -> None:
+        self.recorder.start_round(self.state)
+        starter = "you start" if self.state.current == self.seat else f"player_{self.state.current} starts"
+        self.round_starts.append(len(self.log))
+        self.log.append(f"Round {self.state.round}: {starter}.")
+        self._play_agents()
+
+    def _play(self, action: int, details: dict[str, Any] | None = None) -> None:
+        self.recorder.record(self.state, action, details)
+        self.log.append(narrate(engine.step(self.state, action), self.seat))
+        if self.state.round_over:
+            self.log += round_summary(self.state, self.seat).splitlines()
+            if self.finished:
+                self._finish()
+
+    def _play_agents(self) -> None:
+        state = self.state
+        while not state.round_over and state.current != self.seat:
+            player = state.current
+            agent = self.agents[player]
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            observation = observation_of(state, player)
+            details = decision_details(agent, observation, player, state.num_players)
+            action = checked_act(agent, observation, name=f"{self.infos[player].name} at player_{player}")
+            self.bot_seconds.append(time.perf_counter() - start)
+            self.bot_cpu_seconds.append(time.thread_time() - start_cpu)
+            self._play(action, details)
+
+    def _finish(self) -> None:
+        if self.length != "round":
+            self.recorder.episode = "game" if self.state.game_over else "rounds"
+        self.replay = self.recorder.finish(self.state)
+        if self.state.game_over:
+            self.log.append(f"Game over: {', '.join(self.name(p) for p in self.state.game_winners)} won the game.")
+        self.on_finish(self.replay)
