@@ -33,8 +33,8 @@ from ..cards import (
     PRINCE,
     PRINCESS,
 )
-from ..observation import ObservationView, decode_observation
 from ..knowledge import ruled_out_after_play
+from ..observation import ObservationView, decode_observation
 from .base import hand_distribution, move_rulings, other_card, with_move_rulings
 from .memory import KeptCardAgent
 
