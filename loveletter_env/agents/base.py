@@ -266,7 +266,9 @@ def with_move_rulings(view: ObservationView, masks: Sequence[int] | None = None)
     """``view`` whose ``ruled_out`` also holds the rulings the move record proves
     (``masks``, by default :func:`move_rulings`; the observer's own entry stays empty)."""
     masks = move_rulings(view) if masks is None else masks
-    ruled = (frozenset(),) + tuple(frozenset(v for v in CARD_VALUES if masks[k] >> v & 1) for k in range(1, len(masks)))
+    ruled: tuple[frozenset, ...] = (frozenset(),) + tuple(
+        frozenset(v for v in CARD_VALUES if masks[k] >> v & 1) for k in range(1, len(masks))
+    )
     return view if ruled == view.ruled_out else dataclasses.replace(view, ruled_out=ruled)
 
 
