@@ -67,6 +67,18 @@ def on_draw(tables: KnowledgeTables, player: int) -> None:
     tables.ruled_out[player] = 0
 
 
+def ruled_out_after_play(ruled_out: int, card: int) -> int:
+    """What a failed Guard proved of a hand still proves after its holder draws and plays ``card``.
+
+    ``ruled_out`` holds for the card kept before the draw. Playing one of its values shows
+    the card played was the one just drawn, so the old card is kept and every ruling
+    stands; any other play may have kept the new card, and nothing is left. The engine's
+    table forgets at the draw (:func:`on_draw`), before the play is known; a player with
+    the whole move record (the bots) can keep what this proves.
+    """
+    return ruled_out if ruled_out >> card & 1 else 0
+
+
 def on_guard_missed(tables: KnowledgeTables, player: int, guess: int) -> None:
     """A Guard named ``guess`` against ``player`` and missed: public proof they lack it."""
     tables.ruled_out[player] |= 1 << guess

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import act, start
+from conftest import act, deal_deck, make_env, start
 
 from loveletter_env import engine
 from loveletter_env.actions import ACTIONS
@@ -272,3 +272,36 @@ def test_determinize_follows_the_likelihoods():
     only_baron = {1: {v: float(v == BARON) for v in range(1, 9)}}
     assert {determinize(view, rng, likelihoods=only_baron).hands[1] for _ in range(50)} == {BARON}
     assert len({determinize(view, rng).hands[1] for _ in range(50)}) > 3
+
+
+# Failed Guard guesses the move record still proves ------------------------------------
+
+
+def _after_missed_guess(guess: int, kept_by_us: int, our_next: int, face_up: list[int]):
+    """Seat 0 Guards seat 1 (holding a Baron) naming ``guess`` and misses; seat 1 draws a
+    Priest and plays it on seat 0; seat 0 then holds ``kept_by_us`` and ``our_next``.
+    Returns seat 0's observation."""
+    deck = deal_deck(2, hands={0: GUARD, 1: BARON}, draws=[kept_by_us, PRIEST, our_next], face_up=face_up)
+    env = make_env(2, deck)
+    env.step(act(GUARD, 1, guess))
+    env.step(act(PRIEST, 1))
+    return env.observe(env.agent_selection)
+
+
+def test_rule_bot_does_not_name_a_value_its_missed_guard_still_rules_out():
+    # The Priest that seat 1 played was the card it drew: the Baron it kept is the card the
+    # Guard missed, so naming the Priest again cannot hit.
+    naming_priest = act(GUARD, 1, PRIEST)
+    after_priest = _after_missed_guess(PRIEST, HANDMAID, GUARD, [BARON, HANDMAID, PRINCE])
+    assert make_agent("rule", seed=0).action_probabilities(after_priest)[naming_priest] == 0.0
+    after_king = _after_missed_guess(KING, HANDMAID, GUARD, [BARON, HANDMAID, PRINCE])
+    assert make_agent("rule", seed=0).action_probabilities(after_king)[naming_priest] > 0.0
+
+
+def test_belief_bot_does_not_count_on_a_card_a_missed_guard_still_rules_out():
+    # Holding Baron and Handmaid, a Baron comparison keeping the Handmaid looks good while
+    # seat 1 may hold the last Priest; once the Guard has ruled the Priest out, it shelters.
+    after_priest = _after_missed_guess(PRIEST, BARON, HANDMAID, [HANDMAID, PRINCE, KING])
+    after_king = _after_missed_guess(KING, BARON, HANDMAID, [HANDMAID, PRINCE, KING])
+    assert make_agent("belief", seed=0).act(after_king) == act(BARON, 1)
+    assert make_agent("belief", seed=0).act(after_priest) == act(HANDMAID)

@@ -80,3 +80,25 @@ def test_batched_env_bytes_give_the_moves_of_float_observations(kind):
         done = dones.nonzero().flatten().numpy()
         on_bytes.reset(done)
         on_floats.reset(done)
+
+
+def test_same_guard_guesses_after_a_missed_guard_the_move_record_still_proves():
+    """Seat 1 played the Priest a Guard had just failed to name (so it kept the card the
+    Guard missed): neither bot names the Priest again, on any seed."""
+    from conftest import act, deal_deck, make_env
+
+    from loveletter_env.cards import BARON, GUARD, HANDMAID, PRIEST, PRINCE
+
+    deck = deal_deck(2, hands={0: GUARD, 1: BARON}, draws=[HANDMAID, PRIEST, GUARD], face_up=[BARON, HANDMAID, PRINCE])
+    env = make_env(2, deck)
+    env.step(act(GUARD, 1, PRIEST))
+    env.step(act(PRIEST, 1))
+    observation = env.observe(env.agent_selection)
+    seeds = list(range(40))
+    batched = BatchedRuleBots(seeds).act(
+        np.arange(len(seeds)),
+        np.stack([observation["observation"]] * len(seeds)),
+        np.stack([observation["action_mask"]] * len(seeds)),
+    )
+    assert batched.tolist() == [RuleAgent(seed=s).act(observation) for s in seeds]
+    assert act(GUARD, 1, PRIEST) not in batched.tolist()

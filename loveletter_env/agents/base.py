@@ -11,6 +11,7 @@ agent may use is exactly what its seat has seen.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -18,7 +19,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 
 from ..actions import NUM_ACTIONS
-from ..cards import CARD_VALUES
+from ..cards import CARD_VALUES, GUARD, KING, PRINCE
+from ..knowledge import ruled_out_after_play
 from ..observation import ObservationView, decode_observation
 from ..validation import check_seed
 
@@ -229,6 +231,45 @@ def hand_distribution(view: ObservationView, offset: int) -> dict[int, float]:
         weights = {v: view.unseen[v] for v in CARD_VALUES if view.unseen[v]}
     total = sum(weights.values())
     return {v: w / total for v, w in weights.items()} if total else {}
+
+
+def move_rulings(view: ObservationView) -> list[int]:
+    """Per seat offset, a bit mask (bit ``v`` for value ``v``) of the values failed Guards
+    prove that seat's card lacks, read from the move record.
+
+    The rulings of ``view.ruled_out`` and one more fact: a player who draws and then plays
+    a value ruled out of their card has played the drawn card and kept the old one, so the
+    ruling stands (:func:`~loveletter_env.knowledge.ruled_out_after_play`). Offset 0 holds
+    the rulings on the observer's card before this turn's draw, which are what the others
+    know of the card it keeps when it plays one of those values.
+    """
+    masks = [0] * view.num_players
+    for move in view.moves:
+        masks[move.actor] = ruled_out_after_play(masks[move.actor], move.card)
+        target = move.target
+        if target is not None:
+            if move.card == GUARD and move.guess and target not in move.out:
+                masks[target] |= 1 << move.guess
+            elif move.card == PRINCE:
+                masks[target] = 0
+            elif move.card == KING:
+                masks[move.actor], masks[target] = masks[target], masks[move.actor]
+        for seat in move.out:
+            masks[seat] = 0
+    for k in range(1, view.num_players):
+        for value in view.ruled_out[k]:
+            masks[k] |= 1 << value
+    return masks
+
+
+def with_move_rulings(view: ObservationView, masks: Sequence[int] | None = None) -> ObservationView:
+    """``view`` whose ``ruled_out`` also holds the rulings the move record proves
+    (``masks``, by default :func:`move_rulings`; the observer's own entry stays empty)."""
+    masks = move_rulings(view) if masks is None else masks
+    ruled: tuple[frozenset, ...] = (frozenset(),) + tuple(
+        frozenset(v for v in CARD_VALUES if masks[k] >> v & 1) for k in range(1, len(masks))
+    )
+    return view if ruled == view.ruled_out else dataclasses.replace(view, ruled_out=ruled)
 
 
 def other_card(hand: tuple[int, ...], played: int) -> int:

@@ -27,6 +27,13 @@ from ..core.layout import (
     OBS_DISCARD_COUNTS,
     OBS_HAND,
     OBS_KNOWN,
+    OBS_M_ACTOR,
+    OBS_M_CARD,
+    OBS_M_GUESS,
+    OBS_M_OUT,
+    OBS_M_TARGET,
+    OBS_MOVE_SIZE,
+    OBS_MOVES,
     OBS_NUM_PLAYERS,
     OBS_OUT,
     OBS_RULED,
@@ -34,7 +41,7 @@ from ..core.layout import (
     OBS_UNSEEN,
     OFFSET_OF_ACTION,
 )
-from ..observation import OBSERVATION_SIZE
+from ..observation import MAX_MOVES, OBSERVATION_SIZE
 from .rule import BARON_MARGIN, SHELTER_FROM
 
 GUARD, PRIEST, BARON, HANDMAID, PRINCE, KING, COUNTESS, PRINCESS = range(1, 9)
@@ -87,9 +94,52 @@ def _below(mt, n):
 
 
 @njit(cache=True)
-def _weights(obs, offset, n, known, out):
+def _one_hot(obs, start, size):
+    """The index set in ``obs[start:start + size]`` (-1 if none)."""
+    for i in range(size):
+        if obs[start + i]:
+            return i
+    return -1
+
+
+@njit(cache=True)
+def move_rulings(obs, n, ruled):
+    """``base.move_rulings`` into ``ruled`` (int64 [4], bit ``v`` for value ``v``), from
+    the move record and the ``ruled_out`` field."""
+    for k in range(4):
+        ruled[k] = 0
+    for slot in range(MAX_MOVES):
+        base = OBS_MOVES + slot * OBS_MOVE_SIZE
+        actor = _one_hot(obs, base + OBS_M_ACTOR, 4)
+        if actor < 0:
+            break
+        card = _one_hot(obs, base + OBS_M_CARD, 8) + 1
+        # knowledge.ruled_out_after_play: a ruled-out value played shows the old card kept.
+        if not (ruled[actor] >> card) & 1:
+            ruled[actor] = 0
+        target = _one_hot(obs, base + OBS_M_TARGET, 4)
+        if target >= 0:
+            guess = _one_hot(obs, base + OBS_M_GUESS, 8) + 1
+            if card == GUARD and guess and obs[base + OBS_M_OUT + target] == 0:
+                ruled[target] |= 1 << guess
+            elif card == PRINCE:
+                ruled[target] = 0
+            elif card == KING:
+                ruled[actor], ruled[target] = ruled[target], ruled[actor]
+        for k in range(4):
+            if obs[base + OBS_M_OUT + k]:
+                ruled[k] = 0
+    for k in range(1, n):
+        for v in range(1, 9):
+            if obs[OBS_RULED + (k - 1) * 8 + v - 1]:
+                ruled[k] |= 1 << v
+
+
+@njit(cache=True)
+def _weights(obs, offset, n, known, ruled, out):
     """Unnormalised hand distribution of seat ``offset`` into ``out[1..8]`` (as
-    ``hand_distribution``); returns the total, 0 for a seat that is not in the round."""
+    ``hand_distribution`` with the rulings ``ruled``); returns the total, 0 for a seat
+    that is not in the round."""
     for v in range(9):
         out[v] = 0
     if offset == 0 or offset >= n or obs[OBS_OUT + offset] != 0:
@@ -100,7 +150,7 @@ def _weights(obs, offset, n, known, out):
     total = 0
     for v in range(1, 9):
         unseen = np.int64(obs[OBS_UNSEEN + v - 1])
-        if unseen and obs[OBS_RULED + (offset - 1) * 8 + v - 1] == 0:
+        if unseen and not (ruled[offset] >> v) & 1:
             out[v] = unseen
             total += unseen
     if total == 0:  # only an inconsistent view rules out every unseen value
@@ -111,8 +161,8 @@ def _weights(obs, offset, n, known, out):
 
 
 @njit(cache=True)
-def _baron_odds(obs, offset, n, known, kept, weights):
-    total = _weights(obs, offset, n, known, weights)
+def _baron_odds(obs, offset, n, known, ruled, kept, weights):
+    total = _weights(obs, offset, n, known, ruled, weights)
     win = 0.0
     lose = 0.0
     for v in range(1, 9):
@@ -126,8 +176,8 @@ def _baron_odds(obs, offset, n, known, kept, weights):
 
 
 @njit(cache=True)
-def _expected_value(obs, offset, n, known, weights):
-    total = _weights(obs, offset, n, known, weights)
+def _expected_value(obs, offset, n, known, ruled, weights):
+    total = _weights(obs, offset, n, known, ruled, weights)
     value = 0.0
     for v in range(1, 9):
         if weights[v]:
@@ -144,7 +194,7 @@ def _other(a, b, card):
 
 
 @njit(cache=True)
-def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
+def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
     """``rule._play``: the best way to play ``card``, or -1 when playing it is unsafe."""
     plays = np.int64(0)
     for i in range(count):
@@ -163,7 +213,7 @@ def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
             guess = action % 7 + 2 if action < 21 else 0
             if guess == 0:
                 continue
-            total = _weights(obs, OFFSET_OF_ACTION[action], n, known, weights)
+            total = _weights(obs, OFFSET_OF_ACTION[action], n, known, ruled, weights)
             p = weights[guess] / total if total and weights[guess] else 0.0
             if p > best_p + 1e-12:
                 chosen[0] = action
@@ -195,7 +245,7 @@ def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
             offset = OFFSET_OF_ACTION[picks[i]]
             if offset > 0:
                 targeted += 1
-                win, lose = _baron_odds(obs, offset, n, known, kept, weights)
+                win, lose = _baron_odds(obs, offset, n, known, ruled, kept, weights)
                 if win >= lose:
                     chosen[safe] = picks[i]
                     safe += 1
@@ -211,13 +261,13 @@ def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
             offset = OFFSET_OF_ACTION[picks[i]]
             if offset > 0:
                 others += 1
-                top = max(top, _expected_value(obs, offset, n, known, weights))
+                top = max(top, _expected_value(obs, offset, n, known, ruled, weights))
         if others:
             chosen = picks.copy()
             best = np.int64(0)
             for i in range(plays):
                 offset = OFFSET_OF_ACTION[picks[i]]
-                if offset > 0 and _expected_value(obs, offset, n, known, weights) >= top - 1e-9:
+                if offset > 0 and _expected_value(obs, offset, n, known, ruled, weights) >= top - 1e-9:
                     chosen[best] = picks[i]
                     best += 1
             return chosen[_below(mt, best)]
@@ -228,7 +278,7 @@ def _play(obs, n, known, a, b, card, options, count, mt, weights, picks):
 
 
 @njit(cache=True)
-def _rule_action(obs, n, known, a, b, options, count, mt, seen_card, weights, picks):
+def _rule_action(obs, n, known, ruled, a, b, options, count, mt, seen_card, weights, picks):
     """``rule.rule_action`` for the hand ``a <= b`` and the ``count`` legal ``options``."""
     legal = np.zeros(NUM_ACTIONS, np.bool_)
     for i in range(count):
@@ -254,7 +304,7 @@ def _rule_action(obs, n, known, a, b, options, count, mt, seen_card, weights, pi
             action = options[i]
             offset = OFFSET_OF_ACTION[action]
             if CARD_OF_ACTION[action] == BARON and offset > 0:
-                win, lose = _baron_odds(obs, offset, n, known, kept, weights)
+                win, lose = _baron_odds(obs, offset, n, known, ruled, kept, weights)
                 # The largest (win, lose, action) tuple, as sorted(..., reverse=True)[0].
                 if win > best_win or (win == best_win and (lose > best_lose or (lose == best_lose and action > best))):
                     best, best_win, best_lose = action, win, lose
@@ -262,7 +312,7 @@ def _rule_action(obs, n, known, a, b, options, count, mt, seen_card, weights, pi
             return best
     # 4. Priest before Guard.
     if (a == PRIEST or b == PRIEST) and holds_guard:
-        choice = _play(obs, n, known, a, b, np.int64(PRIEST), options, count, mt, weights, picks)
+        choice = _play(obs, n, known, ruled, a, b, np.int64(PRIEST), options, count, mt, weights, picks)
         if choice >= 0:
             return choice
     # 5. Shelter a high card.
@@ -272,12 +322,12 @@ def _rule_action(obs, n, known, a, b, options, count, mt, seen_card, weights, pi
                 return options[i]
     # 6. Get rid of the card an opponent has seen.
     if seen_card and seen_card != PRINCESS and a != b:
-        choice = _play(obs, n, known, a, b, seen_card, options, count, mt, weights, picks)
+        choice = _play(obs, n, known, ruled, a, b, seen_card, options, count, mt, weights, picks)
         if choice >= 0:
             return choice
     # 7. The lowest safe card (each value once).
     for card in (a, b):
-        choice = _play(obs, n, known, a, b, card, options, count, mt, weights, picks)
+        choice = _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks)
         if choice >= 0:
             return choice
         if a == b:
@@ -290,6 +340,7 @@ def rule_actions(observations, masks, slots, mt_states, memories, actions):
     """``actions[i]`` = the move of bot slot ``slots[i]`` seeing ``observations[i]`` with
     legal ``masks[i]``; advances that slot's generator and memory as ``RuleAgent.act`` does."""
     known = np.zeros(4, np.int64)
+    ruled = np.zeros(4, np.int64)
     options = np.zeros(NUM_ACTIONS, np.int64)
     picks = np.zeros(NUM_ACTIONS, np.int64)
     weights = np.zeros(9, np.int64)
@@ -325,6 +376,7 @@ def rule_actions(observations, masks, slots, mt_states, memories, actions):
                     if obs[OBS_KNOWN + (k - 1) * 8 + v - 1]:
                         known[k] = v
                 seen = seen or obs[OBS_SEEN + k - 1] != 0
+        move_rulings(obs, n, ruled)
         deck_size = np.int64(obs[OBS_DECK])
         discards = 0
         for v in range(8):
@@ -341,7 +393,7 @@ def rule_actions(observations, masks, slots, mt_states, memories, actions):
         if kept_options:
             count = kept_options
         seen_card = old_card if seen else np.int64(0)
-        action = _rule_action(obs, n, known, a, b, options, count, mt, seen_card, weights, picks)
+        action = _rule_action(obs, n, known, ruled, a, b, options, count, mt, seen_card, weights, picks)
         actions[i] = action
         memory[_KEPT] = _other(a, b, CARD_OF_ACTION[action])
         memory[_DECK_SIZE] = deck_size

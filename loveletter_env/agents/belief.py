@@ -2,15 +2,17 @@
 highest immediate expected value.
 
 The belief about a hand comes from every public and private fact in the observation:
-unseen counts, the cards this seat knows, and values failed Guards ruled out
-(:func:`~loveletter_env.agents.base.hand_distribution`). Each action is scored in units
+unseen counts, the cards this seat knows, and values failed Guards ruled out, as the move
+record proves them (:func:`~loveletter_env.agents.base.hand_distribution`,
+:func:`~loveletter_env.agents.base.move_rulings`). Each action is scored in units
 of "round-win probability" relative to an even share:
 
 * what it does now: the chance a Guard or a Baron eliminates someone (or us), the
   information a Priest buys, the Princess a Prince may hit;
 * what the card kept afterwards is worth: its showdown strength (weighted up as the
   deck runs out), what it threatens next turn, and the risk of being eliminated before
-  our next turn (Guards that can name it, most of all when an opponent knows it;
+  our next turn (Guards that can name it, most of all when an opponent knows it, and
+  never by a value the table has ruled out of it;
   Barons; Princes against a Princess), which a Handmaid removes.
 """
 
@@ -31,8 +33,9 @@ from ..cards import (
     PRINCE,
     PRINCESS,
 )
+from ..knowledge import ruled_out_after_play
 from ..observation import ObservationView, decode_observation
-from .base import hand_distribution, other_card
+from .base import hand_distribution, move_rulings, other_card, with_move_rulings
 from .memory import KeptCardAgent
 
 #: Score of putting yourself out: below anything that leaves a chance.
@@ -86,7 +89,11 @@ class _Situation:
     """Quantities shared by every action's score at one decision."""
 
     def __init__(self, view: ObservationView, old_card: int, beliefs: Mapping[int, dict[int, float]] | None = None):
+        masks = move_rulings(view)
+        view = with_move_rulings(view, masks)
         self.view = view
+        # Values failed Guards ruled out of the card we held before drawing.
+        self.own_ruled = masks[0]
         self.opponents = [k for k in range(1, view.num_players) if view.in_round(k)]
         alive = len(self.opponents) + 1
         self.share = 1.0 / alive  # an even share of the round
@@ -114,25 +121,28 @@ class _Situation:
         """P(seat ``k`` has ``card`` among its hand and the card it will draw)."""
         return 1.0 - (1.0 - self.beliefs[k].get(card, 0.0)) * (1.0 - self.unseen.get(card, 0.0))
 
-    def guess_chance(self, card: int) -> float:
+    def guess_chance(self, card: int, ruled: int = 0) -> float:
         """P(an opponent who does not know our card names it with a Guard): they
-        count the unseen cards too, and our copy is among theirs."""
+        count the unseen cards too, and our copy is among theirs, but they never name
+        a value the table knows our card lacks (``ruled``, a bit mask)."""
         if card == GUARD:
             return 0.0
-        counts = {v: self.view.unseen[v] for v in CARD_VALUES if v != GUARD}
+        ruled &= ~(1 << card)  # only a sampled deal can rule out the card we hold
+        counts = {v: self.view.unseen[v] for v in CARD_VALUES if v != GUARD and not ruled >> v & 1}
         counts[card] += 1
         best = max(counts.values())
         return (
             (1.0 / sum(1 for c in counts.values() if c == best)) if counts[card] == best else 0.1 * counts[card] / best
         )
 
-    def risk(self, card: int, exposed: float, protected: bool) -> float:
-        """P(we are eliminated before our next turn) holding ``card``."""
+    def risk(self, card: int, exposed: float, protected: bool, ruled: int = 0) -> float:
+        """P(we are eliminated before our next turn) holding ``card`` (``ruled``: the
+        values the table knows it is not)."""
         if protected or self.view.deck_size == 0:
             return 0.0
         survive = 1.0
         for k in self.opponents:
-            hit = 0.0 if card == GUARD else exposed + (1.0 - exposed) * self.guess_chance(card)
+            hit = 0.0 if card == GUARD else exposed + (1.0 - exposed) * self.guess_chance(card, ruled)
             threat = self.holds_chance(k, GUARD) * hit
             threat += self.holds_chance(k, BARON) * (1.0 - self.beats(card, k)) * BARON_THREAT
             if card == PRINCESS:
@@ -160,12 +170,13 @@ class _Situation:
             return SMALL_OPTION
         return 0.0
 
-    def after(self, card: int, exposed: float = 0.0, protected: bool = False) -> float:
-        """Value of continuing the round holding ``card``."""
+    def after(self, card: int, exposed: float = 0.0, protected: bool = False, ruled: int = 0) -> float:
+        """Value of continuing the round holding ``card`` (``ruled``: the values the
+        table knows it is not)."""
         if self.view.deck_size == 0:
             return self.showdown(card) - self.share
         value = self.showdown_weight * (self.showdown(card) - self.share) + self.option_value(card)
-        return value - RISK_SCALE * self.risk(card, exposed, protected) * (self.share + value)
+        return value - RISK_SCALE * self.risk(card, exposed, protected, ruled) * (self.share + value)
 
 
 class BeliefAgent(KeptCardAgent):
@@ -180,7 +191,7 @@ class BeliefAgent(KeptCardAgent):
     def explain(self, observation: Mapping) -> dict:
         """The bot's probabilities for each opponent's hand (seat offset -> {value: p}),
         as replays show them; it changes nothing."""
-        view = decode_observation(observation["observation"])
+        view = with_move_rulings(decode_observation(observation["observation"]))
         return {"hand_beliefs": {k: hand_posterior(view, k) for k in range(1, view.num_players) if view.in_round(k)}}
 
 
@@ -215,26 +226,28 @@ def score_action(s: _Situation, action: int) -> float:
     else:
         exposed = 0.0
     targeted = offset > 0
+    # Playing a value ruled out of our old card shows the table we keep that card.
+    ruled = ruled_out_after_play(s.own_ruled, card)
 
     if card == PRINCESS:
         return SURE_LOSS
     if card == GUARD and targeted:
         hit = s.beliefs[offset].get(guess, 0.0)
-        return hit * s.elim_gain + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed)
+        return hit * s.elim_gain + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed, ruled=ruled)
     if card == BARON and targeted:
         win = sum(p for v, p in s.beliefs[offset].items() if v < kept)
         lose = sum(p for v, p in s.beliefs[offset].items() if v > kept)
         tie = 1.0 - win - lose
         go_on = tie + win * (len(s.opponents) > 1)
         # After a tie the target knows our card.
-        return win * s.elim_gain - lose * s.share + go_on * s.after(kept, max(exposed, tie))
+        return win * s.elim_gain - lose * s.share + go_on * s.after(kept, max(exposed, tie), ruled=ruled)
     if card == PRIEST and targeted:
         dist = s.beliefs[offset]
         uncertainty = 1.0 - max(dist.values(), default=1.0)
         use = 0.8 if kept == GUARD else 0.3 if kept in (BARON, PRINCE) else 0.15
-        return use * uncertainty * s.elim_gain + s.after(kept, exposed)
+        return use * uncertainty * s.elim_gain + s.after(kept, exposed, ruled=ruled)
     if card == HANDMAID:
-        return s.after(kept, exposed, protected=True)
+        return s.after(kept, exposed, protected=True, ruled=ruled)
     if card == PRINCE:
         if offset == 0:
             if kept == PRINCESS:
@@ -246,10 +259,10 @@ def score_action(s: _Situation, action: int) -> float:
         mean = sum(v * p for v, p in dist.items())
         fresh = sum(v * p for v, p in s.unseen.items())
         disrupt = s.showdown_weight * max(0.0, mean - fresh) / 16.0
-        return hit * s.elim_gain + disrupt + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed)
+        return hit * s.elim_gain + disrupt + (1.0 - hit * (len(s.opponents) == 1)) * s.after(kept, exposed, ruled=ruled)
     if card == KING and targeted:
         # We take their hand and they know what we now hold.
         received = sum(p * s.after(new, exposed=1.0) for new, p in s.beliefs[offset].items())
         return received
     # Countess, or a card played with no one to choose: no effect.
-    return s.after(kept, exposed)
+    return s.after(kept, exposed, ruled=ruled)

@@ -41,7 +41,14 @@ from ..core.layout import (
     GUESS_OF_ACTION,
     HANDS,
     KNOWN,
+    M_ACTOR,
+    M_CARD,
+    M_GUESS,
+    M_OUT,
+    M_TARGET,
     MAX_SEATS,
+    MOVE_BYTES,
+    MOVE_LOG,
     NEXT_CARD,
     NUM_ACTIONS,
     NUM_DISCARDS,
@@ -52,6 +59,7 @@ from ..core.layout import (
     ROUND_WINNERS,
     RULED_OUT,
     SEEN,
+    TURN,
 )
 from . import belief
 from .batched_bots import MT_WORDS, _below, _genrand
@@ -173,8 +181,40 @@ def read_view(r, seat, unseen, opponents):
 
 
 @njit(cache=True)
-def _hand_posterior(r, seat, k, unseen, w, dist):
-    """``belief.hand_posterior`` of seat offset ``k`` (in the round) into ``dist`` [9]."""
+def record_rulings(r, ruled):
+    """``base.move_rulings`` of every seat (not offset) into ``ruled`` (int64 [4], bit ``v``
+    for value ``v``), from the move log and the ruled-out table."""
+    n = np.int64(r[NUM_PLAYERS])
+    for p in range(MAX_SEATS):
+        ruled[p] = 0
+    for t in range(np.int64(r[TURN])):
+        base = MOVE_LOG + t * MOVE_BYTES
+        actor = np.int64(r[base + M_ACTOR])
+        card = np.int64(r[base + M_CARD])
+        target = np.int64(r[base + M_TARGET]) - 1
+        out = np.int64(r[base + M_OUT])
+        # knowledge.ruled_out_after_play: a ruled-out value played shows the old card kept.
+        if not (ruled[actor] >> card) & 1:
+            ruled[actor] = 0
+        if target >= 0:
+            guess = np.int64(r[base + M_GUESS])
+            if card == GUARD and guess and not (out >> target) & 1:
+                ruled[target] |= np.int64(1) << guess
+            elif card == PRINCE:
+                ruled[target] = 0
+            elif card == KING:
+                ruled[actor], ruled[target] = ruled[target], ruled[actor]
+        for p in range(n):
+            if (out >> p) & 1:
+                ruled[p] = 0
+    for p in range(n):
+        ruled[p] |= np.int64(r[RULED_OUT + p]) << 1
+
+
+@njit(cache=True)
+def _hand_posterior(r, seat, k, unseen, w, ruled, dist):
+    """``belief.hand_posterior`` of seat offset ``k`` (in the round) into ``dist`` [9],
+    with the rulings ``ruled`` (bit ``v`` for value ``v``, from :func:`record_rulings`)."""
     n = np.int64(r[NUM_PLAYERS])
     p = (seat + k) % n
     for v in range(9):
@@ -185,10 +225,10 @@ def _hand_posterior(r, seat, k, unseen, w, dist):
         dist[known] = 1.0
         entries = 1
     else:
-        ruled = np.int64(r[RULED_OUT + p])
+        ruled_p = ruled[p]
         total = 0
         for v in range(1, 9):
-            if unseen[v] and not (ruled >> (v - 1)) & 1:
+            if unseen[v] and not (ruled_p >> v) & 1:
                 total += unseen[v]
                 entries += 1
         strict = entries > 0
@@ -198,7 +238,7 @@ def _hand_posterior(r, seat, k, unseen, w, dist):
                     total += unseen[v]
                     entries += 1
         for v in range(1, 9):
-            if unseen[v] and (not strict or not (ruled >> (v - 1)) & 1):
+            if unseen[v] and (not strict or not (ruled_p >> v) & 1):
                 dist[v] = unseen[v] / total
     played_count = np.int64(r[NUM_DISCARDS + p])
     if entries < 2 or played_count == 0:
@@ -241,31 +281,33 @@ def _holds_chance(dist, card, unseen_share):
 
 
 @njit(cache=True)
-def _guess_chance(card, unseen):
+def _guess_chance(card, unseen, ruled):
     if card == GUARD:
         return 0.0
+    ruled &= ~(np.int64(1) << card)  # only a sampled deal can rule out the card we hold
     best = np.int64(0)
     for v in range(2, 9):
-        c = unseen[v] + (1 if v == card else 0)
-        best = max(best, c)
+        if not (ruled >> v) & 1:
+            c = unseen[v] + (1 if v == card else 0)
+            best = max(best, c)
     mine = unseen[card] + 1
     if mine == best:
         ties = np.int64(0)
         for v in range(2, 9):
-            if unseen[v] + (1 if v == card else 0) == best:
+            if not (ruled >> v) & 1 and unseen[v] + (1 if v == card else 0) == best:
                 ties += 1
         return 1.0 / ties
     return 0.1 * mine / best
 
 
 @njit(cache=True)
-def _risk(card, exposed, protected, count, beliefs, unseen, unseen_share, deck_size, w):
+def _risk(card, exposed, protected, ruled, count, beliefs, unseen, unseen_share, deck_size, w):
     if protected or deck_size == 0:
         return 0.0
     survive = 1.0
     for i in range(count):
         dist = beliefs[i]
-        hit = 0.0 if card == GUARD else exposed + (1.0 - exposed) * _guess_chance(card, unseen)
+        hit = 0.0 if card == GUARD else exposed + (1.0 - exposed) * _guess_chance(card, unseen, ruled)
         threat = _holds_chance(dist, np.int64(GUARD), unseen_share) * hit
         threat += _holds_chance(dist, np.int64(BARON), unseen_share) * (1.0 - _beats(card, dist)) * w[_BARON_THREAT]
         if card == PRINCESS:
@@ -298,19 +340,22 @@ def _option_value(card, count, beliefs, elim_gain, w):
 
 
 @njit(cache=True)
-def _after(card, exposed, protected, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w):
+def _after(
+    card, exposed, protected, ruled, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
+):
     """``_Situation.after``: the value of going on holding ``card``."""
     if deck_size == 0:
         return _showdown(card, count, beliefs) - share
     value = horizon * (_showdown(card, count, beliefs) - share) + _option_value(card, count, beliefs, elim_gain, w)
-    risk = _risk(card, exposed, protected, count, beliefs, unseen, unseen_share, deck_size, w)
+    risk = _risk(card, exposed, protected, ruled, count, beliefs, unseen, unseen_share, deck_size, w)
     return value - w[_RISK_SCALE] * risk * (share + value)
 
 
 @njit(cache=True)
-def score_action(action, a, b, old_card, any_seen, count, opponents, beliefs, unseen, deck_size, w):
+def score_action(action, a, b, old_card, any_seen, own_ruled, count, opponents, beliefs, unseen, deck_size, w):
     """``belief.score_action`` for the player holding ``a <= b``; ``beliefs[i]`` is the
-    distribution of ``opponents[i]``'s hand (``count`` of them), ``unseen`` the unseen counts."""
+    distribution of ``opponents[i]``'s hand (``count`` of them), ``unseen`` the unseen counts,
+    ``own_ruled`` the rulings on the card held before the draw."""
     share = 1.0 / (count + 1)
     elim_gain = 1.0 / count - share
     total = 0
@@ -326,6 +371,7 @@ def score_action(action, a, b, old_card, any_seen, count, opponents, beliefs, un
     offset = OFFSET_OF_ACTION[action]
     guess = GUESS_OF_ACTION[action]
     kept = b if card == a else a
+    ruled = own_ruled if (own_ruled >> card) & 1 else np.int64(0)  # knowledge.ruled_out_after_play
     exposed = 0.0
     if any_seen:
         exposed = 1.0 if old_card == kept else (0.5 if not old_card and kept != card else 0.0)
@@ -353,7 +399,7 @@ def score_action(action, a, b, old_card, any_seen, count, opponents, beliefs, un
         for new in range(1, 9):
             if spread[new] != 0.0:
                 value += spread[new] * _after(
-                    new, exposed_then, protected, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain,
+                    new, exposed_then, protected, 0, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain,
                     horizon, w,
                 )  # fmt: skip
         return value
@@ -392,7 +438,7 @@ def score_action(action, a, b, old_card, any_seen, count, opponents, beliefs, un
         now = hit * elim_gain + horizon * max(0.0, mean - fresh) / 16.0
         scale = 1.0 - hit * alone
     later = _after(
-        kept, exposed, protected, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
+        kept, exposed, protected, ruled, count, beliefs, unseen, unseen_share, deck_size, share, elim_gain, horizon, w
     )
     return now + scale * later
 
@@ -407,8 +453,10 @@ def record_scores(r, legal, count_legal, old_card, w, scores):
     opponents = np.zeros(MAX_SEATS, np.int64)
     beliefs = np.zeros((MAX_SEATS, 9))
     count = read_view(r, seat, unseen, opponents)
+    ruled = np.zeros(MAX_SEATS, np.int64)
+    record_rulings(r, ruled)
     for i in range(count):
-        _hand_posterior(r, seat, opponents[i], unseen, w, beliefs[i])
+        _hand_posterior(r, seat, opponents[i], unseen, w, ruled, beliefs[i])
     seen = np.int64(0)
     for k in range(1, n):
         seen += r[SEEN + ((seat + k) % n) * MAX_SEATS + seat]
@@ -419,7 +467,9 @@ def record_scores(r, legal, count_legal, old_card, w, scores):
         a, b = b, a
     deck_size = DECK_SIZE - np.int64(r[NEXT_CARD])
     for i in range(count_legal):
-        scores[i] = score_action(legal[i], a, b, old_card, any_seen, count, opponents, beliefs, unseen, deck_size, w)
+        scores[i] = score_action(
+            legal[i], a, b, old_card, any_seen, ruled[seat], count, opponents, beliefs, unseen, deck_size, w
+        )
 
 
 @njit(cache=True)

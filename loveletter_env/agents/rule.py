@@ -14,7 +14,7 @@ from ..actions import (
 )
 from ..cards import BARON, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from ..observation import ObservationView
-from .base import hand_distribution, other_card
+from .base import hand_distribution, other_card, with_move_rulings
 from .memory import KeptCardAgent
 
 #: Keep these behind a Handmaid rather than risk them (King, Countess, Princess).
@@ -24,7 +24,7 @@ BARON_MARGIN = 0.15
 
 
 def best_guard_action(view: ObservationView, legal: list[int], rng) -> int | None:
-    """The legal Guard action most likely to hit, by unseen counts without ruled-out values.
+    """The legal Guard action most likely to hit, by unseen counts without the values of ``view.ruled_out``.
 
     Ties are broken by ``rng``. ``None`` when no targeted Guard action is legal.
     """
@@ -77,6 +77,7 @@ def rule_action(view: ObservationView, legal: list[int], rng: random.Random, see
 
     ``seen_card`` is the card of ours an opponent knows (0 if none or unknown).
     """
+    view = with_move_rulings(view)
     options = [a for a in legal if a != PRINCESS_ACTION] or legal
     cards = set(view.hand)
     legal_set = set(options)
