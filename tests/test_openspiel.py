@@ -583,7 +583,7 @@ def test_mini6_openspiel_measures_training_solves_equilibrium_as_it_does():
     its nash_conv is 4 times, its exploitability 2 times the solver's exploitability, and they
     bracket the solver's first-player value."""
     solve = _solver()
-    from loveletter_env.agents.solved import observation_key
+    from loveletter_env.tree import observation_key
 
     result = solve.solve("mini6", iterations=2000, target=1e-4)
     assert result.exploitability <= 1e-4

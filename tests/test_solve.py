@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from loveletter_env import raw_env
-from loveletter_env.agents.solved import PolicyFileError, SolvedAgent, SolvedPolicy, key_to_observation, observation_key
+from loveletter_env.agents.solved import PolicyFileError, SolvedAgent, SolvedPolicy
 from loveletter_env.agents.specs import AgentSpecError, resolve_agent
-from loveletter_env.tree import count_tree
+from loveletter_env.tree import TreeError, build_tree, count_tree, key_to_observation, observation_key
 from training import solve as solve_cli
 from training.best_response import exact_exploitability
-from training.game_tree import TreeError, TreeWorkspace, build_tree
+from training.cfr import TreeWorkspace
 from training.solve import normalized, solve
 
 
@@ -33,27 +33,6 @@ def solved(tree):
 @pytest.fixture(scope="module")
 def policy_path(solved, tmp_path_factory):
     return solved.save_policy(tmp_path_factory.mktemp("solved") / "policy.npz")
-
-
-@pytest.mark.parametrize("rules", ["mini6", "mini7"])
-def test_tree_matches_the_independent_count(rules):
-    """The counter of loveletter_env.tree hashes observation histories its own way; the
-    solver keys them exactly: both must find the same histories and information sets."""
-    tree = build_tree(rules)
-    size = count_tree(rules)
-    assert tree.num_deals == size.deals
-    assert tree.num_nodes == size.histories
-    assert tree.num_terminals == size.terminal_nodes
-    by_seat = tuple(int((tree.infoset_player == seat).sum()) for seat in (0, 1))
-    assert by_seat == size.infosets_by_seat
-
-
-def test_uniform_play_scores_what_the_counter_s_tree_says(tree):
-    from loveletter_env import tree as ladder_tree
-
-    other = ladder_tree.build_tree("mini6")
-    expected = ladder_tree.expected_score(other, ladder_tree.uniform_strategy(other))
-    assert TreeWorkspace(tree).first_player_score(tree.uniform_strategy()) == pytest.approx(expected, abs=1e-12)
 
 
 def test_mini6_has_the_table_s_information_sets():

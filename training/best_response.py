@@ -1,6 +1,6 @@
 """Exact best responses to any agent on a ladder rung, and so its exact exploitability.
 
-The rung's whole tree is built once (:mod:`training.game_tree`). The agent is asked for
+The rung's whole tree is built once (:func:`loveletter_env.tree.build_tree`). The agent is asked for
 its action probabilities at every information set of the round (both seats: it plays
 each in turn), through ``action_probabilities`` (see
 :class:`~loveletter_env.agents.base.ProbabilisticAgent`); an agent that remembers the round
@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from loveletter_env.actions import NUM_ACTIONS
-from loveletter_env.agents.solved import key_to_observation
 from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
 from loveletter_env.rules import Rules
+from loveletter_env.tree import GameTree, build_tree, key_to_observation
 
-from .game_tree import GameTree, TreeWorkspace, build_tree
+from .cfr import TreeWorkspace
 
 #: Observations per network call for agents that take a batch.
 BATCH = 4096

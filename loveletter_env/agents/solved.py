@@ -7,7 +7,7 @@ A player's information set is everything it has seen and done this round: the
 observation vector at each of its decisions and the action it took at each. The file
 stores that as a chain: each information set names the player's previous one (``-1`` at
 its first decision), the action taken there, and the observation at this decision.
-:func:`observation_key` writes an observation exactly and compactly: its nonzero entries
+:func:`loveletter_env.tree.observation_key` writes an observation exactly and compactly: its nonzero entries
 as ``index * 32 + value`` (every entry is a small whole number below 32), in index order.
 The ``tokens`` entries are left out: the solved game is one round, so the agent plays
 every round of a longer game as that round.
@@ -49,60 +49,16 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
-from numba import njit
 
 from ..actions import NUM_ACTIONS
-from ..observation import OBSERVATION_SIZE, SLICES
+from ..observation import OBSERVATION_SIZE
+from ..tree import KEY_VALUE_RANGE, observation_key
 from .base import legal_actions_of
 
 FORMAT = "loveletter-solved-policy"
 FORMAT_VERSION = 2
 #: Largest distance of a policy's per-information-set probability sum from 1.
 SUM_TOLERANCE = 1e-6
-#: Bits of a key entry that hold the value (entries are ``index * KEY_VALUE_RANGE + value``).
-KEY_VALUE_RANGE = 32
-_TOKENS = SLICES["tokens"]
-_TOKENS_START = _TOKENS.start
-_TOKENS_STOP = _TOKENS.stop
-
-
-@njit(cache=True)
-def observation_key_into(observation, out):
-    """Write the key of ``observation`` (646 floats) into ``out`` (uint16, at least 646
-    entries) and return its length; ``-1 - i`` when entry ``i`` is not a whole number
-    in 0..31 (no env observation has one)."""
-    n = 0
-    for i in range(observation.shape[0]):
-        if _TOKENS_START <= i < _TOKENS_STOP:
-            continue
-        v = observation[i]
-        if v != 0:
-            whole = np.int64(v)
-            if whole != v or whole < 0 or whole >= KEY_VALUE_RANGE:
-                return -1 - i
-            out[n] = i * KEY_VALUE_RANGE + whole
-            n += 1
-    return n
-
-
-def observation_key(observation: np.ndarray) -> bytes:
-    """The exact key of one observation vector (see the module docstring), as bytes."""
-    vector = np.asarray(observation, dtype=np.float32).reshape(-1)
-    if vector.shape[0] != OBSERVATION_SIZE:
-        raise ValueError(f"an observation has {OBSERVATION_SIZE} entries, got {vector.shape[0]}")
-    out = np.empty(OBSERVATION_SIZE, dtype=np.uint16)
-    n = observation_key_into(vector, out)
-    if n < 0:
-        raise ValueError(f"observation entry {-1 - n} is {vector[-1 - n]!r}: not an env observation")
-    return out[:n].tobytes()
-
-
-def key_to_observation(entries: np.ndarray) -> np.ndarray:
-    """The observation vector (float32 [OBSERVATION_SIZE], tokens zero) a key was made from."""
-    entries = np.asarray(entries, dtype=np.int64)
-    vector = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
-    vector[entries // KEY_VALUE_RANGE] = entries % KEY_VALUE_RANGE
-    return vector
 
 
 @dataclass(frozen=True)
