@@ -13,13 +13,14 @@ A deal fixes the whole order of the cards in play, so two histories that differ 
 the order of cards nobody has drawn yet are different histories of the same
 information set.
 
-The **information set** of the player to act is everything it has seen and done this
-round: its previous information set (``-1`` before its first decision), the action it
-took there, and its observation now (:func:`~loveletter_env.core.kernels.observe_into`,
-the env's observation vector). The observation shows every move announced this round, so
-this is the game as played at a table. :func:`observation_key` writes an observation
-exactly and compactly (its nonzero entries as ``index * 32 + value``; the ``tokens``
-entries are left out, as the tree is one round), so information sets are keyed exactly.
+The **information set** of the player to act is its seat and its observation
+(:func:`~loveletter_env.core.kernels.observe_into`, the env's observation vector). The
+observation is the player's information state with perfect recall (every move of the
+round as announced, its own cards as received, what it was shown), so nothing else needs
+remembering, and this is the game as played at a table. :func:`observation_key` writes an
+observation exactly and compactly (its nonzero entries as ``index * 32 + value``; the
+``tokens`` entries are left out, as the tree is one round), so information sets are keyed
+exactly: by the seat and this key.
 
 Walking a tree with this module's pieces::
 
@@ -106,8 +107,8 @@ def round_score(r, seat):
 
 @njit(cache=True)
 def observation_key_into(observation, out):
-    """Write the key of ``observation`` (646 floats) into ``out`` (uint16, at least 646
-    entries) and return its length; ``-1 - i`` when entry ``i`` is not a whole number
+    """Write the key of ``observation`` (float32 [OBSERVATION_SIZE]) into ``out`` (uint16,
+    as long) and return its length; ``-1 - i`` when entry ``i`` is not a whole number
     in 0..31 (no env observation has one)."""
     n = 0
     for i in range(observation.shape[0]):
@@ -204,9 +205,7 @@ def _start_rounds(records, decks, first_player):
 #: parent), ``num_nodes`` and ``num_infosets`` long, and the information sets.
 _Walked = namedtuple(
     "_Walked",
-    "node_info node_child node_depth num_nodes "
-    "infoset_player infoset_parent infoset_parent_action infoset_parent_slot infoset_legal "
-    "key_offsets key_entries num_infosets",
+    "node_info node_child node_depth num_nodes infoset_player infoset_legal key_offsets key_entries num_infosets",
 )
 
 
@@ -220,9 +219,9 @@ def _grow(a, need):
 
 
 @njit(cache=True)
-def _hash(parent, action, key, n):
-    h = np.uint64(1469598103934665603) ^ (np.uint64(parent + 1) * np.uint64(0x9E3779B97F4A7C15))
-    h ^= np.uint64(action + 1) * np.uint64(0xBF58476D1CE4E5B9)
+def _hash(seat, key, n):
+    """A hash of an information set's seat and observation key (for the walker's table)."""
+    h = np.uint64(1469598103934665603) ^ (np.uint64(seat + 1) * np.uint64(0x9E3779B97F4A7C15))
     for i in range(n):
         h = (h ^ np.uint64(key[i])) * np.uint64(1099511628211)
     h ^= h >> np.uint64(31)
@@ -244,9 +243,6 @@ def _walk(roots, stop, done):
 
     # Information sets, found again through an open-addressing table of their hashes.
     num_isets = 0
-    iset_parent = np.empty(1 << 12, np.int32)
-    iset_parent_action = np.empty(1 << 12, np.int8)
-    iset_parent_slot = np.empty(1 << 12, np.int8)
     iset_player = np.empty(1 << 12, np.int8)
     iset_depth = np.empty(1 << 12, np.int8)
     iset_legal = np.empty(1 << 12, np.uint64)
@@ -257,21 +253,16 @@ def _walk(roots, stop, done):
     obs = np.zeros(OBSERVATION_SIZE, np.float32)
     key = np.zeros(OBSERVATION_SIZE, np.uint16)
 
-    # Pending histories; each carries both seats' last information set, action and child slot.
+    # Pending histories: their records, node ids, and the action that led to each.
     stack_rec = np.empty((_STACK, RECORD_SIZE), np.uint8)
     stack_node = np.empty(_STACK, np.int64)
-    stack_last = np.empty((_STACK, 2), np.int32)
-    stack_act = np.empty((_STACK, 2), np.int8)
-    stack_slot = np.empty((_STACK, 2), np.int8)
+    stack_act = np.empty(_STACK, np.int64)
 
     for d in range(num_deals):
         if stop[0]:
             break
         stack_rec[0, :] = roots[d]
         stack_node[0] = d
-        stack_last[0, :] = -1
-        stack_act[0, :] = -1
-        stack_slot[0, :] = -1
         node_depth[d] = 0
         sp = 1
         while sp > 0:
@@ -289,15 +280,13 @@ def _walk(roots, stop, done):
             kernels.observe_into(rec, p, obs)
             length = observation_key_into(obs, key)
             bits = kernels.legal_bits(rec)
-            parent = stack_last[sp, p]
-            pact = stack_act[sp, p]
-            h = _hash(parent, pact, key, length)
+            h = _hash(p, key, length)
             mask = table.shape[0] - 1
             slot = np.int64(h & np.uint64(mask))
             found = -1
             while table[slot] >= 0:
                 i = table[slot]
-                if iset_hash[i] == h and iset_parent[i] == parent and iset_parent_action[i] == pact:
+                if iset_hash[i] == h and iset_player[i] == p:
                     lo = key_offsets[i]
                     if key_offsets[i + 1] - lo == length and (key_entries[lo : lo + length] == key[:length]).all():
                         found = i
@@ -306,9 +295,6 @@ def _walk(roots, stop, done):
             if found < 0:
                 found = num_isets
                 num_isets += 1
-                iset_parent = _grow(iset_parent, num_isets)
-                iset_parent_action = _grow(iset_parent_action, num_isets)
-                iset_parent_slot = _grow(iset_parent_slot, num_isets)
                 iset_player = _grow(iset_player, num_isets)
                 iset_depth = _grow(iset_depth, num_isets)
                 iset_legal = _grow(iset_legal, num_isets)
@@ -318,9 +304,6 @@ def _walk(roots, stop, done):
                 key_entries = _grow(key_entries, start + length)
                 key_entries[start : start + length] = key[:length]
                 key_offsets[found + 1] = start + length
-                iset_parent[found] = parent
-                iset_parent_action[found] = pact
-                iset_parent_slot[found] = stack_slot[sp, p]
                 iset_player[found] = p
                 iset_depth[found] = node_depth[n]
                 iset_legal[found] = bits
@@ -354,21 +337,16 @@ def _walk(roots, stop, done):
                     t = sp + k - c
                     if t != sp:  # slot sp holds the parent's record until every copy is made
                         stack_rec[t, :] = rec
-                        stack_last[t, :] = stack_last[sp, :]
-                        stack_act[t, :] = stack_act[sp, :]
-                        stack_slot[t, :] = stack_slot[sp, :]
                     child = first + (k - c)
                     stack_node[t] = child
                     node_depth[child] = node_depth[n] + 1
-                    stack_last[t, p] = found
-                    stack_act[t, p] = a
-                    stack_slot[t, p] = k - c
+                    stack_act[t] = a
             for t in range(sp, sp + k):
-                kernels.play(stack_rec[t], np.int64(stack_act[t, p]))
+                kernels.play(stack_rec[t], stack_act[t])
             sp += k
         done[0] = d + 1
     return _Walked(node_info, node_child, node_depth, num_nodes,
-                   iset_player, iset_parent, iset_parent_action, iset_parent_slot, iset_legal,
+                   iset_player, iset_legal,
                    key_offsets, key_entries, num_isets)  # fmt: skip
 
 
@@ -492,10 +470,7 @@ class GameTree:
         node_child: int32 [N], a decision node's first child (-1 at a terminal node).
         level_start: int64 [L + 1], the first node of each level, then ``N``.
         infoset_player: int8 [I], the seat that acts at each information set.
-        infoset_parent: int32 [I], that seat's previous information set this round (an
-            earlier one; -1 at its first decision).
-        infoset_parent_action: int8 [I], the action it took there (-1 with no parent).
-        infoset_parent_slot: int8 [I], that action's position among the parent's actions.
+        infoset_node: int64 [I], the first node of each information set.
         key_offsets: int64 [I + 1], key_entries: uint16, the observation key
             (:func:`observation_key`) of set ``i``: ``key_entries[key_offsets[i]:key_offsets[i + 1]]``.
         action_offsets: int64 [I + 1], actions: int8, the legal actions of set ``i``:
@@ -511,9 +486,7 @@ class GameTree:
     node_child: np.ndarray
     level_start: np.ndarray
     infoset_player: np.ndarray
-    infoset_parent: np.ndarray
-    infoset_parent_action: np.ndarray
-    infoset_parent_slot: np.ndarray
+    infoset_node: np.ndarray
     key_offsets: np.ndarray
     key_entries: np.ndarray
     action_offsets: np.ndarray
@@ -595,6 +568,8 @@ def build_tree(
         stop=stop,
     )
     action_offsets, actions = _action_lists(walked.infoset_legal, n)
+    decisions = np.flatnonzero(info >= 0)
+    _, first = np.unique(info[decisions], return_index=True)
     key_offsets = walked.key_offsets[: n + 1].copy()
     tree = GameTree(
         rules=resolved,
@@ -604,9 +579,7 @@ def build_tree(
         node_child=child,
         level_start=level_start,
         infoset_player=walked.infoset_player[:n].copy(),
-        infoset_parent=walked.infoset_parent[:n].copy(),
-        infoset_parent_action=walked.infoset_parent_action[:n].copy(),
-        infoset_parent_slot=walked.infoset_parent_slot[:n].copy(),
+        infoset_node=decisions[first],
         key_offsets=key_offsets,
         key_entries=walked.key_entries[: key_offsets[n]].copy(),
         action_offsets=action_offsets,

@@ -20,10 +20,11 @@ from loveletter_env.tree import GameTree, expected_score_pass, mixed_value, term
 
 
 @njit(cache=True)
-def _opponent_reach(node_info, node_child, iset_player, offsets, strategy, player, num_roots, work):
-    """``work[n]`` = chance x the other player's probability of reaching node ``n``."""
+def _reach(node_info, node_child, iset_player, offsets, strategy, player, own, num_roots, work):
+    """``work[n]``: with ``own``, ``player``'s own probability of reaching node ``n`` (its
+    actions on the way); else chance x the other player's."""
     for r in range(num_roots):
-        work[r] = 1.0 / num_roots
+        work[r] = 1.0 if own else 1.0 / num_roots
     for n in range(node_info.shape[0]):
         i = node_info[n]
         if i < 0:
@@ -31,7 +32,7 @@ def _opponent_reach(node_info, node_child, iset_player, offsets, strategy, playe
         c = node_child[n]
         lo = offsets[i]
         k = offsets[i + 1] - lo
-        if iset_player[i] == player:
+        if (iset_player[i] == player) != own:
             for j in range(k):
                 work[c + j] = work[n]
         else:
@@ -41,8 +42,8 @@ def _opponent_reach(node_info, node_child, iset_player, offsets, strategy, playe
 
 @njit(cache=True, nogil=True)
 def cfr_plus_iterations(
-    node_info, node_child, iset_player, iset_parent, iset_parent_slot, offsets,
-    regret, strategy, average, own_reach, work, num_roots, first_iteration, count, stop,
+    node_info, node_child, iset_player, iset_node, offsets,
+    regret, strategy, average, work, num_roots, first_iteration, count, stop,
 ):  # fmt: skip
     """Run ``count`` CFR+ iterations (alternating updates, average weighted by the
     iteration number) from iteration ``first_iteration``; ``strategy`` is the current
@@ -54,18 +55,16 @@ def cfr_plus_iterations(
         if stop[0]:
             return t - first_iteration
         for player in range(2):
-            # Average strategy: weight t x the player's own reach of each of its sets.
+            # Average strategy: weight t x the player's own reach of each of its sets (the
+            # same at every node of a set, as the observation recalls the player's actions).
+            _reach(node_info, node_child, iset_player, offsets, strategy, player, True, num_roots, work)
             for i in range(num_isets):
                 if iset_player[i] != player:
                     continue
-                parent = iset_parent[i]
-                own_reach[i] = (
-                    1.0 if parent < 0 else own_reach[parent] * strategy[offsets[parent] + iset_parent_slot[i]]
-                )
-                w = t * own_reach[i]
+                w = t * work[iset_node[i]]
                 for a in range(offsets[i], offsets[i + 1]):
                     average[a] += w * strategy[a]
-            _opponent_reach(node_info, node_child, iset_player, offsets, strategy, player, num_roots, work)
+            _reach(node_info, node_child, iset_player, offsets, strategy, player, False, num_roots, work)
             # Values from the leaves up; regrets at the player's own nodes.
             for n in range(node_info.shape[0] - 1, -1, -1):
                 i = node_info[n]
@@ -100,7 +99,7 @@ def best_response_value(node_info, node_child, level_start, iset_player, offsets
     """Player ``player``'s expected score when it best-responds exactly to ``strategy``
     (read at the other player's sets only). Levels are processed deepest first: a set's
     nodes all lie on one level, so its action values ``q`` are complete before it chooses."""
-    _opponent_reach(node_info, node_child, iset_player, offsets, strategy, player, num_roots, work)
+    _reach(node_info, node_child, iset_player, offsets, strategy, player, False, num_roots, work)
     q[:] = 0.0
     num_levels = level_start.shape[0] - 1
     for level in range(num_levels - 1, -1, -1):

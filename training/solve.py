@@ -135,8 +135,6 @@ def policy_of(tree: GameTree, strategy: np.ndarray, meta: dict[str, Any]) -> Sol
     """``strategy`` (per action of ``tree``) in the file format of :mod:`loveletter_env.agents.solved`."""
     return SolvedPolicy(
         infoset_player=tree.infoset_player,
-        infoset_parent=tree.infoset_parent,
-        infoset_parent_action=tree.infoset_parent_action,
         key_offsets=tree.key_offsets,
         key_entries=tree.key_entries,
         action_offsets=tree.action_offsets,
@@ -194,7 +192,6 @@ def solve(
     regret = np.zeros(num_actions)
     strategy = tree.uniform_strategy()
     average = np.zeros(num_actions)
-    own_reach = np.zeros(tree.num_infosets)
     curve: list[tuple[int, float, float]] = []
     stop = np.zeros(1, np.uint8)
     started = time.perf_counter()
@@ -203,8 +200,8 @@ def solve(
         count = min(measure_at, iterations) - done
         run_interruptibly(
             cfr_plus_iterations,
-            tree.node_info, tree.node_child, tree.infoset_player, tree.infoset_parent, tree.infoset_parent_slot,
-            tree.action_offsets, regret, strategy, average, own_reach, work.work, tree.num_deals, done + 1, count,
+            tree.node_info, tree.node_child, tree.infoset_player, tree.infoset_node,
+            tree.action_offsets, regret, strategy, average, work.work, tree.num_deals, done + 1, count,
             stop, stop=stop,
         )  # fmt: skip
         done += count
