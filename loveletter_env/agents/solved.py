@@ -208,10 +208,10 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
     if ((keys < 0) | (keys >= OBSERVATION_SIZE * KEY_VALUE_RANGE)).any():
         raise refuse(f"has a key entry outside 0..{OBSERVATION_SIZE * KEY_VALUE_RANGE - 1}")
     entries16 = arrays["key_entries"].astype(np.uint16)
-    offsets = arrays["key_offsets"].astype(np.int64)
+    key_offsets = arrays["key_offsets"].astype(np.int64)
     seen: dict[bytes, int] = {}
     for i in range(n):
-        first = seen.setdefault(entries16[offsets[i] : offsets[i + 1]].tobytes(), i)
+        first = seen.setdefault(entries16[key_offsets[i] : key_offsets[i + 1]].tobytes(), i)
         if first != i:
             raise refuse(f"has information sets {first} and {i} with one observation key")
     actions = arrays["actions"].astype(np.int64)
