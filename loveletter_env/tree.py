@@ -6,23 +6,23 @@ A rung (:data:`loveletter_env.rules.LADDER`) is small enough to enumerate. One r
   (:func:`deals`), all equally likely; the face-up cards lie sorted between the
   set-aside card and the hands, and seat ``first_player`` (0 unless told) starts;
 * **decision nodes**, one per history at which a player is to act, whose children are
-  the legal actions (:func:`loveletter_env.core.kernels.legal_bits`);
+  the legal actions (:func:`loveletter_env.core.kernels.legal_bits`), ascending;
 * **terminal nodes**, where the round is over; :func:`round_score` scores them.
 
 A deal fixes the whole order of the cards in play, so two histories that differ only in
 the order of cards nobody has drawn yet are different histories of the same
 information set.
 
-The **information set** of the player to act is the perfect-recall sequence of what that
-player has been shown: their observation (:func:`~loveletter_env.core.kernels.observe_into`,
-the env's observation vector) at each of their decision points so far, their own actions,
-and their observation now. The observation shows every move announced this round (card,
-target, Guard guess, as the printed rules announce them), so this is the game as played at
-a table. :func:`infoset_key` and :func:`after_action` fold that sequence into a 64-bit
-key, one hash step per event; :func:`count_tree` counts distinct
-keys (a hash collision would merge two sets: at the sizes here, under 1e-5 likely).
+The **information set** of the player to act is its seat and its observation
+(:func:`~loveletter_env.core.kernels.observe_into`, the env's observation vector). The
+observation is the player's information state with perfect recall (every move of the
+round as announced, its own cards as received, what it was shown), so nothing else needs
+remembering, and this is the game as played at a table. :func:`observation_key` writes an
+observation exactly and compactly (its nonzero entries as ``index * 32 + value``; the
+``tokens`` entries are left out, as the tree is one round), so information sets are keyed
+exactly: by the seat and this key.
 
-Walking a tree with this module's pieces (what a solver does)::
+Walking a tree with this module's pieces::
 
     roots, probability = root_records(rules)
     r = roots[i].copy()                     # a history is a core record; copy to branch
@@ -33,9 +33,10 @@ Walking a tree with this module's pieces (what a solver does)::
     round_score(r, seat)                    # 1, 0.5 or 0 at a terminal node
 
 All of these are numba functions, callable from compiled code as well as from Python.
-:func:`build_tree` walks the tree once and keeps it as flat arrays (:class:`GameTree`:
-children, seats, information sets, terminal scores), which a solver can sweep many times
-without replaying a card; :func:`expected_score` evaluates a strategy on it.
+:func:`build_tree` walks the tree once and keeps it as flat arrays (:class:`GameTree`),
+which a solver sweeps many times without replaying a card (the passes of
+:mod:`training.cfr`); :func:`count_tree` reports the sizes of the same walk, and
+:func:`expected_score` evaluates a strategy on it.
 """
 
 from __future__ import annotations
@@ -43,24 +44,35 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import threading
 import time
-from collections import Counter
+from collections import Counter, namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import permutations
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-from .cards import DECK_SIZE
+from .actions import NUM_ACTIONS
 from .core import kernels, new_records
-from .core.layout import CURRENT, NUM_PLAYERS, OBS_SIZE, RECORD_SIZE, ROUND_OVER, ROUND_WINNERS
-from .core.sampling import _mix, nth_set_bit
+from .core.layout import CURRENT, NUM_PLAYERS, RECORD_SIZE, ROUND_OVER, ROUND_WINNERS
+from .core.sampling import popcount
+from .observation import OBSERVATION_SIZE, SLICES
 from .rules import Rules, resolve_rules
 
-#: The deepest a history can go: one turn per card drawn, at most 16.
-MAX_DEPTH = DECK_SIZE + 1
-_SEAT_SALT = np.uint64(0x5EA7)
+#: Entries of an observation key are ``index * KEY_VALUE_RANGE + value``.
+KEY_VALUE_RANGE = 32
+_TOKENS_START = SLICES["tokens"].start
+_TOKENS_STOP = SLICES["tokens"].stop
+#: Records the walker holds at once (one per pending history, at most 41 per level).
+_STACK = 4096
+
+
+class TreeError(ValueError):
+    """Rules whose tree cannot be walked (not a ladder rung), or a walk that found a tree
+    it cannot keep; the message says which."""
 
 
 # Tree pieces (compiled) --------------------------------------------------------------
@@ -90,51 +102,66 @@ def round_score(r, seat):
     return 1.0 / winners
 
 
-@njit(cache=True)
-def combine(key, value):
-    """One step of a keyed hash: ``key`` (a running hash) followed by ``value``; the order
-    matters (``combine(a, b) != combine(b, a)``)."""
-    return _mix(_mix(key) ^ np.uint64(value))
+# Information-set keys ---------------------------------------------------------------
 
 
 @njit(cache=True)
-def observation_hash(obs):
-    """A 64-bit hash of an observation vector (float32 [646]): its non-zero entries,
-    each with its position."""
-    words = obs.view(np.uint32)
-    h = np.uint64(0x243F6A8885A308D3)
-    for i in range(words.shape[0]):
-        if words[i]:
-            h = combine(h, (np.uint64(i) << np.uint64(32)) | np.uint64(words[i]))
-    return h
+def observation_key_into(observation, out):
+    """Write the key of ``observation`` (float32 [OBSERVATION_SIZE]) into ``out`` (uint16,
+    as long) and return its length; ``-1 - i`` when entry ``i`` is not a whole number
+    in 0..31 (no env observation has one)."""
+    n = 0
+    for i in range(observation.shape[0]):
+        if _TOKENS_START <= i < _TOKENS_STOP:
+            continue
+        v = observation[i]
+        if v != 0:
+            whole = np.int64(v)
+            if whole != v or whole < 0 or whole >= KEY_VALUE_RANGE:
+                return -1 - i
+            out[n] = i * KEY_VALUE_RANGE + whole
+            n += 1
+    return n
 
 
-@njit(cache=True)
-def first_key(seat):
-    """The perfect-recall key of ``seat`` before its first decision."""
-    return _mix(_SEAT_SALT + np.uint64(seat))
+def observation_key(observation: np.ndarray) -> bytes:
+    """The exact key of one observation vector (see the module docstring), as bytes."""
+    vector = np.asarray(observation, dtype=np.float32).reshape(-1)
+    if vector.shape[0] != OBSERVATION_SIZE:
+        raise ValueError(f"an observation has {OBSERVATION_SIZE} entries, got {vector.shape[0]}")
+    out = np.empty(OBSERVATION_SIZE, dtype=np.uint16)
+    n = observation_key_into(vector, out)
+    if n < 0:
+        raise ValueError(f"observation entry {-1 - n} is {vector[-1 - n]!r}: not an env observation")
+    return out[:n].tobytes()
 
 
-@njit(cache=True)
-def infoset_key(recall, obs):
-    """The information-set key of the player to act: ``recall`` (their key after their
-    last action, or :func:`first_key`) followed by their observation ``obs`` now."""
-    return combine(recall, observation_hash(obs))
+def key_to_observation(entries: np.ndarray) -> np.ndarray:
+    """The observation vector (float32 [OBSERVATION_SIZE], tokens zero) a key was made from."""
+    entries = np.asarray(entries, dtype=np.int64)
+    vector = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
+    vector[entries // KEY_VALUE_RANGE] = entries % KEY_VALUE_RANGE
+    return vector
 
 
-@njit(cache=True)
-def after_action(key, action):
-    """The actor's recall key after playing ``action`` at the set whose key is ``key``."""
-    return combine(key, np.uint64(action) + np.uint64(1 << 40))
+# Deals and rungs --------------------------------------------------------------------
 
 
-# Deals ------------------------------------------------------------------------------
+def rung_rules(rules: str | Rules) -> Rules:
+    """``rules`` as a :class:`Rules` object if they are a ladder rung, else a :class:`TreeError`."""
+    resolved = resolve_rules(rules)
+    if not resolved.is_rung:
+        raise TreeError(
+            f"rules {resolved.name!r} are not a ladder rung: the tree of a full game is far too large "
+            "to enumerate; use mini6, mini7, mini8 or mini9"
+        )
+    return resolved
 
 
 def deals(rules: str | Rules) -> np.ndarray:
     """uint8 [D, 16]: every distinct deck of the rung ``rules``, one per order of its cards
     in play (repeated copies counted once), face-up cards sorted; each is equally likely."""
-    return _deal_decks(_rung(rules)).copy()
+    return _deal_decks(rung_rules(rules)).copy()
 
 
 @functools.cache
@@ -147,14 +174,14 @@ def _deal_decks(rules: Rules) -> np.ndarray:
 
 def num_deals(rules: str | Rules) -> int:
     """How many distinct deals :func:`deals` lists: k! over the product of repeated copies' factorials."""
-    in_play = _rung(rules).in_play or ()
+    in_play = rung_rules(rules).in_play or ()
     return math.factorial(len(in_play)) // math.prod(math.factorial(c) for c in Counter(in_play).values())
 
 
 def root_records(rules: str | Rules, first_player: int = 0) -> tuple[np.ndarray, float]:
     """(uint8 [D, RECORD_SIZE], probability): the records of every deal of :func:`deals`,
     dealt with ``first_player`` to act, and the probability of each (1 / D)."""
-    rules = _rung(rules)
+    rules = rung_rules(rules)
     if first_player not in (0, 1):
         raise ValueError(f"first_player must be 0 or 1, got {first_player!r}")
     decks = _deal_decks(rules)
@@ -169,14 +196,418 @@ def _start_rounds(records, decks, first_player):
         kernels.start_round(records[g], decks[g], first_player)
 
 
-def _rung(rules: str | Rules) -> Rules:
-    resolved = resolve_rules(rules)
-    if not resolved.is_rung:
-        raise ValueError(
-            f"rules {resolved.name!r} are not a ladder rung: the tree of a full game is far too large "
-            "to enumerate; use mini6, mini7, mini8 or mini9"
-        )
-    return resolved
+# The walker ---------------------------------------------------------------------------
+#
+# numba has no list of arrays of one dtype that is cheap to append to, so each array of
+# the walk doubles by hand (_grow) and the walk returns them with their lengths.
+
+#: What the walker returns: the tree depth first (children consecutive, after their
+#: parent), ``num_nodes`` and ``num_infosets`` long, and the information sets.
+_Walked = namedtuple(
+    "_Walked",
+    "node_info node_child node_depth num_nodes infoset_player infoset_legal key_offsets key_entries num_infosets",
+)
+
+
+@njit(cache=True)
+def _grow(a, need):
+    if need <= a.shape[0]:
+        return a
+    b = np.empty(max(need, 2 * a.shape[0]), a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@njit(cache=True)
+def _hash(seat, key, n):
+    """A hash of an information set's seat and observation key (for the walker's table)."""
+    h = np.uint64(1469598103934665603) ^ (np.uint64(seat + 1) * np.uint64(0x9E3779B97F4A7C15))
+    for i in range(n):
+        h = (h ^ np.uint64(key[i])) * np.uint64(1099511628211)
+    h ^= h >> np.uint64(31)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def _walk(roots, stop, done):
+    """Walk every deal of ``roots`` depth first and keep the tree (see :data:`_Walked`):
+    at a decision node ``node_info`` is its information set, at a terminal node
+    ``-1 - h`` with ``h`` player 0's score in halves (2 win, 1 shared, 0 loss).
+    ``done[0]`` counts the deals walked; the walk returns early, with arrays of no use,
+    once ``stop[0]`` is set (checked at each deal, see :func:`run_interruptibly`)."""
+    num_deals = roots.shape[0]
+    num_nodes = num_deals
+    node_info = np.empty(max(num_nodes, 1 << 16), np.int32)
+    node_child = np.empty(node_info.shape[0], np.int32)
+    node_depth = np.empty(node_info.shape[0], np.int8)
+
+    # Information sets, found again through an open-addressing table of their hashes.
+    num_isets = 0
+    iset_player = np.empty(1 << 12, np.int8)
+    iset_depth = np.empty(1 << 12, np.int8)
+    iset_legal = np.empty(1 << 12, np.uint64)
+    iset_hash = np.empty(1 << 12, np.uint64)
+    key_offsets = np.zeros(1 << 12, np.int64)
+    key_entries = np.empty(1 << 16, np.uint16)
+    table = np.full(1 << 12, -1, np.int32)
+    obs = np.zeros(OBSERVATION_SIZE, np.float32)
+    key = np.zeros(OBSERVATION_SIZE, np.uint16)
+
+    # Pending histories: their records, node ids, and the action that led to each.
+    stack_rec = np.empty((_STACK, RECORD_SIZE), np.uint8)
+    stack_node = np.empty(_STACK, np.int64)
+    stack_act = np.empty(_STACK, np.int64)
+
+    for d in range(num_deals):
+        if stop[0]:
+            break
+        stack_rec[0, :] = roots[d]
+        stack_node[0] = d
+        node_depth[d] = 0
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            rec = stack_rec[sp]
+            n = stack_node[sp]
+            if rec[ROUND_OVER]:
+                w0 = rec[ROUND_WINNERS]
+                w1 = rec[ROUND_WINNERS + 1]
+                halves = 2 if w0 and not w1 else (1 if w0 else 0)
+                node_info[n] = -1 - halves
+                node_child[n] = -1
+                continue
+            p = np.int64(rec[CURRENT])
+            kernels.observe_into(rec, p, obs)
+            length = observation_key_into(obs, key)
+            bits = kernels.legal_bits(rec)
+            h = _hash(p, key, length)
+            mask = table.shape[0] - 1
+            slot = np.int64(h & np.uint64(mask))
+            found = -1
+            while table[slot] >= 0:
+                i = table[slot]
+                if iset_hash[i] == h and iset_player[i] == p:
+                    lo = key_offsets[i]
+                    if key_offsets[i + 1] - lo == length and (key_entries[lo : lo + length] == key[:length]).all():
+                        found = i
+                        break
+                slot = (slot + 1) & mask
+            if found < 0:
+                found = num_isets
+                num_isets += 1
+                iset_player = _grow(iset_player, num_isets)
+                iset_depth = _grow(iset_depth, num_isets)
+                iset_legal = _grow(iset_legal, num_isets)
+                iset_hash = _grow(iset_hash, num_isets)
+                key_offsets = _grow(key_offsets, num_isets + 1)
+                start = key_offsets[found]
+                key_entries = _grow(key_entries, start + length)
+                key_entries[start : start + length] = key[:length]
+                key_offsets[found + 1] = start + length
+                iset_player[found] = p
+                iset_depth[found] = node_depth[n]
+                iset_legal[found] = bits
+                iset_hash[found] = h
+                table[slot] = found
+                if 2 * num_isets > table.shape[0]:
+                    table = np.full(2 * table.shape[0], -1, np.int32)
+                    mask = table.shape[0] - 1
+                    for i in range(num_isets):
+                        s = np.int64(iset_hash[i] & np.uint64(mask))
+                        while table[s] >= 0:
+                            s = (s + 1) & mask
+                        table[s] = i
+            elif iset_legal[found] != bits or iset_depth[found] != node_depth[n]:
+                raise TreeError("one information set showed two sets of legal actions, or lay at two depths")
+            k = popcount(bits)
+            if sp + k > _STACK or num_nodes + k >= 2**31 - 1:
+                raise TreeError("the tree is too large for the walker (over 2**31 nodes, or deeper than its stack)")
+            first = num_nodes
+            num_nodes += k
+            node_info = _grow(node_info, num_nodes)
+            node_child = _grow(node_child, num_nodes)
+            node_depth = _grow(node_depth, num_nodes)
+            node_info[n] = found
+            node_child[n] = first
+            # Children: one per legal action, ascending, consecutive; the first ends on top.
+            c = 0
+            for a in range(NUM_ACTIONS - 1, -1, -1):
+                if (bits >> np.uint64(a)) & np.uint64(1):
+                    c += 1
+                    t = sp + k - c
+                    if t != sp:  # slot sp holds the parent's record until every copy is made
+                        stack_rec[t, :] = rec
+                    child = first + (k - c)
+                    stack_node[t] = child
+                    node_depth[child] = node_depth[n] + 1
+                    stack_act[t] = a
+            for t in range(sp, sp + k):
+                kernels.play(stack_rec[t], stack_act[t])
+            sp += k
+        done[0] = d + 1
+    return _Walked(node_info, node_child, node_depth, num_nodes,
+                   iset_player, iset_legal,
+                   key_offsets, key_entries, num_isets)  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def _breadth_first(node_info, node_child, node_depth, num_nodes, num_roots, iset_legal, stop):
+    """Renumber the depth-first tree level by level (see :class:`GameTree`); return the
+    new ``node_info``, ``node_child`` and the first node of each level (plus the end).
+    Returns early, with arrays of no use, once ``stop[0]`` is set."""
+    order = np.empty(num_nodes, np.int32)
+    new_index = np.empty(num_nodes, np.int32)
+    for r in range(num_roots):
+        order[r] = r
+    tail = num_roots
+    for head in range(num_nodes):
+        if head & 0xFFFFF == 0 and stop[0]:
+            return np.empty(0, np.int32), np.empty(0, np.int32), np.zeros(1, np.int64)
+        n = order[head]
+        new_index[n] = head
+        i = node_info[n]
+        if i >= 0:
+            for j in range(popcount(iset_legal[i])):
+                order[tail] = node_child[n] + j
+                tail += 1
+    info = np.empty(num_nodes, np.int32)
+    child = np.empty(num_nodes, np.int32)
+    max_depth = 0
+    for j in range(num_nodes):
+        n = order[j]
+        info[j] = node_info[n]
+        child[j] = new_index[node_child[n]] if node_info[n] >= 0 else -1
+        max_depth = max(max_depth, np.int64(node_depth[n]))
+    level_start = np.zeros(max_depth + 2, np.int64)
+    for j in range(num_nodes):
+        level_start[np.int64(node_depth[order[j]]) + 1] = j + 1
+    for d in range(1, max_depth + 2):
+        level_start[d] = max(level_start[d], level_start[d - 1])
+    return info, child, level_start
+
+
+@njit(cache=True)
+def _action_lists(iset_legal, num_isets):
+    offsets = np.zeros(num_isets + 1, np.int64)
+    for i in range(num_isets):
+        offsets[i + 1] = offsets[i] + popcount(iset_legal[i])
+    actions = np.empty(offsets[num_isets], np.int8)
+    for i in range(num_isets):
+        at = offsets[i]
+        for a in range(NUM_ACTIONS):
+            if (iset_legal[i] >> np.uint64(a)) & np.uint64(1):
+                actions[at] = a
+                at += 1
+    return offsets, actions
+
+
+def run_interruptibly(
+    kernel: Callable[..., Any],
+    *args: Any,
+    stop: np.ndarray | None = None,
+    poll: Callable[[], None] | None = None,
+) -> Any:
+    """``kernel(*args)``, a compiled function, run in a worker thread so that Ctrl-C stops it cleanly.
+
+    Why a thread: a SIGINT that arrives while compiled code runs is raised as
+    ``KeyboardInterrupt`` by the next Python code to run, and numba runs some while it
+    turns the arrays a function returns into Python objects (it unpickles their dtypes);
+    the exception then lands halfway through the returned tuple, which numba does not
+    check, and the process dies of a segmentation fault. Python handles signals in the
+    main thread only, so the worker's results are built undisturbed while the main thread
+    waits here and takes the ``KeyboardInterrupt``. It then sets ``stop[0]``, which a kernel
+    compiled with ``nogil=True`` checks now and then to return early, waits for the worker
+    and raises the ``KeyboardInterrupt``. A kernel that holds the GIL delays the signal until
+    it returns. Exceptions of the kernel (``MemoryError``, :class:`TreeError`) are raised
+    here. ``poll()``, if given, is called about five times a second while the kernel runs.
+    """
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            outcome["value"] = kernel(*args)
+        except BaseException as err:  # handed to the waiting thread, which raises it
+            outcome["error"] = err
+
+    worker = threading.Thread(target=call, name=f"compiled {getattr(kernel, '__name__', 'kernel')}", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+            if poll is not None:
+                poll()
+    except KeyboardInterrupt:
+        if stop is not None:
+            stop[0] = 1
+        worker.join()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+# The tree ---------------------------------------------------------------------------
+
+
+@dataclass
+class GameTree:
+    """The whole tree of one round of a rung as flat arrays (see :func:`build_tree`).
+
+    Nodes are numbered level by level (breadth first): a node's children are consecutive
+    and come after it, one per legal action in ascending order, and every node of one
+    level comes before the next level. A pass from the last node to the first sees
+    children before parents, one level at a time; the deals' first decisions are nodes
+    ``0 .. num_deals - 1`` (the chance node's outcomes, each with probability
+    ``1 / num_deals``). Every node of one information set lies on one level.
+
+    Attributes:
+        rules: the rung.
+        first_player: the seat that acts first in every deal.
+        num_deals: how many deals (root nodes).
+        node_info: int32 [N], the information set of a decision node (``>= 0``), or at a
+            terminal node ``-1 - h``, ``h`` being player 0's score in halves (2 win, 1
+            shared, 0 loss; player 1 scores the rest).
+        node_child: int32 [N], a decision node's first child (-1 at a terminal node).
+        level_start: int64 [L + 1], the first node of each level, then ``N``.
+        infoset_player: int8 [I], the seat that acts at each information set.
+        infoset_node: int64 [I], the first node of each information set.
+        key_offsets: int64 [I + 1], key_entries: uint16, the observation key
+            (:func:`observation_key`) of set ``i``: ``key_entries[key_offsets[i]:key_offsets[i + 1]]``.
+        action_offsets: int64 [I + 1], actions: int8, the legal actions of set ``i``:
+            ``actions[action_offsets[i]:action_offsets[i + 1]]``, ascending (child order).
+            Per-action arrays (regrets, strategies) use the same offsets.
+        build_seconds: how long :func:`build_tree` took.
+    """
+
+    rules: Rules
+    first_player: int
+    num_deals: int
+    node_info: np.ndarray
+    node_child: np.ndarray
+    level_start: np.ndarray
+    infoset_player: np.ndarray
+    infoset_node: np.ndarray
+    key_offsets: np.ndarray
+    key_entries: np.ndarray
+    action_offsets: np.ndarray
+    actions: np.ndarray
+    build_seconds: float
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_info.shape[0])
+
+    @property
+    def num_infosets(self) -> int:
+        return int(self.infoset_player.shape[0])
+
+    @property
+    def num_terminals(self) -> int:
+        return int(np.count_nonzero(self.node_info < 0))
+
+    @property
+    def action_player(self) -> np.ndarray:
+        """The player who chooses each action (per-action, as strategies are laid out)."""
+        return np.repeat(self.infoset_player, np.diff(self.action_offsets))
+
+    def key(self, infoset: int) -> np.ndarray:
+        """The observation key of ``infoset`` (:func:`key_to_observation` gives the observation)."""
+        return self.key_entries[self.key_offsets[infoset] : self.key_offsets[infoset + 1]]
+
+    def infoset_actions(self, infoset: int) -> list[int]:
+        """The legal actions at information set ``infoset``, ascending (child order)."""
+        return self.actions[self.action_offsets[infoset] : self.action_offsets[infoset + 1]].tolist()
+
+    def uniform_strategy(self) -> np.ndarray:
+        """float64 per action: every legal action equally likely."""
+        counts = np.diff(self.action_offsets)
+        return np.repeat(1.0 / counts, counts)
+
+    def parents(self) -> np.ndarray:
+        """int64 [N]: each node's parent (-1 at a deal)."""
+        parent = np.full(self.num_nodes, -1, np.int64)
+        decisions = np.flatnonzero(self.node_info >= 0)
+        widths = np.diff(self.action_offsets)[self.node_info[decisions]]
+        children = np.repeat(self.node_child[decisions].astype(np.int64), widths)
+        children += np.arange(len(children)) - np.repeat(np.cumsum(widths) - widths, widths)
+        parent[children] = np.repeat(decisions, widths)
+        return parent
+
+
+def build_tree(
+    rules: str | Rules, first_player: int = 0, progress: Callable[[int, int], None] | None = None
+) -> GameTree:
+    """The whole tree of one round of the rung ``rules`` (2 players) as a :class:`GameTree`.
+
+    About 10 bytes a node: ``mini8`` (4.8 million nodes) takes about 50 MB, ``mini9`` (87
+    million) about 2.4 GB (more while building). ``progress(done, total)`` is called now
+    and then with the deals walked.
+
+    Raises:
+        TreeError: rules that are not a rung, or a tree the walker cannot keep.
+        KeyboardInterrupt: Ctrl-C, within moments, nothing kept (see :func:`run_interruptibly`).
+        MemoryError: not enough memory for the tree.
+    """
+    resolved = rung_rules(rules)
+    roots, _ = root_records(resolved, first_player)
+    started = time.perf_counter()
+    stop = np.zeros(1, np.uint8)
+    done = np.zeros(1, np.int64)
+    poll = None if progress is None else lambda: progress(int(done[0]), len(roots))
+    walked: _Walked = run_interruptibly(_walk, roots, stop, done, stop=stop, poll=poll)
+    n = walked.num_infosets
+    info, child, level_start = run_interruptibly(
+        _breadth_first,
+        walked.node_info,
+        walked.node_child,
+        walked.node_depth,
+        walked.num_nodes,
+        len(roots),
+        walked.infoset_legal,
+        stop,
+        stop=stop,
+    )
+    action_offsets, actions = _action_lists(walked.infoset_legal, n)
+    decisions = np.flatnonzero(info >= 0)
+    _, first = np.unique(info[decisions], return_index=True)
+    key_offsets = walked.key_offsets[: n + 1].copy()
+    tree = GameTree(
+        rules=resolved,
+        first_player=first_player,
+        num_deals=len(roots),
+        node_info=info,
+        node_child=child,
+        level_start=level_start,
+        infoset_player=walked.infoset_player[:n].copy(),
+        infoset_node=decisions[first],
+        key_offsets=key_offsets,
+        key_entries=walked.key_entries[: key_offsets[n]].copy(),
+        action_offsets=action_offsets,
+        actions=actions,
+        build_seconds=time.perf_counter() - started,
+    )
+    if progress is not None:
+        progress(len(roots), len(roots))
+    return tree
+
+
+def record_of(tree: GameTree, node: int, parents: np.ndarray | None = None) -> np.ndarray:
+    """The core record of history ``node`` of ``tree``: its deal, replayed along the actions
+    that lead to the node (``parents``: :meth:`GameTree.parents`, to reuse across calls)."""
+    if not 0 <= node < tree.num_nodes:
+        raise ValueError(f"node must be in 0..{tree.num_nodes - 1}, got {node!r}")
+    parent = tree.parents() if parents is None else parents
+    path = []
+    while parent[node] >= 0:
+        up = int(parent[node])
+        infoset = int(tree.node_info[up])
+        path.append(int(tree.actions[tree.action_offsets[infoset] + node - tree.node_child[up]]))
+        node = up
+    record = new_records([2], tree.rules)[0]
+    kernels.start_round(record, _deal_decks(tree.rules)[node], tree.first_player)
+    for action in reversed(path):
+        kernels.play(record, action)
+    return record
 
 
 # Counting -----------------------------------------------------------------------------
@@ -206,365 +637,71 @@ class TreeSize:
         return sum(self.infosets_by_seat)
 
 
-@njit(cache=True)
-def _descend(stack, recall, node_key, depth, action):
-    """Play ``action`` from the record at ``depth`` into the one at ``depth + 1``, and carry
-    each seat's recall down: the actor's key after its own action, the other seat's as it
-    was (its next observation shows the action)."""
-    r = stack[depth]
-    seat = np.int64(r[CURRENT])
-    child = stack[depth + 1]
-    child[:] = r
-    kernels.play(child, action)
-    recall[depth + 1, 0] = recall[depth, 0]
-    recall[depth + 1, 1] = recall[depth, 1]
-    recall[depth + 1, seat] = after_action(node_key[depth], action)
-
-
-@njit(cache=True)
-def _walk(roots, start, keys, counts):
-    """Depth-first walk of the trees of deals ``start..``: adds decision and terminal nodes
-    to ``counts[0]`` and ``counts[1]`` and writes each decision's information-set key into
-    ``keys[seat]`` (``counts[2 + seat]`` keys so far). Stops before a deal whose keys would
-    not fit, and returns the index of the first deal not walked."""
-    stack = np.empty((MAX_DEPTH, RECORD_SIZE), np.uint8)
-    pending = np.zeros(MAX_DEPTH, np.uint64)  # legal actions not yet tried, per depth
-    recall = np.empty((MAX_DEPTH, 2), np.uint64)  # each seat's recall key, per depth
-    node_key = np.zeros(MAX_DEPTH, np.uint64)
-    obs = np.empty(OBS_SIZE, np.float32)
-    capacity = keys.shape[1]
-    g = start
-    while g < roots.shape[0]:
-        saved = counts.copy()
-        stack[0] = roots[g]
-        recall[0, 0] = first_key(0)
-        recall[0, 1] = first_key(1)
-        depth = 0
-        fresh = True  # the node at ``depth`` is visited for the first time
-        overflow = False
-        while depth >= 0:
-            r = stack[depth]
-            if fresh:
-                fresh = False
-                if r[ROUND_OVER]:
-                    counts[1] += 1
-                    depth -= 1
-                    continue
-                seat = np.int64(r[CURRENT])
-                n = counts[2 + seat]
-                if n >= capacity:
-                    overflow = True
-                    break
-                kernels.observe_into(r, seat, obs)
-                key = infoset_key(recall[depth, seat], obs)
-                keys[seat, n] = key
-                counts[2 + seat] = n + 1
-                counts[0] += 1
-                node_key[depth] = key
-                pending[depth] = kernels.legal_bits(r)
-            bits = pending[depth]
-            if bits == 0:
-                depth -= 1
-                continue
-            action = nth_set_bit(bits, 0)
-            pending[depth] = bits & (bits - np.uint64(1))
-            _descend(stack, recall, node_key, depth, action)
-            depth += 1
-            fresh = True
-        if overflow:
-            counts[:] = saved
-            return g
-        g += 1
-    return g
-
-
 def count_tree(
-    rules: str | Rules,
-    first_player: int = 0,
-    buffer: int = 1 << 22,
-    progress: Callable[[int, int], None] | None = None,
+    rules: str | Rules, first_player: int = 0, progress: Callable[[int, int], None] | None = None
 ) -> TreeSize:
-    """Enumerate the tree of one round of the rung ``rules`` and count its histories and
-    information sets exactly (see :class:`TreeSize`). ``progress(done, total)`` is called
-    as deals are walked; ``buffer`` keys are held before they are merged."""
-    rules = _rung(rules)
-    roots, _ = root_records(rules, first_player)
-    keys = np.empty((2, buffer), np.uint64)
-    counts = np.zeros(4, np.int64)
-    distinct: list[np.ndarray] = [np.empty(0, np.uint64), np.empty(0, np.uint64)]
-    decisions = terminals = 0
-    start = 0
-    while start < len(roots):
-        counts[:] = 0
-        end = _walk(roots, start, keys, counts)
-        if end == start:
-            raise ValueError(f"one deal of {rules.name} has more than {buffer} decisions: raise buffer")
-        decisions += int(counts[0])
-        terminals += int(counts[1])
-        for seat in range(2):
-            distinct[seat] = np.union1d(distinct[seat], keys[seat, : counts[2 + seat]])
-        start = end
-        if progress is not None:
-            progress(start, len(roots))
+    """Walk the tree of one round of the rung ``rules`` (:func:`build_tree`) and count its
+    histories and information sets (see :class:`TreeSize`)."""
+    tree = build_tree(rules, first_player, progress)
+    terminals = tree.num_terminals
+    by_seat = np.bincount(tree.infoset_player, minlength=2)
     return TreeSize(
-        rules=rules.name,
+        rules=tree.rules.name,
         first_player=first_player,
-        deals=len(roots),
-        decision_nodes=decisions,
+        deals=tree.num_deals,
+        decision_nodes=tree.num_nodes - terminals,
         terminal_nodes=terminals,
-        infosets_by_seat=(len(distinct[0]), len(distinct[1])),
+        infosets_by_seat=(int(by_seat[0]), int(by_seat[1])),
     )
 
 
-@dataclass(frozen=True)
-class GameTree:
-    """The whole tree of one round of a rung as flat arrays (see :func:`build_tree`).
-
-    Nodes ``0 .. deals - 1`` are the first decisions of the deals (the chance node's
-    outcomes, each with probability ``1 / deals``). Every node's children are a contiguous block of ids,
-    all larger than its own, one per legal action in ascending action order: sweeping ids
-    upwards visits parents before children (reach probabilities), downwards children
-    before parents (values).
-
-    Attributes:
-        rules: the rung.
-        first_player: the seat that acts first in every deal.
-        deals: how many deals (root nodes).
-        parent: int64 [N], -1 at a deal.
-        action: int8 [N], the action that led to the node (-1 at a deal).
-        first_child: int64 [N], the first child's id (0 at a terminal node).
-        num_children: int8 [N], legal actions at a decision node, 0 at a terminal node.
-        seat: int8 [N], the seat to act, -1 at a terminal node.
-        infoset: int64 [N], the information set of a decision node, -1 at a terminal node.
-        score: float32 [N], player 0's score at a terminal node (player 1 scores
-            ``1 - score``), 0 elsewhere.
-        infoset_seat: int8 [I], the seat that acts at each information set.
-        infoset_legal: uint64 [I], its legal actions as a bit set (bit ``a`` for action ``a``):
-            child ``k`` of each of its nodes plays the ``k``-th set bit.
-        infoset_key: uint64 [I], its key (:func:`infoset_key`), sorted ascending.
-        infoset_node: int64 [I], one of its nodes (:func:`record_of` gives that history's
-            record, :func:`~loveletter_env.core.kernels.observe_into` the acting seat's
-            observation, the same at every node of the set).
-    """
-
-    rules: Rules
-    first_player: int
-    deals: int
-    parent: np.ndarray
-    action: np.ndarray
-    first_child: np.ndarray
-    num_children: np.ndarray
-    seat: np.ndarray
-    infoset: np.ndarray
-    score: np.ndarray
-    infoset_seat: np.ndarray
-    infoset_legal: np.ndarray
-    infoset_key: np.ndarray
-    infoset_node: np.ndarray
-
-    @property
-    def num_nodes(self) -> int:
-        return len(self.parent)
-
-    @property
-    def num_infosets(self) -> int:
-        return len(self.infoset_seat)
-
-    def infoset_actions(self, infoset: int) -> list[int]:
-        """The legal actions at information set ``infoset``, ascending (child order)."""
-        bits = int(self.infoset_legal[infoset])
-        return [a for a in range(64) if bits >> a & 1]
+# Expected score -----------------------------------------------------------------------
 
 
 @njit(cache=True)
-def _size_of_trees(roots):
-    """Nodes in the trees of all ``roots`` (deals included), walked without observations."""
-    stack = np.empty((MAX_DEPTH, RECORD_SIZE), np.uint8)
-    pending = np.zeros(MAX_DEPTH, np.uint64)
-    nodes = 0
-    for g in range(roots.shape[0]):
-        stack[0] = roots[g]
-        nodes += 1
-        pending[0] = kernels.legal_bits(stack[0])
-        depth = 0
-        while depth >= 0:
-            bits = pending[depth]
-            if bits == 0:
-                depth -= 1
-                continue
-            action = nth_set_bit(bits, 0)
-            pending[depth] = bits & (bits - np.uint64(1))
-            child = stack[depth + 1]
-            child[:] = stack[depth]
-            kernels.play(child, action)
-            nodes += 1
-            depth += 1
-            pending[depth] = kernels.legal_bits(child)  # 0 once the round is over
-    return nodes
+def terminal_score(info, player):
+    """Player ``player``'s score at a terminal node whose ``node_info`` is ``info`` (``< 0``)."""
+    s0 = (-1 - info) * 0.5
+    return s0 if player == 0 else 1.0 - s0
+
+
+@njit(cache=True, inline="always")
+def mixed_value(node_child, offsets, strategy, work, n, i):
+    """The value of node ``n`` (information set ``i``) when its player follows ``strategy``:
+    the children's values ``work`` weighted by the set's action probabilities."""
+    c = node_child[n]
+    lo = offsets[i]
+    v = 0.0
+    for j in range(offsets[i + 1] - lo):
+        v += strategy[lo + j] * work[c + j]
+    return v
 
 
 @njit(cache=True)
-def _fill_tree(roots, parent, action, first_child, num_children, seat, score, keys, legal):
-    """Walk every deal depth first, giving each expanded node's children the next block of
-    ids, and write the per-node arrays of :class:`GameTree` (``keys``: each decision's
-    information-set key; ``legal``: its legal actions)."""
-    stack = np.empty((MAX_DEPTH, RECORD_SIZE), np.uint8)
-    pending = np.zeros(MAX_DEPTH, np.uint64)
-    cursor = np.zeros(MAX_DEPTH, np.int64)  # id of the next child to visit, per depth
-    node_of = np.zeros(MAX_DEPTH, np.int64)
-    recall = np.empty((MAX_DEPTH, 2), np.uint64)
-    node_key = np.zeros(MAX_DEPTH, np.uint64)
-    obs = np.empty(OBS_SIZE, np.float32)
-    next_id = roots.shape[0]
-    for g in range(roots.shape[0]):
-        parent[g] = -1
-        action[g] = -1
-        stack[0] = roots[g]
-        node_of[0] = g
-        recall[0, 0] = first_key(0)
-        recall[0, 1] = first_key(1)
-        depth = 0
-        fresh = True
-        while depth >= 0:
-            r = stack[depth]
-            node = node_of[depth]
-            if fresh:
-                fresh = False
-                if r[ROUND_OVER]:
-                    seat[node] = -1
-                    score[node] = round_score(r, 0)
-                    depth -= 1
-                    continue
-                s = np.int64(r[CURRENT])
-                seat[node] = s
-                kernels.observe_into(r, s, obs)
-                key = infoset_key(recall[depth, s], obs)
-                keys[node] = key
-                node_key[depth] = key
-                bits = kernels.legal_bits(r)
-                legal[node] = bits
-                pending[depth] = bits
-                count = 0
-                rest = bits
-                while rest:
-                    rest &= rest - np.uint64(1)
-                    count += 1
-                first_child[node] = next_id
-                num_children[node] = count
-                cursor[depth] = next_id
-                next_id += count
-            bits = pending[depth]
-            if bits == 0:
-                depth -= 1
-                continue
-            a = nth_set_bit(bits, 0)
-            pending[depth] = bits & (bits - np.uint64(1))
-            child_id = cursor[depth]
-            cursor[depth] = child_id + 1
-            parent[child_id] = node
-            action[child_id] = a
-            _descend(stack, recall, node_key, depth, a)
-            node_of[depth + 1] = child_id
-            depth += 1
-            fresh = True
-    return next_id
-
-
-def build_tree(rules: str | Rules, first_player: int = 0) -> GameTree:
-    """The whole tree of one round of the rung ``rules`` as a :class:`GameTree`, with the
-    information sets of :func:`count_tree`. About 31 bytes a
-    node (46 while building): ``mini8`` (4.8 million nodes) takes about 150 MB, ``mini9``
-    (87 million) about 2.7 GB."""
-    rules = _rung(rules)
-    roots, _ = root_records(rules, first_player)
-    n = _size_of_trees(roots)
-    parent = np.empty(n, np.int64)
-    action = np.empty(n, np.int8)
-    first_child = np.zeros(n, np.int64)
-    num_children = np.zeros(n, np.int8)
-    seat = np.empty(n, np.int8)
-    score = np.zeros(n, np.float32)
-    keys = np.zeros(n, np.uint64)
-    legal = np.zeros(n, np.uint64)
-    filled = _fill_tree(roots, parent, action, first_child, num_children, seat, score, keys, legal)
-    assert filled == n, (filled, n)
-    decisions = seat >= 0
-    infoset_key, first_node, index = np.unique(keys[decisions], return_index=True, return_inverse=True)
-    infoset = np.full(n, -1, np.int64)
-    infoset[decisions] = index
-    decision_ids = np.flatnonzero(decisions)[first_node]
-    return GameTree(
-        rules=rules,
-        first_player=first_player,
-        deals=len(roots),
-        parent=parent,
-        action=action,
-        first_child=first_child,
-        num_children=num_children,
-        seat=seat,
-        infoset=infoset,
-        score=score,
-        infoset_seat=seat[decision_ids].copy(),
-        infoset_legal=legal[decision_ids].copy(),
-        infoset_key=infoset_key,
-        infoset_node=decision_ids,
-    )
-
-
-def record_of(tree: GameTree, node: int) -> np.ndarray:
-    """The core record of history ``node`` of ``tree``: its deal, replayed along the actions
-    that lead to the node."""
-    if not 0 <= node < tree.num_nodes:
-        raise ValueError(f"node must be in 0..{tree.num_nodes - 1}, got {node!r}")
-    path = []
-    while tree.parent[node] >= 0:
-        path.append(int(tree.action[node]))
-        node = int(tree.parent[node])
-    record = new_records([2], tree.rules)[0]
-    kernels.start_round(record, _deal_decks(tree.rules)[node], tree.first_player)
-    for action in reversed(path):
-        kernels.play(record, action)
-    return record
-
-
-@njit(cache=True)
-def _expected_scores(deals, first_child, num_children, seat, infoset, score, strategy, value):
-    for node in range(len(seat) - 1, -1, -1):
-        if seat[node] < 0:
-            value[node] = score[node]
-            continue
-        total = 0.0
-        for k in range(num_children[node]):
-            total += strategy[infoset[node], k] * value[first_child[node] + k]
-        value[node] = total
-    mean = 0.0
-    for g in range(deals):
-        mean += value[g]
-    return mean / deals
+def expected_score_pass(node_info, node_child, offsets, strategy, num_roots, work):
+    """Player 0's expected score when both players follow ``strategy`` (``work``: one
+    float per node, overwritten)."""
+    for n in range(node_info.shape[0] - 1, -1, -1):
+        i = node_info[n]
+        work[n] = terminal_score(i, 0) if i < 0 else mixed_value(node_child, offsets, strategy, work, n, i)
+    total = 0.0
+    for r in range(num_roots):
+        total += work[r]
+    return total / num_roots
 
 
 def expected_score(tree: GameTree, strategy: np.ndarray) -> float:
-    """Player 0's expected score when both players follow ``strategy`` (float64 [I, K]:
-    row ``i`` gives the probability of child ``k`` of information set ``i``, i.e. of its
-    ``k``-th legal action; K at least the most legal actions of any set)."""
+    """Player 0's expected score when both players follow ``strategy`` (float64 per
+    action, laid out as :attr:`GameTree.actions`; :meth:`GameTree.uniform_strategy` is one)."""
     strategy = np.ascontiguousarray(strategy, dtype=np.float64)
-    if strategy.ndim != 2 or strategy.shape[0] != tree.num_infosets or strategy.shape[1] < tree.num_children.max():
+    if strategy.shape != tree.actions.shape:
         raise ValueError(
-            f"strategy must be [{tree.num_infosets}, >= {int(tree.num_children.max())}] probabilities, "
+            f"strategy must hold one probability per action of the tree ({tree.actions.shape[0]}), "
             f"got shape {list(strategy.shape)}"
         )
-    value = np.empty(tree.num_nodes)
-    args = (tree.first_child, tree.num_children, tree.seat, tree.infoset, tree.score)
-    return float(_expected_scores(tree.deals, *args, strategy, value))
-
-
-def uniform_strategy(tree: GameTree) -> np.ndarray:
-    """float64 [I, 41]: every legal action of each information set equally likely."""
-    counts = np.array([bin(int(bits)).count("1") for bits in tree.infoset_legal], np.float64)
-    strategy = np.zeros((tree.num_infosets, 41))
-    for i, k in enumerate(counts.astype(int)):
-        strategy[i, :k] = 1.0 / k
-    return strategy
+    work = np.empty(tree.num_nodes)
+    args = (tree.node_info, tree.node_child, tree.action_offsets, strategy, tree.num_deals, work)
+    return float(expected_score_pass(*args))
 
 
 #: Why no tool takes a choice of information sets (the flags that once chose refuse with it).
@@ -604,8 +741,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     for rung in args.rungs:
         try:
-            _rung(rung)
-        except ValueError as error:
+            rung_rules(rung)
+        except TreeError as error:
             parser.error(str(error))
     count_tree("mini6")  # compiles the walk first, so the times below are the walks alone
     print("| rung | deals | decision nodes | terminal nodes | histories | information sets | seconds |")

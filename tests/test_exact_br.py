@@ -13,9 +13,10 @@ from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.agents import make_agent
 from loveletter_env.agents.base import choice_distribution
 from loveletter_env.agents.solved import SolvedAgent
+from loveletter_env.tree import build_tree
 from training import evaluate, exploit
 from training.best_response import agent_strategy, exact_exploitability, exact_head_to_head
-from training.game_tree import TreeWorkspace, build_tree
+from training.cfr import TreeWorkspace
 from training.solve import solve
 
 

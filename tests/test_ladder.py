@@ -33,9 +33,9 @@ from loveletter_env.cards import (
 )
 from loveletter_env.core import kernels, new_records
 from loveletter_env.core.decks import deck_tables
-from loveletter_env.core.layout import ROUND_OVER
+from loveletter_env.core.layout import CURRENT, ROUND_OVER
 from loveletter_env.env import DeckShuffler
-from loveletter_env.observation import OBSERVATION_SIZE, decode_observation, encode_observation
+from loveletter_env.observation import OBSERVATION_SIZE, SLICES, decode_observation, encode_observation
 from loveletter_env.replay import ReplayError, rules_from_dict, rules_to_dict
 from loveletter_env.rules import CLASSIC, LADDER, MINI6, MINI7, MINI8, MINI9, PRESETS, Rules, resolve_rules
 from loveletter_env.tree import (
@@ -43,11 +43,11 @@ from loveletter_env.tree import (
     count_tree,
     deals,
     expected_score,
+    key_to_observation,
     num_deals,
     record_of,
     root_records,
     round_score,
-    uniform_strategy,
 )
 from loveletter_env.wrappers import LoveLetterGymEnv
 
@@ -363,9 +363,11 @@ def test_the_tree_counter_refuses_the_retired_observations_only_flag(capsys):
     assert "error: --observations-only is retired: the observation is the player's information state" in err
 
 
-def test_tree_count_merges_nothing_when_keys_overflow_its_buffer():
-    whole = count_tree("mini7")
-    assert count_tree("mini7", buffer=3_000) == whole
+def test_tree_count_reports_progress_up_to_every_deal():
+    seen: list[tuple[int, int]] = []
+    whole = count_tree("mini7", progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (whole.deals, whole.deals)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
     assert whole.infosets < whole.decision_nodes < whole.histories
 
 
@@ -439,25 +441,36 @@ def test_the_ladder_page_gives_the_cards_and_the_counts_the_code_gives():
 def test_the_flat_tree_holds_the_walked_tree():
     tree = build_tree("mini6")
     size = count_tree("mini6")
-    assert tree.num_nodes == size.histories and tree.deals == size.deals
+    assert tree.num_nodes == size.histories and tree.num_deals == size.deals
     assert tree.num_infosets == size.infosets
-    decisions = tree.seat >= 0
-    assert decisions.sum() == size.decision_nodes
-    assert np.bincount(tree.infoset_seat, minlength=2).tolist() == list(size.infosets_by_seat)
-    # Children: a contiguous block after their parent, one per legal action, in action order.
-    for node in np.flatnonzero(decisions):
-        children = range(tree.first_child[node], tree.first_child[node] + tree.num_children[node])
-        assert all(tree.parent[c] == node for c in children) and min(children) > node
-        assert [tree.action[c] for c in children] == tree.infoset_actions(tree.infoset[node])
-        assert tree.seat[node] == tree.infoset_seat[tree.infoset[node]]
-    assert (tree.parent[: tree.deals] == -1).all() and (tree.parent[tree.deals :] >= 0).all()
-    terminal = ~decisions
-    assert set(np.unique(tree.score[terminal]).tolist()) <= {0.0, 0.5, 1.0}
+    decisions = np.flatnonzero(tree.node_info >= 0)
+    assert len(decisions) == size.decision_nodes
+    assert np.bincount(tree.infoset_player, minlength=2).tolist() == list(size.infosets_by_seat)
+    # Children: a block after their parent, one per legal action in action order, and
+    # each child's history is its parent's with that action played.
+    parents = tree.parents()
+    assert (parents[: tree.num_deals] == -1).all() and (parents[tree.num_deals :] >= 0).all()
+    assert (tree.node_child[decisions] > decisions).all()
+    obs, shown = np.zeros(OBSERVATION_SIZE, np.float32), np.zeros(OBSERVATION_SIZE, np.float32)
+    for node in decisions[::7]:
+        record = record_of(tree, int(node), parents)
+        infoset = int(tree.node_info[node])
+        seat = int(tree.infoset_player[infoset])
+        assert record[CURRENT] == seat
+        assert [a for a in range(41) if int(kernels.legal_bits(record)) >> a & 1] == tree.infoset_actions(infoset)
+        # Every node of an information set shows its seat the observation of the set's key.
+        kernels.observe_into(record, seat, obs)
+        shown[:] = key_to_observation(tree.key(infoset))
+        obs[SLICES["tokens"]] = 0
+        assert np.array_equal(obs, shown)
+    terminal = np.flatnonzero(tree.node_info < 0)
+    leaf = int(terminal[-1])
+    assert round_score(record_of(tree, leaf, parents), 0) == (-1 - tree.node_info[leaf]) / 2
     # The same value as a plain recursive walk of the records (docs/ladder.md).
-    assert expected_score(tree, uniform_strategy(tree)) == pytest.approx(0.4810254652594063, abs=1e-12)
+    assert expected_score(tree, tree.uniform_strategy()) == pytest.approx(0.4810254652594063, abs=1e-12)
     # A strategy that always plays the first legal action, scored on the records directly.
-    first = np.zeros((tree.num_infosets, 41))
-    first[:, 0] = 1.0
+    first = np.zeros(tree.actions.shape[0])
+    first[tree.action_offsets[:-1]] = 1.0
     roots, probability = root_records("mini6")
     total = 0.0
     for r in roots:
@@ -467,19 +480,8 @@ def test_the_flat_tree_holds_the_walked_tree():
             kernels.play(r, (bits & -bits).bit_length() - 1)  # the lowest legal action
         total += round_score(r, 0) * probability
     assert expected_score(tree, first) == pytest.approx(total, abs=1e-12)
-    with pytest.raises(ValueError, match="strategy must be"):
-        expected_score(tree, first[:, :2])
-    # Every node of an information set shows its seat the same observation; record_of
-    # rebuilds any history.
-    obs, other = np.zeros(OBSERVATION_SIZE, np.float32), np.zeros(OBSERVATION_SIZE, np.float32)
-    for node in np.flatnonzero(decisions)[::7]:
-        representative = int(tree.infoset_node[tree.infoset[node]])
-        seat = int(tree.seat[node])
-        kernels.observe_into(record_of(tree, int(node)), seat, obs)
-        kernels.observe_into(record_of(tree, representative), seat, other)
-        assert np.array_equal(obs, other)
-    leaf = int(np.flatnonzero(terminal)[-1])
-    assert round_score(record_of(tree, leaf), 0) == tree.score[leaf]
+    with pytest.raises(ValueError, match="strategy must hold one probability per action"):
+        expected_score(tree, first[:2])
 
 
 @pytest.mark.parametrize("rules", RUNGS)

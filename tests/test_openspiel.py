@@ -21,7 +21,6 @@ from open_spiel.python import policy as policy_lib  # noqa: E402
 from open_spiel.python.algorithms import cfr, expected_game_score, exploitability  # noqa: E402
 
 import loveletter_env  # noqa: E402
-from loveletter_env import engine  # noqa: E402
 from loveletter_env.cards import BARON, FULL_DECK, GUARD, KING, PRIEST, PRINCE  # noqa: E402
 from loveletter_env.observation import SLICES, encode_observation  # noqa: E402
 from loveletter_env.openspiel import GAME_NAME, LoveLetterState, round_returns  # noqa: E402
@@ -537,28 +536,18 @@ OPENSPIEL_CFR_ITERATIONS = 20
 
 class _SolvedPolicyInOpenSpiel(policy_lib.Policy):
     """A ``training.solve`` equilibrium as an OpenSpiel policy. The solver keys a decision by
-    the player's previous decision, the action taken there and the observation now; this
-    replays the round's moves to find that chain."""
+    the observation alone (it recalls the round), so the engine's state gives it directly."""
 
     def __init__(self, game, solved, observation_key):
         super().__init__(game, [0, 1])
         self.solved = solved
         self.observation_key = observation_key
-        chains = zip(solved.infoset_parent, solved.infoset_parent_action)
-        self.index = {(int(p), int(a), solved.key(i)): i for i, (p, a) in enumerate(chains)}
+        self.index = {solved.key(i): i for i in range(solved.num_infosets)}
 
     def action_probabilities(self, state, player_id=None):
         player = state.current_player()
-        replay = engine.new_game(2, state.engine.deck, 0, state.engine.rules)
-        moves = state.history()[len(state.history()) - len(state.engine.history) :]
-        parent, action_there = -1, -1
-        for action in moves:
-            if replay.current == player:
-                key = self.observation_key(encode_observation(replay, player))
-                parent, action_there = self.index[(parent, action_there, key)], action
-            engine.step(replay, action)
         key = self.observation_key(encode_observation(state.engine, player))
-        distribution = self.solved.distribution(self.index[(parent, action_there, key)])
+        distribution = self.solved.distribution(self.index[key])
         return {a: float(distribution[a]) for a in state.legal_actions()}
 
 
@@ -583,7 +572,7 @@ def test_mini6_openspiel_measures_training_solves_equilibrium_as_it_does():
     its nash_conv is 4 times, its exploitability 2 times the solver's exploitability, and they
     bracket the solver's first-player value."""
     solve = _solver()
-    from loveletter_env.agents.solved import observation_key
+    from loveletter_env.tree import observation_key
 
     result = solve.solve("mini6", iterations=2000, target=1e-4)
     assert result.exploitability <= 1e-4

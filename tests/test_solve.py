@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from loveletter_env import raw_env
-from loveletter_env.agents.solved import PolicyFileError, SolvedAgent, SolvedPolicy, key_to_observation, observation_key
+from loveletter_env.agents.solved import PolicyFileError, SolvedAgent, SolvedPolicy
 from loveletter_env.agents.specs import AgentSpecError, resolve_agent
-from loveletter_env.tree import count_tree
+from loveletter_env.tree import TreeError, build_tree, count_tree, key_to_observation, observation_key
 from training import solve as solve_cli
 from training.best_response import exact_exploitability
-from training.game_tree import TreeError, TreeWorkspace, build_tree
+from training.cfr import TreeWorkspace
 from training.solve import normalized, solve
 
 
@@ -35,27 +35,6 @@ def policy_path(solved, tmp_path_factory):
     return solved.save_policy(tmp_path_factory.mktemp("solved") / "policy.npz")
 
 
-@pytest.mark.parametrize("rules", ["mini6", "mini7"])
-def test_tree_matches_the_independent_count(rules):
-    """The counter of loveletter_env.tree hashes observation histories its own way; the
-    solver keys them exactly: both must find the same histories and information sets."""
-    tree = build_tree(rules)
-    size = count_tree(rules)
-    assert tree.num_deals == size.deals
-    assert tree.num_nodes == size.histories
-    assert tree.num_terminals == size.terminal_nodes
-    by_seat = tuple(int((tree.infoset_player == seat).sum()) for seat in (0, 1))
-    assert by_seat == size.infosets_by_seat
-
-
-def test_uniform_play_scores_what_the_counter_s_tree_says(tree):
-    from loveletter_env import tree as ladder_tree
-
-    other = ladder_tree.build_tree("mini6")
-    expected = ladder_tree.expected_score(other, ladder_tree.uniform_strategy(other))
-    assert TreeWorkspace(tree).first_player_score(tree.uniform_strategy()) == pytest.approx(expected, abs=1e-12)
-
-
 def test_mini6_has_the_table_s_information_sets():
     # The observation shows every announced move, so the game the env's agents play is the
     # game as played at a table.
@@ -71,11 +50,11 @@ def test_tree_is_consistent(tree):
     # Player 0 moves first, then the players alternate.
     players = tree.infoset_player[tree.node_info[decisions]]
     assert (players == levels[decisions] % 2).all()
-    # A player's earlier information set is its own and comes first.
-    has_parent = tree.infoset_parent >= 0
-    parents = tree.infoset_parent[has_parent]
-    assert (parents < np.flatnonzero(has_parent)).all()
-    assert (tree.infoset_player[parents] == tree.infoset_player[has_parent]).all()
+    # Each information set's first node is one of its nodes, and no two sets share an
+    # observation key (the seat can be told from the observation too).
+    assert (tree.node_info[tree.infoset_node] == np.arange(tree.num_infosets)).all()
+    keys = {tree.key(i).tobytes() for i in range(tree.num_infosets)}
+    assert len(keys) == tree.num_infosets
     # Terminal scores are 0, 1/2 or 1 for player 0.
     assert set(np.unique(tree.node_info[tree.node_info < 0]).tolist()) <= {-1, -2, -3}
 
@@ -237,17 +216,6 @@ def test_policy_files_hold_no_information_mode(policy_path):
     assert "infoset_heard" not in entries and "information" not in json.loads(str(entries["meta"]))
 
 
-def test_policy_files_with_the_former_heard_actions_still_load(policy_path, tmp_path):
-    # Written before the information modes were retired: every entry -1, meta "observations".
-    entries = _entries(policy_path)
-    meta = {**json.loads(str(entries["meta"])), "information": "observations"}
-    n = entries["infoset_parent"].shape[0]
-    older = _rewritten(
-        policy_path, tmp_path / "older.npz", meta=np.str_(json.dumps(meta)), infoset_heard=np.full(n, -1, np.int8)
-    )
-    assert SolvedAgent(older).policy.num_infosets == SolvedPolicy.load(policy_path).num_infosets
-
-
 def test_policy_files_solved_with_every_move_heard_are_refused(policy_path, tmp_path):
     entries = _entries(policy_path)
     meta = {**json.loads(str(entries["meta"])), "information": "full"}
@@ -386,6 +354,14 @@ def _changed(entries, name, index, value):
     return array
 
 
+def _second_set_keyed_as_the_first(entries):
+    offsets, keys = entries["key_offsets"].astype(np.int64), entries["key_entries"]
+    first = keys[: offsets[1]]
+    moved = offsets.copy()
+    moved[2:] += 2 * offsets[1] - offsets[2]
+    return {"key_entries": np.concatenate([first, first, keys[offsets[2] :]]), "key_offsets": moved}
+
+
 BAD_POLICIES = {
     "action id 99": (
         lambda e: {"actions": _changed(e, "actions", 3, 99)},
@@ -400,15 +376,15 @@ BAD_POLICIES = {
     "meta not JSON": (lambda e: {"meta": np.str_("{rules")}, "meta entry that is not a JSON object"),
     "other format": (lambda e: {"format": np.str_("something-else")}, "its format is 'something-else'"),
     "no version": (lambda e: {"version": None}, "has no version number"),
-    "future version": (lambda e: {"version": np.int64(7)}, "is format version 7, and this code reads version 2"),
-    "missing array": (lambda e: {"infoset_parent_action": None}, "lacks the array infoset_parent_action"),
+    "future version": (lambda e: {"version": np.int64(7)}, "is format version 7, and this code reads version 3"),
+    "missing array": (lambda e: {"infoset_player": None}, "lacks the array infoset_player"),
     "offsets past the end": (
         lambda e: {"action_offsets": _changed(e, "action_offsets", -1, 10**6)},
         "action_offsets that do not cut actions",
     ),
-    "a parent later on": (
-        lambda e: {"infoset_parent": _changed(e, "infoset_parent", 0, 5)},
-        "not -1 or an earlier information set",
+    "two sets with one key": (
+        lambda e: _second_set_keyed_as_the_first(e),
+        "with one observation key",
     ),
     "actions out of order": (lambda e: {"actions": e["actions"][::-1].copy()}, "not listed once each"),
 }
@@ -450,10 +426,16 @@ def test_a_policy_path_that_is_no_regular_file_is_refused_before_reading(tmp_pat
         SolvedPolicy.load(tmp_path)
 
 
-def test_version_1_policy_files_are_refused_with_how_to_regenerate_them(policy_path, tmp_path):
-    assert int(_entries(policy_path)["version"]) == 2
-    older = _rewritten(policy_path, tmp_path / "older.npz", version=np.int64(1))
-    with pytest.raises(PolicyFileError, match=re.escape("is format version 1, and this code reads version 2 only")):
+@pytest.mark.parametrize("version", [1, 2])
+def test_older_policy_files_are_refused_with_how_to_regenerate_them(policy_path, tmp_path, version):
+    # Version 2 chained each information set to the player's previous one.
+    assert int(_entries(policy_path)["version"]) == 3
+    entries = _entries(policy_path)
+    n = entries["infoset_player"].shape[0]
+    chain = {"infoset_parent": np.full(n, -1, np.int32), "infoset_parent_action": np.full(n, -1, np.int8)}
+    older = _rewritten(policy_path, tmp_path / "older.npz", version=np.int64(version), **chain)
+    message = f"is format version {version}, and this code reads version 3 only"
+    with pytest.raises(PolicyFileError, match=re.escape(message)):
         SolvedPolicy.load(older)
     with pytest.raises(PolicyFileError, match=re.escape("`python -m training.solve mini6`")):
         SolvedAgent(older)

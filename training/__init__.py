@@ -25,8 +25,8 @@ Measuring agents (``python -m training.evaluate``, ``python -m training.exploit`
 
 Solving the ladder's rungs exactly (``python -m training.solve``, ``python -m training.exploit AGENT --exact``):
 
-- :mod:`training.game_tree`: the whole tree of one round of a rung as flat arrays, and the compiled
-  CFR+, best-response and expected-value passes over it;
+- :mod:`training.cfr`: the compiled CFR+, best-response and expected-value passes over the
+  whole tree of one round (:class:`loveletter_env.tree.GameTree`);
 - :mod:`training.solve`: :func:`~training.solve.solve` and the command line;
 - :mod:`training.best_response`: an agent's exact exploitability.
 

@@ -1,6 +1,6 @@
 """Exact best responses to any agent on a ladder rung, and so its exact exploitability.
 
-The rung's whole tree is built once (:mod:`training.game_tree`). The agent is asked for
+The rung's whole tree is built once (:func:`loveletter_env.tree.build_tree`). The agent is asked for
 its action probabilities at every information set of the round (both seats: it plays
 each in turn), through ``action_probabilities`` (see
 :class:`~loveletter_env.agents.base.ProbabilisticAgent`); an agent that remembers the round
@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from loveletter_env.actions import NUM_ACTIONS
-from loveletter_env.agents.solved import key_to_observation
 from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
 from loveletter_env.rules import Rules
+from loveletter_env.tree import GameTree, build_tree, key_to_observation
 
-from .game_tree import GameTree, TreeWorkspace, build_tree
+from .cfr import TreeWorkspace
 
 #: Observations per network call for agents that take a batch.
 BATCH = 4096
@@ -90,10 +90,11 @@ def agent_strategy(agent: Any, tree: GameTree, progress: bool = False) -> np.nda
                 strategy[lo:hi] = _checked(agent, tree, int(i), p)
             bar.update(len(chunk))
     else:
+        parents = tree.parents() if remembers else np.empty(0, np.int64)
         for i in ask:
             i = int(i)
             if remembers:
-                _replay(agent, tree, i)
+                _replay(agent, tree, i, parents)
             lo, hi = tree.action_offsets[i], tree.action_offsets[i + 1]
             strategy[lo:hi] = _checked(agent, tree, i, agent.action_probabilities(_observation(tree, i)))
             bar.update()
@@ -101,13 +102,19 @@ def agent_strategy(agent: Any, tree: GameTree, progress: bool = False) -> np.nda
     return strategy
 
 
-def _replay(agent: Any, tree: GameTree, infoset: int) -> None:
-    """Reset ``agent`` and feed it the decisions of its round before ``infoset``."""
+def _replay(agent: Any, tree: GameTree, infoset: int, parents: np.ndarray) -> None:
+    """Reset ``agent`` and feed it the decisions of its round before ``infoset`` (those on
+    the path to the set's first node; every node of the set has the same, as the
+    observation recalls them)."""
     chain = []
-    i = infoset
-    while tree.infoset_parent[i] >= 0:
-        chain.append((int(tree.infoset_parent[i]), int(tree.infoset_parent_action[i])))
-        i = int(tree.infoset_parent[i])
+    seat = tree.infoset_player[infoset]
+    node = int(tree.infoset_node[infoset])
+    while parents[node] >= 0:
+        up = int(parents[node])
+        i = int(tree.node_info[up])
+        if tree.infoset_player[i] == seat:
+            chain.append((i, int(tree.actions[tree.action_offsets[i] + node - tree.node_child[up]])))
+        node = up
     if callable(getattr(agent, "reset", None)):
         agent.reset()
     replay = getattr(agent, "replay_action", None)

@@ -187,8 +187,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     labels = args.labels.split(",") if args.labels else [r.name for r in runs]
     if len(labels) != len(runs):
         parser.error(f"--labels gives {len(labels)} labels for {len(runs)} runs")
+    from loveletter_env.tree import TreeError, build_tree
+
     from .checkpoint import CheckpointError
-    from .game_tree import TreeError, build_tree
 
     try:
         for run in runs:

@@ -2,11 +2,12 @@
 
 CFR+ (regret matching+, alternating updates, the average strategy weighted by the
 iteration number) runs in compiled code over the whole tree of the round, built with the
-project's own compiled core (:mod:`training.game_tree`). After each of a geometric series
-of iterations the average strategy's exploitability is computed exactly, by a best
-response in each seat on the same tree; the run stops when it reaches ``target`` (or
-after ``iterations``). Units are the project's: a round scores 1 for a win alone, ½ for a
-shared win, 0 for a loss; player 0 moves first.
+project's own compiled core (:func:`loveletter_env.tree.build_tree`; the passes are
+:mod:`training.cfr`'s). After each of a geometric series of iterations the average
+strategy's exploitability is computed exactly, by a best response in each seat on the
+same tree; the run stops when it reaches ``target`` (or after ``iterations``). Units are
+the project's: a round scores 1 for a win alone, ½ for a shared win, 0 for a loss;
+player 0 moves first.
 
 Outputs in ``--out``: ``policy.npz`` (the average strategy, an equilibrium when the target
 was met, in the format of
@@ -30,18 +31,11 @@ import numpy as np
 from loveletter_env import __version__
 from loveletter_env.agents.solved import SolvedPolicy
 from loveletter_env.rules import PRESETS, Rules
-from loveletter_env.tree import retire_flag
+from loveletter_env.tree import GameTree, TreeError, build_tree, retire_flag, run_interruptibly
 from loveletter_env.validation import check_number, check_writable
 
+from .cfr import TreeWorkspace, cfr_plus_iterations
 from .compile_notice import announce_kernel_compilation
-from .game_tree import (
-    GameTree,
-    TreeError,
-    TreeWorkspace,
-    build_tree,
-    cfr_plus_iterations,
-    run_interruptibly,
-)
 
 #: The exploitability the ladder's targets ask for.
 DEFAULT_TARGET = 1e-3
@@ -141,8 +135,6 @@ def policy_of(tree: GameTree, strategy: np.ndarray, meta: dict[str, Any]) -> Sol
     """``strategy`` (per action of ``tree``) in the file format of :mod:`loveletter_env.agents.solved`."""
     return SolvedPolicy(
         infoset_player=tree.infoset_player,
-        infoset_parent=tree.infoset_parent,
-        infoset_parent_action=tree.infoset_parent_action,
         key_offsets=tree.key_offsets,
         key_entries=tree.key_entries,
         action_offsets=tree.action_offsets,
@@ -200,7 +192,6 @@ def solve(
     regret = np.zeros(num_actions)
     strategy = tree.uniform_strategy()
     average = np.zeros(num_actions)
-    own_reach = np.zeros(tree.num_infosets)
     curve: list[tuple[int, float, float]] = []
     stop = np.zeros(1, np.uint8)
     started = time.perf_counter()
@@ -209,8 +200,8 @@ def solve(
         count = min(measure_at, iterations) - done
         run_interruptibly(
             cfr_plus_iterations,
-            tree.node_info, tree.node_child, tree.infoset_player, tree.infoset_parent, tree.infoset_parent_slot,
-            tree.action_offsets, regret, strategy, average, own_reach, work.work, tree.num_deals, done + 1, count,
+            tree.node_info, tree.node_child, tree.infoset_player, tree.infoset_node,
+            tree.action_offsets, regret, strategy, average, work.work, tree.num_deals, done + 1, count,
             stop, stop=stop,
         )  # fmt: skip
         done += count

@@ -3,38 +3,34 @@
 
 Information sets
 ----------------
-A player's information set is everything it has seen and done this round: the
-observation vector at each of its decisions and the action it took at each. The file
-stores that as a chain: each information set names the player's previous one (``-1`` at
-its first decision), the action taken there, and the observation at this decision.
-:func:`observation_key` writes an observation exactly and compactly: its nonzero entries
-as ``index * 32 + value`` (every entry is a small whole number below 32), in index order.
-The ``tokens`` entries are left out: the solved game is one round, so the agent plays
-every round of a longer game as that round.
+A player's information set is its seat and its observation: the observation recalls the
+whole round as the player saw it (every announced move, its own cards as received, what
+it was shown), so the observation alone tells the agent where it is.
+:func:`loveletter_env.tree.observation_key` writes an observation exactly and compactly:
+its nonzero entries as ``index * 32 + value`` (every entry is a small whole number below
+32), in index order. The ``tokens`` entries are left out: the solved game is one round,
+so the agent plays every round of a longer game as that round.
 
-Policy file format (version 2)
+Policy file format (version 3)
 ------------------------------
 A ``numpy.savez_compressed`` archive, read with ``allow_pickle=False``; every entry is
 required. ``I`` is the number of information sets.
 
-* ``format`` (``"loveletter-solved-policy"``), ``version`` (2), ``meta`` (a JSON object:
+* ``format`` (``"loveletter-solved-policy"``), ``version`` (3), ``meta`` (a JSON object:
   rules, iterations, exploitability, first_player_score, ...);
 * ``infoset_player`` int8 [I]: 0 for the player who moves first, 1 for the other;
-* ``infoset_parent`` int32 [I]: the player's previous information set, an earlier one
-  (``-1`` at its first decision); ``infoset_parent_action`` int8 [I]: the action it took
-  there (``-1`` with no parent);
 * ``key_offsets`` int64 [I + 1], ``key_entries`` uint16: the observation key of
-  information set ``i`` is ``key_entries[key_offsets[i]:key_offsets[i + 1]]``;
+  information set ``i`` is ``key_entries[key_offsets[i]:key_offsets[i + 1]]``, a different
+  key for each set;
 * ``action_offsets`` int64 [I + 1], ``actions`` int8, ``probabilities`` float64: the
   legal actions of information set ``i`` (at least one, ascending, each in 0..40) and
   the probability of each: finite, non-negative, summing to 1 per information set.
 
 :meth:`SolvedPolicy.load` checks all of this and refuses a file that breaks any of it
-with a :class:`PolicyFileError` naming the file. Version 1 files (written before the
-checks) are refused, and so are files solved with ``meta["information"] == "full"`` (a
-game where each information set also held the other player's last action, from before
-the observation showed every announced move; their ``infoset_heard`` array is not read):
-solve the rung again with ``python -m training.solve RUNG``.
+with a :class:`PolicyFileError` naming the file. Files of versions 1 and 2 (version 2
+chained each information set to the player's previous one, before the observation
+recalled the round) are refused: solve the rung again with
+``python -m training.solve RUNG``.
 """
 
 from __future__ import annotations
@@ -49,60 +45,16 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
-from numba import njit
 
 from ..actions import NUM_ACTIONS
-from ..observation import OBSERVATION_SIZE, SLICES
+from ..observation import OBSERVATION_SIZE
+from ..tree import KEY_VALUE_RANGE, observation_key
 from .base import legal_actions_of
 
 FORMAT = "loveletter-solved-policy"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: Largest distance of a policy's per-information-set probability sum from 1.
 SUM_TOLERANCE = 1e-6
-#: Bits of a key entry that hold the value (entries are ``index * KEY_VALUE_RANGE + value``).
-KEY_VALUE_RANGE = 32
-_TOKENS = SLICES["tokens"]
-_TOKENS_START = _TOKENS.start
-_TOKENS_STOP = _TOKENS.stop
-
-
-@njit(cache=True)
-def observation_key_into(observation, out):
-    """Write the key of ``observation`` (646 floats) into ``out`` (uint16, at least 646
-    entries) and return its length; ``-1 - i`` when entry ``i`` is not a whole number
-    in 0..31 (no env observation has one)."""
-    n = 0
-    for i in range(observation.shape[0]):
-        if _TOKENS_START <= i < _TOKENS_STOP:
-            continue
-        v = observation[i]
-        if v != 0:
-            whole = np.int64(v)
-            if whole != v or whole < 0 or whole >= KEY_VALUE_RANGE:
-                return -1 - i
-            out[n] = i * KEY_VALUE_RANGE + whole
-            n += 1
-    return n
-
-
-def observation_key(observation: np.ndarray) -> bytes:
-    """The exact key of one observation vector (see the module docstring), as bytes."""
-    vector = np.asarray(observation, dtype=np.float32).reshape(-1)
-    if vector.shape[0] != OBSERVATION_SIZE:
-        raise ValueError(f"an observation has {OBSERVATION_SIZE} entries, got {vector.shape[0]}")
-    out = np.empty(OBSERVATION_SIZE, dtype=np.uint16)
-    n = observation_key_into(vector, out)
-    if n < 0:
-        raise ValueError(f"observation entry {-1 - n} is {vector[-1 - n]!r}: not an env observation")
-    return out[:n].tobytes()
-
-
-def key_to_observation(entries: np.ndarray) -> np.ndarray:
-    """The observation vector (float32 [OBSERVATION_SIZE], tokens zero) a key was made from."""
-    entries = np.asarray(entries, dtype=np.int64)
-    vector = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
-    vector[entries // KEY_VALUE_RANGE] = entries % KEY_VALUE_RANGE
-    return vector
 
 
 @dataclass(frozen=True)
@@ -110,8 +62,6 @@ class SolvedPolicy:
     """A policy for every information set of one round (the arrays of the file format)."""
 
     infoset_player: np.ndarray
-    infoset_parent: np.ndarray
-    infoset_parent_action: np.ndarray
     key_offsets: np.ndarray
     key_entries: np.ndarray
     action_offsets: np.ndarray
@@ -121,7 +71,7 @@ class SolvedPolicy:
 
     @property
     def num_infosets(self) -> int:
-        return int(self.infoset_parent.shape[0])
+        return int(self.infoset_player.shape[0])
 
     def key(self, infoset: int) -> bytes:
         """The observation key of ``infoset``."""
@@ -186,8 +136,6 @@ class PolicyFileError(ValueError):
 #: Each array of the format, with its dtype: the file's are converted to these once checked.
 _ARRAYS: dict[str, type[np.generic]] = {
     "infoset_player": np.int8,
-    "infoset_parent": np.int32,
-    "infoset_parent_action": np.int8,
     "key_offsets": np.int64,
     "key_entries": np.uint16,
     "action_offsets": np.int64,
@@ -242,12 +190,9 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
             kind = "floating-point" if kinds == "f" else "integer"
             raise refuse(f"has {name} of shape {value.shape} and dtype {value.dtype}, expected a 1-d {kind} array")
         arrays[name] = value
-    n = arrays["infoset_parent"].shape[0]
+    n = arrays["infoset_player"].shape[0]
     if n == 0:
         raise refuse("holds no information set")
-    for name in ("infoset_player", "infoset_parent_action"):
-        if arrays[name].shape[0] != n:
-            raise refuse(f"has {arrays[name].shape[0]} entries in {name}, expected one per information set ({n})")
     for offsets, values in (("key_offsets", "key_entries"), ("action_offsets", "actions")):
         o = arrays[offsets].astype(np.int64)
         if o.shape[0] != n + 1 or o[0] != 0 or o[-1] != arrays[values].shape[0] or (np.diff(o) < 0).any():
@@ -257,19 +202,18 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
             )
     if arrays["probabilities"].shape != arrays["actions"].shape:
         raise refuse(f"has {arrays['probabilities'].shape[0]} probabilities for {arrays['actions'].shape[0]} actions")
-    player, parent = arrays["infoset_player"], arrays["infoset_parent"].astype(np.int64)
-    parent_action = arrays["infoset_parent_action"]
-    if not np.isin(player, (0, 1)).all():
+    if not np.isin(arrays["infoset_player"], (0, 1)).all():
         raise refuse("has an infoset_player other than 0 and 1")
-    if ((parent < -1) | (parent >= np.arange(n))).any():
-        raise refuse("has an infoset_parent that is not -1 or an earlier information set")
-    if not np.where(parent < 0, parent_action == -1, (parent_action >= 0) & (parent_action < NUM_ACTIONS)).all():
-        raise refuse(
-            f"has an infoset_parent_action that is not -1 with no parent, else an action in 0..{NUM_ACTIONS - 1}"
-        )
     keys = arrays["key_entries"].astype(np.int64)
     if ((keys < 0) | (keys >= OBSERVATION_SIZE * KEY_VALUE_RANGE)).any():
         raise refuse(f"has a key entry outside 0..{OBSERVATION_SIZE * KEY_VALUE_RANGE - 1}")
+    entries16 = arrays["key_entries"].astype(np.uint16)
+    key_offsets = arrays["key_offsets"].astype(np.int64)
+    seen: dict[bytes, int] = {}
+    for i in range(n):
+        first = seen.setdefault(entries16[key_offsets[i] : key_offsets[i + 1]].tobytes(), i)
+        if first != i:
+            raise refuse(f"has information sets {first} and {i} with one observation key")
     actions = arrays["actions"].astype(np.int64)
     bad = np.flatnonzero((actions < 0) | (actions >= NUM_ACTIONS))
     if bad.size:
@@ -294,9 +238,8 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
 
 
 class SolvedAgent:
-    """Plays a :class:`SolvedPolicy`: maps its observations and actions this round to an
-    information set and samples that set's stored probabilities with its own seeded
-    generator.
+    """Plays a :class:`SolvedPolicy`: maps each observation to its information set and
+    samples that set's stored probabilities with its own seeded generator.
 
     Args:
         path: a policy file written by ``python -m training.solve``.
@@ -304,21 +247,15 @@ class SolvedAgent:
     """
 
     name = "solved"
-    #: The agent's choice depends on its earlier observations this round (see
-    #: :meth:`replay_action`), so an exact best response replays them.
-    remembers_round = True
+    #: The observation recalls the round, so the agent keeps no memory of its own.
+    remembers_round = False
 
     def __init__(self, path: str | os.PathLike[str], seed: int | None = None):
         self.path = os.fspath(path)
         self.policy = SolvedPolicy.load(path)
-        p = self.policy
-        self._index = {
-            (int(parent), int(action), p.key(i)): i
-            for i, (parent, action) in enumerate(zip(p.infoset_parent, p.infoset_parent_action))
-        }
+        self._index = {self.policy.key(i): i for i in range(self.policy.num_infosets)}
         self._seed = seed
         self.rng = random.Random(seed)
-        self._chain = (-1, -1)
 
     @property
     def rules(self) -> str:
@@ -326,22 +263,17 @@ class SolvedAgent:
 
     def reset(self, seed: int | None = None) -> None:
         """Start a new episode; with ``seed``, reseed the sampling generator."""
-        self._chain = (-1, -1)
         if seed is not None:
             self._seed = seed
             self.rng = random.Random(seed)
 
     def infoset(self, observation: Mapping[str, Any]) -> int:
-        """The information set this observation reaches after the agent's plays so far."""
-        key = observation_key(observation["observation"])
-        found = self._index.get((*self._chain, key))
-        if found is None:
-            # A new round of a longer game: its first decision has no earlier play.
-            found = self._index.get((-1, -1, key))
+        """The information set of this observation."""
+        found = self._index.get(observation_key(observation["observation"]))
         if found is None:
             raise ValueError(
-                f"solved policy {self.path!r} (rules {self.rules!r}) has no information set for this observation "
-                "and history: the agent plays only the rung it was solved for"
+                f"solved policy {self.path!r} (rules {self.rules!r}) has no information set for this observation: "
+                "the agent plays only the rung it was solved for"
             )
         return found
 
@@ -351,8 +283,7 @@ class SolvedAgent:
         return self.policy.distribution(self.infoset(observation))
 
     def replay_action(self, observation: Mapping[str, Any], action: int) -> None:
-        """Take ``action`` as the agent's play at ``observation`` (its memory moves on)."""
-        self._chain = (self.infoset(observation), int(action))
+        """Nothing to remember: the next observation recalls ``action``."""
 
     def act(self, observation: Mapping[str, Any]) -> int:
         infoset = self.infoset(observation)
@@ -361,7 +292,6 @@ class SolvedAgent:
         u = self.rng.random() * float(probs.sum())
         pick = int(np.searchsorted(np.cumsum(probs), u, side="right"))
         action = int(actions[min(pick, len(actions) - 1)])
-        self._chain = (infoset, action)
         return action
 
     def __repr__(self) -> str:
