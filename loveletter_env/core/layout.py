@@ -141,7 +141,7 @@ def _action_tables() -> tuple[np.ndarray, np.ndarray]:
     # which the Countess rule, needing two different cards, leaves alone.
     cards = np.arange(1, 9)
     hands[0, 1:] = hands[1:, 0] = hands[cards, cards]
-    return hands.reshape(81, NUM_ACTIONS), legal.any(axis=(0, 1))
+    return hands.reshape(81, NUM_ACTIONS), np.asarray(legal.any(axis=(0, 1)))
 
 
 #: ``HAND_ACTIONS[9 * a + b]``: the actions a hand of cards ``a`` and ``b`` allows.
