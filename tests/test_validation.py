@@ -11,7 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_TRAINING
 
+import loveletter_env
+from loveletter_env.agents import make_agent
+from loveletter_env.batched.mixed import MixedRulesBatched
 from loveletter_env.validation import (
     EPISODE_KINDS,
     MAX_SEED,
@@ -25,6 +29,10 @@ from loveletter_env.validation import (
     check_seed,
     check_writable,
 )
+from training.config import load_config
+from training.evaluate import evaluate
+from training.runtime import derive_seed
+from training.selfplay import SelfPlayTrainer
 
 
 def test_valid_values_come_back_as_plain_python_types():
@@ -84,17 +92,36 @@ def test_none_is_a_seed_only_where_it_means_fresh_entropy():
         check_seed(1.5, allow_none=True)
 
 
-def test_every_generator_the_package_seeds_takes_the_largest_seed():
-    import random
+def test_the_envs_deal_with_the_largest_seed():
+    env = loveletter_env.env(num_players=3)
+    env.reset(seed=MAX_SEED)
+    first = env.observe(env.agent_selection)["observation"]
+    env.reset(seed=MAX_SEED)
+    assert np.array_equal(env.observe(env.agent_selection)["observation"], first)
+    mixed = MixedRulesBatched(num_games=4, rules=("classic", "pegasus"), seed=MAX_SEED)
+    obs, mask = mixed.reset()
+    mixed.step(torch.multinomial(mask.float(), 1).squeeze(-1))
 
-    from gymnasium.utils import seeding
 
-    torch.Generator().manual_seed(MAX_SEED)
-    np.random.default_rng(MAX_SEED)
-    np.random.SeedSequence(MAX_SEED)
-    seeding.np_random(MAX_SEED)
-    random.Random(MAX_SEED)
-    torch.tensor([MAX_SEED], dtype=torch.int64)  # and a seed fits a signed 64-bit integer
+@pytest.mark.parametrize("name", ["random", "rule", "belief", "ismcts"])
+def test_every_bot_plays_with_the_largest_seed(name):
+    env = loveletter_env.env(num_players=2)
+    env.reset(seed=0)
+    observation = env.observe(env.agent_selection)
+    agent = make_agent(name, seed=MAX_SEED, **({"iterations": 4} if name == "ismcts" else {}))
+    assert observation["action_mask"][agent.act(observation)]
+    agent.reset(seed=MAX_SEED)
+
+
+def test_an_evaluation_and_a_training_run_take_the_largest_seed(tmp_path):
+    result = evaluate(["random", "rule"], num_players=2, rounds=4, seed=MAX_SEED, duplicate=True)
+    assert result.episodes == 4 and result.seed == MAX_SEED
+    # Every stream a run seeds: deals, actions, updates, bot opponents, evaluations, the result's pick.
+    settings = ["total_steps=256", "eval.every=1", "eval.rounds=2", "eval.final_rounds=2", "opponents.bots=0.5"]
+    config = load_config(None, [*TINY_TRAINING, f"seed={MAX_SEED}", *settings])
+    summary = SelfPlayTrainer(config, tmp_path / "run", progress=False).train()
+    assert summary["global_step"] >= 256 and (tmp_path / "run" / "result.pt").is_file()
+    assert 0 <= derive_seed(MAX_SEED, MAX_SEED) <= MAX_SEED
 
 
 # Writable paths ------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from typing import Any
 
 from .checkpoint import CheckpointError, load_checkpoint, run_write_failure
 from .compile_notice import announce_kernel_compilation
-from .config import ConfigError, load_config
+from .config import ConfigError, TrainConfig, load_config
 from .interrupt import exit_interrupted
 from .runtime import holds_run
 from .trainer import SelfPlayTrainer
@@ -66,42 +66,69 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = build_parser()
     args = parser.parse_args(argv)
     announce_kernel_compilation()
+    config, run_dir, trainer = _set_up(parser, args)
+    resume = f"python -m training.selfplay --resume {shlex.quote(str(run_dir))}"
+    if args.no_progress:
+        resume += " --no-progress"
+    summary = _train(trainer, run_dir, resume)
+    if summary["interrupted"]:
+        print(
+            f"interrupted: saved update {summary['update']} ({summary['global_step']:,} turns) to "
+            f"{run_dir / 'latest.pt'}.\nResume with: {resume}",
+            file=sys.stderr,
+        )
+        exit_interrupted(trainer.stop_signal)
+    _report(summary, config, run_dir)
+    return summary
+
+
+def _set_up(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[TrainConfig, Path, SelfPlayTrainer]:
+    """The run's config, its folder and its trainer, for a new run or ``--resume``."""
     try:
-        if args.resume:
-            run_dir = Path(args.resume)
-            extend = [o for o in args.overrides if o.partition("=")[0].strip() == "total_steps"]
-            if args.config or args.run_name or len(extend) != len(args.overrides):
-                parser.error(
-                    "--resume continues a run with its own config.yaml; drop --config/--run-name and every --set "
-                    "but --set total_steps=N (which extends the run)"
-                )
-            if not (run_dir / "latest.pt").is_file() or not (run_dir / "config.yaml").is_file():
-                parser.error(f"--resume: {str(run_dir)!r} is not a run folder (needs config.yaml and latest.pt)")
-            # The run's config.yaml is rewritten with the new total_steps, so it keeps saying what the run is.
-            config = load_config(
-                run_dir / "config.yaml", [*extend, *([f"device={args.device}"] if args.device else [])]
-            )
-        else:
-            overrides = list(args.overrides)
-            if args.run_name:
-                overrides.append(f"run_name={args.run_name}")
-            if args.device:
-                overrides.append(f"device={args.device}")
-            config = load_config(args.config, overrides)
-            run_dir = Path(config.out_dir) / config.run_name
-            if holds_run(run_dir):  # said here with the way to continue it; the trainer checks again, owning the folder
-                parser.error(f"{str(run_dir)!r} already holds a run: pass --resume {run_dir} or another --run-name")
+        config, run_dir = _resumed_run(parser, args) if args.resume else _new_run(parser, args)
         trainer = SelfPlayTrainer(config, run_dir, resume=bool(args.resume), progress=not args.no_progress)
+        return config, run_dir, trainer
     except (ConfigError, CheckpointError) as err:
         parser.error(str(err))
     except KeyboardInterrupt:
         print("\ninterrupted before training started; nothing was saved", file=sys.stderr)
         exit_interrupted()
-    resume = f"python -m training.selfplay --resume {shlex.quote(str(run_dir))}"
-    if args.no_progress:
-        resume += " --no-progress"
+
+
+def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[TrainConfig, Path]:
+    """``--resume RUN_DIR``: the run's own config.yaml, with a new total_steps if one is given."""
+    run_dir = Path(args.resume)
+    extend = [o for o in args.overrides if o.partition("=")[0].strip() == "total_steps"]
+    if args.config or args.run_name or len(extend) != len(args.overrides):
+        parser.error(
+            "--resume continues a run with its own config.yaml; drop --config/--run-name and every --set "
+            "but --set total_steps=N (which extends the run)"
+        )
+    if not (run_dir / "latest.pt").is_file() or not (run_dir / "config.yaml").is_file():
+        parser.error(f"--resume: {str(run_dir)!r} is not a run folder (needs config.yaml and latest.pt)")
+    # The run's config.yaml is rewritten with the new total_steps, so it keeps saying what the run is.
+    config = load_config(run_dir / "config.yaml", [*extend, *([f"device={args.device}"] if args.device else [])])
+    return config, run_dir
+
+
+def _new_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[TrainConfig, Path]:
+    """A new run: the config file with the overrides and shorthands, in a folder not holding a run."""
+    overrides = list(args.overrides)
+    if args.run_name:
+        overrides.append(f"run_name={args.run_name}")
+    if args.device:
+        overrides.append(f"device={args.device}")
+    config = load_config(args.config, overrides)
+    run_dir = Path(config.out_dir) / config.run_name
+    if holds_run(run_dir):  # said here with the way to continue it; the trainer checks again, owning the folder
+        parser.error(f"{str(run_dir)!r} already holds a run: pass --resume {run_dir} or another --run-name")
+    return config, run_dir
+
+
+def _train(trainer: SelfPlayTrainer, run_dir: Path, resume: str) -> dict[str, Any]:
+    """Train; a failed write or a second Ctrl-C exits saying what was saved and how to resume."""
     try:
-        summary = trainer.train()
+        return trainer.train()
     except OSError as err:
         failure = run_write_failure(err, repr(str(run_dir)))
         if failure is None:
@@ -122,13 +149,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         else:
             print("\nstopped at once, before the first save: nothing to resume", file=sys.stderr)
         exit_interrupted(trainer.stop_signal)
-    if summary["interrupted"]:
-        print(
-            f"interrupted: saved update {summary['update']} ({summary['global_step']:,} turns) to "
-            f"{run_dir / 'latest.pt'}.\nResume with: {resume}",
-            file=sys.stderr,
-        )
-        exit_interrupted(trainer.stop_signal)
+
+
+def _report(summary: dict[str, Any], config: TrainConfig, run_dir: Path) -> None:
+    """Print the finished run's figures, its result and how it was chosen, and what to do next."""
     print(
         f"done: {summary['global_step']:,} turns in {summary['update']} updates "
         f"({summary['turns_per_s']:,.0f} turns/s); outputs in {summary['run_dir']}"
@@ -151,7 +175,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"  use it: python -m training.evaluate {shlex.quote(result['path'])} rule   |   extend the run: "
         f"python -m training.selfplay --resume {shlex.quote(str(run_dir))} --set total_steps=N"
     )
-    return summary
 
 
 if __name__ == "__main__":

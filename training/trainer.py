@@ -21,7 +21,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ from .interrupt import StopRequest
 from .metrics import MetricsLog, plot_learning_curve
 from .opponents import OpponentKind, OpponentPool, Seating
 from .ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
-from .rollout import RolloutBuffer
+from .rollout import RolloutBatch, RolloutBuffer
 from .runtime import claim_run_folder, derive_seed, pick_device
 from .stats import EvaluationResult
 
@@ -57,6 +57,14 @@ def default_env_factory(rules: list[str], rules_weights: list[float] | None = No
     if len(rules) == 1:
         return BatchedLoveLetter(rules=rules[0], **kwargs)
     return MixedRulesBatched(rules=rules, weights=rules_weights, **kwargs)
+
+
+class _Start(NamedTuple):
+    """When a call to ``train`` began: wall clock, process CPU time and turn count."""
+
+    wall: float
+    cpu: float
+    step: int
 
 
 class Stopwatch:
@@ -439,29 +447,18 @@ class SelfPlayTrainer:
             self.release()
 
     def _train(self) -> dict[str, Any]:
+        """The training loop: each update plays a rollout, learns from it, logs a row of
+        metrics (with an evaluation when one is due) and saves when a save is due."""
         cfg = self.config
-        resume_update = self.update if self.update else None
-        log = MetricsLog(self.run_dir, cfg.eval.opponents if cfg.eval.every else [], resume_update)
-        bar = tqdm(
-            total=cfg.total_steps,
-            initial=min(self.global_step, cfg.total_steps),
-            unit="turn",
-            unit_scale=True,
-            dynamic_ncols=True,
-            disable=not self.progress,
-            desc=cfg.run_name,
-        )
-        start, start_cpu, start_step = time.perf_counter(), time.process_time(), self.global_step
+        log = self._open_log()
+        bar = self._progress_bar()
+        began = _Start(time.perf_counter(), time.process_time(), self.global_step)
         # A first Ctrl-C (or SIGTERM) ends the run after the current update, saved; a second at once.
         stop = StopRequest("stopping after this update, which will be saved; press Ctrl-C again to stop at once")
         stop.install()
         try:
             while self.global_step < cfg.total_steps:
-                self._enter_stage()
-                begin, end = cfg.stage_span(self.global_step)
-                lr = learning_rate(self.active.ppo, (self.global_step - begin) / (end - begin))
-                for group in self.optimizer.param_groups:
-                    group["lr"] = lr
+                lr = self._begin_update()
                 buffer, roll_stats = self.collect_rollout()
                 batch = buffer.batch(self.active.ppo.gamma, self.active.ppo.gae_lambda)
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
@@ -471,48 +468,14 @@ class SelfPlayTrainer:
                         self.interrupted = True
                         break
                     continue  # rollouts this short resolved no decision yet: nothing to learn from
-                self.model.train()
-                ppo_cfg = self.active.ppo
-                with self.stopwatch("update"):
-                    stats = ppo_update(self.model, self.optimizer, batch, ppo_cfg, self.update_gen, magnet=self.magnet)
-                self.update += 1
-                if ppo_cfg.magnet_coef > 0 and self.update % ppo_cfg.magnet_every == 0:
-                    self.magnet.load_state_dict(self.model.state_dict())
+                stats = self._learn(batch)
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
-
-                if self.grow_pool and self.update % self.active.opponents.snapshot_every == 0:
-                    self.pool.add(self.model, label=self.update)
                 finished = self.global_step >= cfg.total_steps
-                row: dict[str, Any] = {
-                    "update": self.update,
-                    "global_step": self.global_step,
-                    "elapsed_s": round(time.perf_counter() - start, 2),
-                    "cpu_s": round(time.process_time() - start_cpu, 2),
-                    "turns_per_s": round((self.global_step - start_step) / (time.perf_counter() - start), 1),
-                    "learning_rate": lr,
-                    "stage": self.stage,
-                    "learner_decisions": len(batch),
-                    **roll_stats,
-                    **stats,
-                    **self.stopwatch.take(),
-                }
+                row = self._metrics_row(began, lr, len(batch), {**roll_stats, **stats})
                 if cfg.eval.every and (self.update % cfg.eval.every == 0 or finished):
-                    self.last_eval = self.evaluate()
-                    for name, res in self.last_eval.items():
-                        row[f"eval_win_rate_{name}"] = res.win_rate[0]
-                        row[f"eval_ci95_low_{name}"], row[f"eval_ci95_high_{name}"] = res.ci95[0]
-                    bar.set_postfix({f"vs {k}": f"{v.win_rate[0]:.0%}" for k, v in self.last_eval.items()})
-                    if not self.progress:
-                        print(evaluation_line(self.update, self.global_step, self.last_eval), flush=True)
-                    score = self.last_eval[cfg.eval.best_by].win_rate[0]
-                    if score > self.best_score:
-                        self.best_score = score
-                        save_checkpoint(self.run_dir / "best.pt", self.checkpoint_payload(with_training_state=False))
+                    row.update(self._evaluate_and_keep_best(bar))
                 log.write(row)
-                if self.update % cfg.save_every == 0 or finished or stop.requested:
-                    self.save()
-                    if not self.progress and not cfg.eval.every:  # no evaluation lines: say something
-                        print(f"update {self.update} ({self.global_step:,} turns): saved", flush=True)
+                self._save_if_due(finished or stop.requested)
                 if stop.requested:
                     self.interrupted = True
                     break
@@ -521,14 +484,97 @@ class SelfPlayTrainer:
             self.stop_signal = stop.signal or self.stop_signal
             bar.close()
             log.close()
+        return self._summary(log, began)
+
+    def _open_log(self) -> MetricsLog:
+        """``metrics.csv``, continued from the saved update when the run resumes."""
+        cfg = self.config
+        return MetricsLog(self.run_dir, cfg.eval.opponents if cfg.eval.every else [], self.update or None)
+
+    def _progress_bar(self) -> tqdm:
+        cfg = self.config
+        return tqdm(
+            total=cfg.total_steps,
+            initial=min(self.global_step, cfg.total_steps),
+            unit="turn",
+            unit_scale=True,
+            dynamic_ncols=True,
+            disable=not self.progress,
+            desc=cfg.run_name,
+        )
+
+    def _begin_update(self) -> float:
+        """Enter the schedule stage due now and set its learning rate for this update; return it."""
+        self._enter_stage()
+        begin, end = self.config.stage_span(self.global_step)
+        lr = learning_rate(self.active.ppo, (self.global_step - begin) / (end - begin))
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        return lr
+
+    def _learn(self, batch: RolloutBatch) -> dict[str, float]:
+        """One PPO update on ``batch``; then the magnet and the opponent pool catch up when due."""
+        ppo_cfg = self.active.ppo
+        self.model.train()
+        with self.stopwatch("update"):
+            stats = ppo_update(self.model, self.optimizer, batch, ppo_cfg, self.update_gen, magnet=self.magnet)
+        self.update += 1
+        if ppo_cfg.magnet_coef > 0 and self.update % ppo_cfg.magnet_every == 0:
+            self.magnet.load_state_dict(self.model.state_dict())
+        if self.grow_pool and self.update % self.active.opponents.snapshot_every == 0:
+            self.pool.add(self.model, label=self.update)
+        return stats
+
+    def _metrics_row(self, began: _Start, lr: float, decisions: int, stats: dict[str, Any]) -> dict[str, Any]:
+        """The update's row of ``metrics.csv`` (evaluation columns are added when one ran)."""
+        return {
+            "update": self.update,
+            "global_step": self.global_step,
+            "elapsed_s": round(time.perf_counter() - began.wall, 2),
+            "cpu_s": round(time.process_time() - began.cpu, 2),
+            "turns_per_s": round((self.global_step - began.step) / (time.perf_counter() - began.wall), 1),
+            "learning_rate": lr,
+            "stage": self.stage,
+            "learner_decisions": decisions,
+            **stats,
+            **self.stopwatch.take(),
+        }
+
+    def _evaluate_and_keep_best(self, bar: tqdm) -> dict[str, float]:
+        """Evaluate, report it, write ``best.pt`` on a new best score; return the metrics columns."""
+        cfg = self.config
+        self.last_eval = self.evaluate()
+        columns = {}
+        for name, res in self.last_eval.items():
+            columns[f"eval_win_rate_{name}"] = res.win_rate[0]
+            columns[f"eval_ci95_low_{name}"], columns[f"eval_ci95_high_{name}"] = res.ci95[0]
+        bar.set_postfix({f"vs {k}": f"{v.win_rate[0]:.0%}" for k, v in self.last_eval.items()})
+        if not self.progress:
+            print(evaluation_line(self.update, self.global_step, self.last_eval), flush=True)
+        score = self.last_eval[cfg.eval.best_by].win_rate[0]
+        if score > self.best_score:
+            self.best_score = score
+            save_checkpoint(self.run_dir / "best.pt", self.checkpoint_payload(with_training_state=False))
+        return columns
+
+    def _save_if_due(self, now: bool) -> None:
+        """Save every ``save_every`` updates, or ``now`` (the run's end, or a stop requested)."""
+        cfg = self.config
+        if self.update % cfg.save_every == 0 or now:
+            self.save()
+            if not self.progress and not cfg.eval.every:  # no evaluation lines: say something
+                print(f"update {self.update} ({self.global_step:,} turns): saved", flush=True)
+
+    def _summary(self, log: MetricsLog, began: _Start) -> dict[str, Any]:
+        """Plot the learning curve, pick the result (unless interrupted) and sum the run up."""
         plot = plot_learning_curve(log.path, self.run_dir / "learning_curve.png")
-        elapsed = time.perf_counter() - start
+        elapsed = time.perf_counter() - began.wall
         result = None if self.interrupted else self.pick_result()
         return {
             "run_dir": str(self.run_dir),
             "update": self.update,
             "global_step": self.global_step,
-            "turns_per_s": (self.global_step - start_step) / elapsed if elapsed > 0 else float("nan"),
+            "turns_per_s": (self.global_step - began.step) / elapsed if elapsed > 0 else float("nan"),
             "evaluation": {k: v.slot_figures(0) for k, v in self.last_eval.items()},
             "plot": str(plot) if plot else None,
             "interrupted": self.interrupted,

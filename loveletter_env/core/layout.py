@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, NUM_ACTIONS
-from ..cards import BARON, CARD_COUNTS, CARD_VALUES, COUNTESS, DECK_SIZE, FULL_DECK, GUARD, KING, PRIEST, PRINCE
+from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NUM_ACTIONS
+from ..cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, FULL_DECK
+from ..engine import legal_actions_holding
 from ..observation import MAX_DISCARDS, MAX_MOVES, MOVE_SIZE, MOVE_SLICES, OBSERVATION_SIZE, SLICES
 from ..validation import MAX_PLAYERS
 
@@ -112,43 +113,40 @@ OBS_M_SAW = MOVE_SLICES["saw"].start
 OBS_M_DREW = MOVE_SLICES["drew"].start
 OBS_M_REPLACEMENT = MOVE_SLICES["replacement"].start
 
-# Action tables.
-OTHER_PLAYER_CARDS = (GUARD, PRIEST, BARON, KING)
+# Action tables. The core's legal mask is ``HAND_ACTIONS[hand] & TARGET_ACTIONS[code]``: the
+# engine's rule (:func:`~loveletter_env.engine.legal_actions_holding`) split into what the two
+# cards held allow and what the other players' states allow, read off the engine so that the
+# rule is stated once. ``tests/test_action_tables.py`` checks that the split loses nothing; a
+# change to the engine's rule reaches the kernels only once ``kernels.py`` compiles afresh.
 #: Rows of ``TARGET_ACTIONS``: bit ``t - 1`` set when the other player at offset ``t`` can
 #: be chosen, for most cards (low 3 bits) and for the King (high 3 bits).
 TARGET_CODES = 1 << (2 * (MAX_SEATS - 1))
 
 
-def target_allowed(action: int, choosable: int, king_choosable: int) -> bool:
-    """Whether ``action``'s choice of target is allowed, given the bit masks of the other
-    players that can be chosen (``king_choosable`` for the King, which a rule may let
-    ignore the Handmaid)."""
-    card, offset = ACTION_CARD[action], ACTION_OFFSET[action]
-    if card not in OTHER_PLAYER_CARDS and (card != PRINCE or offset == 0):
-        return True  # no target, or the Prince on yourself: always allowed
-    bits = king_choosable if card == KING else choosable
-    if offset == NO_TARGET:
-        return bits == 0  # "no effect" only when nobody else can be chosen
-    return bool(bits >> (offset - 1) & 1)
+def engine_legal(a: int, b: int, code: int) -> np.ndarray:
+    """The engine's legal actions holding cards ``a`` and ``b`` (1..8) in the target situation
+    ``code`` (see ``TARGET_CODES``), as a bool row of ``NUM_ACTIONS``."""
+    others, king = (code & 7) << 1, (code >> 3) << 1  # the engine keeps offset t at bit t
+    row = np.zeros(NUM_ACTIONS, dtype=np.bool_)
+    row[list(legal_actions_holding(a, b, others, king))] = True
+    return row
 
 
-def hand_allows(action: int, a: int, b: int) -> bool:
-    """Whether a player holding cards ``a`` and ``b`` may play ``action``'s card."""
-    held = (a, b)
-    if COUNTESS in held and (KING in held or PRINCE in held):
-        return ACTION_CARD[action] == COUNTESS  # the Countess must be played
-    return ACTION_CARD[action] in held
+def _action_tables() -> tuple[np.ndarray, np.ndarray]:
+    values = range(1, 9)
+    legal = np.array([[[engine_legal(a, b, code) for code in range(TARGET_CODES)] for b in values] for a in values])
+    hands = np.zeros((9, 9, NUM_ACTIONS), dtype=np.bool_)
+    hands[1:, 1:] = legal.any(axis=2)  # every action some target situation allows
+    # A single card (value 0 is "no card") allows its own actions: those of a pair of it,
+    # which the Countess rule, needing two different cards, leaves alone.
+    cards = np.arange(1, 9)
+    hands[0, 1:] = hands[1:, 0] = hands[cards, cards]
+    return hands.reshape(81, NUM_ACTIONS), np.asarray(legal.any(axis=(0, 1)))
 
 
 #: ``HAND_ACTIONS[9 * a + b]``: the actions a hand of cards ``a`` and ``b`` allows.
-HAND_ACTIONS = np.array(
-    [[hand_allows(i, a, b) for i in range(NUM_ACTIONS)] for a in range(9) for b in range(9)], dtype=np.bool_
-)
 #: ``TARGET_ACTIONS[code]``: the actions whose target is allowed (see ``TARGET_CODES``).
-TARGET_ACTIONS = np.array(
-    [[target_allowed(i, code & 7, code >> 3) for i in range(NUM_ACTIONS)] for code in range(TARGET_CODES)],
-    dtype=np.bool_,
-)
+HAND_ACTIONS, TARGET_ACTIONS = _action_tables()
 #: The same two tables as bit sets: bit ``a`` set for action ``a`` (41 actions fit 64 bits).
 HAND_ACTION_BITS = (HAND_ACTIONS.astype(np.uint64) << np.arange(NUM_ACTIONS, dtype=np.uint64)).sum(1, dtype=np.uint64)
 TARGET_ACTION_BITS = (TARGET_ACTIONS.astype(np.uint64) << np.arange(NUM_ACTIONS, dtype=np.uint64)).sum(
