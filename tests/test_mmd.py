@@ -136,7 +136,7 @@ def test_bad_magnet_settings_are_named(override, message):
 
 def test_mini8_config_turns_the_magnet_on():
     config = load_config("configs/mini8_mmd.yaml")
-    assert config.env.rules == "mini8" and config.ppo.magnet_coef > 0
+    assert config.env.rules == ["mini8"] and config.ppo.magnet_coef > 0
     assert PPOConfig().magnet_coef == 0  # the default recipe is unchanged
 
 
