@@ -30,7 +30,7 @@ from loveletter_env.replay import (
 )
 from loveletter_env.wrappers import RecordReplay
 from training.replay import main as replay_main
-from training.replay import narrate_replay
+from training.apps.narration import narrate_replay
 
 
 def play_recorded(num_players=3, seed=0, episode="game", agent_names=("belief", "rule", "random", "belief")):
@@ -348,7 +348,7 @@ class FirstLegalMove(io.StringIO):
 
 
 def test_terminal_play_saves_a_replay(tmp_path):
-    from training.play import play
+    from training.apps.terminal import play
 
     out = io.StringIO()
     final = play(["belief"], num_players=3, seed=2, stdin=FirstLegalMove(out), out=out, replay_path=tmp_path / "p.json")

@@ -16,10 +16,10 @@ from pydantic import ValidationError
 from loveletter_env.rules import PRESETS
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS
 from training import load_agent
-from training.checkpoint import load_checkpoint
-from training.config import ConfigError, EnvConfig, TableSize, TrainConfig, load_config, to_dict
-from training.selfplay import SelfPlayTrainer, main
-from training.trainer import default_env_factory
+from training.learn.checkpoint import load_checkpoint
+from training.learn.config import ConfigError, EnvConfig, TableSize, TrainConfig, load_config, to_dict
+from training.learn.selfplay_command import SelfPlayTrainer, main
+from training.learn.trainer import default_env_factory
 
 REPO = Path(__file__).resolve().parent.parent
 # A run of two updates of 16 games x 8 turns: seconds, yet every code path runs.
@@ -412,8 +412,8 @@ def test_exploit_trains_against_the_frozen_checkpoint(tmp_path):
 
 
 def test_a_pool_saved_without_shapes_holds_the_learners_shape():
-    from training.opponents import OpponentPool
-    from training.ppo import ActorCritic
+    from training.learn.seating import OpponentPool
+    from training.learn.ppo import ActorCritic
 
     model = ActorCritic([8])
     pool = OpponentPool(3)
@@ -422,8 +422,8 @@ def test_a_pool_saved_without_shapes_holds_the_learners_shape():
 
 
 def test_the_pool_keeps_each_snapshots_observation_layout():
-    from training.opponents import OpponentPool
-    from training.ppo import ActorCritic
+    from training.learn.seating import OpponentPool
+    from training.learn.ppo import ActorCritic
 
     pool = OpponentPool(3)
     pool.add(ActorCritic([8]), label=1)

@@ -7,7 +7,7 @@
   :func:`summarize` from the records.
 
 With duplicate deals (every deal played once in each seat rotation, see
-:func:`training.matches.duplicate_deal_seed`) the episodes are not independent:
+:func:`training.measure.matches.duplicate_deal_seed`) the episodes are not independent:
 :func:`deal_groups` cuts the records into deals, and the intervals come from the per-deal
 mean scores (:func:`per_deal_interval`) rather than from single episodes.
 """

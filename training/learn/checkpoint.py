@@ -7,7 +7,7 @@ loads with ``torch.load(path, weights_only=True)``: no pickled code ever runs. I
 - ``observation_version``, ``observation_size``, ``num_actions``: the observation and
   action layout the network was trained for. Any known observation layout loads (a
   network of version 1 reads the version-1 prefix of today's observation, see
-  :class:`~training.ppo.ActorCritic`); an unknown one, or a size that is not its
+  :class:`~training.learn.ppo.ActorCritic`); an unknown one, or a size that is not its
   version's, is refused on load, as is another action layout;
 - ``model``: ``{"hidden_sizes": [...], "state_dict": {...}}``;
 - ``config``: the training config as a dict; ``global_step`` and ``update``;
@@ -42,8 +42,8 @@ from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import LAYOUT_SIZES, OBSERVATION_VERSION
 from loveletter_env.validation import check_seed, is_int
 
-from .config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE
-from .ppo import ActorCritic, PolicyAgent
+from training.learn.config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE
+from training.learn.ppo import ActorCritic, PolicyAgent
 
 FORMAT = "loveletter-ppo"
 FORMAT_VERSION = 2
@@ -247,7 +247,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     layout this code does not know (any version of ``LAYOUT_SIZES`` loads) or for another
     action layout, or holds a network this code would not build: more than
     ``MAX_HIDDEN_LAYERS`` layers or wider than ``MAX_HIDDEN_SIZE`` (the bounds of
-    :mod:`training.config`), or weights that are not finite (NaN or infinite, as a diverged
+    :mod:`training.learn.config`), or weights that are not finite (NaN or infinite, as a diverged
     training leaves them). A valid digest only says the file is as written, not that what
     was written makes sense.
     """
