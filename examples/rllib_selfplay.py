@@ -14,7 +14,7 @@ The network is built in the shape of the project's own :class:`~training.learn.p
 as a regular checkpoint (``--out``/``policy.pt``): an agent spec for ``training.evaluate``,
 ``training.play`` or ``training.export``, which plays without ray. The export is checked
 against RLlib's own module on real observations, then evaluated against ``random`` and
-``rule`` with :func:`training.evaluate.evaluate`.
+``rule`` with :func:`training.measure.evaluation.evaluate`.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from tqdm import tqdm
 from loveletter_env.wrappers import rllib_multi_agent_env
 from loveletter_env.wrappers._extras import MissingExtraError, require
 from training.learn.checkpoint import model_payload, save_checkpoint
-from training.evaluate import evaluate
 from training.learn.ppo import ActorCritic, masked_logits
-from training.measure.ray_cluster import RayCluster, RayConnectionError, ray_connection
 from training.learn.runtime import RunFolderError, claim_run_folder
+from training.measure.evaluation import evaluate
+from training.measure.ray_cluster import RayCluster, RayConnectionError, ray_connection
 
 #: The one RLlib module every seat maps to.
 MODULE_ID = "shared"

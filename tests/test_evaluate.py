@@ -12,7 +12,7 @@ import pytest
 
 from loveletter_env.agents import RandomAgent, make_agent
 from loveletter_env.agents.specs import resolve_agent
-from training.evaluate import EvaluationResult, evaluate
+from training.measure.evaluation import EvaluationResult, evaluate
 from training.measure.stats import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,8 +15,8 @@ from loveletter_env.agents.base import choice_distribution
 from loveletter_env.agents.solved import SolvedAgent
 from loveletter_env.tree import build_tree
 from training import evaluate, exploit
-from training.exploitability.exact_response import agent_strategy, exact_exploitability, exact_head_to_head
 from training.exploitability.cfr import TreeWorkspace
+from training.exploitability.exact_response import agent_strategy, exact_exploitability, exact_head_to_head
 from training.exploitability.solver import solve
 
 
@@ -335,7 +335,9 @@ def test_evaluate_exact_out_writes_the_result(tmp_path, capsys):
 def test_evaluate_exact_out_that_cannot_be_written_is_refused_before_the_walk(tmp_path, capsys, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    monkeypatch.setattr("training.exploitability.exact_response.exact_head_to_head", lambda *a, **k: pytest.fail("walked"))
+    monkeypatch.setattr(
+        "training.exploitability.exact_response.exact_head_to_head", lambda *a, **k: pytest.fail("walked")
+    )
     with pytest.raises(SystemExit) as stop:
         evaluate.main(["rule", "random", "--exact", "--rules", "mini6", "--out", str(blocker / "sub"), "--no-progress"])
     assert stop.value.code == 2 and "--out" in capsys.readouterr().err

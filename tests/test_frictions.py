@@ -27,14 +27,14 @@ from loveletter_env.cards import BARON, CARD_COUNTS, CARD_VALUES, GUARD, KING, P
 from loveletter_env.engine import TurnEvent
 from loveletter_env.render import CARD_EFFECTS, card_reference, narrate
 from loveletter_env.rules import PRESETS
-from training.learn.checkpoint import load_checkpoint
-from training.evaluate import build_parser as build_evaluate_parser
-from training.measure.league import league, write_league
 from training.apps.terminal import QuitGame, ask_move, discards_princess, play
-from training.measure.ratings import fit_ratings
+from training.evaluate import build_parser as build_evaluate_parser
+from training.learn.checkpoint import load_checkpoint
 from training.learn.runtime import LOCK_FILE, RunFolderError, RunLock, claim_run_folder
-from training.selfplay import main as selfplay_main
+from training.measure.league import league, write_league
+from training.measure.ratings import fit_ratings
 from training.measure.stats import EpisodeRecord, percentages, summarize
+from training.selfplay import main as selfplay_main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -171,7 +171,7 @@ def test_short_cli_run_writes_a_loadable_checkpoint(tmp_path):
         assert all(seconds > 0 for seconds in parts), row
         assert sum(parts) <= float(row["elapsed_s"]) - float(previous["elapsed_s"])
     agent = load_agent(run)
-    from training.evaluate import evaluate
+    from training.measure.evaluation import evaluate
 
     result = evaluate([agent, "random"], num_players=2, rounds=4, seed=1)
     assert 0 <= result.win_rate[0] <= 1
@@ -412,8 +412,8 @@ def test_exploit_trains_against_the_frozen_checkpoint(tmp_path):
 
 
 def test_a_pool_saved_without_shapes_holds_the_learners_shape():
-    from training.learn.seating import OpponentPool
     from training.learn.ppo import ActorCritic
+    from training.learn.seating import OpponentPool
 
     model = ActorCritic([8])
     pool = OpponentPool(3)
@@ -422,8 +422,8 @@ def test_a_pool_saved_without_shapes_holds_the_learners_shape():
 
 
 def test_the_pool_keeps_each_snapshots_observation_layout():
-    from training.learn.seating import OpponentPool
     from training.learn.ppo import ActorCritic
+    from training.learn.seating import OpponentPool
 
     pool = OpponentPool(3)
     pool.add(ActorCritic([8]), label=1)

@@ -14,8 +14,8 @@ TestClient = pytest.importorskip(
 
 from loveletter_env.replay import MAX_REPLAY_BYTES, load_replay  # noqa: E402
 from training.apps.server import find_checkpoints  # noqa: E402
-from training.serve import main as serve_main  # noqa: E402
 from training.apps.web.app import MAX_JSON_BODY, ServerConfig, create_app  # noqa: E402
+from training.serve import main as serve_main  # noqa: E402
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped"
 #: Where a browser on this machine reaches the server: the Host header the server accepts.

@@ -19,7 +19,6 @@ TestClient = pytest.importorskip(
 
 from loveletter_env.replay import MAX_REPLAY_BYTES, ReplayError, load_replay, parse_replay  # noqa: E402
 from training.apps.server import check_checkpoints  # noqa: E402
-from training.serve import main as serve_main  # noqa: E402
 from training.apps.web.app import (  # noqa: E402
     MAX_AGENT_NAME_CHARS,
     MAX_GAMES,
@@ -28,6 +27,7 @@ from training.apps.web.app import (  # noqa: E402
     create_app,
 )
 from training.apps.web.games import MAX_REQUEST_SECONDS, GameStore, RequestError  # noqa: E402
+from training.serve import main as serve_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "checkpoints" / "shipped"

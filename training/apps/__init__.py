@@ -1,1 +1,1 @@
-"""Playing and showing games to people: the terminal game, the browser app, replay narration and ONNX export."""
+"""What people use: the terminal game, the browser app, replay narration and ONNX export."""

@@ -40,7 +40,6 @@ from torch import nn
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE, check_observation_size
 from loveletter_env.wrappers._extras import MissingExtraError, require
-
 from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint
 from training.learn.ppo import masked_logits
 

@@ -32,9 +32,8 @@ from loveletter_env.render import card_reference, render_seat_view
 from loveletter_env.replay import save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import check_num_players, check_seed, check_writable, is_int
-
-from training.learn.compile_notice import announce_kernel_compilation
 from training.apps.game_session import GameSession, Opponent
+from training.learn.compile_notice import announce_kernel_compilation
 
 
 class QuitGame(Exception):

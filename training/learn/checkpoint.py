@@ -39,9 +39,9 @@ from typing import Any, BinaryIO
 import torch
 
 from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.agents.specs import checkpoint_file
 from loveletter_env.observation import LAYOUT_SIZES, OBSERVATION_VERSION
 from loveletter_env.validation import check_seed, is_int
-
 from training.learn.config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE
 from training.learn.ppo import ActorCritic, PolicyAgent
 
@@ -51,8 +51,6 @@ FORMAT_VERSION = 2
 READABLE_FORMAT_VERSIONS = (1, 2)
 #: The key holding the digest of the rest of the checkpoint.
 DIGEST_KEY = "sha256"
-#: Files tried, in order, when a run folder is given instead of a file.
-RUN_DIR_FILES = ("best.pt", "latest.pt")
 
 
 def _one_torch_thread_after_fork() -> None:
@@ -205,16 +203,12 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
 
 
 def resolve_checkpoint_path(path: str | Path) -> Path:
-    """``path`` itself if it is a file; for a run folder, its ``best.pt`` or else ``latest.pt``."""
-    path = Path(path)
-    if path.is_dir():
-        for name in RUN_DIR_FILES:
-            if (path / name).is_file():
-                return path / name
-        raise CheckpointError(f"run folder {str(path)!r} holds none of {list(RUN_DIR_FILES)}")
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
-    return path
+    """``path`` itself if it is a file; for a run folder, its ``best.pt`` or else ``latest.pt``
+    (:func:`loveletter_env.agents.specs.checkpoint_file`, with its error as a :class:`CheckpointError`)."""
+    try:
+        return checkpoint_file(path)
+    except FileNotFoundError as err:
+        raise CheckpointError(str(err)) from None
 
 
 def _read_torch_file(path: Path, map_location: str | torch.device) -> Any:

@@ -25,7 +25,6 @@ from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.rules import PRESETS
 from loveletter_env.schema import StrictModel, WholeNumber, dotted, explain, shown
 from loveletter_env.validation import MAX_SEED
-
 from training.learn.ppo import PPOConfig
 
 Device = Literal["auto", "cpu", "cuda"]
@@ -178,7 +177,7 @@ class OpponentConfig(StrictModel):
 
 
 class EvalConfig(StrictModel):
-    """Periodic evaluation through ``training.evaluate.evaluate``.
+    """Periodic evaluation through ``training.measure.evaluation.evaluate``.
 
     Attributes:
         every: evaluate every this many updates (and at the end); 0 disables.

@@ -15,7 +15,6 @@ from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.batched import OBSERVATION_DTYPE
 from loveletter_env.observation import OBSERVATION_SIZE
 from loveletter_env.validation import MAX_PLAYERS
-
 from training.learn.ppo import RolloutBatch, compute_gae
 
 

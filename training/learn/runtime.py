@@ -20,7 +20,6 @@ import numpy as np
 import torch
 
 from loveletter_env.validation import check_writable
-
 from training.learn.config import ConfigError
 
 #: The file a process holds locked while it owns a run folder; it holds the owner's pid.

@@ -27,7 +27,6 @@ from loveletter_env.agents.batched_bots import BATCHED_BOTS, BatchedBots
 from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.observation import OBSERVATION_VERSION
 from loveletter_env.validation import MAX_PLAYERS
-
 from training.learn.checkpoint import model_payload
 from training.learn.config import OpponentConfig
 from training.learn.ppo import ActorCritic

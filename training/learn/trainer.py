@@ -5,7 +5,7 @@ collects a rollout on the batched engine (the learner's decisions into a
 :class:`~training.learn.rollout.RolloutBuffer`, the other seats played as
 :class:`~training.learn.seating.Seating` draws them), computes advantages over each seat's own
 decisions (:func:`training.learn.ppo.compute_gae`), runs :func:`training.learn.ppo.ppo_update`, and
-every so often evaluates against the bots (:func:`training.evaluate.evaluate`), logs
+every so often evaluates against the bots (:func:`training.measure.evaluation.evaluate`), logs
 (:class:`~training.learn.metrics.MetricsLog`) and saves (:mod:`training.learn.checkpoint`).
 
 Every piece of the trainer's state (network, optimizer, generators, pool, env, seating)
@@ -29,16 +29,15 @@ from tqdm import tqdm
 
 from loveletter_env.agents import make_agent
 from loveletter_env.observation import layout_name
-
 from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint
 from training.learn.config import ConfigError, TrainConfig, from_dict, save_config, to_dict
-from training.evaluate import evaluate
 from training.learn.interrupt import StopRequest
 from training.learn.metrics import MetricsLog, plot_learning_curve
-from training.learn.seating import OpponentKind, OpponentPool, Seating
 from training.learn.ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
 from training.learn.rollout import RolloutBuffer
 from training.learn.runtime import claim_run_folder, derive_seed, pick_device
+from training.learn.seating import OpponentKind, OpponentPool, Seating
+from training.measure.evaluation import evaluate
 from training.measure.stats import EvaluationResult
 
 #: Config keys that say where a run executes, not what it computes: --resume may change them.
@@ -357,7 +356,7 @@ class SelfPlayTrainer:
     # -- evaluation ------------------------------------------------------------------
     def evaluate(self) -> dict[str, EvaluationResult]:
         """The current weights (slot 0) against each ``eval.opponents`` bot, through
-        :func:`training.evaluate.evaluate` (seats rotated by that tool)."""
+        :func:`training.measure.evaluation.evaluate` (seats rotated by that tool)."""
         cfg = self.config.eval
         model = copy.deepcopy(self.model).to("cpu").eval()
         return {

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loveletter_env.agents.specs import AgentSpec, agent_label
-
 from training.measure.matches import MatchSetup, play_matches
 from training.measure.ratings import BASE_RATING, fit_ratings
 from training.measure.ray_cluster import RayCluster, ray_connection

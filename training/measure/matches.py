@@ -41,7 +41,6 @@ from loveletter_env.env import raw_env
 from loveletter_env.replay import AgentInfo, decision_details, save_replay
 from loveletter_env.validation import check_episode, check_int, check_num_players
 from loveletter_env.wrappers.recorder import RecordReplay
-
 from training.measure.stats import EpisodeRecord
 
 if TYPE_CHECKING:
@@ -169,7 +168,7 @@ class MatchSetup:
         save_replays: str | os.PathLike | None = None,
         save_replays_every: int = 1,
     ) -> MatchSetup:
-        """A checked setup (the arguments are those of :func:`training.evaluate.evaluate`):
+        """A checked setup (the arguments are those of :func:`training.measure.evaluation.evaluate`):
         ``agents`` filled to ``num_players`` slots (the replay folder is made when play starts)."""
         check_num_players(num_players)
         check_episode(episode)
@@ -355,7 +354,7 @@ def play_matches(
     setup: MatchSetup, rounds: int = 1000, workers: int = 1, progress: bool = False, ray: RayCluster | None = None
 ) -> tuple[list[str], list[EpisodeRecord]]:
     """Play ``rounds`` episodes of ``setup`` in ``workers`` processes (or on ``ray``); return
-    the slot labels and every episode's record (see :func:`training.evaluate.evaluate`)."""
+    the slot labels and every episode's record (see :func:`training.measure.evaluation.evaluate`)."""
     check_int("rounds", rounds, low=1)
     check_int("workers", workers, low=1)
     if setup.duplicate:

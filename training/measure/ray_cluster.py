@@ -35,9 +35,8 @@ from types import ModuleType
 from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
-from loveletter_env.agents.specs import AgentSpec, is_checkpoint_path, resolve_agent
+from loveletter_env.agents.specs import AgentSpec, checkpoint_file, is_checkpoint_path, resolve_agent
 from loveletter_env.validation import check_int
-
 from training.measure.matches import EpisodePlayer, MatchSetup, portable_error
 from training.measure.stats import EpisodeRecord
 
@@ -205,9 +204,7 @@ class CheckpointBytes:
             spec
         ):
             return None
-        from training.learn.checkpoint import resolve_checkpoint_path
-
-        path = resolve_checkpoint_path(text)
+        path = checkpoint_file(text)
         return cls(path.name, path.read_bytes())
 
     def load(self) -> Any:

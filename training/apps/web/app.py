@@ -38,8 +38,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from loveletter_env.replay import MAX_REPLAY_BYTES, Replay, ReplayError, parse_replay, read_replay_text
 from loveletter_env.rules import PRESETS
 from loveletter_env.strict_json import read_json
-
-from training.apps.web.games import GameStore, HumanGame, OfferedPolicy, OpponentCatalog, RequestError, check_new_game, replay_saver
+from training.apps.web.games import (
+    GameStore,
+    HumanGame,
+    OfferedPolicy,
+    OpponentCatalog,
+    RequestError,
+    check_new_game,
+    replay_saver,
+)
 from training.apps.web.views import card_reference, replay_view
 
 STATIC_DIR = Path(__file__).parent / "static"

@@ -29,7 +29,6 @@ from loveletter_env.replay import Replay, safe_file_name, save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int
 from training.apps.game_session import GameSession, IllegalMove, NotNow, Opponent
-
 from training.apps.web.views import legal_moves, seat_name, state_view
 
 
