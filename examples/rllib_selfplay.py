@@ -9,12 +9,12 @@ over the AEC env) maps to one RLlib module, ``ActionMaskingTorchRLModule``, whic
 ``log(action_mask)`` to the logits, so no seat ever samples an illegal action. The env
 runners are Ray actors (processes): the same code samples on a laptop or on a cluster.
 
-The network is built in the shape of the project's own :class:`~training.ppo.ActorCritic`
+The network is built in the shape of the project's own :class:`~training.learn.ppo.ActorCritic`
 (a shared ReLU trunk, a policy head and a value head), so the trained weights are exported
 as a regular checkpoint (``--out``/``policy.pt``): an agent spec for ``training.evaluate``,
 ``training.play`` or ``training.export``, which plays without ray. The export is checked
 against RLlib's own module on real observations, then evaluated against ``random`` and
-``rule`` with :func:`training.evaluate.evaluate`.
+``rule`` with :func:`training.measure.evaluation.evaluate`.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from tqdm import tqdm
 
 from loveletter_env.wrappers import rllib_multi_agent_env
 from loveletter_env.wrappers._extras import MissingExtraError, require
-from training.checkpoint import model_payload, save_checkpoint
-from training.evaluate import evaluate
-from training.ppo import ActorCritic, masked_logits
-from training.ray_cluster import RayCluster, RayConnectionError, ray_connection
-from training.runtime import RunFolderError, claim_run_folder
+from training.learn.checkpoint import model_payload, save_checkpoint
+from training.learn.ppo import ActorCritic, masked_logits
+from training.learn.runtime import RunFolderError, claim_run_folder
+from training.measure.evaluation import evaluate
+from training.measure.ray_cluster import RayCluster, RayConnectionError, ray_connection
 
 #: The one RLlib module every seat maps to.
 MODULE_ID = "shared"

@@ -35,7 +35,7 @@ Walking a tree with this module's pieces::
 All of these are numba functions, callable from compiled code as well as from Python.
 :func:`build_tree` walks the tree once and keeps it as flat arrays (:class:`GameTree`),
 which a solver sweeps many times without replaying a card (the passes of
-:mod:`training.cfr`); :func:`count_tree` reports the sizes of the same walk, and
+:mod:`training.exploitability.cfr`); :func:`count_tree` reports the sizes of the same walk, and
 :func:`expected_score` evaluates a strategy on it.
 """
 

@@ -27,8 +27,8 @@ from loveletter_env.agents.specs import AgentSpecError, resolve_agent
 from loveletter_env.batched import BatchedLoveLetter
 from loveletter_env.cards import FULL_DECK, GUARD, validate_deck
 from loveletter_env.observation import OBSERVATION_SIZE
-from training.checkpoint import save_checkpoint
-from training.config import ConfigError, load_config
+from training.learn.checkpoint import save_checkpoint
+from training.learn.config import ConfigError, load_config
 from training.selfplay import main as selfplay_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -459,7 +459,7 @@ def test_config_files_that_would_exhaust_the_parser_are_refused(tmp_path, text, 
 
 
 def test_config_files_are_read_only_to_the_size_limit(tmp_path):
-    from training.config import MAX_CONFIG_BYTES
+    from training.learn.config import MAX_CONFIG_BYTES
 
     big = tmp_path / "big.yaml"
     big.write_text("# " + "x" * MAX_CONFIG_BYTES)

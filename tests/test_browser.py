@@ -45,8 +45,8 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
-from training.evaluate import league, write_league  # noqa: E402
-from training.web.app import ServerConfig, create_app  # noqa: E402
+from training.apps.web.app import ServerConfig, create_app  # noqa: E402
+from training.measure.league import league, write_league  # noqa: E402
 
 WAIT = 30  # seconds: generous, the machine may be busy
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-import training.checkpoint as checkpoint_module
+import training.learn.checkpoint as checkpoint_module
 from loveletter_env import engine
 from loveletter_env import env as make_env
 from loveletter_env.cards import FULL_DECK
@@ -28,7 +28,7 @@ from loveletter_env.observation import (
 )
 from loveletter_env.validation import PLAYER_COUNTS
 from training import load_agent
-from training.checkpoint import (
+from training.learn.checkpoint import (
     DIGEST_KEY,
     CheckpointError,
     CheckpointWriteError,
@@ -40,7 +40,7 @@ from training.checkpoint import (
     model_payload,
     save_checkpoint,
 )
-from training.ppo import ActorCritic, PolicyAgent, masked_logits
+from training.learn.ppo import ActorCritic, PolicyAgent, masked_logits
 
 
 @pytest.fixture

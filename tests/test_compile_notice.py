@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numba
 
-from training.compile_notice import _NOTICE, COMPILING_KERNELS, announce_kernel_compilation
+from training.learn.compile_notice import _NOTICE, COMPILING_KERNELS, announce_kernel_compilation
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,11 +12,12 @@ import pytest
 
 from loveletter_env.replay import load_replay
 from training import evaluate as evaluate_module
-from training.evaluate import build_parser, evaluate, main
-from training.interrupt import EXIT_INTERRUPTED
-from training.league import league
-from training.matches import MatchSetup, PlayInterrupted, play_matches
-from training.stats import Z_95, EpisodeRecord, summarize, wilson_interval
+from training.evaluate import build_parser, main
+from training.learn.interrupt import EXIT_INTERRUPTED
+from training.measure.evaluation import evaluate
+from training.measure.league import league
+from training.measure.matches import MatchSetup, PlayInterrupted, play_matches
+from training.measure.stats import Z_95, EpisodeRecord, summarize, wilson_interval
 
 
 def _dealt(folder: Path, episodes: int) -> list[tuple[tuple[int, ...], int, list[str], list[int | None]]]:

@@ -12,8 +12,8 @@ import pytest
 
 from loveletter_env.agents import RandomAgent, make_agent
 from loveletter_env.agents.specs import resolve_agent
-from training.evaluate import EvaluationResult, evaluate
-from training.stats import wilson_interval
+from training.measure.evaluation import EvaluationResult, evaluate
+from training.measure.stats import wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,7 +48,7 @@ def test_lineup_is_filled_with_the_last_agent_and_seats_rotate():
 
 
 def test_an_agent_object_filling_several_seats_is_copied_per_seat():
-    from training.matches import _lineup
+    from training.measure.matches import _lineup
 
     bot = make_agent("rule", seed=0)
     lineup = _lineup([make_agent("random", seed=1), bot], 4)
@@ -153,8 +153,8 @@ def test_cli_league_writes_table_csv_and_chart(tmp_path: Path):
 
 def test_checkpoint_paths_are_loaded_with_training_checkpoint(tmp_path: Path):
     torch = pytest.importorskip("torch")
-    from training.checkpoint import model_payload, save_checkpoint
-    from training.ppo import ActorCritic
+    from training.learn.checkpoint import model_payload, save_checkpoint
+    from training.learn.ppo import ActorCritic
 
     model = ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(0))
     path = save_checkpoint(tmp_path / "net.pt", {"model": model_payload(model), "update": 1, "global_step": 1})

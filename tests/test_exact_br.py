@@ -15,9 +15,9 @@ from loveletter_env.agents.base import choice_distribution
 from loveletter_env.agents.solved import SolvedAgent
 from loveletter_env.tree import build_tree
 from training import evaluate, exploit
-from training.best_response import agent_strategy, exact_exploitability, exact_head_to_head
-from training.cfr import TreeWorkspace
-from training.solve import solve
+from training.exploitability.cfr import TreeWorkspace
+from training.exploitability.exact_response import agent_strategy, exact_exploitability, exact_head_to_head
+from training.exploitability.solver import solve
 
 
 @pytest.fixture(scope="module")
@@ -232,7 +232,7 @@ def test_rng_of_enumeration_refuses_other_draws():
 
 
 def test_network_probabilities_are_those_it_plays_with():
-    from training.checkpoint import load_agent
+    from training.learn.checkpoint import load_agent
 
     greedy = load_agent("checkpoints/shipped/ppo_2p.pt")
     sampling = load_agent("checkpoints/shipped/ppo_2p.pt", greedy=False)
@@ -335,7 +335,9 @@ def test_evaluate_exact_out_writes_the_result(tmp_path, capsys):
 def test_evaluate_exact_out_that_cannot_be_written_is_refused_before_the_walk(tmp_path, capsys, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    monkeypatch.setattr("training.best_response.exact_head_to_head", lambda *a, **k: pytest.fail("walked"))
+    monkeypatch.setattr(
+        "training.exploitability.exact_response.exact_head_to_head", lambda *a, **k: pytest.fail("walked")
+    )
     with pytest.raises(SystemExit) as stop:
         evaluate.main(["rule", "random", "--exact", "--rules", "mini6", "--out", str(blocker / "sub"), "--no-progress"])
     assert stop.value.code == 2 and "--out" in capsys.readouterr().err
@@ -347,13 +349,13 @@ def test_a_nan_result_is_an_error_never_output(tool, json_flag, tmp_path, capsys
     if tool == "evaluate":
         report = {"agents": ["rule", "random"], "rules": "mini6", "score": float("nan"), "score_as_first": 0.5}
         report |= {"score_as_second": 0.5, "exact_probabilities": True, "num_infosets": 1, "seconds": 0.0}
-        monkeypatch.setattr("training.best_response.exact_head_to_head", lambda *a, **k: report)
+        monkeypatch.setattr("training.exploitability.exact_response.exact_head_to_head", lambda *a, **k: report)
         argv = ["rule", "random", "--exact", "--rules", "mini6", "--out", str(tmp_path), *json_flag]
         run = evaluate.main
     else:
         report = {"agent": "rule", "rules": "mini6", "information": "observations", "exploitability": float("nan")}
         report |= {"best_response_as_first": 0.5, "best_response_as_second": 0.5, "exact_probabilities": True}
-        monkeypatch.setattr("training.best_response.exact_exploitability", lambda *a, **k: report)
+        monkeypatch.setattr("training.exploitability.exact_response.exact_exploitability", lambda *a, **k: report)
         argv = ["rule", "--exact", "--rules", "mini6", *json_flag]
         run = exploit.main
     with pytest.raises(SystemExit) as stop:

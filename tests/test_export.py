@@ -15,8 +15,8 @@ pytest.importorskip("onnxscript", reason='ONNX export needs the onnx extra: pip 
 from loveletter_env import env as make_env  # noqa: E402
 from loveletter_env.cards import FULL_DECK  # noqa: E402
 from training import export  # noqa: E402
-from training.checkpoint import model_payload, save_checkpoint  # noqa: E402
-from training.ppo import ActorCritic  # noqa: E402
+from training.learn.checkpoint import model_payload, save_checkpoint  # noqa: E402
+from training.learn.ppo import ActorCritic  # noqa: E402
 
 
 def _decisive_network(seed: int) -> ActorCritic:
@@ -60,7 +60,7 @@ def test_onnxruntime_picks_the_same_actions_as_torch_on_many_observations(export
 @pytest.mark.parametrize("num_players", [2, 4])
 def test_onnx_agent_and_torch_agent_play_the_same_game(exported, num_players):
     checkpoint, onnx_path, _ = exported
-    from training.checkpoint import load_agent
+    from training.learn.checkpoint import load_agent
 
     torch_agent, onnx_agent = load_agent(checkpoint, greedy=True), export.OnnxAgent(onnx_path)
     game = make_env(num_players=num_players, episode="round")
@@ -101,7 +101,7 @@ def test_a_version_1_network_exports_a_graph_that_takes_the_current_observation(
     slices inside, so a server feeds it what the env hands out."""
     from loveletter_env import engine
     from loveletter_env.observation import OBSERVATION_SIZE, V1_OBSERVATION_SIZE, encode_observation
-    from training.checkpoint import build_model, load_checkpoint
+    from training.learn.checkpoint import build_model, load_checkpoint
 
     shipped = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped" / "ppo_2to4p.pt"
     onnx_path = export.main(["--checkpoint", str(shipped), "--onnx", str(tmp_path / "v1.onnx"), "--no-verify"])

@@ -27,14 +27,14 @@ from loveletter_env.cards import BARON, CARD_COUNTS, CARD_VALUES, GUARD, KING, P
 from loveletter_env.engine import TurnEvent
 from loveletter_env.render import CARD_EFFECTS, card_reference, narrate
 from loveletter_env.rules import PRESETS
-from training.checkpoint import load_checkpoint
+from training.apps.terminal import QuitGame, ask_move, discards_princess, play
 from training.evaluate import build_parser as build_evaluate_parser
-from training.league import league, write_league
-from training.play import QuitGame, ask_move, discards_princess, play
-from training.ratings import fit_ratings
-from training.runtime import LOCK_FILE, RunFolderError, RunLock, claim_run_folder
+from training.learn.checkpoint import load_checkpoint
+from training.learn.runtime import LOCK_FILE, RunFolderError, RunLock, claim_run_folder
+from training.measure.league import league, write_league
+from training.measure.ratings import fit_ratings
+from training.measure.stats import EpisodeRecord, percentages, summarize
 from training.selfplay import main as selfplay_main
-from training.stats import EpisodeRecord, percentages, summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -280,7 +280,7 @@ def test_a_run_folder_in_use_is_refused_naming_the_owner(tmp_path, capsys):
 
 LOCK_HOLDER = """
 import sys, time
-from training.runtime import RunLock
+from training.learn.runtime import RunLock
 lock = RunLock(sys.argv[1]).acquire()  # held while referenced
 print("held", flush=True)
 time.sleep(120)
@@ -338,7 +338,7 @@ def test_an_unwritable_out_dir_is_named_before_the_run(tmp_path, capsys, where):
 
 
 def test_a_full_disk_stops_training_with_a_sentence_and_keeps_the_last_save(tmp_path, capsys, monkeypatch):
-    import training.checkpoint as checkpoint_module
+    import training.learn.checkpoint as checkpoint_module
 
     real_open, opened = open, []
 
@@ -408,7 +408,7 @@ def test_two_runs_started_together_with_one_name_leave_one_consistent_run(tmp_pa
 
 
 def test_a_disk_that_fills_under_metrics_csv_is_named_too(tmp_path, capsys, monkeypatch):
-    from training.metrics import MetricsLog
+    from training.learn.metrics import MetricsLog
 
     write, rows = MetricsLog.write, []
 
@@ -428,7 +428,7 @@ def test_a_disk_that_fills_under_metrics_csv_is_named_too(tmp_path, capsys, monk
 
 
 def test_exploit_names_a_full_disk_and_measures_nothing(tmp_path, capsys, monkeypatch):
-    import training.checkpoint as checkpoint_module
+    import training.learn.checkpoint as checkpoint_module
     from training.exploit import main as exploit_main
 
     def full(*args, **kwargs):

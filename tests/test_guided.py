@@ -20,7 +20,7 @@ from loveletter_env.agents.guided import encode_view
 from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.cards import BARON, COUNTESS, GUARD, PRIEST, PRINCESS
 from loveletter_env.observation import decode_observation, encode_observation
-from training.evaluate import evaluate
+from training.measure.evaluation import evaluate
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / "ppo_2p.pt"
 

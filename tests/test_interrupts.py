@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from conftest import TINY_TRAINING
 
-from training.checkpoint import load_checkpoint
-from training.interrupt import EXIT_INTERRUPTED
+from training.learn.checkpoint import load_checkpoint
+from training.learn.interrupt import EXIT_INTERRUPTED
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = [

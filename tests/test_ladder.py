@@ -127,7 +127,7 @@ def test_a_rung_refuses_3_and_4_players_everywhere(rules, num_players):
 
 def test_the_web_app_refuses_a_rung_at_3_players():
     pytest.importorskip("starlette", reason="the web extra is not installed")
-    from training.web.games import OpponentCatalog, RequestError, check_new_game
+    from training.apps.web.games import OpponentCatalog, RequestError, check_new_game
 
     catalog = OpponentCatalog({}, lambda path, seed: None)
     body = {"players": 3, "opponents": ["random"], "rules": "mini7"}
@@ -137,7 +137,7 @@ def test_the_web_app_refuses_a_rung_at_3_players():
 
 
 def test_a_training_config_refuses_a_rung_at_3_players():
-    from training.config import ConfigError, load_config
+    from training.learn.config import ConfigError, load_config
 
     assert load_config(None, ["env.rules=mini8"]).env.rules == ["mini8"]
     with pytest.raises(ConfigError, match=r"env.num_players must be \[2\] on the ladder rung 'mini8'"):

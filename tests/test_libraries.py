@@ -68,9 +68,9 @@ def one_torch_thread():
 def _write_policy_onnx(folder: Path) -> None:
     import torch
 
-    from training.checkpoint import model_payload, save_checkpoint
     from training.export import main as export_main
-    from training.ppo import ActorCritic
+    from training.learn.checkpoint import model_payload, save_checkpoint
+    from training.learn.ppo import ActorCritic
 
     model = ActorCritic(hidden_sizes=(32,), generator=torch.Generator().manual_seed(0))
     checkpoint = save_checkpoint(folder / "policy.pt", {"model": model_payload(model)})

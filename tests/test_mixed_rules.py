@@ -8,8 +8,8 @@ from conftest import TINY_TRAINING
 
 from loveletter_env.batched import BatchedIllegalActionError, BatchedLoveLetter
 from loveletter_env.batched.mixed import MixedRulesBatched, block_seed, split_games
-from training.config import ConfigError, load_config
-from training.selfplay import SelfPlayTrainer
+from training.learn.config import ConfigError, load_config
+from training.learn.trainer import SelfPlayTrainer
 
 RULES = ["classic", "mini6", "mini8"]
 

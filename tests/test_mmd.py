@@ -14,9 +14,9 @@ from conftest import TINY_TRAINING
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE
 from training import curve
-from training.checkpoint import load_checkpoint
-from training.config import ConfigError, load_config
-from training.ppo import (
+from training.learn.checkpoint import load_checkpoint
+from training.learn.config import ConfigError, load_config
+from training.learn.ppo import (
     ActorCritic,
     PPOConfig,
     RolloutBatch,
@@ -26,7 +26,7 @@ from training.ppo import (
     ppo_losses,
     ppo_update,
 )
-from training.selfplay import SelfPlayTrainer, main
+from training.learn.selfplay_command import SelfPlayTrainer, main
 
 LEGAL = [3, 7, 30]
 

@@ -12,7 +12,7 @@ import pytest
 from loveletter_env.actions import encode_action
 from loveletter_env.cards import GUARD, HANDMAID, PRIEST, PRINCE
 from loveletter_env.replay import load_replay
-from training.play import QuitGame, parse_move, play
+from training.apps.terminal import QuitGame, parse_move, play
 
 ROOT = Path(__file__).resolve().parents[1]
 GUARDS_ON_1 = [encode_action(GUARD, 1, g) for g in range(2, 9)]
@@ -123,7 +123,7 @@ class _FirstLegal(io.StringIO):
 def test_the_terminal_and_the_web_app_play_the_same_game_from_a_seed(tmp_path):
     """Both drive one GameSession: the same seed, opponents and moves give the same deals,
     the same agents' moves and the same log."""
-    from training.web.games import HumanGame, OpponentCatalog
+    from training.apps.web.games import HumanGame, OpponentCatalog
 
     out = io.StringIO()
     play(["rule", "belief"], num_players=3, seed=8, stdin=_FirstLegal(out), out=out, replay_path=tmp_path / "t.json")
@@ -149,7 +149,7 @@ class _Cheat:
 def test_an_agent_that_plays_an_illegal_move_is_named_on_the_web_as_in_the_terminal():
     """The web app played an agent's answer unchecked: the engine's refusal did not say who."""
     from loveletter_env.agents.base import AgentError
-    from training.web.games import HumanGame, OpponentChoice
+    from training.apps.web.games import HumanGame, OpponentChoice
 
     cheat = OpponentChoice("cheat", "cheat", {}, lambda seed: _Cheat())
     with pytest.raises(AgentError, match=r"agent cheat at player_1 returned action 30, which is not legal here"):

@@ -10,7 +10,7 @@ import torch
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE
-from training.ppo import (
+from training.learn.ppo import (
     ActorCritic,
     PolicyAgent,
     PPOConfig,

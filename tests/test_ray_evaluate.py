@@ -22,11 +22,12 @@ import pytest
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install -e '.[ray]')")
 
 from loveletter_env.agents import make_agent  # noqa: E402
-from training.checkpoint import load_agent  # noqa: E402
-from training.evaluate import evaluate, main  # noqa: E402
-from training.interrupt import EXIT_INTERRUPTED  # noqa: E402
-from training.league import league  # noqa: E402
-from training.ray_cluster import CheckpointBytes, RayCluster  # noqa: E402
+from training.evaluate import main  # noqa: E402
+from training.learn.checkpoint import load_agent  # noqa: E402
+from training.learn.interrupt import EXIT_INTERRUPTED  # noqa: E402
+from training.measure.evaluation import evaluate  # noqa: E402
+from training.measure.league import league  # noqa: E402
+from training.measure.ray_cluster import CheckpointBytes, RayCluster  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"

@@ -29,8 +29,8 @@ from loveletter_env.replay import (
     save_replay,
 )
 from loveletter_env.wrappers import RecordReplay
+from training.apps.narration import narrate_replay
 from training.replay import main as replay_main
-from training.replay import narrate_replay
 
 
 def play_recorded(num_players=3, seed=0, episode="game", agent_names=("belief", "rule", "random", "belief")):
@@ -348,7 +348,7 @@ class FirstLegalMove(io.StringIO):
 
 
 def test_terminal_play_saves_a_replay(tmp_path):
-    from training.play import play
+    from training.apps.terminal import play
 
     out = io.StringIO()
     final = play(["belief"], num_players=3, seed=2, stdin=FirstLegalMove(out), out=out, replay_path=tmp_path / "p.json")
@@ -367,7 +367,7 @@ def test_terminal_play_saves_a_replay(tmp_path):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_evaluate_saves_replays_that_replay_the_same_results(tmp_path, workers):
     from loveletter_env.agents.specs import resolve_agent
-    from training.evaluate import evaluate
+    from training.measure.evaluation import evaluate
 
     folder = tmp_path / f"w{workers}"
     result = evaluate(["belief", "rule"], num_players=3, rounds=12, seed=4, workers=workers, save_replays=folder)

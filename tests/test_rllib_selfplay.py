@@ -77,7 +77,7 @@ def test_example_trains_with_two_env_runners_and_reports_win_rates(trained):
 
 def test_exported_policy_is_a_checkpoint_spec_that_plays_legal_moves(trained):
     out, _ = trained
-    from training.checkpoint import load_checkpoint
+    from training.learn.checkpoint import load_checkpoint
 
     checkpoint = load_checkpoint(out / "policy.pt")
     assert checkpoint["model"]["hidden_sizes"] == [32]
@@ -158,7 +158,7 @@ def test_an_address_where_no_cluster_listens_is_a_clear_error():
 def test_a_folder_that_holds_a_policy_or_is_held_is_refused(trained, tmp_path, capsys):
     """A second run with the same --out neither overwrites the first's policy.pt nor runs
     beside a run that holds the folder; both are refused before any training."""
-    from training.runtime import RunLock
+    from training.learn.runtime import RunLock
 
     out, _ = trained
     before = (out / "policy.pt").read_bytes()

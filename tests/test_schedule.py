@@ -11,9 +11,9 @@ import torch
 import yaml
 from conftest import TINY_TRAINING
 
-from training.checkpoint import load_checkpoint
-from training.config import ConfigError, load_config
-from training.selfplay import SelfPlayTrainer, main
+from training.learn.checkpoint import load_checkpoint
+from training.learn.config import ConfigError, load_config
+from training.learn.selfplay_command import SelfPlayTrainer, main
 
 REPO = Path(__file__).resolve().parent.parent
 # Two updates of 16 games x 8 turns (128 turns each).

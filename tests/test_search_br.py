@@ -12,9 +12,9 @@ from loveletter_env.agents import make_agent
 from loveletter_env.agents.search_br import AgentPolicy, SearchBestResponse
 from loveletter_env.observation import OBSERVATION_SIZE
 from training import exploit
-from training.best_response import exact_exploitability
-from training.search_br import search_exploitability
-from training.stats import Z_95
+from training.exploitability.exact_response import exact_exploitability
+from training.exploitability.search_response import search_exploitability
+from training.measure.stats import Z_95
 
 SHIPPED_2P = "checkpoints/shipped/ppo_2p.pt"
 
@@ -65,7 +65,7 @@ def test_same_seed_same_result():
 
 
 def test_network_policy_is_its_argmax_when_greedy():
-    from training.checkpoint import load_agent
+    from training.learn.checkpoint import load_agent
 
     network = load_agent(SHIPPED_2P, greedy=True)
     policy = AgentPolicy(network)

@@ -16,10 +16,10 @@ from pydantic import ValidationError
 from loveletter_env.rules import PRESETS
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS
 from training import load_agent
-from training.checkpoint import load_checkpoint
-from training.config import ConfigError, EnvConfig, TableSize, TrainConfig, load_config, to_dict
-from training.selfplay import SelfPlayTrainer, main
-from training.trainer import default_env_factory
+from training.learn.checkpoint import load_checkpoint
+from training.learn.config import ConfigError, EnvConfig, TableSize, TrainConfig, load_config, to_dict
+from training.learn.selfplay_command import SelfPlayTrainer, main
+from training.learn.trainer import default_env_factory
 
 REPO = Path(__file__).resolve().parent.parent
 # A run of two updates of 16 games x 8 turns: seconds, yet every code path runs.
@@ -171,7 +171,7 @@ def test_short_cli_run_writes_a_loadable_checkpoint(tmp_path):
         assert all(seconds > 0 for seconds in parts), row
         assert sum(parts) <= float(row["elapsed_s"]) - float(previous["elapsed_s"])
     agent = load_agent(run)
-    from training.evaluate import evaluate
+    from training.measure.evaluation import evaluate
 
     result = evaluate([agent, "random"], num_players=2, rounds=4, seed=1)
     assert 0 <= result.win_rate[0] <= 1
@@ -412,8 +412,8 @@ def test_exploit_trains_against_the_frozen_checkpoint(tmp_path):
 
 
 def test_a_pool_saved_without_shapes_holds_the_learners_shape():
-    from training.opponents import OpponentPool
-    from training.ppo import ActorCritic
+    from training.learn.ppo import ActorCritic
+    from training.learn.seating import OpponentPool
 
     model = ActorCritic([8])
     pool = OpponentPool(3)
@@ -422,8 +422,8 @@ def test_a_pool_saved_without_shapes_holds_the_learners_shape():
 
 
 def test_the_pool_keeps_each_snapshots_observation_layout():
-    from training.opponents import OpponentPool
-    from training.ppo import ActorCritic
+    from training.learn.ppo import ActorCritic
+    from training.learn.seating import OpponentPool
 
     pool = OpponentPool(3)
     pool.add(ActorCritic([8]), label=1)

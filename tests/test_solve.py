@@ -15,9 +15,9 @@ from loveletter_env.agents.solved import PolicyFileError, SolvedAgent, SolvedPol
 from loveletter_env.agents.specs import AgentSpecError, resolve_agent
 from loveletter_env.tree import TreeError, build_tree, count_tree, key_to_observation, observation_key
 from training import solve as solve_cli
-from training.best_response import exact_exploitability
-from training.cfr import TreeWorkspace
-from training.solve import normalized, solve
+from training.exploitability.cfr import TreeWorkspace
+from training.exploitability.exact_response import exact_exploitability
+from training.exploitability.solver import normalized, solve
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +275,7 @@ def test_cli_refuses_to_replace_a_solve_without_force(tmp_path, capsys):
 
 
 def test_cli_refuses_a_folder_another_run_holds(tmp_path, capsys, monkeypatch):
-    from training.runtime import RunLock
+    from training.learn.runtime import RunLock
 
     monkeypatch.setattr(solve_cli, "build_tree", _no_tree)
     with RunLock(tmp_path):

@@ -29,10 +29,10 @@ from loveletter_env.validation import (
     check_seed,
     check_writable,
 )
-from training.config import load_config
-from training.evaluate import evaluate
-from training.runtime import derive_seed
-from training.selfplay import SelfPlayTrainer
+from training.learn.config import load_config
+from training.learn.runtime import derive_seed
+from training.learn.trainer import SelfPlayTrainer
+from training.measure.evaluation import evaluate
 
 
 def test_valid_values_come_back_as_plain_python_types():

@@ -13,9 +13,9 @@ TestClient = pytest.importorskip(
 ).TestClient
 
 from loveletter_env.replay import MAX_REPLAY_BYTES, load_replay  # noqa: E402
-from training.serve import find_checkpoints  # noqa: E402
+from training.apps.server import find_checkpoints  # noqa: E402
+from training.apps.web.app import MAX_JSON_BODY, ServerConfig, create_app  # noqa: E402
 from training.serve import main as serve_main  # noqa: E402
-from training.web.app import MAX_JSON_BODY, ServerConfig, create_app  # noqa: E402
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped"
 #: Where a browser on this machine reaches the server: the Host header the server accepts.
@@ -327,7 +327,7 @@ def test_serve_cli_errors(capsys, tmp_path):
 
 
 def test_timings_cli_refuses_bad_counts(capsys):
-    from training.web.timings import main as timings_main
+    from training.apps.web.timings import main as timings_main
 
     with pytest.raises(SystemExit) as exit_info:
         timings_main(["--repeats", "0"])
@@ -391,13 +391,13 @@ def test_counts_in_the_page_script_are_pluralized():
 
 @pytest.fixture(scope="module")
 def policy_file(tmp_path_factory):
-    from training.solve import solve
+    from training.exploitability.solver import solve
 
     return solve("mini6", iterations=20).save_policy(tmp_path_factory.mktemp("solved") / "policy.npz")
 
 
 def test_a_solved_policy_is_offered_and_played_on_its_rung(replay_dir, policy_file):
-    from training.serve import load_policies
+    from training.apps.server import load_policies
 
     policies = load_policies([policy_file])
     assert list(policies) == ["mini6"] and policies["mini6"].rules == "mini6"
@@ -428,7 +428,7 @@ def test_serve_names_a_policy_given_as_a_checkpoint_and_the_reverse(capsys, poli
 
 
 def test_find_runs_offers_one_checkpoint_per_run(tmp_path):
-    from training.serve import find_runs
+    from training.apps.server import find_runs
 
     runs = tmp_path / "runs"
     for name in ("a/best.pt", "a/latest.pt", "a/snapshots/update_5.pt", "b/result.pt", "b/best.pt", "c/notes.txt"):

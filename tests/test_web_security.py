@@ -18,16 +18,16 @@ TestClient = pytest.importorskip(
 ).TestClient
 
 from loveletter_env.replay import MAX_REPLAY_BYTES, ReplayError, load_replay, parse_replay  # noqa: E402
-from training.serve import check_checkpoints  # noqa: E402
-from training.serve import main as serve_main  # noqa: E402
-from training.web.app import (  # noqa: E402
+from training.apps.server import check_checkpoints  # noqa: E402
+from training.apps.web.app import (  # noqa: E402
     MAX_AGENT_NAME_CHARS,
     MAX_GAMES,
     MAX_REPLAY_NAME_CHARS,
     ServerConfig,
     create_app,
 )
-from training.web.games import MAX_REQUEST_SECONDS, GameStore, RequestError  # noqa: E402
+from training.apps.web.games import MAX_REQUEST_SECONDS, GameStore, RequestError  # noqa: E402
+from training.serve import main as serve_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "checkpoints" / "shipped"
@@ -332,7 +332,7 @@ def test_a_file_that_is_not_a_checkpoint_is_refused_at_start_up(capsys, tmp_path
 
 
 def test_a_bad_file_in_a_checkpoint_folder_is_left_out(tmp_path):
-    from training.checkpoint import load_agent
+    from training.learn.checkpoint import load_agent
 
     shutil.copy(SHIPPED / "ppo_2p.pt", tmp_path / "good.pt")
     (tmp_path / "junk.pt").write_text("not a checkpoint")

@@ -207,8 +207,8 @@ def test_bad_constructor_arguments_name_the_problem(tmp_path):
 
 def test_checkpoint_opponents_are_loaded_through_training(tmp_path):
     torch = pytest.importorskip("torch")
-    from training.checkpoint import model_payload, save_checkpoint
-    from training.ppo import ActorCritic
+    from training.learn.checkpoint import model_payload, save_checkpoint
+    from training.learn.ppo import ActorCritic
 
     path = save_checkpoint(tmp_path / "best.pt", {"model": model_payload(ActorCritic(generator=torch.Generator()))})
     # A checkpoint file, and a run folder (whose best.pt is loaded).

@@ -1,42 +1,34 @@
-"""Everything that learns or measures Love Letter agents. One module, one job:
+"""Everything that learns or measures Love Letter agents, in four wings. One module, one job.
 
-Self-play training (``python -m training.selfplay``):
+The commands are thin modules at the top (``python -m training.NAME``): ``selfplay``,
+``evaluate``, ``solve``, ``exploit``, ``curve``, ``play``, ``serve``, ``replay`` and
+``export``. Each runs the ``main`` of a module in a wing; ``evaluate`` holds its own command
+line, as it drives two wings (evaluations and exact head-to-head figures).
 
-- :mod:`training.selfplay`: the command line;
-- :mod:`training.trainer`: :class:`~training.trainer.SelfPlayTrainer`, the run (rollouts, updates,
-  evaluations, checkpoints, resume);
-- :mod:`training.ppo`: masked PPO, readable top to bottom (the network, losses, GAE over each
-  player's decisions, the update, :class:`~training.ppo.PolicyAgent`);
-- :mod:`training.rollout`: rollout storage, the learner's decisions linked per (game, seat);
-- :mod:`training.opponents`: opponent kinds, the pool of past weights, who sits in which seat;
-- :mod:`training.metrics`: ``metrics.csv``, TensorBoard and the learning-curve plot;
-- :mod:`training.runtime`: the device and the derived seeds of a run;
-- :mod:`training.interrupt`: Ctrl-C stops a run at the next safe point (or at once on a second press);
-- :mod:`training.config`: the run configuration (dataclasses, YAML, ``--set`` overrides);
-- :mod:`training.checkpoint`: safe checkpoint files and :func:`load_agent`.
+The wings, each importing only the wings listed before it:
 
-Measuring agents (``python -m training.evaluate``, ``python -m training.exploit``):
+- :mod:`training.measure`: playing agents against each other (:func:`~training.measure.evaluation.evaluate`,
+  :mod:`~training.measure.matches`, :mod:`~training.measure.ray_cluster`), their figures
+  (:mod:`~training.measure.stats`), leagues and ratings (:mod:`~training.measure.league`,
+  :mod:`~training.measure.ratings`);
+- :mod:`training.learn`: self-play PPO: :mod:`~training.learn.trainer` (the run),
+  :mod:`~training.learn.ppo` (the network and the update, readable top to bottom),
+  :mod:`~training.learn.rollout`, :mod:`~training.learn.seating` (who sits in which seat),
+  :mod:`~training.learn.metrics`, :mod:`~training.learn.config`, :mod:`~training.learn.checkpoint`
+  (safe checkpoint files, :func:`load_agent`), and what long runs need:
+  :mod:`~training.learn.runtime` (devices, seeds, run folders), :mod:`~training.learn.interrupt`
+  (Ctrl-C) and :mod:`~training.learn.compile_notice`;
+- :mod:`training.exploitability`: how exploitable an agent is: :mod:`~training.exploitability.cfr`
+  (CFR+ and exact passes over :class:`loveletter_env.tree.GameTree`), :mod:`~training.exploitability.solver`,
+  :mod:`~training.exploitability.exact_response`, :mod:`~training.exploitability.search_response`,
+  :mod:`~training.exploitability.learned_response` and :mod:`~training.exploitability.training_curve`;
+- :mod:`training.apps`: what people use: :mod:`~training.apps.terminal`, :mod:`~training.apps.server`
+  with :mod:`~training.apps.web`, :mod:`~training.apps.game_session` (one game loop for both),
+  :mod:`~training.apps.narration` and :mod:`~training.apps.onnx`.
 
-- :mod:`training.evaluate`: :func:`~training.evaluate.evaluate` and the command line;
-- :mod:`training.matches`: playing seeded episodes with rotating seats, in one or several processes;
-- :mod:`training.stats`: :class:`~training.stats.EvaluationResult` (the one result type) and intervals;
-- :mod:`training.league`: leagues (ratings fitted by :mod:`training.ratings`) and their Markdown/CSV/PNG tables;
-- :mod:`training.exploit`: a best response to a frozen checkpoint.
-
-Solving the ladder's rungs exactly (``python -m training.solve``, ``python -m training.exploit AGENT --exact``):
-
-- :mod:`training.cfr`: the compiled CFR+, best-response and expected-value passes over the
-  whole tree of one round (:class:`loveletter_env.tree.GameTree`);
-- :mod:`training.solve`: :func:`~training.solve.solve` and the command line;
-- :mod:`training.best_response`: an agent's exact exploitability.
-
-:mod:`training.play` plays in the terminal, :mod:`training.replay` narrates a saved game,
-:mod:`training.serve` (with :mod:`training.web`) plays and replays in the browser and
-:mod:`training.export` exports to ONNX. Agent specs
-(bot names, checkpoint paths, factories) are resolved by :mod:`loveletter_env.agents.specs`; this
-package registers the checkpoint loader it uses.
-
-The names below load on first use, so ``import training.evaluate`` does not pull in torch.
+Agent specs (bot names, checkpoint paths, factories) are resolved by
+:mod:`loveletter_env.agents.specs`; this package registers the checkpoint loader it uses.
+The names below load on first use, so ``import training.measure.evaluation`` does not pull in torch.
 """
 
 from __future__ import annotations
@@ -48,17 +40,17 @@ from typing import TYPE_CHECKING, Any
 from loveletter_env.agents.specs import register_checkpoint_loader
 
 if TYPE_CHECKING:
-    from .checkpoint import CheckpointError, load_agent, load_checkpoint
-    from .ppo import ActorCritic, PolicyAgent, PolicyNetwork, PPOConfig
+    from training.learn.checkpoint import CheckpointError, load_agent, load_checkpoint
+    from training.learn.ppo import ActorCritic, PolicyAgent, PolicyNetwork, PPOConfig
 
 _EXPORTS = {
-    "load_agent": "checkpoint",
-    "load_checkpoint": "checkpoint",
-    "CheckpointError": "checkpoint",
-    "ActorCritic": "ppo",
-    "PolicyAgent": "ppo",
-    "PPOConfig": "ppo",
-    "PolicyNetwork": "ppo",
+    "load_agent": "learn.checkpoint",
+    "load_checkpoint": "learn.checkpoint",
+    "CheckpointError": "learn.checkpoint",
+    "ActorCritic": "learn.ppo",
+    "PolicyAgent": "learn.ppo",
+    "PPOConfig": "learn.ppo",
+    "PolicyNetwork": "learn.ppo",
 }
 
 __all__ = [
@@ -74,14 +66,14 @@ __all__ = [
 
 def _load_checkpoint_agent(path: Path, seed: int) -> PolicyAgent:
     """Checkpoint specs of :func:`loveletter_env.agents.specs.resolve_agent` load through here (greedy)."""
-    from .checkpoint import load_agent
+    from training.learn.checkpoint import load_agent
 
     return load_agent(path, seed=seed)
 
 
 def _load_checkpoint_network(path: Path) -> ActorCritic:
     """:func:`loveletter_env.agents.specs.load_checkpoint_network` loads through here."""
-    from .checkpoint import build_model, load_checkpoint
+    from training.learn.checkpoint import build_model, load_checkpoint
 
     return build_model(load_checkpoint(path)).eval()
 

@@ -2,7 +2,7 @@
 
 The function API, used by the self-play trainer::
 
-    from training.evaluate import evaluate
+    from training.measure.evaluation import evaluate
     result = evaluate(["belief", "rule"], num_players=2, rounds=1000, seed=0)
     result.win_rate[0], result.ci95[0], result.to_dict()
 
@@ -12,16 +12,18 @@ folders, ``"package.module:factory"`` (a callable returning an agent) or agent o
 Seats rotate so that every lineup slot plays every seat equally; each episode's deal and
 each agent's generator are seeded from ``(seed, episode index)`` alone, so results do
 not depend on ``workers``, nor on playing on a Ray cluster (``--ray [ADDRESS]``, see
-:mod:`training.ray_cluster`). With duplicate deals (``--duplicate``) every deal is played once
+:mod:`training.measure.ray_cluster`). With duplicate deals (``--duplicate``) every deal is played once
 in each seat rotation and the intervals are taken over per-deal scores, which cancels much of
 the luck of the deal.
 
 League mode (``--league a b c``) plays every group and rates the agents on all the episodes at once,
 writing a Markdown table, a CSV file and a PNG bar chart.
 
-This module is the tool's face: :func:`evaluate` and the command line. The work is done by
-:mod:`training.matches` (playing episodes, worker processes), :mod:`training.stats`
-(:class:`~training.stats.EvaluationResult`, intervals) and :mod:`training.league` (ratings
+This module is the command line. It sits above the wings it drives: the function
+:func:`~training.measure.evaluation.evaluate`, leagues, and exact head-to-head figures on
+the ladder's rungs from :mod:`training.exploitability.exact_response`. The work is done by
+:mod:`training.measure.matches` (playing episodes, worker processes), :mod:`training.measure.stats`
+(:class:`~training.measure.stats.EvaluationResult`, intervals) and :mod:`training.measure.league` (ratings
 and the league files).
 """
 
@@ -36,72 +38,22 @@ from pathlib import Path
 from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
-from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES, AgentSpec
+from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
 from loveletter_env.validation import check_writable
-
-from .compile_notice import announce_kernel_compilation
-from .interrupt import EXIT_INTERRUPTED
-from .league import league, league_markdown, write_league
-from .matches import MatchSetup, PlayInterrupted, check_duplicate_rounds, play_matches
-from .ray_cluster import DEFAULT_CONNECT_TIMEOUT, RayCluster
-from .stats import EvaluationResult, complete_deals, summarize
+from training.learn.compile_notice import announce_kernel_compilation
+from training.learn.interrupt import EXIT_INTERRUPTED
+from training.measure.evaluation import evaluate
+from training.measure.league import league, league_markdown, write_league
+from training.measure.matches import PlayInterrupted, check_duplicate_rounds
+from training.measure.ray_cluster import DEFAULT_CONNECT_TIMEOUT, RayCluster
+from training.measure.stats import complete_deals, summarize
 
 #: Where league tables go by default: under runs/, which git ignores, rather than the working folder itself.
 DEFAULT_LEAGUE_DIR = Path("runs") / "league"
 #: The file ``--exact --out DIR`` writes its result to, in DIR.
 EXACT_RESULT = "exact.json"
 
-__all__ = ["EvaluationResult", "build_parser", "evaluate", "league", "league_markdown", "main", "write_league"]
-
-
-def evaluate(
-    agents: Sequence[AgentSpec],
-    num_players: int = 2,
-    rounds: int = 1000,
-    episode: str = "round",
-    seed: int = 0,
-    workers: int = 1,
-    progress: bool = False,
-    rules: str = "classic",
-    save_replays: str | Path | None = None,
-    save_replays_every: int = 1,
-    ray: RayCluster | None = None,
-    duplicate: bool = False,
-) -> EvaluationResult:
-    """Play ``rounds`` episodes and measure every lineup slot.
-
-    Args:
-        agents: one spec per lineup slot (see :func:`loveletter_env.agents.specs.resolve_agent`); with fewer than
-            ``num_players`` the last is repeated.
-        num_players: 2, 3 or 4.
-        rounds: number of episodes (rounds, or games when ``episode="game"``).
-        episode: ``"round"`` or ``"game"``.
-        seed: the whole run's seed: deals and agents' generators derive from it.
-        workers: processes to play in; results do not depend on it (agent objects must
-            then be picklable).
-        progress: show a tqdm progress bar.
-        rules: the rule preset.
-        save_replays: a folder to save episodes in as replay files (``episode_<index>.json``,
-            see :mod:`loveletter_env.replay`); ``None`` saves nothing.
-        save_replays_every: save only every K-th episode (0, K, 2K, ...).
-        ray: play on a Ray cluster instead (see :class:`training.ray_cluster.RayCluster`; ``workers`` is then
-            ignored); results do not depend on it either.
-        duplicate: play every deal once in each seat rotation (episodes ``k*n .. k*n+n-1`` share
-            a deal, ``n`` the table size) and take the intervals over per-deal scores (see
-            :func:`training.stats.per_deal_interval`); ``rounds`` must then be a multiple of ``n``.
-
-    Returns:
-        An :class:`EvaluationResult`.
-
-    Raises:
-        ValueError: a bad argument, such as ``rounds`` not a multiple of ``num_players`` with ``duplicate``.
-    """
-    setup = MatchSetup.of(agents, num_players, episode, rules, seed, duplicate, save_replays, save_replays_every)
-    labels, records = play_matches(setup, rounds, workers, progress, ray)
-    return summarize(records, labels, num_players, episode, seed, duplicate)
-
-
-# Command line -----------------------------------------------------------------------
+__all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -266,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _exact_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``--exact``: two agents' exact expected scores on a rung, from their action probabilities."""
-    from .best_response import exact_head_to_head, refuse_unused_flags, report_json
+    from training.exploitability.exact_response import exact_head_to_head, refuse_unused_flags, report_json
 
     if len(args.agents) != 2:
         parser.error(f"--exact compares two agents, got {len(args.agents)}")

@@ -94,6 +94,29 @@ def parse_options(text: str, spec: str) -> dict[str, Any]:
     return options
 
 
+#: What a run folder stands for as an agent, in order of preference: the best evaluation's
+#: weights, else the latest.
+RUN_DIR_FILES = ("best.pt", "latest.pt")
+
+
+def checkpoint_file(path: str | os.PathLike[str]) -> Path:
+    """The file a checkpoint spec loads: ``path`` itself if it is a file; for a run folder,
+    its ``best.pt`` or else ``latest.pt``.
+
+    Raises:
+        FileNotFoundError: naming the path, when there is no such file or the folder holds neither.
+    """
+    path = Path(path)
+    if path.is_dir():
+        for name in RUN_DIR_FILES:
+            if (path / name).is_file():
+                return path / name
+        raise FileNotFoundError(f"run folder {str(path)!r} holds none of {list(RUN_DIR_FILES)}")
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+    return path
+
+
 def is_checkpoint_path(spec: str | os.PathLike[str]) -> bool:
     """Whether a spec that is not a bot name denotes a checkpoint file or run folder.
 

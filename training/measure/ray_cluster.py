@@ -4,9 +4,9 @@
   and with how many workers;
 - :func:`ray_connection`: connected for the length of a ``with`` block, with a clear error,
   bounded in time, when Ray is not installed or nothing answers at the address;
-- :class:`RayRunner`: the :class:`training.matches.EpisodeRunner` that plays chunks of
+- :class:`RayRunner`: the :class:`training.measure.matches.EpisodeRunner` that plays chunks of
   episodes as Ray tasks, driven by the same scheduler as the process pool
-  (:func:`training.matches.run_episodes`), so the records are the same for the same seed.
+  (:func:`training.measure.matches.run_episodes`), so the records are the same for the same seed.
 
 What travels to the workers: the agent specs (strings), agent objects (pickled) and the
 bytes of every checkpoint in the lineup, so a checkpoint needs to exist only on the machine
@@ -35,11 +35,10 @@ from types import ModuleType
 from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
-from loveletter_env.agents.specs import AgentSpec, is_checkpoint_path, resolve_agent
+from loveletter_env.agents.specs import AgentSpec, checkpoint_file, is_checkpoint_path, resolve_agent
 from loveletter_env.validation import check_int
-
-from .matches import EpisodePlayer, MatchSetup, portable_error
-from .stats import EpisodeRecord
+from training.measure.matches import EpisodePlayer, MatchSetup, portable_error
+from training.measure.stats import EpisodeRecord
 
 #: What to do when the ``ray`` package is missing.
 INSTALL_HINT = "install the ray extra: pip install -e '.[ray]'"
@@ -205,9 +204,7 @@ class CheckpointBytes:
             spec
         ):
             return None
-        from .checkpoint import resolve_checkpoint_path
-
-        path = resolve_checkpoint_path(text)
+        path = checkpoint_file(text)
         return cls(path.name, path.read_bytes())
 
     def load(self) -> Any:

@@ -1,6 +1,6 @@
 """A person's game against agents, driven one request at a time, and the store of games.
 
-:class:`HumanGame` is the terminal's :class:`~training.game_session.GameSession` (the person
+:class:`HumanGame` is the terminal's :class:`~training.apps.game_session.GameSession` (the person
 plays a move, the agents play until it is the person's turn again, every move narrated as
 the person's seat saw it) with an id, a lock and a view for the page; a finished game is
 saved as a replay. Opponents come from :class:`OpponentCatalog`: bot names with checked options, or
@@ -28,9 +28,8 @@ from loveletter_env.agents.specs import SOLVED, resolve_agent
 from loveletter_env.replay import Replay, safe_file_name, save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int
-from training.game_session import GameSession, IllegalMove, NotNow, Opponent
-
-from .views import legal_moves, seat_name, state_view
+from training.apps.game_session import GameSession, IllegalMove, NotNow, Opponent
+from training.apps.web.views import legal_moves, seat_name, state_view
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ BOT_OPTIONS: dict[str, dict[str, BotOption]] = {
 SEARCHES: dict[str, type] = {"ismcts": ISMCTSAgent, "guided": GuidedSearchAgent}
 #: CPU seconds one search iteration may cost, by search and table size: the 95th percentile
 #: over the decisions of rounds against random moves (each decision's CPU time divided by its
-#: iterations), rounded up, as ``python -m training.web.timings --costs`` measured it on the
+#: iterations), rounded up, as ``python -m training.apps.web.timings --costs`` measured it on the
 #: development machine, with the other options at their most costly (``width`` 0 or 16, the
 #: deepest tree). ``ismcts`` at ``tree_depth`` 1 runs on the compiled core; deeper trees run in
 #: Python. ``guided`` is the larger of its figures with the network or the card-counting bot
@@ -311,7 +310,7 @@ def check_work(choices: list[OpponentChoice], players: int) -> None:
 
 
 class HumanGame(GameSession):
-    """A :class:`~training.game_session.GameSession` played through requests: it has an id and
+    """A :class:`~training.apps.game_session.GameSession` played through requests: it has an id and
     a lock, answers a move at the wrong time or an illegal one with a :class:`RequestError`,
     saves itself with ``on_finish`` when finished, and draws itself for the page (:meth:`view`).
 

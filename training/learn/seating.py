@@ -27,11 +27,10 @@ from loveletter_env.agents.batched_bots import BATCHED_BOTS, BatchedBots
 from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.observation import OBSERVATION_VERSION
 from loveletter_env.validation import MAX_PLAYERS
-
-from .checkpoint import model_payload
-from .config import OpponentConfig
-from .ppo import ActorCritic
-from .runtime import derive_seed
+from training.learn.checkpoint import model_payload
+from training.learn.config import OpponentConfig
+from training.learn.ppo import ActorCritic
+from training.learn.runtime import derive_seed
 
 
 class OpponentKind(IntEnum):
@@ -49,7 +48,7 @@ class OpponentPool:
     extra forward pass per step whatever the pool size. Each snapshot keeps its network's
     ``hidden_sizes`` and observation layout: a frozen agent of another shape may sit in the
     pool (a best response wider than its target, or a target trained on an older
-    observation layout, :mod:`training.exploit`).
+    observation layout, :mod:`training.exploitability.learned_response`).
     """
 
     def __init__(self, max_size: int):

@@ -7,7 +7,7 @@ loads with ``torch.load(path, weights_only=True)``: no pickled code ever runs. I
 - ``observation_version``, ``observation_size``, ``num_actions``: the observation and
   action layout the network was trained for. Any known observation layout loads (a
   network of version 1 reads the version-1 prefix of today's observation, see
-  :class:`~training.ppo.ActorCritic`); an unknown one, or a size that is not its
+  :class:`~training.learn.ppo.ActorCritic`); an unknown one, or a size that is not its
   version's, is refused on load, as is another action layout;
 - ``model``: ``{"hidden_sizes": [...], "state_dict": {...}}``;
 - ``config``: the training config as a dict; ``global_step`` and ``update``;
@@ -39,11 +39,11 @@ from typing import Any, BinaryIO
 import torch
 
 from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.agents.specs import checkpoint_file
 from loveletter_env.observation import LAYOUT_SIZES, OBSERVATION_VERSION
 from loveletter_env.validation import check_seed, is_int
-
-from .config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE
-from .ppo import ActorCritic, PolicyAgent
+from training.learn.config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE
+from training.learn.ppo import ActorCritic, PolicyAgent
 
 FORMAT = "loveletter-ppo"
 FORMAT_VERSION = 2
@@ -51,8 +51,6 @@ FORMAT_VERSION = 2
 READABLE_FORMAT_VERSIONS = (1, 2)
 #: The key holding the digest of the rest of the checkpoint.
 DIGEST_KEY = "sha256"
-#: Files tried, in order, when a run folder is given instead of a file.
-RUN_DIR_FILES = ("best.pt", "latest.pt")
 
 
 def _one_torch_thread_after_fork() -> None:
@@ -205,16 +203,12 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
 
 
 def resolve_checkpoint_path(path: str | Path) -> Path:
-    """``path`` itself if it is a file; for a run folder, its ``best.pt`` or else ``latest.pt``."""
-    path = Path(path)
-    if path.is_dir():
-        for name in RUN_DIR_FILES:
-            if (path / name).is_file():
-                return path / name
-        raise CheckpointError(f"run folder {str(path)!r} holds none of {list(RUN_DIR_FILES)}")
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {str(path)!r} does not exist")
-    return path
+    """``path`` itself if it is a file; for a run folder, its ``best.pt`` or else ``latest.pt``
+    (:func:`loveletter_env.agents.specs.checkpoint_file`, with its error as a :class:`CheckpointError`)."""
+    try:
+        return checkpoint_file(path)
+    except FileNotFoundError as err:
+        raise CheckpointError(str(err)) from None
 
 
 def _read_torch_file(path: Path, map_location: str | torch.device) -> Any:
@@ -247,7 +241,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     layout this code does not know (any version of ``LAYOUT_SIZES`` loads) or for another
     action layout, or holds a network this code would not build: more than
     ``MAX_HIDDEN_LAYERS`` layers or wider than ``MAX_HIDDEN_SIZE`` (the bounds of
-    :mod:`training.config`), or weights that are not finite (NaN or infinite, as a diverged
+    :mod:`training.learn.config`), or weights that are not finite (NaN or infinite, as a diverged
     training leaves them). A valid digest only says the file is as written, not that what
     was written makes sense.
     """

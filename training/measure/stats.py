@@ -7,7 +7,7 @@
   :func:`summarize` from the records.
 
 With duplicate deals (every deal played once in each seat rotation, see
-:func:`training.matches.duplicate_deal_seed`) the episodes are not independent:
+:func:`training.measure.matches.duplicate_deal_seed`) the episodes are not independent:
 :func:`deal_groups` cuts the records into deals, and the intervals come from the per-deal
 mean scores (:func:`per_deal_interval`) rather than from single episodes.
 """
@@ -117,7 +117,7 @@ def decided_by_seat(deals: Sequence[Sequence[EpisodeRecord]], num_players: int) 
 
 @dataclass
 class EvaluationResult:
-    """Outcome of an evaluation (:func:`training.evaluate.evaluate`). Lists are indexed by lineup slot.
+    """Outcome of an evaluation (:func:`training.measure.evaluation.evaluate`). Lists are indexed by lineup slot.
 
     ``win_rate[i]`` counts every episode slot ``i`` won, shared wins included, so the
     rates may add up to a little more than 1; ``shared_rate`` is the share of episodes

@@ -1,16 +1,16 @@
 """The self-play trainer: rollouts, PPO updates, evaluations and checkpoints of one run.
 
-:class:`SelfPlayTrainer` runs a :class:`~training.config.TrainConfig`. Each iteration it
+:class:`SelfPlayTrainer` runs a :class:`~training.learn.config.TrainConfig`. Each iteration it
 collects a rollout on the batched engine (the learner's decisions into a
-:class:`~training.rollout.RolloutBuffer`, the other seats played as
-:class:`~training.opponents.Seating` draws them), computes advantages over each seat's own
-decisions (:func:`training.ppo.compute_gae`), runs :func:`training.ppo.ppo_update`, and
-every so often evaluates against the bots (:func:`training.evaluate.evaluate`), logs
-(:class:`~training.metrics.MetricsLog`) and saves (:mod:`training.checkpoint`).
+:class:`~training.learn.rollout.RolloutBuffer`, the other seats played as
+:class:`~training.learn.seating.Seating` draws them), computes advantages over each seat's own
+decisions (:func:`training.learn.ppo.compute_gae`), runs :func:`training.learn.ppo.ppo_update`, and
+every so often evaluates against the bots (:func:`training.measure.evaluation.evaluate`), logs
+(:class:`~training.learn.metrics.MetricsLog`) and saves (:mod:`training.learn.checkpoint`).
 
 Every piece of the trainer's state (network, optimizer, generators, pool, env, seating)
 is created in ``__init__``; ``--resume`` restores it from ``latest.pt`` there too.
-The command line is :mod:`training.selfplay`.
+The command line is :mod:`training.learn.selfplay_command`.
 """
 
 from __future__ import annotations
@@ -29,17 +29,16 @@ from tqdm import tqdm
 
 from loveletter_env.agents import make_agent
 from loveletter_env.observation import layout_name
-
-from .checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint
-from .config import ConfigError, TrainConfig, from_dict, save_config, to_dict
-from .evaluate import evaluate
-from .interrupt import StopRequest
-from .metrics import MetricsLog, plot_learning_curve
-from .opponents import OpponentKind, OpponentPool, Seating
-from .ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
-from .rollout import RolloutBatch, RolloutBuffer
-from .runtime import claim_run_folder, derive_seed, pick_device
-from .stats import EvaluationResult
+from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint
+from training.learn.config import ConfigError, TrainConfig, from_dict, save_config, to_dict
+from training.learn.interrupt import StopRequest
+from training.learn.metrics import MetricsLog, plot_learning_curve
+from training.learn.ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
+from training.learn.rollout import RolloutBatch, RolloutBuffer
+from training.learn.runtime import claim_run_folder, derive_seed, pick_device
+from training.learn.seating import OpponentKind, OpponentPool, Seating
+from training.measure.evaluation import evaluate
+from training.measure.stats import EvaluationResult
 
 #: Config keys that say where a run executes, not what it computes: --resume may change them.
 MACHINE_KEYS = ("device", "torch_threads")
@@ -108,14 +107,14 @@ def evaluation_line(update: int, global_step: int, results: dict[str, Evaluation
 
 
 class SelfPlayTrainer:
-    """Runs a :class:`~training.config.TrainConfig`: rollouts, PPO updates, evaluation, checkpoints.
+    """Runs a :class:`~training.learn.config.TrainConfig`: rollouts, PPO updates, evaluation, checkpoints.
 
-    The trainer owns ``run_dir`` (:func:`training.runtime.claim_run_folder`) from its creation
+    The trainer owns ``run_dir`` (:func:`training.learn.runtime.claim_run_folder`) from its creation
     until :meth:`train` returns, or until :meth:`release` for a trainer that never trains.
 
     Args:
         config: the run's config (validated).
-        run_dir: output folder (created). :class:`~training.runtime.RunFolderError` if it
+        run_dir: output folder (created). :class:`~training.learn.runtime.RunFolderError` if it
             cannot be written, another run owns it, or (unless ``resume``) it holds a run.
         resume: continue from ``run_dir/latest.pt``.
         pool: a ready-made opponent pool; with ``grow_pool=False`` it stays frozen (the
@@ -365,7 +364,7 @@ class SelfPlayTrainer:
     # -- evaluation ------------------------------------------------------------------
     def evaluate(self) -> dict[str, EvaluationResult]:
         """The current weights (slot 0) against each ``eval.opponents`` bot, through
-        :func:`training.evaluate.evaluate` (seats rotated by that tool)."""
+        :func:`training.measure.evaluation.evaluate` (seats rotated by that tool)."""
         cfg = self.config.eval
         model = copy.deepcopy(self.model).to("cpu").eval()
         return {

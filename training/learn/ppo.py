@@ -46,7 +46,7 @@ from loveletter_env.validation import check_seed
 # 1. Hyper-parameters
 # ---------------------------------------------------------------------------------
 class PPOConfig(StrictModel):
-    """Hyper-parameters of one PPO update (the environment side lives in ``training.config``).
+    """Hyper-parameters of one PPO update (the environment side lives in ``training.learn.config``).
 
     Values are checked when the config is built: a value out of range raises a
     ``ValueError`` naming the field.

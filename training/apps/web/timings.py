@@ -1,4 +1,4 @@
-"""How fast the web app answers: ``python -m training.web.timings``.
+"""How fast the web app answers: ``python -m training.apps.web.timings``.
 
 Measures, on a server started in this process: the page and its files over HTTP, the page
 load in headless Chromium (when ``chromium`` and ``chromedriver`` are installed), each
@@ -9,7 +9,7 @@ quiet machine.
 
 ``--costs`` measures instead the CPU time of one search iteration of each costly bot at
 each table size, the figures behind the server's bound on the work of one request
-(:data:`training.web.games.ITERATION_SECONDS`).
+(:data:`training.apps.web.games.ITERATION_SECONDS`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .app import ServerConfig, create_app
-from .games import ITERATION_SECONDS, HumanGame, OpponentCatalog
+from training.apps.web.app import ServerConfig, create_app
+from training.apps.web.games import ITERATION_SECONDS, HumanGame, OpponentCatalog
 
 OPPONENTS = ("random", "rule", "belief", "ismcts", "checkpoint:shipped/ppo_2to4p")
 
@@ -114,7 +114,7 @@ def browser_timings(base: str, repeats: int) -> None:
 
 
 def decision_timings(checkpoints: dict[str, Path], seeds: int) -> None:
-    from training.checkpoint import load_agent
+    from training.learn.checkpoint import load_agent
 
     catalog = OpponentCatalog(checkpoints, lambda path, seed: load_agent(path, seed=seed))
     print("Bot decisions inside the game driver:")
@@ -143,7 +143,7 @@ COST_PROBES: list[tuple[str, str, int]] = [
 def cost_timings(checkpoints: dict[str, Path], seeds: int) -> None:
     """CPU seconds per iteration of each search (95th percentile and largest over the decisions
     of ``seeds`` rounds against random moves), next to the figures the server uses."""
-    from training.checkpoint import load_agent
+    from training.learn.checkpoint import load_agent
 
     catalog = OpponentCatalog(checkpoints, lambda path, seed: load_agent(path, seed=seed))
 
@@ -168,7 +168,7 @@ def cost_timings(checkpoints: dict[str, Path], seeds: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.web.timings", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m training.apps.web.timings", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=20, help="requests and page loads per measurement (default 20)")
     parser.add_argument("--seeds", type=int, default=10, help="rounds per opponent for decision times (default 10)")
     parser.add_argument("--costs", action="store_true", help="measure only the CPU cost of a search iteration")
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoints = {f"shipped/{p.stem}": p.resolve() for p in sorted(shipped.glob("*.pt"))}
     if "shipped/ppo_2to4p" not in checkpoints:
         parser.error("run it from the repository root: it plays checkpoints/shipped/ppo_2to4p.pt")
-    import training.checkpoint  # noqa: F401  (torch loads now, as python -m training.serve does at start-up)
+    import training.learn.checkpoint  # noqa: F401  (torch loads now, as python -m training.serve does at start-up)
 
     if args.costs:
         cost_timings(checkpoints, args.seeds)

@@ -9,7 +9,7 @@
 
 One scheduler serves every place: :func:`run_episodes` cuts the run in chunks of consecutive
 episodes, hands them to an :class:`EpisodeRunner` (:class:`InProcessRunner`,
-:class:`ProcessPoolRunner`, :class:`training.ray_cluster.RayRunner`), gathers the records in
+:class:`ProcessPoolRunner`, :class:`training.measure.ray_cluster.RayRunner`), gathers the records in
 episode order and shows the progress bar. A worker builds its agents and env once
 (:class:`EpisodePlayer`, from a :class:`MatchSetup`) and plays chunk after chunk.
 
@@ -41,11 +41,10 @@ from loveletter_env.env import raw_env
 from loveletter_env.replay import AgentInfo, decision_details, save_replay
 from loveletter_env.validation import check_episode, check_int, check_num_players
 from loveletter_env.wrappers.recorder import RecordReplay
-
-from .stats import EpisodeRecord
+from training.measure.stats import EpisodeRecord
 
 if TYPE_CHECKING:
-    from .ray_cluster import RayCluster
+    from training.measure.ray_cluster import RayCluster
 
 
 class PlayInterrupted(KeyboardInterrupt):
@@ -169,7 +168,7 @@ class MatchSetup:
         save_replays: str | os.PathLike | None = None,
         save_replays_every: int = 1,
     ) -> MatchSetup:
-        """A checked setup (the arguments are those of :func:`training.evaluate.evaluate`):
+        """A checked setup (the arguments are those of :func:`training.measure.evaluation.evaluate`):
         ``agents`` filled to ``num_players`` slots (the replay folder is made when play starts)."""
         check_num_players(num_players)
         check_episode(episode)
@@ -213,7 +212,7 @@ def portable_error(exc: Exception) -> Exception:
 
 class EpisodeRunner(Protocol):
     """Where the chunks of a run are played: this process, a process pool or a Ray cluster
-    (:class:`training.ray_cluster.RayRunner`). :func:`run_episodes` drives any of them."""
+    (:class:`training.measure.ray_cluster.RayRunner`). :func:`run_episodes` drives any of them."""
 
     #: How many chunks it plays at once (sets the chunk size).
     workers: int
@@ -355,7 +354,7 @@ def play_matches(
     setup: MatchSetup, rounds: int = 1000, workers: int = 1, progress: bool = False, ray: RayCluster | None = None
 ) -> tuple[list[str], list[EpisodeRecord]]:
     """Play ``rounds`` episodes of ``setup`` in ``workers`` processes (or on ``ray``); return
-    the slot labels and every episode's record (see :func:`training.evaluate.evaluate`)."""
+    the slot labels and every episode's record (see :func:`training.measure.evaluation.evaluate`)."""
     check_int("rounds", rounds, low=1)
     check_int("workers", workers, low=1)
     if setup.duplicate:
@@ -366,7 +365,7 @@ def play_matches(
     # Resolve once here so a bad spec fails fast, before any worker starts.
     resolved = [resolve_agent(s) for s in setup.lineup]
     if ray is not None:
-        from .ray_cluster import RayRunner, ray_connection
+        from training.measure.ray_cluster import RayRunner, ray_connection
 
         with ray_connection(ray):
             ray_runner = RayRunner(setup, ray)

@@ -3,7 +3,7 @@
 - :func:`league`: the round robin and its ratings (a :class:`LeagueEntry` per agent, best first);
 - :func:`league_markdown` / :func:`write_league`: the table as Markdown, CSV and a PNG bar chart.
 
-Ratings come from :func:`training.ratings.fit_ratings`, fitted on every episode at once:
+Ratings come from :func:`training.measure.ratings.fit_ratings`, fitted on every episode at once:
 in a round robin they rise with the win rate, so the ranking, the rating column and the
 win-rate column agree (an online rating such as openskill depends on the order the groups
 were played in, and could rank an agent above one with a higher win rate). A shared win
@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loveletter_env.agents.specs import AgentSpec, agent_label
-
-from .matches import MatchSetup, play_matches
-from .ratings import BASE_RATING, fit_ratings
-from .ray_cluster import RayCluster, ray_connection
-from .stats import percentages
+from training.measure.matches import MatchSetup, play_matches
+from training.measure.ratings import BASE_RATING, fit_ratings
+from training.measure.ray_cluster import RayCluster, ray_connection
+from training.measure.stats import percentages
 
 
 @dataclass

@@ -38,9 +38,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from loveletter_env.replay import MAX_REPLAY_BYTES, Replay, ReplayError, parse_replay, read_replay_text
 from loveletter_env.rules import PRESETS
 from loveletter_env.strict_json import read_json
-
-from .games import GameStore, HumanGame, OfferedPolicy, OpponentCatalog, RequestError, check_new_game, replay_saver
-from .views import card_reference, replay_view
+from training.apps.web.games import (
+    GameStore,
+    HumanGame,
+    OfferedPolicy,
+    OpponentCatalog,
+    RequestError,
+    check_new_game,
+    replay_saver,
+)
+from training.apps.web.views import card_reference, replay_view
 
 STATIC_DIR = Path(__file__).parent / "static"
 #: Uploaded replays kept in memory (oldest dropped first).
@@ -418,14 +425,14 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 def _load_checkpoint_agent(path: Path, seed: int) -> Any:
-    from training.checkpoint import load_agent
+    from training.learn.checkpoint import load_agent
 
     return load_agent(path, seed=seed)
 
 
 def create_app(config: ServerConfig, checkpoint_loader: Any = None) -> Starlette:
     """The Starlette app. ``checkpoint_loader(path, seed)`` builds a checkpoint agent
-    (default: :func:`training.checkpoint.load_agent`)."""
+    (default: :func:`training.learn.checkpoint.load_agent`)."""
     catalog = OpponentCatalog(config.checkpoints, checkpoint_loader or _load_checkpoint_agent, config.policies)
     routes = [
         *_page_routes(config, catalog),

@@ -1,5 +1,5 @@
 """A person's game against agents, one move at a time: what the terminal
-(:mod:`training.play`) and the web app (:mod:`training.web.games`) both play.
+(:mod:`training.apps.terminal`) and the web app (:mod:`training.apps.web.games`) both play.
 
 :class:`GameSession` deals from its seed, lets the agents play until it is the person's
 turn (or the round is over), takes the person's move, narrates every move as the

@@ -20,8 +20,7 @@ import numpy as np
 import torch
 
 from loveletter_env.validation import check_writable
-
-from .config import ConfigError
+from training.learn.config import ConfigError
 
 #: The file a process holds locked while it owns a run folder; it holds the owner's pid.
 LOCK_FILE = ".lock"

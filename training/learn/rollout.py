@@ -4,7 +4,7 @@ In a turn-based game a decision's "next state" is the same seat's next decision,
 table's next turn. :class:`RolloutBuffer` records every learner decision and links it to
 that seat's following decision in the same game; the end of an episode closes each seat's
 last open decision with the seat's reward. :meth:`RolloutBuffer.batch` then hands the links
-to :func:`training.ppo.compute_gae` and keeps the decisions whose outcome is known.
+to :func:`training.learn.ppo.compute_gae` and keeps the decisions whose outcome is known.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.batched import OBSERVATION_DTYPE
 from loveletter_env.observation import OBSERVATION_SIZE
 from loveletter_env.validation import MAX_PLAYERS
-
-from .ppo import RolloutBatch, compute_gae
+from training.learn.ppo import RolloutBatch, compute_gae
 
 
 class RolloutBuffer:

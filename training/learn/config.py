@@ -25,8 +25,7 @@ from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.rules import PRESETS
 from loveletter_env.schema import StrictModel, WholeNumber, dotted, explain, shown
 from loveletter_env.validation import MAX_SEED
-
-from .ppo import PPOConfig
+from training.learn.ppo import PPOConfig
 
 Device = Literal["auto", "cpu", "cuda"]
 DEVICES: tuple[str, ...] = typing.get_args(Device)
@@ -135,7 +134,7 @@ class EnvConfig(StrictModel):
 
 
 class ModelConfig(StrictModel):
-    """The :class:`~training.ppo.ActorCritic` network.
+    """The :class:`~training.learn.ppo.ActorCritic` network.
 
     Attributes:
         hidden_sizes: widths of the shared trunk's layers.
@@ -178,7 +177,7 @@ class OpponentConfig(StrictModel):
 
 
 class EvalConfig(StrictModel):
-    """Periodic evaluation through ``training.evaluate.evaluate``.
+    """Periodic evaluation through ``training.measure.evaluation.evaluate``.
 
     Attributes:
         every: evaluate every this many updates (and at the end); 0 disables.
@@ -381,11 +380,11 @@ class TrainConfig(StrictModel):
 
 
 def count_parameters(hidden_sizes: list[int]) -> int:
-    """Parameters of the :class:`~training.ppo.ActorCritic` with these layer sizes, counted on
+    """Parameters of the :class:`~training.learn.ppo.ActorCritic` with these layer sizes, counted on
     torch's meta device (shapes only, no memory)."""
     import torch
 
-    from .ppo import ActorCritic
+    from training.learn.ppo import ActorCritic
 
     with torch.device("meta"):
         return sum(p.numel() for p in ActorCritic(hidden_sizes).parameters())

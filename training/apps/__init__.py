@@ -1,0 +1,1 @@
+"""What people use: the terminal game, the browser app, replay narration and ONNX export."""

@@ -1,0 +1,244 @@
+"""Export a trained policy to ONNX, and run the exported file as an agent.
+
+    pip install -e ".[onnx]"
+    python -m training.export --checkpoint checkpoints/run/best.pt --onnx policy.onnx
+
+The ONNX graph takes a batch of observations and legal-action masks and returns the
+greedy legal action, the masked logits and the value estimate:
+
+========================  ===================  =======================================
+name                      type / shape         meaning
+========================  ===================  =======================================
+input ``observation``     float32 [B, 1382]    the env's observation vectors (version 2)
+input ``action_mask``     int8 [B, 41]         the env's masks (1 = legal)
+output ``action``         int64 [B]            most likely legal action
+output ``logits``         float32 [B, 41]      logits, illegal ones at the lowest float
+output ``value``          float32 [B]          the critic's estimate of the return
+========================  ===================  =======================================
+
+so a game server needs only onnxruntime and numpy. The graph always takes the current
+observation (``OBSERVATION_SIZE`` entries), whatever layout the network was trained on: a
+network of observation version 1 reads the first 646 entries inside the graph, so a
+server feeds every exported policy the same vectors. After writing the file the CLI
+checks it with onnxruntime against torch on observations from seeded random games.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.observation import OBSERVATION_SIZE, check_observation_size
+from loveletter_env.wrappers._extras import MissingExtraError, require
+from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint
+from training.learn.ppo import masked_logits
+
+#: The exporter's op registry reports at its first use, through this logger, that each of
+#: torchvision's four ops (nms, roi_align, roi_pool, deform_conv2d) is skipped when
+#: torchvision is absent. This network uses none of them, so those lines are only noise.
+_REGISTRY_LOGGER = "torch.onnx._internal.exporter._registration"
+INPUT_NAMES = ("observation", "action_mask")
+OUTPUT_NAMES = ("action", "logits", "value")
+#: Largest |torch - onnxruntime| accepted on logits and values by :func:`verify_onnx`.
+VERIFY_TOLERANCE = 1e-4
+
+
+class GreedyPolicy(nn.Module):
+    """The graph that is exported: network, mask and greedy choice in one forward.
+
+    Args:
+        model: any module with ``forward(obs) -> (logits [B, 41], value [B])``, such as
+            :class:`training.learn.ppo.ActorCritic`.
+    """
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        logits, value = self.model(observation)
+        logits = masked_logits(logits, action_mask.bool())
+        return logits.argmax(-1), logits, value
+
+
+class _DropTorchvisionNotices(logging.Filter):
+    """Drops the exporter's "torchvision is not installed" records and nothing else."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("torchvision is not installed")
+
+
+@contextlib.contextmanager
+def _quiet_registry() -> Iterator[None]:
+    logger = logging.getLogger(_REGISTRY_LOGGER)
+    notice_filter = _DropTorchvisionNotices()
+    logger.addFilter(notice_filter)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice_filter)
+
+
+def export_onnx(model: nn.Module, path: str | Path) -> Path:
+    """Write ``model`` (``forward(obs) -> (logits, value)``) as an ONNX greedy policy at ``path``.
+
+    The batch dimension is dynamic. Needs the ``onnx`` extra (the torch exporter uses
+    ``onnxscript``).
+    """
+    require("onnxscript", "onnx")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    policy = GreedyPolicy(model).eval()
+    example = (torch.zeros(2, OBSERVATION_SIZE), torch.ones(2, NUM_ACTIONS, dtype=torch.int8))
+    with warnings.catch_warnings(), _quiet_registry():
+        # The exporter warns about its own internals (pytree deprecations, naming one
+        # dynamic axis shared by both inputs): nothing a user of this function can act on.
+        warnings.filterwarnings("ignore", category=FutureWarning, module="copyreg")
+        warnings.filterwarnings("ignore", message="# The axis name")
+        program = torch.onnx.export(
+            policy,
+            example,
+            input_names=list(INPUT_NAMES),
+            output_names=list(OUTPUT_NAMES),
+            dynamic_shapes={"observation": {0: "batch"}, "action_mask": {0: "batch"}},
+            dynamo=True,
+            verbose=False,
+        )
+    if program is None:  # torch returns None only for the TorchScript exporter, not dynamo=True
+        raise RuntimeError("torch.onnx.export returned no ONNX program")
+    program.save(str(path))
+    return path
+
+
+class OnnxAgent:
+    """An exported policy as an agent: ``act(observation_dict) -> int``, greedy.
+
+    Args:
+        path: an ONNX file written by :func:`export_onnx`.
+    """
+
+    def __init__(self, path: str | Path):
+        ort = require("onnxruntime", "onnx")
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"ONNX policy {str(path)!r} does not exist")
+        self.session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        names = tuple(i.name for i in self.session.get_inputs())
+        if names != INPUT_NAMES:
+            raise ValueError(f"{str(path)!r} takes inputs {names}, not an exported Love Letter policy {INPUT_NAMES}")
+
+    def run(self, observation: np.ndarray, action_mask: np.ndarray) -> dict[str, np.ndarray]:
+        """Outputs ``action``, ``logits`` and ``value`` for a batch ``[B, OBSERVATION_SIZE]`` / ``[B, 41]``.
+
+        An observation of another layout raises ``ValueError`` naming both layouts."""
+        check_observation_size(np.shape(observation)[-1])
+        feeds = {
+            "observation": np.ascontiguousarray(observation, dtype=np.float32),
+            "action_mask": np.ascontiguousarray(action_mask, dtype=np.int8),
+        }
+        return dict(zip(OUTPUT_NAMES, self.session.run(list(OUTPUT_NAMES), feeds), strict=True))
+
+    def act(self, observation: Mapping[str, Any]) -> int:
+        mask = np.asarray(observation["action_mask"])
+        if not mask.any():
+            raise ValueError("the action mask has no legal action: this agent is not the one to act")
+        out = self.run(np.asarray(observation["observation"])[None], mask[None])
+        return int(out["action"][0])
+
+
+def sample_observations(count: int, seed: int = 0, num_players: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` (observation, mask) pairs of the player to act in seeded random games."""
+    from loveletter_env import env as make_env
+
+    if count == 0:
+        return np.zeros((0, OBSERVATION_SIZE), np.float32), np.zeros((0, NUM_ACTIONS), np.int8)
+    rng = np.random.default_rng(seed)
+    game = make_env(num_players=num_players, episode="game")
+    game.reset(seed=seed)
+    observations: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
+    while len(observations) < count:
+        if any(game.terminations.values()):
+            game.reset(seed=int(rng.integers(2**31)))
+            continue
+        obs = game.observe(game.agent_selection)
+        observations.append(obs["observation"])
+        masks.append(obs["action_mask"])
+        game.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    return np.stack(observations), np.stack(masks)
+
+
+def verify_onnx(model: nn.Module, onnx_path: str | Path, count: int = 256, seed: int = 0) -> dict[str, float]:
+    """Compare onnxruntime with torch on ``count`` observations from random 2-, 3- and
+    4-player games.
+
+    Returns the fraction of identical actions, the number of clear mismatches (onnxruntime
+    picked an action whose torch logit is below the best by more than
+    :data:`VERIFY_TOLERANCE`), and the largest logit and value gaps (over legal actions;
+    illegal logits are the same lowest float in both).
+    """
+    # Every table size: seat padding differs between 2, 3 and 4 players.
+    parts = [sample_observations(count // 3 + (i < count % 3), seed + i, n) for i, n in enumerate((2, 3, 4))]
+    observations = np.concatenate([obs for obs, _ in parts])
+    masks = np.concatenate([mask for _, mask in parts])
+    onnx_out = OnnxAgent(onnx_path).run(observations, masks)
+    with torch.no_grad():
+        action, logits, value = GreedyPolicy(model).eval()(torch.from_numpy(observations), torch.from_numpy(masks))
+    legal = masks.astype(bool)
+    logits = logits.numpy()
+    # Two runtimes may break a near-tie differently; only a clearly worse pick is a mismatch.
+    picked = np.take_along_axis(logits, onnx_out["action"][:, None], axis=1)[:, 0]
+    return {
+        "action_agreement": float((onnx_out["action"] == action.numpy()).mean()),
+        "clear_mismatches": int((picked < logits.max(axis=1) - VERIFY_TOLERANCE).sum()),
+        "max_logit_gap": float(np.abs(onnx_out["logits"] - logits)[legal].max()),
+        "max_value_gap": float(np.abs(onnx_out["value"] - value.numpy()).max()),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> Path:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.export", description="Export a Love Letter PPO checkpoint to an ONNX greedy policy."
+    )
+    parser.add_argument("--checkpoint", required=True, help="checkpoint file (.pt) or run folder")
+    parser.add_argument("--onnx", required=True, help="where to write the ONNX file")
+    parser.add_argument("--no-verify", action="store_true", help="skip the onnxruntime-vs-torch check")
+    parser.add_argument("--verify-samples", type=int, default=512, help="observations used by the check")
+    args = parser.parse_args(argv)
+    if args.verify_samples <= 0:
+        parser.error("--verify-samples must be positive")
+    try:
+        require("onnxscript", "onnx")
+        if not args.no_verify:
+            require("onnxruntime", "onnx")
+    except MissingExtraError as err:
+        parser.error(str(err))
+    try:
+        model = build_model(load_checkpoint(args.checkpoint))
+    except CheckpointError as err:
+        parser.error(str(err))
+    path = export_onnx(model, args.onnx)
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
+    if not args.no_verify:
+        report = verify_onnx(model, path, count=args.verify_samples)
+        print(
+            f"onnxruntime vs torch on {args.verify_samples} observations: "
+            f"{report['action_agreement']:.1%} same actions, max logit gap {report['max_logit_gap']:.2e}, "
+            f"max value gap {report['max_value_gap']:.2e}"
+        )
+        if report["clear_mismatches"] or max(report["max_logit_gap"], report["max_value_gap"]) > VERIFY_TOLERANCE:
+            raise SystemExit("the exported policy disagrees with torch; please report this with the checkpoint")
+    return path
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""Play and watch Love Letter in the browser: ``python -m training.serve``.
+
+Starts a small local web app (needs the ``web`` extra: ``pip install -e ".[web]"``) with
+three pages: **Play** (you against bots or checkpoints), **Replays** (step through saved
+games from any seat) and **Leaderboard** (a ``training.evaluate --league`` run). It binds
+to 127.0.0.1 unless ``--host`` says otherwise. Finished games are saved as replays in
+``--replays``. Networks are offered as opponents only from ``--checkpoints`` (files or
+folders, searched for ``.pt`` files when the server starts; by default the shipped networks
+in ``checkpoints/shipped``) and ``--runs`` (each training run directly inside the folders
+named), and equilibria of the ladder only from ``--policies`` (files of ``python -m
+training.solve``). Each one is loaded once at start-up, so that a file that is not what it
+should be is named then. Requests must address the server by a name of this machine
+(``--allow-host`` adds others) and come from its own pages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from training.apps.web.games import OfferedPolicy
+
+DEFAULT_CHECKPOINTS = Path("checkpoints") / "shipped"
+#: The file a run folder offers, the first of these it holds: what the run names as its
+#: result, else what :func:`training.learn.checkpoint.resolve_checkpoint_path` would load.
+RUN_FILES = ("result.pt", "best.pt", "latest.pt")
+MAX_CHECKPOINTS = 100
+#: Folders of a training run whose checkpoints are its history, not agents to offer.
+TRAINING_LEFTOVERS = ("snapshots",)
+#: ``--host`` values that mean every address of this machine rather than one name.
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def find_checkpoints(paths: Sequence[Path]) -> dict[str, Path]:
+    """Display name -> path for every ``.pt`` file among ``paths`` (folders searched).
+
+    A name is the file's path relative to the folder it was found in, without ``.pt``
+    (``shipped/ppo_2p``); a file given directly is named by its stem. In folders, a
+    training run's ``snapshots/`` are skipped (name such a file directly to offer it).
+    Raises ``ValueError`` for a path that does not exist.
+    """
+    found: dict[str, Path] = {}
+    for root in paths:
+        if root.is_file():
+            found.setdefault(root.stem, root.resolve())
+        elif root.is_dir():
+            for path in sorted(root.rglob("*.pt")):
+                relative = path.relative_to(root)
+                if any(part in TRAINING_LEFTOVERS for part in relative.parts[:-1]):
+                    continue
+                found.setdefault(relative.with_suffix("").as_posix(), path.resolve())
+        else:
+            raise ValueError(f"checkpoint path {str(root)!r} does not exist")
+    return dict(list(found.items())[:MAX_CHECKPOINTS])
+
+
+def find_runs(folders: Sequence[Path]) -> dict[str, Path]:
+    """Display name -> checkpoint for each training run directly inside ``folders`` (a folder
+    holding one of :data:`RUN_FILES`; the first it holds), named ``FOLDER/RUN``. Nothing
+    deeper is searched, so a run's snapshots and other leftovers are never offered. Raises
+    ``ValueError`` for a folder that does not exist."""
+    found: dict[str, Path] = {}
+    for folder in folders:
+        if not folder.is_dir():
+            raise ValueError(f"--runs folder {str(folder)!r} does not exist")
+        for run in sorted(path for path in folder.iterdir() if path.is_dir()):
+            file = next((run / name for name in RUN_FILES if (run / name).is_file()), None)
+            if file is not None:
+                found.setdefault(f"{folder.resolve().name}/{run.name}", file.resolve())
+    return dict(list(found.items())[:MAX_CHECKPOINTS])
+
+
+def is_solved_policy(path: Path) -> bool:
+    """Whether ``path`` is a policy file of ``python -m training.solve``."""
+    from loveletter_env.agents.solved import SolvedPolicy
+
+    try:
+        SolvedPolicy.load(path)
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def load_policies(paths: Sequence[Path]) -> dict[str, OfferedPolicy]:
+    """Display name -> policy for each solved policy file in ``paths``, each loaded once as an
+    agent. A policy is named by the rung it plays (``mini6``; ``mini6-2`` for a second one).
+    Raises ``ValueError`` naming a file that is not a playable solved policy."""
+    from loveletter_env.agents.solved import SolvedAgent
+    from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
+    from loveletter_env.rules import PRESETS
+
+    found: dict[str, OfferedPolicy] = {}
+    for path in paths:
+        try:
+            rules = SolvedAgent(path).rules
+        except (ValueError, OSError) as exc:
+            hint = " (a network checkpoint is offered with --checkpoints)" if path.suffix in CHECKPOINT_SUFFIXES else ""
+            raise ValueError(f"--policies: {exc}{hint}") from None
+        if rules not in PRESETS:
+            raise ValueError(f"--policies: {str(path)!r} was solved for rules {rules!r}, which no preset names")
+        name, copy = rules, 1
+        while name in found:
+            copy += 1
+            name = f"{rules}-{copy}"
+        found[name] = OfferedPolicy(path.resolve(), rules)
+    return found
+
+
+def check_checkpoints(
+    found: dict[str, Path], named: Sequence[Path], load: Callable[[Path], object]
+) -> tuple[dict[str, Path], list[str]]:
+    """Load every found checkpoint once with ``load``: those that load, and a line for each
+    one found in a folder that does not (it is left out). Raises ``ValueError`` naming a file
+    given directly that is not a checkpoint."""
+    given = {path.resolve() for path in named if path.is_file()}
+    usable: dict[str, Path] = {}
+    skipped: list[str] = []
+    for name, path in found.items():
+        try:
+            load(path)
+        except (ValueError, OSError) as exc:
+            if path in given and is_solved_policy(path):
+                raise ValueError(
+                    f"--checkpoints: {str(path)!r} is a solved policy of python -m training.solve, not a "
+                    f"network checkpoint; offer it with --policies {path}"
+                ) from None
+            if path in given:
+                raise ValueError(f"--checkpoints: {exc}") from None
+            skipped.append(f"{name}: {exc}")
+            continue
+        usable[name] = path
+    return usable, skipped
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.serve",
+        description="Play Love Letter against bots and trained agents in the browser, watch replays, "
+        "and show a league table. Open the printed address in a browser.",
+        epilog="Examples:\n  python -m training.serve\n"
+        "  python -m training.serve --port 8080 --replays my_replays --league league/\n"
+        "  python -m training.serve --runs checkpoints\n"
+        "  python -m training.serve --checkpoints checkpoints/shipped/ppo_2p.pt checkpoints/run7/best.pt\n"
+        "  python -m training.serve --policies checkpoints/solved/mini6/policy.npz",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests addressed to host NAME (repeatable; '*': any name, which lets any web "
+        "site's name that resolves here reach the server). 127.0.0.1, localhost, ::1 and --host are always accepted",
+    )
+    parser.add_argument(
+        "--replays",
+        type=Path,
+        default=Path("replays"),
+        metavar="DIR",
+        help="replay folder: listed, and finished games saved there",
+    )
+    parser.add_argument(
+        "--checkpoints",
+        type=Path,
+        nargs="*",
+        default=None,
+        metavar="PATH",
+        help="checkpoint files or folders (searched for .pt files) offered as opponents "
+        "(default: the shipped networks, checkpoints/shipped)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also offer each training run directly inside DIR (its result.pt, else best.pt, else latest.pt; "
+        "repeatable), e.g. --runs checkpoints",
+    )
+    parser.add_argument(
+        "--policies",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="solved policies of python -m training.solve (policy.npz) offered as opponents on their rung's rules",
+    )
+    parser.add_argument(
+        "--league", type=Path, default=None, metavar="DIR", help="a training.evaluate --league --out folder"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not 0 < args.port < 65536:
+        parser.error(f"--port must be in 1..65535, got {args.port}")
+    try:
+        import uvicorn
+
+        from training.apps.web.app import LOCAL_HOSTS, ServerConfig, create_app
+    except ImportError as exc:
+        parser.exit(
+            2,
+            f"{parser.prog}: error: the web app needs the 'web' extra ({exc}); "
+            'install it with: pip install -e ".[web]"\n',
+        )
+    if args.league is not None and not args.league.is_dir():
+        parser.error(f"--league folder {str(args.league)!r} does not exist")
+    if args.replays.exists() and not args.replays.is_dir():
+        parser.error(f"--replays {str(args.replays)!r} is not a folder")
+    checkpoint_paths = args.checkpoints
+    if checkpoint_paths is None:
+        checkpoint_paths = [DEFAULT_CHECKPOINTS] if DEFAULT_CHECKPOINTS.is_dir() else []
+    try:
+        checkpoints = find_checkpoints(checkpoint_paths)
+        if args.checkpoints is None:
+            # Named as the docs and the page's default opponent name them: shipped/ppo_2p.
+            checkpoints = {f"{DEFAULT_CHECKPOINTS.name}/{name}": path for name, path in checkpoints.items()}
+        checkpoints = {**find_runs(args.runs), **checkpoints}
+        policies = load_policies(args.policies)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if checkpoints:
+        from training.learn.checkpoint import load_agent  # loads torch now, not during the first game's request
+
+        try:
+            checkpoints, skipped = check_checkpoints(checkpoints, checkpoint_paths, load_agent)
+        except ValueError as exc:
+            parser.error(str(exc))
+        for line in skipped:
+            print(f"  not a usable checkpoint, left out: {line}")
+    args.replays.mkdir(parents=True, exist_ok=True)
+    hosts = (*LOCAL_HOSTS, *([args.host] if args.host not in WILDCARD_HOSTS else []), *args.allow_host)
+    app = create_app(ServerConfig(args.replays, args.league, checkpoints, hosts, policies=policies))
+    print(f"Love Letter: open http://{args.host}:{args.port}/ in a browser (Ctrl+C stops the server)")
+    print(f"  replays: {args.replays}; checkpoints offered: {', '.join(checkpoints) or 'none'}")
+    if policies:
+        print(f"  solved policies offered: {', '.join(f'{name} ({p.rules})' for name, p in policies.items())}")
+    if args.host not in LOCAL_HOSTS:
+        print(f"  note: bound to {args.host}, so other machines can reach it (there is no login)")
+        print(f"  requests must address it as one of {', '.join(hosts)} (--allow-host NAME adds a name)")
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
