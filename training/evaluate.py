@@ -1,30 +1,10 @@
-"""Measure agents against each other: ``python -m training.evaluate``.
+"""Measure agents against each other: ``python -m training.evaluate``, the command line.
 
-The function API, used by the self-play trainer::
-
-    from training.measure.evaluation import evaluate
-    result = evaluate(["belief", "rule"], num_players=2, rounds=1000, seed=0)
-    result.win_rate[0], result.ci95[0], result.to_dict()
-
-Agent specs are resolved by :func:`loveletter_env.agents.specs.resolve_agent`: bot names
-(``"ismcts"``, with options as ``"ismcts:iterations=100"``), checkpoint paths or run
-folders, ``"package.module:factory"`` (a callable returning an agent) or agent objects.
-Seats rotate so that every lineup slot plays every seat equally; each episode's deal and
-each agent's generator are seeded from ``(seed, episode index)`` alone, so results do
-not depend on ``workers``, nor on playing on a Ray cluster (``--ray [ADDRESS]``, see
-:mod:`training.measure.ray_cluster`). With duplicate deals (``--duplicate``) every deal is played once
-in each seat rotation and the intervals are taken over per-deal scores, which cancels much of
-the luck of the deal.
-
-League mode (``--league a b c``) plays every group and rates the agents on all the episodes at once,
-writing a Markdown table, a CSV file and a PNG bar chart.
-
-This module is the command line. It sits above the wings it drives: the function
-:func:`~training.measure.evaluation.evaluate`, leagues, and exact head-to-head figures on
-the ladder's rungs from :mod:`training.exploitability.exact_response`. The work is done by
-:mod:`training.measure.matches` (playing episodes, worker processes), :mod:`training.measure.stats`
-(:class:`~training.measure.stats.EvaluationResult`, intervals) and :mod:`training.measure.league` (ratings
-and the league files).
+It plays a lineup (:func:`training.measure.evaluation.evaluate`, which says how seats, seeds
+and duplicate deals work), a league (``--league a b c``: every group plays and the agents are
+rated on all the episodes at once, written as a Markdown table, a CSV file and a PNG bar
+chart; :mod:`training.measure.league`), or an exact head-to-head on a ladder rung (``--exact``;
+:mod:`training.exploitability.exact_response`). It sits above the two wings it drives.
 """
 
 from __future__ import annotations

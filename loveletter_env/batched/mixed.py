@@ -20,7 +20,7 @@ import torch
 
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
-from ..validation import MAX_SEED, check_seed
+from ..validation import MAX_SEED, check_int, check_seed
 from .env import OBSERVATION_DTYPE, BatchedLoveLetter, _describe, _table_sizes, check_actions_legal
 
 
@@ -83,8 +83,7 @@ class MixedRulesBatched:
         seed: int = 0,
         validate_actions: bool = True,
     ):
-        if isinstance(num_games, bool) or not hasattr(num_games, "__index__") or int(num_games) < 1:
-            raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+        num_games = check_int("num_games", num_games, 1)
         if isinstance(rules, (str, Rules)) or len(rules) == 0:
             raise ValueError(f"rules must be a non-empty list of rule sets, got {rules!r}")
         resolved = [resolve_rules(r) for r in rules]
@@ -95,7 +94,7 @@ class MixedRulesBatched:
         if len(weights) != len(resolved):
             raise ValueError(f"weights must give one weight per rule set ({len(resolved)}), got {len(weights)}")
         seed = check_seed(seed)
-        self.num_games = int(num_games)
+        self.num_games = num_games
         self.device = torch.empty(0, device=device).device
         players = _table_sizes(num_players, self.num_games, self.device)
         counts = split_games(self.num_games, weights)
