@@ -384,7 +384,7 @@ def test_counts_in_the_page_script_are_pluralized():
     """'Deck: 1 cards' read wrong: a count in the page's words goes through plural()."""
     import re
 
-    script = (Path(__file__).resolve().parent.parent / "training" / "web" / "static" / "app.js").read_text()
+    script = (Path(__file__).resolve().parent.parent / "training" / "apps" / "web" / "static" / "app.js").read_text()
     assert not re.findall(r"\$\{[^}]*\} (?:cards|rounds|moves|turns|tokens|players)\b", script)
     assert "plural(view.deck_remaining" in script
 
