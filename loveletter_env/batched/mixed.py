@@ -64,8 +64,10 @@ class MixedRulesBatched:
             rung takes 2 players only.
         rules: preset names or :class:`~loveletter_env.rules.Rules`, each at most once.
         weights: one relative weight per rule set (default: equal).
-        episode, device, validate_actions: as :class:`BatchedLoveLetter`'s.
+        episode: as :class:`BatchedLoveLetter`'s.
+        device: as :class:`BatchedLoveLetter`'s.
         seed: the first block's seed (:func:`block_seed` derives the others).
+        validate_actions: as :class:`BatchedLoveLetter`'s.
 
     The public surface is :class:`BatchedLoveLetter`'s for playing: :meth:`reset`,
     :meth:`step`, :meth:`advance`, :meth:`observe`, :attr:`current_player`,
