@@ -56,12 +56,11 @@ def _random_decks(rules: Rules, n: int, rng: np.random.Generator) -> np.ndarray:
     return np.array(decks, np.uint8)
 
 
-def _assert_same(records: np.ndarray, games: list[engine.GameState]) -> None:
-    """Full state, legal mask and every seat's observation of each game (one comparison
-    per kind: element-wise asserts per game would cost more than the engines)."""
+def _assert_same(records: np.ndarray, masks: np.ndarray, games: list[engine.GameState]) -> None:
+    """Full state, legal mask (``masks``, as the batch kernels last wrote them) and every
+    seat's observation of each game (one comparison per kind: element-wise asserts per game
+    would cost more than the engines)."""
     n = len(games)
-    masks = np.zeros((n, NUM_ACTIONS), np.bool_)
-    kernels.masks_batch(records, masks)
     _assert_equal(records, np.stack([record_from_state(game) for game in games]), "state")
     _assert_equal(masks, np.array([engine.legal_mask(game) for game in games], bool), "legal mask")
     obs = np.zeros((n, OBSERVATION_SIZE), np.float32)
@@ -91,7 +90,7 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
     masks, legal = np.zeros((n, NUM_ACTIONS), np.bool_), np.zeros(n, np.uint64)
     kernels.reset_batch(records, decks, firsts, masks, legal)
     games = [engine.new_game(sizes[g], decks[g].tolist(), int(firsts[g]), preset) for g in range(n)]
-    _assert_same(records, games)
+    _assert_same(records, masks, games)
     rewards, tokens = np.zeros((n, 4), np.float32), np.zeros((n, 4), np.uint8)
     dones, round_over, winners = np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros((n, 4), np.uint8)
     current, observations = np.zeros(n, np.int64), np.zeros((n, OBSERVATION_SIZE), np.float32)
@@ -151,7 +150,7 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
         _assert_equal((legal[:, None] >> np.arange(NUM_ACTIONS, dtype=np.uint64)) & 1 == 1, masks, "private masks")
         assert current.tolist() == [game.current for game in games]
         _assert_equal(observations, np.stack([encode_observation(game, game.current) for game in games]), "step obs")
-        _assert_same(records, games)
+        _assert_same(records, masks, games)
     return rounds
 
 

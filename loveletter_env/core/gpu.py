@@ -42,10 +42,26 @@ if importlib.util.find_spec("numba_cuda") is None:
     # compile these kernels: without numba-cuda, say so here instead of failing mid-compile.
     raise ImportError('numba-cuda is not installed (the cuda extra: pip install "loveletter-env[cuda]")')
 
-if not hasattr(np, "row_stack"):
-    # numba-cuda 0.30 registers an overload for np.row_stack when it first compiles a kernel;
-    # NumPy 2.5 removed that alias of np.vstack, and every kernel compile then fails.
-    setattr(np, "row_stack", np.vstack)  # noqa: B010 (an attribute this NumPy lacks)
+
+
+def _load_array_overloads() -> None:
+    """Import numba-cuda's array overloads now, lending NumPy its removed ``row_stack`` for
+    the import only.
+
+    numba-cuda 0.30 (in maintenance, no fix planned) registers an overload of
+    ``np.row_stack`` when that module is imported, on the first kernel compile; NumPy 2.5
+    removed the alias of ``np.vstack``, and every compile then failed. Imported here, the
+    alias exists only while the module registers it and NumPy is left as it was."""
+    if hasattr(np, "row_stack"):
+        return  # NumPy < 2.5: nothing to lend (the module imports on first compile)
+    np.row_stack = np.vstack  # type: ignore[attr-defined]
+    try:
+        import numba.cuda.np.arrayobj  # noqa: F401
+    finally:
+        del np.row_stack  # type: ignore[attr-defined]
+
+
+_load_array_overloads()
 
 from numba import cuda  # noqa: E402
 from numba import types as nb  # noqa: E402

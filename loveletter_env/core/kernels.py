@@ -901,9 +901,3 @@ def observe_batch(records, seats, out):
     """``out[g]`` = game ``g`` seen from ``seats[g]``."""
     for g in range(records.shape[0]):
         observe_into(records[g], seats[g], out[g])
-
-
-@njit(cache=True)
-def masks_batch(records, masks):
-    for g in range(records.shape[0]):
-        legal_mask_into(records[g], masks[g])
