@@ -704,6 +704,45 @@ def reset_batch(records, decks, first_players, masks, legal):
         write_mask_bytes(legal[g], masks[g].view(np.uint8))
 
 
+#: What :func:`after_turn` found: the round goes on, or it ended and the next round of the
+#: same game is to be dealt (``NEXT_ROUND``) or a new game (``NEW_GAME``, the episode done).
+ROUND_GOES_ON, NEXT_ROUND, NEW_GAME = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def after_turn(r, g, episode_is_round, rewards, round_over, round_winners, tokens):
+    """Game ``g``'s outputs of the turn just played on ``r`` (see :func:`step_batch`); when
+    the episode is done, its rewards, and the tokens zeroed for the next game. Returns
+    what is to be dealt next (``ROUND_GOES_ON``, ``NEXT_ROUND`` or ``NEW_GAME``): the CPU
+    and the GPU deal from different sources, the first player of a new game with them.
+    Inlined: the seven arguments (arrays of several words) cost as much as the work."""
+    over = r[ROUND_OVER] != 0
+    round_over[g] = over
+    for seat in range(MAX_SEATS):
+        round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
+        tokens[g, seat] = r[TOKENS + seat]
+        rewards[g, seat] = 0.0
+    if not over:
+        return ROUND_GOES_ON
+    if not episode_is_round and r[GAME_OVER] == 0:
+        return NEXT_ROUND
+    winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
+    for seat in range(np.int64(r[NUM_PLAYERS])):
+        rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
+    restart_game(r)
+    return NEW_GAME
+
+
+@njit(cache=True, inline="always")
+def publish_turn(r, g, current, legal, mask):
+    """Game ``g``'s seat to act into ``current`` and its legal actions into ``legal`` (a bit
+    set) and ``mask`` (its row of 41 bytes)."""
+    current[g] = r[CURRENT]
+    bits = legal_bits(r)
+    legal[g] = bits
+    write_mask_bytes(bits, mask)
+
+
 @njit(cache=True)
 def random_seat(u, num_players):
     """The seat ``torch``'s ``(u * num_players).long().clamp(max=3)`` picks from a uniform
@@ -853,29 +892,12 @@ def _step_games(
         else:
             action = actions[g]
         play(r, action)
-        over = r[ROUND_OVER] != 0
-        round_over[g] = over
-        for seat in range(MAX_SEATS):
-            round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
-            tokens[g, seat] = r[TOKENS + seat]
-            rewards[g, seat] = 0.0
-        done = False
-        if over:
-            done = episode_is_round or r[GAME_OVER] != 0
-            if done:
-                winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
-                for seat in range(np.int64(r[NUM_PLAYERS])):
-                    rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
-                restart_game(r)
-                first = random_seat(uniforms[g], r[NUM_PLAYERS])
-            else:
-                first = lowest_round_winner(r)
+        after = after_turn(r, g, episode_is_round, rewards, round_over, round_winners, tokens)
+        if after != ROUND_GOES_ON:
+            first = random_seat(uniforms[g], r[NUM_PLAYERS]) if after == NEW_GAME else lowest_round_winner(r)
             deal_shuffled(r, orders, placements, draws[0, g], draws[1, g], draws[2, g], first)
-        dones[g] = done
-        current[g] = r[CURRENT]
-        bits = legal_bits(r)
-        legal[g] = bits
-        write_mask_bytes(bits, mask_bytes[g])
+        dones[g] = after == NEW_GAME
+        publish_turn(r, g, current, legal, mask_bytes[g])
     sampler[0] = counter
     # Observations in a second pass, not game by game inside the first: at 8,192 games (a
     # 21 MB buffer) this saved about 30 ns a game; interleaving a 2.6 KB row of stores with
