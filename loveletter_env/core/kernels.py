@@ -479,11 +479,14 @@ def _packed_counts(r, at):
     return packed
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def observe_into(r, observer, out):
     """Write seat ``observer``'s observation vector (as
     :func:`loveletter_env.observation.encode_observation`) into ``out`` (``OBSERVATION_SIZE``
-    entries, float32 or uint8)."""
+    entries, float32 or uint8).
+
+    Inlined into the batch loops: called there, it took 88 ns an observation instead of 76
+    (2 players, in cache), the row and the record passed as arrays of several words each."""
     n = np.int64(r[NUM_PLAYERS])
     out[:] = 0.0
     # Copies the observer can place (in a hand, face up, by knowledge or discarded), counted
