@@ -8,6 +8,12 @@ episodes, plus the scripted edge-case decks of the batched tests.
 
 from __future__ import annotations
 
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import edge_case_decks, ladder_edge_case_decks, table_sizes
@@ -56,12 +62,11 @@ def _random_decks(rules: Rules, n: int, rng: np.random.Generator) -> np.ndarray:
     return np.array(decks, np.uint8)
 
 
-def _assert_same(records: np.ndarray, games: list[engine.GameState]) -> None:
-    """Full state, legal mask and every seat's observation of each game (one comparison
-    per kind: element-wise asserts per game would cost more than the engines)."""
+def _assert_same(records: np.ndarray, masks: np.ndarray, games: list[engine.GameState]) -> None:
+    """Full state, legal mask (``masks``, as the batch kernels last wrote them) and every
+    seat's observation of each game (one comparison per kind: element-wise asserts per game
+    would cost more than the engines)."""
     n = len(games)
-    masks = np.zeros((n, NUM_ACTIONS), np.bool_)
-    kernels.masks_batch(records, masks)
     _assert_equal(records, np.stack([record_from_state(game) for game in games]), "state")
     _assert_equal(masks, np.array([engine.legal_mask(game) for game in games], bool), "legal mask")
     obs = np.zeros((n, OBSERVATION_SIZE), np.float32)
@@ -91,7 +96,7 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
     masks, legal = np.zeros((n, NUM_ACTIONS), np.bool_), np.zeros(n, np.uint64)
     kernels.reset_batch(records, decks, firsts, masks, legal)
     games = [engine.new_game(sizes[g], decks[g].tolist(), int(firsts[g]), preset) for g in range(n)]
-    _assert_same(records, games)
+    _assert_same(records, masks, games)
     rewards, tokens = np.zeros((n, 4), np.float32), np.zeros((n, 4), np.uint8)
     dones, round_over, winners = np.zeros(n, np.bool_), np.zeros(n, np.bool_), np.zeros((n, 4), np.uint8)
     current, observations = np.zeros(n, np.int64), np.zeros((n, OBSERVATION_SIZE), np.float32)
@@ -151,7 +156,7 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
         _assert_equal((legal[:, None] >> np.arange(NUM_ACTIONS, dtype=np.uint64)) & 1 == 1, masks, "private masks")
         assert current.tolist() == [game.current for game in games]
         _assert_equal(observations, np.stack([encode_observation(game, game.current) for game in games]), "step obs")
-        _assert_same(records, games)
+        _assert_same(records, masks, games)
     return rounds
 
 
@@ -322,3 +327,60 @@ def test_aec_env_copies_and_pickles_into_an_independent_env():
     assert not np.array_equal(record_from_state(twin.unwrapped.game), record_from_state(env.unwrapped.game))
     assert twin.unwrapped.game._record is twin.unwrapped._record
     assert not np.array_equal(record_from_state(env.unwrapped.game), before)
+
+
+def test_record_fields_follow_one_another_without_overlap():
+    """Each field starts where the previous one ends, under the name it was declared with."""
+    for fields, size in ((layout.RECORD_FIELDS, layout.RECORD_SIZE), (layout.MOVE_FIELDS, layout.MOVE_BYTES)):
+        end = 0
+        for name, offset, width in fields:
+            assert (offset, getattr(layout, name)) == (end, end), name
+            assert width > 0, name
+            end += width
+        assert end == size
+        assert len({name for name, _, _ in fields}) == len(fields)
+    # A new round zeroes two slices in one store each: every field inside them is the round's.
+    names = [name for name, _, _ in layout.RECORD_FIELDS]
+    assert names[names.index("HANDS") : names.index("GAME_WINNERS")] == [
+        "HANDS", "OUT", "PROTECTED", "NUM_DISCARDS", "RULED_OUT", "ROUND_WINNERS",
+    ]  # fmt: skip
+    assert names[names.index("KNOWN") : names.index("FACE_UP")] == [
+        "KNOWN", "SEEN", "DISCARDED", "DISCARDS", "DEALT", "MOVE_LOG",
+    ]  # fmt: skip
+
+
+_COMPILE_ONE_KERNEL = """
+import numpy as np
+from loveletter_env.core import RECORD_SIZE, kernels
+kernels.restart_game(np.zeros(RECORD_SIZE, np.uint8))
+stats = kernels.restart_game.stats
+print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+"""
+
+
+def test_kernel_cache_saved_under_another_layout_is_not_loaded(tmp_path):
+    """numba's on-disk cache of a kernel is keyed on the layout: a kernel cached under
+    another layout (its index stamped with another fingerprint) compiles afresh."""
+    root = Path(__file__).resolve().parent.parent
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(tmp_path),
+        "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+
+    def hits_and_misses() -> list[int]:
+        result = subprocess.run([sys.executable, "-c", _COMPILE_ONE_KERNEL], env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return [int(word) for word in result.stdout.split()]
+
+    assert hits_and_misses() == [0, 1]  # compiled and saved
+    assert hits_and_misses() == [1, 0]  # loaded
+    (index,) = tmp_path.rglob("kernels.restart_game-*.nbi")
+    with index.open("rb") as f:
+        version = pickle.load(f)
+        (source, _fingerprint), overloads = pickle.loads(f.read())
+    with index.open("wb") as f:
+        pickle.dump(version, f, protocol=-1)
+        f.write(pickle.dumps(((source, "another layout"), overloads), protocol=-1))
+    assert hits_and_misses() == [0, 1]  # stale: compiled afresh
+    assert hits_and_misses() == [1, 0]

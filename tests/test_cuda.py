@@ -83,3 +83,35 @@ def test_kernels_match_reference_on_the_gpu():
     import cuda_differential
 
     assert cuda_differential.main(["--games", "128", "--steps", "40"]) == 0
+
+
+_WITHOUT_ROW_STACK = """
+import numpy as np
+del np.row_stack  # as NumPy 2.5, which removed the alias
+np.__all__ = [name for name in np.__all__ if name != "row_stack"]
+from numba import cuda
+import numba.cuda.dispatcher
+from loveletter_env.core import gpu
+
+class Device:
+    compute_capability = (8, 0)
+
+numba.cuda.dispatcher.get_current_device = lambda: Device()
+
+def fill(out):
+    out[cuda.grid(1)] = 1
+
+ptx, _ = cuda.compile_ptx(fill, (numba.uint8[::1],), cc=(8, 0))
+assert ".entry" in ptx
+print("row_stack" in dir(np))
+"""
+
+
+def test_kernels_compile_on_a_numpy_without_row_stack():
+    """numba-cuda 0.30 registers an overload of ``np.row_stack``, which NumPy 2.5 removed:
+    kernels still compile there, and importing the GPU module leaves NumPy as it was."""
+    _numba_cuda()
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_ROW_STACK], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.split() == ["False"]

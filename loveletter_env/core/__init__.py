@@ -9,7 +9,8 @@ same rules at machine speed for the batched CPU engine, the AEC env and search.
 Records are described in :mod:`.layout`, kernels in :mod:`.kernels`; this module
 converts between records and :class:`~loveletter_env.engine.GameState` objects and
 creates records for a table and rule preset. Kernels compile on first use and are
-cached on disk (numba's ``cache=True``) for later processes.
+cached on disk (numba's ``cache=True``) for later processes, keyed on the layout as well
+as on their source (:mod:`.cache`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ import numpy as np
 from ..cards import DECK_SIZE
 from ..engine import GameState
 from ..rules import Rules
-from . import kernels, layout
+from . import cache, kernels, layout  # cache first: it keys the kernels' cache on the layout
 from .layout import MAX_SEATS, RECORD_SIZE
 from .live import RecordGameState, log_entry
 
-__all__ = ["kernels", "layout", "RECORD_SIZE", "new_records", "record_from_state", "state_from_record"]
+__all__ = ["cache", "kernels", "layout", "RECORD_SIZE", "new_records", "record_from_state", "state_from_record"]
 
 
 def new_records(num_players: np.ndarray | Sequence[int], rules: Rules) -> np.ndarray:

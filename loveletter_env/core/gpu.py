@@ -42,10 +42,26 @@ if importlib.util.find_spec("numba_cuda") is None:
     # compile these kernels: without numba-cuda, say so here instead of failing mid-compile.
     raise ImportError('numba-cuda is not installed (the cuda extra: pip install "loveletter-env[cuda]")')
 
-if not hasattr(np, "row_stack"):
-    # numba-cuda 0.30 registers an overload for np.row_stack when it first compiles a kernel;
-    # NumPy 2.5 removed that alias of np.vstack, and every kernel compile then fails.
-    setattr(np, "row_stack", np.vstack)  # noqa: B010 (an attribute this NumPy lacks)
+
+def _load_array_overloads() -> None:
+    """Import numba-cuda's array overloads now, lending NumPy its removed ``row_stack`` for
+    the import only.
+
+    numba-cuda 0.30 (in maintenance, no fix planned) registers an overload of
+    ``np.row_stack`` when that module is imported, on the first kernel compile; NumPy 2.5
+    removed the alias of ``np.vstack``, and every compile then failed. Imported here, the
+    alias exists only while the module registers it and NumPy is left as it was."""
+    if hasattr(np, "row_stack"):
+        return  # NumPy < 2.5: nothing to lend (the module imports on first compile)
+    numpy: Any = np  # an attribute this NumPy lacks
+    numpy.row_stack = np.vstack
+    try:
+        import numba.cuda.np.arrayobj  # noqa: F401
+    finally:
+        del numpy.row_stack
+
+
+_load_array_overloads()
 
 from numba import cuda  # noqa: E402
 from numba import types as nb  # noqa: E402
@@ -53,25 +69,18 @@ from numba.core.registry import CPUDispatcher  # noqa: E402
 
 from ..actions import NUM_ACTIONS  # noqa: E402
 from .kernels import (  # noqa: E402
+    NEW_GAME,
+    ROUND_GOES_ON,
+    after_turn,
     deal_from_key,
-    legal_bits,
     lowest_round_winner,
     observe_into,
     play,
+    publish_turn,
     restart_game,
     start_round,
-    write_mask_bytes,
 )
-from .layout import (  # noqa: E402
-    CURRENT,
-    GAME_OVER,
-    GAME_WINNERS,
-    MAX_SEATS,
-    NUM_PLAYERS,
-    ROUND_OVER,
-    ROUND_WINNERS,
-    TOKENS,
-)
+from .layout import CURRENT, NUM_PLAYERS  # noqa: E402
 from .sampling import GOLDEN, nth_set_bit, pick, popcount, stream_key  # noqa: E402
 
 #: Threads per block: a game's turn keeps many values in registers, so blocks stay small.
@@ -128,10 +137,7 @@ def _reset_kernel(
             start_round(r, decks[g], first)
         else:
             deal_from_key(r, orders, placements, key, first)
-        current[g] = r[CURRENT]
-        bits = legal_bits(r)
-        legal[g] = bits
-        write_mask_bytes(bits, masks[g])
+        publish_turn(r, g, current, legal, masks[g])
 
 
 def _step_kernel(
@@ -156,31 +162,14 @@ def _step_kernel(
         if action < 0 or action >= NUM_ACTIONS or (legal[g] >> np.uint64(action)) & np.uint64(1) == 0:
             return  # unchecked input (validate_actions off): the game is left as it was
     play(r, action)
-    over = r[ROUND_OVER] != 0
-    round_over[g] = over
-    for seat in range(MAX_SEATS):
-        round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
-        tokens[g, seat] = r[TOKENS + seat]
-        rewards[g, seat] = 0.0
-    done = False
-    if over:
-        done = episode_is_round or r[GAME_OVER] != 0
+    after = after_turn(r, g, episode_is_round, rewards, round_over, round_winners, tokens)
+    if after != ROUND_GOES_ON:
         key = stream_key(seed, g, deals[g])
         deals[g] += 1
-        if done:
-            winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
-            for seat in range(np.int64(r[NUM_PLAYERS])):
-                rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
-            restart_game(r)
-            first = pick(np.int64(r[NUM_PLAYERS]), key)
-        else:
-            first = lowest_round_winner(r)
+        first = pick(np.int64(r[NUM_PLAYERS]), key) if after == NEW_GAME else lowest_round_winner(r)
         deal_from_key(r, orders, placements, key, first)
-    dones[g] = done
-    current[g] = r[CURRENT]
-    bits = legal_bits(r)
-    legal[g] = bits
-    write_mask_bytes(bits, masks[g])
+    dones[g] = after == NEW_GAME
+    publish_turn(r, g, current, legal, masks[g])
     if observe:
         observe_into(r, np.int64(r[CURRENT]), observations[g])
 

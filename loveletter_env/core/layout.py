@@ -13,9 +13,10 @@ holds. Two differences of representation: seats are padded to 4, a padding seat 
 permanently out; and ``ruled_out`` keeps value ``v`` at bit ``v - 1`` (the reference
 uses bit ``v``) so that 8 values fit a byte.
 
-The kernels bake these values in when they compile, and numba's on-disk cache is keyed
-on ``kernels.py`` alone: after changing anything here, touch ``kernels.py`` (or delete its
-``__pycache__``) so that the kernels compile afresh. ``tests/test_core.py`` catches a stale cache.
+Offsets are computed from the order in which the fields are declared below, so a field
+can be resized or inserted without renumbering the others. The kernels bake these values
+in when they compile; their on-disk cache is keyed on them (:mod:`.cache`), so a change
+here recompiles the kernels by itself.
 """
 
 from __future__ import annotations
@@ -30,53 +31,83 @@ from ..validation import MAX_PLAYERS
 
 MAX_SEATS = MAX_PLAYERS
 
+
+class _Fields:
+    """The record's fields declared in order, each at the offset after the previous one:
+    offsets are computed, never numbered by hand, so a field can change size or be
+    inserted without renumbering the others."""
+
+    def __init__(self) -> None:
+        self.fields: list[tuple[str, int, int]] = []  # (name, offset, size), in order
+        self.size = 0
+
+    def field(self, name: str, size: int) -> int:
+        """Declare the next field and return its offset."""
+        self.fields.append((name, self.size, size))
+        self.size += size
+        return self.fields[-1][1]
+
+
+_record = _Fields()
 # Scalars.
-NUM_PLAYERS = 0
-TOKENS_TO_WIN = 1
-RULE_DISCARD_SUM = 2  # 1: a showdown tie goes to the highest sum of discards
-RULE_KING_IGNORES_HANDMAID = 3  # 1: the King may choose a protected player
-CURRENT = 4  # seat to act (kept after the round ends, as the reference does)
-DRAWN = 5  # the second card of the player to act (0 once the round is over)
-NEXT_CARD = 6  # index of the next card to draw (16 = empty)
-ROUND_OVER = 7
-GAME_OVER = 8
-SET_ASIDE_DRAWN = 9
-TURN = 10  # turns played this round
-ROUND = 11  # rounds dealt this game
-# Per seat (4 bytes each).
-TOKENS = 12
-HANDS = 16  # the card each seat keeps (0 = none)
-OUT = 20
-PROTECTED = 24
-NUM_DISCARDS = 28
-RULED_OUT = 32  # bit v - 1 set: a failed Guard proved value v absent
-ROUND_WINNERS = 36
-GAME_WINNERS = 40
+NUM_PLAYERS = _record.field("NUM_PLAYERS", 1)
+TOKENS_TO_WIN = _record.field("TOKENS_TO_WIN", 1)
+RULE_DISCARD_SUM = _record.field("RULE_DISCARD_SUM", 1)  # 1: a showdown tie goes to the highest sum of discards
+RULE_KING_IGNORES_HANDMAID = _record.field("RULE_KING_IGNORES_HANDMAID", 1)  # 1: the King may choose a protected player
+CURRENT = _record.field("CURRENT", 1)  # seat to act (kept after the round ends, as the reference does)
+DRAWN = _record.field("DRAWN", 1)  # the second card of the player to act (0 once the round is over)
+NEXT_CARD = _record.field("NEXT_CARD", 1)  # index of the next card to draw (16 = empty)
+ROUND_OVER = _record.field("ROUND_OVER", 1)
+GAME_OVER = _record.field("GAME_OVER", 1)
+SET_ASIDE_DRAWN = _record.field("SET_ASIDE_DRAWN", 1)
+TURN = _record.field("TURN", 1)  # turns played this round
+ROUND = _record.field("ROUND", 1)  # rounds dealt this game
+# Per seat. A new round zeroes HANDS up to GAME_WINNERS in one slice: keep them together.
+TOKENS = _record.field("TOKENS", MAX_SEATS)
+HANDS = _record.field("HANDS", MAX_SEATS)  # the card each seat keeps (0 = none)
+OUT = _record.field("OUT", MAX_SEATS)
+PROTECTED = _record.field("PROTECTED", MAX_SEATS)
+NUM_DISCARDS = _record.field("NUM_DISCARDS", MAX_SEATS)
+RULED_OUT = _record.field("RULED_OUT", MAX_SEATS)  # bit v - 1 set: a failed Guard proved value v absent
+ROUND_WINNERS = _record.field("ROUND_WINNERS", MAX_SEATS)
+GAME_WINNERS = _record.field("GAME_WINNERS", MAX_SEATS)
 # Larger blocks.
-DECK = 44  # 16 cards, top first
-KNOWN = 60  # [observer, player]
-SEEN = 76  # [observer, player]: the player can tell that observer knows its card
-DISCARDED = 92  # [seat, value - 1]: copies of each value discarded this round
-DISCARDS = 124  # [seat, slot]: discards in order
-DEALT = DISCARDS + MAX_SEATS * MAX_DISCARDS  # 188: the card each seat was dealt this round
+DECK = _record.field("DECK", DECK_SIZE)  # top first
+# A new round zeroes KNOWN up to FACE_UP in one slice: every field between is the round's.
+KNOWN = _record.field("KNOWN", MAX_SEATS * MAX_SEATS)  # [observer, player]
+SEEN = _record.field(
+    "SEEN", MAX_SEATS * MAX_SEATS
+)  # [observer, player]: the player can tell that observer knows its card
+DISCARDED = _record.field("DISCARDED", MAX_SEATS * 8)  # [seat, value - 1]: copies of each value discarded this round
+DISCARDS = _record.field("DISCARDS", MAX_SEATS * MAX_DISCARDS)  # [seat, slot]: discards in order
+DEALT = _record.field("DEALT", MAX_SEATS)  # the card each seat was dealt this round
+
 # The move log: one entry of MOVE_BYTES per move this round (TURN of them), hidden parts
 # included; observations show each seat its own view of it (the move record).
-MOVE_LOG = DEALT + MAX_SEATS  # 192
-MOVE_BYTES = 10
-M_ACTOR = 0  # seat that moved
-M_CARD = 1  # card played
-M_TARGET = 2  # seat chosen + 1 (0 = no one)
-M_GUESS = 3  # a Guard's named card (0 otherwise)
-M_ACTOR_CARD = 4  # Baron, King: the mover's compared or given card
-M_TARGET_CARD = 5  # Priest, Baron, King: the target's card; Prince: the card it discarded
-M_OUT = 6  # bit s set: seat s went out on this move
-M_DISCARDED = 7  # the card forced face up besides the one played (0 if none)
-M_DRAWN = 8  # the card the mover drew to begin the turn
-M_REPLACEMENT = 9  # the card a Prince's target drew (0 if none)
-# Fixed for the game, after every round field (a new round clears KNOWN up to here).
-FACE_UP = MOVE_LOG + MAX_MOVES * MOVE_BYTES  # 312: cards a round lays face up after the set-aside one
-FACE_UP_FIXED = FACE_UP + 1  # 1 on a ladder rung: the face-up cards stay; a deal shuffles the others
-RECORD_SIZE = FACE_UP_FIXED + 1  # 314
+_move = _Fields()
+M_ACTOR = _move.field("M_ACTOR", 1)  # seat that moved
+M_CARD = _move.field("M_CARD", 1)  # card played
+M_TARGET = _move.field("M_TARGET", 1)  # seat chosen + 1 (0 = no one)
+M_GUESS = _move.field("M_GUESS", 1)  # a Guard's named card (0 otherwise)
+M_ACTOR_CARD = _move.field("M_ACTOR_CARD", 1)  # Baron, King: the mover's compared or given card
+M_TARGET_CARD = _move.field("M_TARGET_CARD", 1)  # Priest, Baron, King: the target's card; Prince: the card it discarded
+M_OUT = _move.field("M_OUT", 1)  # bit s set: seat s went out on this move
+M_DISCARDED = _move.field("M_DISCARDED", 1)  # the card forced face up besides the one played (0 if none)
+M_DRAWN = _move.field("M_DRAWN", 1)  # the card the mover drew to begin the turn
+M_REPLACEMENT = _move.field("M_REPLACEMENT", 1)  # the card a Prince's target drew (0 if none)
+MOVE_BYTES = _move.size
+MOVE_LOG = _record.field("MOVE_LOG", MAX_MOVES * MOVE_BYTES)
+
+# Fixed for the game, after every round field.
+FACE_UP = _record.field("FACE_UP", 1)  # cards a round lays face up after the set-aside one
+FACE_UP_FIXED = _record.field(
+    "FACE_UP_FIXED", 1
+)  # 1 on a ladder rung: the face-up cards stay; a deal shuffles the others
+RECORD_SIZE = _record.size
+
+#: ``(name, offset, size)`` of each field of a record, and of a move log entry, in order.
+RECORD_FIELDS = tuple(_record.fields)
+MOVE_FIELDS = tuple(_move.fields)
 
 assert MAX_DISCARDS == DECK_SIZE
 
