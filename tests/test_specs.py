@@ -12,7 +12,7 @@ import gymnasium
 import pytest
 
 import loveletter_env  # noqa: F401  (registers the Gymnasium id)
-from loveletter_env.agents import ISMCTSAgent, RandomAgent, RuleAgent, specs
+from loveletter_env.agents import ISMCTSAgent, RandomAgent, RuleAgent, checkpoint_loading, specs
 from loveletter_env.agents.specs import AgentSpecError, agent_label, resolve_agent
 from loveletter_env.wrappers.opponents import make_opponents
 
@@ -53,7 +53,7 @@ def test_checkpoints_go_through_the_registered_loader(tmp_path: Path, monkeypatc
         calls.append((path, seed))
         return RuleAgent(seed=seed)
 
-    monkeypatch.setattr(specs, "_loaders", {})
+    monkeypatch.setattr(checkpoint_loading, "_loaders", {})
     specs.register_checkpoint_loader(loader, network=lambda path: ("network", path))
     file = tmp_path / "agent.pt"
     file.write_bytes(b"")

@@ -55,6 +55,7 @@ from ..observation import (
     rule_flags,
 )
 from ..validation import check_int, check_number
+from .checkpoint_loading import load_checkpoint_network
 from .inference import model_play_probability, play_likelihoods, posterior, view_legal_actions
 from .ismcts import determinize, model_action
 from .memory import KeptCardSearchAgent
@@ -71,9 +72,7 @@ MAX_MARGIN = 10.0
 
 def load_policy_network(path: str | os.PathLike[str]) -> Any:
     """The network stored in a checkpoint file or run folder (through the loader the training package
-    registers: :func:`loveletter_env.agents.specs.load_checkpoint_network`)."""
-    from .specs import load_checkpoint_network  # specs imports this package: resolve at call time
-
+    registers: :func:`loveletter_env.agents.checkpoint_loading.load_checkpoint_network`)."""
     return load_checkpoint_network(path)
 
 

@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 import torch
 
 from loveletter_env.actions import NUM_ACTIONS
-from loveletter_env.agents.specs import checkpoint_file
+from loveletter_env.agents.checkpoint_loading import checkpoint_file
 from loveletter_env.observation import LAYOUT_SIZES, OBSERVATION_VERSION
 from loveletter_env.validation import check_seed, is_int
 from training.learn.config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE

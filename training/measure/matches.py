@@ -28,9 +28,10 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -42,9 +43,6 @@ from loveletter_env.replay import AgentInfo, decision_details, save_replay
 from loveletter_env.validation import check_episode, check_int, check_num_players
 from loveletter_env.wrappers.recorder import RecordReplay
 from training.measure.stats import EpisodeRecord
-
-if TYPE_CHECKING:
-    from training.measure.ray_cluster import RayCluster
 
 
 class PlayInterrupted(KeyboardInterrupt):
@@ -226,6 +224,15 @@ class EpisodeRunner(Protocol):
         ...
 
 
+class Cluster(Protocol):
+    """Machines elsewhere to play on (:class:`training.measure.ray_cluster.RayCluster`): this
+    module drives one through this method alone, so it never imports the cluster's module."""
+
+    def runner(self, setup: MatchSetup, progress: bool = False) -> AbstractContextManager[EpisodeRunner]:
+        """Connected to the cluster inside the block, yielding a runner of ``setup``'s chunks."""
+        ...
+
+
 class InProcessRunner:
     """Plays every chunk in this process, with agents already resolved. Its agents and env
     live in this object, so one evaluation can run inside another (an agent that evaluates
@@ -351,7 +358,7 @@ def _lineup(agents: Sequence[AgentSpec], num_players: int) -> list[AgentSpec]:
 
 
 def play_matches(
-    setup: MatchSetup, rounds: int = 1000, workers: int = 1, progress: bool = False, ray: RayCluster | None = None
+    setup: MatchSetup, rounds: int = 1000, workers: int = 1, progress: bool = False, ray: Cluster | None = None
 ) -> tuple[list[str], list[EpisodeRecord]]:
     """Play ``rounds`` episodes of ``setup`` in ``workers`` processes (or on ``ray``); return
     the slot labels and every episode's record (see :func:`training.measure.evaluation.evaluate`)."""
@@ -365,12 +372,7 @@ def play_matches(
     # Resolve once here so a bad spec fails fast, before any worker starts.
     resolved = [resolve_agent(s) for s in setup.lineup]
     if ray is not None:
-        from training.measure.ray_cluster import RayRunner, ray_connection
-
-        with ray_connection(ray):
-            ray_runner = RayRunner(setup, ray)
-            if progress:
-                print(f"playing on {ray_runner.describe()}", file=sys.stderr)
-            return labels, run_episodes(ray_runner, rounds, labels, progress, setup.episode)
+        with ray.runner(setup, progress) as remote:
+            return labels, run_episodes(remote, rounds, labels, progress, setup.episode)
     runner: EpisodeRunner = InProcessRunner(setup, resolved) if workers == 1 else ProcessPoolRunner(setup, workers)
     return labels, run_episodes(runner, rounds, labels, progress, setup.episode)

@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import socket
+import sys
 import tempfile
 import threading
 import uuid
@@ -35,7 +36,8 @@ from types import ModuleType
 from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
-from loveletter_env.agents.specs import AgentSpec, checkpoint_file, is_checkpoint_path, resolve_agent
+from loveletter_env.agents.checkpoint_loading import checkpoint_file, is_checkpoint_path
+from loveletter_env.agents.specs import AgentSpec, resolve_agent
 from loveletter_env.validation import check_int
 from training.measure.matches import EpisodePlayer, MatchSetup, portable_error
 from training.measure.stats import EpisodeRecord
@@ -84,6 +86,16 @@ class RayCluster:
     def target(self) -> str | None:
         """The address to connect to: ``address``, else ``RAY_ADDRESS``, else ``None`` (a new local cluster)."""
         return self.address or os.environ.get("RAY_ADDRESS") or None
+
+    @contextmanager
+    def runner(self, setup: MatchSetup, progress: bool = False) -> Iterator[RayRunner]:
+        """Connected to the cluster inside the block (:func:`ray_connection`), yielding a
+        :class:`RayRunner` of ``setup``'s chunks (what :func:`~training.measure.matches.play_matches` drives)."""
+        with ray_connection(self):
+            remote = RayRunner(setup, self)
+            if progress:
+                print(f"playing on {remote.describe()}", file=sys.stderr)
+            yield remote
 
 
 def import_ray() -> ModuleType:
