@@ -18,6 +18,7 @@ from training import evaluate, exploit
 from training.exploitability.cfr import TreeWorkspace
 from training.exploitability.exact_response import agent_strategy, exact_exploitability, exact_head_to_head
 from training.exploitability.solver import solve
+from training.measure import evaluation
 
 
 @pytest.fixture(scope="module")
@@ -271,7 +272,7 @@ def test_exact_head_to_head_is_what_a_long_match_converges_to(tree):
     """The exact figure lies inside the interval of 8,000 played duplicate rounds, and the
     match's figure moves with the agents: rule beats random by about 0.7 on mini6."""
     exact = exact_head_to_head(("rule", "random"), "mini6", tree=tree)
-    played = evaluate.evaluate(["rule", "random"], rules="mini6", rounds=8000, duplicate=True, seed=3, progress=False)
+    played = evaluation.evaluate(["rule", "random"], rules="mini6", rounds=8000, duplicate=True, seed=3, progress=False)
     data = played.to_dict()
     score = data["win_rate"][0] - data["shared_rate"] / 2
     low, high = data["ci95"][0]

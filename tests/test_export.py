@@ -14,7 +14,7 @@ pytest.importorskip("onnxscript", reason='ONNX export needs the onnx extra: pip 
 
 from loveletter_env import env as make_env  # noqa: E402
 from loveletter_env.cards import FULL_DECK  # noqa: E402
-from training import export  # noqa: E402
+from training.apps import onnx as export  # noqa: E402
 from training.learn.checkpoint import model_payload, save_checkpoint  # noqa: E402
 from training.learn.ppo import ActorCritic  # noqa: E402
 

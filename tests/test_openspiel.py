@@ -563,7 +563,7 @@ def _value_bracket(game, policy) -> tuple[float, float, float]:
 
 
 def _solver():
-    return pytest.importorskip("training.solve", reason="training.solve (the exact solver) is not in this tree")
+    return pytest.importorskip("training.exploitability.solver", reason="the exact solver is not in this tree")
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from loveletter_env import raw_env
 from loveletter_env.agents.solved import PolicyFileError, SolvedAgent, SolvedPolicy
 from loveletter_env.agents.specs import AgentSpecError, resolve_agent
 from loveletter_env.tree import TreeError, build_tree, count_tree, key_to_observation, observation_key
-from training import solve as solve_cli
+from training.exploitability import solver as solve_cli
 from training.exploitability.cfr import TreeWorkspace
 from training.exploitability.exact_response import exact_exploitability
 from training.exploitability.solver import normalized, solve
