@@ -15,6 +15,7 @@ import os
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +28,10 @@ from loveletter_env.engine import GameState, TurnEvent
 from loveletter_env.observation import ObservationView, decode_observation, encode_observation
 
 PLAYER_COUNTS = (2, 3, 4)
+
+#: The repository's root, for the tests that read its files or run its scripts: test files sit
+#: at different depths under tests/, this file at one place.
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # Decks ------------------------------------------------------------------------------

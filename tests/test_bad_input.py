@@ -17,6 +17,7 @@ import gymnasium
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT
 
 import loveletter_env  # noqa: F401  (registers the Gymnasium id)
 from loveletter_env import env as make_env
@@ -30,8 +31,6 @@ from loveletter_env.observation import OBSERVATION_SIZE
 from training.learn.checkpoint import save_checkpoint
 from training.learn.config import ConfigError, load_config
 from training.selfplay import main as selfplay_main
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def gym_env(num_players: int = 3, **kwargs):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import TINY_TRAINING, act, start
+from conftest import ROOT, TINY_TRAINING, act, start
 
 from loveletter_env.actions import PRINCESS_ACTION
 from loveletter_env.agents.base import AgentError
@@ -35,8 +35,6 @@ from training.measure.league import league, write_league
 from training.measure.ratings import fit_ratings
 from training.measure.stats import EpisodeRecord, percentages, summarize
 from training.selfplay import main as selfplay_main
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(

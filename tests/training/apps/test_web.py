@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 pytest.importorskip("starlette", reason="the web extra is not installed: pip install -e '.[web]'")
 TestClient = pytest.importorskip(
     "starlette.testclient", reason="the web extra is not installed: pip install -e '.[web]'"
 ).TestClient
 
+
 from loveletter_env.replay import MAX_REPLAY_BYTES, load_replay  # noqa: E402
 from training.apps.server import find_checkpoints  # noqa: E402
 from training.apps.web.app import MAX_JSON_BODY, ServerConfig, create_app  # noqa: E402
 from training.serve import main as serve_main  # noqa: E402
 
-SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped"
+SHIPPED = ROOT / "checkpoints" / "shipped"
 #: Where a browser on this machine reaches the server: the Host header the server accepts.
 LOCAL = "http://127.0.0.1:8000"
 
@@ -384,7 +385,7 @@ def test_counts_in_the_page_script_are_pluralized():
     """'Deck: 1 cards' read wrong: a count in the page's words goes through plural()."""
     import re
 
-    script = (Path(__file__).resolve().parent.parent / "training" / "web" / "static" / "app.js").read_text()
+    script = (ROOT / "training" / "apps" / "web" / "static" / "app.js").read_text()
     assert not re.findall(r"\$\{[^}]*\} (?:cards|rounds|moves|turns|tokens|players)\b", script)
     assert "plural(view.deck_remaining" in script
 

@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import TINY_TRAINING
+from conftest import ROOT, TINY_TRAINING
 
 from training.learn.checkpoint import load_checkpoint
 from training.learn.config import ConfigError, load_config
 from training.learn.selfplay_command import SelfPlayTrainer, main
 
-REPO = Path(__file__).resolve().parent.parent
 # Two updates of 16 games x 8 turns (128 turns each).
 TINY = [
     *TINY_TRAINING,
@@ -73,7 +72,7 @@ def test_bad_stages_are_named_before_anything_runs(stage: str, message: str):
 
 def test_shipped_agent_configs_are_valid_schedules():
     for name in ("ppo_2p.yaml", "ppo_2to4p.yaml"):
-        config = load_config(REPO / "configs" / name)
+        config = load_config(ROOT / "configs" / name)
         assert config.schedule, name
         assert all(config.at_step(stage.at_step).validate() for stage in config.schedule)
 

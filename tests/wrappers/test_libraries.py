@@ -17,8 +17,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "libraries.md"
 SNIPPET = re.compile(
     r"<!-- snippet: (?P<name>[\w-]+)(?: requires: (?P<requires>[\w. ]+?))?(?: setup: (?P<setup>\S+))? -->\n"

@@ -1,7 +1,7 @@
-"""The CUDA kernels against the reference engine, game by game (used by tests/test_cuda.py).
+"""The CUDA kernels against the reference engine, game by game (used by tests/core/test_cuda.py).
 
 Runs on a real GPU, or on the CPU in numba's CUDA simulator when the environment sets
-``NUMBA_ENABLE_CUDASIM=1`` before numba is imported (``python tests/cuda_differential.py``
+``NUMBA_ENABLE_CUDASIM=1`` before numba is imported (``python tests/core/cuda_differential.py``
 in a subprocess: the simulator runs every thread as Python, so it plays few games).
 
 The same decks, first players and random legal actions drive the GPU kernels and the

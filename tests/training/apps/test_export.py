@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +10,8 @@ import torch
 
 pytest.importorskip("onnxruntime", reason='ONNX export needs the onnx extra: pip install "loveletter-env[onnx]"')
 pytest.importorskip("onnxscript", reason='ONNX export needs the onnx extra: pip install "loveletter-env[onnx]"')
+
+from conftest import ROOT
 
 from loveletter_env import env as make_env  # noqa: E402
 from loveletter_env.cards import FULL_DECK  # noqa: E402
@@ -103,7 +104,7 @@ def test_a_version_1_network_exports_a_graph_that_takes_the_current_observation(
     from loveletter_env.observation import OBSERVATION_SIZE, V1_OBSERVATION_SIZE, encode_observation
     from training.learn.checkpoint import build_model, load_checkpoint
 
-    shipped = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped" / "ppo_2to4p.pt"
+    shipped = ROOT / "checkpoints" / "shipped" / "ppo_2to4p.pt"
     onnx_path = export.main(["--checkpoint", str(shipped), "--onnx", str(tmp_path / "v1.onnx"), "--no-verify"])
     agent = export.OnnxAgent(onnx_path)
     assert agent.session.get_inputs()[0].shape[1] == OBSERVATION_SIZE

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import gymnasium
 import pytest
+from conftest import ROOT
 
 import loveletter_env  # noqa: F401  (registers the Gymnasium id)
 from loveletter_env.agents import ISMCTSAgent, RandomAgent, RuleAgent, specs
 from loveletter_env.agents.specs import AgentSpecError, agent_label, resolve_agent
 from loveletter_env.wrappers.opponents import make_opponents
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_bot_names_with_options_work_everywhere():

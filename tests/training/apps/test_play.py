@@ -5,16 +5,15 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from loveletter_env.actions import encode_action
 from loveletter_env.cards import GUARD, HANDMAID, PRIEST, PRINCE
 from loveletter_env.replay import load_replay
 from training.apps.terminal import QuitGame, parse_move, play
 
-ROOT = Path(__file__).resolve().parents[1]
 GUARDS_ON_1 = [encode_action(GUARD, 1, g) for g in range(2, 9)]
 
 

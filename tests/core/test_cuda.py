@@ -1,7 +1,7 @@
 """The core's CUDA kernels, checked with and without a GPU.
 
 - Every kernel compiles to PTX for sm_80 and sm_90 (no GPU or driver needed).
-- The kernels play the same games as the reference engine (tests/cuda_differential.py):
+- The kernels play the same games as the reference engine (tests/core/cuda_differential.py):
   in numba's CUDA simulator on the CPU (a subprocess, since the simulator is chosen when
   numba is first imported), and on a real GPU where there is one.
 
@@ -18,8 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+#: The differential script, beside this file: run as a script in the simulator, imported on a GPU.
+DIFFERENTIAL = Path(__file__).resolve().parent / "cuda_differential.py"
 
 
 def _numba_cuda():
@@ -68,18 +70,18 @@ def test_kernels_match_reference_in_the_simulator():
         "NUMBA_ENABLE_CUDASIM": "1",
         "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
-    command = [sys.executable, str(ROOT / "tests" / "cuda_differential.py"), "--games", "6", "--steps", "24", "--env"]
+    command = [sys.executable, str(DIFFERENTIAL), "--games", "6", "--steps", "24", "--env"]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all cases agree" in result.stdout
 
 
-def test_kernels_match_reference_on_the_gpu():
+def test_kernels_match_reference_on_the_gpu(monkeypatch):
     """The same check on a real GPU, with more games."""
     cuda = _numba_cuda()
     if not cuda.is_available():
         pytest.skip("needs a CUDA device")
-    sys.path.insert(0, str(ROOT / "tests"))
+    monkeypatch.syspath_prepend(str(DIFFERENTIAL.parent))
     import cuda_differential
 
     assert cuda_differential.main(["--games", "128", "--steps", "40"]) == 0

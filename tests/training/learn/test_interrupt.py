@@ -17,12 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TINY_TRAINING
+from conftest import ROOT, TINY_TRAINING
 
 from training.learn.checkpoint import load_checkpoint
 from training.learn.interrupt import EXIT_INTERRUPTED
 
-ROOT = Path(__file__).resolve().parent.parent
 TRAIN = [
     *TINY_TRAINING,
     "total_steps=100000000",

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import act, play_legal_episode, start
+from conftest import ROOT, act, play_legal_episode, start
 from torch import nn
 
 import loveletter_env
@@ -22,7 +22,7 @@ from loveletter_env.cards import BARON, COUNTESS, GUARD, PRIEST, PRINCESS
 from loveletter_env.observation import decode_observation, encode_observation
 from training.measure.evaluation import evaluate
 
-SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / "ppo_2p.pt"
+SHIPPED = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
 
 
 class FixedNetwork(nn.Module):

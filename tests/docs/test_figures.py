@@ -13,13 +13,12 @@ still quotes the old one. When a sentence that quotes a figure is reworded, upda
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FIGURES_FILE = ROOT / "docs" / "figures.yaml"
 SLOT = "{}"
 GAP = " … "

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import TINY_TRAINING
+from conftest import ROOT, TINY_TRAINING
 from pydantic import ValidationError
 
 from loveletter_env.rules import PRESETS
@@ -21,7 +21,6 @@ from training.learn.config import ConfigError, EnvConfig, TableSize, TrainConfig
 from training.learn.selfplay_command import SelfPlayTrainer, main
 from training.learn.trainer import default_env_factory
 
-REPO = Path(__file__).resolve().parent.parent
 # A run of two updates of 16 games x 8 turns: seconds, yet every code path runs.
 TINY = [
     *TINY_TRAINING,
@@ -50,7 +49,7 @@ def rows(run_dir: Path) -> list[dict[str, str]]:
 
 # -- config ----------------------------------------------------------------------------
 def test_shipped_default_yaml_equals_the_built_in_defaults():
-    assert to_dict(load_config(REPO / "configs" / "default.yaml")) == to_dict(TrainConfig())
+    assert to_dict(load_config(ROOT / "configs" / "default.yaml")) == to_dict(TrainConfig())
 
 
 def test_the_config_offers_every_rules_preset_table_size_and_episode_kind():
@@ -62,7 +61,7 @@ def test_the_config_offers_every_rules_preset_table_size_and_episode_kind():
     assert typing.get_args(EnvConfig.model_fields["episode"].annotation) == EPISODE_KINDS
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_config_file_is_valid(path):
     load_config(path)
 
@@ -343,7 +342,7 @@ def test_init_from_starts_with_the_given_weights(tmp_path):
         SelfPlayTrainer(wider, tmp_path / "wider", progress=False)
 
 
-SHIPPED_V1 = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped" / "ppo_2p.pt"
+SHIPPED_V1 = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
 
 
 def test_init_from_a_network_of_an_older_observation_layout_is_refused_by_name(tmp_path):

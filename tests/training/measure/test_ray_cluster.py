@@ -15,11 +15,12 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install -e '.[ray]')")
+
 
 from loveletter_env.agents import make_agent  # noqa: E402
 from training.evaluate import main  # noqa: E402
@@ -29,7 +30,6 @@ from training.measure.evaluation import evaluate  # noqa: E402
 from training.measure.league import league  # noqa: E402
 from training.measure.ray_cluster import CheckpointBytes, RayCluster  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 CHECKPOINT = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
 
 

@@ -16,14 +16,13 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from conftest import play_legal_episode
+from conftest import ROOT, play_legal_episode
 
 import loveletter_env
 from loveletter_env.agents.specs import resolve_agent
 
 pytestmark = pytest.mark.rllib
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "rllib_selfplay.py"
 TINY = ["--iterations", "2", "--env-runners", "2", "--envs-per-runner", "4", "--batch-size", "400"]
 TINY += ["--hidden-sizes", "32", "--eval-rounds", "20", "--seed", "3"]

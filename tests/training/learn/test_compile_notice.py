@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import numba
+from conftest import ROOT
 
 from training.learn.compile_notice import _NOTICE, COMPILING_KERNELS, announce_kernel_compilation
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _evaluate(cache: Path) -> subprocess.CompletedProcess:

@@ -4,7 +4,7 @@ Rule tests on scripted decks (the face-up deal, what each seat observes), the re
 (3 or 4 players, decks that do not lay the face-up cards), the seeded deal (only the
 cards in play move, uniformly), and the tree counter against a plain reference walk
 of the reference engine. The differential tests of the compiled core and the batched
-env play the rungs too (tests/test_core.py, tests/test_batched.py).
+env play the rungs too (tests/core/test_core.py, tests/batched/test_batched.py).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from itertools import permutations
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT
 
 import loveletter_env
 from loveletter_env import engine
@@ -409,9 +410,8 @@ def _markdown_table(text: str, header: str) -> list[list[str]]:
 
 
 def test_the_ladder_page_gives_the_cards_and_the_counts_the_code_gives():
-    from pathlib import Path
 
-    page = (Path(__file__).resolve().parent.parent / "docs" / "ladder.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "ladder.md").read_text(encoding="utf-8")
 
     def cards(words: str) -> list[int]:
         if words.startswith("mini"):  # "`mini6` + King": the rung below plus a card

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import import_openspiel
+from conftest import ROOT, import_openspiel
 
 pyspiel = import_openspiel()
 
@@ -600,10 +600,9 @@ def test_mini6_openspiel_cfr_brackets_training_solves_value():
 
 # The example and the documentation --------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[1]
-#: docs/openspiel.md marks its blocks so that tests/test_readme.py leaves them to this file
+#: docs/openspiel.md marks its blocks so that tests/docs/test_readme.py leaves them to this file
 #: (they need the openspiel extra, which a plain install lacks).
-DOCS_MARKER = "<!-- test: skip: needs the openspiel extra; tests/test_openspiel.py runs this block -->"
+DOCS_MARKER = "<!-- test: skip: needs the openspiel extra; tests/wrappers/test_openspiel.py runs this block -->"
 
 
 def _load_example():

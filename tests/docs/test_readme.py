@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from conftest import ROOT
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pytest itself depends on tomli before Python 3.11
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LIBRARIES_PAGE = ROOT / "docs" / "libraries.md"
 SKIP = "test: skip:"

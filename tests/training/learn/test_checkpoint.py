@@ -9,11 +9,11 @@ import pickle
 import random
 import re
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from conftest import ROOT
 
 import training.learn.checkpoint as checkpoint_module
 from loveletter_env import engine
@@ -99,7 +99,7 @@ def flip_bytes(data: bytes, start: int, count: int) -> bytes:
     return bytes(damaged)
 
 
-SHIPPED_2P = Path(__file__).resolve().parent.parent / "checkpoints" / "shipped" / "ppo_2p.pt"
+SHIPPED_2P = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
 
 
 def test_damaged_tensor_bytes_are_refused(tmp_path):
@@ -367,7 +367,7 @@ def test_greedy_agent_is_deterministic_and_sampling_is_seeded(saved):
     assert all(np.asarray(obs["action_mask"])[a] == 1 for a in picks)
 
 
-SHIPPED = sorted((Path(__file__).resolve().parent.parent / "checkpoints" / "shipped").glob("*.pt"))
+SHIPPED = sorted((ROOT / "checkpoints" / "shipped").glob("*.pt"))
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)

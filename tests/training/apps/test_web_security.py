@@ -11,11 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 pytest.importorskip("starlette", reason="the web extra is not installed: pip install -e '.[web]'")
 TestClient = pytest.importorskip(
     "starlette.testclient", reason="the web extra is not installed: pip install -e '.[web]'"
 ).TestClient
+
 
 from loveletter_env.replay import MAX_REPLAY_BYTES, ReplayError, load_replay, parse_replay  # noqa: E402
 from training.apps.server import check_checkpoints  # noqa: E402
@@ -29,7 +31,6 @@ from training.apps.web.app import (  # noqa: E402
 from training.apps.web.games import MAX_REQUEST_SECONDS, GameStore, RequestError  # noqa: E402
 from training.serve import main as serve_main  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "checkpoints" / "shipped"
 LOCAL = "http://127.0.0.1:8000"
 NESTED = b"[" * 4000 + b"]" * 4000

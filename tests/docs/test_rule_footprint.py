@@ -9,9 +9,9 @@ page names: a new reader, a reader that stopped reading it, or a page out of ste
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from conftest import ROOT
+
 OPTION = "king_ignores_handmaid"
 #: The source the package and its tools run (the web app's page and script included).
 SOURCE_FOLDERS = ("loveletter_env", "training", "examples", "scripts")
@@ -30,16 +30,16 @@ NUMBER_WORDS = {"four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
 
 def _files_reading(word: str) -> set[str]:
     return {
-        path.relative_to(REPO).as_posix()
+        path.relative_to(ROOT).as_posix()
         for folder in SOURCE_FOLDERS
-        for path in (REPO / folder).rglob("*")
+        for path in (ROOT / folder).rglob("*")
         if path.suffix in SOURCE_SUFFIXES and word in path.read_text(encoding="utf-8")
     }
 
 
 def _files_the_architecture_page_names() -> tuple[int, set[str]]:
     """The count and the files of the page's sentence "N files name it: `a`, `b`, ...;"."""
-    text = " ".join((REPO / "docs" / "architecture.md").read_text(encoding="utf-8").split())
+    text = " ".join((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split())
     found = re.search(r"\((\w+) files name it: ([^;]*);", text)
     assert found, "docs/architecture.md no longer says which files name the option"
     files = {f"loveletter_env/{name}" for name in re.findall(r"`([^`]+)`", found[2])}

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import act, deal_deck, make_env, start
+from conftest import ROOT, act, deal_deck, make_env, start
 
 from loveletter_env import engine
 from loveletter_env.actions import ACTIONS
@@ -31,7 +30,7 @@ from loveletter_env.cards import (
 from loveletter_env.env import raw_env
 from loveletter_env.observation import decode_observation, encode_observation
 
-SHIPPED_2P = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / "ppo_2p.pt"
+SHIPPED_2P = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
 FAST = {"ismcts": {"iterations": 24}, "guided": {"iterations": 24, "policy": SHIPPED_2P}}
 
 

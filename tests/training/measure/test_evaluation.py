@@ -9,13 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from loveletter_env.agents import RandomAgent, make_agent
 from loveletter_env.agents.specs import resolve_agent
 from training.measure.evaluation import EvaluationResult, evaluate
 from training.measure.stats import wilson_interval
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_same_seed_same_result_and_worker_count_does_not_matter():

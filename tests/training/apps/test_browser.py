@@ -3,7 +3,7 @@
 It plays a whole round by clicking, checks that the result appears and that the browser
 console stayed free of errors, opens the game's replay and steps through it, shows the
 leaderboard, and takes a screenshot of each page: into ``docs/images/`` (the pictures the
-documentation shows) when run as ``LOVELETTER_SCREENSHOTS=docs/images pytest tests/test_browser.py``,
+documentation shows) when run as ``LOVELETTER_SCREENSHOTS=docs/images pytest tests/training/apps/test_browser.py``,
 else into a temporary folder, so that a test run leaves the working tree as it was.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` packages (``.ci/run`` installs them).
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 IN_CI = os.environ.get("CI", "").lower() == "true"

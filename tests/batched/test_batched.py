@@ -40,7 +40,7 @@ def _cuda_ready() -> bool:
 
 
 #: The devices the differential tests run on: the CPU, and CUDA where there is one (the
-#: kernels' simulator and PTX checks, which need no GPU, are in tests/test_cuda.py).
+#: kernels' simulator and PTX checks, which need no GPU, are in tests/core/test_cuda.py).
 DEVICES = ("cpu", pytest.param("cuda", marks=pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")))
 
 
