@@ -1,4 +1,5 @@
-"""Invariants over random decks and random legal play, for 2, 3 and 4 players."""
+"""The engine (``loveletter_env.engine``): invariants over random decks and random legal play
+for 2, 3 and 4 players, and the errors its calls raise."""
 
 from __future__ import annotations
 
@@ -6,15 +7,16 @@ import random
 from collections import Counter
 
 import numpy as np
-from conftest import legal, legal_from_mask, snapshot
+import pytest
+from conftest import act, legal, legal_from_mask, snapshot, start
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import loveletter_env
 from loveletter_env import engine
-from loveletter_env.actions import ACTIONS, NO_TARGET
-from loveletter_env.cards import DECK_SIZE, FULL_DECK, KING, PRINCE
-from loveletter_env.engine import GameState
+from loveletter_env.actions import ACTIONS, HANDMAID_ACTION, NO_TARGET
+from loveletter_env.cards import DECK_SIZE, FULL_DECK, GUARD, HANDMAID, KING, PRIEST, PRINCE
+from loveletter_env.engine import GameState, IllegalActionError
 from loveletter_env.observation import encode_observation
 
 PROPERTY_SETTINGS = settings(max_examples=80, deadline=None)
@@ -170,3 +172,43 @@ def test_env_matches_an_engine_driven_alongside_it(num_players, deck, rules, see
         np.testing.assert_array_equal(env.observe(agent)["observation"], encode_observation(mirror, seat))
     winners = {agents[p] for p in mirror.game_winners}
     assert env.rewards == {a: (1.0 if a in winners else -1.0) for a in agents}
+
+
+# Errors of the engine's calls ---------------------------------------------------------
+
+
+def test_illegal_action_error_is_a_value_error():
+    assert issubclass(IllegalActionError, ValueError)
+    assert loveletter_env.IllegalActionError is IllegalActionError
+
+
+def test_stepping_a_finished_round_raises():
+    state = start(2, hands={0: GUARD, 1: PRIEST}, draws=[HANDMAID])
+    engine.step(state, act(GUARD, 1, PRIEST))
+    with pytest.raises(ValueError, match="round is over"):
+        engine.step(state, HANDMAID_ACTION)
+
+
+def test_first_round_needs_a_first_player():
+    state = engine.GameState(2)
+    with pytest.raises(ValueError, match="first_player"):
+        engine.start_round(state, FULL_DECK)
+
+
+def test_illegal_action_error_survives_pickling():
+    # evaluate --workers sends errors between processes
+    import pickle
+
+    error = IllegalActionError(5, (30, 22), 1, 3)
+    copy = pickle.loads(pickle.dumps(error))
+    assert str(copy) == str(error)
+    assert (copy.action, copy.legal, copy.player) == (5, (30, 22), 1)
+
+
+def test_starting_a_round_after_the_game_is_over_is_refused():
+    state = start(2, hands={0: GUARD, 1: PRIEST}, draws=[HANDMAID])
+    state.tokens = [6, 0]
+    engine.step(state, act(GUARD, 1, PRIEST))
+    assert state.game_over
+    with pytest.raises(ValueError, match="game is over"):
+        engine.start_round(state, FULL_DECK)

@@ -1,4 +1,5 @@
-"""The PettingZoo contract: api_test, seeding, agents, spaces, rendering."""
+"""The PettingZoo contract: api_test, seeding, agents, spaces, rendering, and bad arguments and
+calls refused with a clear ``ValueError`` that changes nothing."""
 
 from __future__ import annotations
 
@@ -6,13 +7,15 @@ import random
 
 import numpy as np
 import pytest
-from conftest import act, deal_deck, legal_from_mask, make_env
+from conftest import act, deal_deck, legal_from_mask, make_env, snapshot, start
 from gymnasium import spaces
 from pettingzoo.test import api_test, seed_test
 
 import loveletter_env
+from loveletter_env import engine
 from loveletter_env.actions import HANDMAID_ACTION
-from loveletter_env.cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCESS
+from loveletter_env.cards import BARON, COUNTESS, FULL_DECK, GUARD, HANDMAID, KING, PRIEST, PRINCESS
+from loveletter_env.engine import IllegalActionError
 
 # api_test passes an unknown reset option on purpose and warns about Dict spaces.
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -174,3 +177,182 @@ def test_human_render_prints_the_view(capsys):
 
 def decode(env, agent):
     return loveletter_env.decode_observation(env.observe(agent))
+
+
+# Bad arguments and calls -----------------------------------------------------------
+
+
+# player_0 holds a Handmaid and a Priest: legal actions are 22 (Priest on player_1) and 30.
+DECK = deal_deck(2, hands={0: HANDMAID, 1: GUARD}, draws=[PRIEST])
+LEGAL = (act(PRIEST, 1), HANDMAID_ACTION)
+ILLEGAL_ACTIONS = [
+    act(GUARD, 1, PRINCESS),  # a card player_0 does not hold
+    act(PRIEST, 2),  # an offset past a 2-player table
+    41,
+    -1,  # not actions at all
+    np.int64(0),
+]
+
+
+def env_state(env) -> tuple:
+    """Everything an agent could notice about the env, to check that nothing changed."""
+    observations = tuple(
+        (agent, env.observe(agent)["observation"].tobytes(), env.observe(agent)["action_mask"].tobytes())
+        for agent in env.possible_agents
+    )
+    return (env.agent_selection, observations, dict(env.rewards), dict(env.terminations), snapshot(env.unwrapped.game))
+
+
+@pytest.mark.parametrize("action", ILLEGAL_ACTIONS, ids=repr)
+def test_illegal_action_in_the_env_raises_and_changes_nothing(action):
+    env = make_env(2, DECK)
+    before = env_state(env)
+    with pytest.raises(IllegalActionError) as caught:
+        env.step(action)
+    message = str(caught.value)
+    assert f"action {int(action)}" in message
+    assert "legal actions: 22 (Priest on player_1), 30 (Handmaid)" in message
+    assert caught.value.legal == LEGAL
+    assert env_state(env) == before
+
+    env.step(np.int64(HANDMAID_ACTION))  # the env still works, and takes numpy integers
+    assert env.agent_selection == "player_1"
+
+
+def test_none_for_an_agent_still_in_play_is_illegal():
+    env = make_env(2, DECK)
+    before = env_state(env)
+    with pytest.raises(IllegalActionError, match="legal actions"):
+        env.step(None)
+    assert env_state(env) == before
+
+
+@pytest.mark.parametrize("action", ILLEGAL_ACTIONS, ids=repr)
+def test_illegal_action_in_the_engine_raises_and_changes_nothing(action):
+    state = start(2, hands={0: HANDMAID, 1: GUARD}, draws=[PRIEST])
+    before = snapshot(state)
+    with pytest.raises(IllegalActionError, match="not legal for player_0"):
+        engine.step(state, action)
+    assert snapshot(state) == before
+
+
+@pytest.mark.parametrize("bad", [1, 5, 0, -2, "2", True, 2.0, None], ids=repr)
+def test_bad_num_players_is_refused(bad):
+    with pytest.raises(ValueError, match="num_players"):
+        loveletter_env.env(num_players=bad)
+    with pytest.raises(ValueError, match="num_players"):
+        loveletter_env.raw_env(num_players=bad)
+    with pytest.raises(ValueError, match="num_players"):
+        engine.new_game(bad, FULL_DECK, 0)
+
+
+def test_numpy_integer_num_players_is_accepted():
+    env = loveletter_env.env(num_players=np.int64(3))
+    env.reset(seed=0)
+    assert len(env.agents) == 3
+
+
+def _replaced(position: int, value) -> list:
+    deck = list(FULL_DECK)
+    deck[position] = value
+    return deck
+
+
+BAD_DECKS = {
+    "too short": (list(FULL_DECK[:15]), "16"),
+    "too long": (list(FULL_DECK) + [GUARD], "16"),
+    "empty": ([], "16"),
+    "six guards": (_replaced(-1, GUARD), "Guard"),
+    "no princess, two priests too many": (_replaced(-1, PRIEST), "Priest"),
+    "zero is not a card": (_replaced(0, 0), "not cards"),
+    "nine is not a card": (_replaced(0, 9), "not cards"),
+    "a string": (_replaced(3, "x"), "deck"),
+    "a digit string": (_replaced(3, "1"), "deck"),
+    "a fraction": (_replaced(3, 1.5), "deck"),
+    "None inside": (_replaced(3, None), "deck"),
+    "not a sequence": (16, "deck"),
+}
+
+
+@pytest.mark.parametrize("deck, words", BAD_DECKS.values(), ids=BAD_DECKS.keys())
+def test_bad_deck_is_refused_naming_the_problem(deck, words):
+    with pytest.raises(ValueError, match="deck") as caught:
+        engine.new_game(2, deck, 0)
+    assert words in str(caught.value)
+
+    env = make_env(2, DECK)
+    before = env_state(env)
+    with pytest.raises(ValueError, match="deck"):
+        env.reset(seed=1, options={"deck": deck})
+    assert env_state(env) == before  # a refused reset leaves the episode as it was
+
+
+def test_numpy_deck_is_accepted():
+    env = loveletter_env.env(num_players=2)
+    env.reset(seed=0, options={"deck": np.array(DECK), "first_player": np.int64(0)})
+    assert env.unwrapped.game.deck == DECK
+
+
+@pytest.mark.parametrize("num_players, bad", [(2, -1), (2, 2), (3, 3), (4, 4), (2, True), (2, "0"), (2, 1.0)], ids=repr)
+def test_bad_first_player_is_refused(num_players, bad):
+    with pytest.raises(ValueError, match="first_player"):
+        engine.new_game(num_players, FULL_DECK, bad)
+    env = loveletter_env.env(num_players=num_players)
+    env.reset(seed=0)
+    before = env_state(env)
+    with pytest.raises(ValueError, match="first_player"):
+        env.reset(seed=1, options={"first_player": bad})
+    assert env_state(env) == before
+
+
+@pytest.mark.parametrize("bad", ["clasic", "Classic", "", 3, None], ids=repr)
+def test_unknown_rules_preset_is_refused(bad):
+    with pytest.raises(ValueError, match="rules") as caught:
+        loveletter_env.env(rules=bad)
+    if isinstance(bad, str):
+        assert repr(bad) in str(caught.value) and "classic" in str(caught.value)
+    with pytest.raises(ValueError, match="rules"):
+        engine.new_game(2, FULL_DECK, 0, bad)
+
+
+@pytest.mark.parametrize("bad", ["games", "Round", "", None, 1], ids=repr)
+def test_bad_episode_is_refused(bad):
+    with pytest.raises(ValueError, match="episode"):
+        loveletter_env.env(episode=bad)
+
+
+@pytest.mark.parametrize("bad", ["rgb_array", "ANSI", 1], ids=repr)
+def test_bad_render_mode_is_refused(bad):
+    with pytest.raises(ValueError, match="render_mode"):
+        loveletter_env.env(render_mode=bad)
+
+
+def test_step_before_reset_is_an_error():
+    env = loveletter_env.env(num_players=2)
+    with pytest.raises(Exception, match="reset"):
+        env.step(HANDMAID_ACTION)
+    with pytest.raises(Exception, match="reset"):
+        env.observe("player_0")
+
+
+def test_raw_env_before_reset_says_to_reset():
+    env = loveletter_env.raw_env(num_players=2)
+    with pytest.raises(RuntimeError, match=r"reset\(\)"):
+        env.step(HANDMAID_ACTION)
+    with pytest.raises(RuntimeError, match=r"reset\(\)"):
+        env.observe("player_0")
+
+
+@pytest.mark.parametrize("action", [30.0, np.float32(30), True, "30"], ids=repr)
+def test_non_integer_actions_are_refused_not_truncated(action):
+    env = make_env(2, DECK)
+    before = env_state(env)
+    with pytest.raises(IllegalActionError, match="actions are integers"):
+        env.step(action)
+    assert env_state(env) == before
+
+
+def test_unknown_agent_is_named():
+    env = make_env(2, DECK)
+    with pytest.raises(ValueError, match="unknown agent 'player_7'"):
+        env.observe("player_7")

@@ -469,3 +469,9 @@ def test_the_layout_stays_within_its_budget_and_keeps_version_1_as_its_prefix():
     assert OBSERVATION_SIZE <= 1536
     assert LAYOUT[: len(V1_LAYOUT)] == V1_LAYOUT and V1_OBSERVATION_SIZE == 646
     assert SLICES[V1_LAYOUT[-1].name].stop == V1_OBSERVATION_SIZE
+
+
+@pytest.mark.parametrize("shape", [(OBSERVATION_SIZE - 1,), (OBSERVATION_SIZE + 1,), (2, OBSERVATION_SIZE), ()])
+def test_decode_observation_refuses_a_vector_of_the_wrong_shape(shape):
+    with pytest.raises(ValueError, match=str(OBSERVATION_SIZE)):
+        decode_observation(np.zeros(shape, dtype=np.float32))
