@@ -37,6 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # Decks ------------------------------------------------------------------------------
 
 
+#: Seeds that every seeded thing refuses (one check everywhere): fractions, text, booleans,
+#: None where a seed is required, negatives and values past 2**63.
+BAD_SEEDS = [1.9, "1", True, None, -1, 2**63, 2**64]
+
 #: A training run small enough for a test: 16 games of 8 turns per update, one 32-unit layer.
 #: Each test adds the length, evaluation and opponents it needs (``--set`` overrides).
 TINY_TRAINING = ["env.num_games=16", "env.rollout_steps=8", "model.hidden_sizes=[32]"]

@@ -8,7 +8,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import ROOT, act, deal_deck, make_env, start
+from conftest import BAD_SEEDS, ROOT, act, deal_deck, make_env, start
 
 from loveletter_env import engine
 from loveletter_env.actions import ACTIONS
@@ -16,6 +16,7 @@ from loveletter_env.agents import AGENT_NAMES, ISMCTSAgent, determinize, make_ag
 from loveletter_env.agents.belief import hand_posterior, play_likelihood
 from loveletter_env.agents.ismcts import seat_view
 from loveletter_env.agents.rule import rule_action
+from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.cards import (
     BARON,
     COUNTESS,
@@ -304,3 +305,19 @@ def test_belief_bot_does_not_count_on_a_card_a_missed_guard_still_rules_out():
     after_king = _after_missed_guess(KING, BARON, HANDMAID, [HANDMAID, PRINCE, KING])
     assert make_agent("belief", seed=0).act(after_king) == act(BARON, 1)
     assert make_agent("belief", seed=0).act(after_priest) == act(HANDMAID)
+
+
+# Seeds ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [s for s in BAD_SEEDS if s is not None], ids=repr)
+@pytest.mark.parametrize("name", ["random", "rule", "belief", "ismcts"])
+def test_bots_refuse_seeds_that_are_not_integers(name, seed):
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got"):
+        make_agent(name, seed=seed)
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got"):
+        resolve_agent(name, seed=seed)
+    agent = make_agent(name, seed=1)
+    with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
+        agent.reset(seed=seed)  # as evaluations reseed agents at every episode
+    assert agent._seed == 1

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import gymnasium
+import numpy as np
 import pytest
 from conftest import ROOT
 
@@ -105,3 +106,20 @@ def test_the_environment_package_never_imports_training():
     code = "import loveletter_env, loveletter_env.agents.specs, gymnasium, sys; print('training' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "False"
+
+
+# Seeds ------------------------------------------------------------------------------
+
+
+def test_checkpoint_specs_refuse_bad_seeds_before_torch_sees_them():
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got 1.5$"):
+        resolve_agent(str(ROOT / "checkpoints/shipped/ppo_2p.pt"), seed=1.5)
+    assert resolve_agent(str(ROOT / "checkpoints/shipped/ppo_2p.pt"), seed=np.int64(3)) is not None
+
+
+@pytest.mark.parametrize("spec", ["random:seed=5", "ismcts:iterations=10,seed=5"])
+def test_a_seed_in_an_agent_spec_is_refused_with_a_reason(spec):
+    with pytest.raises(AgentSpecError, match=rf"agent spec '{spec}': seed is not an option of the spec; .*set by"):
+        resolve_agent(spec, seed=1)
+    with pytest.raises(AgentSpecError, match="seed is not an option"):
+        resolve_agent(spec)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import edge_case_decks, ladder_edge_case_decks, table_sizes
+from conftest import BAD_SEEDS, edge_case_decks, ladder_edge_case_decks, table_sizes
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
@@ -664,3 +664,19 @@ def test_random_steps_refuse_a_bad_sampler_and_change_nothing():
     assert torch.equal(env.action_mask, mask)
     for name, value in env.state.tensors().items():
         assert torch.equal(value, before[name]), name
+
+
+# Seeds ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", BAD_SEEDS, ids=repr)
+def test_the_batched_engine_refuses_seeds_that_are_not_integers(seed):
+    # 1.9, '1' and True used to deal what 1 deals; None and 2**64 gave torch's errors.
+    with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
+        BatchedLoveLetter(num_games=2, seed=seed)
+
+
+def test_the_batched_engine_takes_numpy_seeds_as_the_same_int():
+    first, second = BatchedLoveLetter(num_games=4, seed=np.int64(9)), BatchedLoveLetter(num_games=4, seed=9)
+    assert torch.equal(first.reset()[0], second.reset()[0])
+    BatchedLoveLetter(num_games=1, seed=2**63 - 1).reset()

@@ -1,4 +1,5 @@
-"""The Gymnasium single-agent env, the registry entries and the library-free adapters."""
+"""The Gymnasium single-agent env, the registry entries and the library-free adapters, and bad
+input to them refused before anything changes."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ import gymnasium
 import numpy as np
 import pettingzoo
 import pytest
+from conftest import ROOT
 from gymnasium.utils.env_checker import check_env
 
 import loveletter_env
+from loveletter_env import env as make_env
+from loveletter_env.agents.base import AgentError
+from loveletter_env.cards import FULL_DECK
 from loveletter_env.engine import IllegalActionError
+from loveletter_env.observation import OBSERVATION_SIZE
 from loveletter_env.wrappers import GYM_ENV_ID, PETTINGZOO_ENV_ID, LoveLetterGymEnv, RLlibLoveLetterEnv
 from loveletter_env.wrappers._extras import MissingExtraError, require
 from loveletter_env.wrappers.tianshou import NumericInfoWrapper
@@ -308,3 +314,172 @@ def test_numeric_info_wrapper_reports_the_result_as_numbers():
 def test_missing_extra_names_the_pip_install_line():
     with pytest.raises(MissingExtraError, match=r'pip install "loveletter-env\[sb3\]"'):
         require("surely_not_an_installed_module", "sb3")
+
+
+# Bad input: refused before anything changes -----------------------------------------
+
+
+def gym_env(num_players: int = 3, **kwargs):
+    return gymnasium.make("loveletter/LoveLetter-v0", num_players=num_players, opponents="rule", **kwargs).unwrapped
+
+
+def snapshot(env) -> tuple:
+    """What a refused reset must leave as it was."""
+    return (
+        env.learner_seat,
+        env._learner,
+        env._done,
+        env.np_random.bit_generator.state["state"]["state"],
+        env.aec.agent_selection,
+        env._observation().tobytes(),
+        env.action_masks().tobytes(),
+    )
+
+
+def first_choice_trail(env, seed: int) -> list:
+    """Legal first-choice moves until the episode ends, then a fresh seedless reset: the trail."""
+    trail = []
+    done = False
+    while not done:
+        action = int(np.flatnonzero(env.action_masks())[0])
+        obs, reward, done, _, info = env.step(action)
+        assert not info.get("illegal_action")
+        trail.append((action, reward, obs.tobytes()))
+    obs, info = env.reset()  # draws from the generator a refused reset must not have touched
+    trail.append((info["learner_seat"], obs.tobytes()))
+    return trail
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"deck": [1] * 15, "learner_seat": 0},
+        {"deck": list(FULL_DECK), "first_player": 7, "learner_seat": 0},
+        {"learner_seat": 5},
+        {"deck": [True] + list(FULL_DECK[1:]), "learner_seat": 0},
+    ],
+    ids=["short deck", "bad first player", "bad seat", "bool in deck"],
+)
+def test_refused_gym_reset_changes_nothing(options):
+    env, untouched = gym_env(), gym_env()
+    env.reset(seed=4)
+    untouched.reset(seed=4)
+    assert env.learner_seat != 0  # so a premature seat change would show
+    before = snapshot(env)
+    with pytest.raises(ValueError):
+        env.reset(options=options)
+    assert snapshot(env) == before
+    # The episode in progress goes on exactly as in an env that never saw the bad call.
+    assert first_choice_trail(env, 4) == first_choice_trail(untouched, 4)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "3", np.float64(2.0), 2**63, 2**64])
+def test_bad_seeds_are_a_value_error_naming_the_seed(seed):
+    message = r"seed must be None or a non-negative integer below 2\*\*63, got"
+    aec = make_env(num_players=2)
+    with pytest.raises(ValueError, match=message):
+        aec.reset(seed=seed)
+    env = gym_env()
+    env.reset(seed=1)
+    before = snapshot(env)
+    with pytest.raises(ValueError, match=message):
+        env.reset(seed=seed)
+    assert snapshot(env) == before
+
+
+def test_numpy_integer_seeds_are_accepted_and_match_python_ints():
+    first, second = make_env(num_players=2), make_env(num_players=2)
+    first.reset(seed=np.int64(9))
+    second.reset(seed=9)
+    assert first.observe(first.agent_selection)["observation"].tobytes() == (
+        second.observe(second.agent_selection)["observation"].tobytes()
+    )
+    obs_np, _ = gym_env().reset(seed=np.int32(9))
+    obs_int, _ = gym_env().reset(seed=9)
+    assert obs_np.tobytes() == obs_int.tobytes()
+
+
+ASYNC_VECTOR_SCRIPT = """
+import sys
+import gymnasium
+import numpy as np
+import torch
+import loveletter_env
+
+# The parent has run parallel torch ops before the workers fork, as a training script would.
+torch.nn.init.orthogonal_(torch.empty(256, 646))
+envs = gymnasium.make_vec(
+    "loveletter/LoveLetter-v0", num_envs=2, vectorization_mode="async", opponents=sys.argv[1]
+)
+obs, info = envs.reset(seed=0)
+for _ in range(5):
+    actions = np.array([np.flatnonzero(mask)[0] for mask in info["action_mask"]])
+    obs, reward, terminated, truncated, info = envs.step(actions)
+envs.close()
+print("done", obs.shape)
+"""
+
+
+def test_async_vector_env_with_checkpoint_opponents_works_with_default_settings(tmp_path):
+    # Forked workers once deadlocked in torch's thread pool, and a killed parent left them behind.
+    script = tmp_path / "async_vector_env_check.py"
+    script.write_text(ASYNC_VECTOR_SCRIPT)
+    checkpoint = str(ROOT / "checkpoints/shipped/ppo_2p.pt")
+    try:
+        result = subprocess.run(
+            [sys.executable, str(script), checkpoint], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
+    finally:
+        leftover = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True).stdout.split()
+        for pid in leftover:  # a hang leaves workers behind: end them so the suite goes on
+            subprocess.run(["kill", "-9", pid])
+    assert result.returncode == 0, result.stderr
+    assert f"done (2, {OBSERVATION_SIZE})" in result.stdout
+    assert leftover == [], "worker processes outlived the vector env"
+
+
+class SwitchableAgent:
+    """Returns None (a broken agent) until ``fixed``, then plays its first legal action."""
+
+    fixed = False
+
+    def act(self, observation):
+        return int(np.flatnonzero(observation["action_mask"])[0]) if self.fixed else None
+
+
+@pytest.mark.parametrize("illegal_action", ["raise", "lose"])
+@pytest.mark.parametrize("fails_in", ["reset", "step"])
+def test_an_episode_an_opponent_broke_refuses_to_step_until_reset(illegal_action, fails_in):
+    opponent = SwitchableAgent()
+    learner_seat = 1 if fails_in == "reset" else 0  # player_0 starts: the opponent first, or the learner
+    env = gymnasium.make(
+        "loveletter/LoveLetter-v0", num_players=2, opponents=opponent, illegal_action=illegal_action
+    ).unwrapped
+    with pytest.raises(AgentError, match="returned None"):
+        env.reset(seed=1, options={"first_player": 0, "learner_seat": learner_seat})
+        env.step(int(np.flatnonzero(env.action_masks())[0]))
+    # The opponent is still to act: any step would play the learner's action in its seat.
+    assert env.aec.agent_selection == env.aec.possible_agents[1 - learner_seat]
+    for action in range(41):
+        with pytest.raises(RuntimeError, match=rf"abandoned when an opponent failed in {fails_in}\(\) .*call reset"):
+            env.step(action)
+    opponent.fixed = True
+    obs, info = env.reset(seed=1, options={"first_player": 0, "learner_seat": learner_seat})
+    assert env.aec.agent_selection == env.aec.possible_agents[learner_seat]
+    _, _, _, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    assert not info.get("illegal_action")
+
+
+class FailingReset(SwitchableAgent):
+    fixed = True
+
+    def reset(self, seed=None):
+        raise RuntimeError("no network")
+
+
+def test_an_opponent_whose_reset_fails_leaves_no_episode_to_step():
+    env = gymnasium.make("loveletter/LoveLetter-v0", num_players=2, opponents=FailingReset()).unwrapped
+    with pytest.raises(RuntimeError, match="no network"):
+        env.reset(seed=0)
+    with pytest.raises(RuntimeError, match=r"failed in reset\(\) \(RuntimeError: no network\); call reset"):
+        env.step(0)

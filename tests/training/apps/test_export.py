@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import numpy as np
@@ -135,3 +136,31 @@ def test_a_version_1_network_exports_a_graph_that_takes_the_current_observation(
         ValueError, match=r"expected observation version 2 .* got observation version 1 \(646 entries\)"
     ):
         agent.run(observations[:, :V1_OBSERVATION_SIZE], masks)
+
+
+# Notices ----------------------------------------------------------------------------
+
+
+def test_export_keeps_torchvision_notices_out_of_the_users_way(tmp_path):
+    pytest.importorskip("onnxscript")
+    # A fresh interpreter: the exporter reports only on its first use in a process.
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "training.export",
+            "--checkpoint",
+            str(ROOT / "checkpoints/shipped/ppo_2p.pt"),
+            "--onnx",
+            str(tmp_path / "policy.onnx"),
+            "--no-verify",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "torchvision is not installed" not in result.stderr + result.stdout
+    assert result.stderr == ""
+    assert "wrote" in result.stdout

@@ -8,6 +8,8 @@ import os
 import pickle
 import random
 import re
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -41,6 +43,7 @@ from training.learn.checkpoint import (
     save_checkpoint,
 )
 from training.learn.ppo import ActorCritic, PolicyAgent, masked_logits
+from training.selfplay import main as selfplay_main
 
 
 @pytest.fixture
@@ -568,3 +571,67 @@ def test_an_observation_of_another_layout_is_refused_naming_both(layout):
 def test_a_network_of_an_unknown_layout_is_not_built():
     with pytest.raises(ValueError, match=r"unknown observation version 7; known versions are \[1, 2\]"):
         ActorCritic((8,), observation_version=7)
+
+
+# Bad checkpoints given to the tools -------------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["play", "exploit", "evaluate"])
+def test_absurd_hidden_sizes_in_a_checkpoint_are_named_without_a_traceback(tmp_path, tool):
+    data = torch.load(ROOT / "checkpoints/shipped/ppo_2p.pt", weights_only=True)
+    data["model"]["hidden_sizes"] = [10**9, 10**9]  # petabytes, were the network built
+    path = save_checkpoint(tmp_path / "absurd.pt", data)  # a valid digest: only the sizes are wrong
+    args = {
+        "play": [str(path), "--seed", "0"],
+        "exploit": ["--checkpoint", str(path), "--steps", "64", "--no-progress"],
+        "evaluate": [str(path), "rule", "--rounds", "2", "--no-progress"],
+    }[tool]
+    run = subprocess.run(
+        [sys.executable, "-m", f"training.{tool}", *args],
+        cwd=tmp_path,
+        input="quit\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    assert "hidden_sizes" in run.stderr
+    if tool != "exploit":  # exploit refuses the training config it derives from the checkpoint
+        assert "absurd.pt" in run.stderr
+
+
+@pytest.mark.parametrize("content", [b"just some text\n", pickle.dumps({"a": 1})], ids=["text", "pickle"])
+def test_a_file_that_is_not_a_checkpoint_passed_as_an_agent_says_so(tmp_path, content):
+    path = tmp_path / "agent.pt"
+    path.write_bytes(content)
+    run = subprocess.run(
+        [sys.executable, "-m", "training.evaluate", str(path), "rule", "--rounds", "2", "--no-progress"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2
+    assert f"'{path}' is not a checkpoint" in run.stderr
+    assert "weights_only" not in run.stderr and "Traceback" not in run.stderr  # no advice to run its code
+
+
+def test_training_refuses_to_start_from_a_damaged_checkpoint(tmp_path, capsys):
+    data = (ROOT / "checkpoints/shipped/ppo_2p.pt").read_bytes()
+    damaged = bytearray(data)
+    for i in range(len(data) // 3, len(data) // 3 + 2000):
+        damaged[i] ^= 0xFF
+    (tmp_path / "damaged.pt").write_bytes(bytes(damaged))
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(
+            [
+                "--no-progress",
+                "--set",
+                f"out_dir={tmp_path / 'runs'}",
+                "--set",
+                f"model.init_from={tmp_path / 'damaged.pt'}",
+            ]
+        )
+    assert exit_info.value.code == 2
+    assert "damaged.pt' is damaged: its content does not match its sha256" in capsys.readouterr().err
