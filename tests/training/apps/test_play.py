@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import io
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, act, start
 
-from loveletter_env.actions import encode_action
-from loveletter_env.cards import GUARD, HANDMAID, PRIEST, PRINCE
+from loveletter_env.actions import PRINCESS_ACTION, encode_action
+from loveletter_env.agents.base import AgentError
+from loveletter_env.cards import GUARD, HANDMAID, PRIEST, PRINCE, PRINCESS
+from loveletter_env.render import card_reference
 from loveletter_env.replay import load_replay
-from training.apps.terminal import QuitGame, parse_move, play
+from training.apps.terminal import QuitGame, ask_move, discards_princess, parse_move, play
 
 GUARDS_ON_1 = [encode_action(GUARD, 1, g) for g in range(2, 9)]
 
@@ -154,3 +159,106 @@ def test_an_agent_that_plays_an_illegal_move_is_named_on_the_web_as_in_the_termi
     with pytest.raises(AgentError, match=r"agent cheat at player_1 returned action 30, which is not legal here"):
         for seed in range(20):  # until a deal gives the cheat a move without a Handmaid to play
             HumanGame([cheat], 2, 0, "classic", "round", seed, lambda game, replay: None)
+
+
+# The card reference, confirmations and refusals -------------------------------------
+
+
+def princess_and_prince_state():
+    """Seat 0 to act, holding the Princess and a Prince."""
+    return start(2, hands={0: PRINCESS, 1: GUARD}, draws=[PRINCE])
+
+
+def test_play_help_shows_the_card_reference():
+    out = io.StringIO()
+    with pytest.raises(QuitGame):
+        play(["rule"], seed=0, stdin=io.StringIO("help\nquit\n"), out=out)
+    assert card_reference() in out.getvalue()
+
+
+def test_discarding_the_princess_needs_a_yes_at_a_terminal():
+    state = princess_and_prince_state()
+    assert discards_princess(state, 0, PRINCESS_ACTION) and discards_princess(state, 0, act(PRINCE, 0))
+    assert not discards_princess(state, 0, act(PRINCE, 1))
+    out = io.StringIO()
+    answers = io.StringIO("princess\nn\n31\n\nprincess\ny\n")
+    assert ask_move(state, 0, answers, out, confirm_princess=True) == PRINCESS_ACTION
+    assert out.getvalue().count("This discards your Princess") == 3
+    assert out.getvalue().count("Not played") == 2
+    # Declining leaves every other move open.
+    assert ask_move(state, 0, io.StringIO("40\nno\n32\n"), io.StringIO(), confirm_princess=True) == act(PRINCE, 1)
+
+
+def test_scripted_moves_discard_the_princess_without_a_question():
+    state = princess_and_prince_state()
+    out = io.StringIO()
+    assert ask_move(state, 0, io.StringIO("40\n"), out) == PRINCESS_ACTION  # a StringIO is no terminal
+    assert "Sure?" not in out.getvalue()
+
+
+def test_play_names_an_opponent_whose_act_returns_none():
+    with pytest.raises(AgentError, match=r"at player_1 returned None \(NoneType\) from act\(\)"):
+        play([NoneAgent()], seed=0, stdin=io.StringIO("0\n" * 200), out=io.StringIO(), seat=0)
+
+
+class NoneAgent:
+    """An opponent whose act forgets to return."""
+
+    name = "forgetful"
+
+    def act(self, observation):
+        return None
+
+
+AGENT_MODULE = """
+class NoneAgent:
+    name = "forgetful"
+
+    def act(self, observation):
+        return None
+
+
+def make(seed=None):
+    return NoneAgent()
+"""
+
+
+@pytest.mark.parametrize("tool", ["play", "evaluate"])
+def test_cli_names_an_agent_whose_act_returns_none(tmp_path, tool):
+    (tmp_path / "forgetful_agent.py").write_text(AGENT_MODULE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    args = ["forgetful_agent:make", "--seed", "0", "--rounds", "3"]
+    if tool == "evaluate":
+        args = ["rule", *args, "--no-progress"]
+    run = subprocess.run(
+        [sys.executable, "-m", f"training.{tool}", *args],
+        cwd=ROOT,
+        input="0\n" * 300,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    assert "forgetful" in run.stderr and "returned None (NoneType) from act()" in run.stderr
+
+
+@pytest.mark.parametrize("where", ["under a file", "under /proc"])
+def test_play_checks_the_replay_path_before_the_game(tmp_path, where):
+    if where == "under a file":
+        (tmp_path / "notes").write_text("x")
+        path = tmp_path / "notes" / "game.json"
+    else:
+        if not sys.platform.startswith("linux"):
+            pytest.skip("/proc is Linux's")
+        path = Path("/proc/x.json")
+    out = io.StringIO()
+    with pytest.raises(ValueError, match=rf"^replay file '{re.escape(str(path))}' cannot be written"):
+        play(["rule"], seed=3, stdin=io.StringIO("0\n" * 200), out=out, replay_path=path)
+    assert out.getvalue() == ""  # refused before the first deal: no game was played and lost
+
+
+def test_play_refuses_a_seed_that_is_not_an_integer():
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got 1.5$"):
+        play(["rule"], seed=1.5, stdin=io.StringIO(""), out=io.StringIO())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import typing
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from training.learn.checkpoint import load_checkpoint
 from training.learn.config import ConfigError, EnvConfig, TableSize, TrainConfig, load_config, to_dict
 from training.learn.selfplay_command import SelfPlayTrainer, main
 from training.learn.trainer import default_env_factory
+from training.selfplay import main as selfplay_main
 
 # A run of two updates of 16 games x 8 turns: seconds, yet every code path runs.
 TINY = [
@@ -455,3 +457,19 @@ def test_a_best_response_may_be_wider_than_its_target(tmp_path):
     resumed = SelfPlayTrainer(load_config(run / "config.yaml", ["total_steps=512"]), run, resume=True, progress=False)
     resumed.collect_rollout()
     assert resumed.opponent_model.hidden_sizes == (32,)
+
+
+# Progress output --------------------------------------------------------------------
+
+
+def test_no_progress_prints_one_line_per_evaluation(tmp_path, capsys):
+    overrides = [*TINY_TRAINING, "total_steps=384"]
+    overrides += ["eval.every=1", "eval.rounds=4", "eval.opponents=[random]", "eval.best_by=random"]
+    args = ["--no-progress", "--set", f"out_dir={tmp_path}"]
+    for item in overrides:
+        args += ["--set", item]
+    summary = selfplay_main(args)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("update ")]
+    assert len(lines) == summary["update"] == 3
+    for update, line in enumerate(lines, 1):
+        assert re.match(rf"update {update} \([\d,]+ turns\): win rate vs random \d+\.\d%", line), line
