@@ -6,7 +6,9 @@ Most tests build a round from a *scripted deck*: they fix the cards they care ab
 is always a legal permutation of the 16 cards.
 
 The helpers are plain functions (``from conftest import ...``) rather than fixtures
-because tests call them with different arguments many times.
+because tests call them with different arguments many times. pytest loads this file as a
+plugin under a name of its own (importlib mode) and the tests import it again as ``conftest``
+from ``tests/`` on the path, so the module may exist twice: keep mutable state out of it.
 """
 
 from __future__ import annotations
