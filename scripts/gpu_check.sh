@@ -84,7 +84,7 @@ cat "$out/versions.log"
 
 # 2. Tests: on a GPU the kernels' differential check on the device, the env's differential
 #    tests on CUDA and the PTX compile (the simulator's check is CI's: it is slow).
-run tests 180 "$py" -m pytest -q -x -p no:cacheprovider tests/test_cuda.py tests/test_batched.py -k "$tests_k"
+run tests 180 "$py" -m pytest -q -x -p no:cacheprovider tests/core/test_cuda.py tests/batched/test_batched.py -k "$tests_k"
 
 # 3. The env on the device, then pgx in a process of its own (JAX and torch apart).
 run env 100 "$py" scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \

@@ -6,7 +6,9 @@ Most tests build a round from a *scripted deck*: they fix the cards they care ab
 is always a legal permutation of the 16 cards.
 
 The helpers are plain functions (``from conftest import ...``) rather than fixtures
-because tests call them with different arguments many times.
+because tests call them with different arguments many times. pytest loads this file as a
+plugin under a name of its own (importlib mode) and the tests import it again as ``conftest``
+from ``tests/`` on the path, so the module may exist twice: keep mutable state out of it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,9 +31,17 @@ from loveletter_env.observation import ObservationView, decode_observation, enco
 
 PLAYER_COUNTS = (2, 3, 4)
 
+#: The repository's root, for the tests that read its files or run its scripts: test files sit
+#: at different depths under tests/, this file at one place.
+ROOT = Path(__file__).resolve().parents[1]
+
 
 # Decks ------------------------------------------------------------------------------
 
+
+#: Seeds that every seeded thing refuses (one check everywhere): fractions, text, booleans,
+#: None where a seed is required, negatives and values past 2**63.
+BAD_SEEDS = [1.9, "1", True, None, -1, 2**63, 2**64]
 
 #: A training run small enough for a test: 16 games of 8 turns per update, one 32-unit layer.
 #: Each test adds the length, evaluation and opponents it needs (``--set`` overrides).

@@ -10,7 +10,7 @@ reading the same observation vectors.
 Each slot is exactly the Python bot with the same seed: its random generator is a copy of
 the state of ``random.Random(seed)`` (Mersenne Twister, drawn the way ``Random.choice``
 draws), and a rule bot keeps the same kept-card memory, so a slot plays the moves the
-Python bot would, draw for draw (``tests/test_batched_bots.py``).
+Python bot would, draw for draw (``tests/agents/test_batched_bots.py``).
 """
 
 from __future__ import annotations

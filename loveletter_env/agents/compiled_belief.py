@@ -13,7 +13,7 @@ floating-point operations in the same order as :func:`~loveletter_env.agents.bel
 ``random.Random(seed)`` drawn the way ``Random.choice`` draws (the compiled bots'
 Mersenne Twister). Deals are sampled as :func:`~loveletter_env.agents.ismcts.sample_deal`
 samples them, from a copy of the search agent's own generator that goes back to it
-afterwards. ``tests/test_search_speed.py`` compares all of it with the Python reference.
+afterwards. ``tests/agents/test_compiled_belief.py`` compares all of it with the Python reference.
 The value model's weights are read from :mod:`.belief` at each call (an argument, not a
 compiled-in constant), so the on-disk compile cache cannot hold stale ones. The kernels
 called from here (the core's rules, the compiled bots' generator) are compiled into this

@@ -1,5 +1,5 @@
 """The batched env: N games stepped at once on the compiled core, on CPU or CUDA, as torch
-tensors, bit-identical to the scalar engine (kept honest by ``tests/test_batched.py``).
+tensors, bit-identical to the scalar engine (kept honest by ``tests/batched/test_batched.py``).
 
 >>> env = BatchedLoveLetter(num_games=4096, num_players=2, device="cpu", seed=0)
 >>> obs, mask = env.reset()

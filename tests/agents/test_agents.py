@@ -1,0 +1,323 @@
+"""The bots: legal play at every table size, no peeking at hidden cards, the rules of
+thumb the rule bot promises, and ISMCTS determinizations consistent with the view."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+from conftest import BAD_SEEDS, ROOT, act, deal_deck, make_env, start
+
+from loveletter_env import engine
+from loveletter_env.actions import ACTIONS
+from loveletter_env.agents import AGENT_NAMES, ISMCTSAgent, determinize, make_agent
+from loveletter_env.agents.belief import hand_posterior, play_likelihood
+from loveletter_env.agents.ismcts import seat_view
+from loveletter_env.agents.rule import rule_action
+from loveletter_env.agents.specs import resolve_agent
+from loveletter_env.cards import (
+    BARON,
+    COUNTESS,
+    FULL_DECK,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
+)
+from loveletter_env.env import raw_env
+from loveletter_env.observation import decode_observation, encode_observation
+
+SHIPPED_2P = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
+FAST = {"ismcts": {"iterations": 24}, "guided": {"iterations": 24, "policy": SHIPPED_2P}}
+
+
+def build(name: str, seed: int = 0):
+    return make_agent(name, seed=seed, **FAST.get(name, {}))
+
+
+def observation(state, seat: int) -> dict:
+    mask = np.zeros(41, dtype=np.int8)
+    if seat == state.current and not state.round_over:
+        mask[list(engine.legal_actions(state))] = 1
+    return {"observation": encode_observation(state, seat), "action_mask": mask}
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_bots_only_play_legal_actions(name: str, num_players: int):
+    rounds = 15 if name in ("ismcts", "guided") else 80
+    env = raw_env(num_players=num_players, episode="round")
+    agents = [build(name, seed) for seed in range(num_players)]
+    for episode in range(rounds):
+        env.reset(seed=1000 * num_players + episode)
+        for agent in agents:
+            agent.reset()
+        while not all(env.terminations.values()):
+            obs = env.observe(env.agent_selection)
+            action = agents[env.agent_name_mapping[env.agent_selection]].act(obs)
+            assert isinstance(action, int)
+            assert obs["action_mask"][action] == 1, f"{name} chose illegal action {action}"
+            env.step(action)
+
+
+def _hidden_variants(state, seat: int, rng: random.Random, count: int):
+    """States that differ from ``state`` only in cards ``seat`` cannot see: the deck
+    order, the set-aside card and the hands of opponents whose card ``seat`` does not
+    know and on whom no Guard missed."""
+    n = state.num_players
+    hidden_seats = [
+        p for p in range(n) if p != seat and not state.out[p] and not state.known[seat][p] and not state.ruled_out[p]
+    ]
+    for _ in range(count):
+        variant = state.clone()
+        cards = [variant.deck[0], *variant.deck[variant.next_card :], *(variant.hands[p] for p in hidden_seats)]
+        rng.shuffle(cards)
+        pile = len(variant.deck) - variant.next_card
+        deck = list(variant.deck)
+        deck[0] = cards[0]
+        deck[variant.next_card :] = cards[1 : 1 + pile]
+        variant.deck = tuple(deck)
+        for p, card in zip(hidden_seats, cards[1 + pile :]):
+            variant.hands[p] = card
+        variant.legal = None
+        yield variant
+
+
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_bots_do_not_read_hidden_cards(name: str):
+    """Same observation and seed => same action, whatever the hidden cards are."""
+    rng = random.Random(7)
+    checked = 0
+    for game in range(25):
+        n = 2 + game % 3
+        deck = list(FULL_DECK)
+        rng.shuffle(deck)
+        state = engine.new_game(n, deck, 0)
+        for _ in range(rng.randrange(4)):  # reach a random point of the round
+            if state.round_over:
+                break
+            engine.step(state, rng.choice(engine.legal_actions(state)))
+        if state.round_over or len(engine.legal_actions(state)) < 2:
+            continue
+        seat = state.current
+        reference = observation(state, seat)
+        expected = build(name, seed=game).act(reference)
+        for variant in _hidden_variants(state, seat, rng, 3):
+            obs = observation(variant, seat)
+            np.testing.assert_array_equal(obs["observation"], reference["observation"])
+            assert build(name, seed=game).act(obs) == expected
+            checked += 1
+    assert checked >= 20
+
+
+def test_make_agent_rejects_unknown_names_and_arguments():
+    with pytest.raises(ValueError, match="unknown agent 'alphazero'"):
+        make_agent("alphazero")
+    with pytest.raises(ValueError, match="bad arguments for agent 'rule'"):
+        make_agent("rule", iterations=5)
+    with pytest.raises(ValueError, match="iterations must be a positive integer"):
+        make_agent("ismcts", iterations=0)
+    for noise in (-0.1, 1.5, float("nan"), "high", True):
+        with pytest.raises(ValueError, match="model_noise must be a number between 0 and 1"):
+            make_agent("ismcts", model_noise=noise)
+
+
+def test_agents_are_reproducible_with_a_seed():
+    state = start(2, hands={0: GUARD, 1: PRIEST}, draws=[GUARD])
+    obs = observation(state, 0)
+    for name in AGENT_NAMES:
+        actions = {make_agent(name, seed=3, **FAST.get(name, {})).act(obs) for _ in range(3)}
+        assert len(actions) == 1, name
+
+
+# The rule bot's rules of thumb -------------------------------------------------------
+
+
+def _rule(state) -> int:
+    return rule_action(seat_view(state, state.current), list(engine.legal_actions(state)), random.Random(0))
+
+
+def test_rule_bot_guards_a_known_card():
+    state = start(2, hands={0: GUARD, 1: KING}, draws=[PRIEST])
+    state.known[0][1] = KING
+    assert _rule(state) == act(GUARD, 1, KING)
+
+
+def test_rule_bot_never_discards_the_princess():
+    for other in (GUARD, PRIEST, BARON, HANDMAID, KING):
+        state = start(2, hands={0: PRINCESS, 1: GUARD}, draws=[other])
+        assert _rule(state) != act(PRINCESS)
+
+
+def test_rule_bot_princes_a_known_princess():
+    state = start(2, hands={0: PRINCE, 1: PRINCESS}, draws=[HANDMAID])
+    state.known[0][1] = PRINCESS
+    assert _rule(state) == act(PRINCE, 1)
+
+
+def test_rule_bot_barons_only_when_ahead():
+    ahead = start(2, hands={0: BARON, 1: PRIEST}, draws=[KING])
+    ahead.known[0][1] = PRIEST
+    assert _rule(ahead) == act(BARON, 1)
+    behind = start(2, hands={0: BARON, 1: PRINCESS}, draws=[GUARD])
+    behind.known[0][1] = PRINCESS
+    assert _rule(behind) == act(GUARD, 1, PRINCESS)  # Guard the known card, not a losing Baron
+
+
+def test_rule_bot_plays_priest_before_guard():
+    state = start(2, hands={0: GUARD, 1: HANDMAID}, draws=[PRIEST])
+    assert _rule(state) == act(PRIEST, 1)
+
+
+def test_rule_bot_guard_guess_skips_ruled_out_values():
+    state = start(2, hands={0: GUARD, 1: KING}, draws=[GUARD], face_up=[HANDMAID, HANDMAID, BARON])
+    view = seat_view(state, 0)
+    likeliest = max((v for v in range(2, 9)), key=lambda v: view.unseen[v])
+    state.ruled_out[1] = 1 << likeliest
+    guess = ACTIONS[_rule(state)].guess
+    assert guess != likeliest
+    assert view.unseen[guess] == max(view.unseen[v] for v in range(2, 9) if v != likeliest)
+
+
+# Beliefs and determinization ---------------------------------------------------------
+
+
+def test_play_likelihood_uses_the_countess_rule():
+    assert play_likelihood(KING, COUNTESS) == 0.0
+    assert play_likelihood(PRINCE, COUNTESS) == 0.0
+    assert play_likelihood(COUNTESS, KING) > play_likelihood(COUNTESS, GUARD)
+
+
+def test_hand_posterior_is_a_distribution_over_possible_cards():
+    state = start(2, hands={0: GUARD, 1: COUNTESS}, draws=[KING, PRIEST])
+    engine.step(state, act(GUARD, 1, PRIEST))  # misses: player_1 lacks a Priest (until they draw)
+    engine.step(state, act(COUNTESS))  # player_1 had King + Countess: forced
+    view = seat_view(state, 0)
+    posterior = hand_posterior(view, 1)
+    assert abs(sum(posterior.values()) - 1.0) < 1e-9
+    assert all(view.unseen[v] > 0 for v in posterior)
+    assert max(posterior, key=posterior.get) in (KING, PRINCE)
+
+
+def test_seat_view_matches_decoded_observation():
+    rng = random.Random(3)
+    for game in range(60):
+        n = 2 + game % 3
+        deck = list(FULL_DECK)
+        rng.shuffle(deck)
+        state = engine.new_game(n, deck, rng.randrange(n))
+        while True:
+            for seat in range(n):
+                assert seat_view(state, seat) == decode_observation(encode_observation(state, seat))
+            if state.round_over:
+                break
+            engine.step(state, rng.choice(engine.legal_actions(state)))
+
+
+def test_determinizations_agree_with_the_view():
+    """A sampled state shows the searching seat exactly its observation, holds the 16
+    cards, keeps known cards and never gives a player a ruled-out value."""
+    rng = random.Random(11)
+    sampled = 0
+    for game in range(60):
+        n = 2 + game % 3
+        deck = list(FULL_DECK)
+        rng.shuffle(deck)
+        state = engine.new_game(n, deck, 0)
+        for _ in range(rng.randrange(6)):
+            if state.round_over:
+                break
+            engine.step(state, rng.choice(engine.legal_actions(state)))
+        if state.round_over:
+            continue
+        seat = state.current
+        obs = encode_observation(state, seat)
+        view = decode_observation(obs)
+        for _ in range(4):
+            det = determinize(view, rng)
+            # Seat offsets become seats: the searcher is seat 0.
+            np.testing.assert_array_equal(encode_observation(det, 0), obs)
+            cards = [det.deck[0], *det.deck[det.next_card :], *det.hand_of(0), *det.face_up]
+            cards += [c for p in range(n) for c in det.discards[p]]
+            cards += [det.hands[p] for p in range(1, n) if not det.out[p]]
+            assert Counter(cards) == Counter(FULL_DECK)
+            for k in range(1, n):
+                if view.known_cards[k]:
+                    assert det.hands[k] == view.known_cards[k]
+                assert det.hands[k] not in view.ruled_out[k]
+            sampled += 1
+    assert sampled > 100
+
+
+def test_ismcts_finds_the_winning_guard():
+    # With a Guard and a known Princess opposite, the search must take the sure win.
+    state = start(2, hands={0: GUARD, 1: PRINCESS}, draws=[HANDMAID])
+    state.known[0][1] = PRINCESS
+    agent = ISMCTSAgent(seed=0, iterations=60)
+    assert agent.act(observation(state, 0)) == act(GUARD, 1, PRINCESS)
+
+
+def test_determinize_follows_the_likelihoods():
+    # Likelihood 0 for every value but the Baron: the sampled opponent always holds a Baron;
+    # without likelihoods, plain counting gives other values too.
+    state = start(2, hands={0: PRIEST, 1: BARON}, draws=[HANDMAID, GUARD, KING])
+    engine.step(state, act(HANDMAID))
+    engine.step(state, act(GUARD))  # we are sheltered: no one to choose
+    view = seat_view(state, 0)
+    rng = random.Random(0)
+    only_baron = {1: {v: float(v == BARON) for v in range(1, 9)}}
+    assert {determinize(view, rng, likelihoods=only_baron).hands[1] for _ in range(50)} == {BARON}
+    assert len({determinize(view, rng).hands[1] for _ in range(50)}) > 3
+
+
+# Failed Guard guesses the move record still proves ------------------------------------
+
+
+def _after_missed_guess(guess: int, kept_by_us: int, our_next: int, face_up: list[int]):
+    """Seat 0 Guards seat 1 (holding a Baron) naming ``guess`` and misses; seat 1 draws a
+    Priest and plays it on seat 0; seat 0 then holds ``kept_by_us`` and ``our_next``.
+    Returns seat 0's observation."""
+    deck = deal_deck(2, hands={0: GUARD, 1: BARON}, draws=[kept_by_us, PRIEST, our_next], face_up=face_up)
+    env = make_env(2, deck)
+    env.step(act(GUARD, 1, guess))
+    env.step(act(PRIEST, 1))
+    return env.observe(env.agent_selection)
+
+
+def test_rule_bot_does_not_name_a_value_its_missed_guard_still_rules_out():
+    # The Priest that seat 1 played was the card it drew: the Baron it kept is the card the
+    # Guard missed, so naming the Priest again cannot hit.
+    naming_priest = act(GUARD, 1, PRIEST)
+    after_priest = _after_missed_guess(PRIEST, HANDMAID, GUARD, [BARON, HANDMAID, PRINCE])
+    assert make_agent("rule", seed=0).action_probabilities(after_priest)[naming_priest] == 0.0
+    after_king = _after_missed_guess(KING, HANDMAID, GUARD, [BARON, HANDMAID, PRINCE])
+    assert make_agent("rule", seed=0).action_probabilities(after_king)[naming_priest] > 0.0
+
+
+def test_belief_bot_does_not_count_on_a_card_a_missed_guard_still_rules_out():
+    # Holding Baron and Handmaid, a Baron comparison keeping the Handmaid looks good while
+    # seat 1 may hold the last Priest; once the Guard has ruled the Priest out, it shelters.
+    after_priest = _after_missed_guess(PRIEST, BARON, HANDMAID, [HANDMAID, PRINCE, KING])
+    after_king = _after_missed_guess(KING, BARON, HANDMAID, [HANDMAID, PRINCE, KING])
+    assert make_agent("belief", seed=0).act(after_king) == act(BARON, 1)
+    assert make_agent("belief", seed=0).act(after_priest) == act(HANDMAID)
+
+
+# Seeds ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [s for s in BAD_SEEDS if s is not None], ids=repr)
+@pytest.mark.parametrize("name", ["random", "rule", "belief", "ismcts"])
+def test_bots_refuse_seeds_that_are_not_integers(name, seed):
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got"):
+        make_agent(name, seed=seed)
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got"):
+        resolve_agent(name, seed=seed)
+    agent = make_agent(name, seed=1)
+    with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
+        agent.reset(seed=seed)  # as evaluations reseed agents at every episode
+    assert agent._seed == 1

@@ -1,0 +1,65 @@
+"""The agent protocol (``loveletter_env.agents.base``): ``checked_act``, and the envs through it,
+name an agent that returns what is no legal action."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+
+from loveletter_env import env as make_env
+from loveletter_env.agents.base import AgentError, checked_act
+
+
+class FixedReturnAgent:
+    """An agent whose act returns one fixed value, whatever the observation."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def act(self, observation):
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"FixedReturnAgent({self.value!r})"
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (None, r"returned None \(NoneType\)"),
+        (1.0, r"returned 1.0 \(float\)"),
+        (True, r"returned True \(bool\)"),
+        ("3", r"returned '3' \(str\)"),
+        (41, r"returned action 41 .*0\.\.40"),
+        (-1, r"returned action -1 "),
+    ],
+)
+def test_checked_act_names_the_agent_and_what_it_returned(value, message):
+    aec = make_env(num_players=2)
+    aec.reset(seed=0)
+    observation = aec.observe(aec.agent_selection)
+    with pytest.raises(AgentError, match=r"agent my-bot " + message):
+        checked_act(FixedReturnAgent(value), observation, name="my-bot")
+
+
+def test_checked_act_refuses_an_illegal_action_and_passes_legal_ones():
+    aec = make_env(num_players=2)
+    aec.reset(seed=0)
+    observation = aec.observe(aec.agent_selection)
+    legal = np.flatnonzero(observation["action_mask"])
+    illegal = int(np.flatnonzero(observation["action_mask"] == 0)[0])
+    with pytest.raises(
+        AgentError, match=rf"FixedReturnAgent\({illegal}\) returned action {illegal}, which is not legal"
+    ):
+        checked_act(FixedReturnAgent(illegal), observation)
+    assert checked_act(FixedReturnAgent(np.int64(legal[0])), observation) == legal[0]
+    assert type(checked_act(FixedReturnAgent(np.array(legal[-1])), observation)) is int
+
+
+def test_gym_env_names_an_opponent_that_returns_none():
+    env = gymnasium.make("loveletter/LoveLetter-v0", num_players=2, opponents=FixedReturnAgent(None)).unwrapped
+    with pytest.raises(AgentError, match=r"FixedReturnAgent\(None\) \(the opponent at player_\d\) returned None"):
+        for seed in range(20):  # some seed seats the opponent first
+            env.reset(seed=seed)
+            env.step(int(np.flatnonzero(env.action_masks())[0]))

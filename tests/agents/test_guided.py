@@ -1,0 +1,162 @@
+"""The network-guided search (``guided``): it finds what the search can see and the
+network cannot, follows the network where it is asked to, is reproducible for a seed,
+refuses bad options by name, and works wherever an agent spec does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import ROOT, act, play_legal_episode, start
+from torch import nn
+
+import loveletter_env
+from loveletter_env import engine
+from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.agents import GuidedSearchAgent, make_agent
+from loveletter_env.agents.guided import encode_view
+from loveletter_env.agents.specs import resolve_agent
+from loveletter_env.cards import BARON, COUNTESS, GUARD, PRIEST, PRINCESS
+from loveletter_env.observation import decode_observation, encode_observation
+from training.measure.evaluation import evaluate
+
+SHIPPED = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
+
+
+class FixedNetwork(nn.Module):
+    """The same logits for every observation and a value of ``value`` (+1 win, -1 loss)."""
+
+    def __init__(self, preferred: int | None = None, value: float = 0.0):
+        super().__init__()
+        logits = torch.zeros(NUM_ACTIONS)
+        if preferred is not None:
+            logits[preferred] = 5.0
+        self.register_buffer("logits", logits)
+        self.value = value
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.logits.expand(obs.shape[0], -1), torch.full((obs.shape[0],), self.value)
+
+
+def observation(state, seat: int) -> dict:
+    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    mask[list(engine.legal_actions(state))] = 1
+    return {"observation": encode_observation(state, seat), "action_mask": mask}
+
+
+def known_baron_state():
+    """Player 0 saw player 1's Baron with a Priest; player 1 kept it (played a Countess);
+    player 0 now holds two Guards and may name any value on player 1."""
+    state = start(2, hands={0: PRIEST, 1: BARON}, draws=[GUARD, COUNTESS, GUARD])
+    engine.step(state, act(PRIEST, 1))
+    engine.step(state, act(COUNTESS))
+    assert state.current == 0 and state.known[0][1] == BARON
+    return state
+
+
+def test_the_search_finds_a_sure_win_the_network_does_not_prefer():
+    state = known_baron_state()
+    network = FixedNetwork(preferred=act(GUARD, 1, PRINCESS))
+    agent = GuidedSearchAgent(network, seed=0, iterations=40, width=0)
+    assert agent.act(observation(state, 0)) == act(GUARD, 1, BARON)
+
+
+def test_width_limits_the_search_to_the_networks_favourites():
+    state = known_baron_state()
+    network = FixedNetwork(preferred=act(GUARD, 1, PRINCESS))
+    assert GuidedSearchAgent(network, seed=0, iterations=40, width=1).act(observation(state, 0)) == act(
+        GUARD, 1, PRINCESS
+    )
+
+
+def test_a_margin_keeps_a_sure_win():
+    state = known_baron_state()
+    network = FixedNetwork(preferred=act(GUARD, 1, PRINCESS))
+    agent = GuidedSearchAgent(network, seed=0, iterations=40, width=0, margin=3.0)
+    assert agent.act(observation(state, 0)) == act(GUARD, 1, BARON)
+
+
+def test_a_margin_overrides_the_network_only_beyond_the_noise():
+    weights = np.full(4, 0.25)
+    noisy = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.5, 1.0]])  # candidate 1 ahead by 0.375, SE 0.41
+    steady = np.array([[0.2, 0.5], [0.4, 0.7], [0.1, 0.4], [0.3, 0.6]])  # ahead by 0.3 on every deal, SE 0
+    plain = GuidedSearchAgent(FixedNetwork(), seed=0)
+    careful = GuidedSearchAgent(FixedNetwork(), seed=0, margin=2.0)
+    assert plain.pick_candidate(noisy, weights) == 1 and careful.pick_candidate(noisy, weights) == 0
+    assert plain.pick_candidate(steady, weights) == 1 and careful.pick_candidate(steady, weights) == 1
+    behind = steady[:, ::-1]
+    assert plain.pick_candidate(behind, weights) == 0 and careful.pick_candidate(behind, weights) == 0
+    tied = np.array([[0.5, 0.5], [0.2, 0.2]])
+    assert plain.pick_candidate(tied, np.full(2, 0.5)) == 0
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"margin": 1.0}, {"opponents": "network", "depth": 2}, {"opponents": "belief", "reading": "belief"}]
+)
+def test_same_seed_same_play_and_only_legal_moves(options: dict):
+    def play(seed: int) -> list[int]:
+        agent = GuidedSearchAgent(SHIPPED, seed=seed, iterations=24, **options)
+        env = loveletter_env.env(num_players=3, episode="round")
+        actions = []
+        for episode in range(3):
+            env.reset(seed=episode)
+            agent.reset(seed=seed + episode)
+            actions += play_legal_episode(env, agent.act)
+        return actions
+
+    first = play(5)
+    assert play(5) == first
+    assert len(first) > 10
+
+
+def test_observation_views_encode_back_to_the_same_vector():
+    rng = np.random.default_rng(0)
+    checked = 0
+    for num_players in (2, 3, 4):
+        for seed in range(10):
+            env = loveletter_env.env(num_players=num_players, episode="round")
+            env.reset(seed=seed)
+            for _ in env.agent_iter():
+                obs, _, terminated, truncated, _ = env.last()
+                np.testing.assert_array_equal(encode_view(decode_observation(obs["observation"])), obs["observation"])
+                checked += 1
+                legal = np.flatnonzero(obs["action_mask"])
+                env.step(None if terminated or truncated else int(rng.choice(legal)))
+    assert checked > 100
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({}, "needs a network: policy=PATH"),
+        ({"policy": 42}, "policy must be a checkpoint path or a network module"),
+        ({"policy": SHIPPED, "iterations": 0}, "iterations must be a positive integer"),
+        ({"policy": SHIPPED, "width": -1}, "width must be a non-negative integer"),
+        ({"policy": SHIPPED, "depth": 1.5}, "depth must be a positive integer"),
+        ({"policy": SHIPPED, "opponents": "oracle"}, "opponents must be one of"),
+        ({"policy": SHIPPED, "reading": "minds"}, "reading must be one of"),
+        ({"policy": SHIPPED, "model_noise": 2.0}, "model_noise must be a number between 0 and 1"),
+        ({"policy": SHIPPED, "model_noise": True}, "model_noise must be a number between 0 and 1"),
+        ({"policy": SHIPPED, "margin": -1}, "margin must be a number between 0 and 10"),
+    ],
+)
+def test_bad_options_are_named(options: dict, message: str):
+    with pytest.raises(ValueError, match=message):
+        make_agent("guided", seed=0, **options)
+
+
+def test_a_missing_checkpoint_is_named(tmp_path: Path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        make_agent("guided", policy=tmp_path / "none.pt")
+    with pytest.raises(ValueError, match="no option 'iteration'"):
+        resolve_agent(f"guided:policy={SHIPPED},iteration=5")
+
+
+def test_a_spec_string_works_in_evaluation():
+    spec = f"guided:policy={SHIPPED},iterations=16"
+    agent = resolve_agent(spec, seed=1)
+    assert isinstance(agent, GuidedSearchAgent) and agent.iterations == 16
+    result = evaluate([spec, "random"], num_players=2, rounds=6, seed=0, workers=1)
+    assert sum(result.win_rate) == pytest.approx(1.0, abs=0.2)

@@ -1,0 +1,125 @@
+"""Agent specs (loveletter_env.agents.specs): one resolver for evaluation, play and the Gymnasium env's
+opponents; the environment package never imports the training package."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+from conftest import ROOT
+
+import loveletter_env  # noqa: F401  (registers the Gymnasium id)
+from loveletter_env.agents import ISMCTSAgent, RandomAgent, RuleAgent, checkpoint_loading, specs
+from loveletter_env.agents.specs import AgentSpecError, agent_label, resolve_agent
+from loveletter_env.wrappers.opponents import make_opponents
+
+
+def test_bot_names_with_options_work_everywhere():
+    agent = resolve_agent("ismcts:iterations=7,width=2", seed=3)
+    assert isinstance(agent, ISMCTSAgent) and (agent.iterations, agent.width) == (7, 2)
+    env = gymnasium.make("loveletter/LoveLetter-v0", num_players=3, opponents="ismcts:iterations=5")
+    assert [o.iterations for o in env.unwrapped.opponents] == [5, 5]
+
+
+def test_unknown_options_list_the_valid_ones():
+    with pytest.raises(ValueError, match="no option 'iteration'; its options are iterations, exploration, width"):
+        resolve_agent("ismcts:iteration=10")
+    with pytest.raises(ValueError, match="no option 'depth'; it takes no options"):
+        resolve_agent("rule:depth=2")
+    with pytest.raises(ValueError, match="key=value"):
+        resolve_agent("ismcts:iterations")
+
+
+def test_unknown_names_and_non_agents_are_named():
+    with pytest.raises(AgentSpecError, match="unknown agent 'wizard'"):
+        resolve_agent("wizard")
+    # Both a ValueError (evaluate's callers) and a TypeError (the env's callers).
+    for error in (ValueError, TypeError):
+        with pytest.raises(error, match="an opponent must be"):
+            resolve_agent(42, role="opponent")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        resolve_agent("missing/model.pt")
+
+
+def test_checkpoints_go_through_the_registered_loader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    calls: list[tuple[Path, int]] = []
+
+    def loader(path: Path, seed: int) -> RuleAgent:
+        calls.append((path, seed))
+        return RuleAgent(seed=seed)
+
+    monkeypatch.setattr(checkpoint_loading, "_loaders", {})
+    specs.register_checkpoint_loader(loader, network=lambda path: ("network", path))
+    file = tmp_path / "agent.pt"
+    file.write_bytes(b"")
+    run_folder = tmp_path / "rule"  # a folder named like a bot: given as a Path it is a path
+    run_folder.mkdir()
+    assert isinstance(resolve_agent(str(file), seed=5), RuleAgent)
+    assert isinstance(resolve_agent(run_folder), RuleAgent)
+    assert isinstance(resolve_agent("rule"), RuleAgent) and len(calls) == 2  # the name stays a bot
+    assert calls == [(file, 5), (run_folder, 0)]
+    assert specs.load_checkpoint_network(file) == ("network", file)
+
+
+def test_checkpoints_load_through_training_without_importing_it(tmp_path: Path):
+    pytest.importorskip("torch")
+    code = (
+        "import sys, torch\n"
+        "from loveletter_env.agents.specs import load_checkpoint_agent, load_checkpoint_network\n"
+        "assert 'training' not in sys.modules\n"
+        f"agent = load_checkpoint_agent({str(ROOT / 'checkpoints/shipped/ppo_2p.pt')!r}, seed=1)\n"
+        f"net = load_checkpoint_network({str(ROOT / 'checkpoints/shipped/ppo_2p.pt')!r})\n"
+        "print(type(agent).__name__, type(net).__name__, net.training)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["PolicyAgent", "ActorCritic", "False"]
+
+
+def test_factories_objects_and_labels():
+    agent = RandomAgent(seed=1)
+    assert resolve_agent(agent) is agent
+    assert isinstance(resolve_agent("loveletter_env.agents.random_agent:RandomAgent", seed=1), RandomAgent)
+    with pytest.raises(ValueError, match="has no callable 'Nothing'"):
+        resolve_agent("loveletter_env.agents.random_agent:Nothing")
+    assert agent_label("ismcts:iterations=5") == "ismcts:iterations=5"
+    assert agent_label(agent) == "random" and agent_label(object()) == "object"
+    mixed = make_opponents(["rule", "ismcts:iterations=3"], 2, seed=0)
+    assert isinstance(mixed[0], RuleAgent) and mixed[1].iterations == 3
+
+
+def test_the_environment_package_never_imports_training():
+    for path in (ROOT / "loveletter_env").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            else:
+                continue
+            assert not any(n == "training" or n.startswith("training.") for n in names), f"{path} imports {names}"
+    code = "import loveletter_env, loveletter_env.agents.specs, gymnasium, sys; print('training' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "False"
+
+
+# Seeds ------------------------------------------------------------------------------
+
+
+def test_checkpoint_specs_refuse_bad_seeds_before_torch_sees_them():
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got 1.5$"):
+        resolve_agent(str(ROOT / "checkpoints/shipped/ppo_2p.pt"), seed=1.5)
+    assert resolve_agent(str(ROOT / "checkpoints/shipped/ppo_2p.pt"), seed=np.int64(3)) is not None
+
+
+@pytest.mark.parametrize("spec", ["random:seed=5", "ismcts:iterations=10,seed=5"])
+def test_a_seed_in_an_agent_spec_is_refused_with_a_reason(spec):
+    with pytest.raises(AgentSpecError, match=rf"agent spec '{spec}': seed is not an option of the spec; .*set by"):
+        resolve_agent(spec, seed=1)
+    with pytest.raises(AgentSpecError, match="seed is not an option"):
+        resolve_agent(spec)

@@ -1,0 +1,682 @@
+"""Differential tests: the batched env (on the compiled core, CPU and CUDA) against the scalar engine.
+
+Random legal play drives both with the same decks and actions; every legal mask,
+observation (every seat's, value for value: uint8 here, float32 from the reference
+encoder), reward, done flag and full game state must agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import BAD_SEEDS, edge_case_decks, ladder_edge_case_decks, table_sizes
+
+from loveletter_env import engine
+from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.batched import BatchedIllegalActionError, BatchedLoveLetter
+from loveletter_env.cards import FULL_DECK, GUARD, PRINCESS
+from loveletter_env.env import raw_env
+from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
+from loveletter_env.rules import LADDER, resolve_rules
+
+RULES = ("classic", "pegasus", "king_ignores_handmaid")
+TABLES = (2, 3, 4, "mixed")
+RUNGS = tuple(r.name for r in LADDER)  # 2 players
+
+
+def _cuda_ready() -> bool:
+    """A CUDA device and numba-cuda to compile for it (the ``cuda`` extra)."""
+    if not torch.cuda.is_available():
+        return False
+    try:
+        import numba.cuda
+
+        from loveletter_env.core import gpu  # noqa: F401 (needs numba-cuda, not numba's own CUDA target)
+
+        return bool(numba.cuda.is_available())
+    except ImportError:
+        return False
+
+
+#: The devices the differential tests run on: the CPU, and CUDA where there is one (the
+#: kernels' simulator and PTX checks, which need no GPU, are in tests/core/test_cuda.py).
+DEVICES = ("cpu", pytest.param("cuda", marks=pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")))
+
+
+def _sample(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    return torch.multinomial(mask.cpu().float(), 1, generator=generator).squeeze(1).to(mask.device)
+
+
+class ScalarMirror:
+    """One scalar game per batched game, fed the decks the batched env dealt."""
+
+    def __init__(self, env: BatchedLoveLetter):
+        self.env = env
+        self.games = [self._new_game(g) for g in range(env.num_games)]
+
+    def _deck(self, g: int) -> list[int]:
+        return self.env.state.deck[g].tolist()
+
+    def _new_game(self, g: int) -> engine.GameState:
+        sizes = self.env.num_players.tolist()
+        return engine.new_game(sizes[g], self._deck(g), int(self.env.current_player[g]), self.env.rules)
+
+    def step(self, actions: list[int]) -> tuple[np.ndarray, np.ndarray, list]:
+        """Step every scalar game; return expected rewards [N, 4], dones [N] and, per game,
+        (round winners, tokens) when its round ended."""
+        n = self.env.num_games
+        rewards, dones = np.zeros((n, 4), np.float32), np.zeros(n, bool)
+        ended: list = [None] * n
+        for g, game in enumerate(self.games):
+            engine.step(game, int(actions[g]))
+            if not game.round_over:
+                continue
+            ended[g] = (game.round_winners, list(game.tokens))
+            if self.env.episode == "round" or game.game_over:
+                winners = game.round_winners if self.env.episode == "round" else game.game_winners
+                rewards[g, : game.num_players] = [1.0 if p in winners else -1.0 for p in range(game.num_players)]
+                dones[g] = True
+                self.games[g] = self._new_game(g)
+            else:
+                engine.start_round(game, self._deck(g))  # first player: the scalar rule decides
+        return rewards, dones, ended
+
+    def check(self, obs: torch.Tensor, mask: torch.Tensor) -> None:
+        env = self.env
+        assert env.current_player.tolist() == [game.current for game in self.games]
+        expected_mask = np.array([engine.legal_mask(game) for game in self.games], dtype=bool)
+        np.testing.assert_array_equal(mask.cpu().numpy(), expected_mask)
+        expected_obs = np.stack([encode_observation(game, game.current) for game in self.games])
+        _assert_same_observations(obs, expected_obs)
+        sizes = env.num_players
+        for k in range(1, 4):  # every other seat's view too
+            seats = (env.current_player + k) % sizes
+            expected = np.stack([encode_observation(game, int(s)) for game, s in zip(self.games, seats)])
+            _assert_same_observations(env.observe(seats), expected)
+
+
+def _assert_same_observations(obs: torch.Tensor, expected: np.ndarray) -> None:
+    """The env's bytes hold exactly the reference encoder's float32 values (compared as
+    float32, into which every byte converts exactly, so a fractional value would fail)."""
+    assert obs.dtype == torch.uint8
+    np.testing.assert_array_equal(obs.cpu().numpy().astype(np.float32), expected.astype(np.float32, copy=False))
+
+
+def _play_differential(env: BatchedLoveLetter, steps: int, seed: int, decks=None) -> int:
+    generator = torch.Generator().manual_seed(seed)
+    obs, mask = env.reset(decks=decks)
+    mirror = ScalarMirror(env)
+    mirror.check(obs, mask)
+    episodes = 0
+    for _ in range(steps):
+        actions = _sample(mask, generator)
+        obs, mask, rewards, dones, info = env.step(actions)
+        expected_rewards, expected_dones, ended = mirror.step(actions.tolist())
+        np.testing.assert_array_equal(rewards.cpu().numpy(), expected_rewards)
+        np.testing.assert_array_equal(dones.cpu().numpy(), expected_dones)
+        for g, end in enumerate(ended):
+            assert bool(info["round_over"][g]) == (end is not None)
+            if end is not None:
+                winners, tokens = end
+                assert info["round_winners"][g].nonzero().flatten().tolist() == list(winners)
+                assert info["tokens"][g, : len(tokens)].tolist() == tokens
+        mirror.check(obs, mask)
+        episodes += int(dones.sum())
+    return episodes
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("table", TABLES)
+def test_random_rounds_match_scalar(table, rules, device):
+    env = BatchedLoveLetter(48, table_sizes(table, 48), rules=rules, episode="round", seed=7, device=device)
+    episodes = _play_differential(env, steps=90, seed=11)
+    assert episodes > 200  # thousands of rounds across the parametrisation
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("table", (2, "mixed"))
+def test_random_games_match_scalar(table, rules, device):
+    """Whole games: later rounds start from the previous round's lowest-seat winner."""
+    env = BatchedLoveLetter(24, table_sizes(table, 24), rules=rules, episode="game", seed=3, device=device)
+    episodes = _play_differential(env, steps=260, seed=5)
+    assert episodes > 0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rules", RULES)
+@pytest.mark.parametrize("table", (2, 3, 4))
+def test_scripted_decks_match_scalar(table, rules, device):
+    decks = torch.tensor([d for d in edge_case_decks() for _ in range(8)], device=device)
+    env = BatchedLoveLetter(len(decks), table, rules=rules, seed=table, device=device)
+    _play_differential(env, steps=40, seed=table, decks=decks)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("episode", ("round", "game"))
+@pytest.mark.parametrize("rules", RUNGS)
+def test_ladder_matches_scalar(rules, episode, device):
+    """The rungs, random and scripted first decks; later deals shuffle only the cards in play."""
+    env = BatchedLoveLetter(48, 2, rules=rules, episode=episode, seed=7, device=device)
+    assert _play_differential(env, steps=90, seed=11) > (300 if episode == "round" else 10)
+    decks = torch.tensor([d for d in ladder_edge_case_decks(resolve_rules(rules)) for _ in range(8)], device=device)
+    env = BatchedLoveLetter(len(decks), 2, rules=rules, episode=episode, seed=3, device=device)
+    _play_differential(env, steps=40, seed=5, decks=decks)
+
+
+def test_round_episodes_match_pettingzoo_env():
+    """Rewards of the public AEC env for the same decks, first players and actions."""
+    env = BatchedLoveLetter(16, 3, episode="round", seed=9)
+    generator = torch.Generator().manual_seed(0)
+    obs, mask = env.reset()
+    aecs = []
+    for g in range(16):
+        aec = raw_env(num_players=3, episode="round")
+        aec.reset(options={"deck": env.state.deck[g].tolist(), "first_player": int(env.current_player[g])})
+        aecs.append(aec)
+    finished = [False] * 16
+    while not all(finished):
+        actions = _sample(mask, generator)
+        obs, mask, rewards, dones, _ = env.step(actions)
+        for g, aec in enumerate(aecs):
+            if finished[g]:
+                continue
+            assert aec.agent_selection == f"player_{int(actions.new_tensor(0) + aec.game.current)}"
+            aec.step(int(actions[g]))
+            if dones[g]:
+                finished[g] = True
+                assert [aec.rewards[a] for a in aec.possible_agents] == rewards[g, :3].tolist()
+            else:
+                np.testing.assert_array_equal(obs[g].numpy(), aec.observe(aec.agent_selection)["observation"])
+                assert rewards[g].abs().sum() == 0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_same_seed_same_episodes(device):
+    def run(seed: int) -> list[torch.Tensor]:
+        env = BatchedLoveLetter(32, [2, 3, 4, 3] * 8, episode="game", seed=seed, device=device)
+        generator = torch.Generator().manual_seed(1)
+        obs, mask = env.reset()
+        out = [obs]
+        for _ in range(30):
+            obs, mask, rewards, dones, _ = env.step(_sample(mask, generator))
+            out += [obs, rewards]
+        return out
+
+    a, b, c = run(0), run(0), run(1)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert not all(torch.equal(x, y) for x, y in zip(a, c))
+
+
+def test_shapes_dtypes_and_padding():
+    env = BatchedLoveLetter(6, [2, 3, 4, 2, 3, 4], seed=0)
+    obs, mask = env.reset()
+    assert obs.shape == (6, OBSERVATION_SIZE) and obs.dtype == torch.uint8
+    assert obs.element_size() * obs.shape[1] == 1382  # bytes an observation
+    assert mask.shape == (6, NUM_ACTIONS) and mask.dtype == torch.bool
+    assert env.current_player.dtype == torch.long and env.num_players.tolist() == [2, 3, 4, 2, 3, 4]
+    _, _, rewards, dones, _ = env.step(_sample(mask, torch.Generator().manual_seed(0)))
+    assert rewards.shape == (6, 4) and rewards.dtype == torch.float32 and dones.dtype == torch.bool
+    assert env.state_bytes_per_game() <= 512
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_illegal_actions_are_named_and_change_nothing(device):
+    env = BatchedLoveLetter(5, 2, seed=0, device=device)
+    obs, mask = env.reset()
+    actions = _sample(mask, torch.Generator().manual_seed(0))
+    bad = actions.clone()
+    illegal = (~mask[3]).nonzero()[0].item()
+    bad[3] = illegal
+    bad[4] = 99
+    before = env.state.clone()
+    with pytest.raises(BatchedIllegalActionError) as err:
+        env.step(bad)
+    assert err.value.games == (3, 4) and err.value.actions == (illegal, 99)
+    assert "game 3" in str(err.value) and "game 4" in str(err.value) and "out of range" in str(err.value)
+    for name, value in env.state.tensors().items():
+        assert torch.equal(value, before.tensors()[name]), name
+    env.step(actions)  # the legal actions still go through
+
+
+@pytest.mark.parametrize(
+    "actions, error",
+    [
+        (torch.zeros(4, dtype=torch.long), ValueError),  # wrong shape
+        (torch.zeros(5, dtype=torch.float32), TypeError),  # wrong dtype
+        ([0, 0, 0, 0, 0], TypeError),  # not a tensor
+        (torch.zeros(5, 1, dtype=torch.long), ValueError),
+    ],
+)
+@pytest.mark.parametrize("validate", (True, False))
+def test_malformed_actions_are_rejected(actions, error, validate):
+    env = BatchedLoveLetter(5, 2, seed=0, validate_actions=validate)
+    env.reset()
+    with pytest.raises(error, match="actions"):
+        env.step(actions)
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(3, [2, 5, 3])
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(3, [2, 3])
+    with pytest.raises(ValueError, match="episode"):
+        BatchedLoveLetter(3, episode="match")
+    with pytest.raises(ValueError, match="rules"):
+        BatchedLoveLetter(3, rules="house")
+    env = BatchedLoveLetter(2, [2, 3])
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(torch.zeros(2, dtype=torch.long))
+    deck = torch.tensor([FULL_DECK, FULL_DECK])
+    broken = deck.clone()
+    broken[1, 0] = 8
+    with pytest.raises(ValueError, match="game 1"):
+        env.reset(decks=broken)
+    with pytest.raises(ValueError, match="game 1"):
+        env.reset(decks=deck, first_player=torch.tensor([1, 3]))
+    obs, _ = env.reset(decks=deck, first_player=torch.tensor([1, 2]))
+    assert env.current_player.tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_observations_into_caller_buffer_and_advance(device):
+    """``step(out=...)`` writes into the caller's tensor; ``advance`` is ``step`` without
+    observations; both give what a fresh ``step`` gives."""
+    envs = [BatchedLoveLetter(40, [2, 3, 4, 3] * 10, episode="game", seed=2, device=device) for _ in range(3)]
+    masks = [env.reset()[1] for env in envs]
+    buffer = torch.full((40, OBSERVATION_SIZE), 7, dtype=torch.uint8, device=device)
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(25):
+        actions = _sample(masks[0], generator)
+        obs, mask, rewards, dones, _ = envs[0].step(actions)
+        into, mask_b, rewards_b, dones_b, _ = envs[1].step(actions, out=buffer)
+        mask_c, rewards_c, dones_c, _ = envs[2].advance(actions)
+        assert into.data_ptr() == buffer.data_ptr()
+        assert torch.equal(obs, buffer) and torch.equal(obs, envs[2].observe(envs[2].current_player))
+        for a, b, c in ((mask, mask_b, mask_c), (rewards, rewards_b, rewards_c), (dones, dones_b, dones_c)):
+            assert torch.equal(a, b) and torch.equal(a, c)
+        masks[0] = mask
+    with pytest.raises(ValueError, match="out"):
+        envs[1].step(_sample(masks[0], generator), out=torch.zeros(40, OBSERVATION_SIZE - 1, device=device))
+    with pytest.raises(ValueError, match="out"):
+        envs[1].observe(envs[1].current_player, out=torch.zeros(OBSERVATION_SIZE, 40, device=device).t())
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "bad, expected",
+    [
+        (lambda d: torch.full((6, OBSERVATION_SIZE), 5.0, device=d), "uint8"),  # float32, as observations once were
+        (lambda d: torch.full((6, OBSERVATION_SIZE), 5, dtype=torch.int64, device=d), "uint8"),
+        (lambda d: torch.full((6, OBSERVATION_SIZE + 1), 5, dtype=torch.uint8, device=d), f"[6, {OBSERVATION_SIZE}]"),
+    ],
+    ids=("float32", "int64", "wrong-shape"),
+)
+def test_out_buffer_of_wrong_dtype_or_shape_is_refused_and_changes_nothing(device, bad, expected):
+    """``step``, ``step_random`` and ``observe`` refuse an ``out`` that is not uint8
+    ``[N, OBSERVATION_SIZE]``, in a sentence naming what they expect, before any game, mask,
+    generator or the buffer itself changes."""
+    from loveletter_env.core.sampling import new_generator
+
+    env = BatchedLoveLetter(6, [2, 3, 4] * 2, seed=5, device=device)
+    _, mask = env.reset()
+    actions = _sample(mask, torch.Generator().manual_seed(0))
+    state, current = env.state.tensors(), env.current_player.clone()
+    generator = None if env.generator is None else env.generator.get_state()
+    sampler = new_generator(3)
+    sampler_before = sampler.copy()
+    out = bad(device)
+    calls = {
+        "step": lambda: env.step(actions, out=out),
+        "step_random": lambda: env.step_random(sampler, out=out),
+        "observe": lambda: env.observe(env.current_player, out=out),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError) as error:
+            call()
+        message = str(error.value)
+        assert message.startswith("out must be a uint8 tensor") and expected in message, (name, message)
+        assert str(out.dtype) in message and "\n" not in message, (name, message)
+    assert (out == 5).all()  # not written
+    assert np.array_equal(sampler, sampler_before)
+    assert torch.equal(env.action_mask, mask) and torch.equal(env.current_player, current)
+    for name, value in env.state.tensors().items():
+        assert torch.equal(value, state[name]), name
+    if generator is not None:
+        assert torch.equal(env.generator.get_state(), generator)
+    # The same calls with a proper buffer go through.
+    env.step(actions, out=torch.empty(6, OBSERVATION_SIZE, dtype=torch.uint8, device=device))
+
+
+def test_observe_rejects_bad_seats():
+    env = BatchedLoveLetter(3, [2, 3, 4], seed=0)
+    env.reset()
+    with pytest.raises(ValueError, match="game 0"):
+        env.observe(torch.tensor([2, 0, 0]))
+    with pytest.raises(ValueError, match="seats"):
+        env.observe(torch.tensor([0, 0]))
+
+
+@pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")
+def test_cuda_never_synchronises_without_validation():
+    """With ``validate_actions=False`` a CUDA loop of steps and observations never waits for
+    the device: kernels are launched on torch's stream and write into its tensors."""
+    fast = BatchedLoveLetter(4096, 3, device="cuda", seed=1, validate_actions=False)
+    fast_mask = fast.reset()[1]
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    buffer = torch.empty(4096, OBSERVATION_SIZE, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")  # any host synchronisation inside step raises
+    try:
+        for _ in range(20):
+            keys = torch.rand(fast_mask.shape, generator=generator, device="cuda")
+            fast_mask = fast.step(keys.masked_fill(~fast_mask, -1.0).argmax(1), out=buffer)[1]
+            fast.observe((fast.current_player + 1) % fast.num_players, out=buffer)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert fast_mask.any(1).all()
+
+
+def test_shuffled_decks_are_uniform():
+    from loveletter_env.batched.shuffle import _tables, shuffled_decks
+
+    orders, placements, _ = _tables(torch.device("cpu"))
+    assert len({tuple(r) for r in orders.tolist()}) == 40320
+    assert len({tuple(r) for r in placements.tolist()}) == 12870
+    assert (placements.sort(1).values == torch.arange(16)).all()
+    decks = shuffled_decks(200_000, torch.Generator().manual_seed(0), torch.device("cpu")).long()
+    assert (decks.sort(1).values == torch.tensor(sorted(FULL_DECK))).all()
+    counts = torch.tensor([FULL_DECK.count(v) for v in range(1, 9)], dtype=torch.float64)
+    frequency = torch.stack([(decks == v).double().mean(0) for v in range(1, 9)])  # [value, position]
+    expected = (counts / 16)[:, None]
+    sigma = (expected * (1 - expected) / len(decks)).sqrt()
+    assert ((frequency - expected).abs() < 5 * sigma).all()
+    # A joint event across the two halves of the construction: Princess on top, a Guard last.
+    joint = ((decks[:, 0] == PRINCESS) & (decks[:, 15] == GUARD)).double().mean().item()
+    assert abs(joint - 1 / 16 * 5 / 15) < 5 * (joint * (1 - joint) / len(decks)) ** 0.5
+
+
+def test_bench_batched_runs():
+    from loveletter_env.bench import BATCHED_OBSERVATIONS, BATCHED_SAMPLING, bench_batched
+
+    for kind in BATCHED_OBSERVATIONS:
+        for sampling in BATCHED_SAMPLING:
+            rates = bench_batched(3, turns=64, batch=16, observations=kind, sampling=sampling)
+            assert rates.cpu > 0 and rates.wall > 0
+    with pytest.raises(ValueError, match="observations"):
+        bench_batched(2, turns=64, batch=16, observations="all")
+    with pytest.raises(ValueError, match="sampling"):
+        bench_batched(2, turns=64, batch=16, sampling="python")
+
+
+def _deck_from_draws(first_order: int, second_order: int, placement: int) -> list[int]:
+    """The deck three deal draws pick (``core.decks``), built here in plain Python."""
+    from loveletter_env.core.decks import deck_tables
+
+    orders, placements = deck_tables()
+    deck = [0] * 16
+    for j in range(8):
+        deck[placements[placement][j]] = FULL_DECK[orders[first_order][j]]
+        deck[placements[placement][8 + j]] = FULL_DECK[8 + orders[second_order][j]]
+    return deck
+
+
+@pytest.mark.parametrize("episode", ("round", "game"))
+def test_cpu_deals_are_the_torch_generators_draws(episode):
+    """CPU deals are pinned to the seed's ``torch.Generator`` draws, in the order every
+    release has drawn them, so a seed deals the games it always dealt (published figures
+    depend on them). Reset: three ``randint`` rows (two orders, a placement) then
+    ``rand`` for the first players; each step: ``rand`` then the three rows, used by the
+    games whose round ended."""
+    sizes = [2, 3, 4, 2, 3] * 8
+    n = len(sizes)
+    env = BatchedLoveLetter(n, sizes, rules="pegasus", episode=episode, seed=4)
+    twin = torch.Generator().manual_seed(4)
+    highs = (40320, 40320, 12870)
+
+    def draw_rows() -> list[list[int]]:
+        return [torch.randint(high, (n,), generator=twin).tolist() for high in highs]
+
+    rows = draw_rows()
+    first = (torch.rand(n, generator=twin) * torch.tensor(sizes)).long().clamp(max=3)
+    _, mask = env.reset()
+    assert [env.state.deck[g].tolist() for g in range(n)] == [_deck_from_draws(*column) for column in zip(*rows)]
+    assert torch.equal(env.current_player, first)
+    generator = torch.Generator().manual_seed(2)
+    dealt = 0
+    for _ in range(120):
+        uniforms = torch.rand(n, generator=twin)
+        rows = draw_rows()
+        _, mask, _, dones, info = env.step(_sample(mask, generator))
+        decks = env.state.deck
+        for g in info["round_over"].nonzero().flatten().tolist():
+            dealt += 1
+            assert decks[g].tolist() == _deck_from_draws(rows[0][g], rows[1][g], rows[2][g])
+            if dones[g]:
+                assert int(env.current_player[g]) == min(int(uniforms[g] * np.float32(sizes[g])), 3)
+    assert dealt > 100
+    assert torch.equal(env.generator.get_state(), twin.get_state())
+
+
+@pytest.mark.parametrize("seed", (0, 9, 2**40 + 3))
+def test_compiled_generator_draws_what_torch_draws(seed):
+    """``core.mt19937.deal_draws`` gives the values ``torch.rand`` and ``torch.randint`` give
+    from the same generator, and leaves the generator where torch would: across refills of
+    the state words (every 624 draws), at batch sizes around them, and taking turns with
+    torch's own draws on one generator."""
+    from loveletter_env.core import mt19937
+
+    highs = np.array([40320, 40320, 12870, 3], np.int64)
+    ours, theirs = torch.Generator().manual_seed(seed), torch.Generator().manual_seed(seed)
+    for n in (1, 5, 155, 156, 157, 623, 624, 625, 2000, 1):
+        uniforms, draws = np.empty(n, np.float32), np.empty((len(highs), n), np.int64)
+        state = ours.get_state()
+        mt19937.deal_draws(state.numpy(), uniforms, draws, highs, np.empty((len(highs) + 1) * n, np.uint32))
+        ours.set_state(state)
+        expected = torch.rand(n, generator=theirs)
+        assert np.array_equal(uniforms.view(np.uint32), expected.numpy().view(np.uint32)), n
+        for row, high in zip(draws, highs.tolist()):
+            assert np.array_equal(row, torch.randint(high, (n,), generator=theirs).numpy()), (n, high)
+        assert torch.equal(ours.get_state(), theirs.get_state()), n
+        # torch draws next from both: the states agree in every field torch reads.
+        assert torch.equal(torch.rand(7, generator=ours), torch.rand(7, generator=theirs))
+
+
+def test_env_falls_back_to_torch_draws_for_an_unknown_generator_layout(monkeypatch):
+    """A torch whose generator state the compiled copy does not know still gives the same
+    games: the env draws through torch then."""
+
+    _assert_plays_as_torch_draws(monkeypatch, compiled_on=lambda turn: turn % 2 == 1, num_games=30, turns=80)
+
+
+def _assert_plays_as_torch_draws(monkeypatch, compiled_on, num_games: int, turns: int) -> None:
+    """An env whose layout check passes on the turns ``compiled_on`` picks plays the same games,
+    and leaves its generator in the same state, as one that only ever draws through torch."""
+    from loveletter_env.core import mt19937
+
+    known = mt19937.STATE_BYTES
+    table = [2, 3, 4] * (num_games // 3)
+    env = BatchedLoveLetter(num_games, table, episode="game", seed=8)
+    monkeypatch.setattr(mt19937, "STATE_BYTES", -1)
+    torch_only = BatchedLoveLetter(num_games, table, episode="game", seed=8)
+    generator = torch.Generator().manual_seed(1)
+    results = [env.reset(), torch_only.reset()]
+    for turn in range(turns):
+        actions = _sample(results[0][1], generator)
+        monkeypatch.setattr(mt19937, "STATE_BYTES", known if compiled_on(turn) else -1)
+        results[0] = env.step(actions)
+        monkeypatch.setattr(mt19937, "STATE_BYTES", -1)
+        results[1] = torch_only.step(actions)
+        for a, b in zip(results[0][:4], results[1][:4]):
+            assert torch.equal(a, b), turn
+    assert torch.equal(env.generator.get_state(), torch_only.generator.get_state())
+
+
+def test_compiled_draws_are_used_only_where_they_match_this_torch(monkeypatch):
+    """The once-a-process check passes on the installed torch (so the compiled draws run),
+    and fails, sending the env back to torch's own draws, when the copy draws otherwise."""
+    from loveletter_env.batched import env as batched_env
+    from loveletter_env.core import mt19937
+
+    batched_env._compiled_draws_match_torch.cache_clear()
+    assert batched_env._compiled_draws_match_torch()
+    exact = mt19937.deal_draws
+
+    def off_by_one(state, uniforms, draws, highs, words):
+        exact(state, uniforms, draws, highs, words)
+        draws[-1, -1] = (draws[-1, -1] + 1) % highs[-1]
+
+    monkeypatch.setattr(mt19937, "deal_draws", off_by_one)
+    batched_env._compiled_draws_match_torch.cache_clear()
+    try:
+        assert not batched_env._compiled_draws_match_torch()
+        # Layout known on every turn, yet the games are torch's: the check sent it to torch.
+        _assert_plays_as_torch_draws(monkeypatch, compiled_on=lambda turn: True, num_games=6, turns=60)
+    finally:
+        batched_env._compiled_draws_match_torch.cache_clear()
+
+
+def test_refused_reset_draws_nothing_from_the_generator():
+    env, fresh = BatchedLoveLetter(4, 4, seed=5), BatchedLoveLetter(4, 4, seed=5)
+    with pytest.raises(ValueError, match="first_player"):
+        env.reset(first_player=torch.full((4,), 9))
+    with pytest.raises(ValueError, match="decks"):
+        env.reset(decks=torch.ones(4, 16, dtype=torch.long))
+    for a, b in zip(env.reset(), fresh.reset()):
+        assert torch.equal(a, b)
+    assert torch.equal(env.state.deck, fresh.state.deck)
+    actions = _sample(fresh.action_mask, torch.Generator().manual_seed(0))
+    assert all(torch.equal(a, b) for a, b in zip(env.step(actions)[:4], fresh.step(actions)[:4]))
+
+
+def test_table_sizes_must_be_integers():
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(4, [2.5, 3.9, 2.0, 4.7])
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(4, torch.tensor([2.0, 3.0, 2.0, 4.0]))
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(2, 2.0)
+    with pytest.raises(ValueError, match="num_players"):
+        BatchedLoveLetter(2, [True, True])
+    assert BatchedLoveLetter(3, np.int64(3)).num_players.tolist() == [3, 3, 3]
+    assert BatchedLoveLetter(3, np.array([2, 3, 4], np.int8)).num_players.tolist() == [2, 3, 4]
+
+
+def test_unvalidated_cpu_env_still_refuses_what_the_core_cannot_take():
+    """On CPU the compiled core checks actions and seats even with ``validate_actions=False``:
+    out-of-range values never reach compiled code, and a refused step changes nothing."""
+    env = BatchedLoveLetter(3, [2, 3, 4], seed=0, validate_actions=False)
+    obs, mask = env.reset()
+    before = env.state
+    for bad in (torch.tensor([0, 1, 10**6]), torch.tensor([-1, 0, 0]), torch.tensor([2**40, 0, 0])):
+        with pytest.raises(BatchedIllegalActionError):
+            env.step(bad)
+    for name, value in env.state.tensors().items():
+        assert torch.equal(value, before.tensors()[name]), name
+    with pytest.raises(ValueError, match="seats"):
+        env.observe(torch.tensor([0, 0, 9]))
+    with pytest.raises(ValueError, match="seats"):
+        env.observe(torch.tensor([-1, 0, 0]))
+    env.step(_sample(mask, torch.Generator().manual_seed(0)))
+
+
+def test_bench_vs_pgx_says_how_to_install_pgx_when_missing(monkeypatch, capsys):
+    import builtins
+
+    from loveletter_env import bench
+
+    real_import = builtins.__import__
+
+    def no_pgx(name, *args, **kwargs):
+        if name == "pgx" or name.startswith("pgx."):
+            raise ImportError("No module named 'pgx'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pgx)
+    monkeypatch.setenv("XLA_FLAGS", "")  # the bench sets it for JAX; restored after the test
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["--vs-pgx", "--turns", "300", "--repeats", "1", "--batch", "16"])
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    assert "pgx leduc_holdem: skipped" in out and 'pip install -e ".[bench]"' in out
+    assert "(d) batched env" in out and "torch threads: 1" in out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("episode", ("round", "game"))
+def test_random_steps_play_what_the_sampler_draws_from_the_masks(episode, device):
+    """``step_random``/``advance_random`` draw inside the compiled step exactly the actions
+    ``sample_legal`` draws from the same masks and generator state: the same games, the
+    same observations, and the generator ends in the same state."""
+    from loveletter_env.core.sampling import new_generator, sample_legal
+
+    sizes = [2, 3, 4, 2, 3] * 8
+    fused = BatchedLoveLetter(40, sizes, rules="pegasus", episode=episode, seed=4, device=device)
+    separate = BatchedLoveLetter(40, sizes, rules="pegasus", episode=episode, seed=4, device=device)
+    fused_sampler, separate_sampler = new_generator(7), new_generator(7)
+    _, mask = fused.reset()
+    separate.reset()
+    buffer = torch.full((40, OBSERVATION_SIZE), 9, dtype=torch.uint8, device=device)
+    for turn in range(150):
+        drawn = torch.zeros(40, dtype=torch.long)
+        sample_legal(mask.cpu().numpy(), separate_sampler, drawn.numpy())
+        drawn = drawn.to(device)
+        if turn % 2:
+            actions, obs, mask, rewards, dones, info = fused.step_random(fused_sampler, out=buffer)
+            assert obs is buffer
+            expected = separate.step(drawn)
+            assert torch.equal(obs, expected[0])
+            expected = expected[1:]
+        else:
+            actions, mask, rewards, dones, info = fused.advance_random(fused_sampler)
+            expected = separate.advance(drawn)
+        assert torch.equal(actions, drawn)
+        for a, b in zip((mask, rewards, dones), expected[:3]):
+            assert torch.equal(a, b)
+        for key in ("round_over", "round_winners", "tokens"):
+            assert torch.equal(info[key], expected[3][key])
+    assert fused_sampler[0] == separate_sampler[0]
+    assert torch.equal(fused.observe(fused.current_player), separate.observe(separate.current_player))
+
+
+def test_random_steps_refuse_a_bad_sampler_and_change_nothing():
+    from loveletter_env.core.sampling import new_generator
+
+    env = BatchedLoveLetter(4, 2, seed=1)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.advance_random(new_generator(0))
+    _, mask = env.reset()
+    before = env.state.tensors()
+    for bad in (np.zeros(1, np.int64), np.zeros(2, np.uint64), 3, new_generator(0)[0:0]):
+        with pytest.raises(ValueError, match="sampler"):
+            env.step_random(bad)
+    frozen = new_generator(0)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        env.advance_random(frozen)
+    with pytest.raises(ValueError, match="out"):
+        env.step_random(new_generator(0), out=torch.zeros(3, OBSERVATION_SIZE))
+    assert torch.equal(env.action_mask, mask)
+    for name, value in env.state.tensors().items():
+        assert torch.equal(value, before[name]), name
+
+
+# Seeds ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", BAD_SEEDS, ids=repr)
+def test_the_batched_engine_refuses_seeds_that_are_not_integers(seed):
+    # 1.9, '1' and True used to deal what 1 deals; None and 2**64 gave torch's errors.
+    with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
+        BatchedLoveLetter(num_games=2, seed=seed)
+
+
+def test_the_batched_engine_takes_numpy_seeds_as_the_same_int():
+    first, second = BatchedLoveLetter(num_games=4, seed=np.int64(9)), BatchedLoveLetter(num_games=4, seed=9)
+    assert torch.equal(first.reset()[0], second.reset()[0])
+    BatchedLoveLetter(num_games=1, seed=2**63 - 1).reset()

@@ -1,0 +1,119 @@
+"""The core's CUDA kernels, checked with and without a GPU.
+
+- Every kernel compiles to PTX for sm_80 and sm_90 (no GPU or driver needed).
+- The kernels play the same games as the reference engine (tests/core/cuda_differential.py):
+  in numba's CUDA simulator on the CPU (a subprocess, since the simulator is chosen when
+  numba is first imported), and on a real GPU where there is one.
+
+They need numba-cuda (the ``cuda`` extra). Without it they skip, except under CI
+(``CI=true``), where a missing numba-cuda fails them: CI installs the extra, so a skip
+there would hide a broken install.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+#: The differential script, beside this file: run as a script in the simulator, imported on a GPU.
+DIFFERENTIAL = Path(__file__).resolve().parent / "cuda_differential.py"
+
+
+def _numba_cuda():
+    """``numba.cuda``, or a skip (a failure under CI) naming the missing extra."""
+    try:
+        from numba import cuda
+
+        from loveletter_env.core import gpu  # noqa: F401 (refuses numba's own older CUDA target)
+    except ImportError as error:
+        message = f'numba-cuda is not installed (pip install -e ".[cuda]"): {error}'
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        pytest.skip("this process runs numba's CUDA simulator, which compiles no PTX")
+    return cuda
+
+
+@pytest.mark.parametrize("cc", [(8, 0), (9, 0)], ids=["sm_80", "sm_90"])
+def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
+    """Each kernel, with the argument types the batched env launches it with, compiles to
+    PTX for the architecture. Without a GPU, numba-cuda cannot ask a device for its
+    compute capability when it compiles the device functions a kernel calls, so the test
+    names the architecture being compiled for."""
+    cuda = _numba_cuda()
+    import numba.cuda.dispatcher
+
+    from loveletter_env.core.gpu import KERNEL_SIGNATURES, build_kernels
+
+    class Device:
+        compute_capability = cc
+
+    monkeypatch.setattr(numba.cuda.dispatcher, "get_current_device", lambda: Device())
+    kernels = build_kernels()
+    for name, signature in KERNEL_SIGNATURES.items():
+        ptx, _ = cuda.compile_ptx(getattr(kernels, name).py_func, signature, cc=cc)
+        assert f".target sm_{cc[0]}{cc[1]}" in ptx, name
+        assert ".entry" in ptx, name
+
+
+def test_kernels_match_reference_in_the_simulator():
+    """A few games of every rule preset and episode kind, every turn compared."""
+    _numba_cuda()
+    env = {
+        **os.environ,
+        "NUMBA_ENABLE_CUDASIM": "1",
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    command = [sys.executable, str(DIFFERENTIAL), "--games", "6", "--steps", "24", "--env"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all cases agree" in result.stdout
+
+
+def test_kernels_match_reference_on_the_gpu(monkeypatch):
+    """The same check on a real GPU, with more games."""
+    cuda = _numba_cuda()
+    if not cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    monkeypatch.syspath_prepend(str(DIFFERENTIAL.parent))
+    import cuda_differential
+
+    assert cuda_differential.main(["--games", "128", "--steps", "40"]) == 0
+
+
+_WITHOUT_ROW_STACK = """
+import numpy as np
+del np.row_stack  # as NumPy 2.5, which removed the alias
+np.__all__ = [name for name in np.__all__ if name != "row_stack"]
+from numba import cuda
+import numba.cuda.dispatcher
+from loveletter_env.core import gpu
+
+class Device:
+    compute_capability = (8, 0)
+
+numba.cuda.dispatcher.get_current_device = lambda: Device()
+
+def fill(out):
+    out[cuda.grid(1)] = 1
+
+ptx, _ = cuda.compile_ptx(fill, (numba.uint8[::1],), cc=(8, 0))
+assert ".entry" in ptx
+print("row_stack" in dir(np))
+"""
+
+
+def test_kernels_compile_on_a_numpy_without_row_stack():
+    """numba-cuda 0.30 registers an overload of ``np.row_stack``, which NumPy 2.5 removed:
+    kernels still compile there, and importing the GPU module leaves NumPy as it was."""
+    _numba_cuda()
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_ROW_STACK], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.split() == ["False"]

@@ -1,0 +1,508 @@
+"""The ladder: 2-player rungs with a fixed set of cards in play, the rest dealt face up.
+
+Rule tests on scripted decks (the face-up deal, what each seat observes), the refusals
+(3 or 4 players, decks that do not lay the face-up cards), the seeded deal (only the
+cards in play move, uniformly), and the tree counter against a plain reference walk
+of the reference engine. The differential tests of the compiled core and the batched
+env play the rungs too (tests/core/test_core.py, tests/batched/test_batched.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from itertools import permutations
+
+import numpy as np
+import pytest
+import torch
+from conftest import ROOT
+
+import loveletter_env
+from loveletter_env import engine
+from loveletter_env.batched import BatchedLoveLetter
+from loveletter_env.cards import (
+    BARON,
+    CARD_NAMES,
+    COUNTESS,
+    FULL_DECK,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
+)
+from loveletter_env.core import kernels, new_records
+from loveletter_env.core.decks import deck_tables
+from loveletter_env.core.layout import CURRENT, ROUND_OVER
+from loveletter_env.env import DeckShuffler
+from loveletter_env.observation import OBSERVATION_SIZE, SLICES, decode_observation, encode_observation
+from loveletter_env.replay import ReplayError, rules_from_dict, rules_to_dict
+from loveletter_env.rules import CLASSIC, LADDER, MINI6, MINI7, MINI8, MINI9, PRESETS, Rules, resolve_rules
+from loveletter_env.tree import (
+    build_tree,
+    count_tree,
+    deals,
+    expected_score,
+    key_to_observation,
+    num_deals,
+    record_of,
+    root_records,
+    round_score,
+)
+from loveletter_env.wrappers import LoveLetterGymEnv
+
+RUNGS = tuple(r.name for r in LADDER)
+TWO_PLAYERS_ONLY = "ladder rung, played by 2 players only"
+
+
+# Presets ------------------------------------------------------------------------------
+
+
+def test_rungs_keep_the_cards_the_ladder_names_in_play():
+    assert MINI6.in_play == (GUARD, GUARD, PRIEST, BARON, PRINCE, PRINCESS)
+    assert Counter(MINI7.in_play) - Counter(MINI6.in_play) == Counter([KING])
+    assert Counter(MINI8.in_play) - Counter(MINI7.in_play) == Counter([HANDMAID])
+    assert Counter(MINI9.in_play) - Counter(MINI8.in_play) == Counter([GUARD])
+    for k, rung in zip((6, 7, 8, 9), LADDER):
+        assert PRESETS[f"mini{k}"] is rung and resolve_rules(f"mini{k}") is rung
+        assert len(rung.in_play) == k and rung.face_up_count(2) == 16 - k
+        assert sorted(rung.in_play + rung.face_up_cards) == sorted(FULL_DECK)
+        # Classic otherwise: same tokens, tie-break and King rule.
+        assert (rung.tokens_to_win, rung.discard_sum_tiebreak, rung.king_ignores_handmaid) == (
+            CLASSIC.tokens_to_win,
+            CLASSIC.discard_sum_tiebreak,
+            CLASSIC.king_ignores_handmaid,
+        )
+    assert MINI6.face_up_cards == (GUARD,) * 3 + (PRIEST, BARON, HANDMAID, HANDMAID, PRINCE, KING, COUNTESS)
+    # The printed rules are unchanged: 3 face-up cards at 2 players, none at 3 or 4.
+    assert [CLASSIC.face_up_count(n) for n in (2, 3, 4)] == [3, 0, 0] and CLASSIC.face_up_cards is None
+
+
+@pytest.mark.parametrize(
+    "in_play, message",
+    [
+        ((PRINCESS, PRINCESS, GUARD, GUARD), "more copies than the deck: Princess x2"),
+        ((GUARD, GUARD, PRIEST), "4 to 16 cards in play"),
+        ((GUARD, GUARD, PRIEST, 9), "card values 1..8"),
+        ((True, GUARD, PRIEST, BARON), "card values 1..8"),
+        ("abc", "card values 1..8"),
+    ],
+)
+def test_a_bad_set_of_cards_in_play_is_named(in_play, message):
+    with pytest.raises(ValueError, match=message):
+        Rules(name="bad", in_play=in_play)
+
+
+def test_rules_objects_and_replays_keep_the_cards_in_play():
+    custom = Rules(name="custom", in_play=(PRINCESS, GUARD, KING, GUARD, PRIEST))
+    assert custom.in_play == (GUARD, GUARD, PRIEST, KING, PRINCESS)  # stored sorted
+    for rules in (*LADDER, custom, CLASSIC):
+        assert rules_from_dict(rules_to_dict(rules)) == rules
+    bad = {**rules_to_dict(MINI6), "in_play": [8, 8, 1, 1]}
+    with pytest.raises(ReplayError, match="Princess x2"):
+        rules_from_dict(bad)
+
+
+# Refusals -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_players", (3, 4))
+@pytest.mark.parametrize("rules", RUNGS)
+def test_a_rung_refuses_3_and_4_players_everywhere(rules, num_players):
+    deck = list(resolve_rules(rules).deck_from_in_play(resolve_rules(rules).in_play))
+    attempts = [
+        lambda: engine.GameState(num_players, rules),
+        lambda: engine.new_game(num_players, deck, 0, rules),
+        lambda: loveletter_env.env(num_players=num_players, rules=rules),
+        lambda: loveletter_env.raw_env(num_players=num_players, rules=rules),
+        lambda: LoveLetterGymEnv(num_players=num_players, rules=rules),
+        lambda: BatchedLoveLetter(4, num_players, rules=rules),
+        lambda: BatchedLoveLetter(3, [2, num_players, 2], rules=rules),
+        lambda: new_records([2, num_players], resolve_rules(rules)),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ValueError, match=TWO_PLAYERS_ONLY):
+            attempt()
+
+
+def test_the_web_app_refuses_a_rung_at_3_players():
+    pytest.importorskip("starlette", reason="the web extra is not installed")
+    from training.apps.web.games import OpponentCatalog, RequestError, check_new_game
+
+    catalog = OpponentCatalog({}, lambda path, seed: None)
+    body = {"players": 3, "opponents": ["random"], "rules": "mini7"}
+    with pytest.raises(RequestError, match=TWO_PLAYERS_ONLY):
+        check_new_game(body, catalog)
+    assert check_new_game({**body, "players": 2}, catalog)["rules"] == "mini7"
+
+
+def test_a_training_config_refuses_a_rung_at_3_players():
+    from training.learn.config import ConfigError, load_config
+
+    assert load_config(None, ["env.rules=mini8"]).env.rules == ["mini8"]
+    with pytest.raises(ConfigError, match=r"env.num_players must be \[2\] on the ladder rung 'mini8'"):
+        load_config(None, ["env.rules=mini8", "env.num_players=[2,3]"])
+
+
+def test_a_deck_that_does_not_lay_the_face_up_cards_is_refused_naming_them():
+    deck = list(MINI6.deck_from_in_play(MINI6.in_play))
+    deck[1:11] = deck[10:0:-1]  # the face-up cards in another order: accepted
+    assert MINI6.check_deck(deck) == tuple(deck)
+    bad = list(MINI6.deck_from_in_play(MINI6.in_play))
+    bad[15], bad[10] = bad[10], bad[15]  # the Princess face up, the Countess in play
+    message = r"positions 1 to 10 must hold the face-up cards .* lack Countess and hold Princess instead"
+    with pytest.raises(ValueError, match=message):
+        MINI6.check_deck(bad)
+    env = loveletter_env.env(rules="mini6", episode="round")
+    env.reset(seed=1)
+    before = env.unwrapped.game.clone()
+    with pytest.raises(ValueError, match=message):
+        env.reset(options={"deck": bad})
+    assert env.unwrapped.game.deck == before.deck  # nothing changed
+    with pytest.raises(ValueError, match="permutation of the 16 cards"):
+        env.reset(options={"deck": [1] * 16})  # not even a deck: the usual message
+    with pytest.raises(ValueError, match=message):
+        engine.new_game(2, bad, 0, "mini6")
+    with pytest.raises(ValueError, match=message):
+        LoveLetterGymEnv(rules="mini6").reset(options={"deck": bad})
+    batched = BatchedLoveLetter(2, 2, rules="mini6")
+    with pytest.raises(ValueError, match="game 1: on rules 'mini6', deck positions 1 to 10"):
+        batched.reset(decks=torch.tensor([deck, bad]))
+    # The classic rules take any permutation, the rung's deck included.
+    assert CLASSIC.check_deck(bad) == tuple(bad)
+
+
+# The deal and what each seat sees ------------------------------------------------------
+
+
+def test_a_scripted_rung_deck_deals_face_up_cards_then_hands():
+    face_up = [KING, GUARD, COUNTESS, HANDMAID, GUARD, PRINCE, PRIEST, BARON, HANDMAID, GUARD]  # any order
+    in_play = [PRINCESS, GUARD, BARON, PRIEST, GUARD, PRINCE]  # set aside, p1's card, p0's, then the pile
+    deck = [in_play[0], *face_up, *in_play[1:]]
+    env = loveletter_env.env(rules="mini6", episode="round")
+    env.reset(options={"deck": deck, "first_player": 1})
+    game = env.unwrapped.game
+    assert game.face_up == tuple(face_up) and game.set_aside == PRINCESS
+    assert game.hands == [BARON, GUARD] and game.current == 1 and game.drawn == PRIEST
+    assert game.deck_remaining == 2
+    for seat in (0, 1):
+        view = decode_observation(env.observe(f"player_{seat}")["observation"])
+        assert view.face_up == tuple(sorted(face_up))
+        assert view.deck_size == 2
+        hand = Counter(view.hand)
+        # Unseen: the cards in play less the seat's own hand.
+        expected = Counter(in_play) - hand
+        assert {v: n for v, n in view.unseen.items() if n} == dict(expected)
+    # The first player plays the Priest on player_0: the round goes on from the pile.
+    env.step(engine.PRIEST_BASE + 1)
+    assert decode_observation(env.observe("player_1")["observation"]).known_cards[1] == BARON
+    assert env.unwrapped.game.drawn == GUARD and env.unwrapped.game.deck_remaining == 1
+
+
+@pytest.mark.parametrize("rules", ("mini6", "mini7"))
+def test_a_seat_observes_nothing_of_the_cards_in_play_but_its_own(rules):
+    """The observation layout is unchanged and keeps its promise on a rung: at the deal,
+    each seat's observation depends only on its own cards (the one dealt, then the one
+    drawn), over every deal of the rung."""
+    by_hand: dict[tuple, set] = defaultdict(set)
+    for deck in deals(rules):
+        for first in (0, 1):
+            game = engine.new_game(2, deck.tolist(), first, rules)
+            for seat in (0, 1):
+                obs = encode_observation(game, seat)
+                assert obs.shape == (OBSERVATION_SIZE,)
+                by_hand[(first, seat, game.hand_of(seat))].add(obs.tobytes())
+    assert all(len(seen) == 1 for seen in by_hand.values())
+
+
+def test_seeded_deals_shuffle_only_the_cards_in_play_and_repeat_with_the_seed():
+    for rung in LADDER:
+        env = loveletter_env.env(rules=rung.name, episode="round")
+        decks = []
+        for episode in range(30):
+            env.reset(seed=5 if episode == 0 else None)
+            game = env.unwrapped.game
+            assert game.face_up == rung.face_up_cards  # sorted, the same every deal
+            assert sorted(game.deck[i] for i in rung.in_play_positions(2)) == list(rung.in_play)
+            decks.append(game.deck)
+        again = loveletter_env.env(rules=rung.name, episode="round")
+        again.reset(seed=5)
+        assert again.unwrapped.game.deck == decks[0]
+        assert len(set(decks)) > 20
+    # Whole games: every round is dealt from the rung.
+    env = loveletter_env.env(rules="mini7", episode="game")
+    env.reset(seed=2)
+    rounds = 0
+    for _agent in env.agent_iter():
+        observation, _, done, truncated, _ = env.last()
+        if done or truncated:
+            env.step(None)
+            continue
+        game = env.unwrapped.game
+        assert game.face_up == MINI7.face_up_cards
+        rounds = max(rounds, game.round)
+        env.step(int(np.flatnonzero(observation["action_mask"])[0]))
+    assert rounds >= 7
+
+
+def _chi_square(counts: Counter, cells: int, total: int) -> float:
+    expected = total / cells
+    return sum((counts.get(c, 0) - expected) ** 2 / expected for c in range(cells))
+
+
+def _assert_uniform_over_arrangements(in_play_orders: list[tuple[int, ...]], rung: Rules) -> None:
+    arrangements = sorted(set(permutations(rung.in_play)))
+    index = {a: i for i, a in enumerate(arrangements)}
+    counts = Counter(index[order] for order in in_play_orders)
+    assert len(counts) == len(arrangements)
+    # 360 cells, 100 expected each: the statistic has mean 359 and sd 27; 520 is 6 sd out.
+    assert _chi_square(counts, len(arrangements), len(in_play_orders)) < 520
+
+
+def test_seeded_rung_deals_are_uniform_over_the_orders_of_the_cards_in_play():
+    positions = MINI6.in_play_positions(2)
+    shuffler = DeckShuffler(np.random.default_rng(4), rules=MINI6)
+    orders = [tuple(shuffler.next_array()[list(positions)].tolist()) for _ in range(36_000)]
+    _assert_uniform_over_arrangements(orders, MINI6)
+    # The compiled deal of the batched env, from the same three draws as a full shuffle,
+    # starting from decks whose cards in play are in one fixed, unsorted order.
+    table_orders, placements = deck_tables()
+    rng = np.random.default_rng(8)
+    n = 36_000
+    draws = np.stack([rng.integers(len(table_orders), size=n), rng.integers(len(table_orders), size=n)])
+    draws = np.concatenate([draws, rng.integers(len(placements), size=(1, n))])
+    start = MINI6.deck_from_in_play((PRINCE, GUARD, PRINCESS, GUARD, BARON, PRIEST))
+    decks = np.tile(np.array(start, np.uint8), (n, 1))
+    kernels.shuffle_in_play_batch(decks, 10, table_orders.astype(np.uint8), placements.astype(np.uint8), draws)
+    assert (decks[:, 1:11] == np.array(MINI6.face_up_cards)).all()
+    _assert_uniform_over_arrangements([tuple(d[list(positions)].tolist()) for d in decks], MINI6)
+
+
+def test_batched_env_deals_rungs_from_its_seed():
+    first, second = (BatchedLoveLetter(64, 2, rules="mini8", seed=3) for _ in range(2))
+    decks = []
+    for env in (first, second):
+        env.reset()
+        generator = torch.Generator().manual_seed(0)
+        dealt = [env.state.deck.clone()]
+        for _ in range(20):
+            env.step(torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1))
+            dealt.append(env.state.deck.clone())
+        decks.append(torch.stack(dealt))
+    assert torch.equal(decks[0], decks[1])
+    assert (decks[0][:, :, 1:9] == torch.tensor(MINI8.face_up_cards, dtype=torch.int8)).all()
+    assert len({tuple(d.tolist()) for d in decks[0].reshape(-1, 16)}) > 200
+
+
+# Environments and bots play the rungs ----------------------------------------------------
+
+
+def test_pettingzoo_api_test_passes_on_a_rung():
+    from pettingzoo.test import api_test
+
+    api_test(loveletter_env.env(rules="mini7"), num_cycles=200)
+
+
+@pytest.mark.parametrize("opponent", ("random", "rule", "belief", "ismcts:iterations=20"))
+def test_gymnasium_env_and_bots_play_a_rung(opponent):
+    env = LoveLetterGymEnv(rules="mini8", opponents=opponent, episode="round")
+    rng = np.random.default_rng(0)
+    for episode in range(6):
+        obs, info = env.reset(seed=episode)
+        done = False
+        while not done:
+            legal = np.flatnonzero(info["action_mask"])
+            obs, reward, done, _, info = env.step(int(rng.choice(legal)))
+        assert reward in (-1.0, 1.0)
+
+
+# The tree ------------------------------------------------------------------------------
+
+
+def _reference_tree(rules: str) -> tuple[int, int, tuple[int, int]]:
+    """The tree counted on the reference engine with exact keys: (decisions, terminals,
+    information sets per seat), as :func:`count_tree` defines them: each seat recalls its
+    observations and its own actions."""
+    infosets: list[set] = [set(), set()]
+    decisions = terminals = 0
+    for deck in deals(rules):
+        stack = [(engine.new_game(2, deck.tolist(), 0, rules), ((), ()))]
+        while stack:
+            game, recall = stack.pop()
+            if game.round_over:
+                terminals += 1
+                continue
+            decisions += 1
+            seat = game.current
+            key = (recall[seat], encode_observation(game, seat).tobytes())
+            infosets[seat].add(key)
+            for action in engine.legal_actions(game):
+                child = game.clone()
+                engine.step(child, action)
+                after = list(recall)
+                after[seat] = (key, action)
+                stack.append((child, tuple(after)))
+    return decisions, terminals, (len(infosets[0]), len(infosets[1]))
+
+
+def test_the_compiled_tree_count_matches_a_reference_walk():
+    size = count_tree("mini6")
+    assert (size.decision_nodes, size.terminal_nodes, size.infosets_by_seat) == _reference_tree("mini6")
+    assert size.infosets_by_seat == (1608, 192)
+    assert size.deals == num_deals("mini6") == 360
+    assert size.histories == size.decision_nodes + size.terminal_nodes
+
+
+def test_the_tree_counter_refuses_the_retired_observations_only_flag(capsys):
+    from loveletter_env.tree import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["mini6", "--observations-only"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: --observations-only is retired: the observation is the player's information state" in err
+
+
+def test_tree_count_reports_progress_up_to_every_deal():
+    seen: list[tuple[int, int]] = []
+    whole = count_tree("mini7", progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (whole.deals, whole.deals)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    assert whole.infosets < whole.decision_nodes < whole.histories
+
+
+def test_tree_pieces_walk_a_rung_and_score_every_round_zero_sum():
+    roots, probability = root_records("mini6")
+    assert len(roots) == 360 and probability == pytest.approx(1 / 360)
+    stack = [r for r in roots]
+    terminals = 0
+    while stack:
+        r = stack.pop()
+        if r[ROUND_OVER]:
+            terminals += 1
+            assert round_score(r, 0) + round_score(r, 1) == 1.0
+            continue
+        bits = int(kernels.legal_bits(r))
+        for action in (a for a in range(41) if bits >> a & 1):
+            child = r.copy()
+            kernels.play(child, action)
+            stack.append(child)
+    assert terminals == count_tree("mini6").terminal_nodes
+
+
+def test_tree_count_refuses_the_full_game():
+    with pytest.raises(ValueError, match="not a ladder rung"):
+        count_tree("classic")
+    with pytest.raises(ValueError, match="first_player"):
+        root_records("mini6", first_player=2)
+
+
+def _markdown_table(text: str, header: str) -> list[list[str]]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip().strip("`") for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_ladder_page_gives_the_cards_and_the_counts_the_code_gives():
+
+    page = (ROOT / "docs" / "ladder.md").read_text(encoding="utf-8")
+
+    def cards(words: str) -> list[int]:
+        if words.startswith("mini"):  # "`mini6` + King": the rung below plus a card
+            below, added = words.split(" + ")
+            return sorted([*resolve_rules(below.strip("`")).in_play, *cards(added)])
+        names = {name: value for value, name in CARD_NAMES.items()}
+        out = []
+        for item in words.split(", "):
+            name, _, copies = item.partition(" ×")
+            out += [names[name]] * int(copies or 1)
+        return sorted(out)
+
+    rows = _markdown_table(page, "| rung | cards in play |")
+    assert [row[0] for row in rows] == list(RUNGS)
+    for name, in_play, face_up, pile in rows:
+        rung = resolve_rules(name)
+        assert cards(in_play) == list(rung.in_play)
+        assert cards(face_up) == list(rung.face_up_cards)
+        assert int(pile) == len(rung.in_play) - 3
+    sizes = {row[0]: row[1:] for row in _markdown_table(page, "| rung | deals |")}
+    for name in ("mini6", "mini7"):
+        size = count_tree(name)
+        counted = [size.deals, size.decision_nodes, size.terminal_nodes, size.histories, size.infosets]
+        assert [int(cell.replace(",", "")) for cell in sizes[name]] == counted
+
+
+def test_the_flat_tree_holds_the_walked_tree():
+    tree = build_tree("mini6")
+    size = count_tree("mini6")
+    assert tree.num_nodes == size.histories and tree.num_deals == size.deals
+    assert tree.num_infosets == size.infosets
+    decisions = np.flatnonzero(tree.node_info >= 0)
+    assert len(decisions) == size.decision_nodes
+    assert np.bincount(tree.infoset_player, minlength=2).tolist() == list(size.infosets_by_seat)
+    # Children: a block after their parent, one per legal action in action order, and
+    # each child's history is its parent's with that action played.
+    parents = tree.parents()
+    assert (parents[: tree.num_deals] == -1).all() and (parents[tree.num_deals :] >= 0).all()
+    assert (tree.node_child[decisions] > decisions).all()
+    obs, shown = np.zeros(OBSERVATION_SIZE, np.float32), np.zeros(OBSERVATION_SIZE, np.float32)
+    for node in decisions[::7]:
+        record = record_of(tree, int(node), parents)
+        infoset = int(tree.node_info[node])
+        seat = int(tree.infoset_player[infoset])
+        assert record[CURRENT] == seat
+        assert [a for a in range(41) if int(kernels.legal_bits(record)) >> a & 1] == tree.infoset_actions(infoset)
+        # Every node of an information set shows its seat the observation of the set's key.
+        kernels.observe_into(record, seat, obs)
+        shown[:] = key_to_observation(tree.key(infoset))
+        obs[SLICES["tokens"]] = 0
+        assert np.array_equal(obs, shown)
+    terminal = np.flatnonzero(tree.node_info < 0)
+    leaf = int(terminal[-1])
+    assert round_score(record_of(tree, leaf, parents), 0) == (-1 - tree.node_info[leaf]) / 2
+    # The same value as a plain recursive walk of the records (docs/ladder.md).
+    assert expected_score(tree, tree.uniform_strategy()) == pytest.approx(0.4810254652594063, abs=1e-12)
+    # A strategy that always plays the first legal action, scored on the records directly.
+    first = np.zeros(tree.actions.shape[0])
+    first[tree.action_offsets[:-1]] = 1.0
+    roots, probability = root_records("mini6")
+    total = 0.0
+    for r in roots:
+        r = r.copy()
+        while not r[ROUND_OVER]:
+            bits = int(kernels.legal_bits(r))
+            kernels.play(r, (bits & -bits).bit_length() - 1)  # the lowest legal action
+        total += round_score(r, 0) * probability
+    assert expected_score(tree, first) == pytest.approx(total, abs=1e-12)
+    with pytest.raises(ValueError, match="strategy must hold one probability per action"):
+        expected_score(tree, first[:2])
+
+
+@pytest.mark.parametrize("rules", RUNGS)
+def test_search_determinises_a_rung_with_its_face_up_cards(rules):
+    """The search's sampled states lay the rung's face-up cards, so the seat to act sees in
+    them what it saw in the real game (the same face-up and unseen counts)."""
+    import random
+
+    from loveletter_env.agents.ismcts import determinize, seat_view
+
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        game = engine.new_game(2, list(resolve_rules(rules).shuffled_deck(rng)), int(rng.integers(2)), rules)
+        for _ in range(int(rng.integers(0, 3))):
+            if not game.round_over:
+                legal = engine.legal_actions(game)
+                engine.step(game, legal[int(rng.integers(len(legal)))])
+        if game.round_over:
+            continue
+        view = seat_view(game, game.current)
+        sampled = determinize(view, random.Random(3))
+        assert sampled.face_up == game.face_up
+        again = seat_view(sampled, 0)
+        assert (again.face_up, again.unseen, again.hand) == (view.face_up, view.unseen, view.hand)

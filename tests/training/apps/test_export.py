@@ -1,0 +1,166 @@
+"""ONNX export: the exported policy picks the same actions as the torch network."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime", reason='ONNX export needs the onnx extra: pip install "loveletter-env[onnx]"')
+pytest.importorskip("onnxscript", reason='ONNX export needs the onnx extra: pip install "loveletter-env[onnx]"')
+
+from conftest import ROOT
+
+from loveletter_env import env as make_env  # noqa: E402
+from loveletter_env.cards import FULL_DECK  # noqa: E402
+from training.apps import onnx as export  # noqa: E402
+from training.learn.checkpoint import model_payload, save_checkpoint  # noqa: E402
+from training.learn.ppo import ActorCritic  # noqa: E402
+
+
+def _decisive_network(seed: int) -> ActorCritic:
+    """A fresh network whose policy head is scaled up: the default init makes logits
+    nearly equal, and near-ties would test float noise rather than the export."""
+    model = ActorCritic(hidden_sizes=(64, 64), generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        torch.nn.init.orthogonal_(model.policy_head.weight, gain=1.0, generator=torch.Generator().manual_seed(seed))
+    return model
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("export")
+    model = _decisive_network(seed=3)
+    checkpoint = save_checkpoint(folder / "policy.pt", {"model": model_payload(model), "global_step": 0})
+    onnx_path = export.main(["--checkpoint", str(checkpoint), "--onnx", str(folder / "policy.onnx")])
+    return checkpoint, onnx_path, model
+
+
+def test_cli_writes_an_onnx_file_with_the_documented_interface(exported):
+    _, onnx_path, _ = exported
+    agent = export.OnnxAgent(onnx_path)
+    assert tuple(i.name for i in agent.session.get_inputs()) == export.INPUT_NAMES
+    assert tuple(o.name for o in agent.session.get_outputs()) == export.OUTPUT_NAMES
+    for batch in (1, 7):  # the batch axis is dynamic
+        obs, masks = export.sample_observations(batch, seed=batch)
+        out = agent.run(obs, masks)
+        assert out["action"].shape == (batch,) and out["logits"].shape == (batch, 41) and out["value"].shape == (batch,)
+        assert masks[np.arange(batch), out["action"]].all(), "the exported policy chose an illegal action"
+
+
+def test_onnxruntime_picks_the_same_actions_as_torch_on_many_observations(exported):
+    _, onnx_path, model = exported
+    report = export.verify_onnx(model, onnx_path, count=400, seed=11)
+    assert report["action_agreement"] == 1.0
+    assert report["max_logit_gap"] < export.VERIFY_TOLERANCE
+    assert report["max_value_gap"] < export.VERIFY_TOLERANCE
+
+
+@pytest.mark.parametrize("num_players", [2, 4])
+def test_onnx_agent_and_torch_agent_play_the_same_game(exported, num_players):
+    checkpoint, onnx_path, _ = exported
+    from training.learn.checkpoint import load_agent
+
+    torch_agent, onnx_agent = load_agent(checkpoint, greedy=True), export.OnnxAgent(onnx_path)
+    game = make_env(num_players=num_players, episode="round")
+    game.reset(seed=5)
+    decisions = 0
+    while not any(game.terminations.values()):
+        obs = game.observe(game.agent_selection)
+        action = torch_agent.act(obs)
+        assert onnx_agent.act(obs) == action
+        game.step(action)
+        decisions += 1
+    assert decisions > 0
+
+
+def test_cli_names_a_missing_checkpoint(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        export.main(["--checkpoint", str(tmp_path / "missing.pt"), "--onnx", str(tmp_path / "out.onnx")])
+    assert exit_info.value.code == 2
+    assert "missing.pt" in capsys.readouterr().err
+    assert not (tmp_path / "out.onnx").exists()
+
+
+def test_onnx_agent_refuses_a_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nothing.onnx"):
+        export.OnnxAgent(tmp_path / "nothing.onnx")
+
+
+def test_cli_names_the_extra_when_onnxscript_is_missing(exported, tmp_path, monkeypatch, capsys):
+    checkpoint, _, _ = exported
+    monkeypatch.setitem(sys.modules, "onnxscript", None)  # makes `import onnxscript` fail
+    with pytest.raises(SystemExit):
+        export.main(["--checkpoint", str(checkpoint), "--onnx", str(tmp_path / "out.onnx")])
+    assert 'pip install "loveletter-env[onnx]"' in capsys.readouterr().err
+
+
+def test_a_version_1_network_exports_a_graph_that_takes_the_current_observation(tmp_path):
+    """The shipped network reads 646 entries; its graph takes the full current vector and
+    slices inside, so a server feeds it what the env hands out."""
+    from loveletter_env import engine
+    from loveletter_env.observation import OBSERVATION_SIZE, V1_OBSERVATION_SIZE, encode_observation
+    from training.learn.checkpoint import build_model, load_checkpoint
+
+    shipped = ROOT / "checkpoints" / "shipped" / "ppo_2to4p.pt"
+    onnx_path = export.main(["--checkpoint", str(shipped), "--onnx", str(tmp_path / "v1.onnx"), "--no-verify"])
+    agent = export.OnnxAgent(onnx_path)
+    assert agent.session.get_inputs()[0].shape[1] == OBSERVATION_SIZE
+    # Reference encoder on seeded positions: the entries past version 1 are not all zero, and must not count.
+    rng = np.random.default_rng(4)
+    states = []
+    for seed in range(40):
+        state = engine.new_game(2 + seed % 3, rng.permutation(FULL_DECK).tolist())
+        for _ in range(int(rng.integers(6))):
+            if state.round_over:
+                break
+            legal = engine.legal_actions(state)
+            engine.step(state, legal[int(rng.integers(len(legal)))])
+        if not state.round_over:
+            states.append(state)
+    observations = np.stack([encode_observation(s, s.current) for s in states])
+    masks = np.stack([np.asarray(engine.legal_mask(s), np.int8) for s in states])
+    out = agent.run(observations, masks)
+    with torch.no_grad():
+        model = build_model(load_checkpoint(shipped))
+        logits = model.policy_head(model.trunk(torch.from_numpy(observations[:, :V1_OBSERVATION_SIZE].copy())))
+    legal = masks.astype(bool)
+    assert np.abs(out["logits"] - logits.numpy())[legal].max() < export.VERIFY_TOLERANCE
+    assert np.array_equal(out["action"], np.where(legal, logits.numpy(), -np.inf).argmax(1))
+    report = export.verify_onnx(model, onnx_path, count=60, seed=2)
+    assert report["clear_mismatches"] == 0 and report["max_logit_gap"] < export.VERIFY_TOLERANCE
+    with pytest.raises(
+        ValueError, match=r"expected observation version 2 .* got observation version 1 \(646 entries\)"
+    ):
+        agent.run(observations[:, :V1_OBSERVATION_SIZE], masks)
+
+
+# Notices ----------------------------------------------------------------------------
+
+
+def test_export_keeps_torchvision_notices_out_of_the_users_way(tmp_path):
+    pytest.importorskip("onnxscript")
+    # A fresh interpreter: the exporter reports only on its first use in a process.
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "training.export",
+            "--checkpoint",
+            str(ROOT / "checkpoints/shipped/ppo_2p.pt"),
+            "--onnx",
+            str(tmp_path / "policy.onnx"),
+            "--no-verify",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "torchvision is not installed" not in result.stderr + result.stdout
+    assert result.stderr == ""
+    assert "wrote" in result.stdout

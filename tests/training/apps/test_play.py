@@ -1,0 +1,264 @@
+"""training.play: parsing moves, and whole rounds driven through stdin in a subprocess."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, act, start
+
+from loveletter_env.actions import PRINCESS_ACTION, encode_action
+from loveletter_env.agents.base import AgentError
+from loveletter_env.cards import GUARD, HANDMAID, PRIEST, PRINCE, PRINCESS
+from loveletter_env.render import card_reference
+from loveletter_env.replay import load_replay
+from training.apps.terminal import QuitGame, ask_move, discards_princess, parse_move, play
+
+GUARDS_ON_1 = [encode_action(GUARD, 1, g) for g in range(2, 9)]
+
+
+def test_parse_move_by_index_and_by_words():
+    legal = [*GUARDS_ON_1, encode_action(HANDMAID)]
+    assert parse_move("30", legal, seat=0, num_players=2) == encode_action(HANDMAID)
+    assert parse_move("  HANDmaid ", legal, seat=0, num_players=2) == encode_action(HANDMAID)
+    assert parse_move("naming priest", legal, seat=0, num_players=2) == encode_action(GUARD, 1, PRIEST)
+    with pytest.raises(ValueError, match="several moves"):
+        parse_move("guard", legal, seat=0, num_players=2)
+    with pytest.raises(ValueError, match="not one of your legal moves"):
+        parse_move("31", legal, seat=0, num_players=2)
+    with pytest.raises(ValueError, match="no legal move matches"):
+        parse_move("prince on", legal, seat=0, num_players=2)
+    with pytest.raises(ValueError, match="type a move"):
+        parse_move("   ", legal, seat=0, num_players=2)
+
+
+def test_prince_on_yourself_is_named_by_words():
+    legal = [encode_action(PRINCE, 0), encode_action(PRINCE, 1)]
+    assert parse_move("prince on player_0", legal, seat=0, num_players=2) == encode_action(PRINCE, 0)
+    assert parse_move("yourself", legal, seat=0, num_players=2) == encode_action(PRINCE, 0)
+
+
+def _every_index(times: int) -> str:
+    """Answers that cycle through every action index: each prompt meets a legal one
+    within 41 lines, after rejections."""
+    return "".join(f"{i}\n" for _ in range(times) for i in range(41))
+
+
+def test_play_function_with_scripted_input():
+    out = io.StringIO()
+    state = play(
+        ["rule"], num_players=3, seat=1, seed=4, rounds=2, stdin=io.StringIO("nonsense\n" + _every_index(40)), out=out
+    )
+    text = out.getvalue()
+    assert state.round == 2 and state.round_over
+    assert "You are player_1." in text and "Legal moves:" in text
+    assert "no legal move matches 'nonsense'. Try again." in text
+    assert "Round 1 won by" in text and "Round 2 won by" in text
+
+
+def test_quit_and_end_of_input():
+    with pytest.raises(QuitGame, match="left"):
+        play(["random"], seed=0, stdin=io.StringIO("quit\n"), out=io.StringIO())
+    with pytest.raises(QuitGame, match="no more input"):
+        play(["random"], seed=0, stdin=io.StringIO(""), out=io.StringIO())
+
+
+def test_bad_setup_is_named():
+    with pytest.raises(ValueError, match="seat"):
+        play(["rule"], num_players=2, seat=2, stdin=io.StringIO(), out=io.StringIO())
+    with pytest.raises(ValueError, match="unknown agent"):
+        play(["grandmaster"], stdin=io.StringIO(), out=io.StringIO())
+
+
+def _run(args: list[str], stdin: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "training.play", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_cli_plays_a_round_from_stdin():
+    run = _run(["belief", "--seed", "3", "--rounds", "1"], "help\n99\n" + _every_index(30))
+    assert run.returncode == 0, run.stderr
+    assert "Your hand:" in run.stdout and "Legal moves:" in run.stdout
+    assert "Round 1 won by" in run.stdout
+    assert "played" in run.stdout  # narration
+
+
+def test_cli_stops_cleanly_when_input_ends_and_names_bad_options():
+    run = _run(["rule", "--seed", "1"], "")
+    assert run.returncode == 1 and "Game stopped: no more input" in run.stdout
+    bad = _run(["rule", "--players", "2", "--seat", "5"], "")
+    assert bad.returncode == 2 and "seat must be in 0..1" in bad.stderr
+
+
+def test_help_names_every_kind_of_opponent(capsys):
+    from loveletter_env.agents import AGENT_NAMES
+    from training.play import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert exit_info.value.code == 0
+    for kind in (*AGENT_NAMES, "solved:path=FILE", "guided:policy=", "package.module:factory"):
+        assert kind in text, f"--help does not mention {kind!r}"
+
+
+class _FirstLegal(io.StringIO):
+    """Standard input that answers every prompt with the first legal move listed."""
+
+    def __init__(self, out: io.StringIO):
+        super().__init__()
+        self.out = out
+
+    def readline(self, *args) -> str:
+        return self.out.getvalue().rsplit("Legal moves:", 1)[1].split("\n")[1].split(":")[0].strip() + "\n"
+
+
+def test_the_terminal_and_the_web_app_play_the_same_game_from_a_seed(tmp_path):
+    """Both drive one GameSession: the same seed, opponents and moves give the same deals,
+    the same agents' moves and the same log."""
+    from training.apps.web.games import HumanGame, OpponentCatalog
+
+    out = io.StringIO()
+    play(["rule", "belief"], num_players=3, seed=8, stdin=_FirstLegal(out), out=out, replay_path=tmp_path / "t.json")
+    catalog = OpponentCatalog({}, lambda path, seed: None)
+    saved = []
+    opponents = [catalog.choose("rule", 3), catalog.choose("belief", 3)]
+    web = HumanGame(opponents, 3, 0, "classic", "game", 8, lambda game, replay: saved.append(replay))
+    while not web.finished:
+        if web.state.round_over:
+            web.next_round()
+        else:
+            web.move(web.view()["legal"][0]["action"])
+    terminal = load_replay(tmp_path / "t.json")
+    assert [r.to_dict() for r in saved[0].rounds] == [r.to_dict() for r in terminal.rounds]
+    assert all(line in out.getvalue() for line in web.log if not line.startswith("Round") or "won by" in line)
+
+
+class _Cheat:
+    def act(self, observation) -> int:
+        return encode_action(HANDMAID)  # whether or not it holds one
+
+
+def test_an_agent_that_plays_an_illegal_move_is_named_on_the_web_as_in_the_terminal():
+    """The web app played an agent's answer unchecked: the engine's refusal did not say who."""
+    from loveletter_env.agents.base import AgentError
+    from training.apps.web.games import HumanGame, OpponentChoice
+
+    cheat = OpponentChoice("cheat", "cheat", {}, lambda seed: _Cheat())
+    with pytest.raises(AgentError, match=r"agent cheat at player_1 returned action 30, which is not legal here"):
+        for seed in range(20):  # until a deal gives the cheat a move without a Handmaid to play
+            HumanGame([cheat], 2, 0, "classic", "round", seed, lambda game, replay: None)
+
+
+# The card reference, confirmations and refusals -------------------------------------
+
+
+def princess_and_prince_state():
+    """Seat 0 to act, holding the Princess and a Prince."""
+    return start(2, hands={0: PRINCESS, 1: GUARD}, draws=[PRINCE])
+
+
+def test_play_help_shows_the_card_reference():
+    out = io.StringIO()
+    with pytest.raises(QuitGame):
+        play(["rule"], seed=0, stdin=io.StringIO("help\nquit\n"), out=out)
+    assert card_reference() in out.getvalue()
+
+
+def test_discarding_the_princess_needs_a_yes_at_a_terminal():
+    state = princess_and_prince_state()
+    assert discards_princess(state, 0, PRINCESS_ACTION) and discards_princess(state, 0, act(PRINCE, 0))
+    assert not discards_princess(state, 0, act(PRINCE, 1))
+    out = io.StringIO()
+    answers = io.StringIO("princess\nn\n31\n\nprincess\ny\n")
+    assert ask_move(state, 0, answers, out, confirm_princess=True) == PRINCESS_ACTION
+    assert out.getvalue().count("This discards your Princess") == 3
+    assert out.getvalue().count("Not played") == 2
+    # Declining leaves every other move open.
+    assert ask_move(state, 0, io.StringIO("40\nno\n32\n"), io.StringIO(), confirm_princess=True) == act(PRINCE, 1)
+
+
+def test_scripted_moves_discard_the_princess_without_a_question():
+    state = princess_and_prince_state()
+    out = io.StringIO()
+    assert ask_move(state, 0, io.StringIO("40\n"), out) == PRINCESS_ACTION  # a StringIO is no terminal
+    assert "Sure?" not in out.getvalue()
+
+
+def test_play_names_an_opponent_whose_act_returns_none():
+    with pytest.raises(AgentError, match=r"at player_1 returned None \(NoneType\) from act\(\)"):
+        play([NoneAgent()], seed=0, stdin=io.StringIO("0\n" * 200), out=io.StringIO(), seat=0)
+
+
+class NoneAgent:
+    """An opponent whose act forgets to return."""
+
+    name = "forgetful"
+
+    def act(self, observation):
+        return None
+
+
+AGENT_MODULE = """
+class NoneAgent:
+    name = "forgetful"
+
+    def act(self, observation):
+        return None
+
+
+def make(seed=None):
+    return NoneAgent()
+"""
+
+
+@pytest.mark.parametrize("tool", ["play", "evaluate"])
+def test_cli_names_an_agent_whose_act_returns_none(tmp_path, tool):
+    (tmp_path / "forgetful_agent.py").write_text(AGENT_MODULE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    args = ["forgetful_agent:make", "--seed", "0", "--rounds", "3"]
+    if tool == "evaluate":
+        args = ["rule", *args, "--no-progress"]
+    run = subprocess.run(
+        [sys.executable, "-m", f"training.{tool}", *args],
+        cwd=ROOT,
+        input="0\n" * 300,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    assert "forgetful" in run.stderr and "returned None (NoneType) from act()" in run.stderr
+
+
+@pytest.mark.parametrize("where", ["under a file", "under /proc"])
+def test_play_checks_the_replay_path_before_the_game(tmp_path, where):
+    if where == "under a file":
+        (tmp_path / "notes").write_text("x")
+        path = tmp_path / "notes" / "game.json"
+    else:
+        if not sys.platform.startswith("linux"):
+            pytest.skip("/proc is Linux's")
+        path = Path("/proc/x.json")
+    out = io.StringIO()
+    with pytest.raises(ValueError, match=rf"^replay file '{re.escape(str(path))}' cannot be written"):
+        play(["rule"], seed=3, stdin=io.StringIO("0\n" * 200), out=out, replay_path=path)
+    assert out.getvalue() == ""  # refused before the first deal: no game was played and lost
+
+
+def test_play_refuses_a_seed_that_is_not_an_integer():
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got 1.5$"):
+        play(["rule"], seed=1.5, stdin=io.StringIO(""), out=io.StringIO())

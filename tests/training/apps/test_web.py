@@ -1,0 +1,457 @@
+"""The web app's API through Starlette's test client: every endpoint, every refusal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ROOT
+
+pytest.importorskip("starlette", reason="the web extra is not installed: pip install -e '.[web]'")
+TestClient = pytest.importorskip(
+    "starlette.testclient", reason="the web extra is not installed: pip install -e '.[web]'"
+).TestClient
+
+
+from loveletter_env.replay import MAX_REPLAY_BYTES, load_replay  # noqa: E402
+from training.apps.server import find_checkpoints  # noqa: E402
+from training.apps.web.app import MAX_JSON_BODY, ServerConfig, create_app  # noqa: E402
+from training.serve import main as serve_main  # noqa: E402
+
+SHIPPED = ROOT / "checkpoints" / "shipped"
+#: Where a browser on this machine reaches the server: the Host header the server accepts.
+LOCAL = "http://127.0.0.1:8000"
+
+
+def local_client(config, **kwargs):
+    """A test client that addresses the app as a browser on this machine does."""
+    return TestClient(create_app(config, **kwargs), base_url=LOCAL)
+
+
+@pytest.fixture
+def replay_dir(tmp_path):
+    folder = tmp_path / "replays"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def client(replay_dir):
+    config = ServerConfig(replay_dir, None, {"ppo_2p": SHIPPED / "ppo_2p.pt"})
+    with local_client(config) as c:
+        yield c
+
+
+def new_game(client, **body):
+    body = {"players": 2, "opponents": ["rule"], "length": "round", "seed": 1, **body}
+    answer = client.post("/api/games", json=body)
+    assert answer.status_code == 201, answer.text
+    return answer.json()
+
+
+def finish(client, game):
+    """Play the first legal move until the game is over (next rounds included)."""
+    while not game["finished"]:
+        if game["view"]["round_over"]:
+            game = client.post(f"/api/games/{game['id']}/next-round").json()
+            continue
+        answer = client.post(f"/api/games/{game['id']}/move", json={"action": game["legal"][0]["action"]})
+        assert answer.status_code == 200, answer.text
+        game = answer.json()
+    return game
+
+
+def post_json(client, url, text):
+    """POST ``text`` as the body, saying it is JSON (as the pages do)."""
+    return client.post(url, content=text, headers={"content-type": "application/json"})
+
+
+def assert_refused(answer, status, fragment):
+    assert answer.status_code == status, answer.text
+    assert fragment in answer.json()["error"]
+
+
+# Pages and static files -------------------------------------------------------------------
+
+
+def test_pages_and_static_files(client):
+    page = client.get("/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert '<script src="/static/app.js">' in page.text
+    assert client.get("/static/app.js").status_code == 200
+    assert client.get("/static/style.css").status_code == 200
+    assert client.get("/static/missing.js").status_code == 404
+    assert client.get("/static/%2e%2e/app.py").status_code == 404  # only the static folder is served
+    assert client.get("/static/../games.py").status_code == 404
+
+
+def test_meta_lists_bots_rules_cards_and_only_startup_checkpoints(client):
+    meta = client.get("/api/meta").json()
+    assert [b["name"] for b in meta["opponents"]["bots"]] == ["random", "rule", "belief", "ismcts", "guided"]
+    assert meta["opponents"]["checkpoints"] == ["ppo_2p"]
+    assert "classic" in meta["rules"] and "pegasus" in meta["rules"]
+    assert [c["copies"] for c in meta["cards"]] == [5, 2, 2, 2, 2, 1, 1, 1]
+    assert meta["replays"] is True and meta["leaderboard"] is False
+
+
+# Playing ----------------------------------------------------------------------------------
+
+
+def test_a_round_against_a_checkpoint_is_saved_as_a_replay(client, replay_dir):
+    game = new_game(client, opponents=["checkpoint:ppo_2p"], seat=1)
+    assert game["seat"] == 1 and not game["finished"]
+    opponent = game["view"]["players"][0]
+    assert opponent["hand"] is None and opponent["hand_size"] >= 1  # never another player's card
+    game = finish(client, game)
+    assert game["view"]["round_over"] and game["legal"] == []
+    saved = replay_dir / game["replay_file"]
+    replay = load_replay(saved)
+    assert replay.agents[1].name == "human" and replay.agents[0].spec.endswith("ppo_2p.pt")
+    assert replay.result["winners"] == game["view"]["round_winners"]
+    decisions = [s for s in replay.rounds[0].steps if s.player == 0]
+    assert all("probabilities" in s.details and "value" in s.details for s in decisions)
+    assert any("Round 1 won by" in line for line in game["log"])
+
+
+def test_a_whole_game_with_three_players(client, replay_dir):
+    game = new_game(client, players=3, opponents=["belief", "ismcts:iterations=20"], length="game", seed=5)
+    assert [p["name"] for p in game["view"]["players"]] == ["player_0 (you)", "player_1 (belief)", "player_2 (ismcts)"]
+    game = finish(client, game)
+    assert game["view"]["game_over"]
+    replay = load_replay(replay_dir / game["replay_file"])
+    assert replay.episode == "game" and len(replay.rounds) == game["view"]["round"]
+    assert replay.agents[2].options == {"iterations": 20}
+    assert_refused(client.post(f"/api/games/{game['id']}/move", json={"action": 0}), 409, "this game is over")
+    assert_refused(client.post(f"/api/games/{game['id']}/next-round"), 409, "this game is over")
+
+
+def test_the_same_seed_deals_the_same_game(client):
+    first, second = new_game(client, seed=9), new_game(client, seed=9)
+    assert first["view"] == second["view"] and first["log"] == second["log"]
+
+
+def test_next_round_only_after_a_round(client):
+    game = new_game(client, length="game")
+    assert_refused(client.post(f"/api/games/{game['id']}/next-round"), 409, "still being played")
+
+
+def test_illegal_and_malformed_moves_change_nothing(client):
+    game = new_game(client)
+    url = f"/api/games/{game['id']}/move"
+    legal = {m["action"] for m in game["legal"]}
+    illegal = next(a for a in range(41) if a not in legal)
+    for body, fragment in [
+        ({"action": illegal}, "is not one of your legal moves"),
+        ({"action": 99}, "is not one of your legal moves"),
+        ({"action": str(min(legal))}, "is not one of your legal moves"),
+        ({"action": float(min(legal))}, "is not one of your legal moves"),
+        ({"action": True}, "is not one of your legal moves"),
+        ({}, "a move is"),
+        ({"action": min(legal), "extra": 1}, "a move is"),
+        ([min(legal)], "a move is"),
+    ]:
+        assert_refused(client.post(url, json=body), 400, fragment)
+    assert_refused(
+        client.post(url, content=b"{not json", headers={"content-type": "application/json"}), 400, "not valid JSON"
+    )
+    assert client.get(f"/api/games/{game['id']}").json() == game
+
+
+def test_unknown_games(client):
+    assert_refused(client.get("/api/games/nope"), 404, "no game with id 'nope'")
+    assert_refused(client.post("/api/games/nope/move", json={"action": 0}), 404, "no game with id")
+    assert_refused(client.post("/api/games/nope/next-round"), 404, "no game with id")
+
+
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ({"players": 5}, "players must be 2, 3 or 4"),
+        ({"players": "2"}, "players must be 2, 3 or 4"),
+        ({"players": 2.0}, "players must be 2, 3 or 4"),
+        ({"seat": 0.0}, "seat must be a seat in 0..1"),
+        ({"seed": 1.5}, "seed must be a non-negative whole number"),
+        ({"opponents": []}, "opponents must be a non-empty list"),
+        ({"opponents": "belief"}, "opponents must be a non-empty list"),
+        ({"opponents": ["rule", "rule"]}, "2 opponents given for 1 other seats"),
+        ({"opponents": ["alphazero"]}, "unknown opponent 'alphazero'"),
+        ({"opponents": [3]}, "an opponent is a bot name"),
+        ({"opponents": ["belief:depth=3"]}, "belief: bad option 'depth=3'"),
+        ({"opponents": ["ismcts:iterations=1000000"]}, "option iterations must be in 1..2000"),
+        ({"opponents": ["ismcts:iterations=__import__('os')"]}, "option iterations must be a whole number"),
+        ({"opponents": ["ismcts:model_noise=2"]}, "option model_noise must be in 0..1"),
+        ({"opponents": ["checkpoint:other"]}, "unknown checkpoint 'other'"),
+        ({"opponents": ["checkpoint:../../checkpoints/shipped/ppo_2p.pt"]}, "unknown checkpoint"),
+        ({"opponents": ["checkpoints/shipped/ppo_2p.pt"]}, "unknown opponent"),
+        ({"rules": "house"}, "rules must be one of"),
+        ({"length": "forever"}, "length must be 'round' or 'game'"),
+        ({"seat": 2}, "seat must be a seat in 0..1"),
+        ({"seed": -1}, "seed must be a non-negative whole number"),
+        ({"colour": "red"}, "unknown fields ['colour']"),
+    ],
+)
+def test_bad_new_game_requests(client, body, fragment):
+    answer = client.post("/api/games", json={"players": 2, "opponents": ["rule"], **body})
+    assert_refused(answer, 400, fragment)
+
+
+def test_bad_bodies(client):
+    assert_refused(client.post("/api/games", json=[1, 2]), 400, "must be a JSON object")
+    assert_refused(
+        client.post("/api/games", content=b"\xff\xfe", headers={"content-type": "application/json"}),
+        400,
+        "not valid JSON",
+    )
+    big = json.dumps({"opponents": ["rule"], "seed": 1, "pad": "x" * MAX_JSON_BODY})
+    assert_refused(post_json(client, "/api/games", big), 413, "larger than the limit")
+
+
+def test_checkpoints_only_from_startup(replay_dir):
+    with local_client(ServerConfig(replay_dir, None, {})) as c:
+        assert c.get("/api/meta").json()["opponents"]["checkpoints"] == []
+        assert_refused(
+            c.post("/api/games", json={"opponents": ["checkpoint:ppo_2p"]}), 400, "none were given at start-up"
+        )
+
+
+# Replays ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def saved_game(client, replay_dir):
+    game = finish(client, new_game(client, opponents=["belief"], seed=3))
+    return game["replay_file"]
+
+
+def test_replay_list_and_views(client, saved_game):
+    files = client.get("/api/replays").json()["files"]
+    assert [f["name"] for f in files] == [saved_game]
+    open_view = client.get(f"/api/replays/file/{saved_game}").json()
+    seat_view = client.get(f"/api/replays/file/{saved_game}?seat=0").json()
+    assert open_view["viewer"] is None and seat_view["viewer"] == 0
+    assert len(open_view["frames"]) == len(seat_view["frames"]) >= 3
+    deal = seat_view["frames"][0]["view"]
+    assert deal["set_aside"] is None and deal["players"][1]["hand"] is None
+    assert open_view["frames"][0]["view"]["set_aside"] and open_view["frames"][0]["view"]["players"][1]["hand"]
+    # The belief bot's reasoning: every seat in the open view, never in the human seat's view.
+    assert any(f["details"] and f["details"]["hand_beliefs"] for f in open_view["frames"])
+    assert not any(f["details"] for f in seat_view["frames"])
+    assert seat_view["frames"][-1]["view"]["round_over"]
+
+
+def test_bad_replay_requests(client, replay_dir, saved_game):
+    (replay_dir.parent / "secret.json").write_text("{}")
+    (replay_dir / "notes.txt").write_text("hello")
+    assert_refused(client.get(f"/api/replays/file/{saved_game}?seat=7"), 400, "seat must be 'open' or a seat in 0..1")
+    assert_refused(client.get(f"/api/replays/file/{saved_game}?seat=-1"), 400, "seat must be")
+    assert_refused(client.get("/api/replays/file/%2e%2e/secret.json"), 400, "outside the replay folder")
+    assert_refused(client.get("/api/replays/file/sub/%2e%2e/%2e%2e/secret.json"), 400, "outside the replay folder")
+    assert_refused(client.get("/api/replays/file/notes.txt"), 400, "replay names end in .json")
+    assert_refused(client.get("/api/replays/file/missing.json"), 404, "no replay named 'missing.json'")
+    data = json.loads((replay_dir / saved_game).read_text())
+    data["rounds"][0]["steps"][0]["player"] = 1 - data["rounds"][0]["steps"][0]["player"]
+    (replay_dir / "tampered.json").write_text(json.dumps(data))
+    assert_refused(client.get("/api/replays/file/tampered.json"), 422, "round 1, step 1: the step is by player_")
+
+
+def test_uploads(client, replay_dir, saved_game):
+    text = (replay_dir / saved_game).read_text()
+    answer = post_json(client, "/api/replays", text)
+    assert answer.status_code == 201
+    upload = answer.json()["id"]
+    view = client.get(f"/api/uploads/{upload}?seat=1").json()
+    assert view["viewer"] == 1 and view["frames"]
+    assert len(client.get("/api/replays").json()["files"]) == 1  # uploads are not written to the folder
+    assert_refused(post_json(client, "/api/replays", b"{broken"), 422, "not valid JSON")
+    assert_refused(
+        post_json(client, "/api/replays", text.replace('"loveletter-replay"', '"other"')),
+        422,
+        "not a Love Letter replay",
+    )
+    data = json.loads(text)
+    data["result"]["tokens"] = [5, 5]
+    assert_refused(post_json(client, "/api/replays", json.dumps(data)), 422, "result.tokens is [5, 5]")
+    assert_refused(post_json(client, "/api/replays", b" " * (MAX_REPLAY_BYTES + 1)), 413, "larger than the limit")
+    assert_refused(client.get("/api/uploads/nope"), 404, "no uploaded replay with id 'nope'")
+
+
+# Leaderboard ------------------------------------------------------------------------------
+
+
+def test_leaderboard(tmp_path, replay_dir):
+    with local_client(ServerConfig(replay_dir)) as c:
+        assert c.get("/api/leaderboard").json()["available"] is False
+        assert_refused(c.get("/leaderboard/league.png"), 404, "no league chart")
+    league = tmp_path / "league"
+    league.mkdir()
+    with local_client(ServerConfig(replay_dir, league)) as c:
+        assert "no league.csv" in c.get("/api/leaderboard").json()["reason"]
+    (league / "league.csv").write_text("rank,agent,ordinal\n1,belief,20.5\n2,random,12.0\n")
+    (league / "league.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    with local_client(ServerConfig(replay_dir, league)) as c:
+        board = c.get("/api/leaderboard").json()
+        assert board["available"] and board["chart"]
+        assert [r["agent"] for r in board["rows"]] == ["belief", "random"]
+        chart = c.get("/leaderboard/league.png")
+        assert chart.status_code == 200 and chart.headers["content-type"] == "image/png"
+
+
+# Command line -----------------------------------------------------------------------------
+
+
+def test_find_checkpoints(tmp_path):
+    (tmp_path / "run" / "snapshots").mkdir(parents=True)
+    for name in ("run/best.pt", "run/snapshots/update_5.pt", "run/notes.txt"):
+        (tmp_path / name).write_bytes(b"x")
+    found = find_checkpoints([tmp_path])
+    assert sorted(found) == ["run/best"]  # a run's snapshots are its history, not agents to offer
+    assert find_checkpoints([tmp_path / "run" / "best.pt"]) == {"best": (tmp_path / "run" / "best.pt").resolve()}
+    snapshot = tmp_path / "run" / "snapshots" / "update_5.pt"
+    assert find_checkpoints([snapshot]) == {"update_5": snapshot.resolve()}  # unless named directly
+    with pytest.raises(ValueError, match="does not exist"):
+        find_checkpoints([tmp_path / "nowhere"])
+
+
+def test_serve_cli_errors(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        serve_main(["--help"])
+    assert exit_info.value.code == 0 and "--replays" in capsys.readouterr().out
+    for argv, fragment in [
+        (["--port", "0"], "--port must be in 1..65535"),
+        (["--checkpoints", str(tmp_path / "nowhere.pt")], "does not exist"),
+        (["--league", str(tmp_path / "none")], "--league folder"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            serve_main(argv)
+        assert exit_info.value.code == 2
+        assert fragment in capsys.readouterr().err
+
+
+def test_timings_cli_refuses_bad_counts(capsys):
+    from training.apps.web.timings import main as timings_main
+
+    with pytest.raises(SystemExit) as exit_info:
+        timings_main(["--repeats", "0"])
+    assert exit_info.value.code == 2 and "must be positive" in capsys.readouterr().err
+
+
+# Ladder rungs, solved policies and what the server offers -----------------------------------
+
+MINI6_IN_PLAY = [2, 1, 1, 0, 1, 0, 0, 1]  # Guard x2, Priest, Baron, Prince, Princess
+MINI6_FACE_UP = [3, 1, 1, 2, 1, 1, 1, 0]
+
+
+def test_the_card_reference_follows_the_rules(client):
+    meta = client.get("/api/meta").json()
+    mini6 = meta["cards_by_rules"]["mini6"]
+    assert [c["copies"] for c in mini6] == MINI6_IN_PLAY and [c["face_up"] for c in mini6] == MINI6_FACE_UP
+    assert [c["copies"] for c in meta["cards_by_rules"]["classic"]] == [5, 2, 2, 2, 2, 1, 1, 1]
+    assert set(meta["cards_by_rules"]) == set(meta["rules"])
+
+
+def test_the_card_reference_says_what_the_handmaid_and_king_do_when_the_king_passes_a_handmaid(client):
+    """The page and the terminal make their references from one set of rows; under this
+    preset the Handmaid's line still said no card could choose her player."""
+    from loveletter_env.render import card_reference as terminal_reference
+    from loveletter_env.rules import PRESETS
+
+    cards = {c["name"]: c["effect"] for c in client.get("/api/meta").json()["cards_by_rules"]["king_ignores_handmaid"]}
+    assert cards["King"].endswith("(a Handmaid does not protect from the King in these rules).")
+    assert cards["Handmaid"].endswith("until your next turn (except the King's, in these rules).")
+    terminal = terminal_reference(PRESETS["king_ignores_handmaid"])
+    assert "(except the King's, in these rules)" in terminal and "does not protect from the King" in terminal
+    classic = {c["name"]: c["effect"] for c in client.get("/api/meta").json()["cards_by_rules"]["classic"]}
+    assert "King" not in classic["Handmaid"] and "Handmaid" not in classic["King"]
+
+
+def test_a_guard_on_a_rung_is_not_offered_cards_that_are_all_face_up(client):
+    """Naming a card whose every copy lies face up is legal but a sure miss: the page is told."""
+    for seed in range(40):
+        game = new_game(client, opponents=["random"], rules="mini6", seed=seed)
+        guard_moves = [m for m in game["legal"] if m["card"] == 1 and m["guess"]]
+        if guard_moves:
+            break
+    else:
+        pytest.fail("no seed of 0..39 deals the person a Guard to play first on mini6")
+    possible = {m["guess"]: m["possible"] for m in guard_moves}
+    assert possible == {2: True, 3: True, 4: False, 5: True, 6: False, 7: False, 8: True}
+    assert all(m["possible"] for m in game["legal"] if not m["guess"])
+    # Still a legal move: the server plays it if asked.
+    sure_miss = next(m for m in guard_moves if m["guess"] == 4)
+    assert client.post(f"/api/games/{game['id']}/move", json={"action": sure_miss["action"]}).status_code == 200
+
+
+def test_counts_in_the_page_script_are_pluralized():
+    """'Deck: 1 cards' read wrong: a count in the page's words goes through plural()."""
+    import re
+
+    script = (ROOT / "training" / "apps" / "web" / "static" / "app.js").read_text()
+    assert not re.findall(r"\$\{[^}]*\} (?:cards|rounds|moves|turns|tokens|players)\b", script)
+    assert "plural(view.deck_remaining" in script
+
+
+@pytest.fixture(scope="module")
+def policy_file(tmp_path_factory):
+    from training.exploitability.solver import solve
+
+    return solve("mini6", iterations=20).save_policy(tmp_path_factory.mktemp("solved") / "policy.npz")
+
+
+def test_a_solved_policy_is_offered_and_played_on_its_rung(replay_dir, policy_file):
+    from training.apps.server import load_policies
+
+    policies = load_policies([policy_file])
+    assert list(policies) == ["mini6"] and policies["mini6"].rules == "mini6"
+    with local_client(ServerConfig(replay_dir, None, {}, policies=policies)) as c:
+        assert c.get("/api/meta").json()["opponents"]["policies"] == [{"name": "mini6", "rules": "mini6"}]
+        game = finish(c, new_game(c, opponents=["solved:mini6"], rules="mini6", length="game", seed=4))
+        assert game["view"]["game_over"]
+        replay = load_replay(replay_dir / game["replay_file"])
+        assert replay.agents[1].name == "solved" and replay.agents[1].spec == f"solved:path={policy_file.resolve()}"
+        assert_refused(
+            c.post("/api/games", json={"opponents": ["solved:mini6"], "rules": "classic"}),
+            400,
+            "solved:mini6 plays only rules 'mini6'",
+        )
+        assert_refused(c.post("/api/games", json={"opponents": ["solved:mini7"]}), 400, "unknown solved policy")
+
+
+def test_serve_names_a_policy_given_as_a_checkpoint_and_the_reverse(capsys, policy_file):
+    with pytest.raises(SystemExit) as exit_info:
+        serve_main(["--checkpoints", str(policy_file)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "is a solved policy" in err and f"--policies {policy_file}" in err and "corrupt" not in err
+    with pytest.raises(SystemExit) as exit_info:
+        serve_main(["--policies", str(SHIPPED / "ppo_2p.pt")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "not a solved policy file" in err and "--checkpoints" in err
+
+
+def test_find_runs_offers_one_checkpoint_per_run(tmp_path):
+    from training.apps.server import find_runs
+
+    runs = tmp_path / "runs"
+    for name in ("a/best.pt", "a/latest.pt", "a/snapshots/update_5.pt", "b/result.pt", "b/best.pt", "c/notes.txt"):
+        (runs / name).parent.mkdir(parents=True, exist_ok=True)
+        (runs / name).write_bytes(b"x")
+    assert find_runs([runs]) == {"runs/a": (runs / "a/best.pt").resolve(), "runs/b": (runs / "b/result.pt").resolve()}
+    with pytest.raises(ValueError, match="--runs folder .* does not exist"):
+        find_runs([tmp_path / "nowhere"])
+
+
+def test_serve_offers_the_shipped_networks_and_only_the_runs_asked_for(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    import uvicorn
+
+    (tmp_path / "checkpoints" / "shipped").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "scratch").mkdir()
+    shutil.copy(SHIPPED / "ppo_2p.pt", tmp_path / "checkpoints" / "shipped" / "ppo_2p.pt")
+    shutil.copy(SHIPPED / "ppo_2p.pt", tmp_path / "checkpoints" / "scratch" / "latest.pt")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: None)
+    assert serve_main([]) == 0
+    assert "checkpoints offered: shipped/ppo_2p\n" in capsys.readouterr().out
+    assert serve_main(["--runs", "checkpoints"]) == 0
+    assert "checkpoints offered: checkpoints/scratch, shipped/ppo_2p\n" in capsys.readouterr().out

@@ -1,0 +1,124 @@
+"""Run configs (``training.learn.config``): bad values and files are a ``ConfigError`` naming the
+key, before training starts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from training.learn.config import ConfigError, load_config
+from training.selfplay import main as selfplay_main
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("eval.opponents=[nosuchbot]", r"eval.opponents must be names from .*got \['nosuchbot'\]"),
+        ("eval.opponents=[guided]", r"eval.opponents: bot 'guided' cannot be built .*policy=PATH"),
+        ("opponents.bot_names=[guided]", r"opponents.bot_names: bot 'guided' cannot be built"),
+        ("seed=1180591620717411303424", r"seed must be < 2\*\*63, got 1180591620717411303424"),  # 2**70
+        ("ppo.learning_rate=1e300", r"ppo.learning_rate must be <= 1, got 1e\+300"),
+        ("env.num_games=100000000", r"env.num_games must be <= 65536, got 100000000"),
+        ("env.rollout_steps=1000000", r"env.rollout_steps must be <= 4096"),
+        ("env.num_games=65536", r"env.num_games times env.rollout_steps .* at most 1,048,576 turns"),
+        ("model.hidden_sizes=[100000000]", r"model.hidden_sizes\[0\] must be <= 65536, got 100000000"),
+        (f"model.hidden_sizes={[8] * 17}", r"model.hidden_sizes must hold at most 16 items"),
+        ("model.hidden_sizes=[60000,60000]", r"model.hidden_sizes must give a network of at most 100,000,000"),
+        ("torch_threads=100000000", r"torch_threads must be <= 1024"),
+        ("learning_rate=1e-3", r"unknown config key\(s\) \['learning_rate'\] \(did you mean 'ppo.learning_rate'\?\)"),
+        ("ppo.learnin_rate=1e-3", r"did you mean 'ppo.learning_rate'\?"),
+        ("model=&m [*m]", r"model\[0\] refers to itself \(a recursive YAML alias\)"),
+        # Strict types: text is no number or boolean, a boolean no number, a fraction no integer.
+        ("eval.greedy='true'", r"eval.greedy must be true or false, got 'true'"),
+        ("seed='3'", r"seed must be an integer, got '3'"),
+        ("ppo.learning_rate=true", r"ppo.learning_rate must be a finite number, got True"),
+        ("ppo.update_epochs=4.5", r"ppo.update_epochs must be an integer, got 4.5"),
+        ('run_name="a\\0b"', r"run_name must be a plain folder name .*got 'a\\x00b'"),
+        ('out_dir="runs\\0"', r"out_dir must be a path without NUL characters"),
+        (f"run_name={'x' * 300}", r"run_name must be at most 255 characters long, got 'x+\.\.\.x+'$"),
+    ],
+)
+def test_bad_config_values_are_a_config_error_before_training(tmp_path, capsys, override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(["--no-progress", "--set", f"out_dir={tmp_path}", "--set", override])
+    assert exit_info.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []  # nothing was started
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("1: 2\n", r"config key 1 must be a name, got the int 1"),
+        ("ppo:\n  true: 4\n", r"config key ppo.True must be a name, got the bool True"),
+        ("env: &e\n  num_players: *e\n", r"env.num_players refers to itself \(a recursive YAML alias\)"),
+        ("eval: &a [1, *a]\n", r"eval\[1\] refers to itself"),
+    ],
+    ids=["integer key", "boolean key", "recursive mapping", "recursive list"],
+)
+def test_bad_config_files_are_a_config_error_naming_the_key(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+
+
+def test_quoted_text_stays_text_and_exponents_are_numbers(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text('run_name: "1e5"\nppo:\n  learning_rate: 3e-4\n  ent_coef: 1.0e-3\ntotal_steps: 1e6\n')
+    config = load_config(path)
+    assert config.run_name == "1e5"
+    assert config.ppo.learning_rate == 3e-4 and config.ppo.ent_coef == 1e-3
+    assert config.total_steps == 1_000_000 and isinstance(config.total_steps, int)
+    assert load_config(None, ['run_name="1e5"']).run_name == "1e5"
+    with pytest.raises(ConfigError, match=r"run_name must be a string, got 100000.0"):
+        load_config(None, ["run_name=1e5"])  # unquoted, YAML reads a number
+
+
+def _aliases_of_aliases(levels: int) -> str:
+    lines = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("env: " + "[" * 5000 + "]" * 5000 + "\n", r"is nested too deeply \(the limit is 32 levels\)"),
+        ("env: " + "[" * 40 + "]" * 40 + "\n", r"nested too deeply: env(\[0\]){31,32} is more than 32 levels down"),
+        ("seed: " + "9" * 5000 + "\n", r"is not valid YAML: Exceeds the limit \(4300 digits\)"),
+        (_aliases_of_aliases(7), r"holds more than 100,000 lists and mappings"),
+    ],
+    ids=["deeper than the stack", "deep", "5000 digits", "aliases of aliases"],
+)
+def test_config_files_that_would_exhaust_the_parser_are_refused(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+    if text.count("\n") == 1:  # the same value given as an override
+        with pytest.raises(ConfigError, match=message):
+            load_config(None, [text.replace(": ", "=", 1).strip()])
+
+
+def test_config_files_are_read_only_to_the_size_limit(tmp_path):
+    from training.learn.config import MAX_CONFIG_BYTES
+
+    big = tmp_path / "big.yaml"
+    big.write_text("# " + "x" * MAX_CONFIG_BYTES)
+    with pytest.raises(ConfigError, match=r"big.yaml' is too large: the limit is 1,000,000 bytes"):
+        load_config(big)
+    if Path("/dev/zero").exists():  # endless, and reports a size of 0
+        with pytest.raises(ConfigError, match=r"'/dev/zero' is not a file"):
+            load_config("/dev/zero")
+
+
+def test_shared_yaml_aliases_are_still_fine(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("opponents:\n  bot_names: &bots [rule]\neval:\n  opponents: *bots\n  best_by: rule\n")
+    config = load_config(path)  # an alias used twice is no loop
+    assert config.opponents.bot_names == config.eval.opponents == ["rule"]

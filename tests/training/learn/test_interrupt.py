@@ -1,0 +1,245 @@
+"""Ctrl-C in the long-running tools: no traceback, what was saved, how to resume, exit 130.
+
+Each test starts the command in its own session, waits until it is working, and sends
+SIGINT to the whole process group, as a terminal does on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, TINY_TRAINING
+
+from training.learn.checkpoint import load_checkpoint
+from training.learn.interrupt import EXIT_INTERRUPTED
+
+TRAIN = [
+    *TINY_TRAINING,
+    "total_steps=100000000",
+    "eval.every=1",
+    "eval.rounds=4",
+    "eval.opponents=[random]",
+    "eval.best_by=random",
+    "save_every=1000",
+    "opponents.bots=0",
+]
+
+
+def start(args: list[str], ignore_ctrl_c: bool = False) -> subprocess.Popen:
+    """``python -m ARGS`` in a session of its own; ``ignore_ctrl_c`` starts it with SIGINT
+    ignored, as a shell starts a job in the background (``cmd &``)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_ctrl_c else None,
+    )
+
+
+def wait_for_lines(stream, pattern: str, count: int, timeout: float = 120) -> list[str]:
+    """Read ``stream`` until ``count`` lines matched ``pattern``; return every line read."""
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    matched = 0
+    while matched < count:
+        assert time.monotonic() < deadline, f"no {count} lines matching {pattern!r} in time: {lines}"
+        line = stream.readline()
+        assert line, f"the command ended early: {lines}"
+        lines.append(line)
+        matched += bool(re.search(pattern, line))
+    return lines
+
+
+def ctrl_c(process: subprocess.Popen, times: int = 1) -> tuple[str, str]:
+    for _ in range(times):
+        os.killpg(process.pid, signal.SIGINT)
+        time.sleep(0.05)
+    try:
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    return out, err
+
+
+def no_process_left(process: subprocess.Popen) -> bool:
+    for _ in range(50):
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def metric_rows(run_dir: Path) -> list[dict[str, str]]:
+    with (run_dir / "metrics.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def selfplay_args(out_dir: Path) -> list[str]:
+    args = ["training.selfplay", "--no-progress", "--set", f"out_dir={out_dir}", "--set", "run_name=r"]
+    for item in TRAIN:
+        args += ["--set", item]
+    return args
+
+
+def test_ctrl_c_in_selfplay_saves_the_update_and_says_how_to_resume(tmp_path):
+    run_dir = tmp_path / "r"
+    process = start(selfplay_args(tmp_path))
+    wait_for_lines(process.stdout, r"^update \d+ \(.* turns\): win rate vs random", count=2)
+    out, err = ctrl_c(process)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err
+    saved = load_checkpoint(run_dir / "latest.pt")
+    assert f"interrupted: saved update {saved['update']} " in err
+    resume = f"python -m training.selfplay --resume {shlex.quote(str(run_dir))} --no-progress"
+    assert f"Resume with: {resume}" in err
+    # The saved update is the last one logged: a resumed run neither loses nor repeats rows.
+    assert int(metric_rows(run_dir)[-1]["update"]) == saved["update"]
+
+    # The printed command resumes the run (stopped again after one more evaluation).
+    resumed = start(shlex.split(resume)[2:])  # start() runs python -m itself
+    lines = wait_for_lines(resumed.stdout, r"^update \d+ ", count=1)
+    assert lines[-1].startswith(f"update {saved['update'] + 1} ")
+    _, err = ctrl_c(resumed)
+    assert resumed.returncode == EXIT_INTERRUPTED and "Traceback" not in err
+    assert load_checkpoint(run_dir / "latest.pt")["update"] > saved["update"]
+    updates = [int(row["update"]) for row in metric_rows(run_dir)]
+    assert updates == list(range(1, updates[-1] + 1))
+
+
+def test_second_ctrl_c_in_selfplay_stops_at_once_without_a_traceback(tmp_path):
+    process = start(selfplay_args(tmp_path))
+    wait_for_lines(process.stdout, r"^update \d+ ", count=1)
+    out, err = ctrl_c(process, times=2)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err
+    assert "stopped at once" in err or "interrupted: saved update" in err  # the first may finish the update
+
+
+def test_sigterm_saves_like_ctrl_c_even_where_ctrl_c_is_ignored(tmp_path):
+    # As a shell starts a job in the background (`cmd &`): SIGINT ignored, SIGTERM the way to stop it.
+    run_dir = tmp_path / "r"
+    process = start(selfplay_args(tmp_path), ignore_ctrl_c=True)
+    wait_for_lines(process.stdout, r"^update \d+ \(.* turns\): win rate vs random", count=2)
+    os.killpg(process.pid, signal.SIGINT)  # ignored, as it would be in the background
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "SIGTERM: stopping after this update" in err and "Traceback" not in err
+    saved = load_checkpoint(run_dir / "latest.pt")
+    assert f"interrupted: saved update {saved['update']} " in err
+    assert int(metric_rows(run_dir)[-1]["update"]) == saved["update"]
+
+
+def test_ctrl_c_in_exploit_saves_the_best_response_and_measures_nothing(tmp_path):
+    command = ["training.exploit", "--checkpoint", str(ROOT / "checkpoints/shipped/ppo_2p.pt"), "--no-progress"]
+    command += ["--steps", "100000000", "--run-name", "br", "--set", f"out_dir={tmp_path}", "--set", "save_every=1"]
+    command += ["--set", "env.num_games=16", "--set", "env.rollout_steps=8"]
+    process = start(command)
+    wait_for_lines(process.stdout, r"^update \d+ \(.* turns\): saved", count=2)
+    _, err = ctrl_c(process)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err
+    saved = load_checkpoint(tmp_path / "br" / "latest.pt")
+    assert f"training stopped after {saved['global_step']:,} of 100,000,000 turns" in err
+    assert "nothing was measured" in err and not (tmp_path / "br" / "exploit.json").exists()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_in_evaluate_reports_the_rounds_played(workers):
+    process = start(
+        ["training.evaluate", "rule", "random", "--rounds", "1000000", "--workers", str(workers), "--seed", "3"]
+    )
+    # The progress bar (stderr) shows the evaluation is under way.
+    deadline = time.monotonic() + 120
+    seen = ""
+    while not re.search(r"[1-9]\d*/1000000", seen):
+        assert time.monotonic() < deadline, seen
+        char = process.stderr.read(1)
+        assert char, seen
+        seen += char
+    out, err = ctrl_c(process)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    played = int(re.search(r"interrupted after (\d+) of 1000000 rounds", err).group(1))
+    assert played > 0
+    assert f"{played} rounds, 2 players, seed 3" in out and "slot 0  rule" in out
+    assert no_process_left(process), "worker processes outlived the command"
+
+
+def solve_files(folder: Path) -> list[str]:
+    """The files a solve writes (its lock file aside), temporary ones included."""
+    return sorted(p.name for p in folder.iterdir() if p.name != ".lock") if folder.exists() else []
+
+
+@pytest.fixture(scope="module")
+def compiled_tree_kernels(tmp_path_factory):
+    """The tree and solver kernels compiled into numba's disk cache, so that the signal lands in
+    the tree walk the tests mean to interrupt, not in a first-use compilation (in a fresh clone
+    no earlier test may have compiled them)."""
+    out = tmp_path_factory.mktemp("warm") / "solved"
+    for command in (
+        ["training.solve", "mini6", "--iterations", "1", "--out", str(out)],
+        ["training.exploit", "rule", "--exact", "--rules", "mini6", "--no-progress"],
+    ):
+        subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, check=True, timeout=600)
+
+
+@pytest.mark.usefixtures("compiled_tree_kernels")
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["training.solve", "mini8", "--target", "0"],
+        ["training.exploit", "rule", "--exact", "--rules", "mini8", "--no-progress"],
+    ],
+    ids=["solve", "exploit-exact"],
+)
+def test_ctrl_c_while_building_a_tree_stops_at_once(tmp_path, command):
+    # A signal used to arrive while compiled code ran and be raised inside numba's packing
+    # of the returned arrays: a segmentation fault (exit 139) instead of exit 130.
+    out = tmp_path / "solved"
+    process = start([*command, "--out", str(out)] if command[0] == "training.solve" else command)
+    wait_for_lines(process.stderr, r"^building the tree of mini8", count=1)
+    time.sleep(0.5)  # inside the walk of mini8's tree (several seconds)
+    sent = time.monotonic()
+    out_text, err = ctrl_c(process)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert time.monotonic() - sent < 10
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert err.strip().splitlines()[-1].startswith("interrupted")
+    assert out_text == "" or "exploitability" not in out_text
+    assert solve_files(out) == []
+
+
+@pytest.mark.usefixtures("compiled_tree_kernels")
+def test_ctrl_c_during_cfr_plus_writes_nothing_and_keeps_the_previous_solve(tmp_path):
+    out = tmp_path / "solved"
+    out.mkdir()
+    (out / "result.json").write_text('{"kept": true}')
+    process = start(
+        ["training.solve", "mini8", "--target", "0", "--iterations", "100000", "--out", str(out), "--force"]
+    )
+    wait_for_lines(process.stdout, r"^\s+\d+\s+[\d.]+\s+[\d.]+e[-+]\d+$", count=2)  # two measurements
+    _, err = ctrl_c(process)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert re.search(r"interrupted after [\d,]+ CFR\+ iterations; nothing was written", err), err
+    assert solve_files(out) == ["result.json"] and (out / "result.json").read_text() == '{"kept": true}'

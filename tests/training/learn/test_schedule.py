@@ -1,0 +1,119 @@
+"""Runs that change settings at given turn counts (``schedule``), runs extended with
+``--resume --set total_steps=N``, and the run's result file chosen on more rounds."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from conftest import ROOT, TINY_TRAINING
+
+from training.learn.checkpoint import load_checkpoint
+from training.learn.config import ConfigError, load_config
+from training.learn.selfplay_command import SelfPlayTrainer, main
+
+# Two updates of 16 games x 8 turns (128 turns each).
+TINY = [
+    *TINY_TRAINING,
+    "total_steps=256",
+    "eval.every=0",
+    "save_every=1",
+    "opponents.snapshot_every=1",
+]
+STAGE = "schedule=[{at_step: 128, set: {ppo.learning_rate: 2.0e-4, env.num_players: [4], opponents.bots: 0.0}}]"
+
+
+def args(tmp_path: Path, *extra: str) -> list[str]:
+    out = ["--no-progress", "--set", f"out_dir={tmp_path}"]
+    for item in [*TINY, *extra]:
+        out += ["--set", item]
+    return out
+
+
+def learning_rates(run: Path) -> list[float]:
+    with (run / "metrics.csv").open(newline="") as f:
+        return [float(r["learning_rate"]) for r in csv.DictReader(f)]
+
+
+def test_a_stage_changes_tables_opponents_and_learning_rate_from_its_turn(tmp_path: Path):
+    config = load_config(None, [*TINY, STAGE, "ppo.learning_rate=8e-4"])
+    assert config.at_step(127).env.num_players == [2] and config.at_step(128).env.num_players == [4]
+    assert config.at_step(500).opponents.bots == 0.0 and config.opponents.bots == 0.15
+    trainer = SelfPlayTrainer(config, tmp_path / "staged", progress=False)
+    assert trainer.env.num_players.tolist() == [2] * 16
+    trainer.train()
+    assert trainer.stage == 1 and trainer.env.num_players.tolist() == [4] * 16
+    # Each stage anneals its own learning rate from its start: update 2 starts the new stage afresh.
+    assert learning_rates(tmp_path / "staged") == pytest.approx([8e-4, 2e-4])
+    saved = yaml.safe_load((tmp_path / "staged" / "config.yaml").read_text())
+    assert saved["schedule"] == [{"at_step": 128, "set": config.schedule[0].set}]
+
+
+@pytest.mark.parametrize(
+    ("stage", "message"),
+    [
+        ("[{at_step: 0, set: {ppo.learning_rate: 1.0e-4}}]", "at_step must be > 0"),
+        ("[{at_step: 50, set: {ppo.ent_coef: 0.0}}, {at_step: 50, set: {ppo.ent_coef: 0.1}}]", "above the previous"),
+        ("[{at_step: 50, set: {seed: 3}}]", "'seed' cannot change during a run"),
+        ("[{at_step: 50, set: {ppo.learnin_rate: 3}}]", "'ppo.learnin_rate' cannot change during a run .no such key"),
+        ("[{at_step: 50, set: {ppo.learning_rate: -1}}]", r"schedule\[0\] \(from turn 50\): ppo.learning_rate"),
+        ("[{at_step: 50, set: {env.num_players: [5]}}]", r"schedule\[0\] \(from turn 50\): env.num_players"),
+        ("[{at_step: 50, set: {}}]", r"schedule\[0\].set must hold at least 1 item"),
+        ("[{at_step: 50, sets: {ppo.ent_coef: 0.0}}]", "did you mean 'schedule\\[0\\].set'"),
+    ],
+)
+def test_bad_stages_are_named_before_anything_runs(stage: str, message: str):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [*TINY, f"schedule={stage}"])
+
+
+def test_shipped_agent_configs_are_valid_schedules():
+    for name in ("ppo_2p.yaml", "ppo_2to4p.yaml"):
+        config = load_config(ROOT / "configs" / name)
+        assert config.schedule, name
+        assert all(config.at_step(stage.at_step).validate() for stage in config.schedule)
+
+
+def test_resume_extends_a_finished_run_and_records_the_new_length(tmp_path: Path, capsys: pytest.CaptureFixture):
+    main(args(tmp_path, "run_name=short", STAGE))
+    run = tmp_path / "short"
+    with pytest.raises(SystemExit):
+        main(["--resume", str(run), "--no-progress"])
+    assert "pass --set total_steps=N" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--resume", str(run), "--no-progress", "--set", "total_steps=512", "--set", "ppo.ent_coef=0.1"])
+    assert "but --set total_steps=N" in capsys.readouterr().err
+    summary = main(["--resume", str(run), "--no-progress", "--set", "total_steps=512"])
+    assert summary["global_step"] == 512 and summary["update"] == 4
+    assert yaml.safe_load((run / "config.yaml").read_text())["total_steps"] == 512
+    saved = load_checkpoint(run / "latest.pt")
+    assert saved["config"]["total_steps"] == 512 and saved["training"]["pool"]["labels"][-1] == 4
+    # The last stage now runs to turn 512: its learning rate anneals over the longer stretch.
+    assert learning_rates(run)[2:] == pytest.approx([2e-4 * (1 - 128 / 384), 2e-4 * (1 - 256 / 384)])
+
+
+def test_the_result_is_named_and_picked_on_more_rounds(tmp_path: Path, capsys: pytest.CaptureFixture):
+    summary = main(args(tmp_path, "run_name=picked", "eval.every=1", "eval.rounds=4", "eval.final_rounds=30"))
+    run = tmp_path / "picked"
+    result = summary["result"]
+    assert result["path"] == str(run / "result.pt")
+    chosen = torch.load(run / "result.pt", weights_only=True)
+    source = load_checkpoint(run / result["source"])
+    assert chosen["update"] == source["update"]
+    for name, weights in chosen["model"]["state_dict"].items():
+        assert torch.equal(weights, source["model"]["state_dict"][name])
+    if result["figures"]:  # best.pt was an earlier update: both played 30 more rounds
+        assert {label: fig["rounds"] for label, fig in result["figures"].items()} == {"latest.pt": 30, "best.pt": 30}
+        rates = {label: fig["win_rate"] for label, fig in result["figures"].items()}
+        assert result["source"] == ("best.pt" if rates["best.pt"] > rates["latest.pt"] else "latest.pt")
+    assert f"result: {run / 'result.pt'}" in capsys.readouterr().out
+
+
+def test_without_evaluations_the_final_weights_are_the_result(tmp_path: Path):
+    summary = main(args(tmp_path, "run_name=plain"))
+    assert summary["result"]["source"] == "latest.pt" and not summary["result"]["figures"]
+    final = load_checkpoint(tmp_path / "plain" / "latest.pt")
+    assert load_checkpoint(tmp_path / "plain" / "result.pt")["update"] == final["update"]

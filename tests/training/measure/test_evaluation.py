@@ -1,0 +1,188 @@
+"""training.evaluate: reproducible figures, independent of the worker count, clear
+errors for bad specs, and the CLI (plain, --json, league) end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from loveletter_env.agents import RandomAgent, make_agent
+from loveletter_env.agents.specs import resolve_agent
+from training.measure.evaluation import EvaluationResult, evaluate
+from training.measure.stats import wilson_interval
+
+
+def test_same_seed_same_result_and_worker_count_does_not_matter():
+    one = evaluate(["belief", "rule"], rounds=60, seed=5)
+    again = evaluate(["belief", "rule"], rounds=60, seed=5)
+    two_workers = evaluate(["belief", "rule"], rounds=60, seed=5, workers=2)
+    assert one.to_dict() == again.to_dict() == two_workers.to_dict()
+    other_seed = evaluate(["belief", "rule"], rounds=60, seed=6)
+    assert other_seed.to_dict() != one.to_dict()
+
+
+def test_result_figures_are_consistent():
+    result = evaluate(["rule", "random"], rounds=200, seed=1)
+    assert isinstance(result, EvaluationResult)
+    assert result.episodes == 200 and result.agents == ["rule", "random"]
+    assert sum(result.wins) >= 200  # every round has a winner (shared wins count for each)
+    for rate, (lo, hi) in zip(result.win_rate, result.ci95):
+        assert lo <= rate <= hi
+    assert result.win_rate[0] > 0.6  # the rule bot clearly beats random play
+    assert result.mean_round_length > 2
+    json.dumps(result.to_dict())
+
+
+def test_lineup_is_filled_with_the_last_agent_and_seats_rotate():
+    result = evaluate(["rule", "random"], num_players=4, rounds=40, seed=2)
+    assert result.agents == ["rule", "random", "random", "random"]
+    assert len(result.win_rate) == 4
+    # Identical random players in rotating seats: every slot wins sometimes.
+    assert all(w > 0 for w in result.wins)
+
+
+def test_an_agent_object_filling_several_seats_is_copied_per_seat():
+    from training.measure.matches import _lineup
+
+    bot = make_agent("rule", seed=0)
+    lineup = _lineup([make_agent("random", seed=1), bot], 4)
+    assert lineup[1] is bot
+    assert lineup[2] is not bot and lineup[3] is not bot and lineup[2] is not lineup[3]
+    assert all(type(agent) is type(bot) for agent in lineup[1:])
+
+
+def test_whole_games():
+    result = evaluate(["belief", "random"], rounds=4, episode="game", seed=0)
+    assert result.mean_rounds_per_episode >= 7  # a 2-player game needs 7 tokens
+    assert sum(result.wins) >= 4
+
+
+def test_agent_specs():
+    agent = RandomAgent(seed=1)
+    assert resolve_agent(agent) is agent
+    assert resolve_agent("ismcts:iterations=5").iterations == 5
+    assert isinstance(resolve_agent("loveletter_env.agents.random_agent:RandomAgent", seed=1), RandomAgent)
+    result = evaluate([make_agent("rule", seed=0), "loveletter_env.agents.random_agent:RandomAgent"], rounds=10)
+    assert len(result.agents) == 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"agents": ["nobody"]}, ValueError, "unknown agent 'nobody'"),
+        ({"agents": ["missing/model.pt"]}, FileNotFoundError, "does not exist"),
+        ({"agents": ["rule"], "num_players": 5}, ValueError, "num_players"),
+        ({"agents": ["rule"], "episode": "match"}, ValueError, "episode"),
+        ({"agents": ["rule"], "rounds": 0}, ValueError, "rounds"),
+        ({"agents": ["rule"], "workers": 0}, ValueError, "workers"),
+        ({"agents": ["rule", "rule", "rule"]}, ValueError, "3 agents given for a 2-player table"),
+        ({"agents": [object()]}, ValueError, "act"),
+        ({"agents": ["ismcts:iterations"]}, ValueError, "key=value"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, error, match):
+    kwargs.setdefault("rounds", 2)
+    with pytest.raises(error, match=match):
+        evaluate(**kwargs)
+
+
+def test_wilson_interval():
+    lo, hi = wilson_interval(50, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-4) and hi == pytest.approx(0.5962, abs=1e-4)
+    assert wilson_interval(0, 10)[0] == 0.0
+    assert wilson_interval(10, 10)[1] == pytest.approx(1.0)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "training.evaluate", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_cli_json_matches_function_api():
+    run = _cli("rule", "random", "--rounds", "40", "--seed", "3", "--json", "--no-progress")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data == json.loads(json.dumps(evaluate(["rule", "random"], rounds=40, seed=3).to_dict()))
+
+
+def test_cli_text_and_errors():
+    run = _cli("belief", "random", "--players", "3", "--rounds", "20", "--no-progress")
+    assert run.returncode == 0, run.stderr
+    assert "win rate" in run.stdout and "95% CI" in run.stdout and "first player wins" in run.stdout
+    bad = _cli("wizard", "--rounds", "5")
+    assert bad.returncode == 2 and "unknown agent 'wizard'" in bad.stderr
+    neither = _cli("--rounds", "5")
+    assert neither.returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["rule", "random", "--save-replays-every", "5"], "--save-replays-every goes with --save-replays DIR"),
+        (["rule", "random", "--out", "somewhere"], "--out goes with --league or --exact"),
+    ],
+)
+def test_flags_that_would_change_nothing_are_refused(tmp_path: Path, argv, message, capsys):
+    from training.evaluate import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--rounds", "4", "--no-progress"])
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not Path("somewhere").exists()
+
+
+def test_cli_league_writes_table_csv_and_chart(tmp_path: Path):
+    run = _cli("--league", "random", "rule", "belief", "--rounds", "20", "--out", str(tmp_path), "--no-progress")
+    assert run.returncode == 0, run.stderr
+    table = (tmp_path / "league.md").read_text()
+    for name in ("random", "rule", "belief"):
+        assert f"| {name} |" in table
+    rows = (tmp_path / "league.csv").read_text().splitlines()
+    assert rows[0].startswith("rank,agent") and len(rows) == 4
+    assert (tmp_path / "league.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_checkpoint_paths_are_loaded_with_training_checkpoint(tmp_path: Path):
+    torch = pytest.importorskip("torch")
+    from training.learn.checkpoint import model_payload, save_checkpoint
+    from training.learn.ppo import ActorCritic
+
+    model = ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(0))
+    path = save_checkpoint(tmp_path / "net.pt", {"model": model_payload(model), "update": 1, "global_step": 1})
+    one = evaluate([str(path), "random"], rounds=20, seed=1)
+    assert one.agents == [str(path), "random"] and one.episodes == 20
+    assert evaluate([path, "random"], rounds=20, seed=1, workers=2).to_dict() == one.to_dict()
+
+
+class _EvaluatesWhilePlaying:
+    """Plays like ``rule``, but runs a small evaluation of its own before its first move."""
+
+    name = "nested"
+
+    def __init__(self) -> None:
+        self.inner = None
+        self.bot = make_agent("rule", seed=0)
+
+    def reset(self, seed=None) -> None:
+        self.bot.reset(seed=seed)
+
+    def act(self, observation):
+        if self.inner is None:
+            self.inner = evaluate(["random", "random"], rounds=3, seed=1)
+        return self.bot.act(observation)
+
+
+def test_an_evaluation_can_run_inside_another():
+    nested = _EvaluatesWhilePlaying()
+    result = evaluate([nested, "rule"], rounds=6, seed=2)
+    assert result.episodes == 6 and nested.inner is not None and nested.inner.episodes == 3
+    plain = evaluate([make_agent("rule", seed=0), "rule"], rounds=6, seed=2)
+    assert result.wins == plain.wins  # the inner evaluation changed nothing in the outer one

@@ -1,0 +1,485 @@
+"""The Gymnasium single-agent env, the registry entries and the library-free adapters, and bad
+input to them refused before anything changes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium
+import numpy as np
+import pettingzoo
+import pytest
+from conftest import ROOT
+from gymnasium.utils.env_checker import check_env
+
+import loveletter_env
+from loveletter_env import env as make_env
+from loveletter_env.agents.base import AgentError
+from loveletter_env.cards import FULL_DECK
+from loveletter_env.engine import IllegalActionError
+from loveletter_env.observation import OBSERVATION_SIZE
+from loveletter_env.wrappers import GYM_ENV_ID, PETTINGZOO_ENV_ID, LoveLetterGymEnv, RLlibLoveLetterEnv
+from loveletter_env.wrappers._extras import MissingExtraError, require
+from loveletter_env.wrappers.tianshou import NumericInfoWrapper
+
+
+def play_out(env: gymnasium.Env, seed: int, rng: np.random.Generator) -> list[tuple]:
+    """One episode with uniformly random legal actions; every transition as a tuple."""
+    obs, info = env.reset(seed=seed)
+    trajectory = [(obs.copy(), info["learner_seat"])]
+    done = False
+    while not done:
+        mask = env.unwrapped.action_masks()
+        assert np.array_equal(mask, info["action_mask"])
+        action = int(rng.choice(np.flatnonzero(mask)))
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert not info.get("illegal_action")
+        trajectory.append((action, obs.copy(), reward, terminated))
+        done = terminated or truncated
+    return trajectory
+
+
+class FirstLegal:
+    """An opponent that plays its first legal action and counts its turns."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def act(self, observation) -> int:
+        self.calls += 1
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+
+# Registration ------------------------------------------------------------------------
+def test_import_registers_both_ids_without_loading_the_envs_or_optional_libraries():
+    code = (
+        "import sys, gymnasium, pettingzoo, loveletter_env\n"
+        f"gymnasium.spec({GYM_ENV_ID!r}); pettingzoo.spec('aec', {PETTINGZOO_ENV_ID!r})\n"
+        "heavy = [m for m in ('training', 'loveletter_env.wrappers.single_agent',"
+        " 'sb3_contrib', 'torchrl', 'tianshou', 'ray', 'onnxruntime') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_gymnasium_make_builds_the_single_agent_env_with_its_kwargs():
+    env = gymnasium.make(GYM_ENV_ID, num_players=3, opponents="rule", episode="round")
+    assert isinstance(env.unwrapped, LoveLetterGymEnv)
+    assert env.unwrapped.num_players == 3 and env.unwrapped.aec.episode == "round"
+    assert env.observation_space.shape == (loveletter_env.OBSERVATION_SIZE,)
+    assert env.action_space == gymnasium.spaces.Discrete(41)
+
+
+@pytest.mark.parametrize("env_id", [PETTINGZOO_ENV_ID, "loveletter/loveletter-v0", "loveletter/loveletter"])
+def test_pettingzoo_registry_makes_the_aec_env(env_id):
+    aec = pettingzoo.make("aec", env_id, num_players=4, episode="round")
+    assert isinstance(aec.unwrapped, loveletter_env.raw_env)
+    assert aec.possible_agents == [f"player_{i}" for i in range(4)]
+    aec.reset(seed=0)
+    assert aec.observe(aec.agent_selection)["action_mask"].sum() > 0
+
+
+def test_pettingzoo_registry_env_passes_the_api_test():
+    from pettingzoo.test import api_test
+
+    api_test(pettingzoo.make("aec", PETTINGZOO_ENV_ID, num_players=3), num_cycles=50)
+
+
+# Gymnasium API -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kwargs", [{}, {"num_players": 3, "episode": "round"}, {"num_players": 4, "opponents": "rule"}]
+)
+def test_passes_gymnasium_check_env(kwargs):
+    env = gymnasium.make(GYM_ENV_ID, **kwargs)
+    check_env(env.unwrapped)
+
+
+def test_mask_method_and_info_agree_with_the_aec_env_at_every_step():
+    env = gymnasium.make(GYM_ENV_ID, num_players=3, opponents="random")
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=1)
+    inner = env.unwrapped
+    done = False
+    while not done:
+        aec_obs = inner.aec.observe(inner.aec.possible_agents[inner.learner_seat])
+        assert inner.aec.agent_selection == f"player_{inner.learner_seat}"
+        assert np.array_equal(inner.action_masks(), aec_obs["action_mask"])
+        assert np.array_equal(info["action_mask"], aec_obs["action_mask"])
+        assert np.array_equal(obs, aec_obs["observation"])
+        obs, reward, done, _, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+    assert reward in (-1.0, 1.0)
+    assert (reward == 1.0) == (f"player_{inner.learner_seat}" in info["winners"])
+    assert info["action_mask"].all(), "the mask is all ones once the episode is over"
+
+
+def test_same_seed_gives_the_same_episode_and_seats_vary_with_the_seed():
+    make = lambda: gymnasium.make(GYM_ENV_ID, num_players=3, opponents="rule")  # noqa: E731
+    first = play_out(make(), seed=7, rng=np.random.default_rng(0))
+    second = play_out(make(), seed=7, rng=np.random.default_rng(0))
+    assert len(first) == len(second)
+    for a, b in zip(first, second):
+        for x, y in zip(a, b):
+            assert np.array_equal(x, y)
+    env = make()
+    seats = {env.reset(seed=s)[1]["learner_seat"] for s in range(30)}
+    assert seats == {0, 1, 2}
+
+
+def test_learner_seat_can_be_fixed_and_bad_seats_are_refused():
+    env = LoveLetterGymEnv(num_players=4, learner_seat=2)
+    assert all(env.reset(seed=s)[1]["learner_seat"] == 2 for s in range(5))
+    assert env.reset(seed=0, options={"learner_seat": 1})[1]["learner_seat"] == 1
+    with pytest.raises(ValueError, match="learner_seat"):
+        LoveLetterGymEnv(num_players=2, learner_seat=2)
+    with pytest.raises(ValueError, match="learner_seat"):
+        env.reset(options={"learner_seat": -1})
+
+
+def test_each_opponent_plays_its_own_seat():
+    opponents = [FirstLegal(), FirstLegal(), FirstLegal()]
+    env = LoveLetterGymEnv(num_players=4, opponents=opponents, learner_seat=0, episode="round")
+    # Seat 3 opens holding two Handmaids (nothing it plays can end the round).
+    deck = [1, 4, 1, 1, 1, 4, 1, 2, 2, 3, 3, 5, 5, 6, 7, 8]
+    env.reset(seed=3, options={"deck": deck, "first_player": 3})
+    # Seat 3 sits just before the learner: the last opponent, the only one to act so far.
+    assert [o.calls for o in opponents] == [0, 0, 1]
+
+
+def test_reset_options_fix_the_deal():
+    deck = [8, 7, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1]
+    env = LoveLetterGymEnv(num_players=2, learner_seat=0)
+    obs, _ = env.reset(seed=0, options={"deck": deck, "first_player": 0})
+    view = loveletter_env.decode_observation(obs)
+    # Set aside 8; face up 7, 6, 5; the learner (first) gets 5 and draws 4 after the opponent's 4.
+    assert sorted(view.hand) == [4, 5]
+
+
+def test_round_episodes_that_end_before_the_learner_acts_are_replayed_and_reported():
+    env = LoveLetterGymEnv(num_players=4, opponents="rule", episode="round")
+    replayed = 0
+    for seed in range(60):
+        obs, info = env.reset(seed=seed)
+        assert env.action_masks().any() and not env.action_masks().all()
+        for reward in info.get("unplayed_rewards", []):
+            assert reward in (-1.0, 1.0)
+            replayed += 1
+    assert replayed > 0
+
+
+# Illegal actions and misuse ------------------------------------------------------------
+def test_illegal_action_loses_by_default_and_raises_on_request():
+    env = LoveLetterGymEnv(opponents="random")
+    _, info = env.reset(seed=0)
+    illegal = int(np.flatnonzero(info["action_mask"] == 0)[0])
+    obs, reward, terminated, truncated, info = env.step(illegal)
+    assert (reward, terminated, truncated, info["illegal_action"]) == (-1.0, True, False, True)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+
+    strict = LoveLetterGymEnv(opponents="random", illegal_action="raise")
+    _, info = strict.reset(seed=0)
+    before = strict.aec.observe(strict.aec.agent_selection)["observation"].copy()
+    with pytest.raises(IllegalActionError, match=str(illegal)):
+        strict.step(illegal)
+    assert np.array_equal(strict.aec.observe(strict.aec.agent_selection)["observation"], before)
+    strict.step(int(np.flatnonzero(info["action_mask"])[0]))  # still the learner's turn
+
+
+@pytest.mark.parametrize("action", [41, -1, 2.5, "3", None])
+def test_out_of_range_or_non_integer_actions(action):
+    env = LoveLetterGymEnv(opponents="random", illegal_action="raise")
+    env.reset(seed=0)
+    with pytest.raises(ValueError):
+        env.step(action)
+
+
+def test_bad_constructor_arguments_name_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="illegal_action"):
+        LoveLetterGymEnv(illegal_action="ignore")
+    with pytest.raises(ValueError, match="expected 2 opponent"):
+        LoveLetterGymEnv(num_players=3, opponents=["random"])
+    with pytest.raises(ValueError, match="unknown agent 'grandmaster'"):
+        LoveLetterGymEnv(opponents="grandmaster")
+    with pytest.raises(FileNotFoundError, match="missing.pt"):
+        LoveLetterGymEnv(opponents=str(tmp_path / "missing.pt"))
+    with pytest.raises(TypeError, match="opponent"):
+        LoveLetterGymEnv(opponents=[42])
+    with pytest.raises(ValueError, match="num_players"):
+        LoveLetterGymEnv(num_players=5)
+    with pytest.raises(ValueError, match="render_mode"):
+        LoveLetterGymEnv(render_mode="rgb_array")
+
+
+def test_checkpoint_opponents_are_loaded_through_training(tmp_path):
+    torch = pytest.importorskip("torch")
+    from training.learn.checkpoint import model_payload, save_checkpoint
+    from training.learn.ppo import ActorCritic
+
+    path = save_checkpoint(tmp_path / "best.pt", {"model": model_payload(ActorCritic(generator=torch.Generator()))})
+    # A checkpoint file, and a run folder (whose best.pt is loaded).
+    env = gymnasium.make(GYM_ENV_ID, num_players=3, opponents=[str(path), str(tmp_path)])
+    trajectory = play_out(env, seed=2, rng=np.random.default_rng(2))
+    assert trajectory[-1][2] in (-1.0, 1.0)
+
+
+def test_render_shows_the_learners_view():
+    env = gymnasium.make(GYM_ENV_ID, render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert isinstance(text, str) and text
+
+
+# Vector envs ---------------------------------------------------------------------------
+def test_sync_vector_env_steps_with_the_stacked_masks():
+    envs = gymnasium.make_vec(GYM_ENV_ID, num_envs=3, vectorization_mode="sync", opponents="random", episode="round")
+    rng = np.random.default_rng(0)
+    obs, info = envs.reset(seed=0)
+    finished = 0
+    for _ in range(150):
+        masks = info["action_mask"]
+        assert masks.shape == (3, 41)
+        assert np.array_equal(np.stack(envs.call("action_masks")), masks)
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        obs, rewards, terminated, truncated, info = envs.step(actions)
+        assert not info.get("illegal_action", np.zeros(3, bool)).any()
+        finished += int(terminated.sum())
+        assert set(np.unique(rewards[terminated])) <= {-1.0, 1.0}
+    assert obs.shape == (3, loveletter_env.OBSERVATION_SIZE)
+    assert finished > 10
+
+
+def test_async_vector_env_runs_the_env_in_worker_processes():
+    envs = gymnasium.make_vec(GYM_ENV_ID, num_envs=2, vectorization_mode="async", opponents="rule")
+    try:
+        obs, info = envs.reset(seed=0)
+        rng = np.random.default_rng(0)
+        for _ in range(20):
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in info["action_mask"]])
+            obs, rewards, terminated, truncated, info = envs.step(actions)
+        assert obs.shape == (2, loveletter_env.OBSERVATION_SIZE)
+        assert np.array_equal(np.stack(envs.call("action_masks")), info["action_mask"])
+    finally:
+        envs.close()
+
+
+# Adapters that need no optional library -------------------------------------------------
+@pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
+def test_rllib_adapter_has_the_observation_layout_rllib_masking_modules_read():
+    env = RLlibLoveLetterEnv({"num_players": 3, "opponents": "rule"})
+    check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=4)
+    assert set(obs) == {"observations", "action_mask"}
+    assert obs["action_mask"].dtype == np.float32
+    assert np.array_equal(obs["action_mask"], env.action_masks().astype(np.float32))
+    assert env.observation_space.contains(obs)
+    action = int(np.flatnonzero(obs["action_mask"])[0])
+    obs, *_ = env.step(action)
+    assert env.observation_space.contains(obs)
+
+
+def test_rllib_aec_observations_are_renamed_for_every_agent_at_every_step():
+    # Not pettingzoo's api_test: it requires int8 masks under "action_mask", and RLlib's
+    # modules take float masks.
+    from loveletter_env.wrappers import RLlibObservationAEC
+
+    aec = RLlibObservationAEC(loveletter_env.env(num_players=3, episode="round"))
+    assert aec.observation_space("player_1") is aec.observation_space("player_1")
+    aec.reset(seed=1)
+    rng = np.random.default_rng(1)
+    for agent in aec.agent_iter():
+        obs, reward, terminated, truncated, info = aec.last()
+        assert set(obs) == {"observations", "action_mask"} and obs["action_mask"].dtype == np.float32
+        assert aec.observation_space(agent).contains(obs)
+        inner = aec.unwrapped.observe(agent)
+        assert np.array_equal(obs["action_mask"], inner["action_mask"])
+        assert np.array_equal(obs["observations"], inner["observation"])
+        aec.step(None if terminated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+
+
+def test_numeric_info_wrapper_reports_the_result_as_numbers():
+    aec = NumericInfoWrapper(loveletter_env.env(num_players=3, episode="round"))
+    aec.reset(seed=0)
+    rng = np.random.default_rng(0)
+    while True:
+        obs, reward, terminated, truncated, info = aec.last()
+        if terminated:
+            break
+        assert info == {}
+        aec.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    assert info["won"].dtype == np.float32 and info["won"].sum() >= 1
+    assert info["tokens"].tolist() == aec.unwrapped.infos["player_0"]["tokens"]
+
+
+def test_missing_extra_names_the_pip_install_line():
+    with pytest.raises(MissingExtraError, match=r'pip install "loveletter-env\[sb3\]"'):
+        require("surely_not_an_installed_module", "sb3")
+
+
+# Bad input: refused before anything changes -----------------------------------------
+
+
+def gym_env(num_players: int = 3, **kwargs):
+    return gymnasium.make("loveletter/LoveLetter-v0", num_players=num_players, opponents="rule", **kwargs).unwrapped
+
+
+def snapshot(env) -> tuple:
+    """What a refused reset must leave as it was."""
+    return (
+        env.learner_seat,
+        env._learner,
+        env._done,
+        env.np_random.bit_generator.state["state"]["state"],
+        env.aec.agent_selection,
+        env._observation().tobytes(),
+        env.action_masks().tobytes(),
+    )
+
+
+def first_choice_trail(env, seed: int) -> list:
+    """Legal first-choice moves until the episode ends, then a fresh seedless reset: the trail."""
+    trail = []
+    done = False
+    while not done:
+        action = int(np.flatnonzero(env.action_masks())[0])
+        obs, reward, done, _, info = env.step(action)
+        assert not info.get("illegal_action")
+        trail.append((action, reward, obs.tobytes()))
+    obs, info = env.reset()  # draws from the generator a refused reset must not have touched
+    trail.append((info["learner_seat"], obs.tobytes()))
+    return trail
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"deck": [1] * 15, "learner_seat": 0},
+        {"deck": list(FULL_DECK), "first_player": 7, "learner_seat": 0},
+        {"learner_seat": 5},
+        {"deck": [True] + list(FULL_DECK[1:]), "learner_seat": 0},
+    ],
+    ids=["short deck", "bad first player", "bad seat", "bool in deck"],
+)
+def test_refused_gym_reset_changes_nothing(options):
+    env, untouched = gym_env(), gym_env()
+    env.reset(seed=4)
+    untouched.reset(seed=4)
+    assert env.learner_seat != 0  # so a premature seat change would show
+    before = snapshot(env)
+    with pytest.raises(ValueError):
+        env.reset(options=options)
+    assert snapshot(env) == before
+    # The episode in progress goes on exactly as in an env that never saw the bad call.
+    assert first_choice_trail(env, 4) == first_choice_trail(untouched, 4)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "3", np.float64(2.0), 2**63, 2**64])
+def test_bad_seeds_are_a_value_error_naming_the_seed(seed):
+    message = r"seed must be None or a non-negative integer below 2\*\*63, got"
+    aec = make_env(num_players=2)
+    with pytest.raises(ValueError, match=message):
+        aec.reset(seed=seed)
+    env = gym_env()
+    env.reset(seed=1)
+    before = snapshot(env)
+    with pytest.raises(ValueError, match=message):
+        env.reset(seed=seed)
+    assert snapshot(env) == before
+
+
+def test_numpy_integer_seeds_are_accepted_and_match_python_ints():
+    first, second = make_env(num_players=2), make_env(num_players=2)
+    first.reset(seed=np.int64(9))
+    second.reset(seed=9)
+    assert first.observe(first.agent_selection)["observation"].tobytes() == (
+        second.observe(second.agent_selection)["observation"].tobytes()
+    )
+    obs_np, _ = gym_env().reset(seed=np.int32(9))
+    obs_int, _ = gym_env().reset(seed=9)
+    assert obs_np.tobytes() == obs_int.tobytes()
+
+
+ASYNC_VECTOR_SCRIPT = """
+import sys
+import gymnasium
+import numpy as np
+import torch
+import loveletter_env
+
+# The parent has run parallel torch ops before the workers fork, as a training script would.
+torch.nn.init.orthogonal_(torch.empty(256, 646))
+envs = gymnasium.make_vec(
+    "loveletter/LoveLetter-v0", num_envs=2, vectorization_mode="async", opponents=sys.argv[1]
+)
+obs, info = envs.reset(seed=0)
+for _ in range(5):
+    actions = np.array([np.flatnonzero(mask)[0] for mask in info["action_mask"]])
+    obs, reward, terminated, truncated, info = envs.step(actions)
+envs.close()
+print("done", obs.shape)
+"""
+
+
+def test_async_vector_env_with_checkpoint_opponents_works_with_default_settings(tmp_path):
+    # Forked workers once deadlocked in torch's thread pool, and a killed parent left them behind.
+    script = tmp_path / "async_vector_env_check.py"
+    script.write_text(ASYNC_VECTOR_SCRIPT)
+    checkpoint = str(ROOT / "checkpoints/shipped/ppo_2p.pt")
+    try:
+        result = subprocess.run(
+            [sys.executable, str(script), checkpoint], capture_output=True, text=True, timeout=120, cwd=ROOT
+        )
+    finally:
+        leftover = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True).stdout.split()
+        for pid in leftover:  # a hang leaves workers behind: end them so the suite goes on
+            subprocess.run(["kill", "-9", pid])
+    assert result.returncode == 0, result.stderr
+    assert f"done (2, {OBSERVATION_SIZE})" in result.stdout
+    assert leftover == [], "worker processes outlived the vector env"
+
+
+class SwitchableAgent:
+    """Returns None (a broken agent) until ``fixed``, then plays its first legal action."""
+
+    fixed = False
+
+    def act(self, observation):
+        return int(np.flatnonzero(observation["action_mask"])[0]) if self.fixed else None
+
+
+@pytest.mark.parametrize("illegal_action", ["raise", "lose"])
+@pytest.mark.parametrize("fails_in", ["reset", "step"])
+def test_an_episode_an_opponent_broke_refuses_to_step_until_reset(illegal_action, fails_in):
+    opponent = SwitchableAgent()
+    learner_seat = 1 if fails_in == "reset" else 0  # player_0 starts: the opponent first, or the learner
+    env = gymnasium.make(
+        "loveletter/LoveLetter-v0", num_players=2, opponents=opponent, illegal_action=illegal_action
+    ).unwrapped
+    with pytest.raises(AgentError, match="returned None"):
+        env.reset(seed=1, options={"first_player": 0, "learner_seat": learner_seat})
+        env.step(int(np.flatnonzero(env.action_masks())[0]))
+    # The opponent is still to act: any step would play the learner's action in its seat.
+    assert env.aec.agent_selection == env.aec.possible_agents[1 - learner_seat]
+    for action in range(41):
+        with pytest.raises(RuntimeError, match=rf"abandoned when an opponent failed in {fails_in}\(\) .*call reset"):
+            env.step(action)
+    opponent.fixed = True
+    obs, info = env.reset(seed=1, options={"first_player": 0, "learner_seat": learner_seat})
+    assert env.aec.agent_selection == env.aec.possible_agents[learner_seat]
+    _, _, _, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    assert not info.get("illegal_action")
+
+
+class FailingReset(SwitchableAgent):
+    fixed = True
+
+    def reset(self, seed=None):
+        raise RuntimeError("no network")
+
+
+def test_an_opponent_whose_reset_fails_leaves_no_episode_to_step():
+    env = gymnasium.make("loveletter/LoveLetter-v0", num_players=2, opponents=FailingReset()).unwrapped
+    with pytest.raises(RuntimeError, match="no network"):
+        env.reset(seed=0)
+    with pytest.raises(RuntimeError, match=r"failed in reset\(\) \(RuntimeError: no network\); call reset"):
+        env.step(0)
