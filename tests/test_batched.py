@@ -538,7 +538,7 @@ def _assert_plays_as_torch_draws(monkeypatch, compiled_on, num_games: int, turns
 def test_compiled_draws_are_used_only_where_they_match_this_torch(monkeypatch):
     """The once-a-process check passes on the installed torch (so the compiled draws run),
     and fails, sending the env back to torch's own draws, when the copy draws otherwise."""
-    from loveletter_env.batched import env as batched_env
+    from loveletter_env.batched import driver as batched_env
     from loveletter_env.core import mt19937
 
     batched_env._compiled_draws_match_torch.cache_clear()
