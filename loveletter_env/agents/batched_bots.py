@@ -41,53 +41,15 @@ from ..core.layout import (
     OBS_UNSEEN,
     OFFSET_OF_ACTION,
 )
+from ..core.mt19937 import randbelow
 from ..observation import MAX_MOVES, OBSERVATION_SIZE
 from .rule import BARON_MARGIN, SHELTER_FROM
 
 GUARD, PRIEST, BARON, HANDMAID, PRINCE, KING, COUNTESS, PRINCESS = range(1, 9)
 PRINCE_BASE = 31
 PRINCESS_ACTION = 40
-#: Mersenne Twister state words, then the position (``random.Random.getstate()[1]``).
-MT_WORDS = 624
-_MT_M = 397
 # Kept-card memory per slot: the card kept, the deck size then, own discards after the play.
 _KEPT, _DECK_SIZE, _DISCARDS = range(3)
-
-
-# Mersenne Twister, as CPython's random module -------------------------------------------
-
-
-@njit(cache=True)
-def _genrand(mt):
-    """The next 32-bit output of the generator whose state is ``mt`` (625 words)."""
-    i = np.int64(mt[MT_WORDS])
-    if i >= MT_WORDS:
-        for kk in range(MT_WORDS):
-            y = (np.int64(mt[kk]) & 0x80000000) | (np.int64(mt[(kk + 1) % MT_WORDS]) & 0x7FFFFFFF)
-            value = np.int64(mt[(kk + _MT_M) % MT_WORDS]) ^ (y >> 1)
-            if y & 1:
-                value ^= 0x9908B0DF
-            mt[kk] = value
-        i = 0
-    y = np.int64(mt[i])
-    mt[MT_WORDS] = i + 1
-    y ^= y >> 11
-    y ^= (y << 7) & 0x9D2C5680
-    y ^= (y << 15) & 0xEFC60000
-    y ^= y >> 18
-    return y & 0xFFFFFFFF
-
-
-@njit(cache=True)
-def _below(mt, n):
-    """``random.Random._randbelow(n)`` for 0 < n < 2**32: the index ``choice`` picks."""
-    k = 0
-    while (n >> k) > 0:
-        k += 1
-    r = _genrand(mt) >> (32 - k)
-    while r >= n:
-        r = _genrand(mt) >> (32 - k)
-    return r
 
 
 # What the seat sees (ObservationView's fields, read from the vector) --------------------
@@ -224,7 +186,7 @@ def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
                 best += 1
         if best == 0:
             return picks[0]
-        pick = chosen[_below(mt, best)]
+        pick = chosen[randbelow(mt, best)]
         return pick if pick != 0 else picks[0]  # rule._play's "or plays[0]" (action 0 is falsy)
     if card == PRIEST:
         unknown = np.int64(0)
@@ -235,8 +197,8 @@ def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
                 chosen[unknown] = picks[i]
                 unknown += 1
         if unknown:
-            return chosen[_below(mt, unknown)]
-        return picks[_below(mt, plays)]
+            return chosen[randbelow(mt, unknown)]
+        return picks[randbelow(mt, plays)]
     if card == BARON:
         targeted = np.int64(0)
         safe = np.int64(0)
@@ -252,8 +214,8 @@ def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
         if targeted and not safe:
             return -1
         if safe:
-            return chosen[_below(mt, safe)]
-        return picks[_below(mt, plays)]
+            return chosen[randbelow(mt, safe)]
+        return picks[randbelow(mt, plays)]
     if card == PRINCE:
         top = -1.0
         others = np.int64(0)
@@ -270,11 +232,11 @@ def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
                 if offset > 0 and _expected_value(obs, offset, n, known, ruled, weights) >= top - 1e-9:
                     chosen[best] = picks[i]
                     best += 1
-            return chosen[_below(mt, best)]
+            return chosen[randbelow(mt, best)]
         return -1 if kept == PRINCESS else PRINCE_BASE
     if card == KING:
-        return -1 if kept == PRINCESS else picks[_below(mt, plays)]
-    return picks[_below(mt, plays)]
+        return -1 if kept == PRINCESS else picks[randbelow(mt, plays)]
+    return picks[randbelow(mt, plays)]
 
 
 @njit(cache=True)
@@ -332,7 +294,7 @@ def _rule_action(obs, n, known, ruled, a, b, options, count, mt, seen_card, weig
             return choice
         if a == b:
             break
-    return options[_below(mt, count)]
+    return options[randbelow(mt, count)]
 
 
 @njit(cache=True)
@@ -411,7 +373,7 @@ def random_actions(masks, slots, mt_states, actions):
             if masks[i, action]:
                 options[count] = action
                 count += 1
-        actions[i] = options[0] if count == 1 else options[_below(mt_states[slots[i]], count)]
+        actions[i] = options[0] if count == 1 else options[randbelow(mt_states[slots[i]], count)]
 
 
 class BatchedBots:

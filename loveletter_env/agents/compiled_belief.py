@@ -10,13 +10,13 @@ the core's rules (:func:`~loveletter_env.core.kernels.play`).
 The moves are the Python bot's, draw for draw: every score is computed with the same
 floating-point operations in the same order as :func:`~loveletter_env.agents.belief.score_action`
 (so ties and the best action come out the same), and ties are broken by a copy of
-``random.Random(seed)`` drawn the way ``Random.choice`` draws (the compiled bots'
-Mersenne Twister). Deals are sampled as :func:`~loveletter_env.agents.ismcts.sample_deal`
+``random.Random(seed)`` drawn the way ``Random.choice`` draws (CPython's Mersenne Twister
+in :mod:`loveletter_env.core.mt19937`). Deals are sampled as :func:`~loveletter_env.agents.ismcts.sample_deal`
 samples them, from a copy of the search agent's own generator that goes back to it
 afterwards. ``tests/agents/test_compiled_belief.py`` compares all of it with the Python reference.
 The value model's weights are read from :mod:`.belief` at each call (an argument, not a
 compiled-in constant), so the on-disk compile cache cannot hold stale ones. The kernels
-called from here (the core's rules, the compiled bots' generator) are compiled into this
+called from here (the core's rules, its Mersenne Twister) are compiled into this
 module's cache entries, and numba keys those on this file alone: after changing those
 kernels, touch this file so that it compiles afresh (the tests catch a stale cache that
 changes a move).
@@ -61,8 +61,8 @@ from ..core.layout import (
     SEEN,
     TURN,
 )
+from ..core.mt19937 import MT_WORDS, genrand, randbelow
 from . import belief
-from .batched_bots import MT_WORDS, _below, _genrand
 
 GUARD, PRIEST, BARON, HANDMAID, PRINCE, KING, COUNTESS, PRINCESS = range(1, 9)
 
@@ -493,7 +493,7 @@ def belief_move(r, mt, w, legal, scores):
         if scores[i] >= top - 1e-9:
             legal[best] = legal[i]
             best += 1
-    return legal[_below(mt, best)]
+    return legal[randbelow(mt, best)]
 
 
 @njit(cache=True)
@@ -522,16 +522,16 @@ SAMPLING_TRIES = 64
 @njit(cache=True)
 def _random(mt):
     """``random.Random.random()``: 53 bits from two draws."""
-    a = _genrand(mt) >> 5
-    b = _genrand(mt) >> 6
+    a = genrand(mt) >> 5
+    b = genrand(mt) >> 6
     return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True)
 def _getrandbits64(mt):
     """``random.Random.getrandbits(64)``: the first draw is the low word."""
-    low = np.uint64(_genrand(mt))
-    return low | (np.uint64(_genrand(mt)) << np.uint64(32))
+    low = np.uint64(genrand(mt))
+    return low | (np.uint64(genrand(mt)) << np.uint64(32))
 
 
 @njit(cache=True)
@@ -570,7 +570,7 @@ def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, fac
         left = size
         for attempt in range(SAMPLING_TRIES + 1):
             for i in range(size - 1, 0, -1):  # random.shuffle
-                j = _below(mt, i + 1)
+                j = randbelow(mt, i + 1)
                 shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
             _copy(shuffled, rest)
             left = size

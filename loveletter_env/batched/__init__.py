@@ -5,7 +5,7 @@ tensors, bit-identical to the scalar engine (kept honest by ``tests/batched/test
 >>> obs, mask = env.reset()
 """
 
-from .env import OBSERVATION_DTYPE, BatchedIllegalActionError, BatchedLoveLetter
+from .driver import OBSERVATION_DTYPE, BatchedIllegalActionError, BatchedLoveLetter
 from .mixed import MixedRulesBatched
 from .shuffle import shuffled_decks
 from .state import BatchedState, state_from_records

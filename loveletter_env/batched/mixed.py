@@ -21,7 +21,7 @@ import torch
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from ..validation import MAX_SEED, check_int, check_seed
-from .env import OBSERVATION_DTYPE, BatchedLoveLetter, _describe, _table_sizes, check_actions_legal
+from .driver import OBSERVATION_DTYPE, BatchedLoveLetter, _describe, _table_sizes, check_actions_legal
 
 
 def split_games(num_games: int, weights: Sequence[float]) -> list[int]:
@@ -215,4 +215,3 @@ class MixedRulesBatched:
 
 def _cat_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {key: torch.cat([info[key] for info in infos]) for key in infos[0]}
-

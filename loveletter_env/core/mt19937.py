@@ -1,16 +1,22 @@
-"""torch's CPU random generator (``torch.Generator``, a 32-bit Mersenne Twister) in compiled
-code, over the bytes of its state (``Generator.get_state()``), draw for draw.
+"""The 32-bit Mersenne Twister in compiled code, once, for the two generators the project
+reproduces draw for draw: torch's CPU generator and CPython's ``random.Random``. Both run
+the same twist (:func:`_twist`) and tempering (:func:`_temper`); they differ only in where
+the state lives and in how outputs become values.
 
-The batched CPU env draws every step's deals and first players from its ``torch.Generator``,
-as every release has, so that a seed deals the games it always dealt. torch draws those values
-one at a time (about 3 ns each, 12 ns a game); here the twist that refills the 624 state
-words runs as vector code, tempering and the conversions too, and the state goes back into
-the generator afterwards, so torch and this module can take turns on the same generator.
+**torch** (``torch.Generator``, over the bytes of ``Generator.get_state()``). The batched CPU
+env draws every step's deals and first players from its ``torch.Generator``, as every
+release has, so that a seed deals the games it always dealt. torch draws those values one at
+a time (about 3 ns each, 12 ns a game); here the twist runs as vector code, tempering and
+the conversions too, and the state goes back into the generator afterwards, so torch and
+this module can take turns on the same generator. Only the two draws the env makes are
+reproduced, both from one 32-bit output each: ``torch.rand`` (float32: the low 24 bits times
+2^-24) and ``torch.randint(high)`` for ``high`` < 2^32 (the output modulo ``high``).
+``tests/test_batched.py`` checks values and final states against torch.
 
-Only the two draws the env makes are reproduced, both from one 32-bit output each:
-``torch.rand`` (float32: the low 24 bits times 2^-24) and ``torch.randint(high)`` for
-``high`` < 2^32 (the output modulo ``high``). ``tests/test_batched.py`` checks values and
-final states against torch.
+**CPython** (``random.Random``, over ``getstate()[1]`` as uint32 [MT_WORDS + 1]). The compiled
+bots and search draw one output at a time, in place (:func:`genrand`, :func:`randbelow`), so
+that a compiled bot makes the choices of the Python bot with the same seed
+(``tests/test_batched_bots.py``, ``tests/test_search_speed.py``).
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_N = 624  # state words
+#: State words (CPython's state is these, then the position: ``random.Random.getstate()[1]``).
+MT_WORDS = 624
 _M = 397  # the twist's offset
 _MATRIX_A = np.uint32(0x9908B0DF)
 _UPPER = np.uint32(0x80000000)
@@ -33,32 +40,72 @@ STATE_BYTES = 5056
 
 
 @njit(cache=True)
-def _draw_words(words, cursor, out):
-    """Fill ``out`` (uint32) with the generator's next ``len(out)`` 32-bit outputs, from the
-    624 state ``words`` (uint64 each) and ``cursor`` (``left``, ``next``), both advanced in place.
+def _twist(mt):
+    """Refill the state words ``mt[:MT_WORDS]`` in place (``next_state`` in torch, ``genrand_uint32``'s
+    refill in CPython: the same algorithm).
 
-    One function, not one per step of the algorithm: each compiled function costs numba a
-    fixed share of the first compile."""
-    mt = np.empty(_N, np.uint32)
-    for i in range(_N):
+    Three loops so that each one vectorises: the first reads only words it has not written
+    yet, the second words it wrote 227 iterations before (wider than any vector)."""
+    for i in range(MT_WORDS - _M):
+        y = (mt[i] & _UPPER) | (mt[i + 1] & _LOWER)
+        mt[i] = mt[i + _M] ^ (y >> np.uint32(1)) ^ (_MATRIX_A * (mt[i + 1] & np.uint32(1)))
+    for i in range(MT_WORDS - _M, MT_WORDS - 1):
+        y = (mt[i] & _UPPER) | (mt[i + 1] & _LOWER)
+        mt[i] = mt[i + _M - MT_WORDS] ^ (y >> np.uint32(1)) ^ (_MATRIX_A * (mt[i + 1] & np.uint32(1)))
+    y = (mt[MT_WORDS - 1] & _UPPER) | (mt[0] & _LOWER)
+    mt[MT_WORDS - 1] = mt[_M - 1] ^ (y >> np.uint32(1)) ^ (_MATRIX_A * (mt[0] & np.uint32(1)))
+
+
+@njit(cache=True)
+def _temper(y):
+    """The output the state word ``y`` (uint32) gives."""
+    y ^= y >> np.uint32(11)
+    y ^= (y << np.uint32(7)) & np.uint32(0x9D2C5680)
+    y ^= (y << np.uint32(15)) & np.uint32(0xEFC60000)
+    return np.uint32(y ^ (y >> np.uint32(18)))
+
+
+@njit(cache=True)
+def genrand(mt):
+    """The next 32-bit output (int64) of the CPython generator whose state is ``mt`` (uint32
+    [MT_WORDS + 1]: ``random.Random.getstate()[1]``, the state words then the position),
+    advanced in place: ``random.Random.getrandbits(32)``."""
+    i = np.int64(mt[MT_WORDS])
+    if i >= MT_WORDS:
+        _twist(mt)
+        i = 0
+    mt[MT_WORDS] = i + 1
+    return np.int64(_temper(mt[i]))
+
+
+@njit(cache=True)
+def randbelow(mt, n):
+    """``random.Random._randbelow(n)`` for 0 < n < 2**32 from the CPython state ``mt``: the
+    index ``Random.choice`` picks."""
+    k = 0
+    while (n >> k) > 0:
+        k += 1
+    r = genrand(mt) >> (32 - k)
+    while r >= n:
+        r = genrand(mt) >> (32 - k)
+    return r
+
+
+@njit(cache=True)
+def _draw_words(words, cursor, out):
+    """Fill ``out`` (uint32) with the torch generator's next ``len(out)`` 32-bit outputs, from
+    the 624 state ``words`` (uint64 each) and ``cursor`` (``left``, ``next``), both advanced
+    in place."""
+    mt = np.empty(MT_WORDS, np.uint32)
+    for i in range(MT_WORDS):
         mt[i] = np.uint32(words[i])
     left, index = cursor[0], cursor[1]
     done = 0
     while done < out.shape[0]:
         # torch decrements ``left`` before each draw and twists when it reaches 0.
         if left == 1:
-            # The twist (torch's ``mt19937::next_state``) in three loops so that each one
-            # vectorises: the first reads only words it has not written yet, the second
-            # words it wrote 227 iterations before (wider than any vector).
-            for i in range(_N - _M):
-                y = (mt[i] & _UPPER) | (mt[i + 1] & _LOWER)
-                mt[i] = mt[i + _M] ^ (y >> np.uint32(1)) ^ (_MATRIX_A * (mt[i + 1] & np.uint32(1)))
-            for i in range(_N - _M, _N - 1):
-                y = (mt[i] & _UPPER) | (mt[i + 1] & _LOWER)
-                mt[i] = mt[i + _M - _N] ^ (y >> np.uint32(1)) ^ (_MATRIX_A * (mt[i + 1] & np.uint32(1)))
-            y = (mt[_N - 1] & _UPPER) | (mt[0] & _LOWER)
-            mt[_N - 1] = mt[_M - 1] ^ (y >> np.uint32(1)) ^ (_MATRIX_A * (mt[0] & np.uint32(1)))
-            left = _N + 1
+            _twist(mt)
+            left = MT_WORDS + 1
             index = 0
         take = min(left - 1, out.shape[0] - done)
         # Tempering, from slices: indexing ``mt`` and ``out`` at running offsets kept LLVM
@@ -66,15 +113,11 @@ def _draw_words(words, cursor, out):
         source = mt[index : index + take]
         target = out[done : done + take]
         for i in range(take):
-            y = source[i]
-            y ^= y >> np.uint32(11)
-            y ^= (y << np.uint32(7)) & np.uint32(0x9D2C5680)
-            y ^= (y << np.uint32(15)) & np.uint32(0xEFC60000)
-            target[i] = y ^ (y >> np.uint32(18))
+            target[i] = _temper(source[i])
         done += take
         index += take
         left -= take
-    for i in range(_N):
+    for i in range(MT_WORDS):
         words[i] = np.uint64(mt[i])
     cursor[0], cursor[1] = left, index
 
@@ -92,7 +135,7 @@ def deal_draws(
     left = state[_LEFT : _LEFT + 4].view(np.int32)
     index = state[_NEXT : _NEXT + 8].view(np.uint64)
     cursor = np.array([left[0], index[0]], np.int64)
-    _draw_words(state[_STATE : _STATE + 8 * _N].view(np.uint64), cursor, words)
+    _draw_words(state[_STATE : _STATE + 8 * MT_WORDS].view(np.uint64), cursor, words)
     left[0], index[0] = cursor
     _convert(words, uniforms, draws, highs)
 

@@ -11,7 +11,6 @@ import pytest
 
 from loveletter_env import engine
 from loveletter_env.agents import ISMCTSAgent, ismcts_bench
-from loveletter_env.agents.batched_bots import MT_WORDS
 from loveletter_env.agents.belief import action_scores
 from loveletter_env.agents.compiled_belief import (
     model_weights,
@@ -31,6 +30,7 @@ from loveletter_env.agents.ismcts import (
 )
 from loveletter_env.cards import FULL_DECK
 from loveletter_env.core import layout, record_from_state
+from loveletter_env.core.mt19937 import MT_WORDS
 from loveletter_env.env import raw_env
 from loveletter_env.rules import PRESETS
 

@@ -485,6 +485,26 @@ def test_compiled_generator_draws_what_torch_draws(seed):
         assert torch.equal(torch.rand(7, generator=ours), torch.rand(7, generator=theirs))
 
 
+@pytest.mark.parametrize("seed", (0, 9, 2**40 + 3))
+def test_the_same_twist_draws_what_random_random_draws(seed):
+    """``core.mt19937.genrand`` and ``randbelow`` over ``random.Random.getstate()[1]`` give
+    ``getrandbits(32)`` and ``choice``'s index one draw at a time, across refills of the state
+    words, and leave the state ``random.Random`` would."""
+    import random
+
+    from loveletter_env.core import mt19937
+
+    reference = random.Random(seed)
+    state = np.array(reference.getstate()[1], np.uint32)
+    for _ in range(3 * mt19937.MT_WORDS + 5):
+        assert mt19937.genrand(state) == reference.getrandbits(32)
+    # Bounds just above a power of two reject most draws: several outputs for one index.
+    for n in (1, 2, 3, 5, 17, 41, 2**31 + 1, 2**32 - 1):
+        for _ in range(50):
+            assert mt19937.randbelow(state, n) == reference.choice(range(n)), n
+    assert tuple(int(word) for word in state) == reference.getstate()[1]
+
+
 def test_env_falls_back_to_torch_draws_for_an_unknown_generator_layout(monkeypatch):
     """A torch whose generator state the compiled copy does not know still gives the same
     games: the env draws through torch then."""
@@ -518,7 +538,7 @@ def _assert_plays_as_torch_draws(monkeypatch, compiled_on, num_games: int, turns
 def test_compiled_draws_are_used_only_where_they_match_this_torch(monkeypatch):
     """The once-a-process check passes on the installed torch (so the compiled draws run),
     and fails, sending the env back to torch's own draws, when the copy draws otherwise."""
-    from loveletter_env.batched import env as batched_env
+    from loveletter_env.batched import driver as batched_env
     from loveletter_env.core import mt19937
 
     batched_env._compiled_draws_match_torch.cache_clear()

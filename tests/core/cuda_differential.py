@@ -154,13 +154,13 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> i
 
 
 def play_env(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> int:
-    """The batched env's CUDA driver (``batched.env._CudaGames``: its launches, argument
+    """The batched env's CUDA driver (``batched.driver._CudaGames``: its launches, argument
     order, output tensors, resets, random steps and observe) against the reference engine.
     In the simulator its torch tensors are CPU tensors handed to the kernels as numpy views
     (on a GPU, :func:`play` and the env's own CUDA tests cover this). Returns the rounds played."""
     import torch
 
-    from loveletter_env.batched import env as batched_env
+    from loveletter_env.batched import driver as batched_env
     from loveletter_env.core.sampling import new_generator
 
     class SimulatedGames(batched_env._CudaGames):
