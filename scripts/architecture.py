@@ -5,7 +5,7 @@
 headings, lowest first, each over a table of its modules), with an arrow for every pair of
 groups one of which imports the other, drawn from the source with :mod:`ast`.
 ``--check`` writes nothing and exits 1 when the file on disk is not the one it would write.
-``tests/test_architecture.py`` reads the same declaration and the same graph.
+``tests/docs/test_architecture.py`` reads the same declaration and the same graph.
 """
 
 from __future__ import annotations

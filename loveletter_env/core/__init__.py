@@ -3,7 +3,7 @@ per-game byte records, bit-identical to the reference engine.
 
 The reference engine stays the readable statement of the rules; the core runs the
 same rules at machine speed for the batched CPU engine, the AEC env and search.
-``tests/test_core.py`` keeps the two in step. It imports nothing above the engine
+``tests/core/test_core.py`` keeps the two in step. It imports nothing above the engine
 (no torch, gymnasium or pettingzoo).
 
 Records are described in :mod:`.layout`, kernels in :mod:`.kernels`; this module

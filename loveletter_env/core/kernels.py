@@ -1,7 +1,7 @@
 """The rules as compiled per-game kernels over core records (see :mod:`.layout`).
 
 Each kernel mirrors one function of the reference engine (:mod:`loveletter_env.engine`)
-and the knowledge rules of :mod:`loveletter_env.knowledge`; ``tests/test_core.py`` drives
+and the knowledge rules of :mod:`loveletter_env.knowledge`; ``tests/core/test_core.py`` drives
 both with the same decks and actions and compares everything they produce. Kernels
 assume valid input (a legal action, a seat of the table, a permutation of the 16
 cards): the Python layers that call them check it first, so nothing out of range

@@ -147,7 +147,7 @@ OBS_M_REPLACEMENT = MOVE_SLICES["replacement"].start
 # Action tables. The core's legal mask is ``HAND_ACTIONS[hand] & TARGET_ACTIONS[code]``: the
 # engine's rule (:func:`~loveletter_env.engine.legal_actions_holding`) split into what the two
 # cards held allow and what the other players' states allow, read off the engine so that the
-# rule is stated once. ``tests/test_action_tables.py`` checks that the split loses nothing; a
+# rule is stated once. ``tests/core/test_action_tables.py`` checks that the split loses nothing; a
 # change to the engine's rule reaches the kernels only once ``kernels.py`` compiles afresh.
 #: Rows of ``TARGET_ACTIONS``: bit ``t - 1`` set when the other player at offset ``t`` can
 #: be chosen, for most cards (low 3 bits) and for the King (high 3 bits).

@@ -11,12 +11,12 @@ the conversions too, and the state goes back into the generator afterwards, so t
 this module can take turns on the same generator. Only the two draws the env makes are
 reproduced, both from one 32-bit output each: ``torch.rand`` (float32: the low 24 bits times
 2^-24) and ``torch.randint(high)`` for ``high`` < 2^32 (the output modulo ``high``).
-``tests/test_batched.py`` checks values and final states against torch.
+``tests/batched/test_batched.py`` checks values and final states against torch.
 
 **CPython** (``random.Random``, over ``getstate()[1]`` as uint32 [MT_WORDS + 1]). The compiled
 bots and search draw one output at a time, in place (:func:`genrand`, :func:`randbelow`), so
 that a compiled bot makes the choices of the Python bot with the same seed
-(``tests/test_batched_bots.py``, ``tests/test_search_speed.py``).
+(``tests/agents/test_batched_bots.py``, ``tests/agents/test_compiled_belief.py``).
 """
 
 from __future__ import annotations

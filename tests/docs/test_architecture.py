@@ -13,9 +13,10 @@ import re
 import sys
 from pathlib import Path
 
+from conftest import ROOT
+
 from loveletter_env import cards
 
-ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("architecture", ROOT / "scripts" / "architecture.py")
 assert _spec is not None and _spec.loader is not None
 architecture = importlib.util.module_from_spec(_spec)

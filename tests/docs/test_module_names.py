@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from pathlib import Path
+
+from conftest import ROOT
 
 import training
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("loveletter_env", "training")
 
 
