@@ -287,7 +287,7 @@ def _limit_xla_threads(threads: int) -> None:
     os.environ["XLA_FLAGS"] = flags.strip()
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m loveletter_env.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
     parser.add_argument("--turns", type=int, default=100_000, help="turns per measurement (default 100000)")
@@ -309,7 +309,12 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="also time pgx's leduc_holdem (JAX) with the same protocol and batch; implies --batched",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _check_and_prepare(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:
+    """Refuse non-positive sizes and a missing CUDA device, and set the thread counts before
+    anything is timed; returns whether ``--vs-pgx`` was asked for without pgx installed."""
     if args.turns <= 0 or args.repeats <= 0:
         parser.error("--turns and --repeats must be positive")
     if args.batch <= 0:
@@ -330,13 +335,31 @@ def main(argv: list[str] | None = None) -> None:
         if args.device == "cuda" and not torch.cuda.is_available():
             parser.error("--device cuda: no CUDA device is available")
         torch.set_num_threads(args.threads)
+    return pgx_missing
+
+
+#: (observations, sampling) of each batched row.
+_BATCHED_KINDS = [("buffer", "loop"), ("fresh", "loop"), ("none", "loop"), ("buffer", "step"), ("none", "step")]
+
+
+class _Measurements(NamedTuple):
+    """Every repeat's rates, and the mean lengths of a round and of an AEC episode in the last repeat."""
+
+    engine: list[float]
+    aec: list[float]
+    null: list[float]
+    pgx: list[Rates]
+    batched: dict[tuple[str, str], list[Rates]]
+    round_length: float
+    episode_length: float
+
+
+def _measure(args: argparse.Namespace, pgx_missing: bool) -> _Measurements:
     n, t = args.players, args.turns
     # Interleave the measurements so that load from other processes on a noisy machine
     # hits all of them alike; report medians.
     engine_rates, aec_rates, null_rates, pgx_rates = [], [], [], []
-    # (observations, sampling) of each batched row.
-    batched_kinds = [("buffer", "loop"), ("fresh", "loop"), ("none", "loop"), ("buffer", "step"), ("none", "step")]
-    batched_rates: dict[tuple[str, str], list[Rates]] = {kind: [] for kind in batched_kinds}
+    batched_rates: dict[tuple[str, str], list[Rates]] = {kind: [] for kind in _BATCHED_KINDS}
     for r in range(args.repeats):
         if args.batched:
             for (kind, sampling), rates in batched_rates.items():
@@ -348,17 +371,25 @@ def main(argv: list[str] | None = None) -> None:
         rate, episode_length = bench_aec(n, t, args.seed + r, args.episode)
         aec_rates.append(rate)
         null_rates.append(bench_null_aec(n, t, max(1, round(episode_length)), args.seed + r))
-    eng, aec, ceiling = (statistics.median(x) for x in (engine_rates, aec_rates, null_rates))
+    return _Measurements(engine_rates, aec_rates, null_rates, pgx_rates, batched_rates, round_length, episode_length)
+
+
+def _report_aec(args: argparse.Namespace, measured: _Measurements) -> float:
+    """Print rows (a) to (c); returns the AEC env's median rate, the unit of the batched rows."""
+    eng, aec, ceiling = (statistics.median(x) for x in (measured.engine, measured.aec, measured.null))
     print(
-        f"{n} players, random legal play, median of {args.repeats} x {t:,} turns; "
-        f"{round_length:.1f} turns per round, {episode_length:.1f} per {args.episode} episode; "
+        f"{args.players} players, random legal play, median of {args.repeats} x {args.turns:,} turns; "
+        f"{measured.round_length:.1f} turns per round, {measured.episode_length:.1f} per {args.episode} episode; "
         "rates per second of process CPU time"
     )
     print(f"  (a) engine alone       {eng:>12,.0f} turns/s   {eng / ceiling:5.2f} x ceiling")
     print(f"  (b) AEC env            {aec:>12,.0f} turns/s   {aec / ceiling:5.2f} x ceiling  (target >= 0.7)")
     print(f"  (c) do-nothing AEC env {ceiling:>12,.0f} turns/s   1.00 x ceiling")
-    if not args.batched:
-        return
+    return aec
+
+
+def _report_batched(args: argparse.Namespace, measured: _Measurements, aec: float) -> dict[tuple[str, str], float]:
+    """Print rows (d) to (f'); returns each row's median rate per CPU second."""
     import torch
 
     engine_name = "compiled core" if args.device == "cpu" else "compiled core, CUDA kernels"
@@ -376,35 +407,56 @@ def main(argv: list[str] | None = None) -> None:
     print(f"  {'':<22} {'turns/CPU-s':>12}  {'turns/wall-s':>12}")
     medians: dict[tuple[str, str], float] = {}
     for label, row, what in rows:
-        if row not in batched_rates:
+        if row not in measured.batched:
             continue
-        cpu = statistics.median(x.cpu for x in batched_rates[row])
-        wall = statistics.median(x.wall for x in batched_rates[row])
+        cpu = statistics.median(x.cpu for x in measured.batched[row])
+        wall = statistics.median(x.wall for x in measured.batched[row])
         medians[row] = cpu
         print(f"  {label:<22} {cpu:>12,.0f}  {wall:>12,.0f}   {cpu / aec:6.1f} x AEC env  ({what})")
-    if args.vs_pgx:
-        if pgx_missing:
-            print(f"  (g) pgx leduc_holdem: skipped, {PGX_MISSING}")
-        else:
-            import jax
+    return medians
 
-            cpu = statistics.median(x.cpu for x in pgx_rates)
-            wall = statistics.median(x.wall for x in pgx_rates)
-            print(
-                f"  {'(g) pgx leduc_holdem':<22} {cpu:>12,.0f}  {wall:>12,.0f}   same batch and protocol, "
-                f"jax {jax.__version__} on {jax.default_backend()}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
-            )
-            print(f"  (d) / (g) per CPU-second: {medians['buffer', 'loop'] / cpu:.2f}  (target >= 2)")
-            if ("buffer", "step") in medians:
-                print(
-                    f"  (d') / (g) per CPU-second: {medians['buffer', 'step'] / cpu:.2f}  "
-                    "(both draw their actions inside the step)"
-                )
+
+def _report_pgx(measured: _Measurements, pgx_missing: bool, medians: dict[tuple[str, str], float]) -> None:
+    """Print row (g) and the batched rows' ratios to it, or why it was skipped."""
+    if pgx_missing:
+        print(f"  (g) pgx leduc_holdem: skipped, {PGX_MISSING}")
+        return
+    import jax
+
+    cpu = statistics.median(x.cpu for x in measured.pgx)
+    wall = statistics.median(x.wall for x in measured.pgx)
+    print(
+        f"  {'(g) pgx leduc_holdem':<22} {cpu:>12,.0f}  {wall:>12,.0f}   same batch and protocol, "
+        f"jax {jax.__version__} on {jax.default_backend()}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
+    )
+    print(f"  (d) / (g) per CPU-second: {medians['buffer', 'loop'] / cpu:.2f}  (target >= 2)")
+    if ("buffer", "step") in medians:
+        print(
+            f"  (d') / (g) per CPU-second: {medians['buffer', 'step'] / cpu:.2f}  "
+            "(both draw their actions inside the step)"
+        )
+
+
+def _report_batched_sizes(num_players: int, device: str) -> None:
     from .batched import OBSERVATION_DTYPE, BatchedLoveLetter
 
-    print(f"  batched state: {BatchedLoveLetter(1, n, device=args.device).state_bytes_per_game()} bytes per game")
+    print(f"  batched state: {BatchedLoveLetter(1, num_players, device=device).state_bytes_per_game()} bytes per game")
     obs_bytes = OBSERVATION_SIZE * OBSERVATION_DTYPE.itemsize
     print(f"  batched observation: {obs_bytes:,} bytes ({OBSERVATION_SIZE:,} entries, {OBSERVATION_DTYPE})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    pgx_missing = _check_and_prepare(parser, args)
+    measured = _measure(args, pgx_missing)
+    aec = _report_aec(args, measured)
+    if not args.batched:
+        return
+    medians = _report_batched(args, measured, aec)
+    if args.vs_pgx:
+        _report_pgx(measured, pgx_missing, medians)
+    _report_batched_sizes(args.players, args.device)
 
 
 if __name__ == "__main__":
