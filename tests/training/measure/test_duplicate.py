@@ -14,6 +14,7 @@ from loveletter_env.replay import load_replay
 from training import evaluate as evaluate_module
 from training.evaluate import build_parser, main
 from training.learn.interrupt import EXIT_INTERRUPTED
+from training.measure import evaluation as evaluation_module
 from training.measure.evaluation import evaluate
 from training.measure.league import league
 from training.measure.matches import MatchSetup, PlayInterrupted, play_matches
@@ -200,7 +201,7 @@ def test_an_interrupted_duplicate_run_counts_whole_deals_only(monkeypatch, capsy
     def interrupted(*args, **kwargs):
         raise PlayInterrupted(labels, records[:5], 10)
 
-    monkeypatch.setattr(evaluate_module, "play_matches", interrupted)
+    monkeypatch.setattr(evaluation_module, "play_matches", interrupted)
     assert main(["rule", "random", "--rounds", "10", "--seed", "6", "--duplicate", "--no-progress"]) == EXIT_INTERRUPTED
     out, err = capsys.readouterr()
     assert "interrupted after 5 of 10 rounds; the figures cover the first 4 rounds of the same run, 2 whole deals" in (
@@ -211,7 +212,7 @@ def test_an_interrupted_duplicate_run_counts_whole_deals_only(monkeypatch, capsy
     def interrupted_in_the_first_deal(*args, **kwargs):
         raise PlayInterrupted(labels, records[:1], 10)
 
-    monkeypatch.setattr(evaluate_module, "play_matches", interrupted_in_the_first_deal)
+    monkeypatch.setattr(evaluation_module, "play_matches", interrupted_in_the_first_deal)
     assert main(["rule", "random", "--rounds", "10", "--duplicate", "--no-progress"]) == EXIT_INTERRUPTED
     out, err = capsys.readouterr()
     assert out == "" and "before the first deal was played in every seat rotation; no figures" in err
