@@ -480,6 +480,19 @@ def _packed_counts(r, at):
 
 
 @njit(cache=True, inline="always")
+def _put(out, at, value):
+    """``out[at] = value`` with an unsigned index: a signed one makes numba add a check
+    for negative indices (Python's from-the-end) to every store."""
+    out[np.uint64(at)] = value
+
+
+@njit(cache=True, inline="always")
+def _add(out, at):
+    """``out[at] += 1`` with an unsigned index (see :func:`_put`)."""
+    out[np.uint64(at)] += 1
+
+
+@njit(cache=True, inline="always")
 def observe_into(r, observer, out):
     """Write seat ``observer``'s observation vector (as
     :func:`loveletter_env.observation.encode_observation`) into ``out`` (``OBSERVATION_SIZE``
@@ -496,16 +509,16 @@ def observe_into(r, observer, out):
 
     card = np.int64(r[HANDS + observer])
     if card:
-        out[OBS_HAND + card - 1] += 1.0
+        _add(out, OBS_HAND + card - 1)
         located += _one_copy(card)
     if observer == r[CURRENT] and r[DRAWN]:
         card = np.int64(r[DRAWN])
-        out[OBS_HAND + card - 1] += 1.0
-        out[OBS_DRAWN + card - 1] = 1  # version 2 tells the card just drawn from the one kept
+        _add(out, OBS_HAND + card - 1)
+        _put(out, OBS_DRAWN + card - 1, 1)  # version 2 tells the card just drawn from the one kept
         located += _one_copy(card)
     for i in range(1, 1 + np.int64(r[FACE_UP])):
         card = np.int64(r[DECK + i])
-        out[OBS_FACE_UP + card - 1] += 1.0
+        _add(out, OBS_FACE_UP + card - 1)
         located += _one_copy(card)
 
     for k in range(n):
@@ -518,47 +531,47 @@ def observe_into(r, observer, out):
         # per seat (2 players: 81 -> 75 ns a write in cache).
         for j in range(_FIXED_SLOTS):
             at = sequence + j * 8 + np.int64(r[pile + j])
-            out[at if j < count else OBS_DECK] = 1.0
+            _put(out, at if j < count else OBS_DECK, 1.0)
         for j in range(_FIXED_SLOTS, count):
-            out[sequence + j * 8 + np.int64(r[pile + j])] = 1.0
+            _put(out, sequence + j * 8 + np.int64(r[pile + j]), 1.0)
         # Each value's discards, from one 8-byte word (also counted as located: every
         # discard's place is known).
         counts = _packed_counts(r, DISCARDED + seat * 8)
         located += counts
         for v in range(8):
-            out[OBS_DISCARD_COUNTS + k * 8 + v] = np.float32((counts >> np.uint64(8 * v)) & np.uint64(0xFF))
+            _put(out, OBS_DISCARD_COUNTS + k * 8 + v, np.float32((counts >> np.uint64(8 * v)) & np.uint64(0xFF)))
         if k:
             card = np.int64(r[KNOWN + observer * MAX_SEATS + seat])
             if card:
-                out[OBS_KNOWN + (k - 1) * 8 + card - 1] = 1.0
+                _put(out, OBS_KNOWN + (k - 1) * 8 + card - 1, 1.0)
                 located += _one_copy(card)
             # Flags are copied, not tested: whether they are set is a coin toss to the branch
             # predictor (0/1 bytes give 0.0/1.0 floats).
             ruled = np.int64(r[RULED_OUT + seat])
             if ruled:
                 for v in range(8):
-                    out[OBS_RULED + (k - 1) * 8 + v] = (ruled >> v) & 1
-            out[OBS_SEEN + k - 1] = r[SEEN + seat * MAX_SEATS + observer]
-        out[OBS_PRESENT + k] = 1.0
-        out[OBS_OUT + k] = r[OUT + seat]
-        out[OBS_PROTECTED + k] = r[PROTECTED + seat]
-        out[OBS_TOKENS + k] = r[TOKENS + seat]
+                    _put(out, OBS_RULED + (k - 1) * 8 + v, (ruled >> v) & 1)
+            _put(out, OBS_SEEN + k - 1, r[SEEN + seat * MAX_SEATS + observer])
+        _put(out, OBS_PRESENT + k, 1.0)
+        _put(out, OBS_OUT + k, r[OUT + seat])
+        _put(out, OBS_PROTECTED + k, r[PROTECTED + seat])
+        _put(out, OBS_TOKENS + k, r[TOKENS + seat])
     if not r[ROUND_OVER]:
-        out[OBS_TO_ACT + _wrap(np.int64(r[CURRENT]) - observer + n, n)] = 1.0
-    out[OBS_NUM_PLAYERS + n - 2] = 1.0
-    out[OBS_RULES] = r[RULE_DISCARD_SUM]
-    out[OBS_RULES + 1] = r[RULE_KING_IGNORES_HANDMAID]
-    out[OBS_DECK] = DECK_SIZE - np.int64(r[NEXT_CARD])
-    out[OBS_TARGET] = r[TOKENS_TO_WIN]
+        _put(out, OBS_TO_ACT + _wrap(np.int64(r[CURRENT]) - observer + n, n), 1.0)
+    _put(out, OBS_NUM_PLAYERS + n - 2, 1.0)
+    _put(out, OBS_RULES, r[RULE_DISCARD_SUM])
+    _put(out, OBS_RULES + 1, r[RULE_KING_IGNORES_HANDMAID])
+    _put(out, OBS_DECK, DECK_SIZE - np.int64(r[NEXT_CARD]))
+    _put(out, OBS_TARGET, r[TOKENS_TO_WIN])
     # Copies whose place the observer cannot name: all, less those located above (packed
     # counts added 8 values at a time, where a loop over values and seats cost 14 ns of a
     # 90 ns write).
     for v in range(8):
-        out[OBS_UNSEEN + v] = COPIES[v + 1] - np.int64((located >> np.uint64(8 * v)) & np.uint64(0xFF))
+        _put(out, OBS_UNSEEN + v, COPIES[v + 1] - np.int64((located >> np.uint64(8 * v)) & np.uint64(0xFF)))
     # Version 2: the card dealt (the one drawn is written with the hand) and the move record.
     card = np.int64(r[DEALT + observer])
     if card:
-        out[OBS_DEALT + card - 1] = 1
+        _put(out, OBS_DEALT + card - 1, 1)
     for m in range(np.int64(r[TURN])):
         _write_move(r, MOVE_LOG + m * MOVE_BYTES, observer, n, out, OBS_MOVES + m * OBS_MOVE_SIZE)
 
@@ -577,24 +590,27 @@ def _write_move(r, entry, observer, n, out, at):
     card = np.int64(r[entry + M_CARD])
     target = np.int64(r[entry + M_TARGET]) - 1  # -1: no one, whose relative seat below is still 0..n-1
     chose = target >= 0
-    out[at + OBS_M_ACTOR + _wrap(actor - observer + n, n)] = 1
-    out[at + OBS_M_CARD + card - 1] = 1
-    out[at + OBS_M_TARGET + _wrap(target - observer + n, n)] = chose
-    out[at + OBS_M_GUESS + _card_entry(r[entry + M_GUESS])] = r[entry + M_GUESS] != 0
+    _put(out, at + OBS_M_ACTOR + _wrap(actor - observer + n, n), 1)
+    _put(out, at + OBS_M_CARD + card - 1, 1)
+    _put(out, at + OBS_M_TARGET + _wrap(target - observer + n, n), chose)
+    _put(out, at + OBS_M_GUESS + _card_entry(r[entry + M_GUESS]), r[entry + M_GUESS] != 0)
+    # Seats gone, rotated to the observer's view (bit k: k seats after the observer): all
+    # four entries written, those past the table zero, without a loop over the table size.
     gone = np.int64(r[entry + M_OUT])
-    for k in range(n):
-        out[at + OBS_M_OUT + k] = (gone >> _wrap(observer + k, n)) & 1
-    out[at + OBS_M_DISCARDED + _card_entry(r[entry + M_DISCARDED])] = r[entry + M_DISCARDED] != 0
+    view = ((gone | (gone << n)) >> observer) & ((1 << n) - 1)
+    for k in range(MAX_SEATS):
+        _put(out, at + OBS_M_OUT + k, (view >> k) & 1)
+    _put(out, at + OBS_M_DISCARDED + _card_entry(r[entry + M_DISCARDED]), r[entry + M_DISCARDED] != 0)
     # What the observer saw: the target's card (Priest, Baron, King) when it chose another
     # player, the mover's (Baron, King) when it was chosen.
     other = chose & (target != actor)
     sees_target = other & (observer == actor) & ((_SHOWS_TARGET >> card) & 1 != 0)
     sees_actor = other & (observer == target) & ((_SHOWS_ACTOR >> card) & 1 != 0)
     seen = np.int64(r[entry + M_TARGET_CARD]) if sees_target else np.int64(r[entry + M_ACTOR_CARD])
-    out[at + OBS_M_SAW + _card_entry(seen)] = sees_target | sees_actor
-    out[at + OBS_M_DREW + _card_entry(r[entry + M_DRAWN])] = observer == actor
+    _put(out, at + OBS_M_SAW + _card_entry(seen), sees_target | sees_actor)
+    _put(out, at + OBS_M_DREW + _card_entry(r[entry + M_DRAWN]), observer == actor)
     replacement = r[entry + M_REPLACEMENT]
-    out[at + OBS_M_REPLACEMENT + _card_entry(replacement)] = (observer == target) & (replacement != 0)
+    _put(out, at + OBS_M_REPLACEMENT + _card_entry(replacement), (observer == target) & (replacement != 0))
 
 
 @njit(cache=True, inline="always")
