@@ -120,6 +120,7 @@ class MixedRulesBatched:
         self.game_rules = [names[i] for i, n in enumerate(counts) for _ in range(n)]
         self.rules = resolved
         self.episode = episode
+        self._players = players
 
     @property
     def current_player(self) -> torch.Tensor:
@@ -129,7 +130,7 @@ class MixedRulesBatched:
     @property
     def num_players(self) -> torch.Tensor:
         """long [N]: each game's table size."""
-        return torch.cat([env.num_players for env in self.envs])
+        return self._players
 
     @property
     def action_mask(self) -> torch.Tensor:
