@@ -23,7 +23,7 @@ The wings, each importing only the wings listed before it:
   :mod:`~training.exploitability.exact_response`, :mod:`~training.exploitability.search_response`,
   :mod:`~training.exploitability.learned_response` and :mod:`~training.exploitability.training_curve`;
 - :mod:`training.apps`: what people use: :mod:`~training.apps.terminal`, :mod:`~training.apps.server`
-  with :mod:`~training.apps.web`, :mod:`~training.apps.game_session` (one game loop for both),
+  with :mod:`~training.apps.web`, :mod:`~training.apps.live_game` (one game loop for both),
   :mod:`~training.apps.narration` and :mod:`~training.apps.onnx`.
 
 Agent specs (bot names, checkpoint paths, factories) are resolved by

@@ -1,9 +1,9 @@
 """A person's game against agents, one move at a time: what the terminal
 (:mod:`training.apps.terminal`) and the web app (:mod:`training.apps.web.games`) both play.
 
-:class:`GameSession` deals from its seed, lets the agents play until it is the person's
+:class:`LiveGame` deals from its seed, lets the agents play until it is the person's
 turn (or the round is over), takes the person's move, narrates every move as the
-person's seat saw it into :attr:`GameSession.log`, and records the game as a replay. The
+person's seat saw it into :attr:`LiveGame.log`, and records the game as a replay. The
 caller only asks for moves and shows the log: the terminal reads them from standard
 input, the web app from requests.
 """
@@ -58,7 +58,7 @@ class Opponent:
     build: Callable[[int], Any] = field(repr=False)
 
 
-class GameSession:
+class LiveGame:
     """One person (at ``seat``) against agents, one round or a whole game.
 
     Args:

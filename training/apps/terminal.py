@@ -32,7 +32,7 @@ from loveletter_env.render import card_reference, render_seat_view
 from loveletter_env.replay import save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import check_num_players, check_seed, check_writable, is_int
-from training.apps.game_session import GameSession, Opponent
+from training.apps.live_game import LiveGame, Opponent
 from training.learn.compile_notice import announce_kernel_compilation
 
 
@@ -172,29 +172,29 @@ def play(
     if len(opponents) > num_players - 1:
         raise ValueError(f"{len(opponents)} opponents given for {num_players - 1} other seats")
     specs = list(opponents) + [opponents[-1]] * (num_players - 1 - len(opponents))
-    # Each agent is built with the seed the session draws for its seat, as the web app's are.
+    # Each agent is built with the seed the game draws for its seat, as the web app's are.
     seated = [Opponent(agent_label(spec), agent_label(spec), {}, partial(resolve_agent, spec)) for spec in specs]
     metadata = {"source": "training.play", "seed": seed}
-    session = GameSession(seated, num_players, seat, rules, seed, max_rounds=rounds, metadata=metadata)
+    game = LiveGame(seated, num_players, seat, rules, seed, max_rounds=rounds, metadata=metadata)
     for p, opponent in zip((p for p in range(num_players) if p != seat), seated):
         print(f"player_{p}: {opponent.name}", file=out)
     print(f"You are player_{seat}.", file=out)
     told = 0
     while True:
-        for i in range(told, len(session.log)):
-            line = session.log[i]
-            print(f"\n=== {line.rstrip('.')} ===" if i in session.round_starts else "  " + line, file=out)
-        told = len(session.log)
-        if session.finished:
+        for i in range(told, len(game.log)):
+            line = game.log[i]
+            print(f"\n=== {line.rstrip('.')} ===" if i in game.round_starts else "  " + line, file=out)
+        told = len(game.log)
+        if game.finished:
             break
-        if session.state.round_over:
-            session.next_round()
+        if game.state.round_over:
+            game.next_round()
         else:
-            session.move(ask_move(session.state, seat, stdin, out))
+            game.move(ask_move(game.state, seat, stdin, out))
     if replay_path is not None:
-        assert session.replay is not None  # a finished session has one
-        print(f"Replay saved: {save_replay(session.replay, replay_path)}", file=out)
-    return session.state
+        assert game.replay is not None  # a finished game has one
+        print(f"Replay saved: {save_replay(game.replay, replay_path)}", file=out)
+    return game.state
 
 
 def main(argv: Sequence[str] | None = None) -> int:

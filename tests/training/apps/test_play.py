@@ -125,7 +125,7 @@ class _FirstLegal(io.StringIO):
 
 
 def test_the_terminal_and_the_web_app_play_the_same_game_from_a_seed(tmp_path):
-    """Both drive one GameSession: the same seed, opponents and moves give the same deals,
+    """Both drive one LiveGame: the same seed, opponents and moves give the same deals,
     the same agents' moves and the same log."""
     from training.apps.web.games import HumanGame, OpponentCatalog
 

@@ -1,6 +1,6 @@
 """A person's game against agents, driven one request at a time, and the store of games.
 
-:class:`HumanGame` is the terminal's :class:`~training.apps.game_session.GameSession` (the person
+:class:`HumanGame` is the terminal's :class:`~training.apps.live_game.LiveGame` (the person
 plays a move, the agents play until it is the person's turn again, every move narrated as
 the person's seat saw it) with an id, a lock and a view for the page; a finished game is
 saved as a replay. Opponents come from :class:`OpponentCatalog`: bot names with checked options, or
@@ -28,7 +28,7 @@ from loveletter_env.agents.specs import SOLVED, resolve_agent
 from loveletter_env.replay import Replay, safe_file_name, save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int
-from training.apps.game_session import GameSession, IllegalMove, NotNow, Opponent
+from training.apps.live_game import IllegalMove, LiveGame, NotNow, Opponent
 from training.apps.web.views import legal_moves, seat_name, state_view
 
 
@@ -309,8 +309,8 @@ def check_work(choices: list[OpponentChoice], players: int) -> None:
         )
 
 
-class HumanGame(GameSession):
-    """A :class:`~training.apps.game_session.GameSession` played through requests: it has an id and
+class HumanGame(LiveGame):
+    """A :class:`~training.apps.live_game.LiveGame` played through requests: it has an id and
     a lock, answers a move at the wrong time or an illegal one with a :class:`RequestError`,
     saves itself with ``on_finish`` when finished, and draws itself for the page (:meth:`view`).
 
@@ -335,7 +335,7 @@ class HumanGame(GameSession):
         seed: int,
         on_finish: Callable[[HumanGame, Replay], str | None],
     ):
-        # Set before the session starts: the agents may finish a round before the person plays.
+        # Set before the game starts: the agents may finish a round before the person plays.
         self.id = secrets.token_hex(8)
         self.lock = threading.Lock()
         self.seed = seed
