@@ -64,11 +64,11 @@ __all__ = [
 ]
 
 
-def _load_checkpoint_agent(path: Path, seed: int) -> PolicyAgent:
-    """Checkpoint specs of :func:`loveletter_env.agents.specs.resolve_agent` load through here (greedy)."""
+def _load_checkpoint_agent(path: Path, seed: int, greedy: bool | None) -> PolicyAgent:
+    """Checkpoint specs of :func:`loveletter_env.agents.specs.resolve_agent` load through here."""
     from training.learn.checkpoint import load_agent
 
-    return load_agent(path, seed=seed)
+    return load_agent(path, greedy=greedy, seed=seed)
 
 
 def _load_checkpoint_network(path: Path) -> ActorCritic:

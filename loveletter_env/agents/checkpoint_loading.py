@@ -26,15 +26,16 @@ CHECKPOINT_SUFFIXES: tuple[str, ...] = (".pt", ".pth", ".ckpt")
 #: Imported on the first checkpoint spec when no loader is registered yet; it registers one.
 CHECKPOINT_LOADER_PACKAGE = "training"
 
-#: ``loader(path, seed) -> agent`` for checkpoint files and run folders.
-CheckpointLoader = Callable[[Path, int], Agent]
+#: ``loader(path, seed, greedy) -> agent`` for checkpoint files and run folders; ``greedy`` is
+#: ``True`` (the most likely action), ``False`` (sample the policy) or ``None`` (the checkpoint's own way).
+CheckpointLoader = Callable[[Path, int, bool | None], Agent]
 #: ``loader(path) -> network`` (``forward(obs) -> (logits, value)``, in eval mode), for agents built on a network.
 NetworkLoader = Callable[[Path], Any]
 _loaders: dict[str, Callable[..., Any]] = {}
 
 
 def register_checkpoint_loader(agent: CheckpointLoader, network: NetworkLoader | None = None) -> None:
-    """Make ``agent(path, seed)`` the way checkpoint specs become agents, and ``network(path)`` the way
+    """Make ``agent(path, seed, greedy)`` the way checkpoint specs become agents, and ``network(path)`` the way
     :func:`load_checkpoint_network` reads a checkpoint's network (the last registration wins)."""
     _loaders["agent"] = agent
     if network is not None:
@@ -93,10 +94,12 @@ def _checkpoint_loader(kind: str, path: Path) -> Callable[..., Any]:
     return _loaders[kind]
 
 
-def load_checkpoint_agent(path: str | os.PathLike[str], seed: int = 0) -> Agent:
-    """The agent stored in a checkpoint file or run folder (greedy), through the registered loader."""
+def load_checkpoint_agent(path: str | os.PathLike[str], seed: int = 0, greedy: bool | None = None) -> Agent:
+    """The agent stored in a checkpoint file or run folder, through the registered loader: playing
+    its most likely action (``greedy=True``), sampling its policy (``False``), or by default as the
+    run that trained it evaluated it."""
     path = Path(path)
-    return _checkpoint_loader("agent", path)(path, seed)
+    return _checkpoint_loader("agent", path)(path, seed, greedy)
 
 
 def load_checkpoint_network(path: str | os.PathLike[str]) -> Any:

@@ -14,7 +14,11 @@ spec is one of:
 * ``solved:path=FILE``: an equilibrium that ``python -m training.solve`` saved for a ladder rung;
 * a checkpoint path (a ``.pt``/``.pth``/``.ckpt`` file, any path with a separator, or an
   existing file or folder, such as a training run folder), loaded by the registered
-  checkpoint loader (see below);
+  checkpoint loader (see below); it plays as its run's evaluations played it (the config's
+  ``eval.greedy``; greedily when the file records none);
+* ``checkpoint:path=FILE,greedy=False``: the same, with its way of playing given:
+  ``greedy=True`` plays the most likely action, ``greedy=False`` samples the policy
+  (``greedy`` is optional);
 * ``"package.module:factory"``: a callable called with ``seed=`` (when it takes one) that
   returns an agent;
 * an object with ``act(observation) -> int``, returned as it is.
@@ -114,6 +118,41 @@ def _solved_agent(text: str, options: dict[str, Any], seed: int | None) -> Agent
     return SolvedAgent(str(options["path"]), seed=seed)
 
 
+#: ``checkpoint:path=FILE[,greedy=BOOL]``: a checkpoint, optionally with its way of playing.
+CHECKPOINT = "checkpoint"
+#: The options of a ``checkpoint:`` spec.
+CHECKPOINT_OPTIONS = ("path", "greedy")
+
+
+def checkpoint_spec(spec: AgentSpec) -> tuple[str, bool | None] | None:
+    """``(path, greedy)`` for a spec that names a checkpoint: a bare checkpoint path (``greedy``
+    ``None``: the checkpoint's own way) or a ``checkpoint:`` spec; ``None`` for any other spec.
+
+    Raises:
+        AgentSpecError: a ``checkpoint:`` spec without ``path``, with another option, or with a
+            ``greedy`` that is not ``True`` or ``False``.
+    """
+    if not isinstance(spec, (str, os.PathLike)):
+        return None
+    text = os.fspath(spec)
+    name, colon, rest = text.partition(":")
+    if isinstance(spec, os.PathLike) or name not in (*AGENT_NAMES, SOLVED, CHECKPOINT):
+        return (text, None) if is_checkpoint_path(spec) else None
+    if name != CHECKPOINT:
+        return None
+    options = parse_options(rest, text) if colon else {}
+    unknown = sorted(set(options) - set(CHECKPOINT_OPTIONS))
+    if "path" not in options or unknown:
+        raise AgentSpecError(
+            f"agent spec {text!r}: a checkpoint is given as checkpoint:path=FILE[,greedy=True|False]"
+            + (f" (no option {', '.join(map(repr, unknown))}; its options are path, greedy)" if unknown else "")
+        )
+    greedy = options.get("greedy")
+    if greedy is not None and not isinstance(greedy, bool):
+        raise AgentSpecError(f"agent spec {text!r}: greedy must be True or False, got {greedy!r}")
+    return str(options["path"]), greedy
+
+
 def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent") -> Agent:
     """Turn an agent spec (see the module docstring) into an agent object.
 
@@ -151,26 +190,38 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent")
         return make_agent(name, seed=seed, **options)
     if name == SOLVED and not isinstance(spec, os.PathLike):
         return _solved_agent(text, parse_options(rest, text) if colon else {}, seed)
-    if is_checkpoint_path(spec):
-        return load_checkpoint_agent(text, seed=0 if seed is None else seed)
+    checkpoint = checkpoint_spec(spec)
+    if checkpoint is not None:
+        path, greedy = checkpoint
+        return load_checkpoint_agent(path, seed=0 if seed is None else seed, greedy=greedy)
     if colon and rest:
         return _from_factory(text, name, rest, seed)
     raise AgentSpecError(
         f"unknown agent {text!r}: use one of {list(AGENT_NAMES)} (options as 'ismcts:iterations=100'), "
         "solved:path=FILE, "
+        "checkpoint:path=FILE,greedy=False, "
         f"a checkpoint path ({'/'.join(CHECKPOINT_SUFFIXES)}) or run folder, or 'package.module:factory'"
     )
 
 
 def agent_label(spec: AgentSpec) -> str:
-    """A short display name for an agent spec."""
+    """A short display name for an agent spec: the spec as written, but ``FILE (sampling)`` or
+    ``FILE (greedy)`` for a ``checkpoint:`` spec that sets how it plays."""
     if isinstance(spec, (str, os.PathLike)):
+        try:
+            checkpoint = checkpoint_spec(spec)
+        except AgentSpecError:
+            checkpoint = None
+        if checkpoint is not None and checkpoint[1] is not None:
+            return f"{checkpoint[0]} ({'greedy' if checkpoint[1] else 'sampling'})"
         return os.fspath(spec)
     return str(getattr(spec, "name", type(spec).__name__))
 
 
 __all__ = [
+    "CHECKPOINT",
     "CHECKPOINT_LOADER_PACKAGE",
+    "CHECKPOINT_OPTIONS",
     "CHECKPOINT_SUFFIXES",
     "AgentSpec",
     "AgentSpecError",
@@ -180,6 +231,7 @@ __all__ = [
     "SOLVED",
     "accepts_seed",
     "agent_label",
+    "checkpoint_spec",
     "is_checkpoint_path",
     "load_checkpoint_agent",
     "load_checkpoint_network",

@@ -4,6 +4,7 @@ opponents; the environment package never imports the training package."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,10 +48,10 @@ def test_unknown_names_and_non_agents_are_named():
 
 
 def test_checkpoints_go_through_the_registered_loader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    calls: list[tuple[Path, int]] = []
+    calls: list[tuple[Path, int, bool | None]] = []
 
-    def loader(path: Path, seed: int) -> RuleAgent:
-        calls.append((path, seed))
+    def loader(path: Path, seed: int, greedy: bool | None) -> RuleAgent:
+        calls.append((path, seed, greedy))
         return RuleAgent(seed=seed)
 
     monkeypatch.setattr(checkpoint_loading, "_loaders", {})
@@ -62,8 +63,44 @@ def test_checkpoints_go_through_the_registered_loader(tmp_path: Path, monkeypatc
     assert isinstance(resolve_agent(str(file), seed=5), RuleAgent)
     assert isinstance(resolve_agent(run_folder), RuleAgent)
     assert isinstance(resolve_agent("rule"), RuleAgent) and len(calls) == 2  # the name stays a bot
-    assert calls == [(file, 5), (run_folder, 0)]
+    # A bare path leaves the way of playing to the checkpoint; a checkpoint: spec can set it.
+    assert isinstance(resolve_agent(f"checkpoint:path={file},greedy=False", seed=2), RuleAgent)
+    assert isinstance(resolve_agent(f"checkpoint:path={file},greedy=True"), RuleAgent)
+    assert isinstance(resolve_agent(f"checkpoint:path={run_folder}"), RuleAgent)
+    assert calls == [(file, 5, None), (run_folder, 0, None), (file, 2, False), (file, 0, True), (run_folder, 0, None)]
     assert specs.load_checkpoint_network(file) == ("network", file)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("checkpoint:", r"a checkpoint is given as checkpoint:path=FILE\[,greedy=True\|False\]$"),
+        ("checkpoint:greedy=False", r"a checkpoint is given as checkpoint:path=FILE"),
+        ("checkpoint:path=a.pt,sample=True", r"\(no option 'sample'; its options are path, greedy\)$"),
+        ("checkpoint:path=a.pt,greedy=maybe", r"greedy must be True or False, got 'maybe'$"),
+        ("checkpoint:path=a.pt,greedy=1", r"greedy must be True or False, got 1$"),
+        ("checkpoint:path", r"expected name:key=value"),
+    ],
+)
+def test_checkpoint_specs_refuse_missing_paths_unknown_options_and_bad_modes(spec, message, monkeypatch):
+    def loader(path: Path, seed: int, greedy: bool | None) -> RuleAgent:
+        raise AssertionError("nothing is loaded for a bad spec")
+
+    monkeypatch.setattr(checkpoint_loading, "_loaders", {"agent": loader})
+    with pytest.raises(AgentSpecError, match=rf"^agent spec '{re.escape(spec)}': (.* )?{message}"):
+        resolve_agent(spec)
+
+
+def test_checkpoint_specs_play_as_told_and_bare_paths_as_the_checkpoint_says():
+    pytest.importorskip("torch")
+    shipped = ROOT / "checkpoints/shipped/ppo_2p.pt"  # its run evaluated it greedily
+    assert resolve_agent(str(shipped)).greedy is True
+    assert resolve_agent(f"checkpoint:path={shipped}").greedy is True
+    assert resolve_agent(f"checkpoint:path={shipped},greedy=False").greedy is False
+    assert agent_label(f"checkpoint:path={shipped},greedy=False") == f"{shipped} (sampling)"
+    assert agent_label(f"checkpoint:path={shipped},greedy=True") == f"{shipped} (greedy)"
+    assert agent_label(f"checkpoint:path={shipped}") == f"checkpoint:path={shipped}"
+    assert agent_label("checkpoint:path=a.pt,oops=1") == "checkpoint:path=a.pt,oops=1"  # labels never raise
 
 
 def test_checkpoints_load_through_training_without_importing_it(tmp_path: Path):

@@ -348,17 +348,35 @@ def build_model(checkpoint: dict[str, Any], device: str | torch.device = "cpu") 
     return model.to(device)
 
 
-def load_agent(path: str | Path, greedy: bool = True, seed: int = 0, device: str | torch.device = "cpu") -> PolicyAgent:
+def plays_greedily(checkpoint: dict[str, Any]) -> bool:
+    """How a loaded checkpoint plays unless told otherwise: as its run's evaluations played it
+    (``eval.greedy`` of the config it records), else greedily, as every checkpoint did before
+    the setting was read (files without a config, or with one from before ``eval.greedy``)."""
+    config = checkpoint.get("config")
+    section = config.get("eval") if isinstance(config, dict) else None
+    greedy = section.get("greedy") if isinstance(section, dict) else None
+    return greedy if isinstance(greedy, bool) else True
+
+
+def load_agent(
+    path: str | Path, greedy: bool | None = None, seed: int = 0, device: str | torch.device = "cpu"
+) -> PolicyAgent:
     """An agent with ``act(observation_dict) -> int`` from a checkpoint file or run folder.
 
     Args:
         path: a ``.pt`` checkpoint, or a run folder (its ``best.pt``, else ``latest.pt``).
-        greedy: play the most likely legal action (default) instead of sampling.
+        greedy: ``True`` plays the most likely legal action, ``False`` samples from the masked
+            policy; ``None`` (the default) plays the way the checkpoint's run evaluated it
+            (its config's ``eval.greedy``, see :func:`plays_greedily`), greedily when it does
+            not record one. A network trained towards an equilibrium (``ppo.magnet_coef``) is
+            meant to sample: played greedily it is a pure strategy, which a best response
+            exploits. The agent's ``greedy`` attribute says which it does.
         seed: seed of the agent's sampling generator (an integer in ``0..MAX_SEED``).
         device: where the network runs.
 
     Raises:
-        CheckpointError: see :func:`load_checkpoint`; ValueError: a bad seed.
+        CheckpointError: see :func:`load_checkpoint`; ValueError: a bad seed, or a ``greedy``
+        that is not ``None``, ``True`` or ``False``.
 
     Example::
 
@@ -366,11 +384,14 @@ def load_agent(path: str | Path, greedy: bool = True, seed: int = 0, device: str
         action = agent.act(env.observe(env.agent_selection))
     """
     seed = check_seed(seed)
+    if greedy is not None and not isinstance(greedy, bool):
+        raise ValueError(f"greedy must be True, False or None (the checkpoint's own way), got {greedy!r}")
     checkpoint = load_checkpoint(path, map_location=device)
     try:
         model = build_model(checkpoint, device)
     except CheckpointError as err:
         raise CheckpointError(f"{str(path)!r}: {err}") from None
+    greedy = plays_greedily(checkpoint) if greedy is None else greedy
     return PolicyAgent(model, greedy=greedy, seed=seed, device=device)
 
 

@@ -370,6 +370,46 @@ def test_greedy_agent_is_deterministic_and_sampling_is_seeded(saved):
     assert all(np.asarray(obs["action_mask"])[a] == 1 for a in picks)
 
 
+def with_eval_greedy(tmp_path, saved, greedy) -> object:
+    """``saved`` again, its run's config saying how its evaluations played it."""
+    data = load_checkpoint(saved)
+    data["config"] = {**data["config"], "eval": {"greedy": greedy}}
+    return save_checkpoint(tmp_path / f"eval_greedy_{greedy}.pt", data)
+
+
+def test_a_checkpoint_plays_as_its_run_evaluated_it_unless_told(tmp_path, saved):
+    sampling = with_eval_greedy(tmp_path, saved, False)
+    assert load_agent(sampling).greedy is False
+    assert load_agent(with_eval_greedy(tmp_path, saved, True)).greedy is True
+    # An explicit choice wins either way.
+    assert load_agent(sampling, greedy=True).greedy is True
+    assert load_agent(saved, greedy=False).greedy is False
+    # No eval section (or a malformed one) in the recorded config: greedy, as before the setting was read.
+    assert load_agent(saved).greedy is True
+    assert load_agent(with_eval_greedy(tmp_path, saved, "no")).greedy is True
+    # The default-sampling agent is the seeded sampling agent, not a greedy one.
+    env = make_env(num_players=2, episode="round")
+    env.reset(seed=0)
+    obs = env.observe(env.agent_selection)
+    by_default, told = load_agent(sampling, seed=4), load_agent(saved, greedy=False, seed=4)
+    assert [by_default.act(obs) for _ in range(20)] == [told.act(obs) for _ in range(20)]
+
+
+def test_checkpoint_specs_play_as_the_checkpoint_or_the_spec_says(tmp_path, saved):
+    from loveletter_env.agents.specs import resolve_agent
+
+    sampling = with_eval_greedy(tmp_path, saved, False)
+    assert resolve_agent(str(sampling)).greedy is False
+    assert resolve_agent(f"checkpoint:path={sampling},greedy=True").greedy is True
+    assert resolve_agent(f"checkpoint:path={saved},greedy=False").greedy is False
+
+
+@pytest.mark.parametrize("greedy", ["yes", 1, 0.0])
+def test_a_mode_that_is_not_true_false_or_none_is_refused(saved, greedy):
+    with pytest.raises(ValueError, match=rf"^greedy must be True, False or None .*got {greedy!r}$"):
+        load_agent(saved, greedy=greedy)
+
+
 SHIPPED = sorted((ROOT / "checkpoints" / "shipped").glob("*.pt"))
 
 
@@ -491,6 +531,7 @@ EXPECTED_GREEDY = {
 @pytest.mark.parametrize("name", sorted(EXPECTED_GREEDY))
 def test_version_1_networks_play_the_actions_they_played_before(name):
     agent = load_agent(V1_SHIPPED[name])
+    assert agent.greedy  # their runs evaluated them greedily: the default way of playing is unchanged
     played = []
     for seed in SCRIPTED_SEEDS:
         state = scripted_state(seed)
