@@ -4,7 +4,8 @@ An opponent is anything with ``act(observation_dict) -> int`` and, optionally,
 ``reset(seed=None)`` (see :mod:`loveletter_env.agents.base`). Each one is described by an
 agent spec, resolved by :func:`loveletter_env.agents.specs.resolve_agent` exactly as
 ``python -m training.evaluate`` resolves its agents: a bot name with options
-(``"ismcts:iterations=100"``), a checkpoint path or run folder (greedy), a
+(``"ismcts:iterations=100"``), a checkpoint path or run folder (playing as its run's
+evaluations played it; ``"checkpoint:path=FILE,greedy=False"`` samples), a
 ``"package.module:factory"``, or an agent object used as given.
 """
 
