@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.apps.server import DEFAULT_CHECKPOINTS
+from training.apps.server import default_checkpoints
 from training.apps.web.app import ServerConfig, create_app
 from training.apps.web.games import ITERATION_SECONDS, HumanGame, OpponentCatalog
 
@@ -176,8 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.seeds < 1:
         parser.error("--repeats and --seeds must be positive")
-    # Offered as python -m training.serve offers them by default.
-    checkpoints = {f"{folder.name}/{p.stem}": p.resolve() for folder in DEFAULT_CHECKPOINTS for p in sorted(folder.glob("*.pt"))}
+    checkpoints = default_checkpoints()  # as python -m training.serve offers them by default
     if "v1/ppo_2to4p" not in checkpoints:
         parser.error("run it from the repository root: it plays checkpoints/v1/ppo_2to4p.pt")
     import training.learn.checkpoint  # noqa: F401  (torch loads now, as python -m training.serve does at start-up)
