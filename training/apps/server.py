@@ -6,11 +6,12 @@ games from any seat) and **Leaderboard** (a ``training.evaluate --league`` run).
 to 127.0.0.1 unless ``--host`` says otherwise. Finished games are saved as replays in
 ``--replays``. Networks are offered as opponents only from ``--checkpoints`` (files or
 folders, searched for ``.pt`` files when the server starts; by default the shipped networks
-in ``checkpoints/shipped``) and ``--runs`` (each training run directly inside the folders
-named), and equilibria of the ladder only from ``--policies`` (files of ``python -m
-training.solve``). Each one is loaded once at start-up, so that a file that is not what it
-should be is named then. Requests must address the server by a name of this machine
-(``--allow-host`` adds others) and come from its own pages.
+in ``checkpoints/shipped`` and the version 1 networks in ``checkpoints/v1``) and ``--runs``
+(each training run directly inside the folders named), and equilibria of the ladder only
+from ``--policies`` (files of ``python -m training.solve``). Each one is loaded once at
+start-up, so that a file that is not what it should be is named then. Requests must
+address the server by a name of this machine (``--allow-host`` adds others) and come from
+its own pages.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from pathlib import Path
 
 from training.apps.web.games import OfferedPolicy
 
-DEFAULT_CHECKPOINTS = Path("checkpoints") / "shipped"
+#: Offered when ``--checkpoints`` is not given, each file named by its folder and stem
+#: (``shipped/ppo_2p``, ``v1/ppo_2to4p``): the 2-4 player network exists only as version 1.
+DEFAULT_CHECKPOINTS = (Path("checkpoints") / "shipped", Path("checkpoints") / "v1")
 #: The file a run folder offers, the first of these it holds: what the run names as its
 #: result, else what :func:`training.learn.checkpoint.resolve_checkpoint_path` would load.
 RUN_FILES = ("result.pt", "best.pt", "latest.pt")
@@ -54,6 +57,19 @@ def find_checkpoints(paths: Sequence[Path]) -> dict[str, Path]:
         else:
             raise ValueError(f"checkpoint path {str(root)!r} does not exist")
     return dict(list(found.items())[:MAX_CHECKPOINTS])
+
+
+def default_checkpoints() -> dict[str, Path]:
+    """Display name -> path for the checkpoints offered when ``--checkpoints`` is not given,
+    named as the docs and the Play page's default opponents name them (``shipped/ppo_2p``,
+    ``v1/ppo_2to4p``); relative to the working directory, so empty elsewhere than the
+    repository root."""
+    return {
+        f"{folder.name}/{name}": path
+        for folder in DEFAULT_CHECKPOINTS
+        if folder.is_dir()
+        for name, path in find_checkpoints([folder]).items()
+    }
 
 
 def find_runs(folders: Sequence[Path]) -> dict[str, Path]:
@@ -170,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PATH",
         help="checkpoint files or folders (searched for .pt files) offered as opponents "
-        "(default: the shipped networks, checkpoints/shipped)",
+        "(default: the shipped networks, checkpoints/shipped, and the version 1 ones, checkpoints/v1)",
     )
     parser.add_argument(
         "--runs",
@@ -216,12 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--replays {str(args.replays)!r} is not a folder")
     checkpoint_paths = args.checkpoints
     if checkpoint_paths is None:
-        checkpoint_paths = [DEFAULT_CHECKPOINTS] if DEFAULT_CHECKPOINTS.is_dir() else []
+        checkpoint_paths = [folder for folder in DEFAULT_CHECKPOINTS if folder.is_dir()]
     try:
-        checkpoints = find_checkpoints(checkpoint_paths)
-        if args.checkpoints is None:
-            # Named as the docs and the page's default opponent name them: shipped/ppo_2p.
-            checkpoints = {f"{DEFAULT_CHECKPOINTS.name}/{name}": path for name, path in checkpoints.items()}
+        checkpoints = default_checkpoints() if args.checkpoints is None else find_checkpoints(checkpoint_paths)
         checkpoints = {**find_runs(args.runs), **checkpoints}
         policies = load_policies(args.policies)
     except ValueError as exc:

@@ -63,7 +63,8 @@ def server(tmp_path_factory):
     replays, league_dir = base / "replays", base / "league"
     replays.mkdir()
     write_league(league(["random", "rule", "belief"], rounds=30, seed=0), league_dir)
-    config = ServerConfig(replays, league_dir, {"shipped/ppo_2p": ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"})
+    checkpoints = {name: ROOT / "checkpoints" / f"{name}.pt" for name in ("shipped/ppo_2p", "v1/ppo_2p")}
+    config = ServerConfig(replays, league_dir, checkpoints)
     port = _free_port()
     uv = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=uv.run, daemon=True)
@@ -148,8 +149,9 @@ def test_play_a_round_then_watch_its_replay(server, browser, screenshot):
     driver.get(f"{server}/#/play")
     wait.until(EC.presence_of_element_located((By.ID, "opp-1")))
     Select(driver.find_element(By.ID, "length")).select_by_value("round")
-    Select(driver.find_element(By.ID, "opp-1")).select_by_value("checkpoint:shipped/ppo_2p")
-    # Seed 55: the person plays Guard, Guard, Countess and then must play the Princess.
+    Select(driver.find_element(By.ID, "opp-1")).select_by_value("checkpoint:v1/ppo_2p")
+    # Seed 55 against the version 1 network: the person plays Guard, Guard, Countess and then
+    # must play the Princess.
     driver.find_element(By.ID, "seed").send_keys("55")
     screenshot(driver, "web-setup.png")
     driver.find_element(By.ID, "start").click()

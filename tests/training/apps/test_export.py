@@ -99,14 +99,14 @@ def test_cli_names_the_extra_when_onnxscript_is_missing(exported, tmp_path, monk
 
 
 def test_a_version_1_network_exports_a_graph_that_takes_the_current_observation(tmp_path):
-    """The shipped network reads 646 entries; its graph takes the full current vector and
+    """A version 1 network reads 646 entries; its graph takes the full current vector and
     slices inside, so a server feeds it what the env hands out."""
     from loveletter_env import engine
     from loveletter_env.observation import OBSERVATION_SIZE, V1_OBSERVATION_SIZE, encode_observation
     from training.learn.checkpoint import build_model, load_checkpoint
 
-    shipped = ROOT / "checkpoints" / "shipped" / "ppo_2to4p.pt"
-    onnx_path = export.main(["--checkpoint", str(shipped), "--onnx", str(tmp_path / "v1.onnx"), "--no-verify"])
+    v1_network = ROOT / "checkpoints" / "v1" / "ppo_2to4p.pt"
+    onnx_path = export.main(["--checkpoint", str(v1_network), "--onnx", str(tmp_path / "v1.onnx"), "--no-verify"])
     agent = export.OnnxAgent(onnx_path)
     assert agent.session.get_inputs()[0].shape[1] == OBSERVATION_SIZE
     # Reference encoder on seeded positions: the entries past version 1 are not all zero, and must not count.
@@ -125,7 +125,7 @@ def test_a_version_1_network_exports_a_graph_that_takes_the_current_observation(
     masks = np.stack([np.asarray(engine.legal_mask(s), np.int8) for s in states])
     out = agent.run(observations, masks)
     with torch.no_grad():
-        model = build_model(load_checkpoint(shipped))
+        model = build_model(load_checkpoint(v1_network))
         logits = model.policy_head(model.trunk(torch.from_numpy(observations[:, :V1_OBSERVATION_SIZE].copy())))
     legal = masks.astype(bool)
     assert np.abs(out["logits"] - logits.numpy())[legal].max() < export.VERIFY_TOLERANCE

@@ -19,6 +19,7 @@ from training.apps.web.app import MAX_JSON_BODY, ServerConfig, create_app  # noq
 from training.serve import main as serve_main  # noqa: E402
 
 SHIPPED = ROOT / "checkpoints" / "shipped"
+V1 = ROOT / "checkpoints" / "v1"
 #: Where a browser on this machine reaches the server: the Host header the server accepts.
 LOCAL = "http://127.0.0.1:8000"
 
@@ -440,18 +441,34 @@ def test_find_runs_offers_one_checkpoint_per_run(tmp_path):
         find_runs([tmp_path / "nowhere"])
 
 
-def test_serve_offers_the_shipped_networks_and_only_the_runs_asked_for(tmp_path, monkeypatch, capsys):
+def test_serve_offers_the_shipped_and_version_1_networks_and_only_the_runs_asked_for(tmp_path, monkeypatch, capsys):
     import shutil
 
     import uvicorn
 
-    (tmp_path / "checkpoints" / "shipped").mkdir(parents=True)
-    (tmp_path / "checkpoints" / "scratch").mkdir()
+    for folder in ("shipped", "v1", "scratch"):
+        (tmp_path / "checkpoints" / folder).mkdir(parents=True)
     shutil.copy(SHIPPED / "ppo_2p.pt", tmp_path / "checkpoints" / "shipped" / "ppo_2p.pt")
+    shutil.copy(V1 / "ppo_2to4p.pt", tmp_path / "checkpoints" / "v1" / "ppo_2to4p.pt")
     shutil.copy(SHIPPED / "ppo_2p.pt", tmp_path / "checkpoints" / "scratch" / "latest.pt")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: None)
     assert serve_main([]) == 0
-    assert "checkpoints offered: shipped/ppo_2p\n" in capsys.readouterr().out
+    assert "checkpoints offered: shipped/ppo_2p, v1/ppo_2to4p\n" in capsys.readouterr().out
     assert serve_main(["--runs", "checkpoints"]) == 0
-    assert "checkpoints offered: checkpoints/scratch, shipped/ppo_2p\n" in capsys.readouterr().out
+    assert "checkpoints offered: checkpoints/scratch, shipped/ppo_2p, v1/ppo_2to4p\n" in capsys.readouterr().out
+    shutil.rmtree(tmp_path / "checkpoints" / "v1")
+    assert serve_main([]) == 0
+    assert "checkpoints offered: shipped/ppo_2p\n" in capsys.readouterr().out
+
+
+def test_guided_searches_with_the_network_for_the_table_size_by_default():
+    from training.apps.web.games import DEFAULT_NETWORKS, OpponentCatalog
+
+    offered = {"shipped/ppo_2p": SHIPPED / "ppo_2p.pt", "v1/ppo_2to4p": V1 / "ppo_2to4p.pt"}
+    catalog = OpponentCatalog(offered, lambda path, seed: None)
+    assert [catalog.default_policy(n) for n in (2, 3, 4)] == ["shipped/ppo_2p", "v1/ppo_2to4p", "v1/ppo_2to4p"]
+    assert OpponentCatalog({"run": V1 / "ppo_2p.pt"}, lambda path, seed: None).default_policy(4) == "run"
+    # The Play page preselects the same networks.
+    page = (ROOT / "training" / "apps" / "web" / "static" / "app.js").read_text()
+    assert f'players === 2 ? "{DEFAULT_NETWORKS[2]}" : "{DEFAULT_NETWORKS[4]}"' in page

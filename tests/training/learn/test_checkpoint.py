@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import math
 import os
 import pickle
@@ -411,11 +412,11 @@ def test_a_mode_that_is_not_true_false_or_none_is_refused(saved, greedy):
 
 
 SHIPPED = sorted((ROOT / "checkpoints" / "shipped").glob("*.pt"))
+V1 = sorted((ROOT / "checkpoints" / "v1").glob("*.pt"))
 
 
-@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
-def test_shipped_agents_load_and_play_legally(path):
-    # Fails when the observation or action layout changes: the shipped agents need retraining then.
+@pytest.mark.parametrize("path", SHIPPED + V1, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_agents_load_and_play_legally(path):
     data = load_checkpoint(path)
     assert "training" not in data  # shipped files carry weights only
     assert data["format_version"] >= 2 and DIGEST_KEY in data  # and are checked on load
@@ -433,7 +434,7 @@ def test_other_write_failures_are_named_too(tmp_path, saved, model, monkeypatch)
 
 # --- Observation layouts: networks trained on version 1 keep playing -------------------------
 
-V1_SHIPPED = {path.stem: path for path in SHIPPED}
+V1_NETWORKS = {path.stem: path for path in V1}
 
 
 def v1_payload(model: ActorCritic) -> dict:
@@ -477,23 +478,38 @@ def test_new_checkpoints_record_the_current_layout(saved):
     assert OBSERVATION_VERSION == 2 and build_model(load_checkpoint(saved)).observation_version == 2
 
 
-@pytest.mark.parametrize("name", sorted(V1_SHIPPED))
-def test_shipped_networks_are_version_1_and_read_the_version_1_prefix(name):
-    data = load_checkpoint(V1_SHIPPED[name])
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_networks_read_the_current_observation(path):
+    # Fails when the observation layout changes: the shipped networks need retraining then.
+    data = load_checkpoint(path)
+    assert (data["observation_version"], data["observation_size"]) == (OBSERVATION_VERSION, OBSERVATION_SIZE)
+
+
+def test_the_version_1_networks_are_the_ones_their_readme_names():
+    # The documented figures were measured on these exact files.
+    readme = (ROOT / "checkpoints" / "v1" / "README.md").read_text()
+    assert sorted(V1_NETWORKS) == ["ppo_2p", "ppo_2to4p"]
+    for name, path in V1_NETWORKS.items():
+        assert f"| `{name}.pt` |" in readme and f"`{hashlib.sha256(path.read_bytes()).hexdigest()}`" in readme
+
+
+@pytest.mark.parametrize("name", sorted(V1_NETWORKS))
+def test_the_version_1_networks_read_the_version_1_prefix(name):
+    data = load_checkpoint(V1_NETWORKS[name])
     assert (data["observation_version"], data["observation_size"]) == (1, V1_OBSERVATION_SIZE)
     model = build_model(data)
     assert model.observation_version == 1 and model.trunk[0].in_features == V1_OBSERVATION_SIZE
 
 
-@pytest.mark.parametrize("name", sorted(V1_SHIPPED))
+@pytest.mark.parametrize("name", sorted(V1_NETWORKS))
 def test_a_version_1_network_plays_the_version_1_policy_on_version_2_observations(name):
     # Reference encoder: the full version-2 vector, whose first 646 entries are what version 1 computed.
     states = random_states(300, seed=11)
     observations = np.stack([encode_observation(s, s.current) for s in states])
     masks = np.stack([np.asarray(engine.legal_mask(s), np.int8) for s in states])
     assert observations.shape[1] == OBSERVATION_SIZE and observations[:, V1_OBSERVATION_SIZE:].any()
-    weights = load_checkpoint(V1_SHIPPED[name])["model"]["state_dict"]
-    agent = load_agent(V1_SHIPPED[name], greedy=False)
+    weights = load_checkpoint(V1_NETWORKS[name])["model"]["state_dict"]
+    agent = load_agent(V1_NETWORKS[name], greedy=False)
     expected = v1_policy(weights, observations[:, :V1_OBSERVATION_SIZE], masks)
     assert np.array_equal(agent.action_probabilities_batch(observations, masks), expected)
     # One observation at a time, as agents play (compared with the same batch shape: BLAS may round a
@@ -519,7 +535,7 @@ def scripted_state(seed: int):
     return state
 
 
-#: Greedy actions of the shipped networks on :func:`scripted_state`, recorded with the
+#: Greedy actions of the version 1 networks on :func:`scripted_state`, recorded with the
 #: version-1 code (observations of 646 entries): the version-1 path must never change them.
 SCRIPTED_SEEDS = (1, 2, 4, 5, 8, 11, 12, 14, 16, 22, 23, 24)
 EXPECTED_GREEDY = {
@@ -530,7 +546,7 @@ EXPECTED_GREEDY = {
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_GREEDY))
 def test_version_1_networks_play_the_actions_they_played_before(name):
-    agent = load_agent(V1_SHIPPED[name])
+    agent = load_agent(V1_NETWORKS[name])
     assert agent.greedy  # their runs evaluated them greedily: the default way of playing is unchanged
     played = []
     for seed in SCRIPTED_SEEDS:

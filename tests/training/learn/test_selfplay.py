@@ -344,12 +344,12 @@ def test_init_from_starts_with_the_given_weights(tmp_path):
         SelfPlayTrainer(wider, tmp_path / "wider", progress=False)
 
 
-SHIPPED_V1 = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
+V1_2P = ROOT / "checkpoints" / "v1" / "ppo_2p.pt"
 
 
 def test_init_from_a_network_of_an_older_observation_layout_is_refused_by_name(tmp_path):
-    # The shipped network reads observation version 1: it plays, but cannot be trained on version 2.
-    config = load_config(None, TINY + [f"model.init_from={SHIPPED_V1}", "model.hidden_sizes=[256,256]"])
+    # A version 1 network: it plays, but cannot be trained on version 2.
+    config = load_config(None, TINY + [f"model.init_from={V1_2P}", "model.hidden_sizes=[256,256]"])
     with pytest.raises(
         ConfigError,
         match=r"model.init_from '.*ppo_2p.pt' holds a network trained on observation version 1 \(646 entries\), "
@@ -367,7 +367,7 @@ def test_exploit_trains_against_a_version_1_checkpoint(tmp_path):
     report = exploit_main(
         [
             "--checkpoint",
-            str(SHIPPED_V1),
+            str(V1_2P),
             "--steps",
             "64",
             "--rounds",

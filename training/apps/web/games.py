@@ -92,6 +92,9 @@ ITERATION_SECONDS: dict[str, dict[int, float]] = {
 #: at most once per request: a move, a new game or a new round).
 MAX_REQUEST_SECONDS = 1.0
 CHECKPOINT_PREFIX = "checkpoint:"
+#: The network ``guided`` searches with by default, by table size, as the server names the
+#: files it offers by default: the 2-4 player network exists only as version 1.
+DEFAULT_NETWORKS = {2: "shipped/ppo_2p", 4: "v1/ppo_2to4p"}
 #: How a request names a solved policy offered at start-up: ``"solved:<name>"``.
 SOLVED_PREFIX = f"{SOLVED}:"
 #: The longest opponent spec a request may give.
@@ -188,10 +191,10 @@ class OpponentCatalog:
         }
 
     def default_policy(self, players: int) -> str:
-        """The checkpoint ``guided`` searches with when the request names none: the shipped
+        """The checkpoint ``guided`` searches with when the request names none: the default
         network for the table size when it was offered, else the first offered."""
-        shipped = "shipped/ppo_2p" if players == 2 else "shipped/ppo_2to4p"
-        return shipped if shipped in self.checkpoints else sorted(self.checkpoints)[0]
+        default = DEFAULT_NETWORKS[2] if players == 2 else DEFAULT_NETWORKS[4]
+        return default if default in self.checkpoints else sorted(self.checkpoints)[0]
 
     def _checkpoint_build(
         self, name: str, build: Callable[[int], Any], what: str = "checkpoint"

@@ -26,10 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from training.apps.server import default_checkpoints
 from training.apps.web.app import ServerConfig, create_app
 from training.apps.web.games import ITERATION_SECONDS, HumanGame, OpponentCatalog
 
-OPPONENTS = ("random", "rule", "belief", "ismcts", "checkpoint:shipped/ppo_2to4p")
+OPPONENTS = ("random", "rule", "belief", "ismcts", "checkpoint:v1/ppo_2to4p")
 
 
 def _line(what: str, seconds: Sequence[float]) -> str:
@@ -66,7 +67,7 @@ def http_timings(base: str, repeats: int) -> None:
                 client.get(path).raise_for_status()
                 times.append(time.perf_counter() - start)
             print(_line(f"GET {path}", times))
-        for players, opponent in ((2, "ismcts"), (4, "ismcts"), (4, "checkpoint:shipped/ppo_2to4p")):
+        for players, opponent in ((2, "ismcts"), (4, "ismcts"), (4, "checkpoint:v1/ppo_2to4p")):
             times = []
             for seed in range(repeats // 5 or 1):
                 body = {"players": players, "opponents": [opponent], "length": "round", "seed": seed}
@@ -175,10 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.seeds < 1:
         parser.error("--repeats and --seeds must be positive")
-    shipped = Path("checkpoints/shipped")
-    checkpoints = {f"shipped/{p.stem}": p.resolve() for p in sorted(shipped.glob("*.pt"))}
-    if "shipped/ppo_2to4p" not in checkpoints:
-        parser.error("run it from the repository root: it plays checkpoints/shipped/ppo_2to4p.pt")
+    checkpoints = default_checkpoints()  # as python -m training.serve offers them by default
+    if "v1/ppo_2to4p" not in checkpoints:
+        parser.error("run it from the repository root: it plays checkpoints/v1/ppo_2to4p.pt")
     import training.learn.checkpoint  # noqa: F401  (torch loads now, as python -m training.serve does at start-up)
 
     if args.costs:

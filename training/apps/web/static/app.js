@@ -117,11 +117,13 @@ function opponentOptions() {
   return [...bots, ...checkpoints, ...policies];
 }
 
-// The shipped agent for the table size when it was offered, else the first checkpoint.
+// The default network for the table size when it was offered, else the first checkpoint: the
+// shipped 2-player network, and at 3 or 4 players the 2-4 player one, which exists only as
+// version 1 (the same choice as DEFAULT_NETWORKS of games.py).
 function preferredCheckpoint(players) {
   const offered = state.meta.opponents.checkpoints;
-  const shipped = players === 2 ? "shipped/ppo_2p" : "shipped/ppo_2to4p";
-  return offered.includes(shipped) ? shipped : offered[0];
+  const preferred = players === 2 ? "shipped/ppo_2p" : "v1/ppo_2to4p";
+  return offered.includes(preferred) ? preferred : offered[0];
 }
 
 // The bots that take options (the searches), by name: {option: what it may be}.
