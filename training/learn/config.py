@@ -118,7 +118,9 @@ class EnvConfig(StrictModel):
             between them by ``rules_weights`` (each game keeps its rules; see
             :class:`~loveletter_env.batched.mixed.MixedRulesBatched`), e.g. ``[classic,
             mini6, mini7, mini8, mini9]`` trains one network on the full game and every rung.
-        rules_weights: one relative weight per entry of ``rules`` (default: equal shares).
+        rules_weights: one relative weight per entry of ``rules``. The default weights
+            (half the games on the full game, an eighth on each rung) go with the default
+            ``rules``; rules given without weights get equal shares.
         episode: ``"round"`` (reward after every round) or ``"game"``.
         num_games: games played side by side.
         rollout_steps: turns each game advances per rollout (the rollout has
@@ -126,11 +128,20 @@ class EnvConfig(StrictModel):
     """
 
     num_players: Annotated[OneOrMore[TableSize], Field(min_length=1)] = [2]
-    rules: Annotated[OneOrMore[RulesName], Field(min_length=1)] = ["classic"]
-    rules_weights: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] | None = None
+    rules: Annotated[OneOrMore[RulesName], Field(min_length=1)] = ["classic", "mini6", "mini7", "mini8", "mini9"]
+    rules_weights: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] | None = [4, 1, 1, 1, 1]
     episode: Literal["round", "game"] = "round"
     num_games: Annotated[WholeNumber, Field(ge=1, le=MAX_NUM_GAMES)] = 256
     rollout_steps: Annotated[WholeNumber, Field(ge=2, le=MAX_ROLLOUT_STEPS)] = 32
+
+    @model_validator(mode="before")
+    @classmethod
+    def _weights_follow_the_rules(cls, data: Any) -> Any:
+        """The default weights belong to the default rules: ``--set env.rules=mini8`` alone
+        trains on mini8, rather than failing on five weights for one preset."""
+        if isinstance(data, dict) and "rules" in data and "rules_weights" not in data:
+            return {**data, "rules_weights": None}
+        return data
 
 
 class ModelConfig(StrictModel):
@@ -170,7 +181,7 @@ class OpponentConfig(StrictModel):
     current: Annotated[float, Field(ge=0)] = 0.6
     past: Annotated[float, Field(ge=0)] = 0.25
     bots: Annotated[float, Field(ge=0)] = 0.15
-    bot_names: BotSpecs = ["rule", "random"]
+    bot_names: BotSpecs = ["rule", "belief"]
     snapshot_every: Positive = 5
     pool_size: Positive = 20
     past_greedy: bool = False
@@ -186,7 +197,10 @@ class EvalConfig(StrictModel):
         num_players: table size of the evaluation.
         rules: rule preset of the evaluation (default: the first of ``env.rules``).
         best_by: opponent whose win rate picks the ``best`` checkpoint.
-        greedy: evaluate the most likely action instead of sampling.
+        greedy: evaluate the most likely action instead of sampling; it is also how the
+            run's checkpoints play by default (``load_agent``, agent specs). The default
+            samples: the magnet trains a mixed strategy, which a best response exploits
+            less when it is played as one.
         final_rounds: at the end of a run, ``best.pt`` and the final weights play this many
             more rounds each against ``best_by`` (new deals, the same for both) and the
             better becomes ``result.pt``; 0 makes the final weights the result unmeasured.
@@ -202,7 +216,7 @@ class EvalConfig(StrictModel):
     num_players: TableSize = 2
     rules: RulesName | None = None
     best_by: str = "rule"
-    greedy: bool = True
+    greedy: bool = False
     final_rounds: NonNegative = 2000
     duplicate: bool = True
 
@@ -253,7 +267,7 @@ class TrainConfig(StrictModel):
     run_name: FolderName = "default"
     out_dir: PathText = "checkpoints"
     seed: Annotated[WholeNumber, Field(ge=0, lt=MAX_SEED + 1)] = 0
-    total_steps: Positive = 4_000_000
+    total_steps: Positive = 6_000_000
     device: Device = "auto"
     save_every: Positive = 25
     torch_threads: Annotated[WholeNumber, Field(ge=0, le=MAX_TORCH_THREADS)] = 1

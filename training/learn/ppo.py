@@ -82,12 +82,12 @@ class PPOConfig(StrictModel):
     num_minibatches: Annotated[WholeNumber, Field(ge=1)] = 8
     clip_coef: Annotated[float, Field(gt=0)] = 0.2
     clip_vloss: bool = True
-    ent_coef: Annotated[float, Field(ge=0)] = 0.01
+    ent_coef: Annotated[float, Field(ge=0)] = 0.02
     vf_coef: Annotated[float, Field(ge=0)] = 0.5
     max_grad_norm: Annotated[float, Field(gt=0)] = 0.5
     norm_adv: bool = True
     target_kl: Annotated[float, Field(gt=0)] | None = None
-    magnet_coef: Annotated[float, Field(ge=0)] = 0.0
+    magnet_coef: Annotated[float, Field(ge=0)] = 0.2
     magnet_every: Annotated[WholeNumber, Field(ge=1)] = 20
 
 

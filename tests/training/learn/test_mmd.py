@@ -57,7 +57,7 @@ def magnet_favouring(action: int, batch: RolloutBatch) -> torch.Tensor:
 # -- the loss ----------------------------------------------------------------------------
 def test_zero_magnet_coef_gives_exactly_the_plain_loss():
     model, batch = make_batch()
-    plain_loss, plain_stats = ppo_losses(model, batch, PPOConfig())
+    plain_loss, plain_stats = ppo_losses(model, batch, PPOConfig(magnet_coef=0.0))
     with_magnet = dataclasses.replace(batch, magnet_log_probs=magnet_favouring(30, batch))
     loss, stats = ppo_losses(model, with_magnet, PPOConfig(magnet_coef=0.0))
     assert torch.equal(loss, plain_loss)
@@ -67,7 +67,7 @@ def test_zero_magnet_coef_gives_exactly_the_plain_loss():
 def test_magnet_term_adds_alpha_times_the_reverse_kl():
     model, batch = make_batch()
     magnet = magnet_favouring(30, batch)
-    plain_loss, _ = ppo_losses(model, batch, PPOConfig())
+    plain_loss, _ = ppo_losses(model, batch, PPOConfig(magnet_coef=0.0))
     loss, stats = ppo_losses(model, dataclasses.replace(batch, magnet_log_probs=magnet), PPOConfig(magnet_coef=0.3))
     with torch.no_grad():
         p = masked_log_probs(model(batch.obs)[0], batch.masks).exp()[:, LEGAL]
@@ -137,7 +137,14 @@ def test_bad_magnet_settings_are_named(override, message):
 def test_mini8_config_turns_the_magnet_on():
     config = load_config("configs/mini8_mmd.yaml")
     assert config.env.rules == ["mini8"] and config.ppo.magnet_coef > 0
-    assert PPOConfig().magnet_coef == 0  # the default recipe is unchanged
+
+def test_the_default_run_trains_every_rung_with_the_magnet():
+    config = load_config(None)
+    assert config.env.rules == ["classic", "mini6", "mini7", "mini8", "mini9"]
+    assert config.env.rules_weights == [4, 1, 1, 1, 1] and config.ppo.magnet_coef == 0.2
+    # Rules given without weights take equal shares: the default weights go with the default rules.
+    assert load_config(None, ["env.rules=mini8"]).env.rules_weights is None
+    assert load_config(None, ["env.rules=[classic,mini6]", "env.rules_weights=[3,1]"]).env.rules_weights == [3, 1]
 
 
 # -- a run -------------------------------------------------------------------------------

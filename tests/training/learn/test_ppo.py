@@ -176,7 +176,7 @@ def test_update_raises_the_probability_of_advantaged_actions_and_keeps_masks():
         logits, values = model(obs)
         old_logp = action_log_prob(logits, mask, actions)
     batch = RolloutBatch(obs, mask, actions, old_logp, values, advantages, advantages + values)
-    cfg = PPOConfig(learning_rate=3e-3, update_epochs=8, num_minibatches=2, ent_coef=0.0)
+    cfg = PPOConfig(learning_rate=3e-3, update_epochs=8, num_minibatches=2, ent_coef=0.0, magnet_coef=0.0)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
     stats = ppo_update(model, optimizer, batch, cfg, torch.Generator().manual_seed(1))
     with torch.no_grad():
