@@ -285,7 +285,9 @@ class TrainConfig(StrictModel):
         rungs = [name for name in e.rules if PRESETS[name].is_rung]
         if rungs and set(e.num_players) != {2}:
             raise ValueError(
-                f"env.num_players must be [2] on the ladder rung {rungs[0]!r} (2 players only), got {e.num_players}"
+                f"env.num_players must be [2] on the ladder rung {rungs[0]!r} (2 players only), got {e.num_players}; "
+                f"env.rules is {e.rules}: for other table sizes set env.rules to presets without a rung, "
+                "e.g. env.rules=classic"
             )
         if len(set(e.rules)) != len(e.rules):
             raise ValueError(f"env.rules must name each preset once, got {e.rules}")

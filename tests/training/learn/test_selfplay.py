@@ -73,6 +73,7 @@ def test_overrides_parse_yaml_values():
         None,
         [
             "ppo.learning_rate=3e-4",
+            "env.rules=classic",
             "env.num_players=[2,3,4]",
             "total_steps=1e6",
             "ppo.target_kl=null",
