@@ -138,6 +138,7 @@ def test_mini8_config_turns_the_magnet_on():
     config = load_config("configs/mini8_mmd.yaml")
     assert config.env.rules == ["mini8"] and config.ppo.magnet_coef > 0
 
+
 def test_the_default_run_trains_every_rung_with_the_magnet():
     config = load_config(None)
     assert config.env.rules == ["classic", "mini6", "mini7", "mini8", "mini9"]
