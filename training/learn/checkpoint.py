@@ -375,8 +375,8 @@ def load_agent(
         device: where the network runs.
 
     Raises:
-        CheckpointError: see :func:`load_checkpoint`; ValueError: a bad seed, or a ``greedy``
-        that is not ``None``, ``True`` or ``False``.
+        CheckpointError: see :func:`load_checkpoint`.
+        ValueError: a bad seed, or a ``greedy`` that is not ``None``, ``True`` or ``False``.
 
     Example::
 
