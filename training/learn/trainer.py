@@ -316,7 +316,7 @@ class SelfPlayTrainer:
             rows = torch.from_numpy(np.flatnonzero(learner)).to(device)
             with self.stopwatch("forward"):
                 if rows.numel():
-                    logits, values = self.model(obs[rows].float())
+                    logits, values = self.model(obs[rows])
                     chosen = sample_actions(logits, mask[rows], self.act_gen)
                     actions[rows] = chosen
                     buffer.add(
@@ -330,7 +330,7 @@ class SelfPlayTrainer:
                     )
                 if snapshot.any():
                     rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
-                    logits, _ = self.opponent_model(obs[rows].float())
+                    logits, _ = self.opponent_model(obs[rows])
                     actions[rows] = sample_actions(
                         logits, mask[rows], self.act_gen, greedy=self.active.opponents.past_greedy
                     )

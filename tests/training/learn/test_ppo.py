@@ -7,11 +7,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE
 from training.learn.ppo import (
     ActorCritic,
+    ObservationLinear,
     PolicyAgent,
     PPOConfig,
     RolloutBatch,
@@ -22,6 +24,7 @@ from training.learn.ppo import (
     masked_log_probs,
     normalize,
     policy_loss,
+    ppo_losses,
     ppo_update,
     sample_actions,
     value_loss,
@@ -187,28 +190,82 @@ def test_update_raises_the_probability_of_advantaged_actions_and_keeps_masks():
 
 
 def test_update_reads_byte_observations_as_their_values():
-    """The batched env's uint8 observations, as rollout storage keeps them, train exactly as
-    their float32 values do (the update converts at the network), the magnet term included."""
-    torch_gen = torch.Generator().manual_seed(0)
-    byte_obs = torch.randint(0, 16, (48, OBSERVATION_SIZE), dtype=torch.uint8, generator=torch_gen)
+    """The batched env's uint8 observations, as rollout storage keeps them, give the losses
+    and gradients their float32 values give, the magnet term included: the sparse input
+    layer only rounds its sums in another order."""
+    byte_obs = sparse_byte_observations(48, seed=0)
     mask = torch.zeros(48, NUM_ACTIONS, dtype=torch.bool)
     mask[:, [3, 7, 30]] = True
     actions = torch.tensor([3, 7, 30] * 16)
     advantages = torch.linspace(-1.0, 1.0, 48)
-    cfg = PPOConfig(learning_rate=3e-3, update_epochs=2, num_minibatches=2, magnet_coef=0.1)
+    cfg = PPOConfig(magnet_coef=0.1)
+    model = ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(1))
+    magnet = ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        logits, values = model(byte_obs.float())
+        magnet_log_probs = masked_log_probs(magnet(byte_obs.float())[0], mask)
     results = []
     for obs in (byte_obs, byte_obs.float()):
-        model = ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(1))
-        magnet = ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(2))
-        with torch.no_grad():
-            logits, values = model(obs.float())
-        batch = RolloutBatch(obs, mask, actions, action_log_prob(logits, mask, actions), values, advantages, values)
-        optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
-        stats = ppo_update(model, optimizer, batch, cfg, torch.Generator().manual_seed(3), magnet=magnet)
-        results.append((stats, model.state_dict()))
-    (byte_stats, byte_weights), (float_stats, float_weights) = results
-    assert byte_stats == float_stats
-    assert all(torch.equal(byte_weights[k], float_weights[k]) for k in byte_weights)
+        batch = RolloutBatch(
+            obs,
+            mask,
+            actions,
+            action_log_prob(logits, mask, actions),
+            values,
+            advantages,
+            values + 0.5,
+            magnet_log_probs=magnet_log_probs,
+        )
+        model.zero_grad()
+        loss, stats = ppo_losses(model, batch, cfg)
+        loss.backward()
+        results.append((stats, {name: p.grad.clone() for name, p in model.named_parameters()}))
+    (byte_stats, byte_grads), (float_stats, float_grads) = results
+    for k in float_stats:
+        torch.testing.assert_close(byte_stats[k], float_stats[k], rtol=1e-4, atol=1e-6)
+    for k in float_grads:
+        torch.testing.assert_close(byte_grads[k], float_grads[k], rtol=1e-4, atol=1e-6)
+
+
+def sparse_byte_observations(rows: int, seed: int) -> torch.Tensor:
+    """Observations shaped like the env's: mostly zeros, a few small whole numbers."""
+    gen = torch.Generator().manual_seed(seed)
+    values = torch.randint(1, 9, (rows, OBSERVATION_SIZE), dtype=torch.uint8, generator=gen)
+    keep = torch.rand(rows, OBSERVATION_SIZE, generator=gen) < 0.03
+    obs = torch.where(keep, values, torch.zeros_like(values))
+    obs[0] = 0  # a row with nothing set still gets the bias
+    return obs
+
+
+def test_input_layer_reads_bytes_as_the_dense_product_of_their_values():
+    layer = ActorCritic(hidden_sizes=(32,), generator=torch.Generator().manual_seed(0)).trunk[0]
+    assert isinstance(layer, ObservationLinear)
+    obs = sparse_byte_observations(64, seed=1)
+    sparse = layer(obs)
+    dense = nn.functional.linear(obs.float(), layer.weight, layer.bias)
+    torch.testing.assert_close(sparse, dense, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(sparse[0], layer.bias)
+    # Gradients reach the weight as the dense product's do.
+    grad_out = torch.randn(sparse.shape, generator=torch.Generator().manual_seed(2))
+    (sparse * grad_out).sum().backward()
+    sparse_grad = layer.weight.grad.clone()
+    layer.weight.grad = None
+    (dense * grad_out).sum().backward()
+    torch.testing.assert_close(sparse_grad, layer.weight.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_input_layer_gives_each_row_the_same_bits_in_any_batch():
+    """Each row's sum is its own: the same observation gives the same bits alone, in a
+    batch, or in another order."""
+    layer = ActorCritic(hidden_sizes=(32,), generator=torch.Generator().manual_seed(0)).trunk[0]
+    obs = sparse_byte_observations(40, seed=3)
+    with torch.no_grad():
+        whole = layer(obs)
+        alone = layer(obs[17])
+        reversed_rows = layer(obs.flip(0))
+    assert alone.shape == (32,)
+    assert torch.equal(alone, whole[17])
+    assert torch.equal(reversed_rows.flip(0), whole)
 
 
 def test_update_refuses_an_empty_batch():
