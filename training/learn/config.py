@@ -169,7 +169,9 @@ class OpponentConfig(StrictModel):
     learner seat, the others heuristic bots, which act in Python and are slow).
 
     Attributes:
-        current, past, bots: relative weights (>= 0, not all 0).
+        current, past, bots: relative weights (>= 0, not all 0). The default is pure
+            self-play, which with ``ppo.magnet_coef`` heads for an equilibrium; past
+            snapshots and bots pull towards beating them instead.
         bot_names: bots to draw from: bot names, with options where the bot takes them
             (``"ismcts:iterations=50"``), as everywhere an agent spec is read.
         snapshot_every: add the current weights to the pool every this many updates.
@@ -178,9 +180,9 @@ class OpponentConfig(StrictModel):
             exploitability tool uses it to train against an agent exactly as it plays).
     """
 
-    current: Annotated[float, Field(ge=0)] = 0.6
-    past: Annotated[float, Field(ge=0)] = 0.25
-    bots: Annotated[float, Field(ge=0)] = 0.15
+    current: Annotated[float, Field(ge=0)] = 1.0
+    past: Annotated[float, Field(ge=0)] = 0.0
+    bots: Annotated[float, Field(ge=0)] = 0.0
     bot_names: BotSpecs = ["rule", "belief"]
     snapshot_every: Positive = 5
     pool_size: Positive = 20
@@ -257,7 +259,9 @@ class TrainConfig(StrictModel):
         total_steps: environment turns to play (every seat's turns count).
         device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
         save_every: write ``latest.pt`` and a numbered snapshot every this many updates.
-        torch_threads: CPU threads torch may use (0: torch's default; 1 suits a small shared CPU).
+        torch_threads: CPU threads torch may use (0: torch's default, which depends on the
+            machine; a fixed number keeps a seeded run the same everywhere; 1 suits a CPU
+            shared with other runs).
         schedule: stages that change some keys at given turn counts (:class:`StageConfig`);
             the sections above are the run's first stage. With ``ppo.anneal_lr`` the learning
             rate decays linearly to 0 within each stage, so a staged run trains as the same
@@ -270,7 +274,7 @@ class TrainConfig(StrictModel):
     total_steps: Positive = 6_000_000
     device: Device = "auto"
     save_every: Positive = 25
-    torch_threads: Annotated[WholeNumber, Field(ge=0, le=MAX_TORCH_THREADS)] = 1
+    torch_threads: Annotated[WholeNumber, Field(ge=0, le=MAX_TORCH_THREADS)] = 2
     env: EnvConfig = Field(default_factory=EnvConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     ppo: PPOConfig = Field(default_factory=PPOConfig)
