@@ -43,10 +43,21 @@ ROOT = Path(__file__).resolve().parents[1]
 #: None where a seed is required, negatives and values past 2**63.
 BAD_SEEDS = [1.9, "1", True, None, -1, 2**63, 2**64]
 
-#: A training run small enough for a test: 16 games of 8 turns per update, one 32-unit layer.
-#: Each test adds the length, evaluation and opponents it needs (``--set`` overrides). The full
-#: game only: the default run also trains on the ladder rungs, which seat 2 players only.
-TINY_TRAINING = ["env.num_games=16", "env.rollout_steps=8", "model.hidden_sizes=[32]", "env.rules=[classic]"]
+#: A training run small enough for a test: 16 games of 8 turns per update, one 32-unit layer,
+#: one torch thread. Each test adds the length, evaluation and opponents it needs (``--set``
+#: overrides). The full game only: the default run also trains on the ladder rungs, which seat
+#: 2 players only. Every kind of opponent: the default run is pure self-play, and the tests
+#: exercise past snapshots and bots too.
+TINY_TRAINING = [
+    "env.num_games=16",
+    "env.rollout_steps=8",
+    "model.hidden_sizes=[32]",
+    "env.rules=[classic]",
+    "torch_threads=1",
+    "opponents.current=0.6",
+    "opponents.past=0.25",
+    "opponents.bots=0.15",
+]
 
 
 def table_sizes(spec: int | str, n: int) -> list[int]:

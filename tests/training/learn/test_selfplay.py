@@ -98,7 +98,8 @@ def test_overrides_parse_yaml_values():
         ("env=3", "env must be a mapping"),
         ("env.rules=chess", "env.rules"),
         ("eval.best_by=belief", "eval.best_by"),
-        ("opponents.current=0", None),  # fine on its own: past and bots still have weight
+        ("opponents.current=0", "opponents.current, opponents.past and opponents.bots are all 0"),
+        ("opponents.bots=0.5", None),  # fine on its own: bots beside the default self-play
         ("no_equals_sign", "section.key=value"),
         ("ppo.learning_rate=.inf", "ppo.learning_rate must be a finite number"),
         ("ppo.clip_coef=.nan", "ppo.clip_coef must be a finite number"),
