@@ -100,9 +100,10 @@ class ObservationLinear(nn.Linear):
     Given a float tensor it is exactly ``nn.Linear``. Given the observation as the env
     writes it (whole numbers, ``uint8``) on the CPU, it sums the weight columns of the
     nonzero entries only: a version 2 observation has about 1,400 entries of which a few
-    dozen are nonzero, so this does a twentieth of a dense product's work, and the whole
-    PPO update about half. Same parameters, same state dict; the sum only rounds in
-    another order (about 1e-6), and each row's sum is independent of the rest of the batch.
+    dozen are nonzero, so this does a twentieth of a dense product's work, and a PPO
+    gradient step on 1,024 decisions takes about 20 ms on one core instead of 28. Same
+    parameters, same state dict; the sum only rounds in another order (about 1e-6), and
+    each row's sum is independent of the rest of the batch.
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -291,9 +292,7 @@ def compute_gae(
 class RolloutBatch:
     """Resolved learner transitions of one rollout, flat over games, seats and time."""
 
-    obs: (
-        torch.Tensor
-    )  # uint8 [B, OBSERVATION_SIZE] as the batched env writes them (or float), as the network reads them
+    obs: torch.Tensor  # uint8 [B, OBSERVATION_SIZE] as the batched env writes them (or float)
     masks: torch.Tensor  # bool [B, 41]
     actions: torch.Tensor  # long [B]
     logprobs: torch.Tensor  # float [B], under the policy that acted
