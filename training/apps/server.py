@@ -24,7 +24,7 @@ from pathlib import Path
 from training.apps.web.games import OfferedPolicy
 
 #: Offered when ``--checkpoints`` is not given, each file named by its folder and stem
-#: (``shipped/ppo_2p``, ``v1/ppo_2to4p``): the 2-4 player network exists only as version 1.
+#: (``shipped/ppo_2p``, ``shipped/ppo_2to4p``, ``v1/ppo_2to4p``, ...).
 DEFAULT_CHECKPOINTS = (Path("checkpoints") / "shipped", Path("checkpoints") / "v1")
 #: The file a run folder offers, the first of these it holds: what the run names as its
 #: result, else what :func:`training.learn.checkpoint.resolve_checkpoint_path` would load.

@@ -93,7 +93,8 @@ ITERATION_SECONDS: dict[str, dict[int, float]] = {
 MAX_REQUEST_SECONDS = 1.0
 CHECKPOINT_PREFIX = "checkpoint:"
 #: The network ``guided`` searches with by default, by table size, as the server names the
-#: files it offers by default: the 2-4 player network exists only as version 1.
+#: files it offers by default: at 3 or 4 players the version 1 network, which plays stronger
+#: there than the shipped version 2 one (docs/agents-strength.md).
 DEFAULT_NETWORKS = {2: "shipped/ppo_2p", 4: "v1/ppo_2to4p"}
 #: How a request names a solved policy offered at start-up: ``"solved:<name>"``.
 SOLVED_PREFIX = f"{SOLVED}:"

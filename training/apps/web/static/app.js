@@ -118,8 +118,8 @@ function opponentOptions() {
 }
 
 // The default network for the table size when it was offered, else the first checkpoint: the
-// shipped 2-player network, and at 3 or 4 players the 2-4 player one, which exists only as
-// version 1 (the same choice as DEFAULT_NETWORKS of games.py).
+// shipped 2-player network, and at 3 or 4 players the version 1 2-4 player one, which plays
+// stronger there than the shipped version 2 one (the same choice as DEFAULT_NETWORKS of games.py).
 function preferredCheckpoint(players) {
   const offered = state.meta.opponents.checkpoints;
   const preferred = players === 2 ? "shipped/ppo_2p" : "v1/ppo_2to4p";
