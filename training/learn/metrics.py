@@ -37,6 +37,7 @@ TRAIN_COLUMNS = (
     "forward_s",
     "bots_s",
     "update_s",
+    "bookkeeping_s",  # the rest of the rollout: buffer, advantages, seating draws
 )
 
 

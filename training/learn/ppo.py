@@ -249,6 +249,7 @@ def compute_gae(
     next_index: torch.Tensor,
     gamma: float,
     gae_lambda: float,
+    blocks: Sequence[tuple[int, int]] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Generalised advantage estimates for transitions linked per player.
 
@@ -263,8 +264,16 @@ def compute_gae(
       *unresolved*, gets no advantage and is left out of the loss, but its value still
       serves as the bootstrap of its predecessor.
 
+    ``blocks``, optional, splits the transitions into ``[start, end)`` runs, in order and
+    covering them all, such that every successor lies in a later block (a rollout's turns:
+    a seat acts at most once per turn). The sweep then takes a block at a time on the
+    tensors' device instead of one transition at a time in Python; it does the same float64
+    arithmetic in the same order, so the results are the same to the bit.
+
     Returns ``(advantages, returns, resolved)``; ``returns = advantages + values``.
     """
+    if blocks is not None:
+        return _gae_by_block(rewards, values, terminal, next_index, gamma, gae_lambda, blocks)
     n = rewards.shape[0]
     r, v = rewards.tolist(), values.tolist()
     term, nxt = terminal.tolist(), next_index.tolist()
@@ -283,6 +292,31 @@ def compute_gae(
         resolved[i] = True
     advantages = torch.tensor(adv, dtype=values.dtype, device=values.device)
     return advantages, advantages + values, torch.tensor(resolved, dtype=torch.bool, device=values.device)
+
+
+def _gae_by_block(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    terminal: torch.Tensor,
+    next_index: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+    blocks: Sequence[tuple[int, int]],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`compute_gae`'s sweep a block at a time. float64 and the operations in the
+    order of the per-transition loop (whose Python floats are float64): the same bits."""
+    r, v = rewards.double(), values.double()
+    has_next = next_index >= 0
+    successor = next_index.clamp(min=0)
+    trace = gamma * gae_lambda  # the loop multiplies gamma * gae_lambda first, then the advantage
+    adv = torch.zeros_like(v)
+    for start, end in reversed(blocks):
+        j = successor[start:end]
+        bootstrapped = r[start:end] + gamma * v[j] - v[start:end] + trace * adv[j]
+        ended = r[start:end] - v[start:end]
+        adv[start:end] = torch.where(terminal[start:end], ended, torch.where(has_next[start:end], bootstrapped, 0.0))
+    advantages = adv.to(values.dtype)
+    return advantages, advantages + values, terminal | has_next
 
 
 # ---------------------------------------------------------------------------------
@@ -400,7 +434,10 @@ def ppo_update(
             magnet_logits, _ = magnet(batch.obs)
         batch = dataclasses.replace(batch, magnet_log_probs=masked_log_probs(magnet_logits, batch.masks))
     minibatch = max(1, size // cfg.num_minibatches)
-    totals: dict[str, float] = {}
+    # Summed on the tensors' device in float64 (the precision of the Python floats they
+    # replace) and read back once at the end: reading them per minibatch would make the
+    # host wait for the device at every gradient step.
+    totals: dict[str, torch.Tensor] = {}
     steps = 0
     for _ in range(cfg.update_epochs):
         order = torch.randperm(size, generator=generator, device="cpu").to(batch.actions.device)
@@ -413,15 +450,15 @@ def ppo_update(
             nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             optimizer.step()
             for k, val in stats.items():
-                totals[k] = totals.get(k, 0.0) + float(val)
+                totals[k] = totals[k] + val.double() if k in totals else val.double()
             steps += 1
         if cfg.target_kl is not None and float(stats["approx_kl"]) > cfg.target_kl:
             break
-    out = {k: val / steps for k, val in totals.items()}
     var_returns = batch.returns.var()
     unexplained = (batch.returns - batch.values).var()
-    out["explained_variance"] = float(1 - unexplained / var_returns) if var_returns > 0 else 0.0
-    return out
+    explained = torch.where(var_returns > 0, 1 - unexplained / var_returns, 0.0)
+    *summed, explained_variance = torch.stack([*totals.values(), explained.double()]).tolist()
+    return {**{k: val / steps for k, val in zip(totals, summed)}, "explained_variance": explained_variance}
 
 
 # ---------------------------------------------------------------------------------

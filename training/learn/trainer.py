@@ -41,7 +41,7 @@ from training.measure.evaluation import evaluate
 from training.measure.stats import EvaluationResult
 
 #: Config keys that say where a run executes, not what it computes: --resume may change them.
-MACHINE_KEYS = ("device", "torch_threads")
+MACHINE_KEYS = ("device", "torch_threads", "tf32")
 
 EnvFactory = Callable[..., Any]
 
@@ -67,35 +67,53 @@ class _Start(NamedTuple):
 
 
 class Stopwatch:
-    """Seconds spent in named parts of the work (``with watch("env"): ...``). On CUDA each
-    part ends by waiting for the device, so that the kernels it launched count in it and
-    not in whatever synchronises next (the rollout loop waits for the device every step
-    anyway, to read the seats and dones)."""
+    """Seconds spent in named parts of the work (``with watch("env"): ...``); parts may nest.
+
+    On CUDA a part is timed by two CUDA events on the device's stream, so its kernels count
+    in it without the host waiting for the device at every part: :meth:`take` waits once
+    and reads the events. (Waiting at each part's edges would stop the host from queueing
+    the next kernels while the device works, and slow the very loop being measured.)
+    On the CPU a part is wall-clock time.
+    """
 
     def __init__(self, device: torch.device):
-        self.synchronise = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
+        self.device = device
+        self.cuda = device.type == "cuda"
         self.seconds: dict[str, float] = {}
+        self.events: list[tuple[str, Any, Any]] = []  # (part, start, end) not yet read
 
     def __call__(self, part: str) -> Stopwatch._Part:
         return Stopwatch._Part(self, part)
 
     def take(self) -> dict[str, float]:
         """The seconds per part since the last ``take``, as ``{part}_s`` metrics."""
+        if self.events:
+            torch.cuda.synchronize(self.device)
+            for part, start, end in self.events:
+                self.seconds[part] = self.seconds.get(part, 0.0) + start.elapsed_time(end) / 1000
+            self.events = []
         taken, self.seconds = self.seconds, {}
         return {f"{part}_s": round(seconds, 4) for part, seconds in taken.items()}
+
+    def _mark(self) -> Any:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(torch.cuda.current_stream(self.device))
+        return event
 
     class _Part:
         def __init__(self, watch: Stopwatch, part: str):
             self.watch, self.part = watch, part
 
         def __enter__(self) -> None:
-            self.watch.synchronise()
-            self.start = time.perf_counter()
+            self.start = self.watch._mark() if self.watch.cuda else time.perf_counter()
 
         def __exit__(self, *exc: object) -> None:
-            self.watch.synchronise()
-            seconds = time.perf_counter() - self.start
-            self.watch.seconds[self.part] = self.watch.seconds.get(self.part, 0.0) + seconds
+            watch = self.watch
+            if watch.cuda:
+                watch.events.append((self.part, self.start, watch._mark()))
+            else:
+                seconds = time.perf_counter() - self.start
+                watch.seconds[self.part] = watch.seconds.get(self.part, 0.0) + seconds
 
 
 def evaluation_line(update: int, global_step: int, results: dict[str, EvaluationResult]) -> str:
@@ -145,11 +163,17 @@ class SelfPlayTrainer:
         self.grow_pool = grow_pool
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
+        if self.device.type == "cuda":
+            # Process-wide, like the thread count: TF32 products (config.tf32), or full float32.
+            torch.backends.cuda.matmul.allow_tf32 = config.tf32
+            torch.backends.cudnn.allow_tf32 = config.tf32
 
         seed = config.seed
         init_generator = torch.Generator().manual_seed(seed)
         self.model = ActorCritic(config.model.hidden_sizes, generator=init_generator).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
+        # On CUDA one fused kernel updates every parameter; the CPU keeps torch's default step.
+        fused = True if self.device.type == "cuda" else None
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.ppo.learning_rate, eps=1e-5, fused=fused)
         # Separate streams: acting (on the rollout device), minibatch order, opponent draws.
         self.act_gen = torch.Generator(device=self.device).manual_seed(derive_seed(seed, 1))
         self.update_gen = torch.Generator().manual_seed(derive_seed(seed, 2))
@@ -163,6 +187,7 @@ class SelfPlayTrainer:
         self.global_step = 0
         self.best_score = -math.inf
         self.last_eval: dict[str, EvaluationResult] = {}
+        self.buffer: RolloutBuffer | None = None  # the rollouts' storage, made by the first one
 
         # The folder is this trainer's from here until train() returns: checked writable, not
         # in use by another run and, for a new run, holding none to overwrite.
@@ -215,7 +240,11 @@ class SelfPlayTrainer:
             raise CheckpointError("this checkpoint was exported without its training state and cannot be resumed")
         state = ckpt["training"]
         self.model.load_state_dict(self._trainable(ckpt, "the run's latest.pt").state_dict())
-        self.optimizer.load_state_dict(state["optimizer"])
+        # The saved groups carry the saving machine's choice of fused step; keep this machine's.
+        fused = self.optimizer.defaults["fused"]
+        optimizer_state = state["optimizer"]
+        groups = [{**group, "fused": fused} for group in optimizer_state["param_groups"]]
+        self.optimizer.load_state_dict({**optimizer_state, "param_groups": groups})
         if state["act_device"] == self.device.type:
             self.act_gen.set_state(state["act_generator"])
         else:  # CPU and CUDA generators have different states: start a fresh stream
@@ -290,20 +319,74 @@ class SelfPlayTrainer:
         self.seating.draw(np.arange(n), self.rng, len(self.pool))
         self.obs, self.mask = self.env.reset()
 
+    def _rollout_buffer(self) -> RolloutBuffer:
+        """The trainer's one buffer, emptied; allocated again only when a schedule stage
+        changes the number of games or turns."""
+        cfg = self.active.env
+        capacity, n = cfg.num_games * cfg.rollout_steps, cfg.num_games
+        if self.buffer is None or not self.buffer.fits(capacity, n, self.device):
+            self.buffer = None  # let the old one go before the new one takes its memory
+            self.buffer = RolloutBuffer(capacity, n, self.device)
+        self.buffer.reset()
+        return self.buffer
+
     @torch.no_grad()
     def collect_rollout(self) -> tuple[RolloutBuffer, dict[str, float]]:
-        """Play ``rollout_steps`` turns in every game; return the learner's decisions."""
-        cfg = self.active.env
-        n, device = cfg.num_games, self.device
-        buffer = RolloutBuffer(n * cfg.rollout_steps, n, device)
+        """Play ``rollout_steps`` turns in every game; return the learner's decisions.
+
+        The buffer returned is the trainer's own, overwritten by the next rollout."""
+        buffer = self._rollout_buffer()
         if len(self.pool):
             self.opponent_model = self.pool.build(self.pool.sample(self.rng), into=self.opponent_model)
+        self.model.eval()
+        opponents = self.active.opponents
+        if opponents.past == 0 and opponents.bots == 0:
+            return buffer, self._self_play_rollout(buffer)
+        return buffer, self._mixed_rollout(buffer)
+
+    def _self_play_rollout(self, buffer: RolloutBuffer) -> dict[str, float]:
+        """The rollout of a table where the learner holds every seat: every game's decision
+        is the learner's, so each turn is one forward pass over all games and one contiguous
+        block of the buffer, and nothing waits for the device. The finished games are read
+        back once, at the end, to redraw their seating in the order the turns ended them
+        (the draws use the run's numpy generator, so the run stays the same as one that
+        redraws after every turn)."""
+        cfg = self.active.env
+        n, device = cfg.num_games, self.device
+        game_ids = torch.arange(n, device=device)
+        ended = torch.zeros(cfg.rollout_steps, n, dtype=torch.bool, device=device)
+        for turn in range(cfg.rollout_steps):
+            obs, mask = self.obs, self.mask
+            seat = self.env.current_player.to(device)
+            with self.stopwatch("forward"):
+                logits, values = self.model(obs)
+                actions = sample_actions(logits, mask, self.act_gen)
+                logprobs = action_log_prob(logits, mask, actions)
+            buffer.add(game_ids, seat, obs, mask, actions, logprobs, values)
+            with self.stopwatch("env"):
+                self.obs, self.mask, rewards, dones, _ = self.env.step(actions)
+            self.global_step += n
+            dones = dones.to(device)
+            buffer.close_episodes(dones, rewards.to(device))
+            ended[turn].copy_(dones)
+        episodes = 0
+        for done in ended.cpu().numpy():
+            games = np.flatnonzero(done)
+            if len(games):
+                episodes += len(games)
+                self.seating.draw(games, self.rng, len(self.pool))
+        return {"win_rate_vs_past": float("nan"), "win_rate_vs_bots": float("nan"), "episodes": episodes}
+
+    def _mixed_rollout(self, buffer: RolloutBuffer) -> dict[str, float]:
+        """The rollout of a table with past networks or bots in some seats: each turn the
+        learner's, the snapshot's and the bots' games are picked out on the host."""
+        cfg = self.active.env
+        n, device = cfg.num_games, self.device
         game_ids = torch.arange(n, device=device)
         past, bots = OpponentKind.PAST, OpponentKind.BOTS
         wins = {past: [0, 0], bots: [0, 0]}  # [wins, episodes] of the learner seat
         seating = self.seating
         episodes = 0
-        self.model.eval()
         for _ in range(cfg.rollout_steps):
             obs, mask = self.obs, self.mask
             seat_t = self.env.current_player.to(device)
@@ -313,27 +396,21 @@ class SelfPlayTrainer:
             bot = (seating.kind == bots) & ~learner
             actions = torch.zeros(n, dtype=torch.long, device=device)
 
-            rows = torch.from_numpy(np.flatnonzero(learner)).to(device)
+            mine = torch.from_numpy(np.flatnonzero(learner)).to(device)
             with self.stopwatch("forward"):
-                if rows.numel():
-                    logits, values = self.model(obs[rows])
-                    chosen = sample_actions(logits, mask[rows], self.act_gen)
-                    actions[rows] = chosen
-                    buffer.add(
-                        game_ids[rows],
-                        seat_t[rows],
-                        obs[rows],
-                        mask[rows],
-                        chosen,
-                        action_log_prob(logits, mask[rows], chosen),
-                        values,
-                    )
+                if mine.numel():
+                    logits, values = self.model(obs[mine])
+                    chosen = sample_actions(logits, mask[mine], self.act_gen)
+                    actions[mine] = chosen
+                    logprobs = action_log_prob(logits, mask[mine], chosen)
                 if snapshot.any():
                     rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
                     logits, _ = self.opponent_model(obs[rows])
                     actions[rows] = sample_actions(
                         logits, mask[rows], self.act_gen, greedy=self.active.opponents.past_greedy
                     )
+            if mine.numel():
+                buffer.add(game_ids[mine], seat_t[mine], obs[mine], mask[mine], chosen, logprobs, values)
             if bot.any():
                 with self.stopwatch("bots"):
                     rows = torch.from_numpy(np.flatnonzero(bot)).to(device)
@@ -344,7 +421,7 @@ class SelfPlayTrainer:
             self.global_step += n
             if dones.any():
                 done_t = dones.nonzero().squeeze(-1)
-                buffer.close_episodes(done_t, rewards[done_t].to(device))
+                buffer.close_episodes(dones.to(device), rewards.to(device))
                 done = done_t.cpu().numpy()
                 episodes += len(done)
                 learner_reward = rewards[done_t].cpu().numpy()[np.arange(len(done)), seating.learner_seat[done]]
@@ -354,12 +431,11 @@ class SelfPlayTrainer:
                     wins[kind][1] += int(sel.sum())
                 # The finished games start new episodes: new opponents.
                 seating.draw(done, self.rng, len(self.pool))
-        stats = {
+        return {
             "win_rate_vs_past": wins[past][0] / wins[past][1] if wins[past][1] else float("nan"),
             "win_rate_vs_bots": wins[bots][0] / wins[bots][1] if wins[bots][1] else float("nan"),
             "episodes": episodes,
         }
-        return buffer, stats
 
     # -- evaluation ------------------------------------------------------------------
     def evaluate(self) -> dict[str, EvaluationResult]:
@@ -458,8 +534,9 @@ class SelfPlayTrainer:
         try:
             while self.global_step < cfg.total_steps:
                 lr = self._begin_update()
-                buffer, roll_stats = self.collect_rollout()
-                batch = buffer.batch(self.active.ppo.gamma, self.active.ppo.gae_lambda)
+                with self.stopwatch("rollout"):
+                    buffer, roll_stats = self.collect_rollout()
+                    batch = buffer.batch(self.active.ppo.gamma, self.active.ppo.gae_lambda)
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
                 if len(batch) == 0:
                     if stop.requested:
@@ -536,8 +613,16 @@ class SelfPlayTrainer:
             "stage": self.stage,
             "learner_decisions": decisions,
             **stats,
-            **self.stopwatch.take(),
+            **self._time_split(),
         }
+
+    def _time_split(self) -> dict[str, float]:
+        """The update's seconds per part (``env_s``, ``forward_s``, ``bots_s``, ``update_s``),
+        and ``bookkeeping_s``: the rest of the rollout (the buffer, advantages, seating)."""
+        parts = self.stopwatch.take()
+        rollout = parts.pop("rollout_s", 0.0)
+        played = sum(parts.get(f"{p}_s", 0.0) for p in ("forward", "env", "bots"))
+        return {**parts, "bookkeeping_s": round(max(0.0, rollout - played), 4)}
 
     def _evaluate_and_keep_best(self, bar: tqdm) -> dict[str, float]:
         """Evaluate, report it, write ``best.pt`` on a new best score; return the metrics columns."""
