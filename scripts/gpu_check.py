@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Any
 
 
+#: The parts of a self-play update that metrics.csv times (``{part}_s``, trainer.py's Stopwatch).
+PARTS = ("env", "forward", "bots", "update", "bookkeeping")
+
+
 def _record(out: Path, **row: Any) -> None:
     with (out / "results.jsonl").open("a") as f:
         f.write(json.dumps(row) + "\n")
@@ -86,8 +90,8 @@ def training(args: argparse.Namespace) -> None:
     if not rows:
         raise SystemExit(f"{args.run_dir}/metrics.csv has no updates")
     measured = rows[1:] if len(rows) > 1 else rows
-    parts = ("env", "forward", "bots", "update")
-    seconds = {p: sum(float(r[f"{p}_s"] or 0) for r in measured) for p in parts}
+    # Runs from before bookkeeping_s was written have no such column: it counts as 0 there.
+    seconds = {p: sum(float(r.get(f"{p}_s") or 0) for r in measured) for p in PARTS}
     first_step = int(rows[0]["global_step"]) if len(rows) > 1 else 0
     first_elapsed = float(rows[0]["elapsed_s"]) if len(rows) > 1 else 0.0
     elapsed = float(rows[-1]["elapsed_s"]) - first_elapsed
@@ -98,7 +102,7 @@ def training(args: argparse.Namespace) -> None:
         updates=len(rows),
         turns=int(rows[-1]["global_step"]),
         turns_per_s=turns / elapsed if elapsed > 0 else float("nan"),
-        **{f"share_{p}": seconds[p] / elapsed if elapsed > 0 else float("nan") for p in parts},
+        **{f"share_{p}": seconds[p] / elapsed if elapsed > 0 else float("nan") for p in PARTS},
     )
 
 
@@ -126,7 +130,7 @@ def table(args: argparse.Namespace) -> None:
             print(f"{'pgx leduc_holdem (' + r['device'] + ')':<44} {r['games']:>8,} {r['turns_per_s']:>14,.0f}")
     for r in rows:
         if r["what"] == "training":
-            shares = ", ".join(f"{p} {r['share_' + p]:.0%}" for p in ("env", "forward", "bots", "update"))
+            shares = ", ".join(f"{p} {r['share_' + p]:.0%}" for p in PARTS if f"share_{p}" in r)
             print(f"self-play: {r['turns_per_s']:,.0f} turns/s over {r['updates']} updates; time: {shares}")
     steps = args.out / "steps.txt"
     if steps.exists():

@@ -6,7 +6,8 @@
 #   3. times the batched env on the GPU at 4,096, 65,536 and 262,144 games, with and without
 #      observations, and pgx's leduc_holdem at the same sizes in a separate process;
 #   4. a short self-play run of configs/gpu.yaml (2-player tables, no evaluation), reporting
-#      turns/s and the share of time in the env, the forward pass, bots and the PPO update;
+#      turns/s and the share of time in the env, the forward pass, bots, the PPO update and
+#      the rollout's bookkeeping;
 #   5. prints the table, with the GPU's name.
 # Every step has its own time limit, so one hang costs only its own step; the whole takes
 # well under 8 minutes on an H100. Results and logs go to $OUT (default /tmp/gpu_check),
@@ -50,7 +51,7 @@ if [ "$smoke" = 1 ]; then
 else
     # pgx compiles its step afresh for every measurement: one repeat of more steps.
     sizes="4096 65536 262144"; steps=20; repeats=3; pgx_repeats=1; tests_k="(cuda or ptx or gpu) and not simulator"
-    train_steps=6000000; train_games=8192
+    train_steps=16000000; train_games=32768
 fi
 [ "$device" = cpu ] && echo "no CUDA device: the env and self-play steps run on the CPU (a smoke test of this script)"
 

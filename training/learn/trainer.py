@@ -229,7 +229,7 @@ class SelfPlayTrainer:
         if saved != current:
             raise ConfigError(
                 "the config differs from the one the checkpoint was trained with; resume with the run's own "
-                "config.yaml (only total_steps, device and torch_threads may change)"
+                "config.yaml (only total_steps, device, torch_threads and tf32 may change)"
             )
         if self.config.total_steps <= int(ckpt["global_step"]):
             raise ConfigError(

@@ -121,6 +121,28 @@ def test_gae_discounts_and_bootstraps_from_unresolved_decisions():
     assert torch.allclose(adv, torch.tensor([adv0, adv1, 0.0]))
 
 
+def test_gae_a_block_at_a_time_equals_the_loop_to_the_bit():
+    # Linked decisions as a rollout makes them: 50 turns of 7 games, a seat acting at most
+    # once per turn, its next decision in a later turn, some episodes ending on the way.
+    gen = torch.Generator().manual_seed(3)
+    games, turns = 7, 50
+    n = games * turns
+    values = torch.randn(n, generator=gen)
+    rewards = torch.zeros(n)
+    terminal = torch.rand(n, generator=gen) < 0.1
+    rewards[terminal] = torch.randn(int(terminal.sum()), generator=gen).sign()
+    next_index = torch.full((n,), -1, dtype=torch.long)
+    for i in range(n - 2 * games):
+        if not terminal[i] and torch.rand(1, generator=gen) < 0.9:
+            next_index[i] = (i // games + 1 + int(torch.randint(2, (1,), generator=gen))) * games + i % games
+    blocks = [(t * games, (t + 1) * games) for t in range(turns)]
+    for gamma, lam in ((1.0, 0.95), (0.9, 0.8), (0.99, 0.0)):
+        loop = compute_gae(rewards, values, terminal, next_index, gamma, lam)
+        swept = compute_gae(rewards, values, terminal, next_index, gamma, lam, blocks=blocks)
+        for a, b in zip(loop, swept):
+            assert a.dtype == b.dtype and torch.equal(a, b)
+
+
 def test_gae_with_lambda_one_gives_monte_carlo_returns():
     rewards = torch.tensor([0.0, 0.0, -1.0])
     values = torch.tensor([0.2, -0.4, 0.6])
