@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 #: The parts of a self-play update that metrics.csv times (``{part}_s``, trainer.py's Stopwatch).
 PARTS = ("env", "forward", "bots", "update", "bookkeeping")
 
