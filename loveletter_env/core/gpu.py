@@ -94,10 +94,11 @@ class KernelVariant:
 
     Attributes:
         threads_per_block: games per thread block (a warp's multiple).
-        shared_records: the step copies its block's records into shared memory, every
-            thread of the block one byte in turn (consecutive threads, consecutive bytes:
-            the loads and stores coalesce), plays there, and copies them back; otherwise
-            each thread reads and writes its own 314-byte record in device memory.
+        shared_records: the step copies its block's records and legal masks into shared
+            memory, every thread of the block one byte in turn (consecutive threads,
+            consecutive bytes: the loads and stores coalesce), plays there, and copies them
+            back; otherwise each thread reads and writes its own 314-byte record and
+            41-byte mask in device memory.
         zeroed_observations: the env zeroes the observation rows (one memset) before the
             step, whose threads then write only the entries that may be nonzero;
             otherwise each thread writes its whole row.
@@ -111,8 +112,9 @@ class KernelVariant:
         size = self.threads_per_block
         if size % 32 or not 32 <= size <= 1024:
             raise ValueError(f"threads_per_block must be a multiple of 32 in 32..1024, got {size}")
-        if self.shared_records and size * RECORD_SIZE > 48 * 1024:
-            raise ValueError(f"{size} records of {RECORD_SIZE} bytes exceed a block's 48 KiB of static shared memory")
+        row = RECORD_SIZE + NUM_ACTIONS
+        if self.shared_records and size * row > 48 * 1024:
+            raise ValueError(f"{size} records and masks of {row} bytes exceed a block's 48 KiB of static shared memory")
 
 
 #: The variant the batched env launches (measured on an H200: docs/performance.md).
@@ -192,13 +194,17 @@ def _step_kernel(
     num_games = records.shape[0]
     if SHARED_RECORDS:  # noqa: F821 (a constant of the build)
         tile = cuda.shared.array((THREADS, RECORD_SIZE), nb.uint8)  # noqa: F821
+        mask_tile = cuda.shared.array((THREADS, NUM_ACTIONS), nb.uint8)  # noqa: F821
         first = cuda.blockIdx.x * THREADS  # noqa: F821
         count = min(THREADS, num_games - first)  # noqa: F821
-        _copy_records(records, tile, first, count, True)
+        _copy_rows(records, tile, first, count, True)
+        _copy_rows(masks, mask_tile, first, count, True)
         cuda.syncthreads()
         r = tile[cuda.threadIdx.x]
+        mask = mask_tile[cuda.threadIdx.x]
     else:
         r = records[min(g, num_games - 1)]  # past the last game: a row the thread leaves alone
+        mask = masks[min(g, num_games - 1)]
     if g < num_games:
         if draw_actions:
             bits = legal[g]
@@ -217,7 +223,7 @@ def _step_kernel(
                 first_player = pick(np.int64(r[NUM_PLAYERS]), key) if after == NEW_GAME else lowest_round_winner(r)
                 deal_from_key(r, orders, placements, key, first_player)
             dones[g] = after == NEW_GAME
-            publish_turn(r, g, current, legal, masks[g])
+            publish_turn(r, g, current, legal, mask)
         if observe:
             if ZEROED_OBSERVATIONS:  # noqa: F821
                 write_observation_entries(r, np.int64(r[CURRENT]), observations[g])
@@ -225,7 +231,8 @@ def _step_kernel(
                 observe_into(r, np.int64(r[CURRENT]), observations[g])
     if SHARED_RECORDS:  # noqa: F821
         cuda.syncthreads()
-        _copy_records(records, tile, first, count, False)
+        _copy_rows(records, tile, first, count, False)
+        _copy_rows(masks, mask_tile, first, count, False)
 
 
 def _observe_kernel(records, seats, out):
@@ -240,17 +247,18 @@ def _observe_kernel(records, seats, out):
 
 
 @cuda.jit(device=True)
-def _copy_records(records, tile, first, count, load):
-    """Records ``first .. first + count - 1`` into ``tile`` (``load``) or back, the block's
-    threads taking consecutive bytes of the span in turn so that a warp's loads and stores
-    fall on consecutive addresses."""
-    for i in range(cuda.threadIdx.x, count * RECORD_SIZE, cuda.blockDim.x):
-        game = i // RECORD_SIZE
-        byte = i - game * RECORD_SIZE
+def _copy_rows(rows, tile, first, count, load):
+    """Rows ``first .. first + count - 1`` of ``rows`` into ``tile`` (``load``) or back, the
+    block's threads taking consecutive bytes of the span in turn, so that a warp's loads
+    and stores fall on consecutive addresses."""
+    width = tile.shape[1]
+    for i in range(cuda.threadIdx.x, count * width, cuda.blockDim.x):
+        row = i // width
+        column = i - row * width
         if load:
-            tile[game, byte] = records[first + game, byte]
+            tile[row, column] = rows[first + row, column]
         else:
-            records[first + game, byte] = tile[game, byte]
+            rows[first + row, column] = tile[row, column]
 
 
 #: The kernel bodies by the names :func:`build_kernels` gives their compiled versions.
