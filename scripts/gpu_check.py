@@ -20,9 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: The parts of a self-play update that metrics.csv times (``{part}_s``, trainer.py's Stopwatch).
-PARTS = ("env", "forward", "bots", "update", "bookkeeping")
-
 
 def _record(out: Path, **row: Any) -> None:
     with (out / "results.jsonl").open("a") as f:
@@ -34,32 +31,58 @@ def _steps_for(batch: int, steps: int) -> int:
     return max(1, steps) * batch
 
 
-def bench_env(args: argparse.Namespace) -> None:
-    """Turns per wall-second of the batched env at each size: observations into a buffer
-    and masks only, actions drawn inside the step (as pgx's benchmark does) and, with
-    observations, by torch in the Python loop (as a policy acts)."""
-    from loveletter_env.bench import bench_batched
+def _variant(text: str) -> Any:
+    """A kernel variant from ``THREADS,RECORDS,OBSERVATIONS`` (e.g. ``64,shared,zeroed``)."""
+    from loveletter_env.core.gpu import KernelVariant
 
-    kinds = (("buffer", "step"), ("none", "step"), ("buffer", "loop"))
+    threads, records, observations = text.split(",")
+    if records not in ("shared", "global") or observations not in ("zeroed", "whole"):
+        raise SystemExit(f"a variant is THREADS,shared|global,zeroed|whole, got {text!r}")
+    return KernelVariant(int(threads), records == "shared", observations == "zeroed")
+
+
+def _variant_name(variant: Any) -> str:
+    records = "shared" if variant.shared_records else "global"
+    observations = "zeroed" if variant.zeroed_observations else "whole"
+    return f"{variant.threads_per_block},{records},{observations}"
+
+
+def bench_env(args: argparse.Namespace) -> None:
+    """Turns per wall-second of the batched env at each size, for each kernel variant:
+    observations into a buffer and masks only, actions drawn inside the step (as pgx's
+    benchmark does) and, for the default variant with observations, by torch in the Python
+    loop (as a policy acts)."""
+    from loveletter_env.batched import driver
+    from loveletter_env.bench import bench_batched
+    from loveletter_env.core.gpu import DEFAULT_VARIANT
+
+    variants = [_variant(v) for v in args.variants] if args.variants else [DEFAULT_VARIANT]
     for batch in args.sizes:
-        for observations, sampling in kinds:
-            start = time.perf_counter()
-            rates = [
-                bench_batched(
-                    2, _steps_for(batch, args.steps), batch, args.device, seed, "round", observations, sampling
+        for variant in variants:
+            driver._CudaGames.kernel_variant = variant
+            kinds = [("buffer", "step"), ("none", "step")]
+            if variant == DEFAULT_VARIANT:
+                kinds.append(("buffer", "loop"))
+            for observations, sampling in kinds:
+                start = time.perf_counter()
+                rates = [
+                    bench_batched(
+                        2, _steps_for(batch, args.steps), batch, args.device, seed, "round", observations, sampling
+                    )
+                    for seed in range(args.repeats)
+                ]
+                _record(
+                    args.out,
+                    what="env",
+                    device=args.device,
+                    games=batch,
+                    variant=_variant_name(variant),
+                    default=variant == DEFAULT_VARIANT,
+                    observations=observations != "none",
+                    sampling=sampling,
+                    turns_per_s=statistics.median(r.wall for r in rates),
+                    seconds=round(time.perf_counter() - start, 1),
                 )
-                for seed in range(args.repeats)
-            ]
-            _record(
-                args.out,
-                what="env",
-                device=args.device,
-                games=batch,
-                observations=observations != "none",
-                sampling=sampling,
-                turns_per_s=statistics.median(r.wall for r in rates),
-                seconds=round(time.perf_counter() - start, 1),
-            )
 
 
 def bench_pgx(args: argparse.Namespace) -> None:
@@ -81,31 +104,53 @@ def bench_pgx(args: argparse.Namespace) -> None:
         )
 
 
+#: The parts of a rollout and update the trainer times (``<part>_s`` columns of metrics.csv).
+TRAINING_PARTS = ("env", "forward", "bots", "bookkeeping", "update")
+
+
 def training(args: argparse.Namespace) -> None:
     """Turns per second and the share of time in each part, from a run's metrics.csv (the
-    first update, which compiles and warms up, left out when there are others)."""
+    first update, which compiles and warms up, left out when there are others); with
+    ``--wall``, also end to end over the command's wall time; with ``--export``, the run's
+    network without its training state (``result.pt`` if the run finished, else the
+    ``latest.pt`` a stop signal left)."""
     with (args.run_dir / "metrics.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows:
         raise SystemExit(f"{args.run_dir}/metrics.csv has no updates")
     measured = rows[1:] if len(rows) > 1 else rows
-    # Runs from before bookkeeping_s was written have no such column: it counts as 0 there.
-    seconds = {p: sum(float(r.get(f"{p}_s") or 0) for r in measured) for p in PARTS}
+    parts = [p for p in TRAINING_PARTS if f"{p}_s" in rows[0]]
+    seconds = {p: sum(float(r[f"{p}_s"] or 0) for r in measured) for p in parts}
     first_step = int(rows[0]["global_step"]) if len(rows) > 1 else 0
     first_elapsed = float(rows[0]["elapsed_s"]) if len(rows) > 1 else 0.0
     elapsed = float(rows[-1]["elapsed_s"]) - first_elapsed
     turns = int(rows[-1]["global_step"]) - first_step
+    extra = {}
+    if args.wall:
+        extra["end_to_end_turns_per_s"] = int(rows[-1]["global_step"]) / args.wall
+        extra["wall_s"] = args.wall
+    if args.export:
+        from training.learn.checkpoint import export_agent
+
+        source = args.run_dir / "result.pt"
+        if not source.is_file():
+            source = args.run_dir / "latest.pt"
+        export_agent(source, args.export)
+        extra["network"] = f"{args.export} (from {source.name})"
     _record(
         args.out,
         what="training",
         updates=len(rows),
         turns=int(rows[-1]["global_step"]),
         turns_per_s=turns / elapsed if elapsed > 0 else float("nan"),
-        **{f"share_{p}": seconds[p] / elapsed if elapsed > 0 else float("nan") for p in PARTS},
+        **{f"share_{p}": seconds[p] / elapsed if elapsed > 0 else float("nan") for p in parts},
+        **extra,
     )
 
 
 def table(args: argparse.Namespace) -> None:
+    """One table of everything in ``results.jsonl``: the engine's variants by size beside
+    pgx (and the best variant's share of pgx's rate), then self-play."""
     rows = []
     path = args.out / "results.jsonl"
     if path.exists():
@@ -119,18 +164,41 @@ def table(args: argparse.Namespace) -> None:
     except ImportError:
         pass
     print(f"\n== GPU check on {name} ==")
-    print(f"{'what':<44} {'games':>8} {'turns/s':>14}")
-    for r in rows:
-        if r["what"] == "env":
-            obs = "obs+masks" if r["observations"] else "masks only"
-            label = f"loveletter {r['device']} ({obs}, actions in {r['sampling']})"
-            print(f"{label:<44} {r['games']:>8,} {r['turns_per_s']:>14,.0f}")
-        elif r["what"] == "pgx":
-            print(f"{'pgx leduc_holdem (' + r['device'] + ')':<44} {r['games']:>8,} {r['turns_per_s']:>14,.0f}")
+    env = [r for r in rows if r["what"] == "env"]
+    pgx = {r["games"]: r["turns_per_s"] for r in rows if r["what"] == "pgx"}
+    sizes = sorted({r["games"] for r in env} | set(pgx))
+    if sizes:
+        print(f"{'turns/s, 2 players':<44}" + "".join(f"{size:>14,}" for size in sizes))
+        lines: dict[str, dict[int, float]] = {}
+        for r in env:
+            what = "obs" if r["observations"] else "masks"
+            actions = "" if r["sampling"] == "step" else ", actions by torch"
+            label = f"{r.get('variant', 'env')}{' *' if r.get('default') else ''} ({what}{actions})"
+            lines.setdefault(label, {})[r["games"]] = r["turns_per_s"]
+        if pgx:
+            lines["pgx leduc_holdem"] = pgx
+        for label, by_size in lines.items():
+            cells = "".join(f"{by_size[size]:>14,.0f}" if size in by_size else f"{'':>14}" for size in sizes)
+            print(f"{label:<44}{cells}"[: 44 + 14 * len(sizes)])
+        for what, flag in (("obs", True), ("masks", False)):
+            best = {}
+            for r in env:
+                if r["observations"] == flag and r["sampling"] == "step":
+                    best[r["games"]] = max(best.get(r["games"], 0.0), r["turns_per_s"])
+            if pgx and best:
+                cells = "".join(
+                    f"{best[size] / pgx[size]:>13.2f}x" if size in best and size in pgx else f"{'':>14}"
+                    for size in sizes
+                )
+                print(f"{'best ' + what + ' variant / pgx':<44}{cells}")
+        print("(* the env's default kernels; variant = threads a block, records, observation writes)")
     for r in rows:
         if r["what"] == "training":
-            shares = ", ".join(f"{p} {r['share_' + p]:.0%}" for p in PARTS if f"share_{p}" in r)
+            parts = [k[len("share_") :] for k in r if k.startswith("share_")]
+            shares = ", ".join(f"{p} {r['share_' + p]:.0%}" for p in parts)
             print(f"self-play: {r['turns_per_s']:,.0f} turns/s over {r['updates']} updates; time: {shares}")
+            if "end_to_end_turns_per_s" in r:
+                print(f"self-play end to end (start-up included): {r['end_to_end_turns_per_s']:,.0f} turns/s")
     steps = args.out / "steps.txt"
     if steps.exists():
         print("steps (exit status, seconds):")
@@ -147,7 +215,17 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--repeats", type=int, default=3)
         if name == "env":
             p.add_argument("--device", default="cuda")
-    sub.add_parser("training").add_argument("--run-dir", type=Path, required=True)
+            p.add_argument(
+                "--variants",
+                nargs="*",
+                default=None,
+                metavar="THREADS,RECORDS,OBSERVATIONS",
+                help="kernel variants to time, e.g. 128,global,whole 64,shared,zeroed (default: the env's)",
+            )
+    p = sub.add_parser("training")
+    p.add_argument("--run-dir", type=Path, required=True)
+    p.add_argument("--wall", type=float, default=None, help="the run command's wall seconds, start-up included")
+    p.add_argument("--export", type=Path, default=None, help="write the run's network here, without training state")
     sub.add_parser("table")
     for p in sub.choices.values():
         p.add_argument("--out", type=Path, required=True)

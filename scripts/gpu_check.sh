@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # One call that checks and measures the CUDA path on a GPU machine, then prints one table:
 #   1. installs the wheels the GPU image lacks from .whl/ (if present) into /tmp/site;
-#   2. runs the CUDA tests on the GPU: the kernels against the reference engine, the batched
-#      env's differential tests on CUDA, and the PTX compile;
+#   2. runs the CUDA tests on the GPU (the kernels against the reference engine, the batched
+#      env's differential tests on CUDA, the compiled bots against the CPU's, the PTX
+#      compile), every kernel variant against the reference engine;
 #   3. times the batched env on the GPU at 4,096, 65,536 and 262,144 games, with and without
-#      observations, and pgx's leduc_holdem at the same sizes in a separate process;
-#   4. a short self-play run of configs/gpu.yaml (2-player tables, no evaluation), reporting
-#      turns/s and the share of time in the env, the forward pass, bots, the PPO update and
-#      the rollout's bookkeeping;
+#      observations, for each kernel variant, and pgx's leduc_holdem at the same sizes in a
+#      separate process;
+#   4. a self-play run of configs/gpu.yaml (2-player tables, no evaluation) for at most
+#      $GPU_CHECK_TRAIN_SECONDS (190) seconds: turns/s over its updates and end to end, the
+#      share of time in the env, the forward pass, bots, bookkeeping and the PPO update, and
+#      its network in $OUT/network.pt (measure it against v1 on a CPU afterwards:
+#      python -m training.evaluate network.pt checkpoints/v1/ppo_2p.pt --rounds 8000 --duplicate --seed 3);
 #   5. prints the table, with the GPU's name.
 # Every step has its own time limit, so one hang costs only its own step; the whole takes
-# well under 8 minutes on an H100. Results and logs go to $OUT (default /tmp/gpu_check),
-# the self-play checkpoint to $OUT/runs/.
+# at most 9.5 minutes. Results and logs go to $OUT (default /tmp/gpu_check), the
+# self-play run to $OUT/runs/.
 #
 #   bash scripts/gpu_check.sh                   # on the GPU machine
 #   GPU_CHECK_SMOKE=1 bash scripts/gpu_check.sh # small sizes and short steps, any machine (CPU if no GPU)
@@ -45,13 +49,20 @@ if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
 else
     device=cpu
 fi
+# Kernel variants timed side by side (threads a block, records, observation writes; see
+# loveletter_env.core.gpu.KernelVariant): the first is the kernels as they were before the
+# coalesced writes, for comparison in the same call.
+variants="128,global,whole 64,global,zeroed 32,shared,zeroed 64,shared,zeroed 128,shared,zeroed"
 if [ "$smoke" = 1 ]; then
     sizes="64 256"; steps=3; repeats=1; pgx_repeats=1; tests_k="simulator or ptx or cuda"
-    train_steps=4096; train_games=64
+    train_steps=4096; train_games=64; train_limit=120
 else
     # pgx compiles its step afresh for every measurement: one repeat of more steps.
     sizes="4096 65536 262144"; steps=20; repeats=3; pgx_repeats=1; tests_k="(cuda or ptx or gpu) and not simulator"
-    train_steps=16000000; train_games=32768
+    # Self-play stops at its last turn or at the step's time limit (a stop signal: it saves
+    # and exits at the end of the update under way), whichever comes first.
+    train_steps=${GPU_CHECK_TRAIN_STEPS:-150000000}; train_games=32768
+    train_limit=${GPU_CHECK_TRAIN_SECONDS:-190}
 fi
 [ "$device" = cpu ] && echo "no CUDA device: the env and self-play steps run on the CPU (a smoke test of this script)"
 
@@ -83,22 +94,28 @@ for name in ("torch", "numba", "numba_cuda", "jax", "pgx", "gymnasium", "petting
 EOF
 cat "$out/versions.log"
 
-# 2. Tests: on a GPU the kernels' differential check on the device, the env's differential
-#    tests on CUDA and the PTX compile (the simulator's check is CI's: it is slow).
-run tests 180 "$py" -m pytest -q -x -p no:cacheprovider tests/core/test_cuda.py tests/batched/test_batched.py -k "$tests_k"
+# 2. Tests: on a GPU the kernels' differential check on the device (every kernel variant),
+#    the env's differential tests on CUDA, the compiled bots against the CPU's and the PTX
+#    compile (the simulator's checks are CI's: they are slow).
+run tests 150 "$py" -m pytest -q -p no:cacheprovider tests/core/test_cuda.py tests/batched/test_batched.py \
+    tests/agents/test_cuda_bots.py -k "$tests_k"
 
-# 3. The env on the device, then pgx in a process of its own (JAX and torch apart).
-run env 100 "$py" scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \
-    --repeats $repeats --out "$out"
-run pgx 100 "$py" scripts/gpu_check.py pgx --sizes $sizes --steps $((steps * 2)) --repeats $pgx_repeats --out "$out"
+# 3. The env on the device (every variant), then pgx in a process of its own (JAX and torch apart).
+run env 120 "$py" scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \
+    --repeats $repeats --variants $variants --out "$out"
+run pgx 70 "$py" scripts/gpu_check.py pgx --sizes $sizes --steps $((steps * 2)) --repeats $pgx_repeats --out "$out"
 
-# 4. Self-play on the device, about two minutes at most.
+# 4. Self-play on the device: its turns a second and where the time goes, and its network
+#    ($out/network.pt), to be measured against v1 on a CPU afterwards.
 rm -rf "$out/runs/gpu_check"
-run training 140 "$py" -m training.selfplay --config configs/gpu.yaml --device "$device" --no-progress \
+train_start=$SECONDS
+run training "$train_limit" "$py" -m training.selfplay --config configs/gpu.yaml --device "$device" --no-progress \
     --set out_dir="$out/runs" --set run_name=gpu_check --set env.num_players=[2] \
-    --set env.num_games=$train_games --set total_steps=$train_steps --set eval.every=0 --set save_every=5
+    --set env.num_games=$train_games --set total_steps=$train_steps --set eval.every=0 --set save_every=100000
+train_wall=$((SECONDS - train_start))
 [ -f "$out/runs/gpu_check/metrics.csv" ] && \
-    "$py" scripts/gpu_check.py training --run-dir "$out/runs/gpu_check" --out "$out" >> "$out/training.log" 2>&1
+    "$py" scripts/gpu_check.py training --run-dir "$out/runs/gpu_check" --out "$out" --wall "$train_wall" \
+        --export "$out/network.pt" >> "$out/training.log" 2>&1
 
 # 5. The table.
 "$py" scripts/gpu_check.py table --out "$out"

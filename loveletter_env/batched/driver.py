@@ -513,6 +513,10 @@ class _CudaGames:
     :mod:`loveletter_env.core.gpu` on torch's current stream, reading and writing torch
     tensors in place (``__cuda_array_interface__``, no copy, no host synchronisation)."""
 
+    #: The kernels' :class:`~loveletter_env.core.gpu.KernelVariant` (None: the default);
+    #: ``scripts/gpu_check.py`` sets it to time the variants, which all play alike.
+    kernel_variant: Any = None
+
     def __init__(
         self, records: np.ndarray, orders: np.ndarray, placements: np.ndarray, device: torch.device, seed: int
     ):
@@ -536,7 +540,7 @@ class _CudaGames:
         # Stand-ins for arguments a launch does not use (kernels take arrays, not None).
         self.no_observations = torch.empty(1, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=device)
         self.no_decks = torch.empty(1, DECK_SIZE, dtype=torch.int8, device=device)
-        self.kernels = gpu.compiled_kernels()
+        self.kernels = gpu.compiled_kernels(self.kernel_variant or gpu.DEFAULT_VARIANT)
         # numba views of the tensors every launch passes, made once (a view costs tens of
         # microseconds of Python, a launch takes a dozen).
         self._views: dict[int, Any] = {}
@@ -560,10 +564,16 @@ class _CudaGames:
         """Torch's current stream on the env's device, for numba."""
         return self._cuda.external_stream(torch.cuda.current_stream(self.device).cuda_stream)
 
-    def _launch(self, kernel: Any, *args: Any) -> None:
+    def _launch(self, kernel: str, *args: Any) -> None:
         arrays = [self._array(a) if isinstance(a, torch.Tensor) else a for a in args]
         with self._on_device():
-            self._gpu.launch(kernel, self.num_games, self._stream(), *arrays)
+            self._gpu.launch(self.kernels, kernel, self.num_games, self._stream(), *arrays)
+
+    def _zero_for_kernel(self, observations: torch.Tensor) -> None:
+        """Zero ``observations`` before a launch that writes only their nonzero entries
+        (the build's ``zeroed_observations``): one memset on the same stream."""
+        if self.kernels.variant.zeroed_observations:
+            observations.zero_()
 
     def _on_device(self) -> Any:
         """numba works on its current device (the first): the env's for a while, if another."""
@@ -577,7 +587,7 @@ class _CudaGames:
         decks = decks.contiguous() if decks is not None else self.no_decks
         first = first.contiguous() if first is not None else current
         args = (decks, use_decks, first, use_first, self.seed, self.deals, self.orders, self.placements)
-        self._launch(self.kernels.reset, self.records, *args, mask, self.legal, current)
+        self._launch("reset", self.records, *args, mask, self.legal, current)
 
     def step(
         self,
@@ -590,8 +600,10 @@ class _CudaGames:
         counter = np.uint64(0) if sampler is None else sampler[0]
         observations = self.no_observations if obs is None else obs
         args = (actions.contiguous(), sampler is not None, counter, episode_is_round, self.seed, self.deals)
+        if obs is not None:
+            self._zero_for_kernel(obs)
         self._launch(
-            self.kernels.step, self.records, *args, self.orders, self.placements,
+            "step", self.records, *args, self.orders, self.placements,
             *outputs, self.legal, observations, obs is not None,
         )  # fmt: skip
         if sampler is not None:
@@ -599,4 +611,5 @@ class _CudaGames:
             sampler[0] = np.uint64((int(counter) + self.num_games * int(GOLDEN)) % (1 << 64))
 
     def observe(self, seats: torch.Tensor, out: torch.Tensor) -> None:
-        self._launch(self.kernels.observe, self.records, seats.contiguous(), out)
+        self._zero_for_kernel(out)
+        self._launch("observe", self.records, seats.contiguous(), out)

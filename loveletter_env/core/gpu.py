@@ -29,6 +29,7 @@ is asked for.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import types
@@ -79,12 +80,45 @@ from .kernels import (  # noqa: E402
     publish_turn,
     restart_game,
     start_round,
+    write_observation_entries,
 )
-from .layout import CURRENT, NUM_PLAYERS  # noqa: E402
+from .layout import CURRENT, NUM_PLAYERS, RECORD_SIZE  # noqa: E402
 from .sampling import GOLDEN, nth_set_bit, pick, popcount, stream_key  # noqa: E402
 
-#: Threads per block: a game's turn keeps many values in registers, so blocks stay small.
-THREADS_PER_BLOCK = 128
+
+@dataclasses.dataclass(frozen=True)
+class KernelVariant:
+    """How the CUDA kernels lay their work on the GPU; every variant computes the same
+    outputs, bit for bit (the tests run each). ``scripts/gpu_check.py env --variants``
+    times them side by side; :data:`DEFAULT_VARIANT` is what the env launches.
+
+    Attributes:
+        threads_per_block: games per thread block (a warp's multiple).
+        shared_records: the step copies its block's records and legal masks into shared
+            memory, every thread of the block one byte in turn (consecutive threads,
+            consecutive bytes: the loads and stores coalesce), plays there, and copies them
+            back; otherwise each thread reads and writes its own 314-byte record and
+            41-byte mask in device memory.
+        zeroed_observations: the env zeroes the observation rows (one memset) before the
+            step, whose threads then write only the entries that may be nonzero;
+            otherwise each thread writes its whole row.
+    """
+
+    threads_per_block: int = 64
+    shared_records: bool = True
+    zeroed_observations: bool = True
+
+    def __post_init__(self) -> None:
+        size = self.threads_per_block
+        if size % 32 or not 32 <= size <= 1024:
+            raise ValueError(f"threads_per_block must be a multiple of 32 in 32..1024, got {size}")
+        row = RECORD_SIZE + NUM_ACTIONS
+        if self.shared_records and size * row > 48 * 1024:
+            raise ValueError(f"{size} records and masks of {row} bytes exceed a block's 48 KiB of static shared memory")
+
+
+#: The variant the batched env launches (measured on an H200: docs/performance.md).
+DEFAULT_VARIANT = KernelVariant()
 
 
 def device_function(dispatcher: Any, built: dict[Any, Any]) -> Any:
@@ -106,10 +140,13 @@ def device_function(dispatcher: Any, built: dict[Any, Any]) -> Any:
     return device
 
 
-def cuda_kernel(body: Callable[..., None], built: dict[Any, Any]) -> Any:
+def cuda_kernel(body: Callable[..., None], built: dict[Any, Any], constants: dict[str, Any] | None = None) -> Any:
     """``body`` (a plain function of this module calling CPU kernels by name) as a CUDA
-    kernel whose calls go to the device versions (see :func:`device_function`)."""
+    kernel whose calls go to the device versions (see :func:`device_function`), with the
+    global names in ``constants`` bound to their values (numba compiles globals as
+    constants, so a branch on one is decided when the kernel compiles)."""
     namespace = dict(body.__globals__)
+    namespace.update(constants or {})
     for name, value in body.__globals__.items():
         if isinstance(value, CPUDispatcher):
             namespace[name] = device_function(value, built)
@@ -148,37 +185,80 @@ def _step_kernel(
     the same outputs, and with ``draw_actions`` the same actions for the same ``sampler``
     counter (game ``g`` draws with counter ``sampler + (g + 1) * GOLDEN``, as the CPU's
     loop does game after game). Rounds that end are dealt afresh from the game's next key
-    of the stream ``seed``."""
+    of the stream ``seed``. An action that is not legal (unchecked input) leaves its game
+    as it was, and its outputs but the observation.
+
+    ``SHARED_RECORDS``, ``THREADS`` and ``ZEROED_OBSERVATIONS`` are the build's
+    :class:`KernelVariant`, constants of the compiled kernel."""
     g = cuda.grid(1)
-    if g >= records.shape[0]:
-        return
-    r = records[g]
-    if draw_actions:
-        bits = legal[g]
-        action = nth_set_bit(bits, pick(popcount(bits), sampler + np.uint64(g + 1) * GOLDEN))
-        actions[g] = action
+    num_games = records.shape[0]
+    if SHARED_RECORDS:  # noqa: F821 (a constant of the build)
+        tile = cuda.shared.array((THREADS, RECORD_SIZE), nb.uint8)  # noqa: F821
+        mask_tile = cuda.shared.array((THREADS, NUM_ACTIONS), nb.uint8)  # noqa: F821
+        first = cuda.blockIdx.x * THREADS  # noqa: F821
+        count = min(THREADS, num_games - first)  # noqa: F821
+        _copy_rows(records, tile, first, count, True)
+        _copy_rows(masks, mask_tile, first, count, True)
+        cuda.syncthreads()
+        r = tile[cuda.threadIdx.x]
+        mask = mask_tile[cuda.threadIdx.x]
     else:
-        action = np.int64(actions[g])
-        if action < 0 or action >= NUM_ACTIONS or (legal[g] >> np.uint64(action)) & np.uint64(1) == 0:
-            return  # unchecked input (validate_actions off): the game is left as it was
-    play(r, action)
-    after = after_turn(r, g, episode_is_round, rewards, round_over, round_winners, tokens)
-    if after != ROUND_GOES_ON:
-        key = stream_key(seed, g, deals[g])
-        deals[g] += 1
-        first = pick(np.int64(r[NUM_PLAYERS]), key) if after == NEW_GAME else lowest_round_winner(r)
-        deal_from_key(r, orders, placements, key, first)
-    dones[g] = after == NEW_GAME
-    publish_turn(r, g, current, legal, masks[g])
-    if observe:
-        observe_into(r, np.int64(r[CURRENT]), observations[g])
+        r = records[min(g, num_games - 1)]  # past the last game: a row the thread leaves alone
+        mask = masks[min(g, num_games - 1)]
+    if g < num_games:
+        if draw_actions:
+            bits = legal[g]
+            action = nth_set_bit(bits, pick(popcount(bits), sampler + np.uint64(g + 1) * GOLDEN))
+            actions[g] = action
+            playable = True
+        else:
+            action = np.int64(actions[g])
+            playable = 0 <= action < NUM_ACTIONS and (legal[g] >> np.uint64(action)) & np.uint64(1) != 0
+        if playable:
+            play(r, action)
+            after = after_turn(r, g, episode_is_round, rewards, round_over, round_winners, tokens)
+            if after != ROUND_GOES_ON:
+                key = stream_key(seed, g, deals[g])
+                deals[g] += 1
+                first_player = pick(np.int64(r[NUM_PLAYERS]), key) if after == NEW_GAME else lowest_round_winner(r)
+                deal_from_key(r, orders, placements, key, first_player)
+            dones[g] = after == NEW_GAME
+            publish_turn(r, g, current, legal, mask)
+        if observe:
+            if ZEROED_OBSERVATIONS:  # noqa: F821
+                write_observation_entries(r, np.int64(r[CURRENT]), observations[g])
+            else:
+                observe_into(r, np.int64(r[CURRENT]), observations[g])
+    if SHARED_RECORDS:  # noqa: F821
+        cuda.syncthreads()
+        _copy_rows(records, tile, first, count, False)
+        _copy_rows(masks, mask_tile, first, count, False)
 
 
 def _observe_kernel(records, seats, out):
-    """``out[g]`` = game ``g`` seen from ``seats[g]``."""
+    """``out[g]`` = game ``g`` seen from ``seats[g]`` (``out`` zeroed before the launch in
+    a build with ``ZEROED_OBSERVATIONS``)."""
     g = cuda.grid(1)
     if g < records.shape[0]:
-        observe_into(records[g], np.int64(seats[g]), out[g])
+        if ZEROED_OBSERVATIONS:  # noqa: F821
+            write_observation_entries(records[g], np.int64(seats[g]), out[g])
+        else:
+            observe_into(records[g], np.int64(seats[g]), out[g])
+
+
+@cuda.jit(device=True)
+def _copy_rows(rows, tile, first, count, load):
+    """Rows ``first .. first + count - 1`` of ``rows`` into ``tile`` (``load``) or back, the
+    block's threads taking consecutive bytes of the span in turn, so that a warp's loads
+    and stores fall on consecutive addresses."""
+    width = tile.shape[1]
+    for i in range(cuda.threadIdx.x, count * width, cuda.blockDim.x):
+        row = i // width
+        column = i - row * width
+        if load:
+            tile[row, column] = rows[first + row, column]
+        else:
+            rows[first + row, column] = tile[row, column]
 
 
 #: The kernel bodies by the names :func:`build_kernels` gives their compiled versions.
@@ -209,21 +289,31 @@ KERNEL_SIGNATURES: dict[str, tuple[Any, ...]] = {
 }  # fmt: skip
 
 
-def build_kernels() -> types.SimpleNamespace:
-    """A fresh compilation of every CUDA kernel (attributes named as in ``KERNEL_BODIES``),
-    each with its own copies of the device functions. Kernels compile on first launch, or
-    for a given architecture with ``numba.cuda.compile_ptx`` (the tests' PTX check)."""
+def build_kernels(variant: KernelVariant = DEFAULT_VARIANT) -> types.SimpleNamespace:
+    """A fresh compilation of every CUDA kernel (attributes named as in ``KERNEL_BODIES``,
+    and ``variant``), each with its own copies of the device functions. Kernels compile on
+    first launch, or for a given architecture with ``numba.cuda.compile_ptx`` (the tests'
+    PTX check)."""
     built: dict[Any, Any] = {}
-    return types.SimpleNamespace(**{name: cuda_kernel(body, built) for name, body in KERNEL_BODIES.items()})
+    constants = {
+        "THREADS": variant.threads_per_block,
+        "SHARED_RECORDS": variant.shared_records,
+        "ZEROED_OBSERVATIONS": variant.zeroed_observations,
+    }
+    kernels = {name: cuda_kernel(body, built, constants) for name, body in KERNEL_BODIES.items()}
+    return types.SimpleNamespace(variant=variant, **kernels)
 
 
 @functools.cache
-def compiled_kernels() -> types.SimpleNamespace:
-    """The kernels this process launches (one build, compiled on first launch)."""
-    return build_kernels()
+def compiled_kernels(variant: KernelVariant = DEFAULT_VARIANT) -> types.SimpleNamespace:
+    """The kernels this process launches for ``variant`` (one build each, compiled on first
+    launch)."""
+    return build_kernels(variant)
 
 
-def launch(kernel: Any, num_games: int, stream: Any, *args: Any) -> None:
-    """Launch ``kernel`` with one thread per game on ``stream`` (0: the default stream)."""
-    blocks = (num_games + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
-    kernel[blocks, THREADS_PER_BLOCK, stream](*args)
+def launch(kernels: types.SimpleNamespace, name: str, num_games: int, stream: Any, *args: Any) -> None:
+    """Launch kernel ``name`` of ``kernels`` with one thread per game on ``stream`` (0: the
+    default stream), in blocks of the build's ``threads_per_block``."""
+    threads = kernels.variant.threads_per_block
+    blocks = (num_games + threads - 1) // threads
+    getattr(kernels, name)[blocks, threads, stream](*args)

@@ -60,14 +60,22 @@ def _check(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
         np.testing.assert_array_equal(actual[bad[0]], expected[bad[0]], err_msg=f"{what} of game {bad[0]}")
 
 
-def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> int:
-    """Random legal play of ``len(sizes)`` games on the CUDA kernels and the reference engine
-    side by side; returns the number of rounds played."""
+def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, variant) -> int:
+    """Random legal play of ``len(sizes)`` games on the CUDA kernels (built as ``variant``)
+    and the reference engine side by side; returns the number of rounds played."""
     from numba import cuda
 
     from loveletter_env.core.gpu import build_kernels, launch
 
-    kernels = build_kernels()
+    kernels = build_kernels(variant)
+    # Poisoned before each launch, or zeroed where the variant's kernels write only the
+    # nonzero entries (as the env does): a missed store shows either way.
+    fill = 0 if variant.zeroed_observations else 0xA5
+
+    def prepared(observations):
+        observations.copy_to_device(np.full(observations.shape, fill, np.uint8))
+        return observations
+
     rng = np.random.default_rng(seed)
     preset = resolve_rules(rules)
     n = len(sizes)
@@ -85,12 +93,12 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> i
     deal_counts = np.ones(n, np.int64)  # the reset used each game's first key
     tables = (np.uint64(seed), deals, orders, placements, masks, legal, current)
     if seed % 2:  # the kernel's own deal and first seat
-        launch(kernels.reset, n, 0, records, cuda.to_device(decks), False, cuda.to_device(firsts), False, *tables)
+        launch(kernels, "reset", n, 0, records, cuda.to_device(decks), False, cuda.to_device(firsts), False, *tables)
         keys = [np.uint64(stream_key(np.uint64(seed), g, 0)) for g in range(n)]
         decks = np.array([_deck_for_key(key, preset, initial[g].tolist()) for g, key in enumerate(keys)], np.int8)
         firsts = np.array([pick(size, key) for size, key in zip(sizes, keys)], np.int64)
     else:
-        launch(kernels.reset, n, 0, records, cuda.to_device(decks), True, cuda.to_device(firsts), True, *tables)
+        launch(kernels, "reset", n, 0, records, cuda.to_device(decks), True, cuda.to_device(firsts), True, *tables)
     assert current.copy_to_host().tolist() == firsts.tolist()
     games = [engine.new_game(sizes[g], decks[g].tolist(), int(firsts[g]), preset) for g in range(n)]
     outputs = dict(
@@ -114,7 +122,8 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> i
             actions = np.array([rng.choice(np.flatnonzero(m)) for m in host_masks], np.int64)
         device_actions = cuda.to_device(actions)
         args = (device_actions, draw, sampler, episode == "round", np.uint64(seed), deals, orders, placements)
-        launch(kernels.step, n, 0, records, *args, *device_outputs.values(), masks, legal, observations, True)
+        outputs_and_masks = (*device_outputs.values(), masks, legal)
+        launch(kernels, "step", n, 0, records, *args, *outputs_and_masks, prepared(observations), True)
         actions = device_actions.copy_to_host()
         if draw:
             _check(actions, expected_actions, "actions drawn in the kernel")
@@ -147,7 +156,7 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> i
         if step % 5 == 0:  # every seat's view, through the observe kernel
             for k in range(1, 4):
                 seats = np.array([(game.current + k) % game.num_players for game in games], np.int64)
-                launch(kernels.observe, n, 0, records, cuda.to_device(seats), observations)
+                launch(kernels, "observe", n, 0, records, cuda.to_device(seats), prepared(observations))
                 expected_obs = np.stack([encode_observation(game, int(s)) for game, s in zip(games, seats)])
                 _check(observations.copy_to_host(), expected_obs, f"observations of seat offset {k}")
     return rounds
@@ -229,14 +238,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=6, help="games per case (mixed table sizes 2, 3, 4)")
     parser.add_argument("--steps", type=int, default=40, help="turns per case")
     parser.add_argument("--env", action="store_true", help="also the env's CUDA driver (simulator only)")
+    parser.add_argument("--threads-per-block", type=int, default=None, help="the kernels' variant (default: the env's)")
+    parser.add_argument("--records-in", choices=("shared", "global"), default=None)
+    parser.add_argument("--observations", choices=("zeroed", "whole"), default=None)
+    parser.add_argument("--rules", nargs="+", default=list(RULES), choices=RULES)
     args = parser.parse_args(argv)
+    from loveletter_env.core.gpu import DEFAULT_VARIANT, KernelVariant
+
+    variant = KernelVariant(
+        args.threads_per_block or DEFAULT_VARIANT.threads_per_block,
+        DEFAULT_VARIANT.shared_records if args.records_in is None else args.records_in == "shared",
+        DEFAULT_VARIANT.zeroed_observations if args.observations is None else args.observations == "zeroed",
+    )
+    print(variant)
     # The simulator runs the kernels as Python on numpy scalars, where uint64 arithmetic that
     # wraps (as it does on the device) warns.
     warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
     total = 0
     for case, (rules, episode) in enumerate((r, e) for r in RULES for e in ("round", "game")):
+        if rules not in args.rules:
+            continue
         sizes = [2 if rules == "mini7" else 2 + (g + case) % 3 for g in range(args.games)]
-        rounds = play(sizes, rules, episode, args.steps, seed=case)
+        rounds = play(sizes, rules, episode, args.steps, case, variant)
         total += rounds
         print(
             f"{rules:22s} {episode:5s}: {args.games} games, {args.steps} turns, {rounds} rounds: same as the reference"

@@ -40,6 +40,11 @@ def _numba_cuda():
     return cuda
 
 
+#: Kernel variants besides the default, as (threads a block, records in shared memory,
+#: observations zeroed before the launch): each must play the same games.
+OTHER_VARIANTS = [(128, False, False), (32, True, True), (64, False, True)]
+
+
 @pytest.mark.parametrize("cc", [(8, 0), (9, 0)], ids=["sm_80", "sm_90"])
 def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
     """Each kernel, with the argument types the batched env launches it with, compiles to
@@ -49,7 +54,7 @@ def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
     cuda = _numba_cuda()
     import numba.cuda.dispatcher
 
-    from loveletter_env.core.gpu import KERNEL_SIGNATURES, build_kernels
+    from loveletter_env.core.gpu import KERNEL_SIGNATURES, KernelVariant, build_kernels
 
     class Device:
         compute_capability = cc
@@ -60,6 +65,29 @@ def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
         ptx, _ = cuda.compile_ptx(getattr(kernels, name).py_func, signature, cc=cc)
         assert f".target sm_{cc[0]}{cc[1]}" in ptx, name
         assert ".entry" in ptx, name
+    # The default step plays its block's records in shared memory and writes only the
+    # observation entries that may be nonzero: far fewer stores to device memory than a
+    # whole row a thread, as the variant kept for comparison does.
+    whole = build_kernels(KernelVariant(128, False, False))
+    stores = {
+        label: cuda.compile_ptx(built.step.py_func, KERNEL_SIGNATURES["step"], cc=cc)[0].count("st.global")
+        for label, built in (("default", kernels), ("whole", whole))
+    }
+    assert "st.shared" in cuda.compile_ptx(kernels.step.py_func, KERNEL_SIGNATURES["step"], cc=cc)[0]
+    assert stores["default"] * 2 < stores["whole"], stores
+
+
+def test_kernel_variants_are_checked():
+    """A block size that is not a warp's multiple, or records that overflow a block's static
+    shared memory, are refused when the variant is made, not when a kernel compiles."""
+    _numba_cuda()
+    from loveletter_env.core.gpu import KernelVariant
+
+    with pytest.raises(ValueError, match="multiple of 32"):
+        KernelVariant(48)
+    with pytest.raises(ValueError, match="48 KiB"):
+        KernelVariant(256, shared_records=True)
+    assert KernelVariant(256, shared_records=False).threads_per_block == 256
 
 
 def test_kernels_match_reference_in_the_simulator():
@@ -76,6 +104,26 @@ def test_kernels_match_reference_in_the_simulator():
     assert "all cases agree" in result.stdout
 
 
+@pytest.mark.parametrize("threads, shared, zeroed", OTHER_VARIANTS)
+def test_kernel_variants_match_reference_in_the_simulator(threads, shared, zeroed):
+    """Each other kernel variant, over more games than one block holds (blocks that end
+    past the last game included)."""
+    _numba_cuda()
+    env = {
+        **os.environ,
+        "NUMBA_ENABLE_CUDASIM": "1",
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    variant = [
+        "--threads-per-block", str(threads), "--records-in", "shared" if shared else "global",
+        "--observations", "zeroed" if zeroed else "whole",
+    ]  # fmt: skip
+    command = [sys.executable, str(DIFFERENTIAL), "--games", str(threads + 5), "--steps", "6", "--rules", "classic"]
+    result = subprocess.run(command + variant, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all cases agree" in result.stdout
+
+
 def test_kernels_match_reference_on_the_gpu(monkeypatch):
     """The same check on a real GPU, with more games."""
     cuda = _numba_cuda()
@@ -85,6 +133,22 @@ def test_kernels_match_reference_on_the_gpu(monkeypatch):
     import cuda_differential
 
     assert cuda_differential.main(["--games", "128", "--steps", "40"]) == 0
+
+
+@pytest.mark.parametrize("threads, shared, zeroed", OTHER_VARIANTS)
+def test_kernel_variants_match_reference_on_the_gpu(threads, shared, zeroed, monkeypatch):
+    """Each other kernel variant on a real GPU."""
+    cuda = _numba_cuda()
+    if not cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    monkeypatch.syspath_prepend(str(DIFFERENTIAL.parent))
+    import cuda_differential
+
+    variant = [
+        "--threads-per-block", str(threads), "--records-in", "shared" if shared else "global",
+        "--observations", "zeroed" if zeroed else "whole",
+    ]  # fmt: skip
+    assert cuda_differential.main(["--games", "300", "--steps", "12", "--rules", "classic", "mini7", *variant]) == 0
 
 
 _WITHOUT_ROW_STACK = """
