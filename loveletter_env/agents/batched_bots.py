@@ -16,6 +16,7 @@ Python bot would, draw for draw (``tests/agents/test_batched_bots.py``).
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -50,6 +51,7 @@ PRINCE_BASE = 31
 PRINCESS_ACTION = 40
 # Kept-card memory per slot: the card kept, the deck size then, own discards after the play.
 _KEPT, _DECK_SIZE, _DISCARDS = range(3)
+_FORGOTTEN = (0, -1, -1)  # a new episode's memory: no card kept
 
 
 # What the seat sees (ObservationView's fields, read from the vector) --------------------
@@ -156,8 +158,9 @@ def _other(a, b, card):
 
 
 @njit(cache=True)
-def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
-    """``rule._play``: the best way to play ``card``, or -1 when playing it is unsafe."""
+def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks, chosen):
+    """``rule._play``: the best way to play ``card``, or -1 when playing it is unsafe
+    (``picks`` and ``chosen`` are scratch: each entry is written before it is read)."""
     plays = np.int64(0)
     for i in range(count):
         if CARD_OF_ACTION[options[i]] == card:
@@ -169,7 +172,6 @@ def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
     if card == GUARD:
         best = np.int64(0)
         best_p = -1.0
-        chosen = picks.copy()
         for i in range(plays):
             action = picks[i]
             guess = action % 7 + 2 if action < 21 else 0
@@ -190,7 +192,6 @@ def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
         return pick if pick != 0 else picks[0]  # rule._play's "or plays[0]" (action 0 is falsy)
     if card == PRIEST:
         unknown = np.int64(0)
-        chosen = picks.copy()
         for i in range(plays):
             offset = OFFSET_OF_ACTION[picks[i]]
             if offset > 0 and not known[offset]:
@@ -202,7 +203,6 @@ def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
     if card == BARON:
         targeted = np.int64(0)
         safe = np.int64(0)
-        chosen = picks.copy()
         for i in range(plays):
             offset = OFFSET_OF_ACTION[picks[i]]
             if offset > 0:
@@ -225,7 +225,6 @@ def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
                 others += 1
                 top = max(top, _expected_value(obs, offset, n, known, ruled, weights))
         if others:
-            chosen = picks.copy()
             best = np.int64(0)
             for i in range(plays):
                 offset = OFFSET_OF_ACTION[picks[i]]
@@ -240,11 +239,12 @@ def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
 
 
 @njit(cache=True)
-def _rule_action(obs, n, known, ruled, a, b, options, count, mt, seen_card, weights, picks):
-    """``rule.rule_action`` for the hand ``a <= b`` and the ``count`` legal ``options``."""
-    legal = np.zeros(NUM_ACTIONS, np.bool_)
-    for i in range(count):
-        legal[options[i]] = True
+def _rule_action(obs, mask, n, known, ruled, a, b, options, count, mt, seen_card, weights, picks, chosen):
+    """``rule.rule_action`` for the hand ``a <= b`` and the ``count`` legal ``options``.
+
+    ``legal`` is the full ``mask``: ``options`` may have dropped the Princess, whose action
+    no rule below looks up in it."""
+    legal = mask
     holds_guard = a == GUARD or b == GUARD
     # 2. Certain hits.
     for k in range(1, n):
@@ -274,7 +274,7 @@ def _rule_action(obs, n, known, ruled, a, b, options, count, mt, seen_card, weig
             return best
     # 4. Priest before Guard.
     if (a == PRIEST or b == PRIEST) and holds_guard:
-        choice = _play(obs, n, known, ruled, a, b, np.int64(PRIEST), options, count, mt, weights, picks)
+        choice = _play(obs, n, known, ruled, a, b, np.int64(PRIEST), options, count, mt, weights, picks, chosen)
         if choice >= 0:
             return choice
     # 5. Shelter a high card.
@@ -284,16 +284,99 @@ def _rule_action(obs, n, known, ruled, a, b, options, count, mt, seen_card, weig
                 return options[i]
     # 6. Get rid of the card an opponent has seen.
     if seen_card and seen_card != PRINCESS and a != b:
-        choice = _play(obs, n, known, ruled, a, b, seen_card, options, count, mt, weights, picks)
+        choice = _play(obs, n, known, ruled, a, b, seen_card, options, count, mt, weights, picks, chosen)
         if choice >= 0:
             return choice
     # 7. The lowest safe card (each value once).
     for card in (a, b):
-        choice = _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks)
+        choice = _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks, chosen)
         if choice >= 0:
             return choice
         if a == b:
             break
+    return options[randbelow(mt, count)]
+
+
+@njit(cache=True)
+def _legal_options(mask, options):
+    """The legal actions of ``mask`` into ``options``, lowest first; returns their count."""
+    count = np.int64(0)
+    for action in range(NUM_ACTIONS):
+        if mask[action]:
+            options[count] = action
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def rule_action(obs, mask, mt, memory, known, ruled, options, picks, chosen, weights):
+    """The move of a rule-bot slot whose generator state is ``mt`` and kept-card memory
+    ``memory`` (both advanced as ``RuleAgent.act`` advances them), seeing ``obs`` with the
+    legal ``mask``; -1 when ``mask`` has no legal action (nothing is drawn or remembered).
+
+    One slot's decision, compiled for the CPU (:func:`rule_actions`) and as a CUDA device
+    function (:mod:`.cuda_bots`). It allocates nothing, since device code cannot: the rest
+    is scratch the caller owns, int64 each, ``known`` and ``ruled`` [4], ``options``,
+    ``picks`` and ``chosen`` [NUM_ACTIONS], ``weights`` [9]."""
+    count = _legal_options(mask, options)
+    if count <= 1:
+        # A forced move: the Python bot neither draws nor remembers.
+        return options[0] if count == 1 else np.int64(-1)
+    n = np.int64(2)  # typed, not a literal: one compiled version of each callee
+    for k in range(3):
+        if obs[OBS_NUM_PLAYERS + k]:
+            n = k + 2
+    a = np.int64(0)
+    b = np.int64(0)
+    for v in range(1, 9):
+        for _ in range(np.int64(obs[OBS_HAND + v - 1])):
+            if a == 0:
+                a = v
+            else:
+                b = v
+    seen = False
+    known[0] = 0
+    for k in range(1, 4):
+        known[k] = 0
+        if k < n:
+            for v in range(1, 9):
+                if obs[OBS_KNOWN + (k - 1) * 8 + v - 1]:
+                    known[k] = v
+            seen = seen or obs[OBS_SEEN + k - 1] != 0
+    move_rulings(obs, n, ruled)
+    deck_size = np.int64(obs[OBS_DECK])
+    discards = np.int64(0)
+    for v in range(8):
+        discards += np.int64(obs[OBS_DISCARD_COUNTS + v])
+    # KeptCardMemory.old_card: the card kept last turn, if nothing has hit our hand since.
+    last_kept = memory[_KEPT] if 0 <= deck_size < memory[_DECK_SIZE] else 0
+    old_card = last_kept if discards == memory[_DISCARDS] and last_kept in (a, b) else 0
+    # Drop the Princess unless she is all there is.
+    kept_options = np.int64(0)
+    for j in range(count):
+        if options[j] != PRINCESS_ACTION:
+            options[kept_options] = options[j]
+            kept_options += 1
+    if kept_options:
+        count = kept_options
+    seen_card = old_card if seen else np.int64(0)
+    action = _rule_action(obs, mask, n, known, ruled, a, b, options, count, mt, seen_card, weights, picks, chosen)
+    memory[_KEPT] = _other(a, b, CARD_OF_ACTION[action])
+    memory[_DECK_SIZE] = deck_size
+    memory[_DISCARDS] = discards + 1
+    return action
+
+
+# Inlined into the CPU loop: as a call it cost a tenth of the batch (97 against 106 ns a decision).
+@njit(cache=True, inline="always")
+def random_action(mask, mt, options):
+    """The move of a random-bot slot whose generator state is ``mt`` (advanced in place),
+    with the legal ``mask``: ``RandomAgent.act`` (a forced move draws nothing); -1 when
+    ``mask`` has no legal action. ``options`` is scratch (int64 [NUM_ACTIONS]); compiled
+    for the CPU (:func:`random_actions`) and as a CUDA device function (:mod:`.cuda_bots`)."""
+    count = _legal_options(mask, options)
+    if count <= 1:
+        return options[0] if count == 1 else np.int64(-1)
     return options[randbelow(mt, count)]
 
 
@@ -305,61 +388,13 @@ def rule_actions(observations, masks, slots, mt_states, memories, actions):
     ruled = np.zeros(4, np.int64)
     options = np.zeros(NUM_ACTIONS, np.int64)
     picks = np.zeros(NUM_ACTIONS, np.int64)
+    chosen = np.zeros(NUM_ACTIONS, np.int64)
     weights = np.zeros(9, np.int64)
     for i in range(observations.shape[0]):
-        obs = observations[i]
-        count = np.int64(0)
-        for action in range(NUM_ACTIONS):
-            if masks[i, action]:
-                options[count] = action
-                count += 1
-        if count == 1:
-            actions[i] = options[0]  # a forced move: the Python bot neither draws nor remembers
-            continue
         slot = slots[i]
-        mt, memory = mt_states[slot], memories[slot]
-        n = np.int64(2)  # typed, not a literal: one compiled version of each callee
-        for k in range(3):
-            if obs[OBS_NUM_PLAYERS + k]:
-                n = k + 2
-        hand = np.zeros(2, np.int64)
-        held = 0
-        for v in range(1, 9):
-            for _ in range(np.int64(obs[OBS_HAND + v - 1])):
-                hand[held] = v
-                held += 1
-        a, b = hand[0], hand[1]
-        seen = False
-        known[0] = 0
-        for k in range(1, 4):
-            known[k] = 0
-            if k < n:
-                for v in range(1, 9):
-                    if obs[OBS_KNOWN + (k - 1) * 8 + v - 1]:
-                        known[k] = v
-                seen = seen or obs[OBS_SEEN + k - 1] != 0
-        move_rulings(obs, n, ruled)
-        deck_size = np.int64(obs[OBS_DECK])
-        discards = 0
-        for v in range(8):
-            discards += np.int64(obs[OBS_DISCARD_COUNTS + v])
-        # KeptCardMemory.old_card: the card kept last turn, if nothing has hit our hand since.
-        last_kept = memory[_KEPT] if 0 <= deck_size < memory[_DECK_SIZE] else 0
-        old_card = last_kept if discards == memory[_DISCARDS] and last_kept in (a, b) else 0
-        # Drop the Princess unless she is all there is.
-        kept_options = np.int64(0)
-        for j in range(count):
-            if options[j] != PRINCESS_ACTION:
-                options[kept_options] = options[j]
-                kept_options += 1
-        if kept_options:
-            count = kept_options
-        seen_card = old_card if seen else np.int64(0)
-        action = _rule_action(obs, n, known, ruled, a, b, options, count, mt, seen_card, weights, picks)
-        actions[i] = action
-        memory[_KEPT] = _other(a, b, CARD_OF_ACTION[action])
-        memory[_DECK_SIZE] = deck_size
-        memory[_DISCARDS] = discards + 1
+        actions[i] = rule_action(
+            observations[i], masks[i], mt_states[slot], memories[slot], known, ruled, options, picks, chosen, weights
+        )
 
 
 @njit(cache=True)
@@ -368,23 +403,29 @@ def random_actions(masks, slots, mt_states, actions):
     ``RandomAgent.act`` (a forced move draws nothing)."""
     options = np.zeros(NUM_ACTIONS, np.int64)
     for i in range(masks.shape[0]):
-        count = np.int64(0)
-        for action in range(NUM_ACTIONS):
-            if masks[i, action]:
-                options[count] = action
-                count += 1
-        actions[i] = options[0] if count == 1 else options[randbelow(mt_states[slots[i]], count)]
+        actions[i] = random_action(masks[i], mt_states[slots[i]], options)
 
 
 class BatchedBots:
     """Bots in ``len(seeds)`` slots, slot ``i`` seeded like the Python bot with ``seeds[i]``.
 
-    :meth:`act` decides for a batch of slots at once; :meth:`reset` starts new episodes
-    for some slots (as the Python bots' ``reset()`` without a seed: the generator goes on).
+    :meth:`act` decides for a batch of slots at once on the CPU, :meth:`act_on_device` on a
+    CUDA device; :meth:`reset` starts new episodes for some slots (as the Python bots'
+    ``reset()`` without a seed: the generator goes on).
+
+    The slots' state (``mt_states``, and a rule bot's ``memories``) lives where they last
+    acted: it moves to the device on the first :meth:`act_on_device` and stays there, and
+    back to these host arrays on the next :meth:`act` or :meth:`to_host` (until then the
+    host arrays are out of date).
     """
+
+    #: The names of the per-slot state arrays (uint32 generator states first).
+    STATE: tuple[str, ...] = ("mt_states",)
 
     def __init__(self, seeds: list[int]):
         self.mt_states = np.array([random.Random(s).getstate()[1] for s in seeds], dtype=np.uint32)
+        self._on_device: Any = None  # the torch CUDA device holding the state, if any
+        self._device_state: dict[str, Any] = {}
 
     def __len__(self) -> int:
         return len(self.mt_states)
@@ -392,14 +433,18 @@ class BatchedBots:
     def reset(self, slots: np.ndarray) -> None:
         """New episodes for ``slots``."""
 
-    def act(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """int64 [B]: the moves of ``slots`` (int [B]) given their ``observations``
-        ([B, OBSERVATION_SIZE]: the batched env's uint8 or the AEC env's float32) and legal
-        ``masks`` ([B, 41], at least one legal each)."""
+    def _check_slots(self, slots: Any) -> np.ndarray:
         slots = np.asarray(slots, dtype=np.int64)
         size = len(self)
         if slots.ndim != 1 or (len(slots) and (slots.min() < 0 or slots.max() >= size)):
             raise ValueError(f"slots must be a 1-D array of slot indices in 0..{size - 1}")
+        return slots
+
+    def act(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """int64 [B]: the moves of ``slots`` (int [B]) given their ``observations``
+        ([B, OBSERVATION_SIZE]: the batched env's uint8 or the AEC env's float32) and legal
+        ``masks`` ([B, 41], at least one legal each), on the CPU."""
+        slots = self._check_slots(slots)
         observations = np.asarray(observations)
         # Bytes (the batched env's) are read as they are, with no float copy of the batch;
         # the compiled bots read either dtype alike (each entry is a small whole number).
@@ -413,11 +458,75 @@ class BatchedBots:
             )
         if not masks.any(1).all():
             raise ValueError("every mask needs a legal action: a bot only acts on its own turn")
+        self.to_host()
         actions = np.zeros(len(slots), dtype=np.int64)
         self._decide(slots, observations, masks, actions)
         return actions
 
+    def act_on_device(self, slots: Any, observations: Any, masks: Any) -> Any:
+        """:meth:`act` on a CUDA device: torch tensors in, an int64 [B] CUDA tensor of moves
+        out, with no copy to the host and no host synchronisation (the kernels of
+        :mod:`.cuda_bots` run on torch's current stream).
+
+        ``observations`` (uint8 [B, OBSERVATION_SIZE], the batched env's) and ``masks``
+        (bool [B, 41]) are CUDA tensors on one device; ``slots`` is int64 [B], a CUDA
+        tensor there or host indices (checked on the host, then copied over). Checking
+        the masks, or the values of slots already on the device, would cost a
+        synchronisation a call, so they are not checked: a row whose mask has no legal
+        action, or whose slot is out of range, gets the move -1 (which the batched env
+        refuses) and changes no state. Slots within a batch must differ."""
+        import torch
+
+        device = observations.device if isinstance(observations, torch.Tensor) else None
+        if device is None or device.type != "cuda":
+            raise ValueError("act_on_device takes CUDA tensors: use act for bots on the CPU")
+        rows = len(observations)
+        if observations.dtype != torch.uint8 or tuple(observations.shape) != (rows, OBSERVATION_SIZE):
+            shape = list(observations.shape)
+            raise ValueError(f"expected uint8 observations [B, {OBSERVATION_SIZE}], got {observations.dtype} {shape}")
+        if not isinstance(masks, torch.Tensor) or masks.device != device:
+            raise ValueError(f"masks must be a tensor on the observations' device ({device})")
+        if masks.dtype != torch.bool or tuple(masks.shape) != (rows, NUM_ACTIONS):
+            raise ValueError(f"expected bool masks [{rows}, {NUM_ACTIONS}], got {masks.dtype} {list(masks.shape)}")
+        if isinstance(slots, torch.Tensor) and slots.device == device:
+            if slots.dtype != torch.int64 or tuple(slots.shape) != (rows,):
+                raise ValueError(f"slots must be int64 [{rows}], got {slots.dtype} {list(slots.shape)}")
+        else:
+            slots = torch.from_numpy(self._check_slots(np.asarray(slots))).to(device)
+            if len(slots) != rows:
+                raise ValueError(f"expected {rows} slots, one per observation, got {len(slots)}")
+        from . import cuda_bots  # numba-cuda: imported only when bots act on a CUDA device
+
+        self._to_device(device)
+        actions = torch.empty(rows, dtype=torch.int64, device=device)
+        self._decide_on_device(cuda_bots, device, slots, observations.contiguous(), masks.contiguous(), actions)
+        return actions
+
+    def to_host(self) -> None:
+        """Bring the slots' state back to the host arrays if it is on a CUDA device (a
+        synchronisation); :meth:`act` does it first."""
+        if self._on_device is None:
+            return
+        for name in self.STATE:
+            getattr(self, name)[...] = self._device_state[name].cpu().numpy()
+        self._on_device, self._device_state = None, {}
+
+    def _to_device(self, device: Any) -> None:
+        """Move the slots' state to ``device`` (once: it stays there while they act there)."""
+        if self._on_device == device:
+            return
+        import torch
+
+        self.to_host()
+        self._device_state = {name: torch.from_numpy(getattr(self, name)).to(device) for name in self.STATE}
+        self._on_device = device
+
     def _decide(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _decide_on_device(
+        self, cuda_bots: Any, device: Any, slots: Any, observations: Any, masks: Any, actions: Any
+    ) -> None:
         raise NotImplementedError
 
 
@@ -427,9 +536,16 @@ class BatchedRandomBots(BatchedBots):
     def _decide(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> None:
         random_actions(masks, slots, self.mt_states, actions)
 
+    def _decide_on_device(
+        self, cuda_bots: Any, device: Any, slots: Any, observations: Any, masks: Any, actions: Any
+    ) -> None:
+        cuda_bots.launch("random", device, masks, slots, self._device_state["mt_states"], actions)
+
 
 class BatchedRuleBots(BatchedBots):
     """``RuleAgent(seed=seeds[i])`` in slot ``i``, kept-card memory included."""
+
+    STATE = ("mt_states", "memories")
 
     def __init__(self, seeds: list[int]):
         super().__init__(seeds)
@@ -437,11 +553,24 @@ class BatchedRuleBots(BatchedBots):
         self.reset(np.arange(len(seeds)))
 
     def reset(self, slots: np.ndarray) -> None:
-        """New episodes for ``slots``: forget the kept cards."""
-        self.memories[slots] = (0, -1, -1)
+        """New episodes for ``slots``: forget the kept cards (on the device, if the state
+        is there: a copy of ``slots`` over, no synchronisation)."""
+        if self._on_device is None:
+            self.memories[slots] = _FORGOTTEN
+            return
+        import torch
+
+        index = torch.as_tensor(np.asarray(slots, dtype=np.int64)).to(self._on_device)
+        self._device_state["memories"][index] = torch.tensor(_FORGOTTEN, device=self._on_device)
 
     def _decide(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> None:
         rule_actions(observations, masks, slots, self.mt_states, self.memories, actions)
+
+    def _decide_on_device(
+        self, cuda_bots: Any, device: Any, slots: Any, observations: Any, masks: Any, actions: Any
+    ) -> None:
+        state = self._device_state
+        cuda_bots.launch("rule", device, observations, masks, slots, state["mt_states"], state["memories"], actions)
 
 
 #: The compiled bots by agent name.

@@ -29,6 +29,7 @@ is asked for.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import types
@@ -227,3 +228,29 @@ def launch(kernel: Any, num_games: int, stream: Any, *args: Any) -> None:
     """Launch ``kernel`` with one thread per game on ``stream`` (0: the default stream)."""
     blocks = (num_games + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
     kernel[blocks, THREADS_PER_BLOCK, stream](*args)
+
+
+# Launching on torch tensors ------------------------------------------------------------
+
+
+def tensor_view(tensor: Any) -> Any:
+    """A numba view of the torch CUDA ``tensor``: no copy (bools as bytes), and no sync,
+    since kernels run on torch's current stream, after whatever wrote the tensor."""
+    import torch
+
+    if tensor.dtype == torch.bool:
+        tensor = tensor.view(torch.uint8)
+    return cuda.as_cuda_array(tensor.detach(), sync=False)
+
+
+def torch_stream(device: Any) -> Any:
+    """Torch's current stream on the torch ``device``, for numba."""
+    import torch
+
+    return cuda.external_stream(torch.cuda.current_stream(device).cuda_stream)
+
+
+def on_device(device: Any) -> Any:
+    """A context in which numba works on the torch ``device`` (numba's current device is
+    the first: another is made current for the while)."""
+    return cuda.gpus[device.index] if device.index else contextlib.nullcontext()
