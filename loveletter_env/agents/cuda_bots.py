@@ -1,8 +1,8 @@
 """The compiled ``rule`` and ``random`` bots as CUDA kernels: one bot decision per GPU
 thread, from the same Python source as the CPU bots of :mod:`.batched_bots`.
 
-The per-slot decisions :func:`.batched_bots.rule_action` and
-:func:`.batched_bots.random_action` (and everything they call, the Mersenne Twister of
+The per-slot decisions :func:`.bot_decisions.rule_action` and
+:func:`.bot_decisions.random_action` (and everything they call, the Mersenne Twister of
 :mod:`loveletter_env.core.mt19937` included) are rebuilt as CUDA device functions by
 :func:`loveletter_env.core.gpu.device_function`; the kernels below give each thread its
 scratch in local memory and its slot's generator state and kept-card memory in device
@@ -28,7 +28,7 @@ from numba import types as nb
 from ..actions import NUM_ACTIONS
 from ..core import gpu  # first: it readies numba-cuda (or refuses numba's older CUDA target)
 from ..core.gpu import cuda, cuda_kernel
-from .batched_bots import random_action, rule_action
+from .bot_decisions import random_action, rule_action
 
 
 def _rule_kernel(observations, masks, slots, mt_states, memories, actions):
