@@ -300,3 +300,19 @@ def pytest_runtest_makereport(item, call):
 def pytest_make_collect_report(collector):
     """The same for a whole module skipped at import (``pytest.importorskip`` at module level)."""
     _fail_if_skipped((yield).get_result())
+
+
+def numba_cuda():
+    """``numba.cuda``, or a skip (a failure under CI) naming the missing extra."""
+    try:
+        from numba import cuda
+
+        from loveletter_env.core import gpu  # noqa: F401 (refuses numba's own older CUDA target)
+    except ImportError as error:
+        message = f'numba-cuda is not installed (pip install -e ".[cuda]"): {error}'
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        pytest.skip("this process runs numba's CUDA simulator, which compiles no PTX")
+    return cuda

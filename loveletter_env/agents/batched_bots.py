@@ -7,6 +7,10 @@ run. :class:`BatchedRuleBots` and :class:`BatchedRandomBots` hold any number of 
 *slots* (one per game and seat) and decide for a batch of them in one compiled call,
 reading the same observation vectors.
 
+Each slot's decision is one compiled function (:mod:`.bot_decisions`): the CPU loops call
+it for :meth:`BatchedBots.act`, and :mod:`.cuda_bots` compiles the same source as CUDA
+kernels, one thread per slot, for :meth:`BatchedBots.act_on_device`.
+
 Each slot is exactly the Python bot with the same seed: its random generator is a copy of
 the state of ``random.Random(seed)`` (Mersenne Twister, drawn the way ``Random.choice``
 draws), and a rule bot keeps the same kept-card memory, so a slot plays the moves the
@@ -16,375 +20,37 @@ Python bot would, draw for draw (``tests/agents/test_batched_bots.py``).
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
-from numba import njit
 
 from ..actions import NUM_ACTIONS
-from ..core.layout import (
-    CARD_OF_ACTION,
-    OBS_DECK,
-    OBS_DISCARD_COUNTS,
-    OBS_HAND,
-    OBS_KNOWN,
-    OBS_M_ACTOR,
-    OBS_M_CARD,
-    OBS_M_GUESS,
-    OBS_M_OUT,
-    OBS_M_TARGET,
-    OBS_MOVE_SIZE,
-    OBS_MOVES,
-    OBS_NUM_PLAYERS,
-    OBS_OUT,
-    OBS_RULED,
-    OBS_SEEN,
-    OBS_UNSEEN,
-    OFFSET_OF_ACTION,
-)
-from ..core.mt19937 import randbelow
-from ..observation import MAX_MOVES, OBSERVATION_SIZE
-from .rule import BARON_MARGIN, SHELTER_FROM
+from ..observation import OBSERVATION_SIZE
+from .bot_decisions import random_actions, rule_actions
 
-GUARD, PRIEST, BARON, HANDMAID, PRINCE, KING, COUNTESS, PRINCESS = range(1, 9)
-PRINCE_BASE = 31
-PRINCESS_ACTION = 40
-# Kept-card memory per slot: the card kept, the deck size then, own discards after the play.
-_KEPT, _DECK_SIZE, _DISCARDS = range(3)
-
-
-# What the seat sees (ObservationView's fields, read from the vector) --------------------
-
-
-@njit(cache=True)
-def _one_hot(obs, start, size):
-    """The index set in ``obs[start:start + size]`` (-1 if none)."""
-    for i in range(size):
-        if obs[start + i]:
-            return i
-    return -1
-
-
-@njit(cache=True)
-def move_rulings(obs, n, ruled):
-    """``base.move_rulings`` into ``ruled`` (int64 [4], bit ``v`` for value ``v``), from
-    the move record and the ``ruled_out`` field."""
-    for k in range(4):
-        ruled[k] = 0
-    for slot in range(MAX_MOVES):
-        base = OBS_MOVES + slot * OBS_MOVE_SIZE
-        actor = _one_hot(obs, base + OBS_M_ACTOR, 4)
-        if actor < 0:
-            break
-        card = _one_hot(obs, base + OBS_M_CARD, 8) + 1
-        # knowledge.ruled_out_after_play: a ruled-out value played shows the old card kept.
-        if not (ruled[actor] >> card) & 1:
-            ruled[actor] = 0
-        target = _one_hot(obs, base + OBS_M_TARGET, 4)
-        if target >= 0:
-            guess = _one_hot(obs, base + OBS_M_GUESS, 8) + 1
-            if card == GUARD and guess and obs[base + OBS_M_OUT + target] == 0:
-                ruled[target] |= 1 << guess
-            elif card == PRINCE:
-                ruled[target] = 0
-            elif card == KING:
-                ruled[actor], ruled[target] = ruled[target], ruled[actor]
-        for k in range(4):
-            if obs[base + OBS_M_OUT + k]:
-                ruled[k] = 0
-    for k in range(1, n):
-        for v in range(1, 9):
-            if obs[OBS_RULED + (k - 1) * 8 + v - 1]:
-                ruled[k] |= 1 << v
-
-
-@njit(cache=True)
-def _weights(obs, offset, n, known, ruled, out):
-    """Unnormalised hand distribution of seat ``offset`` into ``out[1..8]`` (as
-    ``hand_distribution`` with the rulings ``ruled``); returns the total, 0 for a seat
-    that is not in the round."""
-    for v in range(9):
-        out[v] = 0
-    if offset == 0 or offset >= n or obs[OBS_OUT + offset] != 0:
-        return 0
-    if known[offset]:
-        out[known[offset]] = 1
-        return 1
-    total = 0
-    for v in range(1, 9):
-        unseen = np.int64(obs[OBS_UNSEEN + v - 1])
-        if unseen and not (ruled[offset] >> v) & 1:
-            out[v] = unseen
-            total += unseen
-    if total == 0:  # only an inconsistent view rules out every unseen value
-        for v in range(1, 9):
-            out[v] = np.int64(obs[OBS_UNSEEN + v - 1])
-            total += out[v]
-    return total
-
-
-@njit(cache=True)
-def _baron_odds(obs, offset, n, known, ruled, kept, weights):
-    total = _weights(obs, offset, n, known, ruled, weights)
-    win = 0.0
-    lose = 0.0
-    for v in range(1, 9):
-        if weights[v]:
-            p = weights[v] / total
-            if v < kept:
-                win += p
-            elif v > kept:
-                lose += p
-    return win, lose
-
-
-@njit(cache=True)
-def _expected_value(obs, offset, n, known, ruled, weights):
-    total = _weights(obs, offset, n, known, ruled, weights)
-    value = 0.0
-    for v in range(1, 9):
-        if weights[v]:
-            value += v * (weights[v] / total)
-    return value
-
-
-@njit(cache=True)
-def _other(a, b, card):
-    return b if card == a else a
-
-
-# The rules (loveletter_env.agents.rule, in the same order) --------------------------------
-
-
-@njit(cache=True)
-def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks):
-    """``rule._play``: the best way to play ``card``, or -1 when playing it is unsafe."""
-    plays = np.int64(0)
-    for i in range(count):
-        if CARD_OF_ACTION[options[i]] == card:
-            picks[plays] = options[i]
-            plays += 1
-    if plays == 0 or card == PRINCESS:
-        return -1
-    kept = _other(a, b, card)
-    if card == GUARD:
-        best = np.int64(0)
-        best_p = -1.0
-        chosen = picks.copy()
-        for i in range(plays):
-            action = picks[i]
-            guess = action % 7 + 2 if action < 21 else 0
-            if guess == 0:
-                continue
-            total = _weights(obs, OFFSET_OF_ACTION[action], n, known, ruled, weights)
-            p = weights[guess] / total if total and weights[guess] else 0.0
-            if p > best_p + 1e-12:
-                chosen[0] = action
-                best = 1
-                best_p = p
-            elif abs(p - best_p) <= 1e-12:
-                chosen[best] = action
-                best += 1
-        if best == 0:
-            return picks[0]
-        pick = chosen[randbelow(mt, best)]
-        return pick if pick != 0 else picks[0]  # rule._play's "or plays[0]" (action 0 is falsy)
-    if card == PRIEST:
-        unknown = np.int64(0)
-        chosen = picks.copy()
-        for i in range(plays):
-            offset = OFFSET_OF_ACTION[picks[i]]
-            if offset > 0 and not known[offset]:
-                chosen[unknown] = picks[i]
-                unknown += 1
-        if unknown:
-            return chosen[randbelow(mt, unknown)]
-        return picks[randbelow(mt, plays)]
-    if card == BARON:
-        targeted = np.int64(0)
-        safe = np.int64(0)
-        chosen = picks.copy()
-        for i in range(plays):
-            offset = OFFSET_OF_ACTION[picks[i]]
-            if offset > 0:
-                targeted += 1
-                win, lose = _baron_odds(obs, offset, n, known, ruled, kept, weights)
-                if win >= lose:
-                    chosen[safe] = picks[i]
-                    safe += 1
-        if targeted and not safe:
-            return -1
-        if safe:
-            return chosen[randbelow(mt, safe)]
-        return picks[randbelow(mt, plays)]
-    if card == PRINCE:
-        top = -1.0
-        others = np.int64(0)
-        for i in range(plays):
-            offset = OFFSET_OF_ACTION[picks[i]]
-            if offset > 0:
-                others += 1
-                top = max(top, _expected_value(obs, offset, n, known, ruled, weights))
-        if others:
-            chosen = picks.copy()
-            best = np.int64(0)
-            for i in range(plays):
-                offset = OFFSET_OF_ACTION[picks[i]]
-                if offset > 0 and _expected_value(obs, offset, n, known, ruled, weights) >= top - 1e-9:
-                    chosen[best] = picks[i]
-                    best += 1
-            return chosen[randbelow(mt, best)]
-        return -1 if kept == PRINCESS else PRINCE_BASE
-    if card == KING:
-        return -1 if kept == PRINCESS else picks[randbelow(mt, plays)]
-    return picks[randbelow(mt, plays)]
-
-
-@njit(cache=True)
-def _rule_action(obs, n, known, ruled, a, b, options, count, mt, seen_card, weights, picks):
-    """``rule.rule_action`` for the hand ``a <= b`` and the ``count`` legal ``options``."""
-    legal = np.zeros(NUM_ACTIONS, np.bool_)
-    for i in range(count):
-        legal[options[i]] = True
-    holds_guard = a == GUARD or b == GUARD
-    # 2. Certain hits.
-    for k in range(1, n):
-        card = known[k]
-        if card and card != GUARD and holds_guard and legal[(k - 1) * 7 + card - 2]:
-            return (k - 1) * 7 + card - 2
-        if card == PRINCESS and legal[PRINCE_BASE + k]:
-            return PRINCE_BASE + k
-    # 3. Baron when ahead.
-    if a == BARON or b == BARON:
-        kept = _other(a, b, np.int64(BARON))
-        for i in range(count):
-            action = options[i]
-            offset = OFFSET_OF_ACTION[action]
-            if CARD_OF_ACTION[action] == BARON and offset > 0 and known[offset] and known[offset] < kept:
-                return action
-        best, best_win, best_lose = -1, -1.0, -1.0
-        for i in range(count):
-            action = options[i]
-            offset = OFFSET_OF_ACTION[action]
-            if CARD_OF_ACTION[action] == BARON and offset > 0:
-                win, lose = _baron_odds(obs, offset, n, known, ruled, kept, weights)
-                # The largest (win, lose, action) tuple, as sorted(..., reverse=True)[0].
-                if win > best_win or (win == best_win and (lose > best_lose or (lose == best_lose and action > best))):
-                    best, best_win, best_lose = action, win, lose
-        if best >= 0 and best_win >= best_lose + BARON_MARGIN:
-            return best
-    # 4. Priest before Guard.
-    if (a == PRIEST or b == PRIEST) and holds_guard:
-        choice = _play(obs, n, known, ruled, a, b, np.int64(PRIEST), options, count, mt, weights, picks)
-        if choice >= 0:
-            return choice
-    # 5. Shelter a high card.
-    if (a == HANDMAID or b == HANDMAID) and _other(a, b, np.int64(HANDMAID)) >= SHELTER_FROM:
-        for i in range(count):
-            if CARD_OF_ACTION[options[i]] == HANDMAID:
-                return options[i]
-    # 6. Get rid of the card an opponent has seen.
-    if seen_card and seen_card != PRINCESS and a != b:
-        choice = _play(obs, n, known, ruled, a, b, seen_card, options, count, mt, weights, picks)
-        if choice >= 0:
-            return choice
-    # 7. The lowest safe card (each value once).
-    for card in (a, b):
-        choice = _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks)
-        if choice >= 0:
-            return choice
-        if a == b:
-            break
-    return options[randbelow(mt, count)]
-
-
-@njit(cache=True)
-def rule_actions(observations, masks, slots, mt_states, memories, actions):
-    """``actions[i]`` = the move of bot slot ``slots[i]`` seeing ``observations[i]`` with
-    legal ``masks[i]``; advances that slot's generator and memory as ``RuleAgent.act`` does."""
-    known = np.zeros(4, np.int64)
-    ruled = np.zeros(4, np.int64)
-    options = np.zeros(NUM_ACTIONS, np.int64)
-    picks = np.zeros(NUM_ACTIONS, np.int64)
-    weights = np.zeros(9, np.int64)
-    for i in range(observations.shape[0]):
-        obs = observations[i]
-        count = np.int64(0)
-        for action in range(NUM_ACTIONS):
-            if masks[i, action]:
-                options[count] = action
-                count += 1
-        if count == 1:
-            actions[i] = options[0]  # a forced move: the Python bot neither draws nor remembers
-            continue
-        slot = slots[i]
-        mt, memory = mt_states[slot], memories[slot]
-        n = np.int64(2)  # typed, not a literal: one compiled version of each callee
-        for k in range(3):
-            if obs[OBS_NUM_PLAYERS + k]:
-                n = k + 2
-        hand = np.zeros(2, np.int64)
-        held = 0
-        for v in range(1, 9):
-            for _ in range(np.int64(obs[OBS_HAND + v - 1])):
-                hand[held] = v
-                held += 1
-        a, b = hand[0], hand[1]
-        seen = False
-        known[0] = 0
-        for k in range(1, 4):
-            known[k] = 0
-            if k < n:
-                for v in range(1, 9):
-                    if obs[OBS_KNOWN + (k - 1) * 8 + v - 1]:
-                        known[k] = v
-                seen = seen or obs[OBS_SEEN + k - 1] != 0
-        move_rulings(obs, n, ruled)
-        deck_size = np.int64(obs[OBS_DECK])
-        discards = 0
-        for v in range(8):
-            discards += np.int64(obs[OBS_DISCARD_COUNTS + v])
-        # KeptCardMemory.old_card: the card kept last turn, if nothing has hit our hand since.
-        last_kept = memory[_KEPT] if 0 <= deck_size < memory[_DECK_SIZE] else 0
-        old_card = last_kept if discards == memory[_DISCARDS] and last_kept in (a, b) else 0
-        # Drop the Princess unless she is all there is.
-        kept_options = np.int64(0)
-        for j in range(count):
-            if options[j] != PRINCESS_ACTION:
-                options[kept_options] = options[j]
-                kept_options += 1
-        if kept_options:
-            count = kept_options
-        seen_card = old_card if seen else np.int64(0)
-        action = _rule_action(obs, n, known, ruled, a, b, options, count, mt, seen_card, weights, picks)
-        actions[i] = action
-        memory[_KEPT] = _other(a, b, CARD_OF_ACTION[action])
-        memory[_DECK_SIZE] = deck_size
-        memory[_DISCARDS] = discards + 1
-
-
-@njit(cache=True)
-def random_actions(masks, slots, mt_states, actions):
-    """``actions[i]`` = the move of random-bot slot ``slots[i]`` with legal ``masks[i]``:
-    ``RandomAgent.act`` (a forced move draws nothing)."""
-    options = np.zeros(NUM_ACTIONS, np.int64)
-    for i in range(masks.shape[0]):
-        count = np.int64(0)
-        for action in range(NUM_ACTIONS):
-            if masks[i, action]:
-                options[count] = action
-                count += 1
-        actions[i] = options[0] if count == 1 else options[randbelow(mt_states[slots[i]], count)]
+_FORGOTTEN = (0, -1, -1)  # a new episode's kept-card memory: no card kept
 
 
 class BatchedBots:
     """Bots in ``len(seeds)`` slots, slot ``i`` seeded like the Python bot with ``seeds[i]``.
 
-    :meth:`act` decides for a batch of slots at once; :meth:`reset` starts new episodes
-    for some slots (as the Python bots' ``reset()`` without a seed: the generator goes on).
+    :meth:`act` decides for a batch of slots at once on the CPU, :meth:`act_on_device` on a
+    CUDA device; :meth:`reset` starts new episodes for some slots (as the Python bots'
+    ``reset()`` without a seed: the generator goes on).
+
+    The slots' state (``mt_states``, and a rule bot's ``memories``) lives where they last
+    acted: it moves to the device on the first :meth:`act_on_device` and stays there, and
+    back to these host arrays on the next :meth:`act` or :meth:`to_host` (until then the
+    host arrays are out of date).
     """
+
+    #: The names of the per-slot state arrays (uint32 generator states first).
+    STATE: tuple[str, ...] = ("mt_states",)
 
     def __init__(self, seeds: list[int]):
         self.mt_states = np.array([random.Random(s).getstate()[1] for s in seeds], dtype=np.uint32)
+        self._on_device: Any = None  # the torch CUDA device holding the state, if any
+        self._device_state: dict[str, Any] = {}
 
     def __len__(self) -> int:
         return len(self.mt_states)
@@ -392,14 +58,18 @@ class BatchedBots:
     def reset(self, slots: np.ndarray) -> None:
         """New episodes for ``slots``."""
 
-    def act(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """int64 [B]: the moves of ``slots`` (int [B]) given their ``observations``
-        ([B, OBSERVATION_SIZE]: the batched env's uint8 or the AEC env's float32) and legal
-        ``masks`` ([B, 41], at least one legal each)."""
+    def _check_slots(self, slots: Any) -> np.ndarray:
         slots = np.asarray(slots, dtype=np.int64)
         size = len(self)
         if slots.ndim != 1 or (len(slots) and (slots.min() < 0 or slots.max() >= size)):
             raise ValueError(f"slots must be a 1-D array of slot indices in 0..{size - 1}")
+        return slots
+
+    def act(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """int64 [B]: the moves of ``slots`` (int [B]) given their ``observations``
+        ([B, OBSERVATION_SIZE]: the batched env's uint8 or the AEC env's float32) and legal
+        ``masks`` ([B, 41], at least one legal each), on the CPU."""
+        slots = self._check_slots(slots)
         observations = np.asarray(observations)
         # Bytes (the batched env's) are read as they are, with no float copy of the batch;
         # the compiled bots read either dtype alike (each entry is a small whole number).
@@ -413,11 +83,75 @@ class BatchedBots:
             )
         if not masks.any(1).all():
             raise ValueError("every mask needs a legal action: a bot only acts on its own turn")
+        self.to_host()
         actions = np.zeros(len(slots), dtype=np.int64)
         self._decide(slots, observations, masks, actions)
         return actions
 
+    def act_on_device(self, slots: Any, observations: Any, masks: Any) -> Any:
+        """:meth:`act` on a CUDA device: torch tensors in, an int64 [B] CUDA tensor of moves
+        out, with no copy to the host and no host synchronisation (the kernels of
+        :mod:`.cuda_bots` run on torch's current stream).
+
+        ``observations`` (uint8 [B, OBSERVATION_SIZE], the batched env's) and ``masks``
+        (bool [B, 41]) are CUDA tensors on one device; ``slots`` is int64 [B], a CUDA
+        tensor there or host indices (checked on the host, then copied over). Checking
+        the masks, or the values of slots already on the device, would cost a
+        synchronisation a call, so they are not checked: a row whose mask has no legal
+        action, or whose slot is out of range, gets the move -1 (which the batched env
+        refuses) and changes no state. Slots within a batch must differ."""
+        import torch
+
+        device = observations.device if isinstance(observations, torch.Tensor) else None
+        if device is None or device.type != "cuda":
+            raise ValueError("act_on_device takes CUDA tensors: use act for bots on the CPU")
+        rows = len(observations)
+        if observations.dtype != torch.uint8 or tuple(observations.shape) != (rows, OBSERVATION_SIZE):
+            shape = list(observations.shape)
+            raise ValueError(f"expected uint8 observations [B, {OBSERVATION_SIZE}], got {observations.dtype} {shape}")
+        if not isinstance(masks, torch.Tensor) or masks.device != device:
+            raise ValueError(f"masks must be a tensor on the observations' device ({device})")
+        if masks.dtype != torch.bool or tuple(masks.shape) != (rows, NUM_ACTIONS):
+            raise ValueError(f"expected bool masks [{rows}, {NUM_ACTIONS}], got {masks.dtype} {list(masks.shape)}")
+        if isinstance(slots, torch.Tensor) and slots.device == device:
+            if slots.dtype != torch.int64 or tuple(slots.shape) != (rows,):
+                raise ValueError(f"slots must be int64 [{rows}], got {slots.dtype} {list(slots.shape)}")
+        else:
+            slots = torch.from_numpy(self._check_slots(np.asarray(slots))).to(device)
+            if len(slots) != rows:
+                raise ValueError(f"expected {rows} slots, one per observation, got {len(slots)}")
+        from . import cuda_bots  # numba-cuda: imported only when bots act on a CUDA device
+
+        self._to_device(device)
+        actions = torch.empty(rows, dtype=torch.int64, device=device)
+        self._decide_on_device(cuda_bots, device, slots, observations.contiguous(), masks.contiguous(), actions)
+        return actions
+
+    def to_host(self) -> None:
+        """Bring the slots' state back to the host arrays if it is on a CUDA device (a
+        synchronisation); :meth:`act` does it first."""
+        if self._on_device is None:
+            return
+        for name in self.STATE:
+            getattr(self, name)[...] = self._device_state[name].cpu().numpy()
+        self._on_device, self._device_state = None, {}
+
+    def _to_device(self, device: Any) -> None:
+        """Move the slots' state to ``device`` (once: it stays there while they act there)."""
+        if self._on_device == device:
+            return
+        import torch
+
+        self.to_host()
+        self._device_state = {name: torch.from_numpy(getattr(self, name)).to(device) for name in self.STATE}
+        self._on_device = device
+
     def _decide(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _decide_on_device(
+        self, cuda_bots: Any, device: Any, slots: Any, observations: Any, masks: Any, actions: Any
+    ) -> None:
         raise NotImplementedError
 
 
@@ -427,9 +161,16 @@ class BatchedRandomBots(BatchedBots):
     def _decide(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> None:
         random_actions(masks, slots, self.mt_states, actions)
 
+    def _decide_on_device(
+        self, cuda_bots: Any, device: Any, slots: Any, observations: Any, masks: Any, actions: Any
+    ) -> None:
+        cuda_bots.launch("random", device, masks, slots, self._device_state["mt_states"], actions)
+
 
 class BatchedRuleBots(BatchedBots):
     """``RuleAgent(seed=seeds[i])`` in slot ``i``, kept-card memory included."""
+
+    STATE = ("mt_states", "memories")
 
     def __init__(self, seeds: list[int]):
         super().__init__(seeds)
@@ -437,11 +178,24 @@ class BatchedRuleBots(BatchedBots):
         self.reset(np.arange(len(seeds)))
 
     def reset(self, slots: np.ndarray) -> None:
-        """New episodes for ``slots``: forget the kept cards."""
-        self.memories[slots] = (0, -1, -1)
+        """New episodes for ``slots``: forget the kept cards (on the device, if the state
+        is there: a copy of ``slots`` over, no synchronisation)."""
+        if self._on_device is None:
+            self.memories[slots] = _FORGOTTEN
+            return
+        import torch
+
+        index = torch.as_tensor(np.asarray(slots, dtype=np.int64)).to(self._on_device)
+        self._device_state["memories"][index] = torch.tensor(_FORGOTTEN, device=self._on_device)
 
     def _decide(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> None:
         rule_actions(observations, masks, slots, self.mt_states, self.memories, actions)
+
+    def _decide_on_device(
+        self, cuda_bots: Any, device: Any, slots: Any, observations: Any, masks: Any, actions: Any
+    ) -> None:
+        state = self._device_state
+        cuda_bots.launch("rule", device, observations, masks, slots, state["mt_states"], state["memories"], actions)
 
 
 #: The compiled bots by agent name.

@@ -11,7 +11,6 @@ bit for bit. This module holds no rule: it checks input, draws deals and moves t
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import numbers
 from collections.abc import Sequence
@@ -521,14 +520,12 @@ class _CudaGames:
         self, records: np.ndarray, orders: np.ndarray, placements: np.ndarray, device: torch.device, seed: int
     ):
         try:
-            from numba import cuda
-
             from ..core import gpu
         except ImportError as error:
             raise ImportError(
                 'BatchedLoveLetter(device="cuda") runs on numba-cuda: pip install "loveletter-env[cuda]"'
             ) from error
-        self._cuda, self._gpu = cuda, gpu
+        self._gpu = gpu
         self.device = device
         self.num_games = records.shape[0]
         self.records = torch.from_numpy(records).to(device)
@@ -551,10 +548,8 @@ class _CudaGames:
     def _view(self, tensor: torch.Tensor) -> Any:
         """A numba view of ``tensor`` (no copy; bools as bytes). No sync: kernels run on
         torch's current stream, after whatever wrote the tensor."""
-        if tensor.dtype == torch.bool:
-            tensor = tensor.view(torch.uint8)
         with self._on_device():
-            return self._cuda.as_cuda_array(tensor.detach(), sync=False)
+            return self._gpu.tensor_view(tensor)
 
     def _array(self, tensor: torch.Tensor) -> Any:
         view = self._views.get(id(tensor))
@@ -562,7 +557,7 @@ class _CudaGames:
 
     def _stream(self) -> Any:
         """Torch's current stream on the env's device, for numba."""
-        return self._cuda.external_stream(torch.cuda.current_stream(self.device).cuda_stream)
+        return self._gpu.torch_stream(self.device)
 
     def _launch(self, kernel: str, *args: Any) -> None:
         arrays = [self._array(a) if isinstance(a, torch.Tensor) else a for a in args]
@@ -577,7 +572,7 @@ class _CudaGames:
 
     def _on_device(self) -> Any:
         """numba works on its current device (the first): the env's for a while, if another."""
-        return self._cuda.gpus[self.device.index] if self.device.index else contextlib.nullcontext()
+        return self._gpu.on_device(self.device)
 
     def reset(
         self, decks: torch.Tensor | None, first: torch.Tensor | None, mask: torch.Tensor, current: torch.Tensor

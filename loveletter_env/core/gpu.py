@@ -29,6 +29,7 @@ is asked for.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -314,6 +315,38 @@ def compiled_kernels(variant: KernelVariant = DEFAULT_VARIANT) -> types.SimpleNa
 def launch(kernels: types.SimpleNamespace, name: str, num_games: int, stream: Any, *args: Any) -> None:
     """Launch kernel ``name`` of ``kernels`` with one thread per game on ``stream`` (0: the
     default stream), in blocks of the build's ``threads_per_block``."""
-    threads = kernels.variant.threads_per_block
-    blocks = (num_games + threads - 1) // threads
-    getattr(kernels, name)[blocks, threads, stream](*args)
+    launch_threads(
+        getattr(kernels, name), num_games, stream, *args, threads_per_block=kernels.variant.threads_per_block
+    )
+
+
+def launch_threads(kernel: Any, num_threads: int, stream: Any, *args: Any, threads_per_block: int = 128) -> None:
+    """Launch ``kernel`` on ``num_threads`` threads (one a row) on ``stream``."""
+    blocks = (num_threads + threads_per_block - 1) // threads_per_block
+    kernel[blocks, threads_per_block, stream](*args)
+
+
+# Launching on torch tensors ------------------------------------------------------------
+
+
+def tensor_view(tensor: Any) -> Any:
+    """A numba view of the torch CUDA ``tensor``: no copy (bools as bytes), and no sync,
+    since kernels run on torch's current stream, after whatever wrote the tensor."""
+    import torch
+
+    if tensor.dtype == torch.bool:
+        tensor = tensor.view(torch.uint8)
+    return cuda.as_cuda_array(tensor.detach(), sync=False)
+
+
+def torch_stream(device: Any) -> Any:
+    """Torch's current stream on the torch ``device``, for numba."""
+    import torch
+
+    return cuda.external_stream(torch.cuda.current_stream(device).cuda_stream)
+
+
+def on_device(device: Any) -> Any:
+    """A context in which numba works on the torch ``device`` (numba's current device is
+    the first: another is made current for the while)."""
+    return cuda.gpus[device.index] if device.index else contextlib.nullcontext()

@@ -18,26 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, numba_cuda
 
 #: The differential script, beside this file: run as a script in the simulator, imported on a GPU.
 DIFFERENTIAL = Path(__file__).resolve().parent / "cuda_differential.py"
-
-
-def _numba_cuda():
-    """``numba.cuda``, or a skip (a failure under CI) naming the missing extra."""
-    try:
-        from numba import cuda
-
-        from loveletter_env.core import gpu  # noqa: F401 (refuses numba's own older CUDA target)
-    except ImportError as error:
-        message = f'numba-cuda is not installed (pip install -e ".[cuda]"): {error}'
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-        pytest.skip("this process runs numba's CUDA simulator, which compiles no PTX")
-    return cuda
 
 
 #: Kernel variants besides the default, as (threads a block, records in shared memory,
@@ -51,7 +35,7 @@ def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
     PTX for the architecture. Without a GPU, numba-cuda cannot ask a device for its
     compute capability when it compiles the device functions a kernel calls, so the test
     names the architecture being compiled for."""
-    cuda = _numba_cuda()
+    cuda = numba_cuda()
     import numba.cuda.dispatcher
 
     from loveletter_env.core.gpu import KERNEL_SIGNATURES, KernelVariant, build_kernels
@@ -80,7 +64,7 @@ def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
 def test_kernel_variants_are_checked():
     """A block size that is not a warp's multiple, or records that overflow a block's static
     shared memory, are refused when the variant is made, not when a kernel compiles."""
-    _numba_cuda()
+    numba_cuda()
     from loveletter_env.core.gpu import KernelVariant
 
     with pytest.raises(ValueError, match="multiple of 32"):
@@ -92,7 +76,7 @@ def test_kernel_variants_are_checked():
 
 def test_kernels_match_reference_in_the_simulator():
     """A few games of every rule preset and episode kind, every turn compared."""
-    _numba_cuda()
+    numba_cuda()
     env = {
         **os.environ,
         "NUMBA_ENABLE_CUDASIM": "1",
@@ -108,7 +92,7 @@ def test_kernels_match_reference_in_the_simulator():
 def test_kernel_variants_match_reference_in_the_simulator(threads, shared, zeroed):
     """Each other kernel variant, over more games than one block holds (blocks that end
     past the last game included)."""
-    _numba_cuda()
+    numba_cuda()
     env = {
         **os.environ,
         "NUMBA_ENABLE_CUDASIM": "1",
@@ -126,7 +110,7 @@ def test_kernel_variants_match_reference_in_the_simulator(threads, shared, zeroe
 
 def test_kernels_match_reference_on_the_gpu(monkeypatch):
     """The same check on a real GPU, with more games."""
-    cuda = _numba_cuda()
+    cuda = numba_cuda()
     if not cuda.is_available():
         pytest.skip("needs a CUDA device")
     monkeypatch.syspath_prepend(str(DIFFERENTIAL.parent))
@@ -138,7 +122,7 @@ def test_kernels_match_reference_on_the_gpu(monkeypatch):
 @pytest.mark.parametrize("threads, shared, zeroed", OTHER_VARIANTS)
 def test_kernel_variants_match_reference_on_the_gpu(threads, shared, zeroed, monkeypatch):
     """Each other kernel variant on a real GPU."""
-    cuda = _numba_cuda()
+    cuda = numba_cuda()
     if not cuda.is_available():
         pytest.skip("needs a CUDA device")
     monkeypatch.syspath_prepend(str(DIFFERENTIAL.parent))
@@ -176,7 +160,7 @@ print("row_stack" in dir(np))
 def test_kernels_compile_on_a_numpy_without_row_stack():
     """numba-cuda 0.30 registers an overload of ``np.row_stack``, which NumPy 2.5 removed:
     kernels still compile there, and importing the GPU module leaves NumPy as it was."""
-    _numba_cuda()
+    numba_cuda()
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     result = subprocess.run([sys.executable, "-c", _WITHOUT_ROW_STACK], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -7,8 +7,8 @@ weights (``opponents.current/past/bots``):
 - ``PAST``: one seat is the learner, the others a snapshot from the :class:`OpponentPool`
   (earlier weights, so the learner keeps beating what it used to be);
 - ``BOTS``: one seat is the learner, the others heuristic bots (``rule`` and ``random``
-  decide for the whole batch in one compiled call, :mod:`loveletter_env.agents.batched_bots`;
-  other bots act in Python, one game at a time: keep their share small).
+  decide for the whole batch in one compiled call, :mod:`loveletter_env.agents.batched_bots`,
+  on the GPU when self-play runs there; other bots act in Python, one game at a time: keep their share small).
 
 :class:`Seating` holds the draw for every game (kind, learner seat, bot name) and the bots
 themselves; the trainer asks it to redraw the games whose episode just ended.
@@ -173,11 +173,20 @@ class Seating:
 
     def bot_actions(self, games: np.ndarray, seat: np.ndarray, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The bots' moves in ``games``, on the observation of their own seat: compiled bots
-        one call per bot name, other bots one game at a time in Python."""
-        obs_np, mask_np = obs.cpu().numpy(), mask.cpu().numpy().astype(np.int8)
-        picked = np.zeros(len(games), dtype=np.int64)
+        one call per bot name, other bots one game at a time in Python. On a CUDA device,
+        when every bot is compiled, they decide there (no copy to the host)."""
         names = np.array([self.bot_name[g] for g in games.tolist()])
         compiled = np.isin(names, list(BATCHED_BOTS))
+        if obs.is_cuda and compiled.all():
+            picked_on_device = torch.empty(len(games), dtype=torch.int64, device=obs.device)
+            for name in set(names.tolist()):
+                rows = names == name
+                slots = games[rows] * MAX_PLAYERS + seat[games[rows]]
+                index = torch.from_numpy(np.flatnonzero(rows)).to(obs.device)
+                picked_on_device[index] = self.batched_bots(name).act_on_device(slots, obs[index], mask[index])
+            return picked_on_device
+        obs_np, mask_np = obs.cpu().numpy(), mask.cpu().numpy().astype(np.int8)
+        picked = np.zeros(len(games), dtype=np.int64)
         for name in set(names[compiled].tolist()):
             rows = names == name
             slots = games[rows] * MAX_PLAYERS + seat[games[rows]]
