@@ -28,7 +28,7 @@ def play(kind: str, games: int, steps: int, seed: int) -> int:
     from loveletter_env.agents.batched_bots import BATCHED_BOTS
     from loveletter_env.agents.cuda_bots import build_kernels
     from loveletter_env.batched import BatchedLoveLetter
-    from loveletter_env.core.gpu import launch
+    from loveletter_env.core.gpu import launch_threads as launch
     from loveletter_env.validation import MAX_PLAYERS
 
     kernel = getattr(build_kernels(), kind)
