@@ -137,8 +137,9 @@ def test_kernel_variants_match_reference_on_the_gpu(threads, shared, zeroed, mon
 
 _WITHOUT_ROW_STACK = """
 import numpy as np
-del np.row_stack  # as NumPy 2.5, which removed the alias
-np.__all__ = [name for name in np.__all__ if name != "row_stack"]
+if hasattr(np, "row_stack"):  # NumPy 2.5 removed the alias; older ones are made to look like it
+    del np.row_stack
+    np.__all__ = [name for name in np.__all__ if name != "row_stack"]
 from numba import cuda
 import numba.cuda.dispatcher
 from loveletter_env.core import gpu
