@@ -8,13 +8,13 @@
 #      observations, for each kernel variant, and pgx's leduc_holdem at the same sizes in a
 #      separate process;
 #   4. a self-play run of configs/gpu.yaml (2-player tables, no evaluation) for at most
-#      $GPU_CHECK_TRAIN_SECONDS (190) seconds: turns/s over its updates and end to end, the
+#      $GPU_CHECK_TRAIN_SECONDS (170) seconds: turns/s over its updates and end to end, the
 #      share of time in the env, the forward pass, bots, bookkeeping and the PPO update, and
 #      its network in $OUT/network.pt (measure it against v1 on a CPU afterwards:
 #      python -m training.evaluate network.pt checkpoints/v1/ppo_2p.pt --rounds 8000 --duplicate --seed 3);
 #   5. prints the table, with the GPU's name.
 # Every step has its own time limit, so one hang costs only its own step; the whole takes
-# at most 9.5 minutes. Results and logs go to $OUT (default /tmp/gpu_check), the
+# at most 8 minutes. Results and logs go to $OUT (default /tmp/gpu_check), the
 # self-play run to $OUT/runs/.
 #
 #   bash scripts/gpu_check.sh                   # on the GPU machine
@@ -62,7 +62,7 @@ else
     # Self-play stops at its last turn or at the step's time limit (a stop signal: it saves
     # and exits at the end of the update under way), whichever comes first.
     train_steps=${GPU_CHECK_TRAIN_STEPS:-150000000}; train_games=32768
-    train_limit=${GPU_CHECK_TRAIN_SECONDS:-190}
+    train_limit=${GPU_CHECK_TRAIN_SECONDS:-170}
 fi
 [ "$device" = cpu ] && echo "no CUDA device: the env and self-play steps run on the CPU (a smoke test of this script)"
 
@@ -101,9 +101,9 @@ run tests 150 "$py" -m pytest -q -p no:cacheprovider tests/core/test_cuda.py tes
     tests/agents/test_cuda_bots.py -k "$tests_k"
 
 # 3. The env on the device (every variant), then pgx in a process of its own (JAX and torch apart).
-run env 120 "$py" scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \
+run env 90 "$py" scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \
     --repeats $repeats --variants $variants --out "$out"
-run pgx 70 "$py" scripts/gpu_check.py pgx --sizes $sizes --steps $((steps * 2)) --repeats $pgx_repeats --out "$out"
+run pgx 50 "$py" scripts/gpu_check.py pgx --sizes $sizes --steps $((steps * 2)) --repeats $pgx_repeats --out "$out"
 
 # 4. Self-play on the device: its turns a second and where the time goes, and its network
 #    ($out/network.pt), to be measured against v1 on a CPU afterwards.
