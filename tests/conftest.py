@@ -316,3 +316,25 @@ def numba_cuda():
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         pytest.skip("this process runs numba's CUDA simulator, which compiles no PTX")
     return cuda
+
+
+def kernels_as_ptx(kernels, signatures, cc, monkeypatch) -> dict[str, str]:
+    """The PTX of each kernel of ``kernels`` (a build's namespace) compiled for compute
+    capability ``cc`` with its argument types in ``signatures``, each checked to name the
+    architecture and hold an entry point. Without a GPU, numba-cuda cannot ask a device for
+    its compute capability when it compiles the device functions a kernel calls, so the
+    architecture is named for it."""
+    cuda = numba_cuda()
+    import numba.cuda.dispatcher
+
+    class Device:
+        compute_capability = cc
+
+    monkeypatch.setattr(numba.cuda.dispatcher, "get_current_device", lambda: Device())
+    compiled = {}
+    for name, signature in signatures.items():
+        ptx, _ = cuda.compile_ptx(getattr(kernels, name).py_func, signature, cc=cc)
+        assert f".target sm_{cc[0]}{cc[1]}" in ptx, name
+        assert ".entry" in ptx, name
+        compiled[name] = ptx
+    return compiled

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, numba_cuda
+from conftest import ROOT, kernels_as_ptx, numba_cuda
 
 #: The differential script, beside this file: run as a script in the simulator, imported on a GPU.
 DIFFERENTIAL = Path(__file__).resolve().parent / "cuda_differential.py"
@@ -32,33 +32,17 @@ OTHER_VARIANTS = [(128, False, False), (32, True, True), (64, False, True)]
 @pytest.mark.parametrize("cc", [(8, 0), (9, 0)], ids=["sm_80", "sm_90"])
 def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
     """Each kernel, with the argument types the batched env launches it with, compiles to
-    PTX for the architecture. Without a GPU, numba-cuda cannot ask a device for its
-    compute capability when it compiles the device functions a kernel calls, so the test
-    names the architecture being compiled for."""
-    cuda = numba_cuda()
-    import numba.cuda.dispatcher
-
+    PTX for the architecture."""
+    numba_cuda()
     from loveletter_env.core.gpu import KERNEL_SIGNATURES, KernelVariant, build_kernels
 
-    class Device:
-        compute_capability = cc
-
-    monkeypatch.setattr(numba.cuda.dispatcher, "get_current_device", lambda: Device())
-    kernels = build_kernels()
-    for name, signature in KERNEL_SIGNATURES.items():
-        ptx, _ = cuda.compile_ptx(getattr(kernels, name).py_func, signature, cc=cc)
-        assert f".target sm_{cc[0]}{cc[1]}" in ptx, name
-        assert ".entry" in ptx, name
+    default = kernels_as_ptx(build_kernels(), KERNEL_SIGNATURES, cc, monkeypatch)
     # The default step plays its block's records in shared memory and writes only the
     # observation entries that may be nonzero: far fewer stores to device memory than a
     # whole row a thread, as the variant kept for comparison does.
-    whole = build_kernels(KernelVariant(128, False, False))
-    stores = {
-        label: cuda.compile_ptx(built.step.py_func, KERNEL_SIGNATURES["step"], cc=cc)[0].count("st.global")
-        for label, built in (("default", kernels), ("whole", whole))
-    }
-    assert "st.shared" in cuda.compile_ptx(kernels.step.py_func, KERNEL_SIGNATURES["step"], cc=cc)[0]
-    assert stores["default"] * 2 < stores["whole"], stores
+    whole = kernels_as_ptx(build_kernels(KernelVariant(128, False, False)), KERNEL_SIGNATURES, cc, monkeypatch)
+    assert "st.shared" in default["step"]
+    assert default["step"].count("st.global") * 2 < whole["step"].count("st.global")
 
 
 def test_kernel_variants_are_checked():
