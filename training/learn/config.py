@@ -166,7 +166,8 @@ class OpponentConfig(StrictModel):
     Each episode of each game draws its kind with these relative weights:
     ``current`` (every seat is the learning network: self-play, every seat is trained on),
     ``past`` (one learner seat, the others a snapshot from the pool) or ``bots`` (one
-    learner seat, the others heuristic bots, which act in Python and are slow).
+    learner seat, the others heuristic bots: ``rule`` and ``random`` compiled, on the
+    CPU or as CUDA kernels with the env, the others in Python, which is slow).
 
     Attributes:
         current, past, bots: relative weights (>= 0, not all 0). The default is pure
