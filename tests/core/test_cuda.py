@@ -29,6 +29,12 @@ DIFFERENTIAL = Path(__file__).resolve().parent / "cuda_differential.py"
 OTHER_VARIANTS = [(128, False, False), (32, True, True), (64, False, True)]
 
 
+def _variant_arguments(threads: int, shared: bool, zeroed: bool) -> list[str]:
+    """cuda_differential.py's options for a kernel variant."""
+    records, observations = "shared" if shared else "global", "zeroed" if zeroed else "whole"
+    return ["--threads-per-block", str(threads), "--records-in", records, "--observations", observations]
+
+
 @pytest.mark.parametrize("cc", [(8, 0), (9, 0)], ids=["sm_80", "sm_90"])
 def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
     """Each kernel, with the argument types the batched env launches it with, compiles to
@@ -82,10 +88,7 @@ def test_kernel_variants_match_reference_in_the_simulator(threads, shared, zeroe
         "NUMBA_ENABLE_CUDASIM": "1",
         "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
-    variant = [
-        "--threads-per-block", str(threads), "--records-in", "shared" if shared else "global",
-        "--observations", "zeroed" if zeroed else "whole",
-    ]  # fmt: skip
+    variant = _variant_arguments(threads, shared, zeroed)
     command = [sys.executable, str(DIFFERENTIAL), "--games", str(threads + 5), "--steps", "6", "--rules", "classic"]
     result = subprocess.run(command + variant, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -114,10 +117,7 @@ def test_kernel_variants_match_reference_on_the_gpu(threads, shared, zeroed, mon
     monkeypatch.syspath_prepend(str(DIFFERENTIAL.parent))
     import cuda_differential
 
-    variant = [
-        "--threads-per-block", str(threads), "--records-in", "shared" if shared else "global",
-        "--observations", "zeroed" if zeroed else "whole",
-    ]  # fmt: skip
+    variant = _variant_arguments(threads, shared, zeroed)
     assert cuda_differential.main(["--games", "100", "--steps", "8", "--rules", "classic", "mini7", *variant]) == 0
 
 

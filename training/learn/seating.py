@@ -177,20 +177,19 @@ class Seating:
         when every bot is compiled, they decide there (no copy to the host)."""
         names = np.array([self.bot_name[g] for g in games.tolist()])
         compiled = np.isin(names, list(BATCHED_BOTS))
+        slots = games * MAX_PLAYERS + seat[games]  # each game's acting bot, as the compiled bots number them
         if obs.is_cuda and compiled.all():
             picked_on_device = torch.empty(len(games), dtype=torch.int64, device=obs.device)
             for name in set(names.tolist()):
                 rows = names == name
-                slots = games[rows] * MAX_PLAYERS + seat[games[rows]]
                 index = torch.from_numpy(np.flatnonzero(rows)).to(obs.device)
-                picked_on_device[index] = self.batched_bots(name).act_on_device(slots, obs[index], mask[index])
+                picked_on_device[index] = self.batched_bots(name).act_on_device(slots[rows], obs[index], mask[index])
             return picked_on_device
         obs_np, mask_np = obs.cpu().numpy(), mask.cpu().numpy().astype(np.int8)
         picked = np.zeros(len(games), dtype=np.int64)
         for name in set(names[compiled].tolist()):
             rows = names == name
-            slots = games[rows] * MAX_PLAYERS + seat[games[rows]]
-            picked[rows] = self.batched_bots(name).act(slots, obs_np[rows], mask_np[rows])
+            picked[rows] = self.batched_bots(name).act(slots[rows], obs_np[rows], mask_np[rows])
         for i in np.flatnonzero(~compiled).tolist():
             g = int(games[i])
             bot = self.bots_for(g, self.bot_name[g])[seat[g]]
