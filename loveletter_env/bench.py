@@ -16,7 +16,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium import spaces
@@ -151,9 +151,14 @@ def bench_null_aec(num_players: int, turns: int, episode_length: int, seed: int 
 #: per step (``step(actions)``), or not at all (``advance(actions)``: masks only).
 BATCHED_OBSERVATIONS = ("buffer", "fresh", "none")
 #: Where the benchmark's random actions are drawn: by a sampler call in the Python loop,
-#: between steps (as a policy acts), or inside the compiled step itself
-#: (``step_random``/``advance_random``), as pgx's benchmark draws inside its jitted step.
-BATCHED_SAMPLING = ("loop", "step")
+#: between steps (as a policy acts), inside the compiled step itself
+#: (``step_random``/``advance_random``), as pgx's benchmark draws inside its jitted step, or
+#: (CUDA only) by torch in a CUDA graph that holds the draw and the env's step, replayed
+#: once a step, as a rollout captured in a graph would run.
+BATCHED_SAMPLING = ("loop", "step", "graph")
+
+#: Odd 64-bit constants of the graph's action hash (splitmix64's), as torch's int64.
+_HASH_CONSTANTS = tuple(c - (1 << 64) for c in (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB))
 
 
 class Rates(NamedTuple):
@@ -202,6 +207,8 @@ def bench_batched(
     if sampling not in BATCHED_SAMPLING:
         raise ValueError(f"sampling must be one of {BATCHED_SAMPLING}, got {sampling!r}")
     cuda = torch.device(device).type == "cuda"
+    if sampling == "graph" and not cuda:
+        raise ValueError(f"sampling='graph' captures a CUDA graph: it needs a CUDA device, got {device!r}")
     env = BatchedLoveLetter(batch, num_players, episode=episode, device=device, seed=seed, validate_actions=False)
     generator = torch.Generator(device=device).manual_seed(seed)
     sampler_state = new_generator(seed)
@@ -233,10 +240,66 @@ def bench_batched(
             else:
                 env.step_random(sampler_state, out=buffer)
 
-    loop = play_drawing_in_step if sampling == "step" else play
+    if sampling == "graph":
+        loop = _graph_loop(env, buffer, observations == "none")
+    else:
+        loop = play_drawing_in_step if sampling == "step" else play
     loop(3)
     steps = max(10, -(-turns // batch))
     return _timed(loop, steps, batch, (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None))
+
+
+def _hashed_policy_step(env: Any, buffer: Any, masks_only: bool) -> Callable[[], Any]:
+    """One step of ``env`` (a reset :class:`~loveletter_env.batched.BatchedLoveLetter`)
+    with legal actions drawn by torch on the env's device, from a hash of a step counter
+    and each game's row and action instead of a generator, so that the step can be
+    captured in a CUDA graph with no generator state to register; the masks it draws from
+    are its own, refreshed by each step. The step returns the actions it played."""
+    import torch
+
+    from .actions import NUM_ACTIONS
+
+    device = env.device
+    golden, mix1, mix2 = _HASH_CONSTANTS
+    cells = torch.arange(env.num_games * NUM_ACTIONS, device=device).view(env.num_games, NUM_ACTIONS) * golden
+    counter = torch.zeros(1, dtype=torch.long, device=device)
+    mask = env.action_mask.clone()
+
+    def step() -> Any:
+        counter.add_(1)
+        keys = cells + counter * mix1
+        keys = (keys ^ (keys >> 31)) * mix2
+        keys = (keys ^ (keys >> 29)) & ((1 << 63) - 1)
+        actions = keys.masked_fill_(~mask, -1).argmax(1)
+        mask.copy_(env.advance(actions)[0] if masks_only else env.step(actions, out=buffer)[1])
+        return actions
+
+    return step
+
+
+def _graph_loop(env: Any, buffer: Any, masks_only: bool) -> Callable[[int], None]:
+    """A loop of replays of one CUDA graph holding :func:`_hashed_policy_step` (``env`` on
+    CUDA with ``validate_actions`` off): a replay runs the draw and the env's step
+    without Python."""
+    import torch
+
+    step = _hashed_policy_step(env, buffer, masks_only)
+    # Warm up on a side stream before capturing, as torch asks.
+    side = torch.cuda.Stream(env.device)
+    side.wait_stream(torch.cuda.current_stream(env.device))
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream(env.device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+
+    def replay(steps: int) -> None:
+        for _ in range(steps):
+            graph.replay()
+
+    return replay
 
 
 def bench_pgx(turns: int, batch: int, seed: int = 0, game: str = "leduc_holdem") -> Rates:

@@ -32,45 +32,84 @@ def _steps_for(batch: int, steps: int) -> int:
 
 
 def _variant(text: str) -> Any:
-    """A kernel variant from ``THREADS,RECORDS,OBSERVATIONS`` (e.g. ``64,shared,zeroed``)."""
+    """A kernel variant from ``THREADS,RECORDS,OBSERVATIONS[,rREGISTERS]`` (e.g.
+    ``64,shared,zeroed`` or ``64,global,zeroed,r64``)."""
     from loveletter_env.core.gpu import KernelVariant
 
-    threads, records, observations = text.split(",")
+    fields = text.split(",")
+    registers = fields.pop() if len(fields) == 4 else None
+    if len(fields) != 3 or (registers is not None and not (registers[:1] == "r" and registers[1:].isdigit())):
+        raise SystemExit(f"a variant is THREADS,shared|global,zeroed|whole[,rREGISTERS], got {text!r}")
+    threads, records, observations = fields
     if records not in ("shared", "global") or observations not in ("zeroed", "whole"):
-        raise SystemExit(f"a variant is THREADS,shared|global,zeroed|whole, got {text!r}")
-    return KernelVariant(int(threads), records == "shared", observations == "zeroed")
+        raise SystemExit(f"a variant is THREADS,shared|global,zeroed|whole[,rREGISTERS], got {text!r}")
+    return KernelVariant(
+        int(threads), records == "shared", observations == "zeroed", int(registers[1:]) if registers else None
+    )
 
 
 def _variant_name(variant: Any) -> str:
     records = "shared" if variant.shared_records else "global"
     observations = "zeroed" if variant.zeroed_observations else "whole"
-    return f"{variant.threads_per_block},{records},{observations}"
+    registers = "" if variant.max_registers is None else f",r{variant.max_registers}"
+    return f"{variant.threads_per_block},{records},{observations}{registers}"
+
+
+def _kernel_attributes(variant: Any, device: str) -> dict[str, int]:
+    """The step kernel's registers, local and shared memory, and resident blocks a
+    multiprocessor, as compiled for ``variant`` on this GPU (empty where it cannot say)."""
+    import torch
+
+    from loveletter_env.core import gpu
+
+    if device != "cuda" or gpu.direct_launch_unavailable():
+        return {}
+    launch = gpu.DirectLaunch(gpu.compiled_kernels(variant), "step", torch.device("cuda"))
+    found = launch.attributes()
+    if "blocks_per_sm" in found:
+        found["threads_per_sm"] = found["blocks_per_sm"] * variant.threads_per_block
+    return found
 
 
 def bench_env(args: argparse.Namespace) -> None:
     """Turns per wall-second of the batched env at each size, for each kernel variant:
     observations into a buffer and masks only, actions drawn inside the step (as pgx's
     benchmark does) and, for the default variant with observations, by torch in the Python
-    loop (as a policy acts)."""
+    loop (as a policy acts). On a GPU the default variant is also timed with torch's draw
+    and the step replayed as one CUDA graph, and through numba's own launch beside the
+    env's direct one."""
     from loveletter_env.batched import driver
     from loveletter_env.bench import bench_batched
     from loveletter_env.core.gpu import DEFAULT_VARIANT
 
     variants = [_variant(v) for v in args.variants] if args.variants else [DEFAULT_VARIANT]
+    for variant in variants:
+        attributes = _kernel_attributes(variant, args.device)
+        if attributes:
+            _record(args.out, what="kernel", variant=_variant_name(variant), **attributes)
     for batch in args.sizes:
         for variant in variants:
             driver._CudaGames.kernel_variant = variant
-            kinds = [("buffer", "step"), ("none", "step")]
+            kinds = [("buffer", "step", "direct"), ("none", "step", "direct")]
             if variant == DEFAULT_VARIANT:
-                kinds.append(("buffer", "loop"))
-            for observations, sampling in kinds:
+                kinds.append(("buffer", "loop", "direct"))
+                if args.device == "cuda":
+                    kinds += [("buffer", "graph", "direct"), ("none", "graph", "direct")]
+                    kinds += [("buffer", "step", "numba"), ("none", "step", "numba")]
+            for observations, sampling, launcher in kinds:
+                driver._CudaGames.launcher = launcher
                 start = time.perf_counter()
-                rates = [
-                    bench_batched(
-                        2, _steps_for(batch, args.steps), batch, args.device, seed, "round", observations, sampling
-                    )
-                    for seed in range(args.repeats)
-                ]
+                try:
+                    rates = [
+                        bench_batched(
+                            2, _steps_for(batch, args.steps), batch, args.device, seed, "round", observations, sampling
+                        )
+                        for seed in range(args.repeats)
+                    ]
+                except Exception as error:  # noqa: BLE001 (one failed measurement must not stop the others)
+                    what = f"{_variant_name(variant)} {launcher} {observations} {sampling} at {batch}"
+                    print(f"FAILED: {what}: {type(error).__name__}: {error}", flush=True)
+                    continue
                 _record(
                     args.out,
                     what="env",
@@ -78,11 +117,13 @@ def bench_env(args: argparse.Namespace) -> None:
                     games=batch,
                     variant=_variant_name(variant),
                     default=variant == DEFAULT_VARIANT,
+                    launcher=launcher,
                     observations=observations != "none",
                     sampling=sampling,
                     turns_per_s=statistics.median(r.wall for r in rates),
                     seconds=round(time.perf_counter() - start, 1),
                 )
+            driver._CudaGames.launcher = "direct"
 
 
 def bench_pgx(args: argparse.Namespace) -> None:
@@ -168,30 +209,44 @@ def table(args: argparse.Namespace) -> None:
     pgx = {r["games"]: r["turns_per_s"] for r in rows if r["what"] == "pgx"}
     sizes = sorted({r["games"] for r in env} | set(pgx))
     if sizes:
-        print(f"{'turns/s, 2 players':<44}" + "".join(f"{size:>14,}" for size in sizes))
+        width = 68  # the longest label
+        print(f"{'turns/s, 2 players':<{width}}" + "".join(f"{size:>14,}" for size in sizes))
         lines: dict[str, dict[int, float]] = {}
         for r in env:
             what = "obs" if r["observations"] else "masks"
-            actions = "" if r["sampling"] == "step" else ", actions by torch"
-            label = f"{r.get('variant', 'env')}{' *' if r.get('default') else ''} ({what}{actions})"
+            actions = {"step": "", "loop": ", actions by torch", "graph": ", torch's draw + step in a CUDA graph"}[
+                r["sampling"]
+            ]
+            launcher = ", numba's launch" if r.get("launcher") == "numba" else ""
+            label = f"{r.get('variant', 'env')}{' *' if r.get('default') else ''} ({what}{actions}{launcher})"
             lines.setdefault(label, {})[r["games"]] = r["turns_per_s"]
         if pgx:
             lines["pgx leduc_holdem"] = pgx
         for label, by_size in lines.items():
             cells = "".join(f"{by_size[size]:>14,.0f}" if size in by_size else f"{'':>14}" for size in sizes)
-            print(f"{label:<44}{cells}"[: 44 + 14 * len(sizes)])
-        for what, flag in (("obs", True), ("masks", False)):
-            best = {}
-            for r in env:
-                if r["observations"] == flag and r["sampling"] == "step":
-                    best[r["games"]] = max(best.get(r["games"], 0.0), r["turns_per_s"])
-            if pgx and best:
-                cells = "".join(
-                    f"{best[size] / pgx[size]:>13.2f}x" if size in best and size in pgx else f"{'':>14}"
-                    for size in sizes
-                )
-                print(f"{'best ' + what + ' variant / pgx':<44}{cells}")
-        print("(* the env's default kernels; variant = threads a block, records, observation writes)")
+            print(f"{label:<{width}}{cells}")
+        for sampling, named in (("step", "best {} variant / pgx"), ("graph", "CUDA graph ({}) / pgx")):
+            for what, flag in (("obs", True), ("masks", False)):
+                best: dict[int, float] = {}
+                for r in env:
+                    if r["observations"] == flag and r["sampling"] == sampling and r.get("launcher") != "numba":
+                        best[r["games"]] = max(best.get(r["games"], 0.0), r["turns_per_s"])
+                if pgx and best:
+                    cells = "".join(
+                        f"{best[size] / pgx[size]:>13.2f}x" if size in best and size in pgx else f"{'':>14}"
+                        for size in sizes
+                    )
+                    print(f"{named.format(what):<{width}}{cells}")
+        print(
+            "(* the env's default kernels; variant = threads a block, records, observation writes"
+            "[, register cap]; launches direct unless said)"
+        )
+    kernels = [r for r in rows if r["what"] == "kernel"]
+    if kernels:
+        print("step kernel as compiled: registers a thread, local bytes a thread, shared bytes a block, blocks a SM")
+        for r in kernels:
+            fields = (r.get(k, "?") for k in ("registers", "local_bytes", "shared_bytes", "blocks_per_sm"))
+            print(f"  {r['variant']:<24}" + "".join(f"{v:>10}" for v in fields))
     for r in rows:
         if r["what"] == "training":
             parts = [k[len("share_") :] for k in r if k.startswith("share_")]
@@ -219,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                 "--variants",
                 nargs="*",
                 default=None,
-                metavar="THREADS,RECORDS,OBSERVATIONS",
-                help="kernel variants to time, e.g. 128,global,whole 64,shared,zeroed (default: the env's)",
+                metavar="THREADS,RECORDS,OBSERVATIONS[,rREGISTERS]",
+                help="kernel variants to time, e.g. 64,shared,zeroed 64,global,zeroed,r64 (default: the env's)",
             )
     p = sub.add_parser("training")
     p.add_argument("--run-dir", type=Path, required=True)

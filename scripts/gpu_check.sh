@@ -8,13 +8,13 @@
 #      observations, for each kernel variant, and pgx's leduc_holdem at the same sizes in a
 #      separate process;
 #   4. a self-play run of configs/gpu.yaml (2-player tables, no evaluation) for at most
-#      $GPU_CHECK_TRAIN_SECONDS (170) seconds: turns/s over its updates and end to end, the
+#      $GPU_CHECK_TRAIN_SECONDS (200) seconds: turns/s over its updates and end to end, the
 #      share of time in the env, the forward pass, bots, bookkeeping and the PPO update, and
 #      its network in $OUT/network.pt (measure it against v1 on a CPU afterwards:
 #      python -m training.evaluate network.pt checkpoints/v1/ppo_2p.pt --rounds 8000 --duplicate --seed 3);
 #   5. prints the table, with the GPU's name.
 # Every step has its own time limit, so one hang costs only its own step; the whole takes
-# at most 8 minutes. Results and logs go to $OUT (default /tmp/gpu_check), the
+# at most 9 minutes. Results and logs go to $OUT (default /tmp/gpu_check), the
 # self-play run to $OUT/runs/.
 #
 #   bash scripts/gpu_check.sh                   # on the GPU machine
@@ -52,7 +52,7 @@ fi
 # Kernel variants timed side by side (threads a block, records, observation writes; see
 # loveletter_env.core.gpu.KernelVariant): the first is the kernels as they were before the
 # coalesced writes, for comparison in the same call.
-variants="128,global,whole 64,global,zeroed 32,shared,zeroed 64,shared,zeroed 128,shared,zeroed"
+variants="64,shared,zeroed 32,shared,zeroed 128,shared,zeroed 64,global,zeroed 64,global,zeroed,r64 64,shared,zeroed,r64"
 if [ "$smoke" = 1 ]; then
     sizes="64 256"; steps=3; repeats=1; pgx_repeats=1; tests_k="simulator or ptx or cuda"
     train_steps=4096; train_games=64; train_limit=120
@@ -62,7 +62,7 @@ else
     # Self-play stops at its last turn or at the step's time limit (a stop signal: it saves
     # and exits at the end of the update under way), whichever comes first.
     train_steps=${GPU_CHECK_TRAIN_STEPS:-150000000}; train_games=32768
-    train_limit=${GPU_CHECK_TRAIN_SECONDS:-170}
+    train_limit=${GPU_CHECK_TRAIN_SECONDS:-200}
 fi
 [ "$device" = cpu ] && echo "no CUDA device: the env and self-play steps run on the CPU (a smoke test of this script)"
 
@@ -97,13 +97,16 @@ cat "$out/versions.log"
 # 2. Tests: on a GPU the kernels' differential check on the device (every kernel variant),
 #    the env's differential tests on CUDA, the compiled bots against the CPU's and the PTX
 #    compile (the simulator's checks are CI's: they are slow).
-run tests 150 "$py" -m pytest -q -p no:cacheprovider tests/core/test_cuda.py tests/batched/test_batched.py \
-    tests/agents/test_cuda_bots.py -k "$tests_k"
+#    With pytest-xdist (a wheel in .whl/), in six processes: each compiles the kernels.
+workers=()
+[ "$device" = cuda ] && "$py" -c "import xdist" 2> /dev/null && workers=(-n 6)
+run tests 140 "$py" -m pytest -q -p no:cacheprovider "${workers[@]}" tests/core/test_cuda.py \
+    tests/batched/test_batched.py tests/agents/test_cuda_bots.py -k "$tests_k"
 
 # 3. The env on the device (every variant), then pgx in a process of its own (JAX and torch apart).
-run env 90 "$py" scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \
+run env 130 "$py" scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \
     --repeats $repeats --variants $variants --out "$out"
-run pgx 50 "$py" scripts/gpu_check.py pgx --sizes $sizes --steps $((steps * 2)) --repeats $pgx_repeats --out "$out"
+run pgx 45 "$py" scripts/gpu_check.py pgx --sizes $sizes --steps $((steps * 2)) --repeats $pgx_repeats --out "$out"
 
 # 4. Self-play on the device: its turns a second and where the time goes, and its network
 #    ($out/network.pt), to be measured against v1 on a CPU afterwards.
@@ -112,6 +115,20 @@ train_start=$SECONDS
 run training "$train_limit" "$py" -m training.selfplay --config configs/gpu.yaml --device "$device" --no-progress \
     --set out_dir="$out/runs" --set run_name=gpu_check --set env.num_players=[2] \
     --set env.num_games=$train_games --set total_steps=$train_steps --set eval.every=0 --set save_every=100000
+if [ ! -s "$out/runs/gpu_check/metrics.csv" ] && [ $((SECONDS - train_start)) -lt 90 ]; then
+    # It failed before its first update: once more through numba's own kernel launch, to
+    # tell a launch problem from anything else (training.log keeps the first try's tail).
+    cp "$out/training.log" "$out/training_direct.log"
+    rm -rf "$out/runs/gpu_check"
+    run training "$((train_limit - (SECONDS - train_start)))" "$py" -c 'import runpy, sys
+from loveletter_env.batched import driver
+driver._CudaGames.launcher = "numba"
+sys.argv[0] = "training.selfplay"
+runpy.run_module("training.selfplay", run_name="__main__", alter_sys=True)' \
+        --config configs/gpu.yaml --device "$device" --no-progress \
+        --set out_dir="$out/runs" --set run_name=gpu_check --set env.num_players=[2] \
+        --set env.num_games=$train_games --set total_steps=$train_steps --set eval.every=0 --set save_every=100000
+fi
 train_wall=$((SECONDS - train_start))
 [ -f "$out/runs/gpu_check/metrics.csv" ] && \
     "$py" scripts/gpu_check.py training --run-dir "$out/runs/gpu_check" --out "$out" --wall "$train_wall" \

@@ -515,6 +515,10 @@ class _CudaGames:
     #: The kernels' :class:`~loveletter_env.core.gpu.KernelVariant` (None: the default);
     #: ``scripts/gpu_check.py`` sets it to time the variants, which all play alike.
     kernel_variant: Any = None
+    #: How kernels launch: ``"direct"`` (:class:`~loveletter_env.core.gpu.DirectLaunch`,
+    #: where this numba-cuda allows it) or ``"numba"`` (numba's own launch, which converts
+    #: every argument each time); ``scripts/gpu_check.py`` times both.
+    launcher: str = "direct"
 
     def __init__(
         self, records: np.ndarray, orders: np.ndarray, placements: np.ndarray, device: torch.device, seed: int
@@ -544,6 +548,9 @@ class _CudaGames:
         for tensor in (self.records, self.legal, self.deals, self.orders, self.placements, self.no_observations):
             self._views[id(tensor)] = self._view(tensor)
         self._views[id(self.no_decks)] = self._view(self.no_decks)
+        self._direct: dict[str, Any] = {}
+        if self.launcher == "direct" and not gpu.direct_launch_unavailable():
+            self._direct = {name: gpu.DirectLaunch(self.kernels, name, device) for name in gpu.KERNEL_BODIES}
 
     def _view(self, tensor: torch.Tensor) -> Any:
         """A numba view of ``tensor`` (no copy; bools as bytes). No sync: kernels run on
@@ -560,6 +567,11 @@ class _CudaGames:
         return self._gpu.torch_stream(self.device)
 
     def _launch(self, kernel: str, *args: Any) -> None:
+        direct = self._direct.get(kernel)
+        if direct is not None:
+            with self._on_device():
+                direct(self.num_games, torch.cuda.current_stream(self.device).cuda_stream, *args)
+            return
         arrays = [self._array(a) if isinstance(a, torch.Tensor) else a for a in args]
         with self._on_device():
             self._gpu.launch(self.kernels, kernel, self.num_games, self._stream(), *arrays)

@@ -30,6 +30,7 @@ is asked for.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import functools
 import importlib.util
@@ -103,11 +104,15 @@ class KernelVariant:
         zeroed_observations: the env zeroes the observation rows (one memset) before the
             step, whose threads then write only the entries that may be nonzero;
             otherwise each thread writes its whole row.
+        max_registers: a cap on the registers a thread of each kernel uses (None: the
+            compiler's choice), so that more threads fit a multiprocessor at once, at the
+            price of spilling to local memory.
     """
 
     threads_per_block: int = 64
     shared_records: bool = True
     zeroed_observations: bool = True
+    max_registers: int | None = None
 
     def __post_init__(self) -> None:
         size = self.threads_per_block
@@ -116,6 +121,8 @@ class KernelVariant:
         row = RECORD_SIZE + NUM_ACTIONS
         if self.shared_records and size * row > 48 * 1024:
             raise ValueError(f"{size} records and masks of {row} bytes exceed a block's 48 KiB of static shared memory")
+        if self.max_registers is not None and not 16 <= self.max_registers <= 255:
+            raise ValueError(f"max_registers must be in 16..255 (or None), got {self.max_registers}")
 
 
 #: The variant the batched env launches (measured on an H200: docs/performance.md).
@@ -141,17 +148,20 @@ def device_function(dispatcher: Any, built: dict[Any, Any]) -> Any:
     return device
 
 
-def cuda_kernel(body: Callable[..., None], built: dict[Any, Any], constants: dict[str, Any] | None = None) -> Any:
+def cuda_kernel(
+    body: Callable[..., None], built: dict[Any, Any], constants: dict[str, Any] | None = None, **options: Any
+) -> Any:
     """``body`` (a plain function of this module calling CPU kernels by name) as a CUDA
     kernel whose calls go to the device versions (see :func:`device_function`), with the
     global names in ``constants`` bound to their values (numba compiles globals as
-    constants, so a branch on one is decided when the kernel compiles)."""
+    constants, so a branch on one is decided when the kernel compiles); ``options`` go to
+    ``numba.cuda.jit``."""
     namespace = dict(body.__globals__)
     namespace.update(constants or {})
     for name, value in body.__globals__.items():
         if isinstance(value, CPUDispatcher):
             namespace[name] = device_function(value, built)
-    return cuda.jit(types.FunctionType(body.__code__, namespace, body.__name__, body.__defaults__))
+    return cuda.jit(types.FunctionType(body.__code__, namespace, body.__name__, body.__defaults__), **options)
 
 
 # Kernel bodies: one game per thread (compiled by build_kernels) -------------------------
@@ -301,7 +311,8 @@ def build_kernels(variant: KernelVariant = DEFAULT_VARIANT) -> types.SimpleNames
         "SHARED_RECORDS": variant.shared_records,
         "ZEROED_OBSERVATIONS": variant.zeroed_observations,
     }
-    kernels = {name: cuda_kernel(body, built, constants) for name, body in KERNEL_BODIES.items()}
+    options = {} if variant.max_registers is None else {"max_registers": variant.max_registers}
+    kernels = {name: cuda_kernel(body, built, constants, **options) for name, body in KERNEL_BODIES.items()}
     return types.SimpleNamespace(variant=variant, **kernels)
 
 
@@ -327,6 +338,125 @@ def launch_threads(kernel: Any, num_threads: int, stream: Any, *args: Any, threa
 
 
 # Launching on torch tensors ------------------------------------------------------------
+
+
+class DirectLaunch:
+    """Kernel ``name`` of ``kernels``, compiled for its :data:`KERNEL_SIGNATURES` entry and
+    launched on torch CUDA tensors straight through the driver.
+
+    numba's own launch (``kernel[blocks, threads, stream](*args)``) types every argument,
+    picks an overload and converts each array through ``__cuda_array_interface__``: about
+    20 arguments cost a step some hundreds of microseconds of Python, more than the kernel
+    itself takes below about 100,000 games. Here the overload is fixed when the env is
+    built and each launch packs the arguments as numba's launch does (an array: two null
+    pointers, its size, item size, data pointer, shape and strides in bytes; an integer as
+    its ctypes type; a boolean as itself) from the tensors' own fields, after checking each
+    tensor's dtype, layout and device, so a wrong one is refused instead of misread.
+
+    Raises ``RuntimeError`` at construction when this numba-cuda launches differently
+    (:func:`direct_launch_unavailable` says why); the env then keeps numba's launch."""
+
+    def __init__(self, kernels: types.SimpleNamespace, name: str, device: Any) -> None:
+        import torch
+
+        reason = direct_launch_unavailable()
+        if reason:
+            raise RuntimeError(reason)
+        numba_dispatcher: Any = importlib.import_module("numba.cuda.dispatcher")
+        self.name = name
+        self.device = torch.device(device)
+        if self.device.index is None:  # "cuda": torch's tensors name their device's index
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        self._launch = numba_dispatcher.launch
+        self._launch_config = numba_dispatcher.LaunchConfig
+        self._new_config_names = numba_dispatcher.CUDA_CORE_GE_1_0
+        self._threads = kernels.variant.threads_per_block
+        with on_device(device):
+            self.kernel = getattr(kernels, name).compile(KERNEL_SIGNATURES[name])
+            self._function = self.kernel._codelibrary.get_cufunc().kernel
+        torch_dtypes = {
+            nb.uint8: (torch.uint8, torch.bool), nb.int8: (torch.int8,), nb.int64: (torch.int64,),
+            nb.uint64: (torch.uint64,), nb.float32: (torch.float32,),
+        }  # fmt: skip
+        self._arguments: list[tuple[str, Any, int]] = []
+        for argument in KERNEL_SIGNATURES[name]:
+            if isinstance(argument, nb.Array):
+                self._arguments.append(("array", torch_dtypes[argument.dtype], argument.dtype.bitwidth // 8))
+            elif isinstance(argument, nb.Integer):
+                self._arguments.append(("integer", getattr(ctypes, f"c_{argument}"), 0))
+            elif argument == nb.boolean:
+                self._arguments.append(("boolean", None, 0))
+            else:  # pragma: no cover (the signatures above hold only these)
+                raise TypeError(f"{name}: no direct launch for an argument of type {argument}")
+        self._configs: dict[int, Any] = {}
+        self._streams: dict[int, Any] = {}
+
+    def __call__(self, num_threads: int, stream: int, *args: Any) -> None:
+        """Launch on ``num_threads`` threads on the CUDA stream with handle ``stream``."""
+        self._launch(self._stream(stream), self._config(num_threads), self._function, *self.pack(*args))
+
+    def pack(self, *args: Any) -> list[Any]:
+        """The launch's arguments as numba's launch would pass them to the driver."""
+        if len(args) != len(self._arguments):
+            raise TypeError(f"{self.name} takes {len(self._arguments)} arguments, got {len(args)}")
+        packed: list[Any] = []
+        for (kind, accepted, itemsize), value in zip(self._arguments, args):
+            if kind == "array":
+                if value.dtype not in accepted or value.device != self.device or not value.is_contiguous():
+                    raise TypeError(
+                        f"{self.name}: an argument must be a contiguous {accepted[0]} tensor on {self.device}, "
+                        f"got {value.dtype} on {value.device}{'' if value.is_contiguous() else ', not contiguous'}"
+                    )
+                packed += (0, 0, value.numel(), itemsize, value.data_ptr(), *value.shape)
+                packed += (step * itemsize for step in value.stride())
+            elif kind == "integer":
+                packed.append(accepted(value))
+            else:
+                packed.append(bool(value))
+        return packed
+
+    def _config(self, num_threads: int) -> Any:
+        config = self._configs.get(num_threads)
+        if config is None:
+            blocks = (num_threads + self._threads - 1) // self._threads
+            cooperative = "is_cooperative" if self._new_config_names else "cooperative_launch"
+            config = self._launch_config(grid=blocks, block=self._threads, shmem_size=0, **{cooperative: False})
+            self._configs[num_threads] = config
+        return config
+
+    def _stream(self, handle: int) -> Any:
+        stream = self._streams.get(handle)
+        if stream is None:
+            stream = self._streams[handle] = cuda.external_stream(handle)
+        return stream
+
+    def attributes(self) -> dict[str, int]:
+        """The compiled kernel's registers and local memory a thread, static shared memory a
+        block, and (where this CUDA can say) resident blocks a multiprocessor."""
+        with on_device(self.device):
+            found = {
+                "registers": self.kernel.regs_per_thread,
+                "local_bytes": self.kernel.local_mem_per_thread,
+                "shared_bytes": self.kernel.shared_mem_per_block,
+            }
+            with contextlib.suppress(Exception):  # an older cuda.core has no occupancy query
+                found["blocks_per_sm"] = self._function.occupancy.max_active_blocks_per_multiprocessor(self._threads, 0)
+        return found
+
+
+def direct_launch_unavailable() -> str:
+    """Why :class:`DirectLaunch` cannot run here ("" when it can): the simulator has no
+    driver, and another numba-cuda may launch differently."""
+    import numba
+
+    if numba.config.ENABLE_CUDASIM:  # type: ignore[attr-defined]
+        return "the CUDA simulator launches through numba only"
+    numba_dispatcher = importlib.import_module("numba.cuda.dispatcher")
+
+    missing = [name for name in ("launch", "LaunchConfig", "CUDA_CORE_GE_1_0") if not hasattr(numba_dispatcher, name)]
+    if missing or not hasattr(numba_dispatcher, "_Kernel") or not hasattr(numba_dispatcher._Kernel, "_prepare_args"):
+        return f"this numba-cuda launches differently (numba.cuda.dispatcher lacks {', '.join(missing) or '_Kernel'})"
+    return ""
 
 
 def tensor_view(tensor: Any) -> Any:

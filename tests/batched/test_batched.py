@@ -367,7 +367,7 @@ def test_cuda_never_synchronises_without_validation():
     fast = BatchedLoveLetter(4096, 3, device="cuda", seed=1, validate_actions=False)
     fast_mask = fast.reset()[1]
     generator = torch.Generator(device="cuda").manual_seed(0)
-    buffer = torch.empty(4096, OBSERVATION_SIZE, device="cuda")
+    buffer = torch.empty(4096, OBSERVATION_SIZE, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")  # any host synchronisation inside step raises
     try:
@@ -378,6 +378,138 @@ def test_cuda_never_synchronises_without_validation():
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert fast_mask.any(1).all()
+
+
+def _record_launches(env: BatchedLoveLetter) -> list[tuple[str, tuple]]:
+    """Every direct launch of ``env``'s kernels from now on, as (kernel, arguments)."""
+    launches: list[tuple[str, tuple]] = []
+    for name, direct in env._gpu._direct.items():
+
+        def recorded(num_threads, stream, *args, _name=name, _direct=direct):
+            launches.append((_name, args))
+            _direct(num_threads, stream, *args)
+
+        env._gpu._direct[name] = recorded
+    return launches
+
+
+def _play_on_device(env: BatchedLoveLetter, steps: int) -> list[torch.Tensor]:
+    """Resets from fixed decks, then steps with torch's and the kernel's actions and
+    observes other seats: every output, in order."""
+    from loveletter_env.core.sampling import new_generator
+
+    n = env.num_games
+    rng = np.random.default_rng(5)
+    device = env.device
+    decks = torch.tensor(np.array([rng.permutation(FULL_DECK) for _ in range(n)]), device=device)
+    outputs = list(env.reset(decks, torch.zeros(n, dtype=torch.long, device=device)))
+    generator = torch.Generator(device=device).manual_seed(0)
+    sampler = new_generator(7)
+    buffer = torch.empty(n, OBSERVATION_SIZE, dtype=torch.uint8, device=device)
+    for step in range(steps):
+        if step % 2:
+            actions, obs, mask, rewards, dones, info = env.step_random(sampler, out=buffer)
+            outputs += [actions, obs.clone()]
+        else:
+            keys = torch.rand(env.action_mask.shape, generator=generator, device=device)
+            obs, mask, rewards, dones, info = env.step(keys.masked_fill(~env.action_mask, -1.0).argmax(1))
+            outputs.append(obs)
+        outputs += [mask, rewards, dones, *info.values(), env.current_player.clone()]
+        outputs.append(env.observe((env.current_player + 1) % env.num_players))
+    outputs.append(env.reset()[0])
+    return outputs
+
+
+@pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")
+def test_cuda_direct_launch_packs_arguments_as_numba_does():
+    """The env's direct launches hand the driver the very values numba's own launch would
+    (its ``_prepare_args`` over numba views of the same tensors), for every kernel."""
+    from loveletter_env.core import gpu
+
+    env = BatchedLoveLetter(99, [2, 3, 4] * 33, device="cuda", seed=2)
+    assert set(env._gpu._direct) == set(gpu.KERNEL_BODIES), gpu.direct_launch_unavailable()
+    directs = dict(env._gpu._direct)
+    launches = _record_launches(env)
+    _play_on_device(env, 4)
+    assert {name for name, _ in launches} == set(gpu.KERNEL_BODIES)
+    for name, args in launches:
+        direct = directs[name]
+        ours = direct.pack(*args)
+        numba_packed: list = []
+        views = [gpu.tensor_view(a) if isinstance(a, torch.Tensor) else a for a in args]
+        for argument_type, value in zip(direct.kernel.argument_types, views):
+            direct.kernel._prepare_args(argument_type, value, 0, [], numba_packed)
+        assert [type(v) for v in ours] == [type(v) for v in numba_packed], name
+        assert [getattr(v, "value", v) for v in ours] == [getattr(v, "value", v) for v in numba_packed], name
+
+
+@pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")
+def test_cuda_launchers_play_the_same_games(monkeypatch):
+    """Direct launches and numba's own play the same games, bit for bit; a tensor of the
+    wrong dtype is refused by the direct launch before anything runs."""
+    from loveletter_env.batched import driver
+
+    direct = BatchedLoveLetter(300, [2, 3, 4] * 100, device="cuda", seed=4)
+    assert direct._gpu._direct
+    expected = _play_on_device(direct, 12)
+    monkeypatch.setattr(driver._CudaGames, "launcher", "numba")
+    through_numba = BatchedLoveLetter(300, [2, 3, 4] * 100, device="cuda", seed=4)
+    assert not through_numba._gpu._direct
+    for step, (ours, theirs) in enumerate(zip(expected, _play_on_device(through_numba, 12), strict=True)):
+        assert torch.equal(ours, theirs), f"output {step}"
+    seats = torch.zeros(300, dtype=torch.int32, device="cuda")
+    out = torch.zeros(300, OBSERVATION_SIZE, dtype=torch.uint8, device="cuda")
+    with pytest.raises(TypeError, match="contiguous torch.int64 tensor"):
+        direct._gpu._direct["observe"](300, 0, direct._gpu.records, seats, out)
+
+
+@pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")
+@pytest.mark.parametrize("masks_only", [False, True])
+def test_cuda_steps_replay_in_a_cuda_graph(masks_only):
+    """A step of a CUDA env (``validate_actions`` off) and a torch draw of its actions,
+    captured in one CUDA graph: each replay plays the turn the same step played eagerly
+    plays, bit for bit, and the env's masks and current players follow the replays."""
+    from loveletter_env.bench import _graph_loop, _hashed_policy_step
+
+    envs, buffers = [], []
+    for _ in range(2):
+        envs.append(BatchedLoveLetter(500, [2, 3, 4] * 166 + [2, 3], device="cuda", seed=5, validate_actions=False))
+        envs[-1].reset()
+        buffers.append(torch.zeros(500, OBSERVATION_SIZE, dtype=torch.uint8, device="cuda"))
+    replay = _graph_loop(envs[0], buffers[0], masks_only)  # three eager warm-up steps, then the capture
+    eager = _hashed_policy_step(envs[1], buffers[1], masks_only)
+    for _ in range(3):
+        eager()
+    for _ in range(25):
+        replay(1)
+        eager()
+        torch.cuda.synchronize()
+        assert torch.equal(envs[0]._gpu.records, envs[1]._gpu.records)
+        assert torch.equal(buffers[0], buffers[1])
+        assert torch.equal(envs[0].action_mask, envs[1].action_mask)
+        assert torch.equal(envs[0].current_player, envs[1].current_player)
+
+
+def test_the_hashed_policy_step_plays_legal_actions_drawn_across_the_mask():
+    """The graph benchmark's draw (a hash of a counter and each cell, no generator) plays
+    only legal actions (the CPU env refuses any other), writes each step's observation
+    into the buffer, and does not favour one end of the mask."""
+    from loveletter_env.bench import _hashed_policy_step
+
+    env = BatchedLoveLetter(64, [2, 3, 4] * 21 + [2], seed=3)
+    env.reset()
+    buffer = torch.empty(64, OBSERVATION_SIZE, dtype=torch.uint8)
+    step = _hashed_policy_step(env, buffer, masks_only=False)
+    lowest = choices = 0
+    for _ in range(150):
+        mask = env.action_mask.clone()
+        actions = step()
+        assert mask.gather(1, actions[:, None]).all()
+        assert torch.equal(buffer, env.observe(env.current_player))
+        several = mask.sum(1) >= 2
+        lowest += int((actions == mask.int().argmax(1))[several].sum())
+        choices += int(several.sum())
+    assert choices > 1000 and 0.2 < lowest / choices < 0.8
 
 
 def test_shuffled_decks_are_uniform():
@@ -404,8 +536,12 @@ def test_bench_batched_runs():
 
     for kind in BATCHED_OBSERVATIONS:
         for sampling in BATCHED_SAMPLING:
+            if sampling == "graph":
+                continue  # CUDA only: test_cuda_steps_replay_in_a_cuda_graph
             rates = bench_batched(3, turns=64, batch=16, observations=kind, sampling=sampling)
             assert rates.cpu > 0 and rates.wall > 0
+    with pytest.raises(ValueError, match="needs a CUDA device"):
+        bench_batched(2, turns=64, batch=16, sampling="graph")
     with pytest.raises(ValueError, match="observations"):
         bench_batched(2, turns=64, batch=16, observations="all")
     with pytest.raises(ValueError, match="sampling"):

@@ -241,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads-per-block", type=int, default=None, help="the kernels' variant (default: the env's)")
     parser.add_argument("--records-in", choices=("shared", "global"), default=None)
     parser.add_argument("--observations", choices=("zeroed", "whole"), default=None)
+    parser.add_argument("--max-registers", type=int, default=None, help="a register cap a thread (default: none)")
     parser.add_argument("--rules", nargs="+", default=list(RULES), choices=RULES)
     args = parser.parse_args(argv)
     from loveletter_env.core.gpu import DEFAULT_VARIANT, KernelVariant
@@ -249,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         args.threads_per_block or DEFAULT_VARIANT.threads_per_block,
         DEFAULT_VARIANT.shared_records if args.records_in is None else args.records_in == "shared",
         DEFAULT_VARIANT.zeroed_observations if args.observations is None else args.observations == "zeroed",
+        args.max_registers,
     )
     print(variant)
     # The simulator runs the kernels as Python on numpy scalars, where uint64 arithmetic that

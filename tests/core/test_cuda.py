@@ -52,8 +52,9 @@ def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
 
 
 def test_kernel_variants_are_checked():
-    """A block size that is not a warp's multiple, or records that overflow a block's static
-    shared memory, are refused when the variant is made, not when a kernel compiles."""
+    """A block size that is not a warp's multiple, records that overflow a block's static
+    shared memory, or a register cap no kernel can keep, are refused when the variant is
+    made, not when a kernel compiles."""
     numba_cuda()
     from loveletter_env.core.gpu import KernelVariant
 
@@ -62,6 +63,9 @@ def test_kernel_variants_are_checked():
     with pytest.raises(ValueError, match="48 KiB"):
         KernelVariant(256, shared_records=True)
     assert KernelVariant(256, shared_records=False).threads_per_block == 256
+    with pytest.raises(ValueError, match="max_registers must be in 16..255"):
+        KernelVariant(max_registers=8)
+    assert KernelVariant(max_registers=64).max_registers == 64
 
 
 def test_kernels_match_reference_in_the_simulator():
@@ -119,6 +123,19 @@ def test_kernel_variants_match_reference_on_the_gpu(threads, shared, zeroed, mon
 
     variant = _variant_arguments(threads, shared, zeroed)
     assert cuda_differential.main(["--games", "100", "--steps", "8", "--rules", "classic", "mini7", *variant]) == 0
+
+
+def test_a_register_cap_plays_the_same_games_on_the_gpu(monkeypatch):
+    """A variant whose kernels are compiled under a register cap (spilling what does not
+    fit) still plays the reference engine's games."""
+    cuda = numba_cuda()
+    if not cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    monkeypatch.syspath_prepend(str(DIFFERENTIAL.parent))
+    import cuda_differential
+
+    variant = [*_variant_arguments(64, False, True), "--max-registers", "64"]
+    assert cuda_differential.main(["--games", "100", "--steps", "8", "--rules", "classic", *variant]) == 0
 
 
 _WITHOUT_ROW_STACK = """
