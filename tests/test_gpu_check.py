@@ -35,9 +35,12 @@ def test_smoke_run_checks_times_and_trains(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     timed = {(r["variant"], r["games"], r["observations"]) for r in rows if r["what"] == "env"}
     variants = {
-        "64,shared,zeroed", "32,shared,zeroed", "128,shared,zeroed", "64,global,zeroed", "64,global,zeroed,r64",
-        "64,shared,zeroed,r64",
-    }  # fmt: skip
+        "64,shared,zeroed",
+        "128,shared,zeroed",
+        "64,global,zeroed",
+        "64,global,zeroed,r64",
+        "64,global,zeroed,r40",
+    }
     assert timed == {(v, g, o) for v in variants for g in (64, 256) for o in (True, False)}
     (run,) = [r for r in rows if r["what"] == "training"]
     assert run["turns"] >= 4096 and run["turns_per_s"] > 0 and run["end_to_end_turns_per_s"] > 0
