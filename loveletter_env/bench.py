@@ -240,8 +240,9 @@ def bench_batched(
             else:
                 env.step_random(sampler_state, out=buffer)
 
+    loop: Callable[[int], None]
     if sampling == "graph":
-        loop = _graph_loop(env, buffer, observations == "none")
+        loop = _GraphLoop(env, buffer, observations == "none")
     else:
         loop = play_drawing_in_step if sampling == "step" else play
     loop(3)
@@ -277,29 +278,31 @@ def _hashed_policy_step(env: Any, buffer: Any, masks_only: bool) -> Callable[[],
     return step
 
 
-def _graph_loop(env: Any, buffer: Any, masks_only: bool) -> Callable[[int], None]:
-    """A loop of replays of one CUDA graph holding :func:`_hashed_policy_step` (``env`` on
-    CUDA with ``validate_actions`` off): a replay runs the draw and the env's step
-    without Python."""
-    import torch
+class _GraphLoop:
+    """Replays of one CUDA graph holding :func:`_hashed_policy_step` (``env`` on CUDA with
+    ``validate_actions`` off): a replay runs the draw and the env's step without Python.
+    It keeps the step's closure, whose tensors (counter, masks, hash table) the graph reads
+    and writes in place: freed, their memory would go back to torch's allocator while the
+    graph still used it."""
 
-    step = _hashed_policy_step(env, buffer, masks_only)
-    # Warm up on a side stream before capturing, as torch asks.
-    side = torch.cuda.Stream(env.device)
-    side.wait_stream(torch.cuda.current_stream(env.device))
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream(env.device).wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
+    def __init__(self, env: Any, buffer: Any, masks_only: bool) -> None:
+        import torch
 
-    def replay(steps: int) -> None:
+        self.step = _hashed_policy_step(env, buffer, masks_only)
+        # Warm up on a side stream before capturing, as torch asks.
+        side = torch.cuda.Stream(env.device)
+        side.wait_stream(torch.cuda.current_stream(env.device))
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                self.step()
+        torch.cuda.current_stream(env.device).wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.step()
+
+    def __call__(self, steps: int) -> None:
         for _ in range(steps):
-            graph.replay()
-
-    return replay
+            self.graph.replay()
 
 
 def bench_pgx(turns: int, batch: int, seed: int = 0, game: str = "leduc_holdem") -> Rates:

@@ -469,14 +469,14 @@ def test_cuda_steps_replay_in_a_cuda_graph(masks_only):
     """A step of a CUDA env (``validate_actions`` off) and a torch draw of its actions,
     captured in one CUDA graph: each replay plays the turn the same step played eagerly
     plays, bit for bit, and the env's masks and current players follow the replays."""
-    from loveletter_env.bench import _graph_loop, _hashed_policy_step
+    from loveletter_env.bench import _GraphLoop, _hashed_policy_step
 
     envs, buffers = [], []
     for _ in range(2):
         envs.append(BatchedLoveLetter(500, [2, 3, 4] * 166 + [2, 3], device="cuda", seed=5, validate_actions=False))
         envs[-1].reset()
         buffers.append(torch.zeros(500, OBSERVATION_SIZE, dtype=torch.uint8, device="cuda"))
-    replay = _graph_loop(envs[0], buffers[0], masks_only)  # three eager warm-up steps, then the capture
+    replay = _GraphLoop(envs[0], buffers[0], masks_only)  # three eager warm-up steps, then the capture
     eager = _hashed_policy_step(envs[1], buffers[1], masks_only)
     for _ in range(3):
         eager()
