@@ -98,16 +98,17 @@ cat "$out/versions.log"
 # 2. Tests: on a GPU the kernels' differential check on the device (every kernel variant),
 #    the env's differential tests on CUDA, the compiled bots against the CPU's and the PTX
 #    compile (the simulator's checks are CI's: they are slow).
-#    With pytest-xdist (a wheel in .whl/), in six processes: each compiles the kernels.
+#    With pytest-xdist (a wheel in .whl/), in twelve processes: each compiles the kernels, and
+#    the reference engine plays its side of every game in Python.
 workers=()
-[ "$device" = cuda ] && "$py" -c "import xdist" 2> /dev/null && workers=(-n 6)
-run tests 130 "$py" -m pytest -q -p no:cacheprovider "${workers[@]}" tests/core/test_cuda.py \
+[ "$device" = cuda ] && "$py" -c "import xdist" 2> /dev/null && workers=(-n 12)
+run tests 160 "$py" -m pytest -q -p no:cacheprovider "${workers[@]}" tests/core/test_cuda.py \
     tests/batched/test_batched.py tests/agents/test_cuda_bots.py -k "$tests_k"
 
 # 3. The env on the device (every variant), then pgx in a process of its own (JAX and torch apart).
-run env 120 "$py" scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \
+run env 90 "$py" scripts/gpu_check.py env --device "$device" --sizes $sizes --steps $steps \
     --repeats $repeats --variants $variants --out "$out"
-run pgx 45 "$py" scripts/gpu_check.py pgx --sizes $sizes --steps $((steps * 2)) --repeats $pgx_repeats --out "$out"
+run pgx 30 "$py" scripts/gpu_check.py pgx --sizes $sizes --steps $((steps * 2)) --repeats $pgx_repeats --out "$out"
 
 # 4. Self-play on the device: its turns a second and where the time goes, and its network
 #    ($out/network.pt), to be measured against v1 on a CPU afterwards.
