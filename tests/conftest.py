@@ -338,3 +338,13 @@ def kernels_as_ptx(kernels, signatures, cc, monkeypatch) -> dict[str, str]:
         assert ".entry" in ptx, name
         compiled[name] = ptx
     return compiled
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _library_logs_in_pytests_folder(tmp_path_factory):
+    """Stable-Baselines3 makes a log folder for every model it builds, by default a new
+    ``SB3-<date>`` folder in the system's temporary folder that nothing removes: point it
+    at one of pytest's own, which pytest cleans up."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3_logs")))
+        yield
