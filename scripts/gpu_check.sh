@@ -8,13 +8,13 @@
 #      observations, for each kernel variant, and pgx's leduc_holdem at the same sizes in a
 #      separate process;
 #   4. a self-play run of configs/gpu.yaml (2-player tables, no evaluation) for at most
-#      $GPU_CHECK_TRAIN_SECONDS (190) seconds: turns/s over its updates and end to end, the
+#      $GPU_CHECK_TRAIN_SECONDS (180) seconds: turns/s over its updates and end to end, the
 #      share of time in the env, the forward pass, bots, bookkeeping and the PPO update, and
 #      its network in $OUT/network.pt (measure it against v1 on a CPU afterwards:
 #      python -m training.evaluate network.pt checkpoints/v1/ppo_2p.pt --rounds 8000 --duplicate --seed 3);
 #   5. prints the table, with the GPU's name.
 # Every step has its own time limit, so one hang costs only its own step; the whole takes
-# at most 9 minutes. Results and logs go to $OUT (default /tmp/gpu_check), the
+# at most 8 minutes. Results and logs go to $OUT (default /tmp/gpu_check), the
 # self-play run to $OUT/runs/.
 #
 #   bash scripts/gpu_check.sh                   # on the GPU machine
@@ -62,8 +62,8 @@ else
     sizes="4096 65536 262144"; steps=20; repeats=3; pgx_repeats=1; tests_k="(cuda or ptx or gpu) and not simulator"
     # Self-play stops at its last turn or at the step's time limit (a stop signal: it saves
     # and exits at the end of the update under way), whichever comes first.
-    train_steps=${GPU_CHECK_TRAIN_STEPS:-150000000}; train_games=32768
-    train_limit=${GPU_CHECK_TRAIN_SECONDS:-190}
+    train_steps=${GPU_CHECK_TRAIN_STEPS:-400000000}; train_games=32768
+    train_limit=${GPU_CHECK_TRAIN_SECONDS:-180}
 fi
 [ "$device" = cpu ] && echo "no CUDA device: the env and self-play steps run on the CPU (a smoke test of this script)"
 
