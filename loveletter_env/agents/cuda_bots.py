@@ -31,16 +31,27 @@ from ..core.gpu import cuda, cuda_kernel
 from .bot_decisions import random_action, rule_action
 
 
+@cuda.jit(device=True)
+def _row_slot(slots, num_slots, actions):
+    """This thread's row's bot slot, or -1 where it has none: a thread past the last row,
+    or a slot out of range (whose move is then -1)."""
+    i = cuda.grid(1)
+    if i >= slots.shape[0]:
+        return -1
+    slot = slots[i]
+    if slot < 0 or slot >= num_slots:
+        actions[i] = -1
+        return -1
+    return slot
+
+
 def _rule_kernel(observations, masks, slots, mt_states, memories, actions):
     """``actions[i]`` = the move of rule-bot slot ``slots[i]`` (the CPU's ``rule_actions``
     for one row), -1 for a slot out of range or a mask with no legal action."""
+    slot = _row_slot(slots, mt_states.shape[0], actions)
+    if slot < 0:
+        return
     i = cuda.grid(1)
-    if i >= observations.shape[0]:
-        return
-    slot = slots[i]
-    if slot < 0 or slot >= mt_states.shape[0]:
-        actions[i] = -1
-        return
     known = cuda.local.array(4, nb.int64)
     ruled = cuda.local.array(4, nb.int64)
     options = cuda.local.array(NUM_ACTIONS, nb.int64)
@@ -55,13 +66,10 @@ def _rule_kernel(observations, masks, slots, mt_states, memories, actions):
 def _random_kernel(masks, slots, mt_states, actions):
     """``actions[i]`` = the move of random-bot slot ``slots[i]`` (the CPU's
     ``random_actions`` for one row), -1 for a slot out of range or a mask with no legal action."""
+    slot = _row_slot(slots, mt_states.shape[0], actions)
+    if slot < 0:
+        return
     i = cuda.grid(1)
-    if i >= masks.shape[0]:
-        return
-    slot = slots[i]
-    if slot < 0 or slot >= mt_states.shape[0]:
-        actions[i] = -1
-        return
     options = cuda.local.array(NUM_ACTIONS, nb.int64)
     actions[i] = random_action(masks[i], mt_states[slot], options)
 
