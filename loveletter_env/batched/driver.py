@@ -542,15 +542,16 @@ class _CudaGames:
         self.no_observations = torch.empty(1, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=device)
         self.no_decks = torch.empty(1, DECK_SIZE, dtype=torch.int8, device=device)
         self.kernels = gpu.compiled_kernels(self.kernel_variant or gpu.DEFAULT_VARIANT)
-        # numba views of the tensors every launch passes, made once (a view costs tens of
-        # microseconds of Python, a launch takes a dozen).
-        self._views: dict[int, Any] = {}
-        for tensor in (self.records, self.legal, self.deals, self.orders, self.placements, self.no_observations):
-            self._views[id(tensor)] = self._view(tensor)
-        self._views[id(self.no_decks)] = self._view(self.no_decks)
         self._direct: dict[str, Any] = {}
+        self._views: dict[int, Any] = {}
         if self.launcher == "direct" and not gpu.direct_launch_unavailable():
             self._direct = {name: gpu.DirectLaunch(self.kernels, name, device) for name in gpu.KERNEL_BODIES}
+        else:
+            # numba's launch takes numba views: those of the tensors every launch passes are
+            # made once (a view costs tens of microseconds of Python, a launch takes a dozen).
+            persistent = (self.records, self.legal, self.deals, self.orders, self.placements)
+            for tensor in (*persistent, self.no_observations, self.no_decks):
+                self._views[id(tensor)] = self._view(tensor)
 
     def _view(self, tensor: torch.Tensor) -> Any:
         """A numba view of ``tensor`` (no copy; bools as bytes). No sync: kernels run on
