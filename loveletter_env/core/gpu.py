@@ -72,19 +72,18 @@ from numba.core.registry import CPUDispatcher  # noqa: E402
 
 from ..actions import NUM_ACTIONS  # noqa: E402
 from .kernels import (  # noqa: E402
-    NEW_GAME,
-    ROUND_GOES_ON,
-    after_turn,
+    close_round,
     deal_from_key,
     lowest_round_winner,
     observe_into,
     play,
+    publish_outcome,
     publish_turn,
     restart_game,
     start_round,
     write_observation_entries,
 )
-from .layout import CURRENT, NUM_PLAYERS, RECORD_SIZE  # noqa: E402
+from .layout import CURRENT, NUM_PLAYERS, RECORD_SIZE, ROUND_OVER  # noqa: E402
 from .sampling import GOLDEN, nth_set_bit, pick, popcount, stream_key  # noqa: E402
 
 
@@ -227,13 +226,15 @@ def _step_kernel(
             playable = 0 <= action < NUM_ACTIONS and (legal[g] >> np.uint64(action)) & np.uint64(1) != 0
         if playable:
             play(r, action)
-            after = after_turn(r, g, episode_is_round, rewards, round_over, round_winners, tokens)
-            if after != ROUND_GOES_ON:
+            publish_outcome(r, g, rewards, round_over, round_winners, tokens)
+            done = False
+            if r[ROUND_OVER]:
+                done = close_round(r, g, episode_is_round, rewards)
                 key = stream_key(seed, g, deals[g])
                 deals[g] += 1
-                first_player = pick(np.int64(r[NUM_PLAYERS]), key) if after == NEW_GAME else lowest_round_winner(r)
+                first_player = pick(np.int64(r[NUM_PLAYERS]), key) if done else lowest_round_winner(r)
                 deal_from_key(r, orders, placements, key, first_player)
-            dones[g] = after == NEW_GAME
+            dones[g] = done
             publish_turn(r, g, current, legal, mask)
         if observe:
             if ZEROED_OBSERVATIONS:  # noqa: F821

@@ -312,7 +312,7 @@ def play(r, action):
     entry = MOVE_LOG + np.int64(r[TURN]) * MOVE_BYTES
     r[entry + M_ACTOR] = player
     r[entry + M_CARD] = card
-    r[entry + M_GUESS] = guess if guess > 0 else 0
+    r[entry + M_GUESS] = guess  # 0 for actions that name no card
 
     # Play one card; keep the other.
     drawn = np.int64(r[DRAWN])
@@ -734,33 +734,34 @@ def reset_batch(records, decks, first_players, masks, legal):
         write_mask_bytes(legal[g], masks[g].view(np.uint8))
 
 
-#: What :func:`after_turn` found: the round goes on, or it ended and the next round of the
-#: same game is to be dealt (``NEXT_ROUND``) or a new game (``NEW_GAME``, the episode done).
-ROUND_GOES_ON, NEXT_ROUND, NEW_GAME = 0, 1, 2
-
-
 @njit(cache=True, inline="always")
-def after_turn(r, g, episode_is_round, rewards, round_over, round_winners, tokens):
-    """Game ``g``'s outputs of the turn just played on ``r`` (see :func:`step_batch`); when
-    the episode is done, its rewards, and the tokens zeroed for the next game. Returns
-    what is to be dealt next (``ROUND_GOES_ON``, ``NEXT_ROUND`` or ``NEW_GAME``): the CPU
-    and the GPU deal from different sources, the first player of a new game with them.
-    Inlined: the seven arguments (arrays of several words) cost as much as the work."""
-    over = r[ROUND_OVER] != 0
-    round_over[g] = over
+def publish_outcome(r, g, rewards, round_over, round_winners, tokens):
+    """Game ``g``'s outputs of the turn just played on ``r`` (see :func:`step_batch`),
+    rewards zero: :func:`close_round` writes an episode's end over them.
+    Inlined: the six arguments (arrays of several words) cost as much as the work."""
+    round_over[g] = r[ROUND_OVER] != 0
     for seat in range(MAX_SEATS):
         round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
         tokens[g, seat] = r[TOKENS + seat]
         rewards[g, seat] = 0.0
-    if not over:
-        return ROUND_GOES_ON
+
+
+@njit(cache=True, inline="always")
+def close_round(r, g, episode_is_round, rewards):
+    """For a round just ended on ``r``: whether the episode is done too. If it is, its
+    rewards are written and the tokens zeroed for a new game; otherwise the next round of
+    the same game is to be dealt. The CPU and the GPU deal from different sources, the
+    first player of a new game with them.
+
+    Callers test ``r[ROUND_OVER]`` themselves and call this only then: with the test inside
+    it, the CPU step took 4 ns more a turn (84 against 80 ns, masks only, 8,192 games)."""
     if not episode_is_round and r[GAME_OVER] == 0:
-        return NEXT_ROUND
+        return False
     winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
     for seat in range(np.int64(r[NUM_PLAYERS])):
         rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
     restart_game(r)
-    return NEW_GAME
+    return True
 
 
 @njit(cache=True, inline="always")
@@ -922,11 +923,13 @@ def _step_games(
         else:
             action = actions[g]
         play(r, action)
-        after = after_turn(r, g, episode_is_round, rewards, round_over, round_winners, tokens)
-        if after != ROUND_GOES_ON:
-            first = random_seat(uniforms[g], r[NUM_PLAYERS]) if after == NEW_GAME else lowest_round_winner(r)
+        publish_outcome(r, g, rewards, round_over, round_winners, tokens)
+        done = False
+        if r[ROUND_OVER]:
+            done = close_round(r, g, episode_is_round, rewards)
+            first = random_seat(uniforms[g], r[NUM_PLAYERS]) if done else lowest_round_winner(r)
             deal_shuffled(r, orders, placements, draws[0, g], draws[1, g], draws[2, g], first)
-        dones[g] = after == NEW_GAME
+        dones[g] = done
         publish_turn(r, g, current, legal, mask_bytes[g])
     sampler[0] = counter
     # Observations in a second pass, not game by game inside the first: at 8,192 games (a
