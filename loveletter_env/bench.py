@@ -25,6 +25,7 @@ from pettingzoo.utils import wrappers
 
 from . import engine
 from .actions import NUM_ACTIONS
+from .core.sampling import GOLDEN, MIX1, MIX2
 from .env import OBSERVATION_HIGH, DeckShuffler
 from .env import env as make_env
 from .observation import OBSERVATION_SIZE
@@ -157,8 +158,9 @@ BATCHED_OBSERVATIONS = ("buffer", "fresh", "none")
 #: once a step, as a rollout captured in a graph would run.
 BATCHED_SAMPLING = ("loop", "step", "graph")
 
-#: Odd 64-bit constants of the graph's action hash (splitmix64's), as torch's int64.
-_HASH_CONSTANTS = tuple(c - (1 << 64) for c in (0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB))
+#: Odd 64-bit constants of the graph's action hash (SplitMix64's, from the compiled sampler),
+#: as torch's int64.
+_HASH_CONSTANTS = tuple(int(c) - (1 << 64) for c in (GOLDEN, MIX1, MIX2))
 
 
 class Rates(NamedTuple):
@@ -257,8 +259,6 @@ def _hashed_policy_step(env: Any, buffer: Any, masks_only: bool) -> Callable[[],
     captured in a CUDA graph with no generator state to register; the masks it draws from
     are its own, refreshed by each step. The step returns the actions it played."""
     import torch
-
-    from .actions import NUM_ACTIONS
 
     device = env.device
     golden, mix1, mix2 = _HASH_CONSTANTS

@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+#: SplitMix64's increment and its two multipliers.
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
+MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 def new_generator(seed: int) -> np.ndarray:
@@ -27,8 +28,8 @@ def new_generator(seed: int) -> np.ndarray:
 def _mix(counter):
     """SplitMix64's output for the counter value ``counter``."""
     z = counter
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    z = (z ^ (z >> np.uint64(30))) * MIX1
+    z = (z ^ (z >> np.uint64(27))) * MIX2
     return z ^ (z >> np.uint64(31))
 
 
