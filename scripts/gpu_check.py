@@ -38,11 +38,15 @@ def _variant(text: str) -> Any:
 
     fields = text.split(",")
     registers = fields.pop() if len(fields) == 4 else None
-    if len(fields) != 3 or (registers is not None and not (registers[:1] == "r" and registers[1:].isdigit())):
+    if (
+        len(fields) != 3
+        or not fields[0].isdigit()
+        or fields[1] not in ("shared", "global")
+        or fields[2] not in ("zeroed", "whole")
+        or (registers is not None and not (registers[:1] == "r" and registers[1:].isdigit()))
+    ):
         raise SystemExit(f"a variant is THREADS,shared|global,zeroed|whole[,rREGISTERS], got {text!r}")
     threads, records, observations = fields
-    if records not in ("shared", "global") or observations not in ("zeroed", "whole"):
-        raise SystemExit(f"a variant is THREADS,shared|global,zeroed|whole[,rREGISTERS], got {text!r}")
     return KernelVariant(
         int(threads), records == "shared", observations == "zeroed", int(registers[1:]) if registers else None
     )
