@@ -51,7 +51,7 @@ from .actions import NUM_ACTIONS
 from .cards import CARD_VALUES, validate_deck
 from .engine import MAX_PLAYERS, MIN_PLAYERS, GameState, TurnEvent
 from .observation import encode_observation
-from .rules import PRESETS, Rules
+from .rules import MAX_TOKENS_TO_WIN, PRESETS, Rules
 from .schema import dotted, explain, shown
 from .strict_json import read_json
 
@@ -199,7 +199,9 @@ class _RulesFile(BaseModel):
     model_config = _FILE_RULES
 
     name: Annotated[StrictStr, Field(max_length=64)] = "custom"
-    tokens_to_win: Annotated[list[Annotated[StrictInt, Field(ge=1, le=50)]], Field(min_length=3, max_length=3)]
+    tokens_to_win: Annotated[
+        list[Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS_TO_WIN)]], Field(min_length=3, max_length=3)
+    ]
     discard_sum_tiebreak: StrictBool
     king_ignores_handmaid: StrictBool
     in_play: list[Annotated[StrictInt, Field(ge=1, le=8)]] | None = None
