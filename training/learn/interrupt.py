@@ -28,14 +28,19 @@ may land inside one. A string ``exec`` that completes clears the flag again, so
 :func:`exit_interrupted` runs one after the stop signals are ignored, when no further
 ``KeyboardInterrupt`` can set it. A second signal that lands in a command's own
 ``except KeyboardInterrupt`` before that point escapes ``main``; :func:`run_command`
-catches it and ends the command the same way.
+catches it and ends the command the same way. The same start-up of numba loses some
+Ctrl-Cs outright (a ``KeyboardInterrupt`` raised in a ``__del__`` or a ctypes callback is
+printed and dropped); :func:`run_command` sends those again.
 """
 
 from __future__ import annotations
 
+import _thread
+import functools
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from types import FrameType, TracebackType
 from typing import Any, NoReturn
@@ -82,12 +87,43 @@ def run_command(main: Callable[[list[str]], object], argv: Sequence[str]) -> Non
     :func:`exit_interrupted`; a second Ctrl-C that lands in that handler before it ends
     escapes ``main`` and would end the process with a traceback and by the signal. It ends
     here instead, with the status of the signal (a :class:`RunInterrupted` names it).
+
+    Meanwhile a Ctrl-C that Python drops is sent again (see :func:`_resend_lost_ctrl_c`).
     """
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_resend_lost_ctrl_c, previous_hook)
     try:
         main(list(argv))
     except KeyboardInterrupt as stop:
         print("\ninterrupted", file=sys.stderr)
         exit_interrupted(getattr(stop, "signum", signal.SIGINT))
+    finally:
+        sys.unraisablehook = previous_hook
+
+
+def _resend_lost_ctrl_c(previous_hook: Callable[[Any], object], unraisable: Any) -> None:
+    """``sys.unraisablehook`` while a command runs.
+
+    Python cannot raise an exception out of a ``__del__``, a weakref callback or a ctypes
+    callback; it prints it and drops it. A Ctrl-C that lands in one (numba, loading its
+    compiled functions, runs many: llvmlite's object cache is a ctypes callback) was lost,
+    and the command ran on. Such a ``KeyboardInterrupt`` is not printed: SIGINT is sent to
+    the main thread again, a moment later, from a thread of its own (sent from here, it
+    would be raised in this hook and dropped too), until it lands where it can be raised.
+    """
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        previous_hook(unraisable)
+        return
+    _thread.start_new_thread(_send_ctrl_c_to_main_thread, ())
+
+
+def _send_ctrl_c_to_main_thread() -> None:
+    time.sleep(0.05)
+    main_thread = threading.main_thread().ident
+    # Only while Python handles SIGINT: ignored, the stop is under way; at the system's
+    # default (Python finalizing), it would kill the process.
+    if main_thread is not None and callable(signal.getsignal(signal.SIGINT)):
+        signal.pthread_kill(main_thread, signal.SIGINT)
 
 
 def signal_name(signum: int) -> str:

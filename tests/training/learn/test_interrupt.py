@@ -333,3 +333,33 @@ def test_run_interruptibly_waits_for_the_kernel_after_ctrl_c():
         signal.signal(signal.SIGINT, previous)
     assert stop[0] == 1
     assert finished.is_set(), "run_interruptibly raised before the kernel returned"
+
+
+def test_a_ctrl_c_that_python_drops_is_sent_again(tmp_path):
+    # A Ctrl-C raised in a __del__ or a ctypes callback (numba runs many while it loads its
+    # compiled functions) is printed and dropped by Python: the command used to run on.
+    result = run_module(
+        tmp_path,
+        """
+        import os, signal, sys, time
+        from training.learn.interrupt import exit_interrupted, run_command
+
+        class Finalized:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)
+
+        def main(argv):
+            try:
+                Finalized()
+                time.sleep(30)
+                print("ran on", file=sys.stderr)
+            except KeyboardInterrupt:
+                print("interrupted", file=sys.stderr)
+                exit_interrupted()
+
+        run_command(main, sys.argv[1:])
+        """,
+    )
+    assert result.returncode == EXIT_INTERRUPTED, result.stderr
+    assert result.stderr == "interrupted\n"
