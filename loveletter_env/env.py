@@ -8,7 +8,7 @@
 | Parallel API | No (turn-based) |
 | Agents | ``player_0`` ... ``player_{n-1}``, n = 2, 3 or 4 |
 | Action space | ``Discrete(41)``, the same layout for every table size |
-| Observation space | ``Dict(observation=Box(0, 16, (646,), float32), action_mask=Box(0, 1, (41,), int8))`` |
+| Observation space | ``Dict(observation=Box(0, 16, (1382,), float32), action_mask=Box(0, 1, (41,), int8))`` |
 | Observation values | small whole numbers stored as float32, each in [0, 16] |
 
 Love Letter is a card game of deduction and risk for 2 to 4 players: each player holds
@@ -17,11 +17,16 @@ card, look at a hand, compare hands, swap hands...) may knock a player out of th
 The last player in, or the highest card when the deck runs out, wins the round and a
 token; the first to the token target wins the game.
 
-Observation: what the observing seat can know and nothing more: its hand, every
-discard, face-up cards, tokens, who is out or protected, the cards it has seen or ruled
-out, and the counts of cards not yet seen. Seats are relative to the observer (offset 0
-is the observer, 1 the next seat in turn order; seats past the table are zero padding).
-The fields are :data:`loveletter_env.observation.LAYOUT`
+Observation (version 2, 1382 entries): the observing seat's information state, all it
+can know and nothing more. The summary of the round (its hand, every discard, face-up
+cards, tokens, who is out or protected, the cards it has seen or ruled out, the counts of
+cards not yet seen) fills the first 646 entries, version 1's whole vector; then come the
+card it was dealt, the card it just drew, and the move record: one slot per move of the
+round in order, 12 slots (:data:`~loveletter_env.observation.MAX_MOVES`, the most moves a
+round can hold), each with who moved, the card, its target and a Guard's named card, who
+went out and what was forced face up, and what the move showed this seat alone. Seats are
+relative to the observer (offset 0 is the observer, 1 the next seat in turn order; seats
+past the table are zero padding). The fields are :data:`loveletter_env.observation.LAYOUT`
 (``python -m loveletter_env.observation`` prints the table); ``decode_observation``
 turns a vector back into a readable view.
 
@@ -47,8 +52,11 @@ name, ``"classic"`` by default, or a :class:`~loveletter_env.rules.Rules`), ``ep
 
 Version history:
 
-* ``loveletter_v0`` (observation layout version 1,
-  :data:`~loveletter_env.observation.OBSERVATION_VERSION`): initial release.
+* ``loveletter_v0``: initial release, observation layout version 1 (646 entries).
+* ``loveletter_v0``, observation layout version 2 (1382 entries, the current
+  :data:`~loveletter_env.observation.OBSERVATION_VERSION`): the cards dealt and drawn and
+  the move record after version 1's entries, which keep their places (a version 1 network
+  reads that prefix: :func:`~loveletter_env.observation.observation_for_layout`).
 
 The module is also what the package's ``loveletter_env.env`` is: called, it builds the
 wrapped env (:func:`env`); its attributes are this module's (``loveletter_env.env.raw_env``).

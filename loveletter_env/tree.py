@@ -29,7 +29,7 @@ Walking a tree with this module's pieces::
     kernels.legal_bits(r)                   # legal actions, bit a for action a
     kernels.play(r, a)                      # play one (legal) action in place
     is_terminal(r), acting_seat(r)          # the round is over / the seat to act
-    kernels.observe_into(r, seat, out)      # that seat's observation (float32 [646])
+    kernels.observe_into(r, seat, out)      # that seat's observation (float32 [1382])
     round_score(r, seat)                    # 1, 0.5 or 0 at a terminal node
 
 All of these are numba functions, callable from compiled code as well as from Python.

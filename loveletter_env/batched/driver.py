@@ -36,7 +36,7 @@ from .state import BatchedState, state_from_records
 #: How many faulty games an error message lists before summarising the rest.
 _MAX_LISTED = 8
 
-#: The dtype of every batched observation: each entry is a whole number 0..255, so one
+#: The dtype of every batched observation: each entry is a whole number 0..16, so one
 #: byte holds it exactly (a quarter of float32's memory and bandwidth). Networks convert
 #: at their input (``obs.float()``).
 OBSERVATION_DTYPE = torch.uint8
