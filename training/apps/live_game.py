@@ -20,9 +20,9 @@ from typing import Any, NoReturn
 import numpy as np
 
 from loveletter_env import engine
-from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.actions import ACTION_GUESS, NUM_ACTIONS
 from loveletter_env.agents.base import AgentError, checked_act
-from loveletter_env.cards import CARD_COUNTS, GUARD
+from loveletter_env.cards import CARD_COUNTS
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
 from loveletter_env.render import narrate, round_summary
@@ -60,7 +60,8 @@ def unseen_guesses(state: GameState, seat: int) -> list[int]:
     offer only these, so that both leave out the same names.
     """
     seen = [*state.hand_of(seat), *state.face_up, *(card for pile in state.discards for card in pile)]
-    return [value for value in sorted(CARD_COUNTS) if value != GUARD and seen.count(value) < CARD_COUNTS[value]]
+    # The nameable values come from the action table, so a new card needs no change here.
+    return [value for value in sorted(set(ACTION_GUESS) - {0}) if seen.count(value) < CARD_COUNTS[value]]
 
 
 def observation_of(state: GameState, seat: int) -> dict[str, np.ndarray]:
