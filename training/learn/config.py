@@ -267,8 +267,10 @@ class TrainConfig(StrictModel):
         device: ``"auto"`` (CUDA when available), ``"cpu"`` or ``"cuda"``.
         save_every: write ``latest.pt`` and a numbered snapshot every this many updates.
         torch_threads: CPU threads torch may use (0: torch's default, which depends on the
-            machine; a fixed number keeps a seeded run the same everywhere; 1 suits a CPU
-            shared with other runs).
+            machine). A fixed number keeps a seeded run's weights the same everywhere, so the
+            count never follows the machine's load. The default, 1, suits this small network
+            on any CPU: beside another job, two threads wait on each other and the update
+            runs several times slower (docs/training.md has the figures).
         tf32: on CUDA, let float32 matrix products run on TensorFloat-32 tensor cores
             (about 10 bits of mantissa in the products, float32 sums; several times faster on
             an A100, H100 or H200). No effect on the CPU.
@@ -284,7 +286,7 @@ class TrainConfig(StrictModel):
     total_steps: Positive = 6_000_000
     device: Device = "auto"
     save_every: Positive = 25
-    torch_threads: Annotated[WholeNumber, Field(ge=0, le=MAX_TORCH_THREADS)] = 2
+    torch_threads: Annotated[WholeNumber, Field(ge=0, le=MAX_TORCH_THREADS)] = 1
     tf32: bool = True
     env: EnvConfig = Field(default_factory=EnvConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)

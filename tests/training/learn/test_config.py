@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from training.learn.config import MAX_RULES_WEIGHT, ConfigError, load_config
 from training.selfplay import main as selfplay_main
@@ -69,6 +70,14 @@ def test_huge_curriculum_weights_are_a_config_error_before_training(tmp_path, ca
     assert exit_info.value.code == 2
     assert re.search(message, capsys.readouterr().err)
     assert list(tmp_path.iterdir()) == []  # nothing was started
+
+
+def test_the_default_run_uses_one_torch_thread_in_the_model_and_the_shipped_file():
+    # Fixed, not the machine's core count or load, so a seeded run gives the same weights
+    # everywhere; one, because beside another job two threads waited on each other and
+    # the run played several times fewer turns per CPU-second (docs/training.md).
+    assert load_config(None).torch_threads == 1
+    assert load_config(ROOT / "configs" / "default.yaml").torch_threads == 1
 
 
 def test_the_largest_curriculum_weights_are_accepted():
