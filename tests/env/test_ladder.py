@@ -495,6 +495,8 @@ def test_the_ladder_page_gives_the_cards_and_the_counts_the_code_gives():
     page = (ROOT / "docs" / "ladder.md").read_text(encoding="utf-8")
 
     def cards(words: str) -> list[int]:
+        if words.startswith("mini") and " + " not in words:  # "`mini7`": that rung's cards
+            return sorted(resolve_rules(words.strip("`")).in_play)
         if words.startswith("mini"):  # "`mini6` + King": the rung below plus a card
             below, added = words.split(" + ")
             return sorted([*resolve_rules(below.strip("`")).in_play, *cards(added)])

@@ -29,7 +29,9 @@ from loveletter_env.rules import PRESETS  # noqa: E402
 RUNGS = tuple(name for name, rules in PRESETS.items() if rules.is_rung)
 FULL_PRESETS = tuple(name for name in PRESETS if name not in RUNGS)
 #: Every table size and preset the game accepts: the full presets at 2-4 players, the rungs at 2.
-TABLES = [(n, name) for name in FULL_PRESETS for n in (2, 3, 4)] + [(2, name) for name in RUNGS]
+TABLES = [(n, name) for name in FULL_PRESETS for n in (2, 3, 4)] + [
+    (PRESETS[name].rung_players, name) for name in RUNGS
+]
 
 
 def load(players: int = 2, rules: str = "classic") -> pyspiel.Game:
@@ -132,6 +134,8 @@ def test_unknown_or_mistyped_parameters_are_refused():
 def test_a_rung_at_more_than_two_players_is_refused(players):
     with pytest.raises(ValueError, match="2 players only"):
         load(players, RUNGS[0])
+    with pytest.raises(ValueError, match="mini7_3p' are a ladder rung, played by 3 players only"):
+        load({3: 4, 4: 2}[players], "mini7_3p")  # a 3-player rung at 4, then at 2
 
 
 def test_only_single_player_observers_exist():
@@ -184,7 +188,7 @@ def test_chance_deals_each_card_with_its_exact_probability(players, rules):
 
 def test_a_rung_fixes_its_face_up_cards():
     for name in RUNGS:
-        game = load(2, name)
+        game = load(PRESETS[name].rung_players, name)
         state = play_randomly(game.new_initial_state(), random.Random(0))[-1]
         assert state.engine.face_up == PRESETS[name].face_up_cards
         assert len(game.plan.chance_positions) == len(PRESETS[name].in_play)
