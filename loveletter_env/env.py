@@ -57,6 +57,7 @@ wrapped env (:func:`env`); its attributes are this module's (``loveletter_env.en
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import gymnasium
@@ -76,7 +77,7 @@ from .engine import IllegalActionError
 from .observation import OBSERVATION_SIZE
 from .render import render_seat_view
 from .rules import CLASSIC, Rules, check_rules_for_table
-from .validation import check_episode, check_num_players, check_seat, check_seed
+from .validation import check_episode, check_num_players, check_seat, check_seed, shown
 
 RENDER_MODES = ("human", "ansi")
 RESET_OPTIONS = ("deck", "first_player")
@@ -124,6 +125,25 @@ def check_reset_seed(seed: Any) -> int | None:
     ``0..MAX_SEED`` is a ``ValueError`` naming it (Gymnasium's own check raises its generic
     error type)."""
     return check_seed(seed, allow_none=True)
+
+
+def _warn_unknown_reset_options(options: dict[Any, Any]) -> None:
+    """Warn about keys of ``options`` that reset does not read.
+
+    A warning, not an error: PettingZoo's ``api_test`` passes ``{"options": 1}`` to check
+    that ``reset`` takes options, so a key ``options`` that holds no mapping passes silently;
+    one that does is a caller's options nested one level too deep, and is named as such.
+    """
+    nested = options.get("options")
+    if isinstance(nested, Mapping):
+        gymnasium.logger.warn(
+            f"ignoring reset options nested under the key 'options' ({shown(list(nested))}): pass "
+            f"options={{'deck': ..., 'first_player': ...}} itself; known options: {list(RESET_OPTIONS)}"
+        )
+    unknown = [key for key in options if key not in RESET_OPTIONS and key != "options"]
+    if unknown:
+        known = list(RESET_OPTIONS)
+        gymnasium.logger.warn(f"ignoring unknown reset option(s) {shown(unknown)}; known options: {known}")
 
 
 def check_reset_options(
@@ -224,10 +244,7 @@ class raw_env(AECEnv):
         """Start an episode. ``options`` may hold ``"deck"`` (16 card values, top first:
         the first round's order) and ``"first_player"`` (the seat that starts round 1)."""
         options = dict(options or {})
-        unknown = sorted(set(options) - set(RESET_OPTIONS))
-        if unknown:
-            # A warning, not an error: pettingzoo's api_test passes an arbitrary option.
-            gymnasium.logger.warn(f"ignoring unknown reset option(s) {unknown}; known options: {list(RESET_OPTIONS)}")
+        _warn_unknown_reset_options(options)
         # Validate before touching anything, so a bad seed or option leaves the env as it was.
         seed = check_reset_seed(seed)
         deck, first = check_reset_options(options, self.num_players, self.rules)

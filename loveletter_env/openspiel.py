@@ -51,9 +51,11 @@ from .cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, NUM_CARD_TYPES, card_nam
 from .observation import OBSERVATION_SIZE, encode_observation
 from .render import narrate, render_seat_view
 from .rules import PRESETS, Rules, resolve_rules
-from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players
+from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players, shown
 
 GAME_NAME = "love_letter"
+#: Digits of the largest action: a line of a state string never needs more.
+_ACTION_DIGITS = len(str(NUM_ACTIONS - 1))
 DEFAULT_PARAMETERS: dict[str, Any] = {"players": 2, "rules": "classic"}
 
 _GAME_TYPE = pyspiel.GameType(
@@ -153,11 +155,12 @@ class LoveLetterGame(pyspiel.Game):
             line = line.strip()
             if not line:
                 continue
-            if not (line.isascii() and line.isdecimal()) or int(line) >= NUM_ACTIONS:
-                shown = line if len(line) <= 40 else line[:40] + "..."
+            # The length is checked before int(): Python refuses to read more than 4,300 digits
+            # (leading zeros too), with a message that says nothing of the state.
+            if not (line.isascii() and line.isdecimal()) or len(line) > _ACTION_DIGITS or int(line) >= NUM_ACTIONS:
                 raise ValueError(
                     f"love_letter reads a state as its actions, one integer in 0..{NUM_ACTIONS - 1} a line "
-                    f"(as serialize() writes them); line {number} is {shown!r}"
+                    f"(as serialize() writes them); line {number} is {shown(line)}"
                 )
             try:
                 state.apply_action(int(line))

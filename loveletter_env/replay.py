@@ -17,14 +17,21 @@ follow from the moves) is refused with a :class:`ReplayError` that names the fir
 step. :class:`ReplayRecorder` builds replays as a game is played;
 :func:`replay_frames` walks a replay one move at a time for viewers, and
 :func:`iter_decisions` gives every decision with the observation its seat had.
+
+Writing goes through :func:`replay_json` (and :func:`save_replay`, which every tool uses): a
+replay holding a NaN or an infinity, which JSON cannot hold and loading would refuse, is
+refused before any file is touched. :func:`decision_details` leaves such numbers out of an
+agent's explanation, so a recorded game always saves.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import re
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +58,7 @@ from .actions import NUM_ACTIONS
 from .cards import CARD_VALUES, validate_deck
 from .engine import MAX_PLAYERS, MIN_PLAYERS, GameState, TurnEvent
 from .observation import encode_observation
-from .rules import PRESETS, Rules
+from .rules import MAX_TOKENS_TO_WIN, PRESETS, Rules
 from .schema import dotted, explain, shown
 from .strict_json import read_json
 
@@ -71,7 +78,8 @@ MAX_NAME_CHARS = 4096
 
 
 class ReplayError(ValueError):
-    """A replay that cannot be read or does not replay: the message says where and why."""
+    """A replay that cannot be read, does not replay, or cannot be written (a NaN in it): the
+    message says where and why."""
 
 
 # The classes below are also the schema of the JSON file: a file is checked against their field
@@ -161,7 +169,8 @@ class Replay:
         )
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"))
+        """The replay as compact JSON text (:func:`replay_json`: refused if it holds a non-finite number)."""
+        return replay_json(self)
 
     @property
     def num_steps(self) -> int:
@@ -199,7 +208,9 @@ class _RulesFile(BaseModel):
     model_config = _FILE_RULES
 
     name: Annotated[StrictStr, Field(max_length=64)] = "custom"
-    tokens_to_win: Annotated[list[Annotated[StrictInt, Field(ge=1, le=50)]], Field(min_length=3, max_length=3)]
+    tokens_to_win: Annotated[
+        list[Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS_TO_WIN)]], Field(min_length=3, max_length=3)
+    ]
     discard_sum_tiebreak: StrictBool
     king_ignores_handmaid: StrictBool
     in_play: list[Annotated[StrictInt, Field(ge=1, le=8)]] | None = None
@@ -280,6 +291,18 @@ def decision_details(agent: Any, observation: Mapping[str, Any], actor: int, num
             str((actor + int(offset)) % num_players): [round(float(dist.get(v, 0.0)), 4) for v in CARD_VALUES]
             for offset, dist in raw["hand_beliefs"].items()
         }
+    # JSON holds no NaN or infinity, and a replay file holding one would not load: an explanation
+    # with such a number says nothing about the move, which is recorded without it.
+    spoiled = [key for key, value in details.items() if _first_non_finite(value, ()) is not None]
+    if spoiled:
+        warnings.warn(
+            f"{type(agent).__name__} explained a move with numbers that are not finite (NaN or infinity) in its "
+            f"{' and '.join(spoiled)}; the replay records the move without them",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        for key in spoiled:
+            del details[key]
     return details or None
 
 
@@ -603,14 +626,56 @@ def load_replay(path: str | os.PathLike) -> Replay:
         raise ReplayError(f"{str(path)!r}: {exc}") from None
 
 
+def _first_non_finite(value: Any, loc: tuple[Any, ...]) -> tuple[tuple[Any, ...], float] | None:
+    """Where in ``value`` (a JSON-ready structure) the first NaN or infinity is, and that number."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (loc, value)
+    items: Any = value.items() if isinstance(value, Mapping) else ()
+    if isinstance(value, (list, tuple)):
+        items = enumerate(value)
+    for key, item in items:
+        found = _first_non_finite(item, (*loc, key))
+        if found is not None:
+            return found
+    return None
+
+
+def replay_json(replay: Replay, indent: int | None = None) -> str:
+    """``replay`` as JSON text: what :func:`save_replay` writes (``indent`` spaces a level;
+    ``None``, the default, for compact text).
+
+    Raises :class:`ReplayError` naming the place of a NaN or infinite number (JSON has none, and
+    :func:`load_replay` would refuse the file) or of a value JSON cannot hold at all.
+    """
+    data = replay.to_dict()
+    found = _first_non_finite(data, ())
+    if found is not None:
+        loc, number = found
+        raise ReplayError(
+            f"cannot write the replay: {_where(loc)} is {number!r}, and a replay holds finite numbers only"
+        )
+    try:
+        if indent is None:
+            return json.dumps(data, separators=(",", ":"), allow_nan=False)
+        return json.dumps(data, indent=indent, allow_nan=False)
+    except (TypeError, ValueError) as exc:  # a value of a type JSON has not (a numpy number, a set...)
+        raise ReplayError(f"cannot write the replay: {exc}") from None
+
+
 def save_replay(replay: Replay, path: str | os.PathLike) -> Path:
     """Write ``replay`` as JSON to ``path`` (folders created; written to a temporary file
-    and renamed, so a crash never leaves half a file)."""
+    and renamed, so a crash never leaves half a file).
+
+    Every tool that saves replays writes through here. A replay that cannot be written as JSON
+    (see :func:`replay_json`: a NaN, say) raises :class:`ReplayError` before anything on disk
+    is touched: no folder is made, and a file already at ``path`` stays as it was.
+    """
+    text = replay_json(replay, indent=1) + "\n"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(replay.to_dict(), indent=1) + "\n", encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -31,6 +31,7 @@ from .cards import (
     PRINCESS,
     validate_deck,
 )
+from .validation import PLAYER_COUNTS, check_int, is_int, shown
 
 #: 2-player rounds of the printed rules lay this many cards face up after the set-aside card.
 FACE_UP_CARDS_2P = 3
@@ -46,6 +47,11 @@ def min_in_play(num_players: int) -> int:
 
 #: The fewest cards a 2-player rung may keep in play.
 MIN_IN_PLAY = min_in_play(2)
+#: The largest token target. The target and every seat's tokens (never more than the target)
+#: are observation entries, and the observation space bounds every entry by 16
+#: (``loveletter_env.env.OBSERVATION_HIGH``) whatever the rules. The core's byte records
+#: would hold up to 255: the space is the tighter limit.
+MAX_TOKENS_TO_WIN = 16
 
 
 def describe_cards(cards: Sequence[int]) -> str:
@@ -68,18 +74,25 @@ def _multiset_difference(a: Sequence[int], b: Sequence[int]) -> list[int]:
 class Rules:
     """The rule variant a game is played with.
 
+    Every field is checked when the object is made: a bad value raises ``ValueError``
+    naming the field and what it may hold.
+
     Attributes:
-        name: preset name, for display.
-        tokens_to_win: tokens a player needs to win the game, indexed by ``num_players - 2``.
+        name: preset name, for display (a string).
+        tokens_to_win: tokens a player needs to win the game, indexed by ``num_players - 2``:
+            three integers in 1..16 (:data:`MAX_TOKENS_TO_WIN`, the observation space's
+            bound), stored as a tuple of ``int``.
         discard_sum_tiebreak: at a showdown tie, the highest sum of discards wins
             (``classic``); when False, all tied players share the round (``pegasus``).
-        king_ignores_handmaid: the King may choose a player protected by a Handmaid.
+            ``True`` or ``False``.
+        king_ignores_handmaid: the King may choose a player protected by a Handmaid
+            (``True`` or ``False``).
         in_play: a ladder rung: the cards that stay in play, the set-aside card, every
             hand and the draw pile (stored sorted). Every other card is dealt face up
             before play, the same cards every round. ``None`` (the printed rules): the
             whole deck is shuffled and, at 2 players, 3 cards go face up.
-        rung_players: the one table size a rung is played at (2, 3 or 4); 2 off the ladder,
-            where it means nothing (every table size plays).
+        rung_players: the one table size a rung is played at (an ``int``: 2, 3 or 4); 2 off
+            the ladder, where it means nothing (every table size plays).
     """
 
     name: str = "classic"
@@ -90,33 +103,23 @@ class Rules:
     rung_players: int = 2
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ValueError(f"name must be a string, got {self.name!r}")
+        object.__setattr__(self, "tokens_to_win", _check_tokens_to_win(self.tokens_to_win))
+        for flag in ("discard_sum_tiebreak", "king_ignores_handmaid"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
         players = self.rung_players
-        if isinstance(players, bool) or not isinstance(players, int) or players not in RUNG_PLAYERS:
-            raise ValueError(f"rung_players must be 2, 3 or 4, got {players!r}")
+        if not is_int(players) or players not in RUNG_PLAYERS:
+            raise ValueError(f"rung_players must be 2, 3 or 4 (an integer), got {shown(players)}")
+        object.__setattr__(self, "rung_players", int(players))
         if self.in_play is None:
             if players != 2:
                 raise ValueError(
                     f"rung_players={players} needs in_play: only a ladder rung is played at one table size"
                 )
             return
-        try:
-            items = list(self.in_play)
-            cards = sorted(map(operator.index, items))
-        except TypeError:
-            raise ValueError(f"in_play must be a sequence of card values 1..8, got {self.in_play!r}") from None
-        if any(isinstance(c, bool) for c in items) or any(c not in CARD_NAMES for c in cards):
-            raise ValueError(f"in_play must hold card values 1..8, got {self.in_play!r}")
-        too_many = [v for v in CARD_VALUES if cards.count(v) > CARD_COUNTS[v]]
-        if too_many:
-            words = ", ".join(f"{CARD_NAMES[v]} x{cards.count(v)} (the deck has {CARD_COUNTS[v]})" for v in too_many)
-            raise ValueError(f"in_play holds more copies than the deck: {words}")
-        fewest = min_in_play(players)
-        if not fewest <= len(cards) <= DECK_SIZE:
-            raise ValueError(
-                f"in_play must keep {fewest} to {DECK_SIZE} cards in play at {players} players (the set-aside "
-                f"card, {players} hands and at least one to draw), got {len(cards)}"
-            )
-        object.__setattr__(self, "in_play", tuple(cards))
+        object.__setattr__(self, "in_play", _check_in_play(self.in_play, int(players)))
 
     def king_choosable(self, unprotected: int, in_round: int) -> int:
         """The seats the King may choose, as a bit mask: ``in_round`` (every other seat still
@@ -198,6 +201,48 @@ class Rules:
                 f"({describe_cards(self.in_play or ())}), got {list(order)!r}"
             )
         return (order[0], *face_up, *order[1:])
+
+
+def _check_tokens_to_win(value: Any) -> tuple[int, int, int]:
+    """``value`` as a tuple of 3 ``int`` targets (for 2, 3 and 4 players), each in
+    1..:data:`MAX_TOKENS_TO_WIN`; else a ``ValueError`` naming the entry and the range."""
+    rule = f"3 integers in 1..{MAX_TOKENS_TO_WIN} (the targets for 2, 3 and 4 players)"
+    if isinstance(value, (str, bytes)):
+        raise ValueError(f"tokens_to_win must be {rule}, got {value!r}")
+    try:
+        items = list(value)
+    except TypeError:
+        raise ValueError(f"tokens_to_win must be {rule}, got {value!r}") from None
+    if len(items) != len(PLAYER_COUNTS):
+        raise ValueError(f"tokens_to_win must be {rule}, got {len(items)} entries: {value!r}")
+    a, b, c = (
+        check_int(f"tokens_to_win[{i}] ({n} players)", t, 1, MAX_TOKENS_TO_WIN)
+        for i, (n, t) in enumerate(zip(PLAYER_COUNTS, items))
+    )
+    return a, b, c
+
+
+def _check_in_play(value: Any, players: int) -> tuple[int, ...]:
+    """A rung's cards in play, sorted, if the deck holds them and they can deal a round to
+    ``players``; else a ``ValueError`` naming the problem."""
+    try:
+        items = list(value)
+        cards = sorted(map(operator.index, items))
+    except TypeError:
+        raise ValueError(f"in_play must be a sequence of card values 1..8, got {value!r}") from None
+    if any(isinstance(c, bool) for c in items) or any(c not in CARD_NAMES for c in cards):
+        raise ValueError(f"in_play must hold card values 1..8, got {value!r}")
+    too_many = [v for v in CARD_VALUES if cards.count(v) > CARD_COUNTS[v]]
+    if too_many:
+        words = ", ".join(f"{CARD_NAMES[v]} x{cards.count(v)} (the deck has {CARD_COUNTS[v]})" for v in too_many)
+        raise ValueError(f"in_play holds more copies than the deck: {words}")
+    fewest = min_in_play(players)
+    if not fewest <= len(cards) <= DECK_SIZE:
+        raise ValueError(
+            f"in_play must keep {fewest} to {DECK_SIZE} cards in play at {players} players (the set-aside "
+            f"card, {players} hands and at least one to draw), got {len(cards)}"
+        )
+    return tuple(cards)
 
 
 CLASSIC = Rules()

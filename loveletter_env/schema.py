@@ -9,11 +9,12 @@ way each format names its places (``ppo.learning_rate``, ``round 2, step 5: acti
 
 from __future__ import annotations
 
-import reprlib
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+from .validation import shown
 
 #: Types as written (no ``"3"`` for 3, no ``true`` for 1), no NaN or infinity, no unknown keys.
 STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
@@ -62,17 +63,6 @@ def _number(value: Any) -> str:
     if isinstance(value, int) and value > 2**32 and value & (value - 1) == 0:
         return f"2**{value.bit_length() - 1}"
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-
-
-_SHORT = reprlib.Repr()
-_SHORT.maxstring = _SHORT.maxother = 80
-_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 3, 8, 8
-
-
-def shown(value: Any) -> str:
-    """``repr(value)`` cut short: a 5,000-character name, a deep or a self-referring value are
-    not repeated back whole."""
-    return _SHORT.repr(value)
 
 
 def sentence(error: Any, where: Callable[[Sequence[Any]], str]) -> str:

@@ -2,9 +2,9 @@
 
 Every public entry point (engine, envs, bots, evaluation, play, training config) checks
 its arguments with these helpers before it changes anything, so a bad value always gets
-the same kind of message: ``"<name> must be <rule>, got <value!r>"``. Each helper returns
-the value normalised (numpy integers become ``int``, numbers become ``float``) so callers
-store plain Python types.
+the same kind of message: ``"<name> must be <rule>, got <value!r>"``, the value cut short
+by :func:`shown`. Each helper returns the value normalised (numpy integers become ``int``,
+numbers become ``float``) so callers store plain Python types.
 
 This module depends on nothing else in the package: anything may import it.
 """
@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import reprlib
+import sys
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal, TypeVar, overload
@@ -35,8 +37,28 @@ def _number_text(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(x)
 
 
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        try:
+            return super().repr_int(x, level)
+        except ValueError:  # past Python's limit on converting integers to text
+            return f"<an integer of more than {sys.get_int_max_str_digits()} digits>"
+
+
+_SHORT = _ShortRepr()
+_SHORT.maxstring = _SHORT.maxother = 80
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict = 3, 8, 8
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut short, for messages that echo a bad value: a 5 MB string, a
+    long list, a deep or a self-referring value or a 5,000-digit integer is not repeated
+    back whole (nor breaks the message)."""
+    return _SHORT.repr(value)
+
+
 def _fail(name: str, rule: str, value: Any) -> ValueError:
-    return ValueError(f"{name} must be {rule}, got {value!r}")
+    return ValueError(f"{name} must be {rule}, got {shown(value)}")
 
 
 def is_int(value: Any) -> bool:
@@ -182,4 +204,5 @@ __all__ = [
     "check_writable",
     "int_rule",
     "is_int",
+    "shown",
 ]

@@ -8,16 +8,28 @@ own when it is imported; when a checkpoint meets no registered loader, the packa
 
 This module imports no agent, so an agent built on a network (``guided``) can load one
 without going round through :mod:`~loveletter_env.agents.specs`, which builds every agent.
+
+A loader refuses a network that does not play: :func:`network_output_problem` runs one on a
+few real observations, since weights can be finite numbers and still give NaN (scaled so far
+that every layer overflows), and only running the network shows it.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from .. import engine
+from ..actions import NUM_ACTIONS
+from ..cards import FULL_DECK
+from ..observation import encode_observation
 from .base import Agent
 from .errors import AgentSpecError
 
@@ -36,7 +48,10 @@ _loaders: dict[str, Callable[..., Any]] = {}
 
 def register_checkpoint_loader(agent: CheckpointLoader, network: NetworkLoader | None = None) -> None:
     """Make ``agent(path, seed, greedy)`` the way checkpoint specs become agents, and ``network(path)`` the way
-    :func:`load_checkpoint_network` reads a checkpoint's network (the last registration wins)."""
+    :func:`load_checkpoint_network` reads a checkpoint's network (the last registration wins).
+
+    Both refuse a file whose network does not play (see :func:`network_output_problem`), raising
+    their own error type with a message naming the file; what they return is used as is."""
     _loaders["agent"] = agent
     if network is not None:
         _loaders["network"] = network
@@ -107,3 +122,70 @@ def load_checkpoint_network(path: str | os.PathLike[str]) -> Any:
     eval mode), through the registered loader: for agents that search with a trained network."""
     path = Path(path)
     return _checkpoint_loader("network", path)(path)
+
+
+#: Seats of the probe observations: one deal for each table size, and a few moves into it.
+_PROBE_TABLES = (2, 3, 4)
+_PROBE_MOVES = 4
+
+
+@functools.cache
+def probe_observations() -> tuple[np.ndarray, np.ndarray]:
+    """A small fixed batch of real decisions: observations ``float32 [B, OBSERVATION_SIZE]`` and
+    their legal masks ``bool [B, 41]``, from the deal and the first moves of a 2-, 3- and
+    4-player round (always the same: a seeded deck and seeded legal moves)."""
+    rng = random.Random(0)  # a local generator: the batch never depends on anyone's global state
+    observations, masks = [], []
+    for num_players in _PROBE_TABLES:
+        deck = list(FULL_DECK)
+        rng.shuffle(deck)
+        state = engine.new_game(num_players, deck, first_player=0)
+        for _ in range(_PROBE_MOVES):
+            if state.round_over:
+                break
+            legal = engine.legal_actions(state)
+            mask = np.zeros(NUM_ACTIONS, dtype=bool)
+            mask[list(legal)] = True
+            observations.append(encode_observation(state, state.current))
+            masks.append(mask)
+            engine.step(state, legal[rng.randrange(len(legal))])
+    batch, legal_masks = np.stack(observations).astype(np.float32), np.stack(masks)
+    batch.flags.writeable = legal_masks.flags.writeable = False  # shared by every call
+    return batch, legal_masks
+
+
+def network_output_problem(network: Any) -> str | None:
+    """What is wrong with what ``network`` (``forward(obs) -> (logits, value)``) gives on
+    :func:`probe_observations`, as a phrase that follows "the network" ("gives logits that are
+    not finite ..."), or ``None`` when its logits and values are finite numbers and its policy,
+    masked to the legal moves, is a finite distribution summing to 1 on every observation.
+
+    Weights that are all finite can still overflow (weights scaled by 1e30 do): such a network
+    plays NaN probabilities, which end up in replays and in every measure taken of it.
+    """
+    import torch  # only code that holds a network gets here: the package does not import torch itself
+
+    observations, masks = probe_observations()
+    with torch.no_grad():
+        logits, values = network(torch.from_numpy(observations.copy()))
+    rows = len(observations)
+    if tuple(logits.shape) != (rows, NUM_ACTIONS) or values.numel() != rows:
+        return (
+            f"gives outputs of the wrong shape: logits {tuple(logits.shape)} and values {tuple(values.shape)} "
+            f"for {rows} observations, where ({rows}, {NUM_ACTIONS}) and ({rows},) were expected"
+        )
+    logits, values = logits.detach().float().cpu(), values.detach().float().cpu().reshape(-1)
+    for name, outputs in (("logits", logits), ("value estimates", values)):
+        spoiled = int((~torch.isfinite(outputs.reshape(rows, -1))).any(-1).sum())
+        if spoiled:
+            return f"gives {name} that are not finite (NaN or infinity) on {spoiled} of {rows} valid observations"
+    # As the agents play it: illegal moves at -inf, a softmax over the rest.
+    legal = torch.from_numpy(masks.copy())
+    probabilities = torch.softmax(logits.masked_fill(~legal, float("-inf")), dim=-1)
+    spoiled = int((~torch.isfinite(probabilities).all(-1) | ((probabilities.sum(-1) - 1).abs() > 1e-4)).sum())
+    if spoiled:
+        return (
+            f"gives probabilities over the legal moves that are not a distribution (not finite, or not summing "
+            f"to 1) on {spoiled} of {rows} valid observations"
+        )
+    return None

@@ -72,7 +72,10 @@ MAX_MARGIN = 10.0
 
 def load_policy_network(path: str | os.PathLike[str]) -> Any:
     """The network stored in a checkpoint file or run folder (through the loader the training package
-    registers: :func:`loveletter_env.agents.checkpoint_loading.load_checkpoint_network`)."""
+    registers: :func:`loveletter_env.agents.checkpoint_loading.load_checkpoint_network`), which refuses,
+    naming the file, weights that are not finite real numbers and a network whose outputs are not
+    finite on real observations (:func:`~loveletter_env.agents.checkpoint_loading.network_output_problem`):
+    the search would otherwise rank moves by NaN."""
     return load_checkpoint_network(path)
 
 

@@ -27,7 +27,8 @@ from .driver import OBSERVATION_DTYPE, BatchedLoveLetter, _describe, _table_size
 def split_games(num_games: int, weights: Sequence[float]) -> list[int]:
     """How many of ``num_games`` each weight gets: proportional shares rounded by largest
     remainder (ties to the earlier weight), so the counts sum to ``num_games`` and every
-    positive weight gets at least one game.
+    positive weight gets at least one game. Only the weights' ratios count: any finite
+    positive weights split as well as small ones (``[1e308, 1e308]`` as ``[1, 1]``).
 
     Raises:
         ValueError: a weight that is not a finite positive number, or fewer games than weights.
@@ -37,6 +38,9 @@ def split_games(num_games: int, weights: Sequence[float]) -> list[int]:
         raise ValueError(f"weights must be finite positive numbers, got {list(weights)}")
     if num_games < len(w):
         raise ValueError(f"{len(w)} rule sets need at least {len(w)} games, got num_games={num_games}")
+    # Scaled so the largest weight is below 1, by a power of two: exact, so the shares are those
+    # of the weights as given, and no sum or product below overflows (1e308 twice summed to inf).
+    w = np.ldexp(w, -np.frexp(w.max())[1])
     # One game each first, so that no rule set of a small weight is left without a game.
     share = (num_games - len(w)) * w / w.sum()
     counts = np.floor(share).astype(np.int64) + 1

@@ -4,7 +4,7 @@ A *record* is one game as a row of ``RECORD_SIZE`` unsigned bytes; N games are a
 ``uint8 [N, RECORD_SIZE]`` array. One flat row per game makes a game cheap to copy
 (search clones states by copying rows) and lets a compiled kernel take one array
 argument per batch instead of one per field. Every value fits a byte: cards are 0..8,
-seats 0..3, counters at most 16, tokens at most 7.
+seats 0..3, counters at most 16, tokens at most 16 (the largest target a ``Rules`` object takes).
 
 Conventions are the reference engine's (:class:`loveletter_env.engine.GameState`):
 card value 0 means "no card" / "unknown", ``deck`` index 0 is the top (the set-aside

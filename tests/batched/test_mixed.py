@@ -36,6 +36,17 @@ def test_split_games_refuses_bad_weights(num_games, weights, message):
         split_games(num_games, weights)
 
 
+def test_split_games_counts_only_the_ratios_of_the_weights_however_large():
+    # 1e308 twice once summed to inf and split the games into negative counts.
+    assert split_games(256, [1e308, 1e308]) == [128, 128]
+    assert split_games(256, [1e308, 1]) == [255, 1]
+    assert split_games(256, [4e300, 1e300, 1e300, 1e300, 1e300]) == split_games(256, [4, 1, 1, 1, 1])
+    mixed = MixedRulesBatched(8, rules=["mini6", "mini7"], weights=[1e308, 1e308], seed=0)
+    assert mixed.game_rules == ["mini6"] * 4 + ["mini7"] * 4
+    _, mask = mixed.reset()
+    assert mask.shape == (8, 41) and bool(mask.any(dim=1).all())
+
+
 def _random_actions(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return torch.multinomial(mask.float(), 1, generator=generator).squeeze(1)
 

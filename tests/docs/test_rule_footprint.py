@@ -21,7 +21,7 @@ READERS = {
     "loveletter_env/rules.py": "defines the option, its presets and its checks",
     "loveletter_env/engine.py": "the reference engine applies it when it lists the King's targets",
     "loveletter_env/core/__init__.py": "writes it into a record's byte, which the compiled kernels read",
-    "loveletter_env/observation.py": "shows it to the players, and rebuilds the rules from what a seat observes",
+    "loveletter_env/observation/__init__.py": "shows it to the players, and rebuilds the rules from what a seat sees",
     "loveletter_env/replay.py": "saves it with a game and checks it on load",
     "loveletter_env/render.py": "the card reference words the King and the Handmaid by it",
 }

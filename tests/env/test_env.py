@@ -4,6 +4,7 @@ calls refused with a clear ``ValueError`` that changes nothing."""
 from __future__ import annotations
 
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from loveletter_env.actions import HANDMAID_ACTION
 from loveletter_env.cards import BARON, COUNTESS, FULL_DECK, GUARD, HANDMAID, KING, PRIEST, PRINCESS
 from loveletter_env.engine import IllegalActionError
 
-# api_test passes an unknown reset option on purpose and warns about Dict spaces.
+# api_test warns about Dict spaces.
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
@@ -28,6 +29,14 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("rules", ["classic", "pegasus", "king_ignores_handmaid"])
 def test_pettingzoo_api_test(num_players, rules, episode):
     api_test(loveletter_env.env(num_players=num_players, rules=rules, episode=episode), num_cycles=1000)
+
+
+def test_pettingzoo_api_test_gets_no_reset_option_warning():
+    """api_test passes ``options={"options": 1}`` to check that reset takes options at all."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        api_test(loveletter_env.env(num_players=3), num_cycles=20)
+    assert [str(w.message) for w in caught if "reset option" in str(w.message)] == []
 
 
 def test_pettingzoo_seed_test(num_players):
@@ -84,9 +93,17 @@ def test_unseeded_resets_continue_the_seeded_generator():
 
 def test_unknown_reset_option_only_warns():
     env = loveletter_env.env(num_players=2)
-    with pytest.warns(UserWarning, match="unknown reset option"):
-        env.reset(seed=0, options={"colour": "red"})
+    with pytest.warns(UserWarning, match=r"unknown reset option\(s\) \['colour'\]; known options: \['deck', 'first"):
+        env.reset(seed=0, options={"colour": "red", "options": 1})
     assert env.agents == ["player_0", "player_1"]
+
+
+def test_reset_options_nested_under_options_are_named_and_ignored():
+    deck = deal_deck(2, hands={0: PRIEST, 1: BARON}, draws=[GUARD])
+    env = loveletter_env.env(num_players=2)
+    with pytest.warns(UserWarning, match=r"ignoring reset options nested under the key 'options' \(\['deck'\]\)"):
+        env.reset(seed=0, options={"options": {"deck": deck}})
+    assert env.unwrapped.game.deck != deck
 
 
 def test_reset_options_are_both_optional():

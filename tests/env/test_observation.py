@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections.abc import Mapping
 
 import numpy as np
@@ -35,6 +37,9 @@ from loveletter_env.observation import (
     MoveView,
     decode_observation,
     encode_observation,
+    layout_size,
+    layout_table,
+    observation_for_layout,
 )
 
 PROPERTY_SETTINGS = settings(max_examples=40, deadline=None)
@@ -475,3 +480,38 @@ def test_the_layout_stays_within_its_budget_and_keeps_version_1_as_its_prefix():
 def test_decode_observation_refuses_a_vector_of_the_wrong_shape(shape):
     with pytest.raises(ValueError, match=str(OBSERVATION_SIZE)):
         decode_observation(np.zeros(shape, dtype=np.float32))
+
+
+# Layout versions and the layout command --------------------------------------------
+
+
+@pytest.mark.parametrize("version, size", [(1, V1_OBSERVATION_SIZE), (2, OBSERVATION_SIZE), (np.int64(1), 646)])
+def test_a_network_of_each_version_reads_its_prefix(version, size):
+    observation = np.arange(OBSERVATION_SIZE, dtype=np.float32)
+    assert np.array_equal(observation_for_layout(observation, version), observation[:size])
+
+
+@pytest.mark.parametrize("version", [True, False, 1.0, 2.0, "1", None, np.float64(2.0), 3, 0])
+def test_only_an_integer_names_a_layout_version(version):
+    """``True == 1`` and ``1.0 == 1`` in Python: a check by membership alone took them."""
+    known = r"; the known versions are the integers \[1, 2\]"
+    with pytest.raises(ValueError, match=rf"unknown observation version .*{known}"):
+        observation_for_layout(np.zeros(OBSERVATION_SIZE, np.float32), version)
+    with pytest.raises(ValueError, match="unknown observation version"):
+        layout_size(version)
+
+
+def test_a_huge_version_is_not_echoed_whole():
+    for version in ("7" * 5_000_000, 10**5000, [2] * 1_000_000):
+        with pytest.raises(ValueError) as refused:
+            layout_size(version)
+        assert len(str(refused.value)) < 200
+
+
+def test_the_layout_command_prints_the_tables_without_a_warning():
+    result = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "loveletter_env.observation"], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout == layout_table() + "\n"

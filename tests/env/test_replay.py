@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import json
 import os
@@ -15,6 +16,7 @@ import pytest
 import loveletter_env
 from loveletter_env import engine
 from loveletter_env.agents import make_agent
+from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.cards import FULL_DECK
 from loveletter_env.replay import (
     MAX_REPLAY_BYTES,
@@ -26,6 +28,7 @@ from loveletter_env.replay import (
     parse_replay,
     replay_frames,
     replay_from_dict,
+    replay_json,
     save_replay,
 )
 from loveletter_env.wrappers import RecordReplay
@@ -140,6 +143,106 @@ def test_aec_recorder_drops_a_refused_move():
         env.step(int(np.flatnonzero(obs["action_mask"])[0]))
     assert env.last_replay.rounds[0].steps[0].action != illegal
     assert parse_replay(env.last_replay.to_json()).num_steps == env.last_replay.num_steps
+
+
+# Writing: never a NaN ---------------------------------------------------------------
+
+
+def test_the_json_text_round_trips(game_replay):
+    replay, _ = game_replay
+    assert parse_replay(replay.to_json()).to_dict() == replay.to_dict()
+    assert parse_replay(replay_json(replay, indent=1)).to_dict() == replay.to_dict()
+
+
+def _with_first_step_details(replay, details):
+    spoiled = copy.deepcopy(replay)
+    step = spoiled.rounds[0].steps[0]
+    step.details = {key: value(step.action) if callable(value) else value for key, value in details.items()}
+    return spoiled
+
+
+@pytest.mark.parametrize(
+    ("edit", "place"),
+    [
+        (lambda r: _with_first_step_details(r, {"value": float("nan")}), r"round 1, step 1: details\.value is nan"),
+        (
+            lambda r: _with_first_step_details(r, {"probabilities": lambda a: {str(a): float("inf")}}),
+            r"round 1, step 1: details\.probabilities\.\d+ is inf",
+        ),
+        (lambda r: dataclasses.replace(r, metadata={"seeds": [1, float("-inf")]}), r"metadata\.seeds\[1\] is -inf"),
+    ],
+    ids=["value", "probability", "metadata"],
+)
+def test_a_non_finite_number_is_refused_before_any_file_is_touched(tmp_path, game_replay, edit, place):
+    replay, _ = game_replay
+    spoiled = edit(replay)
+    message = rf"^cannot write the replay: {place}, and a replay holds finite numbers only$"
+    kept = save_replay(replay, tmp_path / "game.json")
+    before = kept.read_bytes()
+    with pytest.raises(ReplayError, match=message):
+        save_replay(spoiled, kept)
+    assert kept.read_bytes() == before and load_replay(kept).to_dict() == replay.to_dict()
+    with pytest.raises(ReplayError, match=message):
+        save_replay(spoiled, tmp_path / "new" / "game.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["game.json"]  # no temporary file, no folder
+    with pytest.raises(ReplayError, match=message):
+        spoiled.to_json()
+
+
+NAN_EXPLAINER = """
+import numpy as np
+
+from loveletter_env.agents import make_agent
+from loveletter_env.agents.specs import resolve_agent
+
+
+class NanExplainer:
+    \"\"\"The rule bot, explaining its moves with NaN (as a network that overflows would).\"\"\"
+
+    def __init__(self, seed=0):
+        self.rule = make_agent("rule", seed=seed)
+
+    def act(self, observation):
+        return self.rule.act(observation)
+
+    def explain(self, observation):
+        legal = np.flatnonzero(observation["action_mask"])
+        return {"probabilities": {int(a): float("nan") for a in legal}, "value": 0.25, "hand_beliefs": {}}
+"""
+
+
+@pytest.fixture
+def nan_explainer(tmp_path, monkeypatch) -> str:
+    """The spec of an agent whose explanations hold NaN (a module the agent specs can import)."""
+    folder = tmp_path / "agents"
+    folder.mkdir()
+    (folder / "nan_explainer.py").write_text(NAN_EXPLAINER)
+    monkeypatch.syspath_prepend(str(folder))
+    return "nan_explainer:NanExplainer"
+
+
+def test_an_explanation_with_a_nan_is_recorded_without_it(nan_explainer):
+    state = engine.new_game(2, list(FULL_DECK), 0)
+    agent = resolve_agent(nan_explainer)
+    with pytest.warns(
+        RuntimeWarning, match=r"NanExplainer explained a move with numbers that are not finite .* probabilities"
+    ):
+        details = decision_details(agent, _obs(state), 0, 2)
+    assert details == {"value": 0.25}
+
+
+def test_a_game_against_an_agent_explaining_with_nan_saves_a_replay_that_loads(tmp_path, nan_explainer):
+    from training.apps.terminal import play
+
+    out = io.StringIO()
+    with pytest.warns(RuntimeWarning, match="not finite"):
+        final = play(
+            [nan_explainer], seed=1, rounds=1, stdin=FirstLegalMove(out), out=out, replay_path=tmp_path / "game.json"
+        )
+    replay = load_replay(tmp_path / "game.json")  # the file the tool just wrote
+    assert replay.result["tokens"] == final.tokens
+    bot_steps = [step for rnd in replay.rounds for step in rnd.steps if step.player == 1]
+    assert bot_steps and all(step.details == {"value": 0.25} for step in bot_steps)
 
 
 def _tampered(replay, edit):

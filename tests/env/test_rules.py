@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
+import numpy as np
 import pytest
 from conftest import (
+    ROOT,
     act,
     actions_of,
     deal_deck,
@@ -19,7 +22,8 @@ from conftest import (
     view,
 )
 
-from loveletter_env import decode_observation, engine
+import loveletter_env
+from loveletter_env import Rules, decode_observation, engine
 from loveletter_env.actions import (
     ACTIONS,
     BARON_NO_TARGET,
@@ -42,6 +46,9 @@ from loveletter_env.cards import (
     PRINCE,
     PRINCESS,
 )
+from loveletter_env.core import record_from_state
+from loveletter_env.env import OBSERVATION_HIGH
+from loveletter_env.rules import LADDER, MAX_TOKENS_TO_WIN, PRESETS
 
 NO_TARGET_ACTION = {GUARD: GUARD_NO_TARGET, PRIEST: PRIEST_NO_TARGET, BARON: BARON_NO_TARGET, KING: KING_NO_TARGET}
 
@@ -560,6 +567,103 @@ def test_next_round_after_a_shared_win_starts_with_the_lowest_winning_seat():
     assert state.round_winners == (0, 1)
     engine.start_round(state, deal_deck(2))
     assert state.current == 0
+
+
+# Rule options -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        # Each of these once played: a byte of the compiled record wrapped (300 -> 44, 256 -> 0,
+        # -1 -> 255), a float was truncated, a string compared as its number, and 17..255 put
+        # observation entries above the space's bound of 16.
+        ({"tokens_to_win": (300, 5, 4)}, r"tokens_to_win\[0\] \(2 players\) must be an integer in 1\.\.16, got 300"),
+        ({"tokens_to_win": (7, 256, 4)}, r"tokens_to_win\[1\] \(3 players\) must be an integer in 1\.\.16, got 256"),
+        ({"tokens_to_win": (7, 5, -1)}, r"tokens_to_win\[2\] \(4 players\) must be an integer in 1\.\.16, got -1"),
+        ({"tokens_to_win": (1.5, 5, 4)}, r"tokens_to_win\[0\] .* in 1\.\.16, got 1\.5"),
+        ({"tokens_to_win": (7.0, 5, 4)}, r"tokens_to_win\[0\] .* in 1\.\.16, got 7\.0"),
+        ({"tokens_to_win": ("7", 5, 4)}, r"tokens_to_win\[0\] .* in 1\.\.16, got '7'"),
+        ({"tokens_to_win": (True, 5, 4)}, r"tokens_to_win\[0\] .* in 1\.\.16, got True"),
+        ({"tokens_to_win": (20, 20, 20)}, r"tokens_to_win\[0\] .* in 1\.\.16, got 20"),
+        ({"tokens_to_win": (17, 5, 4)}, r"tokens_to_win\[0\] .* in 1\.\.16, got 17"),
+        ({"tokens_to_win": (0, 5, 4)}, r"tokens_to_win\[0\] .* in 1\.\.16, got 0"),
+        ({"tokens_to_win": (7, 5)}, r"tokens_to_win must be 3 integers in 1\.\.16 .*, got 2 entries"),
+        ({"tokens_to_win": 7}, r"tokens_to_win must be 3 integers in 1\.\.16 .*, got 7"),
+        ({"tokens_to_win": "754"}, r"tokens_to_win must be 3 integers in 1\.\.16 .*, got '754'"),
+        ({"discard_sum_tiebreak": 1}, r"discard_sum_tiebreak must be True or False, got 1"),
+        ({"discard_sum_tiebreak": "no"}, r"discard_sum_tiebreak must be True or False, got 'no'"),
+        ({"king_ignores_handmaid": None}, r"king_ignores_handmaid must be True or False, got None"),
+        ({"name": 3}, r"name must be a string, got 3"),
+        ({"in_play": (GUARD, GUARD, PRIEST, 9)}, r"in_play must hold card values 1\.\.8"),
+        ({"in_play": (GUARD, GUARD, PRIEST, BARON), "rung_players": 3.0}, r"rung_players must be 2, 3 or 4 .*got 3\.0"),
+        (
+            {"in_play": (GUARD, GUARD, PRIEST, BARON), "rung_players": True},
+            r"rung_players must be 2, 3 or 4 .*got True",
+        ),
+        ({"in_play": (GUARD, GUARD, PRIEST, BARON), "rung_players": "2"}, r"rung_players must be 2, 3 or 4 .*got '2'"),
+        ({"in_play": (GUARD, GUARD, PRIEST, BARON), "rung_players": 5}, r"rung_players must be 2, 3 or 4 .*got 5"),
+        ({"rung_players": 3}, r"rung_players=3 needs in_play"),
+        ({"in_play": (GUARD, GUARD, PRIEST, BARON), "rung_players": 3}, r"5 to 16 cards in play at 3 players"),
+    ],
+)
+def test_a_bad_rule_option_is_refused_naming_the_field_and_its_range(fields, message):
+    with pytest.raises(ValueError, match=message):
+        Rules(**fields)
+
+
+def test_token_targets_are_stored_as_a_tuple_of_ints():
+    rules = Rules(tokens_to_win=[np.int64(MAX_TOKENS_TO_WIN), 1, np.uint8(3)])
+    assert rules.tokens_to_win == (MAX_TOKENS_TO_WIN, 1, 3)
+    assert all(type(t) is int for t in rules.tokens_to_win)
+
+
+def test_a_rungs_table_size_is_stored_as_an_int():
+    rules = Rules(in_play=(GUARD, GUARD, PRIEST, BARON, PRINCE), rung_players=np.int64(3))
+    assert rules.rung_players == 3 and type(rules.rung_players) is int
+
+
+@pytest.mark.parametrize("preset", [*PRESETS.values(), *LADDER], ids=lambda r: r.name)
+def test_every_preset_and_rung_passes_the_checks(preset):
+    assert Rules(**{f.name: getattr(preset, f.name) for f in dataclasses.fields(Rules)}) == preset
+
+
+def test_the_largest_token_target_is_the_observation_spaces_bound():
+    assert MAX_TOKENS_TO_WIN == OBSERVATION_HIGH
+
+
+@pytest.mark.parametrize("page", ["docs/rules.md", "docs/environment.md"])
+def test_the_pages_on_rule_options_give_the_token_range(page):
+    assert f"from 1 to {MAX_TOKENS_TO_WIN}" in (ROOT / page).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_compiled_env_and_reference_agree_at_the_largest_token_target(num_players):
+    """A whole game to the largest target: the compiled env ends it when the reference does,
+    at every seat's true token count, and every seat's observation stays in the space."""
+    rules = Rules(name="longest", tokens_to_win=(MAX_TOKENS_TO_WIN,) * 3)
+    env = loveletter_env.env(num_players=num_players, rules=rules, episode="game")
+    env.reset(seed=num_players)
+    space = env.observation_space("player_0")["observation"]
+    game = env.unwrapped.game
+    mirror = engine.new_game(num_players, game.deck, game.current, rules)
+    rng = np.random.default_rng(num_players)
+    while not mirror.game_over:
+        for agent in env.agents:
+            assert space.contains(env.observe(agent)["observation"])
+        action = int(rng.choice(engine.legal_actions(mirror)))
+        env.step(action)
+        engine.step(mirror, action)
+        if mirror.round_over and not mirror.game_over:
+            engine.start_round(mirror, game.deck)  # the env dealt the next round already
+        assert game.tokens == mirror.tokens and game.game_over == mirror.game_over
+        np.testing.assert_array_equal(record_from_state(game), record_from_state(mirror))
+    assert max(mirror.tokens) == MAX_TOKENS_TO_WIN and mirror.round > MAX_TOKENS_TO_WIN
+    winner = f"player_{mirror.game_winners[0]}"
+    assert env.terminations[winner] and env.rewards[winner] == 1
+    final = env.observe(winner)["observation"]
+    assert space.contains(final)
+    assert decode_observation(final).tokens[0] == decode_observation(final).tokens_to_win == MAX_TOKENS_TO_WIN
 
 
 # Episode rewards --------------------------------------------------------------------

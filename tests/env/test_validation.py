@@ -28,8 +28,11 @@ from loveletter_env.validation import (
     check_seat,
     check_seed,
     check_writable,
+    shown,
 )
+from training.learn.checkpoint import CheckpointError, load_checkpoint, model_payload, save_checkpoint
 from training.learn.config import load_config
+from training.learn.ppo import ActorCritic
 from training.learn.runtime import derive_seed
 from training.learn.trainer import SelfPlayTrainer
 from training.measure.evaluation import evaluate
@@ -65,6 +68,30 @@ def test_valid_values_come_back_as_plain_python_types():
 def test_bad_values_name_the_argument_the_rule_and_the_value(check, message):
     with pytest.raises(ValueError, match=f"^{message}$"):
         check()
+
+
+#: Values too large to echo back whole: a 5 MB string, a million-item list, a number past
+#: Python's limit on converting integers to text, a value nested past any reader's patience.
+HUGE_VALUES = ["7" * 5_000_000, [2] * 1_000_000, -(10**5000), [[[[[[1]]]]]]]
+
+
+@pytest.mark.parametrize("value", HUGE_VALUES, ids=["5 MB string", "long list", "5000 digits", "deep list"])
+def test_a_huge_bad_value_is_echoed_cut_short(value):
+    with pytest.raises(ValueError, match="^rounds must be a positive integer, got ") as refused:
+        check_int("rounds", value, low=1)
+    assert str(refused.value) == f"rounds must be a positive integer, got {shown(value)}"
+    assert len(shown(value)) <= 100
+    assert shown("x" * 70) == repr("x" * 70) and shown([1, 2]) == "[1, 2]" and shown(2**64) == str(2**64)
+
+
+@pytest.mark.parametrize("key", ["observation_version", "observation_size", "num_actions"])
+def test_a_checkpoint_echoes_a_huge_layout_value_cut_short(tmp_path, key):
+    value = "7" * 5_000_000
+    model = ActorCritic(hidden_sizes=(8,), generator=torch.Generator().manual_seed(0))
+    path = save_checkpoint(tmp_path / "huge.pt", {"model": model_payload(model), key: value})
+    with pytest.raises(CheckpointError, match=key.split("_")[0]) as refused:
+        load_checkpoint(path)
+    assert shown(value) in str(refused.value) and len(str(refused.value)) < 500
 
 
 # Seeds --------------------------------------------------------------------------------------

@@ -322,7 +322,9 @@ def test_a_pickled_state_string_is_refused_and_never_unpickled(tmp_path):
         ("0\n1.5", r"line 2 is '1.5'"),
         ("-1", r"line 1 is '-1'"),
         ("41", r"line 1 is '41'"),
-        ("9" * 60, r"line 1 is '9{40}\.\.\.'"),
+        ("9" * 60, r"line 1 is '9{60}'"),
+        ("9" * 5000, r"one integer in 0\.\.40 a line .*line 1 is '9{30,}\.\.\.9{30,}'$"),  # past int()'s limit
+        ("0" * 5000 + "7", r"one integer in 0\.\.40 a line .*line 1 is '0{30,}\.\.\.0+7'$"),
         ("\u0663", r"line 1 is '\u0663'"),  # a digit, but not one OpenSpiel writes
         ("7\n7", r"line 2 cannot be replayed: chance outcome 7 \(deal Princess\) is not legal"),
         ("0\n8", r"line 2 cannot be replayed: chance outcome 8 is not a card"),

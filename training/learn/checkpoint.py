@@ -22,6 +22,12 @@ loads with ``torch.load(path, weights_only=True)``: no pickled code ever runs. I
 Files of format version 1, written before the digest existed, carry none: they still
 load, unchecked (re-save one with ``save_checkpoint(path, load_checkpoint(path))`` to
 add the digest). Version 2 files without a matching digest are refused.
+
+A matching digest says the file is as written, not that it plays: :func:`load_checkpoint`
+also takes only weights that are real floating-point numbers (:data:`WEIGHT_DTYPES`, dense,
+all finite), builds the network and runs it on a few real observations
+(:func:`~loveletter_env.agents.checkpoint_loading.network_output_problem`), so a network
+that would play NaN probabilities is refused on load rather than played.
 """
 
 from __future__ import annotations
@@ -39,9 +45,10 @@ from typing import Any, BinaryIO
 import torch
 
 from loveletter_env.actions import NUM_ACTIONS
-from loveletter_env.agents.checkpoint_loading import checkpoint_file
+from loveletter_env.agents.checkpoint_loading import checkpoint_file, network_output_problem
 from loveletter_env.observation import LAYOUT_SIZES, OBSERVATION_VERSION
 from loveletter_env.validation import check_seed, is_int
+from loveletter_env.validation import shown as shown_value
 from training.learn.config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE
 from training.learn.ppo import ActorCritic, PolicyAgent
 
@@ -51,6 +58,8 @@ FORMAT_VERSION = 2
 READABLE_FORMAT_VERSIONS = (1, 2)
 #: The key holding the digest of the rest of the checkpoint.
 DIGEST_KEY = "sha256"
+#: What a network's weights may be stored as: real floating point (the network reads them as float32).
+WEIGHT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def _one_torch_thread_after_fork() -> None:
@@ -239,11 +248,16 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     Raises :class:`CheckpointError` if the file is unreadable, not a checkpoint of this
     project, damaged (its ``sha256`` digest does not match), was trained on an observation
     layout this code does not know (any version of ``LAYOUT_SIZES`` loads) or for another
-    action layout, or holds a network this code would not build: more than
-    ``MAX_HIDDEN_LAYERS`` layers or wider than ``MAX_HIDDEN_SIZE`` (the bounds of
-    :mod:`training.learn.config`), or weights that are not finite (NaN or infinite, as a diverged
-    training leaves them). A valid digest only says the file is as written, not that what
-    was written makes sense.
+    action layout, or holds a network this code would not build or that would not play: more
+    than ``MAX_HIDDEN_LAYERS`` layers or wider than ``MAX_HIDDEN_SIZE`` (the bounds of
+    :mod:`training.learn.config`), weights that do not fit it, weights that are not dense
+    tensors of real floating-point numbers (:data:`WEIGHT_DTYPES`: no complex, integer,
+    sparse, quantized or meta tensors), weights that are not finite (NaN or infinite, as a
+    diverged training leaves them, or beyond float32 once read), or a network whose logits,
+    values or masked probabilities are not finite on a few real observations (finite weights
+    scaled far beyond any trained range overflow). The networks kept for ``--resume`` (opponent
+    pool, magnet) get the same weight checks. A valid digest only says the file is as written,
+    not that what was written makes sense. Every refusal names the file and the problem.
     """
     path = resolve_checkpoint_path(path)
     data = _read_torch_file(path, map_location)
@@ -260,29 +274,39 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         stored = data.get(DIGEST_KEY)
         if not isinstance(stored, str):
             raise CheckpointError(f"{str(path)!r} is damaged: its {DIGEST_KEY} integrity digest is missing")
-        if stored != checkpoint_digest(data):
+        try:
+            digest = checkpoint_digest(data)
+        except (RuntimeError, NotImplementedError, TypeError):
+            # Sparse, quantized and meta tensors have no plain bytes to digest, and no checkpoint holds one.
+            raise CheckpointError(
+                f"{str(path)!r} is malformed: it holds a tensor that is not a dense one (sparse, quantized, or "
+                "without values), which no checkpoint holds"
+            ) from None
+        if stored != digest:
             raise CheckpointError(
                 f"{str(path)!r} is damaged: its content does not match its {DIGEST_KEY} integrity digest "
                 f"(corrupted on disk or in transfer?); use another copy"
             )
     for key in ("observation_version", "observation_size", "num_actions"):
         if not is_int(data.get(key)):
-            raise CheckpointError(f"{str(path)!r} is malformed: its {key} is {data.get(key)!r}, not an integer")
+            raise CheckpointError(
+                f"{str(path)!r} is malformed: its {key} is {shown_value(data.get(key))}, not an integer"
+            )
     layout, size = data["observation_version"], data["observation_size"]
     if layout not in LAYOUT_SIZES:
         raise CheckpointError(
-            f"{str(path)!r} was trained on observation version {layout!r} ({size} entries), which this code "
-            f"does not know (it reads versions {', '.join(map(str, sorted(LAYOUT_SIZES)))}): use the package "
-            "version it was made with"
+            f"{str(path)!r} was trained on observation version {shown_value(layout)} ({shown_value(size)} entries), "
+            f"which this code does not know (it reads versions {', '.join(map(str, sorted(LAYOUT_SIZES)))}): use "
+            "the package version it was made with"
         )
     if size != LAYOUT_SIZES[layout]:
         raise CheckpointError(
-            f"{str(path)!r} is malformed: it records observation version {layout} with observation_size={size!r}, "
-            f"but that layout has {LAYOUT_SIZES[layout]} entries"
+            f"{str(path)!r} is malformed: it records observation version {layout} with "
+            f"observation_size={shown_value(size)}, but that layout has {LAYOUT_SIZES[layout]} entries"
         )
     if data["num_actions"] != NUM_ACTIONS:
         raise CheckpointError(
-            f"{str(path)!r} was trained for num_actions={data['num_actions']!r}, but this environment has "
+            f"{str(path)!r} was trained for num_actions={shown_value(data['num_actions'])}, but this environment has "
             f"num_actions={NUM_ACTIONS!r}: retrain, or use the package version it was made with"
         )
     model = data.get("model")
@@ -301,14 +325,84 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         )
     if not isinstance(weights, dict) or not all(isinstance(w, torch.Tensor) for w in weights.values()):
         raise CheckpointError(f"{str(path)!r} has malformed model weights (expected a dict of tensors)")
-    spoiled = [name for name, w in weights.items() if w.is_floating_point() and not bool(torch.isfinite(w).all())]
+    _check_weights(path, weights, "")
+    _check_training_networks(path, data.get("training"))
+    try:
+        network = build_model(data)
+    except CheckpointError as err:
+        raise CheckpointError(f"{str(path)!r}: {err}") from None
+    _check_network(path, network)
+    return data
+
+
+def _weight_kind(weight: torch.Tensor) -> str | None:
+    """Why ``weight`` cannot be a network's weight, or ``None`` when it is a dense tensor of real
+    floating-point numbers (:data:`WEIGHT_DTYPES`) with values."""
+    if weight.is_meta:
+        return "a meta tensor, which holds no values"
+    if weight.is_quantized:
+        return f"a quantized tensor ({weight.dtype})"
+    if weight.is_nested or weight.layout != torch.strided:
+        return (
+            f"a {'nested' if weight.is_nested else str(weight.layout).removeprefix('torch.')} tensor, not a dense one"
+        )
+    if weight.dtype not in WEIGHT_DTYPES:
+        # Complex weights would be cast to real (their imaginary part dropped), integers to float.
+        return f"{str(weight.dtype).removeprefix('torch.')}, not a real floating-point type"
+    return None
+
+
+def _named(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _check_weights(path: Path, weights: dict[Any, torch.Tensor], where: str) -> None:
+    """Refuse ``weights`` (named ``where`` + name in messages) unless every one is a dense tensor
+    of finite real floating-point numbers."""
+    odd = [f"{where}{name} is {kind}" for name, w in weights.items() if (kind := _weight_kind(w)) is not None]
+    if odd:
+        allowed = ", ".join(str(t).removeprefix("torch.") for t in WEIGHT_DTYPES)
+        raise CheckpointError(
+            f"{str(path)!r} holds weights that are not a network's: {'; '.join(odd[:3])}"
+            f"{f'; and {len(odd) - 3} more' if len(odd) > 3 else ''} (weights are dense tensors of {allowed})"
+        )
+    spoiled = [f"{where}{name}" for name, w in weights.items() if not bool(torch.isfinite(w).all())]
     if spoiled:
         raise CheckpointError(
-            f"{str(path)!r} holds weights that are not finite numbers (NaN or infinity) in "
-            f"{', '.join(map(str, spoiled[:3]))}{' and more' if len(spoiled) > 3 else ''}: the training that wrote "
-            "it diverged; use an earlier checkpoint of the run"
+            f"{str(path)!r} holds weights that are not finite numbers (NaN or infinity) in {_named(spoiled)}: "
+            "the training that wrote it diverged; use an earlier checkpoint of the run"
         )
-    return data
+
+
+def _check_training_networks(path: Path, training: Any) -> None:
+    """The networks kept for ``--resume`` (the opponent pool's snapshots, the magnet) pass the
+    checks the model's own weights pass; entries of another shape are left to resume to refuse."""
+    if not isinstance(training, dict):
+        return
+    pool = training.get("pool")
+    snapshots = pool.get("snapshots") if isinstance(pool, dict) else None
+    kept = [(f"training.pool.snapshots[{i}].", s) for i, s in enumerate(snapshots or []) if isinstance(s, dict)]
+    if isinstance(training.get("magnet"), dict):
+        kept.append(("training.magnet.", training["magnet"]))
+    for where, weights in kept:
+        _check_weights(path, {k: w for k, w in weights.items() if isinstance(w, torch.Tensor)}, where)
+
+
+def _check_network(path: Path, network: ActorCritic) -> None:
+    """Refuse a built network that does not play: weights that overflow float32 (the network's
+    precision) when read from a wider type, or outputs that are not finite on real observations."""
+    spoiled = [name for name, w in network.state_dict().items() if not bool(torch.isfinite(w).all())]
+    if spoiled:
+        raise CheckpointError(
+            f"{str(path)!r} holds weights too large for the network's float32 in {_named(spoiled)} "
+            "(they become infinite when read): the file was not written by a training of this project"
+        )
+    problem = network_output_problem(network.eval())
+    if problem is not None:
+        raise CheckpointError(
+            f"{str(path)!r} holds a network that cannot play: it {problem}; its weights are finite but out of "
+            "any trained range (a diverged training or an edited file): use an earlier checkpoint of the run"
+        )
 
 
 def build_model(checkpoint: dict[str, Any], device: str | torch.device = "cpu") -> ActorCritic:
@@ -340,7 +434,9 @@ def build_model(checkpoint: dict[str, Any], device: str | torch.device = "cpu") 
             + "; ".join(wrong[:3])
             + (f"; and {len(wrong) - 3} more" if len(wrong) > 3 else "")
         )
-    model = ActorCritic(hidden_sizes=sizes, observation_version=layout)
+    # Memory without the random initialisation (an orthogonal init costs more than the rest of a
+    # load): the shapes match, so loading the state dict overwrites every value.
+    model = network.to_empty(device="cpu")
     try:
         model.load_state_dict(weights)
     except RuntimeError as err:

@@ -49,6 +49,10 @@ MAX_NUM_GAMES, MAX_ROLLOUT_STEPS, MAX_ROLLOUT_TURNS = 2**16, 2**12, 2**20
 MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE, MAX_PARAMETERS = 16, 2**16, 100_000_000
 #: Largest torch_threads.
 MAX_TORCH_THREADS = 1024
+#: Largest env.rules_weights entry. Weights are relative: a million to one already leaves a
+#: rule set one game of any batch (at most MAX_NUM_GAMES), and the bound keeps a typo such
+#: as 1e308, whose sum overflows to inf, from reaching the split of the games.
+MAX_RULES_WEIGHT = 1e6
 #: Largest config file, deepest nesting and most lists and mappings in one (a config has
 #: fewer than a hundred; YAML aliases can multiply a small file into billions).
 MAX_CONFIG_BYTES, MAX_NESTING, MAX_NODES = 1_000_000, 32, 100_000
@@ -103,6 +107,7 @@ FolderName = Annotated[str, Field(max_length=255), AfterValidator(_folder_name)]
 PathText = Annotated[str, AfterValidator(_no_nul)]
 Positive = Annotated[WholeNumber, Field(ge=1)]
 NonNegative = Annotated[WholeNumber, Field(ge=0)]
+RulesWeight = Annotated[float, Field(gt=0, le=MAX_RULES_WEIGHT, allow_inf_nan=False)]
 
 
 # ---------------------------------------------------------------------------------
@@ -118,9 +123,10 @@ class EnvConfig(StrictModel):
             between them by ``rules_weights`` (each game keeps its rules; see
             :class:`~loveletter_env.batched.mixed.MixedRulesBatched`), e.g. ``[classic,
             mini6, mini7, mini8, mini9]`` trains one network on the full game and every rung.
-        rules_weights: one relative weight per entry of ``rules``. The default weights
-            (half the games on the full game, an eighth on each rung) go with the default
-            ``rules``; rules given without weights get equal shares.
+        rules_weights: one relative weight per entry of ``rules``, each above 0 and at most
+            :data:`MAX_RULES_WEIGHT` (1e6). The default weights (half the games on the full
+            game, an eighth on each rung) go with the default ``rules``; rules given without
+            weights get equal shares.
         episode: ``"round"`` (reward after every round) or ``"game"``.
         num_games: games played side by side.
         rollout_steps: turns each game advances per rollout (the rollout has
@@ -129,7 +135,7 @@ class EnvConfig(StrictModel):
 
     num_players: Annotated[OneOrMore[TableSize], Field(min_length=1)] = [2]
     rules: Annotated[OneOrMore[RulesName], Field(min_length=1)] = ["classic", "mini6", "mini7", "mini8", "mini9"]
-    rules_weights: list[Annotated[float, Field(gt=0, allow_inf_nan=False)]] | None = [4, 1, 1, 1, 1]
+    rules_weights: list[RulesWeight] | None = [4, 1, 1, 1, 1]
     episode: Literal["round", "game"] = "round"
     num_games: Annotated[WholeNumber, Field(ge=1, le=MAX_NUM_GAMES)] = 256
     rollout_steps: Annotated[WholeNumber, Field(ge=2, le=MAX_ROLLOUT_STEPS)] = 32

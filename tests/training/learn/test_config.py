@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from training.learn.config import ConfigError, load_config
+from training.learn.config import MAX_RULES_WEIGHT, ConfigError, load_config
 from training.selfplay import main as selfplay_main
 
 
@@ -48,6 +48,32 @@ def test_bad_config_values_are_a_config_error_before_training(tmp_path, capsys, 
     assert exit_info.value.code == 2
     assert re.search(message, capsys.readouterr().err)
     assert list(tmp_path.iterdir()) == []  # nothing was started
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [
+        "env.rules_weights=[1e308, 1e308]",
+        # In a stage the weights once passed the check, and the run crashed at the stage's turn.
+        "schedule=[{at_step: 256, set: {env.rules_weights: [1e308, 1e308]}}]",
+    ],
+    ids=["top level", "schedule stage"],
+)
+def test_huge_curriculum_weights_are_a_config_error_before_training(tmp_path, capsys, weights):
+    overrides = ["env.rules=[mini6, mini7]", weights]
+    message = r"env.rules_weights\[0\] must be <= 1000000, got 1e\+308"
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, overrides)
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(["--no-progress", "--set", f"out_dir={tmp_path}", *(a for o in overrides for a in ("--set", o))])
+    assert exit_info.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == []  # nothing was started
+
+
+def test_the_largest_curriculum_weights_are_accepted():
+    config = load_config(None, ["env.rules=[mini6, mini7]", "env.rules_weights=[1e6, 1e6]"])
+    assert config.env.rules_weights == [MAX_RULES_WEIGHT, MAX_RULES_WEIGHT]
 
 
 @pytest.mark.parametrize(

@@ -28,9 +28,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .cards import BARON, CARD_COUNTS, CARD_VALUES, DECK_SIZE, KING, PRIEST
-from .engine import MAX_PLAYERS, GameState, TurnEvent
-from .rules import Rules
+from ..cards import BARON, CARD_COUNTS, CARD_VALUES, DECK_SIZE, KING, PRIEST
+from ..engine import MAX_PLAYERS, GameState, TurnEvent
+from ..rules import Rules
+from ..validation import is_int, shown
 
 #: A seat never discards more than the 16 cards in play, so 16 slots can never overflow.
 MAX_DISCARDS = DECK_SIZE
@@ -400,10 +401,13 @@ def _decode_move(slot: np.ndarray) -> MoveView:
 
 
 def layout_size(version: int) -> int:
-    """The entries of observation ``version``; ``ValueError`` naming the known ones for any other."""
-    if version not in LAYOUT_SIZES:
-        raise ValueError(f"unknown observation version {version!r}; known versions are {sorted(LAYOUT_SIZES)}")
-    return LAYOUT_SIZES[version]
+    """The entries of observation ``version``; ``ValueError`` naming the known ones for any
+    other, and for anything but an integer (``True`` and ``1.0`` equal 1, and are no version)."""
+    if not is_int(version) or version not in LAYOUT_SIZES:
+        raise ValueError(
+            f"unknown observation version {shown(version)}; the known versions are the integers {sorted(LAYOUT_SIZES)}"
+        )
+    return LAYOUT_SIZES[int(version)]
 
 
 def layout_name(size: int) -> str:
@@ -491,7 +495,3 @@ def layout_table() -> str:
         f"version 1 is the first {V1_OBSERVATION_SIZE} entries (`V1_OBSERVATION_SIZE`)."
     )
     return "\n".join(rows)
-
-
-if __name__ == "__main__":
-    print(layout_table())
