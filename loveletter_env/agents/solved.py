@@ -11,14 +11,16 @@ its nonzero entries as ``index * 32 + value`` (every entry is a small whole numb
 32), in index order. The ``tokens`` entries are left out: the solved game is one round,
 so the agent plays every round of a longer game as that round.
 
-Policy file format (version 3)
+Policy file format (version 4)
 ------------------------------
 A ``numpy.savez_compressed`` archive, read with ``allow_pickle=False``; every entry is
 required. ``I`` is the number of information sets.
 
-* ``format`` (``"loveletter-solved-policy"``), ``version`` (3), ``meta`` (a JSON object:
-  rules, iterations, exploitability, first_player_score, ...);
-* ``infoset_player`` int8 [I]: 0 for the player who moves first, 1 for the other;
+* ``format`` (``"loveletter-solved-policy"``), ``version`` (4), ``meta`` (a JSON object:
+  ``num_players``, the rung's table size, an integer 2, 3 or 4; rules, iterations,
+  exploitability, nash_conv, first_player_score, ...);
+* ``infoset_player`` int8 [I]: the seat of the set's player, 0 for the player who moves
+  first, then in turn order up to ``num_players - 1``;
 * ``key_offsets`` int64 [I + 1], ``key_entries`` uint16: the observation key of
   information set ``i`` is ``key_entries[key_offsets[i]:key_offsets[i + 1]]``, a different
   key for each set;
@@ -27,10 +29,11 @@ required. ``I`` is the number of information sets.
   the probability of each: finite, non-negative, summing to 1 per information set.
 
 :meth:`SolvedPolicy.load` checks all of this and refuses a file that breaks any of it
-with a :class:`PolicyFileError` naming the file. Files of versions 1 and 2 (version 2
-chained each information set to the player's previous one, before the observation
-recalled the round) are refused: solve the rung again with
-``python -m training.solve RUNG``.
+with a :class:`PolicyFileError` naming the file. Version 3 files (2-player rungs only)
+still load: they are version 4 without ``num_players`` in ``meta``, which is then 2, and
+with seats 0 and 1 only. Files of versions 1 and 2 (version 2 chained each information
+set to the player's previous one, before the observation recalled the round) are
+refused: solve the rung again with ``python -m training.solve RUNG``.
 """
 
 from __future__ import annotations
@@ -52,7 +55,11 @@ from ..tree import KEY_VALUE_RANGE, observation_key
 from .base import legal_actions_of
 
 FORMAT = "loveletter-solved-policy"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+#: The versions :meth:`SolvedPolicy.load` reads: version 3 held 2-player rungs only.
+READABLE_VERSIONS = (3, 4)
+#: The table sizes a policy may be for.
+POLICY_PLAYERS = (2, 3, 4)
 #: Largest distance of a policy's per-information-set probability sum from 1.
 SUM_TOLERANCE = 1e-6
 
@@ -72,6 +79,11 @@ class SolvedPolicy:
     @property
     def num_infosets(self) -> int:
         return int(self.infoset_player.shape[0])
+
+    @property
+    def num_players(self) -> int:
+        """The rung's table size (``meta["num_players"]``; 2 in a version 3 file)."""
+        return int(self.meta.get("num_players", 2))
 
     def key(self, infoset: int) -> bytes:
         """The observation key of ``infoset``."""
@@ -98,7 +110,7 @@ class SolvedPolicy:
             f,
             format=np.str_(FORMAT),
             version=np.int64(FORMAT_VERSION),
-            meta=np.str_(json.dumps(self.meta, allow_nan=False)),
+            meta=np.str_(json.dumps({**self.meta, "num_players": self.num_players}, allow_nan=False)),
             **arrays,
         )
 
@@ -168,11 +180,23 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
         raise refuse("has no version number")
     rung = meta.get("rules") if isinstance(meta, dict) and isinstance(meta.get("rules"), str) else "RUNG"
     again = f"solve the rung again with `python -m training.solve {rung}`"
-    if version != FORMAT_VERSION:
-        raise refuse(f"is format version {version}, and this code reads version {FORMAT_VERSION} only: {again}")
+    if version not in READABLE_VERSIONS:
+        readable = " and ".join(map(str, READABLE_VERSIONS))
+        raise refuse(f"is format version {version}, and this code reads versions {readable} only: {again}")
     if not isinstance(meta, dict):
         shown = "no meta entry" if meta_text is None else "a meta entry that is not a JSON object"
         raise refuse(f"has {shown} (rules, iterations, ...)")
+    if version == 3:
+        if "num_players" in meta and meta["num_players"] != 2:
+            raise refuse(
+                f"is format version 3, which holds 2-player rungs only, yet its meta says num_players "
+                f"{meta['num_players']!r}"
+            )
+        num_players = 2
+    else:
+        num_players = meta.get("num_players")
+        if type(num_players) is not int or num_players not in POLICY_PLAYERS:
+            raise refuse(f"has meta num_players {num_players!r}, expected the rung's table size: 2, 3 or 4")
     information = meta.get("information", "observations")
     if information != "observations":
         raise refuse(
@@ -202,8 +226,8 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
             )
     if arrays["probabilities"].shape != arrays["actions"].shape:
         raise refuse(f"has {arrays['probabilities'].shape[0]} probabilities for {arrays['actions'].shape[0]} actions")
-    if not np.isin(arrays["infoset_player"], (0, 1)).all():
-        raise refuse("has an infoset_player other than 0 and 1")
+    if not np.isin(arrays["infoset_player"], range(num_players)).all():
+        raise refuse(f"has an infoset_player outside the seats 0..{num_players - 1} of its {num_players}-player rung")
     keys = arrays["key_entries"].astype(np.int64)
     if ((keys < 0) | (keys >= OBSERVATION_SIZE * KEY_VALUE_RANGE)).any():
         raise refuse(f"has a key entry outside 0..{OBSERVATION_SIZE * KEY_VALUE_RANGE - 1}")
