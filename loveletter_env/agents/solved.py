@@ -194,9 +194,10 @@ def _checked_entries(where: str, entries: dict[str, np.ndarray]) -> dict[str, An
             )
         num_players = 2
     else:
-        num_players = meta.get("num_players")
-        if type(num_players) is not int or num_players not in POLICY_PLAYERS:
-            raise refuse(f"has meta num_players {num_players!r}, expected the rung's table size: 2, 3 or 4")
+        stated = meta.get("num_players")
+        if type(stated) is not int or stated not in POLICY_PLAYERS:
+            raise refuse(f"has meta num_players {stated!r}, expected the rung's table size: 2, 3 or 4")
+        num_players = stated
     information = meta.get("information", "observations")
     if information != "observations":
         raise refuse(
