@@ -545,7 +545,7 @@ class _SolvedPolicyInOpenSpiel(policy_lib.Policy):
     the observation alone (it recalls the round), so the engine's state gives it directly."""
 
     def __init__(self, game, solved, observation_key):
-        super().__init__(game, [0, 1])
+        super().__init__(game, list(range(game.num_players())))
         self.solved = solved
         self.observation_key = observation_key
         self.index = {solved.key(i): i for i in range(solved.num_infosets)}
@@ -602,6 +602,24 @@ def test_mini6_openspiel_cfr_brackets_training_solves_value():
     conv, lower, upper = _value_bracket(game, openspiel_cfr.average_policy())
     assert lower - 1e-9 <= 2 * result.first_player_score - 1 <= upper + 1e-9
     assert conv / 4 < 0.01  # the bracket is narrow: under 0.02 wide in score units
+
+
+@pytest.mark.slow
+def test_mini6_3p_openspiel_nash_conv_is_the_projects_at_three_players():
+    """At 3 players OpenSpiel's nash_conv, in its units (a round returns n * score - 1 to each
+    seat), is 3 times the project's, for uniform random play and for the solver's profile
+    (about 2 minutes on one core, most of it OpenSpiel's best responses in Python)."""
+    from loveletter_env.tree import build_tree, observation_key
+    from training.exploitability.cfr import TreeWorkspace
+
+    solve = _solver()
+    tree = build_tree("mini6_3p")
+    result = solve.solve("mini6_3p", iterations=2000, target=0.002, tree=tree)
+    game = load(3, "mini6_3p")
+    uniform = exploitability.nash_conv(game, policy_lib.UniformRandomPolicy(game))
+    assert uniform / 3 == pytest.approx(TreeWorkspace(tree).exploitability(tree.uniform_strategy()).nash_conv, abs=1e-6)
+    solved = exploitability.nash_conv(game, _SolvedPolicyInOpenSpiel(game, result.policy, observation_key))
+    assert solved / 3 == pytest.approx(result.nash_conv, abs=1e-6)
 
 
 # The example and the documentation --------------------------------------------------------
