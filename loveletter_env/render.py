@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from .actions import describe_action
 from .cards import (
@@ -70,9 +71,10 @@ def _names(cards) -> str:
     return ", ".join(card_name(c) for c in cards) if cards else "-"
 
 
-def render_seat_view(state: GameState, seat: int) -> str:
+def render_seat_view(state: GameState, seat: int, moves: Sequence[int] | None = None) -> str:
     """What ``seat`` sees: tokens, discards, flags, face-up cards, own hand, known cards,
-    and its legal moves when it is to act. Never another player's hidden card."""
+    and its legal moves when it is to act (``moves``, when given: the legal moves to list).
+    Never another player's hidden card."""
     n = state.num_players
     lines = [
         (
@@ -103,7 +105,8 @@ def render_seat_view(state: GameState, seat: int) -> str:
         lines.append(f"Round over - winners: {', '.join(f'player_{p}' for p in state.round_winners)}")
     elif state.current == seat:
         lines.append("Legal moves:")
-        lines += [f"  {a:>2}: {describe_action(a, seat, n)}" for a in legal_actions(state)]
+        listed = legal_actions(state) if moves is None else moves
+        lines += [f"  {a:>2}: {describe_action(a, seat, n)}" for a in listed]
     return "\n".join(lines)
 
 

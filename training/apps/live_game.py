@@ -5,21 +5,24 @@
 turn (or the round is over), takes the person's move, narrates every move as the
 person's seat saw it into :attr:`LiveGame.log`, and records the game as a replay. The
 caller only asks for moves and shows the log: the terminal reads them from standard
-input, the web app from requests.
+input, the web app from requests. An agent that fails (its code raises, or it answers an
+illegal move) stops the game (:class:`BotFailed`); the person never moves for another seat.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
-from loveletter_env.agents.base import checked_act
+from loveletter_env.agents.base import AgentError, checked_act
+from loveletter_env.cards import CARD_COUNTS, GUARD
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
 from loveletter_env.render import narrate, round_summary
@@ -37,6 +40,27 @@ class NotNow(ValueError):
 
 class IllegalMove(ValueError):
     """A move that is not one of the person's legal moves."""
+
+
+class BotFailed(AgentError):
+    """An agent failed to choose a move: it raised, or answered a move that is not legal.
+    The game is stopped (:attr:`LiveGame.stopped` says why) and takes no more moves."""
+
+
+#: Why the apps do not offer a Guard guess that :func:`unseen_guesses` leaves out.
+SEEN_GUESS_REASON = "you can see every copy: in your hand, face up or discarded"
+
+
+def unseen_guesses(state: GameState, seat: int) -> list[int]:
+    """The cards ``seat`` may name with a Guard and could still find in another hand: the
+    values 2..8 with a copy that ``seat`` cannot see (not in its own hand, face up or in
+    anyone's discards).
+
+    The rules keep naming any other card legal (a sure miss): the terminal and the web app
+    offer only these, so that both leave out the same names.
+    """
+    seen = [*state.hand_of(seat), *state.face_up, *(card for pile in state.discards for card in pile)]
+    return [value for value in sorted(CARD_COUNTS) if value != GUARD and seen.count(value) < CARD_COUNTS[value]]
 
 
 def observation_of(state: GameState, seat: int) -> dict[str, np.ndarray]:
@@ -105,13 +129,18 @@ class LiveGame:
         #: Wall-clock and CPU seconds of each agent decision (observation, explanation, move).
         self.bot_seconds: list[float] = []
         self.bot_cpu_seconds: list[float] = []
-        #: The finished game's replay (``None`` until :attr:`finished`).
+        #: The finished game's replay (``None`` until :attr:`finished`, and for a stopped game).
         self.replay: Replay | None = None
+        #: Why the game was stopped before its end (an agent failed), else ``None``.
+        self.stopped: str | None = None
         self._begin_round()
 
     @property
     def finished(self) -> bool:
-        """No more moves: the game is over, or the last round asked for is."""
+        """No more moves: the game is over, the last round asked for is, or the game was
+        :attr:`stopped`."""
+        if self.stopped is not None:
+            return True
         state = self.state
         return state.round_over and (
             state.game_over or (self.max_rounds is not None and state.round >= self.max_rounds)
@@ -123,11 +152,14 @@ class LiveGame:
 
     def move(self, action: Any) -> None:
         """The person plays ``action``; the agents answer. :class:`NotNow` when it is not the
-        person's move to make, :class:`IllegalMove` when ``action`` is not legal."""
-        if self.finished:
-            raise NotNow("this game is over; start a new one")
+        person's move to make, :class:`IllegalMove` when ``action`` is not legal, and
+        :class:`BotFailed` when an agent fails while answering (the game is then stopped)."""
+        self._check_playing()
         if self.state.round_over:
             raise NotNow("the round is over; ask for the next round first")
+        if self.state.current != self.seat:
+            # Never the legal moves of another seat: they would show its hand.
+            raise NotNow(f"it is not your turn: player_{self.state.current} is to move")
         legal = engine.legal_actions(self.state)
         if not is_int(action) or action not in legal:
             raise IllegalMove(f"action {action!r} is not one of your legal moves {list(legal)}")
@@ -135,9 +167,9 @@ class LiveGame:
         self._play_agents()
 
     def next_round(self) -> None:
-        """Deal the next round of the game; the agents play up to the person's turn."""
-        if self.finished:
-            raise NotNow("this game is over; start a new one")
+        """Deal the next round of the game; the agents play up to the person's turn
+        (:class:`BotFailed` when one fails)."""
+        self._check_playing()
         if not self.state.round_over:
             raise NotNow("the round is still being played")
         engine.start_round(self.state, self._deck())
@@ -145,6 +177,12 @@ class LiveGame:
 
     def on_finish(self, replay: Replay) -> None:
         """Called once with the replay when the game is finished (subclasses save it)."""
+
+    def _check_playing(self) -> None:
+        if self.stopped is not None:
+            raise NotNow(f"this game was stopped: {self.stopped}; start a new one")
+        if self.finished:
+            raise NotNow("this game is over; start a new one")
 
     def _deck(self) -> list[int]:
         return list(self.recorder.rules.shuffled_deck(self.rng))
@@ -169,13 +207,28 @@ class LiveGame:
         while not state.round_over and state.current != self.seat:
             player = state.current
             agent = self.agents[player]
+            label = f"{self.infos[player].name} at player_{player}"
             start, start_cpu = time.perf_counter(), time.thread_time()
             observation = observation_of(state, player)
-            details = decision_details(agent, observation, player, state.num_players)
-            action = checked_act(agent, observation, name=f"{self.infos[player].name} at player_{player}")
+            try:
+                details = decision_details(agent, observation, player, state.num_players)
+                action = checked_act(agent, observation, name=label)
+            except Exception as exc:  # any failure of an agent's code: the game cannot go on
+                self._stop(label, exc)
             self.bot_seconds.append(time.perf_counter() - start)
             self.bot_cpu_seconds.append(time.thread_time() - start_cpu)
             self._play(action, details)
+
+    def _stop(self, label: str, exc: Exception) -> NoReturn:
+        """Stop the game because the agent ``label`` failed with ``exc``, and raise :class:`BotFailed`."""
+        if isinstance(exc, AgentError):
+            # It names the agent and what it returned; the legal moves it may list would show the agent's hand.
+            problem = re.sub(r" \(legal: \[[^\]]*\]\)", "", str(exc))
+        else:
+            problem = f"agent {label} failed: {type(exc).__name__}: {exc}"
+        self.stopped = problem
+        self.log.append(f"Game stopped: {problem}.")
+        raise BotFailed(f"{problem}; the game was stopped") from exc
 
     def _finish(self) -> None:
         if self.length != "round":

@@ -30,6 +30,8 @@ DEFAULT_CHECKPOINTS = (Path("checkpoints") / "shipped", Path("checkpoints") / "v
 #: result, else what :func:`training.learn.checkpoint.resolve_checkpoint_path` would load.
 RUN_FILES = ("result.pt", "best.pt", "latest.pt")
 MAX_CHECKPOINTS = 100
+#: Characters of an unexpected loading error's first line quoted when a checkpoint is left out.
+MAX_FAILURE_CHARS = 200
 #: Folders of a training run whose checkpoints are its history, not agents to offer.
 TRAINING_LEFTOVERS = ("snapshots",)
 #: ``--host`` values that mean every address of this machine rather than one name.
@@ -94,7 +96,7 @@ def is_solved_policy(path: Path) -> bool:
 
     try:
         SolvedPolicy.load(path)
-    except (ValueError, OSError):
+    except Exception:  # PolicyFileError for any other file, whatever the reader met on the way
         return False
     return True
 
@@ -102,7 +104,8 @@ def is_solved_policy(path: Path) -> bool:
 def load_policies(paths: Sequence[Path]) -> dict[str, OfferedPolicy]:
     """Display name -> policy for each solved policy file in ``paths``, each loaded once as an
     agent. A policy is named by the rung it plays (``mini6``; ``mini6-2`` for a second one).
-    Raises ``ValueError`` naming a file that is not a playable solved policy."""
+    Raises ``ValueError`` naming a file that is not a playable solved policy (the loader's
+    :class:`~loveletter_env.agents.solved.PolicyFileError`, or however else it fails)."""
     from loveletter_env.agents.solved import SolvedAgent
     from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
     from loveletter_env.rules import PRESETS
@@ -111,9 +114,9 @@ def load_policies(paths: Sequence[Path]) -> dict[str, OfferedPolicy]:
     for path in paths:
         try:
             rules = SolvedAgent(path).rules
-        except (ValueError, OSError) as exc:
+        except Exception as exc:  # PolicyFileError names what is wrong; nothing else may crash start-up
             hint = " (a network checkpoint is offered with --checkpoints)" if path.suffix in CHECKPOINT_SUFFIXES else ""
-            raise ValueError(f"--policies: {exc}{hint}") from None
+            raise ValueError(f"--policies: {_load_failure(exc, path)}{hint}") from None
         if rules not in PRESETS:
             raise ValueError(f"--policies: {str(path)!r} was solved for rules {rules!r}, which no preset names")
         name, copy = rules, 1
@@ -124,27 +127,39 @@ def load_policies(paths: Sequence[Path]) -> dict[str, OfferedPolicy]:
     return found
 
 
+def _load_failure(exc: Exception, path: Path) -> str:
+    """Why ``path`` did not load: the message of a loader's own error (a
+    :class:`~training.learn.checkpoint.CheckpointError`, a ``ValueError`` or ``OSError``),
+    else the exception's type and the first line of its message, naming the file."""
+    if isinstance(exc, (ValueError, OSError)):
+        return str(exc)
+    first_line = (str(exc).splitlines() or [""])[0][:MAX_FAILURE_CHARS]
+    return f"{str(path)!r} could not be loaded ({type(exc).__name__}: {first_line})"
+
+
 def check_checkpoints(
     found: dict[str, Path], named: Sequence[Path], load: Callable[[Path], object]
 ) -> tuple[dict[str, Path], list[str]]:
     """Load every found checkpoint once with ``load``: those that load, and a line for each
-    one found in a folder that does not (it is left out). Raises ``ValueError`` naming a file
-    given directly that is not a checkpoint."""
+    one found in a folder that does not, however it fails (it is left out). Raises
+    ``ValueError`` naming a file given directly that does not load."""
     given = {path.resolve() for path in named if path.is_file()}
     usable: dict[str, Path] = {}
     skipped: list[str] = []
     for name, path in found.items():
         try:
             load(path)
-        except (ValueError, OSError) as exc:
+        # CheckpointError (a ValueError) is the loader's word for a file it refuses; anything
+        # else (torch failing on an odd tensor) must not stop the server from starting either.
+        except Exception as exc:
             if path in given and is_solved_policy(path):
                 raise ValueError(
                     f"--checkpoints: {str(path)!r} is a solved policy of python -m training.solve, not a "
                     f"network checkpoint; offer it with --policies {path}"
                 ) from None
             if path in given:
-                raise ValueError(f"--checkpoints: {exc}") from None
-            skipped.append(f"{name}: {exc}")
+                raise ValueError(f"--checkpoints: {_load_failure(exc, path)}") from None
+            skipped.append(f"{name}: {_load_failure(exc, path)}")
             continue
         usable[name] = path
     return usable, skipped

@@ -9,8 +9,10 @@ can play too::
     printf '0\n1\n' | python -m training.play rule --seed 3 --rounds 1
 
 Commands at the prompt: ``help`` shows your view, your moves and what every card does;
-``quit`` leaves. At a terminal, a move that would discard your Princess (and so put you
-out) asks for a ``y`` first; moves read from a pipe or a file are played as given.
+``quit`` leaves (exit status 0; input that runs out mid-game exits with 1). At a terminal,
+a move that would discard your Princess (and so put you out) asks for a ``y`` first; moves
+read from a pipe or a file are played as given. A Guard's guesses list only the cards you
+could still find in another hand (:func:`seat_view`).
 """
 
 from __future__ import annotations
@@ -23,21 +25,25 @@ from functools import partial
 from typing import TextIO
 
 from loveletter_env import engine
-from loveletter_env.actions import PRINCE_BASE, PRINCESS_ACTION, describe_action
+from loveletter_env.actions import ACTION_GUESS, PRINCE_BASE, PRINCESS_ACTION, describe_action
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
-from loveletter_env.cards import PRINCE, PRINCESS
+from loveletter_env.cards import PRINCE, PRINCESS, card_name
 from loveletter_env.engine import GameState
 from loveletter_env.render import card_reference, render_seat_view
 from loveletter_env.replay import save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import check_num_players, check_seed, check_writable, is_int
-from training.apps.live_game import LiveGame, Opponent
+from training.apps.live_game import SEEN_GUESS_REASON, LiveGame, Opponent, unseen_guesses
 from training.learn.compile_notice import announce_kernel_compilation
 
 
 class QuitGame(Exception):
-    """The player asked to leave, or the input ran out."""
+    """The player asked to leave (``chosen``), or the input ran out."""
+
+    def __init__(self, message: str, chosen: bool = False):
+        super().__init__(message)
+        self.chosen = chosen
 
 
 def _seed(text: str) -> int:
@@ -100,6 +106,23 @@ def _read_line(stdin: TextIO, out: TextIO, prompt: str) -> str:
     return line
 
 
+def seat_view(state: GameState, seat: int) -> str:
+    """:func:`~loveletter_env.render.render_seat_view` listing only the Guard guesses that
+    ``seat`` could still find in another hand (:func:`~training.apps.live_game.unseen_guesses`,
+    as the web app offers them), with a line naming the cards left out and why. The others
+    stay legal: typed as a number or in words, they are played."""
+    if state.round_over or state.current != seat:
+        return render_seat_view(state, seat)
+    unseen = unseen_guesses(state, seat)
+    legal = engine.legal_actions(state)
+    listed = [a for a in legal if not ACTION_GUESS[a] or ACTION_GUESS[a] in unseen]
+    view = render_seat_view(state, seat, listed)
+    left_out = sorted({ACTION_GUESS[a] for a in legal if a not in listed})
+    if left_out:
+        view += f"\n  Guard guesses not listed ({SEEN_GUESS_REASON}): {', '.join(map(card_name, left_out))}"
+    return view
+
+
 def ask_move(state: GameState, seat: int, stdin: TextIO, out: TextIO, confirm_princess: bool | None = None) -> int:
     """Show the seat's view and read moves until a legal one arrives.
 
@@ -109,14 +132,14 @@ def ask_move(state: GameState, seat: int, stdin: TextIO, out: TextIO, confirm_pr
     if confirm_princess is None:
         confirm_princess = stdin.isatty()
     legal = engine.legal_actions(state)
-    print(render_seat_view(state, seat), file=out)
+    print(seat_view(state, seat), file=out)
     while True:
         line = _read_line(stdin, out, "Your move> ")
         command = line.strip().lower()
         if command in ("quit", "exit", "q"):
-            raise QuitGame("you left the game")
+            raise QuitGame("you left the game", chosen=True)
         if command in ("help", "?", "h"):
-            print(render_seat_view(state, seat), file=out)
+            print(seat_view(state, seat), file=out)
             print("\nCards:\n" + card_reference(state.rules), file=out)
             print("Answer with a move number or a unique part of its description; 'quit' leaves.", file=out)
             continue
@@ -224,7 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
     except QuitGame as exc:
         print(f"\nGame stopped: {exc}.")
-        return 1
+        # Leaving is the person's choice; input that runs out mid-game (a script too short) is not.
+        return 0 if exc.chosen else 1
     return 0
 
 

@@ -266,3 +266,57 @@ def test_the_cards_of_a_game_say_what_they_do_under_its_rules(server, browser):
     reference = driver.find_element(By.ID, "reference").text
     assert "does not protect from the King" in reference and "except the King's" in reference
     assert console_errors(driver) == []
+
+
+def move_requests(driver) -> int:
+    """How many move requests the page has sent (the browser's own record of its fetches)."""
+    return driver.execute_script(
+        "return performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/move')).length"
+    )
+
+
+def moves_told(driver) -> int:
+    """The person's moves in the turn log (read in one go: the log is redrawn after each answer)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#log li')]"
+        ".filter((li) => li.textContent.startsWith('You played')).length"
+    )
+
+
+def start_round(driver, server: str, seed: int, fresh: str) -> None:
+    """A one-round game against ``random`` dealt by ``seed``, on a freshly loaded page."""
+    driver.get(f"{server}/?{fresh}#/play")
+    wait = WebDriverWait(driver, WAIT)
+    wait.until(EC.presence_of_element_located((By.ID, "opp-1")))
+    Select(driver.find_element(By.ID, "length")).select_by_value("round")
+    Select(driver.find_element(By.ID, "opp-1")).select_by_value("random")
+    driver.find_element(By.ID, "seed").send_keys(str(seed))
+    driver.find_element(By.ID, "start").click()
+    wait.until(lambda d: visible(d, "#hand .card.playable"))
+
+
+def test_a_double_click_sends_one_move(server, browser):
+    """A double click sent the move twice: the second answer put an error on the page
+    ("not one of your legal moves", "this game is over") and a 400 or 409 in the console."""
+    driver = browser
+    wait = WebDriverWait(driver, WAIT)
+    # Seed 0 deals the person a Guard and a Priest: the Priest has one move (on player_1).
+    start_round(driver, server, 0, "double-card")
+    priest = driver.find_element(By.CSS_SELECTOR, "#hand .card.playable[data-card='2']")
+    ActionChains(driver).double_click(priest).perform()
+    wait.until(lambda d: moves_told(d) == 1)
+    time.sleep(1)  # time for a second request to be sent and answered
+    assert move_requests(driver) == 1 and moves_told(driver) == 1
+    assert not visible(driver, "#error")
+    assert console_errors(driver) == []
+    # The same with a Guard's guess: seed 1 deals a Guard and a King.
+    start_round(driver, server, 1, "double-guess")
+    driver.find_element(By.CSS_SELECTOR, "#hand .card.playable[data-card='1']").click()
+    driver.find_element(By.CSS_SELECTOR, "#picker .target-btn").click()
+    guess = wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#picker .guess-btn")))
+    ActionChains(driver).double_click(guess).perform()
+    wait.until(lambda d: moves_told(d) == 1)
+    time.sleep(1)
+    assert move_requests(driver) == 1 and moves_told(driver) == 1
+    assert not visible(driver, "#error")
+    assert console_errors(driver) == []

@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, act, start
 
+from loveletter_env import engine
 from loveletter_env.actions import PRINCESS_ACTION, encode_action
 from loveletter_env.agents.base import AgentError
-from loveletter_env.cards import GUARD, HANDMAID, PRIEST, PRINCE, PRINCESS
+from loveletter_env.cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from loveletter_env.render import card_reference
 from loveletter_env.replay import load_replay
-from training.apps.terminal import QuitGame, ask_move, discards_princess, parse_move, play
+from training.apps.live_game import SEEN_GUESS_REASON, BotFailed, unseen_guesses
+from training.apps.terminal import QuitGame, ask_move, discards_princess, parse_move, play, seat_view
 
 GUARDS_ON_1 = [encode_action(GUARD, 1, g) for g in range(2, 9)]
 
@@ -97,6 +99,9 @@ def test_cli_plays_a_round_from_stdin():
 def test_cli_stops_cleanly_when_input_ends_and_names_bad_options():
     run = _run(["rule", "--seed", "1"], "")
     assert run.returncode == 1 and "Game stopped: no more input" in run.stdout
+    # Leaving is the person's choice, not a failure.
+    run = _run(["rule", "--seed", "1"], "quit\n")
+    assert run.returncode == 0 and "Game stopped: you left the game" in run.stdout, run.stdout + run.stderr
     bad = _run(["rule", "--players", "2", "--seat", "5"], "")
     assert bad.returncode == 2 and "seat must be in 0..1" in bad.stderr
 
@@ -139,7 +144,7 @@ def test_the_terminal_and_the_web_app_play_the_same_game_from_a_seed(tmp_path):
         if web.state.round_over:
             web.next_round()
         else:
-            web.move(web.view()["legal"][0]["action"])
+            web.move(next(m["action"] for m in web.view()["legal"] if m["possible"]))  # the first the terminal lists
     terminal = load_replay(tmp_path / "t.json")
     assert [r.to_dict() for r in saved[0].rounds] == [r.to_dict() for r in terminal.rounds]
     assert all(line in out.getvalue() for line in web.log if not line.startswith("Round") or "won by" in line)
@@ -194,6 +199,49 @@ def test_scripted_moves_discard_the_princess_without_a_question():
     out = io.StringIO()
     assert ask_move(state, 0, io.StringIO("40\n"), out) == PRINCESS_ACTION  # a StringIO is no terminal
     assert "Sure?" not in out.getvalue()
+
+
+class _Broken:
+    name = "broken"
+
+    def act(self, observation):
+        raise RuntimeError("lost its way")
+
+
+def test_play_stops_the_game_when_an_opponent_fails():
+    """An agent that raised ended the terminal game with a traceback."""
+    with pytest.raises(BotFailed, match=r"^agent broken at player_1 failed: RuntimeError: lost its way; the game"):
+        play([_Broken()], seed=0, stdin=io.StringIO("0\n" * 200), out=io.StringIO(), seat=0)
+
+
+# Guard guesses ----------------------------------------------------------------------------
+
+
+def seen_cards_state():
+    """Seat 0 to play a Guard while holding the Princess; the King, a Priest and a Baron lie face
+    up, and player_1 has played the other Priest."""
+    state = start(
+        2, first_player=1, hands={0: PRINCESS, 1: PRIEST}, face_up=[KING, PRIEST, BARON], draws=[BARON, GUARD]
+    )
+    engine.step(state, act(PRIEST, 1))
+    return state
+
+
+def test_the_guard_guesses_left_are_the_cards_the_player_cannot_see():
+    """The terminal listed names whose every copy the player could see: in its hand, face up, discarded."""
+    state = seen_cards_state()
+    assert unseen_guesses(state, 0) == [BARON, HANDMAID, PRINCE, COUNTESS]
+    view = seat_view(state, 0)
+    listed = [line for line in view.splitlines() if "naming" in line]
+    assert [line.split("naming ")[1] for line in listed] == ["Baron", "Handmaid", "Prince", "Countess"]
+    assert view.endswith(f"Guard guesses not listed ({SEEN_GUESS_REASON}): Priest, King, Princess")
+    # The web app offers the same names.
+    from training.apps.web.views import legal_moves
+
+    assert [m["guess"] for m in legal_moves(state) if m["possible"] and m["guess"]] == unseen_guesses(state, 0)
+    # Still legal: typed, a sure miss is played.
+    sure_miss = act(GUARD, 1, PRINCESS)
+    assert ask_move(state, 0, io.StringIO(f"{sure_miss}\n"), io.StringIO()) == sure_miss
 
 
 def test_play_names_an_opponent_whose_act_returns_none():

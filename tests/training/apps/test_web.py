@@ -13,7 +13,9 @@ TestClient = pytest.importorskip(
 ).TestClient
 
 
+from loveletter_env.cards import CARD_COUNTS  # noqa: E402
 from loveletter_env.replay import MAX_REPLAY_BYTES, load_replay  # noqa: E402
+from training.apps.live_game import SEEN_GUESS_REASON  # noqa: E402
 from training.apps.server import find_checkpoints  # noqa: E402
 from training.apps.web.app import MAX_JSON_BODY, ServerConfig, create_app  # noqa: E402
 from training.serve import main as serve_main  # noqa: E402
@@ -156,6 +158,79 @@ def test_illegal_and_malformed_moves_change_nothing(client):
         client.post(url, content=b"{not json", headers={"content-type": "application/json"}), 400, "not valid JSON"
     )
     assert client.get(f"/api/games/{game['id']}").json() == game
+
+
+class _Broken:
+    """A bot whose code fails when asked for a move."""
+
+    def act(self, observation):
+        raise RuntimeError("lost its way")
+
+
+class _WrongMoves:
+    """A bot that answers the Handmaid whether or not it holds one, as a policy whose lists
+    of legal actions are wrong would."""
+
+    def act(self, observation):
+        return 30
+
+
+def _client_with_bot(replay_dir, bot):
+    """A client whose checkpoint ``bot`` is ``bot()``: every game against it seats one."""
+    config = ServerConfig(replay_dir, None, {"bot": SHIPPED / "ppo_2p.pt"})
+    return local_client(config, checkpoint_loader=lambda path, seed: bot())
+
+
+def _assert_stopped_for_good(client, game_id, bot_hand_text):
+    """Every later move or deal of a stopped game is refused with why, and nothing is played:
+    no action, the bot's own moves included, is taken, and no answer lists the bot's moves."""
+    log = client.get(f"/api/games/{game_id}").json()["log"]
+    for action in range(41):
+        answer = client.post(f"/api/games/{game_id}/move", json={"action": action})
+        assert_refused(answer, 409, "this game was stopped: agent bot at player_1")
+        assert bot_hand_text not in answer.json()["error"]
+    assert_refused(client.post(f"/api/games/{game_id}/move", json={"action": 999}), 409, "this game was stopped")
+    assert_refused(client.post(f"/api/games/{game_id}/next-round"), 409, "this game was stopped")
+    assert client.get(f"/api/games/{game_id}").json()["log"] == log
+
+
+def test_a_bot_that_fails_stops_its_game_with_a_clear_error(replay_dir):
+    """A bot that raised left its game stuck on its own turn: the move answered a bare 500, the
+    next illegal move listed the bot's legal moves (its hand), and a move among them was
+    played for the bot."""
+    with _client_with_bot(replay_dir, _Broken) as c:
+        refused_at_start = game = None
+        for seed in range(20):  # the bot starts some deals (it fails at once) and the person others
+            answer = c.post("/api/games", json={"opponents": ["checkpoint:bot"], "seed": seed, "length": "round"})
+            if answer.status_code == 201:
+                game = game or answer.json()
+            else:
+                refused_at_start = refused_at_start or answer
+        assert game is not None and refused_at_start is not None
+        assert_refused(refused_at_start, 500, "agent bot at player_1 failed: RuntimeError: lost its way")
+        answer = c.post(f"/api/games/{game['id']}/move", json={"action": game["legal"][0]["action"]})
+        assert_refused(answer, 500, "agent bot at player_1 failed: RuntimeError: lost its way; the game was stopped")
+        stopped = answer.json()["game"]  # the page draws the stopped game from the answer
+        assert stopped["stopped"] == "agent bot at player_1 failed: RuntimeError: lost its way"
+        assert stopped["finished"] and stopped["legal"] == [] and stopped["view"]["players"][1]["hand"] is None
+        assert stopped["log"][-1] == "Game stopped: agent bot at player_1 failed: RuntimeError: lost its way."
+        assert c.get(f"/api/games/{game['id']}").json() == stopped
+        _assert_stopped_for_good(c, game["id"], "legal moves")
+
+
+def test_a_bot_that_answers_an_illegal_move_stops_its_game_without_showing_its_hand(replay_dir):
+    with _client_with_bot(replay_dir, _WrongMoves) as c:
+        body = {"opponents": ["checkpoint:bot"], "length": "round"}
+        answers = (c.post("/api/games", json={**body, "seed": seed}) for seed in range(20))
+        game = next(a.json() for a in answers if a.status_code == 201)  # a deal the person starts
+        answer = None
+        while not game["finished"]:  # until the bot is dealt no Handmaid
+            answer = c.post(f"/api/games/{game['id']}/move", json={"action": game["legal"][0]["action"]})
+            game = answer.json().get("game", answer.json())
+        assert answer is not None
+        assert_refused(answer, 500, "agent bot at player_1 returned action 30, which is not legal here; the game")
+        assert "legal:" not in answer.text  # the bot's legal moves would show its hand
+        _assert_stopped_for_good(c, game["id"], "legal:")
 
 
 def test_unknown_games(client):
@@ -370,16 +445,37 @@ def test_a_guard_on_a_rung_is_not_offered_cards_that_are_all_face_up(client):
     for seed in range(40):
         game = new_game(client, opponents=["random"], rules="mini6", seed=seed)
         guard_moves = [m for m in game["legal"] if m["card"] == 1 and m["guess"]]
-        if guard_moves:
+        if guard_moves and game["view"]["players"][0]["hand"] == [1, 1]:
             break
     else:
-        pytest.fail("no seed of 0..39 deals the person a Guard to play first on mini6")
+        pytest.fail("no seed of 0..39 deals the person two Guards to play first on mini6")
     possible = {m["guess"]: m["possible"] for m in guard_moves}
     assert possible == {2: True, 3: True, 4: False, 5: True, 6: False, 7: False, 8: True}
     assert all(m["possible"] for m in game["legal"] if not m["guess"])
     # Still a legal move: the server plays it if asked.
     sure_miss = next(m for m in guard_moves if m["guess"] == 4)
     assert client.post(f"/api/games/{game['id']}/move", json={"action": sure_miss["action"]}).status_code == 200
+
+
+def test_a_guard_is_not_offered_the_princess_the_person_holds(client):
+    """The Guard picker offered the Princess to the person holding the only one."""
+    from training.apps.web.games import HumanGame, OpponentCatalog
+
+    random_bot = OpponentCatalog({}, lambda path, seed: None).choose("random", 2)
+    for seed in range(500):
+        view = HumanGame([random_bot], 2, 0, "classic", "round", seed, lambda game, replay: None).view()["view"]
+        # A deal where only the Princess is ruled out: no name has every copy face up, nothing discarded yet.
+        face_up_rules_out = any(view["face_up"].count(v) == CARD_COUNTS[v] for v in range(2, 9))
+        nothing_played = not view["players"][1]["discards"]
+        if sorted(view["players"][0]["hand"]) == [1, 8] and nothing_played and not face_up_rules_out:
+            break
+    else:
+        pytest.fail("no seed of 0..499 deals the person the Guard and the Princess to play first")
+    game = new_game(client, opponents=["random"], seed=seed)
+    possible = {m["guess"]: m["possible"] for m in game["legal"] if m["card"] == 1}
+    assert possible == {2: True, 3: True, 4: True, 5: True, 6: True, 7: True, 8: False}
+    # The page says why it leaves a name out.
+    assert client.get("/api/meta").json()["seen_guess_reason"] == SEEN_GUESS_REASON
 
 
 def test_counts_in_the_page_script_are_pluralized():

@@ -345,6 +345,65 @@ def test_a_bad_file_in_a_checkpoint_folder_is_left_out(tmp_path):
         check_checkpoints(found, [tmp_path / "junk.pt"], load_agent)
 
 
+def _sparse_version_1_checkpoint(path: Path) -> Path:
+    """A format-version 1 checkpoint (no digest) whose first weight is a sparse tensor."""
+    import torch
+
+    data = torch.load(SHIPPED / "ppo_2p.pt", weights_only=True)
+    data["format_version"] = 1
+    data.pop("sha256")
+    weights = data["model"]["state_dict"]
+    first = next(iter(weights))
+    weights[first] = weights[first].to_sparse()
+    torch.save(data, path)
+    return path
+
+
+def test_a_checkpoint_that_fails_to_load_in_a_folder_is_left_out_with_why(tmp_path, capsys, monkeypatch):
+    """A sparse tensor in a version 1 file crashed start-up with torch's NotImplementedError."""
+    import uvicorn
+
+    from training.learn.checkpoint import CheckpointError
+
+    shutil.copy(SHIPPED / "ppo_2p.pt", tmp_path / "good.pt")
+    sparse = _sparse_version_1_checkpoint(tmp_path / "sparse.pt")
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: None)
+    assert serve_main(["--checkpoints", str(tmp_path), "--replays", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    left_out = [line for line in out.splitlines() if "left out" in line]
+    assert len(left_out) == 1 and left_out[0].startswith("  not a usable checkpoint, left out: sparse: ")
+    assert "checkpoints offered: good\n" in out
+    # Named directly, it stops the server with the same reason, not a traceback.
+    with pytest.raises(SystemExit) as exit_info:
+        serve_main(["--checkpoints", str(sparse), "--replays", str(tmp_path / "r")])
+    assert exit_info.value.code == 2 and f"--checkpoints: {str(sparse)!r}" in capsys.readouterr().err
+
+    # The loader's own error, and any other failure, are lines too.
+    def refuse(path):
+        if path.name == "sparse.pt":
+            raise CheckpointError(f"{str(path)!r} holds a sparse tensor")
+        raise RuntimeError("torch ran out of ideas\nand more lines")
+
+    found = {"sparse": sparse, "good": (tmp_path / "good.pt").resolve()}
+    usable, skipped = check_checkpoints(found, [tmp_path], refuse)
+    assert usable == {}
+    assert skipped == [
+        f"sparse: {str(sparse)!r} holds a sparse tensor",
+        f"good: {str(found['good'])!r} could not be loaded (RuntimeError: torch ran out of ideas)",
+    ]
+
+
+def test_a_damaged_solved_policy_stops_start_up_with_why(tmp_path, capsys):
+    from training.exploitability.solver import solve
+
+    policy = solve("mini6", iterations=2).save_policy(tmp_path / "policy.npz")
+    policy.write_bytes(policy.read_bytes()[:200])
+    with pytest.raises(SystemExit) as exit_info:
+        serve_main(["--policies", str(policy), "--replays", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and f"--policies: solved policy {str(policy)!r} is not a .npz archive" in err
+
+
 def _flip(path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF

@@ -1,7 +1,9 @@
 """The web app's routes: each one checks its request and translates it into calls on
 :mod:`.games`, :mod:`.views` and :mod:`loveletter_env.replay`; the game logic lives there.
 
-Every bad request gets a 4xx answer ``{"error": "<what is wrong>"}`` and changes nothing.
+Every bad request gets a 4xx answer ``{"error": "<what is wrong>"}`` and changes nothing. A
+bot that fails while answering a move stops its game: 500, with the error and the stopped
+game's view (``"game"``); later moves of that game get 409.
 The server reads files only from its own static folder, the replay folder and the league
 folder chosen at start-up, and loads checkpoints and solved policies only from the paths it
 was started with.
@@ -38,6 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from loveletter_env.replay import MAX_REPLAY_BYTES, Replay, ReplayError, parse_replay, read_replay_text
 from loveletter_env.rules import PRESETS
 from loveletter_env.strict_json import read_json
+from training.apps.live_game import SEEN_GUESS_REASON, BotFailed
 from training.apps.web.games import (
     GameStore,
     HumanGame,
@@ -45,6 +48,7 @@ from training.apps.web.games import (
     OpponentCatalog,
     RequestError,
     check_new_game,
+    log_agent_failure,
     replay_saver,
 )
 from training.apps.web.views import card_reference, replay_view
@@ -84,10 +88,10 @@ class ServerConfig:
     policies: dict[str, OfferedPolicy] = field(default_factory=dict)
 
 
-def _error(message: str, status: int) -> JSONResponse:
+def _error(message: str, status: int, **extra: Any) -> JSONResponse:
     if len(message) > MAX_ERROR_CHARS:
         message = message[: MAX_ERROR_CHARS - 20] + " ... (message cut)"
-    return JSONResponse({"error": message}, status_code=status)
+    return JSONResponse({"error": message, **extra}, status_code=status)
 
 
 def _host_name(netloc: str) -> str:
@@ -245,7 +249,11 @@ def _game_routes(catalog: OpponentCatalog, games: GameStore, save: Any) -> list[
         args = check_new_game(await _json_body(request), catalog)
         games.check_room()
         # Agents think (and checkpoints load) in a worker thread, so other requests are not held up.
-        game = await run_in_threadpool(lambda: HumanGame(**args, on_finish=save))
+        try:
+            game = await run_in_threadpool(lambda: HumanGame(**args, on_finish=save))
+        except BotFailed as exc:  # before the person's first move: nothing to keep
+            log_agent_failure(exc)
+            raise RequestError(str(exc), 500) from None
         games.add(game)
         return JSONResponse(game.view(), status_code=201)
 
@@ -399,6 +407,7 @@ def _page_routes(config: ServerConfig, catalog: OpponentCatalog) -> list[BaseRou
         "cards_by_rules": {name: card_reference(rules) for name, rules in sorted(PRESETS.items())},
         "replays": config.replay_dir is not None,
         "leaderboard": config.league_dir is not None,
+        "seen_guess_reason": SEEN_GUESS_REASON,
     }
 
     def index(request: Request) -> Response:
@@ -416,7 +425,7 @@ def _page_routes(config: ServerConfig, catalog: OpponentCatalog) -> list[BaseRou
 
 async def _request_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestError)
-    return _error(str(exc), exc.status)
+    return _error(str(exc), exc.status) if exc.game is None else _error(str(exc), exc.status, game=exc.game)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import logging
 import secrets
 import threading
 import time
@@ -28,7 +29,7 @@ from loveletter_env.agents.specs import SOLVED, resolve_agent
 from loveletter_env.replay import Replay, safe_file_name, save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int
-from training.apps.live_game import IllegalMove, LiveGame, NotNow, Opponent
+from training.apps.live_game import BotFailed, IllegalMove, LiveGame, NotNow, Opponent
 from training.apps.web.views import legal_moves, seat_name, state_view
 
 
@@ -101,13 +102,18 @@ SOLVED_PREFIX = f"{SOLVED}:"
 #: The longest opponent spec a request may give.
 MAX_SPEC_CHARS = 200
 
+logger = logging.getLogger(__name__)
+
 
 class RequestError(ValueError):
-    """A request the server refuses; ``status`` is the HTTP status to answer with."""
+    """A request the server refuses or could not carry out; ``status`` is the HTTP status to
+    answer with, and ``game`` the view of the game it leaves (sent with the error, so that the
+    page can draw it), if any."""
 
-    def __init__(self, message: str, status: int = 400):
+    def __init__(self, message: str, status: int = 400, game: dict[str, Any] | None = None):
         super().__init__(message)
         self.status = status
+        self.game = game
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,11 @@ class OpponentChoice(Opponent):
     spec: str  # a request's opponent is always named by one
     seconds_per_decision: float = 0.0
     rules: str | None = None
+
+
+def log_agent_failure(exc: BotFailed) -> None:
+    """Tell the server's console what went wrong inside an agent (the page gets the message only)."""
+    logger.error("%s", exc, exc_info=exc.__cause__)
 
 
 def search_cost(bot: str, options: dict[str, Any], players: int) -> float:
@@ -358,13 +369,17 @@ class HumanGame(LiveGame):
             self.log.append(f"The replay could not be saved: {exc}")
 
     def move(self, action: Any) -> None:
-        """The person plays ``action``; the agents answer. :class:`RequestError` when it is not legal."""
+        """The person plays ``action``; the agents answer. :class:`RequestError` when it is not
+        the person's move to make (409) or not legal (400), or when an agent fails (500, with
+        the stopped game's view)."""
         try:
             super().move(action)
         except NotNow as exc:
             raise RequestError(str(exc), 409) from None
         except IllegalMove as exc:
             raise RequestError(str(exc)) from None
+        except BotFailed as exc:
+            raise self._failure(exc) from None
 
     def next_round(self) -> None:
         """Deal the next round of a whole game."""
@@ -372,6 +387,12 @@ class HumanGame(LiveGame):
             super().next_round()
         except NotNow as exc:
             raise RequestError(str(exc), 409) from None
+        except BotFailed as exc:
+            raise self._failure(exc) from None
+
+    def _failure(self, exc: BotFailed) -> RequestError:
+        log_agent_failure(exc)
+        return RequestError(str(exc), 500, game=self.view())
 
     def view(self) -> dict[str, Any]:
         """The page's picture of the game, from the person's seat."""
@@ -382,8 +403,9 @@ class HumanGame(LiveGame):
             "seat": self.seat,
             "length": self.length,
             "finished": self.finished,
+            "stopped": self.stopped,
             "replay_file": self.replay_file,
-            "legal": legal_moves(state) if your_turn else [],
+            "legal": legal_moves(state) if your_turn and self.stopped is None else [],
             "log": self.log,
             "view": state_view(state, self.seat, self.names, reveal=state.round_over),
         }

@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from loveletter_env.actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NO_TARGET, describe_action
-from loveletter_env.cards import CARD_COUNTS, CARD_VALUES, card_name
+from loveletter_env.cards import CARD_VALUES, card_name
 from loveletter_env.engine import GameState, legal_actions
 from loveletter_env.render import card_rows, narrate, round_summary
 from loveletter_env.replay import Frame, Replay, replay_frames
 from loveletter_env.rules import CLASSIC, Rules
+from training.apps.live_game import unseen_guesses
 
 
 def card_reference(rules: Rules = CLASSIC) -> list[dict[str, Any]]:
@@ -40,8 +41,10 @@ def seat_name(seat: int, agent: str) -> str:
 
 def legal_moves(state: GameState) -> list[dict[str, Any]]:
     """The legal actions of the player to act, decoded for the page (card, target seat, guess,
-    words, and whether the card a Guard names can be in anyone's hand: ``possible``)."""
-    seat, n, face_up = state.current, state.num_players, list(state.face_up)
+    words, and whether the player could still find the card a Guard names in another hand:
+    ``possible``, :func:`~training.apps.live_game.unseen_guesses`)."""
+    seat, n = state.current, state.num_players
+    unseen = unseen_guesses(state, seat)
     moves = []
     for action in legal_actions(state):
         offset = ACTION_OFFSET[action]
@@ -53,8 +56,8 @@ def legal_moves(state: GameState) -> list[dict[str, Any]]:
                 "target": -1 if offset == NO_TARGET else (seat + offset) % n,
                 "guess": guess,
                 "text": describe_action(action, seat, n),
-                # Legal, but a sure miss: every copy of the named card lies face up.
-                "possible": not guess or face_up.count(guess) < CARD_COUNTS[guess],
+                # Legal, but a sure miss when the player can see every copy of the named card.
+                "possible": not guess or guess in unseen,
             }
         )
     return moves

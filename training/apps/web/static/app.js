@@ -2,7 +2,7 @@
 // The server decides everything about the game; this file only draws it and sends clicks.
 "use strict";
 
-const state = { meta: null, cardRules: "classic", game: null, chosenCard: null, chosenTarget: null, replay: null, source: null, frame: 0 };
+const state = { meta: null, cardRules: "classic", game: null, chosenCard: null, chosenTarget: null, busy: false, replay: null, source: null, frame: 0 };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -28,7 +28,11 @@ function showError(message) {
 async function api(path, options) {
   const response = await fetch(path, options);
   const body = await response.json().catch(() => ({ error: `answer ${response.status} is not JSON` }));
-  if (!response.ok) throw new Error(body.error || `request failed (${response.status})`);
+  if (!response.ok) {
+    const error = new Error(body.error || `request failed (${response.status})`);
+    error.game = body.game;  // the game as the failure left it (a bot that failed stops its game)
+    throw error;
+  }
   return body;
 }
 
@@ -154,6 +158,35 @@ function renderOpponentRows() {
   document.getElementById("opponents").replaceChildren(...rows);
 }
 
+// One request to the game at a time: while one is on its way, the table's controls are
+// disabled and clicks on it ignored, so that a double click sends one move, not two.
+function setBusy(busy) {
+  state.busy = busy;
+  document.getElementById("game").classList.toggle("busy", busy);
+  document.querySelectorAll("#start, #picker button, #result button").forEach((b) => { b.disabled = busy; });
+  const prompt = document.getElementById("prompt");
+  if (busy && prompt) prompt.textContent = "Playing…";
+}
+
+// Runs `request` unless another is on its way; draws the game it answers, or the error.
+async function gameRequest(request) {
+  if (state.busy) return;
+  setBusy(true);
+  try {
+    const game = await request();
+    if (game) {
+      showError("");
+      showGame(game);
+    }
+  } catch (err) {
+    if (err.game) showGame(err.game);
+    else if (state.game && !document.getElementById("game").hidden) showGame(state.game);
+    showError(err.message);
+  } finally {
+    setBusy(false);
+  }
+}
+
 async function startGame(event) {
   event.preventDefault();
   const players = Number(document.getElementById("players").value);
@@ -166,13 +199,7 @@ async function startGame(event) {
   const request = { players, opponents, rules: document.getElementById("rules").value, length: document.getElementById("length").value };
   const seed = document.getElementById("seed").value.trim();
   if (seed) request.seed = Number(seed);
-  try {
-    const game = await postJSON("/api/games", request);
-    showError("");
-    showGame(game);
-  } catch (err) {
-    showError(err.message);
-  }
+  await gameRequest(() => postJSON("/api/games", request));
 }
 
 function showGame(game) {
@@ -196,7 +223,7 @@ function showGame(game) {
     }
     return node;
   });
-  const prompt = game.legal.length ? "Your turn: click a card to play." : (view.round_over ? "" : "Waiting for the others…");
+  const prompt = game.legal.length ? "Your turn: click a card to play." : (view.round_over || game.stopped ? "" : "Waiting for the others…");
   const handArea = el("div", { class: "hand-area panel" }, el("h3", {}, "Your hand"), el("div", { class: "cards", id: "hand" }, handCards), el("div", { class: "hint", id: "prompt" }, prompt));
   renderTable(document.getElementById("board"), view, handArea);
   renderReference(document.getElementById("reference"), view.rules);
@@ -212,6 +239,7 @@ function movesFor(card, target) {
 }
 
 function chooseCard(card, node) {
+  if (state.busy) return;
   const moves = movesFor(card);
   document.querySelectorAll("#hand .card").forEach((n) => n.classList.toggle("chosen", n === node));
   if (moves.length === 1) return play(moves[0]);
@@ -221,6 +249,7 @@ function chooseCard(card, node) {
 }
 
 function chooseTarget(target) {
+  if (state.busy) return;
   const moves = movesFor(state.chosenCard, target);
   if (moves.length === 1) return play(moves[0]);
   state.chosenTarget = target;
@@ -239,10 +268,12 @@ function renderPicker() {
       ...targets.map((t) => el("button", { type: "button", class: "target-btn", dataset: { seat: t }, onclick: () => chooseTarget(t) },
         t === state.game.seat ? "yourself" : state.game.view.players[t].name)), cancel);
   } else {
-    // A name whose every copy lies face up is legal but a sure miss: not offered.
-    const moves = movesFor(card, state.chosenTarget).filter((m) => m.possible);
+    // A name the person can see every copy of is legal but a sure miss: not offered, and the page says why.
+    const moves = movesFor(card, state.chosenTarget);
+    const seen = moves.filter((m) => !m.possible).map((m) => cardName(m.guess));
     picker.replaceChildren(el("h3", {}, `${cardName(card)} on ${state.game.view.players[state.chosenTarget].name}: name a card`),
-      ...moves.map((m) => el("button", { type: "button", class: "guess-btn", dataset: { guess: m.guess }, onclick: () => play(m) }, cardName(m.guess))), cancel);
+      ...moves.filter((m) => m.possible).map((m) => el("button", { type: "button", class: "guess-btn", dataset: { guess: m.guess }, onclick: () => play(m) }, cardName(m.guess))), cancel,
+      seen.length ? el("div", { class: "hint", id: "not-offered" }, `Not offered (${state.meta.seen_guess_reason}): ${seen.join(", ")}.`) : null);
   }
 }
 
@@ -262,21 +293,26 @@ function confirmPrincess() {
   });
 }
 
-async function play(move) {
-  if (discardsPrincess(move) && !(await confirmPrincess())) return showGame(state.game);
-  try {
-    const game = await postJSON(`/api/games/${state.game.id}/move`, { action: move.action });
-    showError("");
-    showGame(game);
-  } catch (err) {
-    showError(err.message);
-  }
+function play(move) {
+  return gameRequest(async () => {
+    if (discardsPrincess(move) && !(await confirmPrincess())) {
+      showGame(state.game);
+      return null;
+    }
+    return postJSON(`/api/games/${state.game.id}/move`, { action: move.action });
+  });
 }
 
 function renderResult() {
   const box = document.getElementById("result");
   const game = state.game;
   const view = game.view;
+  if (game.stopped) {
+    box.replaceChildren(el("div", { class: "winner", id: "stopped" }, `Game stopped: ${game.stopped}.`),
+      el("button", { id: "new-game", type: "button", onclick: newGame }, "New game"));
+    box.hidden = false;
+    return;
+  }
   if (!view.round_over) { box.hidden = true; box.replaceChildren(); return; }
   const names = (seats) => seats.map((s) => (s === game.seat ? "You" : view.players[s].name)).join(", ");
   const children = [el("div", { class: "winner", id: "round-winner" }, `Round ${view.round} won by ${names(view.round_winners)}.`)];
@@ -296,12 +332,8 @@ function newGame() {
   window.scrollTo(0, 0);
 }
 
-async function nextRound() {
-  try {
-    showGame(await postJSON(`/api/games/${state.game.id}/next-round`, {}));
-  } catch (err) {
-    showError(err.message);
-  }
+function nextRound() {
+  return gameRequest(() => postJSON(`/api/games/${state.game.id}/next-round`, {}));
 }
 
 // Replays ---------------------------------------------------------------------------------
