@@ -425,24 +425,29 @@ def run_interruptibly(
     here. ``poll()``, if given, is called about five times a second while the kernel runs.
     """
     outcome: dict[str, Any] = {}
+    # Not Thread.join: on Python 3.11 a join that Ctrl-C interrupts marks the thread as
+    # ended while it still runs, so a later join returns at once instead of waiting.
+    finished = threading.Event()
 
     def call() -> None:
         try:
             outcome["value"] = kernel(*args)
         except BaseException as err:  # handed to the waiting thread, which raises it
             outcome["error"] = err
+        finally:
+            finished.set()
 
     worker = threading.Thread(target=call, name=f"compiled {getattr(kernel, '__name__', 'kernel')}", daemon=True)
     worker.start()
     try:
-        while worker.is_alive():
-            worker.join(0.2)
+        while not finished.is_set():
+            finished.wait(0.2)
             if poll is not None:
                 poll()
     except KeyboardInterrupt:
         if stop is not None:
             stop[0] = 1
-        worker.join()
+        finished.wait()
         raise
     if "error" in outcome:
         raise outcome["error"]

@@ -12,6 +12,23 @@ shell started in the background), so a preempted run keeps its last update too.
 Command lines end an interrupted run with 128 + the signal's number, what a shell reports
 for a process that signal ended (:data:`EXIT_INTERRUPTED`, 130, for Ctrl-C), and a message
 instead of a traceback.
+
+Why :func:`exit_interrupted` runs an empty ``exec`` before it exits: CPython (3.11 here)
+marks a ``KeyboardInterrupt`` as unhandled whenever it leaves code run from a *string*
+by ``exec``/``eval`` (``run_eval_code_obj`` sets the flag that the top level sets for an
+uncaught one), even if a caller catches it afterwards. Under ``python -m`` the
+interpreter, once finalized, then looks only at that flag: it puts back SIGINT's
+default action and sends itself SIGINT, so the process dies by the signal (status -2,
+which a shell shows as 130) whatever ``sys.exit`` asked for, and ignoring SIGINT
+beforehand cannot stop it. Such code runs in the main thread more often than it seems:
+the first call of a compiled function initializes numba, which imports modules that
+build functions from strings (``dataclasses``, ``namedtuple``, scipy's
+``exec("from numpy import *")``), and under load a Ctrl-C that lands in those seconds
+may land inside one. A string ``exec`` that completes clears the flag again, so
+:func:`exit_interrupted` runs one after the stop signals are ignored, when no further
+``KeyboardInterrupt`` can set it. A second signal that lands in a command's own
+``except KeyboardInterrupt`` before that point escapes ``main``; :func:`run_command`
+catches it and ends the command the same way.
 """
 
 from __future__ import annotations
@@ -19,6 +36,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from types import FrameType, TracebackType
 from typing import Any, NoReturn
 
@@ -31,14 +49,45 @@ STOP_SIGNALS: dict[int, Any] = {signal.SIGINT: signal.default_int_handler, signa
 
 
 def exit_interrupted(signum: int = signal.SIGINT) -> NoReturn:
-    """End a command stopped by ``signum`` (Ctrl-C by default) with status 128 + ``signum``,
-    ignoring any further stop signal on the way out: the stop is already under way, and one
-    that lands after Python has put back the system's default handler (late in its shutdown)
-    would kill the process by the signal instead of letting it exit with its status."""
+    """End a command stopped by ``signum`` (Ctrl-C by default) with status 128 + ``signum``.
+
+    Further stop signals are ignored on the way out: the stop is already under way, and
+    one that lands after Python has put back the system's default handler (late in its
+    shutdown) would kill the process by the signal instead. The interpreter's mark of an
+    unhandled ``KeyboardInterrupt`` is then cleared, or ``python -m`` would still end by
+    SIGINT (see the module's docstring).
+    """
     if threading.current_thread() is threading.main_thread():
-        for stop_signal in STOP_SIGNALS:
-            signal.signal(stop_signal, signal.SIG_IGN)
+        _ignore_stop_signals()
+    exec("", {})  # clears the mark; only a string exec does (see the module's docstring)
     sys.exit(128 + signum)
+
+
+def _ignore_stop_signals() -> None:
+    # signal.signal first runs the handler of a signal still pending, so a second Ctrl-C
+    # that arrived a moment ago raises here, before the handler is replaced: try again.
+    while True:
+        try:
+            for stop_signal in STOP_SIGNALS:
+                signal.signal(stop_signal, signal.SIG_IGN)
+            return
+        except KeyboardInterrupt:
+            continue
+
+
+def run_command(main: Callable[[list[str]], object], argv: Sequence[str]) -> None:
+    """Run a command line's ``main(argv)`` (a ``python -m`` module's last line).
+
+    A command catches its own ``KeyboardInterrupt``, prints what it kept and calls
+    :func:`exit_interrupted`; a second Ctrl-C that lands in that handler before it ends
+    escapes ``main`` and would end the process with a traceback and by the signal. It ends
+    here instead, with the status of the signal (a :class:`RunInterrupted` names it).
+    """
+    try:
+        main(list(argv))
+    except KeyboardInterrupt as stop:
+        print("\ninterrupted", file=sys.stderr)
+        exit_interrupted(getattr(stop, "signum", signal.SIGINT))
 
 
 def signal_name(signum: int) -> str:

@@ -13,12 +13,16 @@ import shlex
 import signal
 import subprocess
 import sys
+import textwrap
+import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ROOT, TINY_TRAINING
 
+from loveletter_env.tree import run_interruptibly
 from training.learn.checkpoint import load_checkpoint
 from training.learn.interrupt import EXIT_INTERRUPTED
 
@@ -62,10 +66,11 @@ def wait_for_lines(stream, pattern: str, count: int, timeout: float = 120) -> li
     return lines
 
 
-def ctrl_c(process: subprocess.Popen, times: int = 1) -> tuple[str, str]:
+def ctrl_c(process: subprocess.Popen, times: int = 1, gap: float = 0.05) -> tuple[str, str]:
+    """SIGINT to the process group ``times`` times, ``gap`` seconds apart; the output."""
     for _ in range(times):
         os.killpg(process.pid, signal.SIGINT)
-        time.sleep(0.05)
+        time.sleep(gap)
     try:
         out, err = process.communicate(timeout=120)
     finally:
@@ -205,22 +210,25 @@ def compiled_tree_kernels(tmp_path_factory):
 
 @pytest.mark.usefixtures("compiled_tree_kernels")
 @pytest.mark.parametrize(
-    "command",
+    ("command", "presses"),
     [
-        ["training.solve", "mini8", "--target", "0"],
-        ["training.exploit", "rule", "--exact", "--rules", "mini8", "--no-progress"],
+        (["training.solve", "mini8", "--target", "0"], 1),
+        (["training.exploit", "rule", "--exact", "--rules", "mini8", "--no-progress"], 1),
+        (["training.exploit", "rule", "--exact", "--rules", "mini8", "--no-progress"], 2),
     ],
-    ids=["solve", "exploit-exact"],
+    ids=["solve", "exploit-exact", "exploit-exact-twice"],
 )
-def test_ctrl_c_while_building_a_tree_stops_at_once(tmp_path, command):
+def test_ctrl_c_while_building_a_tree_stops_at_once(tmp_path, command, presses):
     # A signal used to arrive while compiled code ran and be raised inside numba's packing
-    # of the returned arrays: a segmentation fault (exit 139) instead of exit 130.
+    # of the returned arrays: a segmentation fault (exit 139) instead of exit 130. Two
+    # presses a millisecond apart (a terminal's Ctrl-C and a group's SIGINT) used to land the
+    # second in the command's own handler of the first: a traceback and death by SIGINT.
     out = tmp_path / "solved"
     process = start([*command, "--out", str(out)] if command[0] == "training.solve" else command)
     wait_for_lines(process.stderr, r"^building the tree of mini8", count=1)
-    time.sleep(0.5)  # inside the walk of mini8's tree (several seconds)
+    time.sleep(0.5)  # starting numba or inside the walk of mini8's tree (several seconds)
     sent = time.monotonic()
-    out_text, err = ctrl_c(process)
+    out_text, err = ctrl_c(process, times=presses, gap=0.001)
     assert process.returncode == EXIT_INTERRUPTED, err
     assert time.monotonic() - sent < 10
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
@@ -243,3 +251,85 @@ def test_ctrl_c_during_cfr_plus_writes_nothing_and_keeps_the_previous_solve(tmp_
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert re.search(r"interrupted after [\d,]+ CFR\+ iterations; nothing was written", err), err
     assert solve_files(out) == ["result.json"] and (out / "result.json").read_text() == '{"kept": true}'
+
+
+def run_module(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
+    """``python -m`` a module of ``source`` (the repository importable), as the commands run."""
+    (tmp_path / "command_under_test.py").write_text(textwrap.dedent(source))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run(
+        [sys.executable, "-m", "command_under_test"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_ctrl_c_inside_code_run_from_a_string_still_exits_130(tmp_path):
+    # Python marks a KeyboardInterrupt that leaves a string exec as unhandled though it is
+    # caught, and `python -m` then ended the process by SIGINT (-2) instead of exit 130.
+    # Numba's start-up imports run such code, so a Ctrl-C there did this (see interrupt.py).
+    result = run_module(
+        tmp_path,
+        """
+        import sys
+        from training.learn.interrupt import exit_interrupted
+
+        try:
+            exec("import os, signal\\nos.kill(os.getpid(), signal.SIGINT)\\nwhile True: pass", {})
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            exit_interrupted()
+        """,
+    )
+    assert result.returncode == EXIT_INTERRUPTED, result.stderr
+    assert result.stderr == "interrupted\n"
+
+
+def test_a_second_ctrl_c_inside_the_commands_handler_still_exits_130(tmp_path):
+    result = run_module(
+        tmp_path,
+        """
+        import os, signal, sys, time
+        from training.learn.interrupt import exit_interrupted, run_command
+
+        def main(argv):
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)
+            except KeyboardInterrupt:
+                os.kill(os.getpid(), signal.SIGINT)  # a second press, while this handler runs
+                time.sleep(5)
+                print("interrupted; nothing was measured", file=sys.stderr)
+                exit_interrupted()
+
+        run_command(main, sys.argv[1:])
+        """,
+    )
+    assert result.returncode == EXIT_INTERRUPTED, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "interrupted"
+
+
+def test_run_interruptibly_waits_for_the_kernel_after_ctrl_c():
+    # On Python 3.11, Thread.join interrupted by Ctrl-C marks a running thread as ended, so
+    # waiting with join let the command go on (and exit) while the kernel still ran.
+    main_thread = threading.main_thread().ident
+    assert main_thread is not None
+    stop = np.zeros(1, np.uint8)
+    finished = threading.Event()
+
+    def kernel(stop: np.ndarray) -> None:
+        time.sleep(0.3)  # the main thread is waiting by now
+        signal.pthread_kill(main_thread, signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while not stop[0] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)  # a kernel takes a moment to return once stopped
+        finished.set()
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_interruptibly(kernel, stop, stop=stop)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert stop[0] == 1
+    assert finished.is_set(), "run_interruptibly raised before the kernel returned"
