@@ -240,9 +240,15 @@ class Runner:
             process = subprocess.Popen(
                 ["bash", "-c", command], cwd=ROOT, env=self.env, stdout=out, stderr=err, text=True
             )
-            while process.poll() is None:
-                self._tick(time.perf_counter() - start)
-                time.sleep(0.5)
+            try:
+                while process.poll() is None:
+                    self._tick(time.perf_counter() - start)
+                    time.sleep(0.5)
+            finally:
+                # Stopped with Ctrl-C (or a failure here): no training left running without its caller.
+                if process.poll() is None:
+                    process.terminate()
+                    process.wait()
             wall = time.perf_counter() - start
             self._tick(None)
             out.seek(0)
