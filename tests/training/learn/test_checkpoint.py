@@ -626,7 +626,9 @@ def test_an_observation_of_another_layout_is_refused_naming_both(layout):
 
 
 def test_a_network_of_an_unknown_layout_is_not_built():
-    with pytest.raises(ValueError, match=r"unknown observation version 7; known versions are \[1, 2\]"):
+    with pytest.raises(
+        ValueError, match=r"unknown observation version 7; the known versions are the integers \[1, 2\]"
+    ):
         ActorCritic((8,), observation_version=7)
 
 
