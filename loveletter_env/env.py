@@ -109,7 +109,9 @@ class DeckShuffler:
         self._used = 0
         # The deck the shuffle starts from, and the positions it shuffles (all 16 off the ladder).
         self._template = np.array(FULL_DECK if rules.in_play is None else rules.deck_from_in_play(rules.in_play))
-        self._shuffled = list(range(len(FULL_DECK)) if rules.in_play is None else rules.in_play_positions(2))
+        self._shuffled = list(
+            range(len(FULL_DECK)) if rules.in_play is None else rules.in_play_positions(rules.rung_players)
+        )
 
     def next_array(self) -> np.ndarray:
         """The next deck as a uint8 array of 16 cards, top first."""

@@ -126,7 +126,7 @@ class LoveLetterGame(pyspiel.Game):
         if not isinstance(rules_name, str) or rules_name not in PRESETS:
             raise ValueError(f"rules must be one of {sorted(PRESETS)}, got {rules_name!r}")
         self.rules: Rules = resolve_rules(rules_name)
-        self.rules.check_num_players(num_players)  # a rung is 2-player only
+        self.rules.check_num_players(num_players)  # a rung plays at its own table size only
         self.plan = DealPlan(self.rules, num_players)
         info = pyspiel.GameInfo(
             num_distinct_actions=NUM_ACTIONS,

@@ -83,7 +83,7 @@ def render_seat_view(state: GameState, seat: int, moves: Sequence[int] | None = 
             else f"Round {state.round}, turn {state.turn + 1}"
         )
         + f" - deck: {state.deck_remaining} cards"
-        + (f" - face up: {_names(state.face_up)}" if n == 2 else "")
+        + (f" - face up: {_names(state.face_up)}" if state.face_up else "")
     ]
     for p in range(n):
         flags = []

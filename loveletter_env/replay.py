@@ -187,7 +187,7 @@ def rules_to_dict(rules: Rules) -> dict[str, Any]:
         "tokens_to_win": list(rules.tokens_to_win),
         "discard_sum_tiebreak": rules.discard_sum_tiebreak,
         "king_ignores_handmaid": rules.king_ignores_handmaid,
-        **({} if rules.in_play is None else {"in_play": list(rules.in_play)}),
+        **({} if rules.in_play is None else {"in_play": list(rules.in_play), "rung_players": rules.rung_players}),
     }
 
 
@@ -214,6 +214,7 @@ class _RulesFile(BaseModel):
     discard_sum_tiebreak: StrictBool
     king_ignores_handmaid: StrictBool
     in_play: list[Annotated[StrictInt, Field(ge=1, le=8)]] | None = None
+    rung_players: Annotated[StrictInt, Field(ge=2, le=4)] = 2
 
 
 def _rules_of(file: _RulesFile) -> Rules:

@@ -1,8 +1,10 @@
 """Rule presets: the few points where the source rule texts disagree, and the ladder.
 
-The ladder's rungs (``mini6`` .. ``mini9``) are 2-player research presets: a fixed set of
-cards stays in play (the set-aside card, both hands and the draw pile) and every other
-card is dealt face up before play, so the game tree is small enough to solve exactly.
+The ladder's rungs are research presets for one table size each: a fixed set of cards
+stays in play (the set-aside card, every hand and the draw pile) and every other card is
+dealt face up before play, so the game tree is small enough to solve exactly. ``mini6`` ..
+``mini9`` are played by 2 players, ``mini6_3p`` .. ``mini8_3p`` by 3, ``mini7_4p`` and
+``mini8_4p`` by 4.
 """
 
 from __future__ import annotations
@@ -29,12 +31,22 @@ from .cards import (
     PRINCESS,
     validate_deck,
 )
-from .validation import PLAYER_COUNTS, check_int
+from .validation import PLAYER_COUNTS, check_int, is_int, shown
 
 #: 2-player rounds of the printed rules lay this many cards face up after the set-aside card.
 FACE_UP_CARDS_2P = 3
-#: The fewest cards a rung may keep in play: the set-aside card, two hands and one to draw.
-MIN_IN_PLAY = 4
+#: The table sizes a rung may be played at.
+RUNG_PLAYERS = (2, 3, 4)
+
+
+def min_in_play(num_players: int) -> int:
+    """The fewest cards a rung of ``num_players`` may keep in play: the set-aside card, a
+    hand per player and one to draw."""
+    return num_players + 2
+
+
+#: The fewest cards a 2-player rung may keep in play.
+MIN_IN_PLAY = min_in_play(2)
 #: The largest token target. The target and every seat's tokens (never more than the target)
 #: are observation entries, and the observation space bounds every entry by 16
 #: (``loveletter_env.env.OBSERVATION_HIGH``) whatever the rules. The core's byte records
@@ -75,10 +87,12 @@ class Rules:
             ``True`` or ``False``.
         king_ignores_handmaid: the King may choose a player protected by a Handmaid
             (``True`` or ``False``).
-        in_play: a ladder rung (2 players only): the cards that stay in play, the
-            set-aside card, both hands and the draw pile (stored sorted). Every other card
-            is dealt face up before play, the same cards every round. ``None`` (the
-            printed rules): the whole deck is shuffled and, at 2 players, 3 cards go face up.
+        in_play: a ladder rung: the cards that stay in play, the set-aside card, every
+            hand and the draw pile (stored sorted). Every other card is dealt face up
+            before play, the same cards every round. ``None`` (the printed rules): the
+            whole deck is shuffled and, at 2 players, 3 cards go face up.
+        rung_players: the one table size a rung is played at (an ``int``: 2, 3 or 4); 2 off
+            the ladder, where it means nothing (every table size plays).
     """
 
     name: str = "classic"
@@ -86,6 +100,7 @@ class Rules:
     discard_sum_tiebreak: bool = True
     king_ignores_handmaid: bool = False
     in_play: tuple[int, ...] | None = None
+    rung_players: int = 2
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
@@ -94,8 +109,17 @@ class Rules:
         for flag in ("discard_sum_tiebreak", "king_ignores_handmaid"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
-        if self.in_play is not None:
-            object.__setattr__(self, "in_play", _check_in_play(self.in_play))
+        players = self.rung_players
+        if not is_int(players) or players not in RUNG_PLAYERS:
+            raise ValueError(f"rung_players must be 2, 3 or 4 (an integer), got {shown(players)}")
+        object.__setattr__(self, "rung_players", int(players))
+        if self.in_play is None:
+            if players != 2:
+                raise ValueError(
+                    f"rung_players={players} needs in_play: only a ladder rung is played at one table size"
+                )
+            return
+        object.__setattr__(self, "in_play", _check_in_play(self.in_play, int(players)))
 
     def king_choosable(self, unprotected: int, in_round: int) -> int:
         """The seats the King may choose, as a bit mask: ``in_round`` (every other seat still
@@ -108,7 +132,7 @@ class Rules:
 
     @property
     def is_rung(self) -> bool:
-        """Whether these rules are a ladder rung (a fixed set of cards in play, 2 players only)."""
+        """Whether these rules are a ladder rung (a fixed set of cards in play, one table size)."""
         return self.in_play is not None
 
     @functools.cached_property  # read at every deal of a rung (frozen fields: computed once)
@@ -129,11 +153,12 @@ class Rules:
         return (0, *range(1 + self.face_up_count(num_players), DECK_SIZE))
 
     def check_num_players(self, num_players: int) -> int:
-        """``num_players`` if these rules can be played at that table (a rung is 2-player
-        only); else a ``ValueError`` saying why."""
-        if self.in_play is not None and num_players != 2:
+        """``num_players`` if these rules can be played at that table (a rung only at its
+        own, :attr:`rung_players`); else a ``ValueError`` saying why."""
+        if self.in_play is not None and num_players != self.rung_players:
             raise ValueError(
-                f"rules {self.name!r} are a ladder rung, played by 2 players only; got num_players={num_players!r}"
+                f"rules {self.name!r} are a ladder rung, played by {self.rung_players} players only; "
+                f"got num_players={num_players!r}"
             )
         return num_players
 
@@ -197,9 +222,9 @@ def _check_tokens_to_win(value: Any) -> tuple[int, int, int]:
     return a, b, c
 
 
-def _check_in_play(value: Any) -> tuple[int, ...]:
-    """A rung's cards in play, sorted, if the deck holds them and they can deal a round; else
-    a ``ValueError`` naming the problem."""
+def _check_in_play(value: Any, players: int) -> tuple[int, ...]:
+    """A rung's cards in play, sorted, if the deck holds them and they can deal a round to
+    ``players``; else a ``ValueError`` naming the problem."""
     try:
         items = list(value)
         cards = sorted(map(operator.index, items))
@@ -211,10 +236,11 @@ def _check_in_play(value: Any) -> tuple[int, ...]:
     if too_many:
         words = ", ".join(f"{CARD_NAMES[v]} x{cards.count(v)} (the deck has {CARD_COUNTS[v]})" for v in too_many)
         raise ValueError(f"in_play holds more copies than the deck: {words}")
-    if not MIN_IN_PLAY <= len(cards) <= DECK_SIZE:
+    fewest = min_in_play(players)
+    if not fewest <= len(cards) <= DECK_SIZE:
         raise ValueError(
-            f"in_play must keep {MIN_IN_PLAY} to {DECK_SIZE} cards in play (the set-aside card, "
-            f"two hands and at least one to draw), got {len(cards)}"
+            f"in_play must keep {fewest} to {DECK_SIZE} cards in play at {players} players (the set-aside "
+            f"card, {players} hands and at least one to draw), got {len(cards)}"
         )
     return tuple(cards)
 
@@ -224,11 +250,26 @@ PEGASUS = Rules(name="pegasus", tokens_to_win=(5, 4, 3), discard_sum_tiebreak=Fa
 KING_IGNORES_HANDMAID = Rules(name="king_ignores_handmaid", king_ignores_handmaid=True)
 
 #: The ladder: classic rules with fewer cards in play, each rung one card more than the last.
+#: ``miniK`` keeps K cards in play at 2 players; ``miniK_3p`` and ``miniK_4p`` keep the same
+#: K cards at 3 and 4 players (the largest sets whose tree a 2-core machine solves exactly).
 MINI6 = Rules(name="mini6", in_play=(GUARD, GUARD, PRIEST, BARON, PRINCE, PRINCESS))
 MINI7 = Rules(name="mini7", in_play=(*(MINI6.in_play or ()), KING))
 MINI8 = Rules(name="mini8", in_play=(*(MINI7.in_play or ()), HANDMAID))
 MINI9 = Rules(name="mini9", in_play=(*(MINI8.in_play or ()), GUARD))
-LADDER: tuple[Rules, ...] = (MINI6, MINI7, MINI8, MINI9)
+LADDER_2P: tuple[Rules, ...] = (MINI6, MINI7, MINI8, MINI9)
+
+
+def _at_table(rung: Rules, num_players: int) -> Rules:
+    """The rung with ``rung``'s cards in play, played by ``num_players``, named ``miniK_Np``."""
+    return Rules(name=f"{rung.name}_{num_players}p", in_play=rung.in_play, rung_players=num_players)
+
+
+MINI6_3P, MINI7_3P, MINI8_3P = (_at_table(r, 3) for r in (MINI6, MINI7, MINI8))
+LADDER_3P: tuple[Rules, ...] = (MINI6_3P, MINI7_3P, MINI8_3P)
+MINI7_4P, MINI8_4P = (_at_table(r, 4) for r in (MINI7, MINI8))
+LADDER_4P: tuple[Rules, ...] = (MINI7_4P, MINI8_4P)
+#: Every rung, by table size then cards in play.
+LADDER: tuple[Rules, ...] = (*LADDER_2P, *LADDER_3P, *LADDER_4P)
 
 PRESETS: dict[str, Rules] = {r.name: r for r in (CLASSIC, PEGASUS, KING_IGNORES_HANDMAID, *LADDER)}
 

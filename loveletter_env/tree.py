@@ -1,6 +1,7 @@
 """The whole game tree of one round of a ladder rung, walked on the compiled core.
 
-A rung (:data:`loveletter_env.rules.LADDER`) is small enough to enumerate. One round is:
+A rung (:data:`loveletter_env.rules.LADDER`) is small enough to enumerate, at its own
+table size (:attr:`~loveletter_env.rules.Rules.rung_players`, 2 to 4). One round is:
 
 * a **chance node** at the root, the deal: every distinct order of the cards in play
   (:func:`deals`), all equally likely; the face-up cards lie sorted between the
@@ -30,7 +31,7 @@ Walking a tree with this module's pieces::
     kernels.play(r, a)                      # play one (legal) action in place
     is_terminal(r), acting_seat(r)          # the round is over / the seat to act
     kernels.observe_into(r, seat, out)      # that seat's observation (float32 [1382])
-    round_score(r, seat)                    # 1, 0.5 or 0 at a terminal node
+    round_score(r, seat)                    # 1, 1/k (k winners) or 0 at a terminal node
 
 All of these are numba functions, callable from compiled code as well as from Python.
 :func:`build_tree` walks the tree once and keeps it as flat arrays (:class:`GameTree`),
@@ -57,10 +58,10 @@ from numba import njit
 
 from .actions import NUM_ACTIONS
 from .core import kernels, new_records
-from .core.layout import CURRENT, NUM_PLAYERS, RECORD_SIZE, ROUND_OVER, ROUND_WINNERS
+from .core.layout import CURRENT, MAX_SEATS, NUM_PLAYERS, RECORD_SIZE, ROUND_OVER, ROUND_WINNERS
 from .core.sampling import popcount
 from .observation import OBSERVATION_SIZE, SLICES
-from .rules import Rules, resolve_rules
+from .rules import LADDER, Rules, resolve_rules
 
 #: Entries of an observation key are ``index * KEY_VALUE_RANGE + value``.
 KEY_VALUE_RANGE = 32
@@ -153,7 +154,7 @@ def rung_rules(rules: str | Rules) -> Rules:
     if not resolved.is_rung:
         raise TreeError(
             f"rules {resolved.name!r} are not a ladder rung: the tree of a full game is far too large "
-            "to enumerate; use mini6, mini7, mini8 or mini9"
+            f"to enumerate; use one of {', '.join(r.name for r in LADDER)}"
         )
     return resolved
 
@@ -180,12 +181,13 @@ def num_deals(rules: str | Rules) -> int:
 
 def root_records(rules: str | Rules, first_player: int = 0) -> tuple[np.ndarray, float]:
     """(uint8 [D, RECORD_SIZE], probability): the records of every deal of :func:`deals`,
-    dealt with ``first_player`` to act, and the probability of each (1 / D)."""
+    at the rung's table size, dealt with ``first_player`` to act, and the probability of each (1 / D)."""
     rules = rung_rules(rules)
-    if first_player not in (0, 1):
-        raise ValueError(f"first_player must be 0 or 1, got {first_player!r}")
+    seats = range(rules.rung_players)
+    if isinstance(first_player, bool) or first_player not in seats:
+        raise ValueError(f"first_player must be a seat of {rules.name!r} (0..{seats[-1]}), got {first_player!r}")
     decks = _deal_decks(rules)
-    records = new_records([2] * len(decks), rules)
+    records = new_records([rules.rung_players] * len(decks), rules)
     _start_rounds(records, decks, first_player)
     return records, 1.0 / len(decks)
 
@@ -232,7 +234,7 @@ def _hash(seat, key, n):
 def _walk(roots, stop, done):
     """Walk every deal of ``roots`` depth first and keep the tree (see :data:`_Walked`):
     at a decision node ``node_info`` is its information set, at a terminal node
-    ``-1 - h`` with ``h`` player 0's score in halves (2 win, 1 shared, 0 loss).
+    ``-1 - w`` with ``w`` the round's winners as a bit set of seats (see :func:`terminal_score`).
     ``done[0]`` counts the deals walked; the walk returns early, with arrays of no use,
     once ``stop[0]`` is set (checked at each deal, see :func:`run_interruptibly`)."""
     num_deals = roots.shape[0]
@@ -270,10 +272,11 @@ def _walk(roots, stop, done):
             rec = stack_rec[sp]
             n = stack_node[sp]
             if rec[ROUND_OVER]:
-                w0 = rec[ROUND_WINNERS]
-                w1 = rec[ROUND_WINNERS + 1]
-                halves = 2 if w0 and not w1 else (1 if w0 else 0)
-                node_info[n] = -1 - halves
+                winners = 0
+                for s in range(MAX_SEATS):
+                    if rec[ROUND_WINNERS + s]:
+                        winners |= 1 << s
+                node_info[n] = -1 - winners
                 node_child[n] = -1
                 continue
             p = np.int64(rec[CURRENT])
@@ -466,12 +469,12 @@ class GameTree:
     ``1 / num_deals``). Every node of one information set lies on one level.
 
     Attributes:
-        rules: the rung.
+        rules: the rung (played by ``rules.rung_players``: :attr:`num_players`).
         first_player: the seat that acts first in every deal.
         num_deals: how many deals (root nodes).
         node_info: int32 [N], the information set of a decision node (``>= 0``), or at a
-            terminal node ``-1 - h``, ``h`` being player 0's score in halves (2 win, 1
-            shared, 0 loss; player 1 scores the rest).
+            terminal node ``-1 - w``, ``w`` being the round's winners as a bit set of seats
+            (bit ``s`` for seat ``s``; :func:`terminal_score` scores it).
         node_child: int32 [N], a decision node's first child (-1 at a terminal node).
         level_start: int64 [L + 1], the first node of each level, then ``N``.
         infoset_player: int8 [I], the seat that acts at each information set.
@@ -497,6 +500,10 @@ class GameTree:
     action_offsets: np.ndarray
     actions: np.ndarray
     build_seconds: float
+
+    @property
+    def num_players(self) -> int:
+        return self.rules.rung_players
 
     @property
     def num_nodes(self) -> int:
@@ -542,7 +549,7 @@ class GameTree:
 def build_tree(
     rules: str | Rules, first_player: int = 0, progress: Callable[[int, int], None] | None = None
 ) -> GameTree:
-    """The whole tree of one round of the rung ``rules`` (2 players) as a :class:`GameTree`.
+    """The whole tree of one round of the rung ``rules`` (at its table size) as a :class:`GameTree`.
 
     About 10 bytes a node: ``mini8`` (4.8 million nodes) takes about 50 MB, ``mini9`` (87
     million) about 2.4 GB (more while building). ``progress(done, total)`` is called now
@@ -608,7 +615,7 @@ def record_of(tree: GameTree, node: int, parents: np.ndarray | None = None) -> n
         infoset = int(tree.node_info[up])
         path.append(int(tree.actions[tree.action_offsets[infoset] + node - tree.node_child[up]]))
         node = up
-    record = new_records([2], tree.rules)[0]
+    record = new_records([tree.num_players], tree.rules)[0]
     kernels.start_round(record, _deal_decks(tree.rules)[node], tree.first_player)
     for action in reversed(path):
         kernels.play(record, action)
@@ -623,7 +630,8 @@ class TreeSize:
     """The size of the tree of one round of a rung (see the module docstring).
 
     ``histories`` counts every node below the deal (decision and terminal nodes);
-    ``infosets`` counts information sets of the player to act, both seats together.
+    ``infosets`` counts information sets of the player to act, every seat together;
+    ``infosets_by_seat`` has one count per seat of the rung's table.
     """
 
     rules: str
@@ -631,7 +639,7 @@ class TreeSize:
     deals: int
     decision_nodes: int
     terminal_nodes: int
-    infosets_by_seat: tuple[int, int]
+    infosets_by_seat: tuple[int, ...]
 
     @property
     def histories(self) -> int:
@@ -649,14 +657,14 @@ def count_tree(
     histories and information sets (see :class:`TreeSize`)."""
     tree = build_tree(rules, first_player, progress)
     terminals = tree.num_terminals
-    by_seat = np.bincount(tree.infoset_player, minlength=2)
+    by_seat = np.bincount(tree.infoset_player, minlength=tree.num_players)
     return TreeSize(
         rules=tree.rules.name,
         first_player=first_player,
         deals=tree.num_deals,
         decision_nodes=tree.num_nodes - terminals,
         terminal_nodes=terminals,
-        infosets_by_seat=(int(by_seat[0]), int(by_seat[1])),
+        infosets_by_seat=tuple(int(c) for c in by_seat),
     )
 
 
@@ -665,9 +673,13 @@ def count_tree(
 
 @njit(cache=True)
 def terminal_score(info, player):
-    """Player ``player``'s score at a terminal node whose ``node_info`` is ``info`` (``< 0``)."""
-    s0 = (-1 - info) * 0.5
-    return s0 if player == 0 else 1.0 - s0
+    """Player ``player``'s score at a terminal node whose ``node_info`` is ``info`` (``< 0``,
+    ``-1 - w`` with ``w`` the winners' bit set): 1 / (number of winners) for a winner, 0 else.
+    A round's scores sum to 1."""
+    winners = np.int64(-1 - info)
+    if not (winners >> player) & 1:
+        return 0.0
+    return 1.0 / popcount(np.uint64(winners))
 
 
 @njit(cache=True, inline="always")
@@ -683,21 +695,24 @@ def mixed_value(node_child, offsets, strategy, work, n, i):
 
 
 @njit(cache=True)
-def expected_score_pass(node_info, node_child, offsets, strategy, num_roots, work):
-    """Player 0's expected score when both players follow ``strategy`` (``work``: one
-    float per node, overwritten)."""
+def expected_score_pass(node_info, node_child, offsets, strategy, num_roots, work, player):
+    """Player ``player``'s expected score when every player follows ``strategy`` (``work``:
+    one float per node, overwritten)."""
     for n in range(node_info.shape[0] - 1, -1, -1):
         i = node_info[n]
-        work[n] = terminal_score(i, 0) if i < 0 else mixed_value(node_child, offsets, strategy, work, n, i)
+        work[n] = terminal_score(i, player) if i < 0 else mixed_value(node_child, offsets, strategy, work, n, i)
     total = 0.0
     for r in range(num_roots):
         total += work[r]
     return total / num_roots
 
 
-def expected_score(tree: GameTree, strategy: np.ndarray) -> float:
-    """Player 0's expected score when both players follow ``strategy`` (float64 per
-    action, laid out as :attr:`GameTree.actions`; :meth:`GameTree.uniform_strategy` is one)."""
+def expected_score(tree: GameTree, strategy: np.ndarray, seat: int = 0) -> float:
+    """Seat ``seat``'s expected score (player 0 by default) when every player follows
+    ``strategy`` (float64 per action, laid out as :attr:`GameTree.actions`;
+    :meth:`GameTree.uniform_strategy` is one)."""
+    if isinstance(seat, bool) or seat not in range(tree.num_players):
+        raise ValueError(f"seat must be a seat of {tree.rules.name!r} (0..{tree.num_players - 1}), got {seat!r}")
     strategy = np.ascontiguousarray(strategy, dtype=np.float64)
     if strategy.shape != tree.actions.shape:
         raise ValueError(
@@ -705,7 +720,7 @@ def expected_score(tree: GameTree, strategy: np.ndarray) -> float:
             f"got shape {list(strategy.shape)}"
         )
     work = np.empty(tree.num_nodes)
-    args = (tree.node_info, tree.node_child, tree.action_offsets, strategy, tree.num_deals, work)
+    args = (tree.node_info, tree.node_child, tree.action_offsets, strategy, tree.num_deals, work, seat)
     return float(expected_score_pass(*args))
 
 
@@ -741,7 +756,9 @@ def main(argv: list[str] | None = None) -> None:
         description="Count the histories and information sets of one round of ladder rungs exactly.",
     )
     parser.add_argument("rungs", nargs="*", default=["mini6", "mini7", "mini8"], help="default: mini6 mini7 mini8")
-    parser.add_argument("--first-player", type=int, default=0, choices=(0, 1), help="seat that starts (default 0)")
+    parser.add_argument(
+        "--first-player", type=int, default=0, choices=(0, 1, 2, 3), help="seat that starts (default 0)"
+    )
     retire_flag(parser, "--observations-only", nargs=0)
     args = parser.parse_args(argv)
     for rung in args.rungs:

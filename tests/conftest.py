@@ -91,7 +91,7 @@ def ladder_edge_case_decks(rules) -> list[list[int]]:
     in_play = sorted(rules.in_play)
     orders = [in_play, in_play[::-1]] + [in_play[k:] + in_play[:k] for k in (1, 2, len(in_play) // 2)]
     decks = [list(rules.deck_from_in_play(order)) for order in orders]
-    face_up = rules.face_up_count(2)
+    face_up = rules.face_up_count(rules.rung_players)
     for deck in decks[::3]:
         deck[1 : 1 + face_up] = deck[face_up:0:-1]
     return decks

@@ -150,7 +150,7 @@ def _require_player_to_act(view: ObservationView) -> None:
 def _in_play_of(view: ObservationView) -> tuple[int, ...] | None:
     """The cards in play of the ladder rung ``view`` comes from (whose face-up cards are all the
     others), or ``None`` when it shows the printed rules' face-up cards."""
-    if view.num_players != 2 or len(view.face_up) == FACE_UP_CARDS_2P:
+    if not view.face_up or (view.num_players == 2 and len(view.face_up) == FACE_UP_CARDS_2P):
         return None
     in_play = list(FULL_DECK)
     for card in view.face_up:

@@ -11,14 +11,16 @@ its nonzero entries as ``index * 32 + value`` (every entry is a small whole numb
 32), in index order. The ``tokens`` entries are left out: the solved game is one round,
 so the agent plays every round of a longer game as that round.
 
-Policy file format (version 3)
+Policy file format (version 4)
 ------------------------------
 A ``numpy.savez_compressed`` archive, read with ``allow_pickle=False``; every entry is
 required. ``I`` is the number of information sets.
 
-* ``format`` (``"loveletter-solved-policy"``), ``version`` (3), ``meta`` (a JSON object:
-  rules, iterations, exploitability, first_player_score, ..., and ``infosets_sha256``);
-* ``infoset_player`` int8 [I]: 0 for the player who moves first, 1 for the other;
+* ``format`` (``"loveletter-solved-policy"``), ``version`` (4), ``meta`` (a JSON object:
+  ``num_players``, the rung's table size, an integer 2, 3 or 4; rules, iterations,
+  exploitability, nash_conv, first_player_score, ..., and ``infosets_sha256``);
+* ``infoset_player`` int8 [I]: the seat of the set's player, 0 for the player who moves
+  first, then in turn order up to ``num_players - 1``;
 * ``key_offsets`` int64 [I + 1], ``key_entries`` uint16: the observation key of
   information set ``i`` is ``key_entries[key_offsets[i]:key_offsets[i + 1]]``, a different
   key for each set;
@@ -27,10 +29,11 @@ required. ``I`` is the number of information sets.
   the probability of each: finite, non-negative, summing to 1 per information set.
 
 :meth:`SolvedPolicy.load` checks all of this and refuses a file that breaks any of it
-with a :class:`PolicyFileError` naming the file and the problem. Files of versions 1 and 2
-(version 2 chained each information set to the player's previous one, before the
-observation recalled the round) are refused: solve the rung again with
-``python -m training.solve RUNG``.
+with a :class:`PolicyFileError` naming the file and the problem. Version 3 files (2-player
+rungs only) still load: they are version 4 without ``num_players`` in ``meta``, which is
+then 2, and with seats 0 and 1 only. Files of versions 1 and 2 (version 2 chained each
+information set to the player's previous one, before the observation recalled the round)
+are refused: solve the rung again with ``python -m training.solve RUNG``.
 
 What loading also checks
 ------------------------
@@ -76,7 +79,11 @@ from ..tree import KEY_VALUE_RANGE, observation_key
 from .base import legal_actions_of
 
 FORMAT = "loveletter-solved-policy"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+#: The versions :meth:`SolvedPolicy.load` reads: version 3 held 2-player rungs only.
+READABLE_VERSIONS = (3, 4)
+#: The table sizes a policy may be for.
+POLICY_PLAYERS = (2, 3, 4)
 #: Largest distance of a policy's per-information-set probability sum from 1.
 SUM_TOLERANCE = 1e-6
 #: The meta key of :func:`infoset_digest` of the policy's information sets.
@@ -104,6 +111,11 @@ class SolvedPolicy:
     def num_infosets(self) -> int:
         return int(self.infoset_player.shape[0])
 
+    @property
+    def num_players(self) -> int:
+        """The rung's table size (``meta["num_players"]``; 2 in a version 3 file)."""
+        return int(self.meta.get("num_players", 2))
+
     def key(self, infoset: int) -> bytes:
         """The observation key of ``infoset``."""
         return self.key_entries[self.key_offsets[infoset] : self.key_offsets[infoset + 1]].tobytes()
@@ -129,7 +141,7 @@ class SolvedPolicy:
             f,
             format=np.str_(FORMAT),
             version=np.int64(FORMAT_VERSION),
-            meta=np.str_(json.dumps(self.meta, allow_nan=False)),
+            meta=np.str_(json.dumps({**self.meta, "num_players": self.num_players}, allow_nan=False)),
             **arrays,
         )
 
@@ -214,9 +226,9 @@ class RungInfosets:
         }
 
 
-#: Each rung's information sets, computed once from its tree. A test rebuilds the trees of
-#: mini6 to mini8 and compares them with this table; mini9's tree takes minutes and 3 GB
-#: to build, so its row was computed once, the same way (docs/solving.md says how).
+#: Each rung's information sets, computed once from its tree. Tests rebuild every tree but
+#: mini9's and compare them with this table; mini9's tree takes minutes and 3 GB to build,
+#: so its row was computed once, the same way (docs/solving.md says how).
 RUNG_INFOSETS: dict[str, RungInfosets] = {
     "mini6": RungInfosets(1_800, 56_477, 7_157, "da0c2b1222f4e4f409dd16a2ba7c8d41b96d38cface2204ce5e02798374b6219"),
     "mini7": RungInfosets(23_834, 850_597, 84_857, "47dd3512678afa4e47e94f7fe0df26a2c0343714f21ef6b09adaad53c1967154"),
@@ -225,6 +237,17 @@ RUNG_INFOSETS: dict[str, RungInfosets] = {
     ),
     "mini9": RungInfosets(
         4_486_551, 208_358_403, 14_857_668, "640547d4ef8c082b1c944015434e3f613b494a4acb1bd1d549bb8ea5c59a26aa"
+    ),
+    "mini6_3p": RungInfosets(545, 15_463, 4_194, "6946bd35fdef22a7cf45db6ea1969ddfd4c336e3cfdc44bc1832e71c269eb2c7"),
+    "mini7_3p": RungInfosets(
+        20_357, 702_307, 104_553, "c0fe96d3765cc5e3f63cd0e32688ff9b6218aa32f9b312f695d69cfc0cc6c459"
+    ),
+    "mini8_3p": RungInfosets(
+        732_582, 29_907_702, 2_898_466, "69ecac1d3f4e0d6f16805a3654676fa9e83ba60d044252c90499e2c769214c3e"
+    ),
+    "mini7_4p": RungInfosets(1_554, 45_930, 16_918, "33f6a1cce6eef311c815ad20c499e8b1eaac8098e17414f3ed03990e6ae957b5"),
+    "mini8_4p": RungInfosets(
+        87_436, 3_239_662, 603_565, "2226b524116d3b3d15797e97cf6581aa4860cd7e3dfeb471a9e27b71b43a6bf4"
     ),
 }
 
@@ -398,11 +421,24 @@ def _read_policy(entries: _Entries) -> dict[str, Any]:
     named = meta.get("rules") if isinstance(meta, dict) else None
     rules = named if isinstance(named, str) else "RUNG"
     again = f"solve the rung again with `python -m training.solve {rules if rules in RUNG_INFOSETS else 'RUNG'}`"
-    if version != FORMAT_VERSION:
-        raise refuse(f"is format version {version}, and this code reads version {FORMAT_VERSION} only: {again}")
+    if version not in READABLE_VERSIONS:
+        readable = " and ".join(map(str, READABLE_VERSIONS))
+        raise refuse(f"is format version {version}, and this code reads versions {readable} only: {again}")
     if not isinstance(meta, dict):
         shown = "no meta entry" if meta_text is None else f"a meta entry that is not a JSON object{meta_problem}"
         raise refuse(f"has {shown} (rules, iterations, ...)")
+    if version == 3:
+        if "num_players" in meta and meta["num_players"] != 2:
+            raise refuse(
+                f"is format version 3, which holds 2-player rungs only, yet its meta says num_players "
+                f"{meta['num_players']!r}"
+            )
+        num_players = 2
+    else:
+        stated = meta.get("num_players")
+        if type(stated) is not int or stated not in POLICY_PLAYERS:
+            raise refuse(f"has meta num_players {stated!r}, expected the rung's table size: 2, 3 or 4")
+        num_players = stated
     information = meta.get("information", "observations")
     if information != "observations":
         raise refuse(
@@ -444,8 +480,8 @@ def _read_policy(entries: _Entries) -> dict[str, Any]:
                 f"has {offsets} that do not cut {values} ({arrays[values].shape[0]} entries) into "
                 f"{n} information sets in order"
             )
-    if not np.isin(arrays["infoset_player"], (0, 1)).all():
-        raise refuse("has an infoset_player other than 0 and 1")
+    if not np.isin(arrays["infoset_player"], range(num_players)).all():
+        raise refuse(f"has an infoset_player outside the seats 0..{num_players - 1} of its {num_players}-player rung")
     # Ranges from the extremes, without a wider copy (mini9 has 208 million key entries).
     keys = arrays["key_entries"]
     if int(keys.min()) < 0 or int(keys.max()) >= OBSERVATION_SIZE * KEY_VALUE_RANGE:

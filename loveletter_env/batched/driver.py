@@ -355,7 +355,8 @@ class BatchedLoveLetter:
         draws = deck_draws(self.num_games, self.generator, self.device).T.contiguous().numpy()
         decks = self._records[:, DECK_AT : DECK_AT + DECK_SIZE].copy()
         orders, placements = self._deck_tables
-        kernels.shuffle_in_play_batch(decks, self.rules.face_up_count(2), orders, placements, draws)
+        face_up = self.rules.face_up_count(self.rules.rung_players)
+        kernels.shuffle_in_play_batch(decks, face_up, orders, placements, draws)
         return torch.from_numpy(decks.astype(np.int8))
 
     def _random_first_players(self) -> torch.Tensor:

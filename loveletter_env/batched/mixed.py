@@ -65,7 +65,7 @@ class MixedRulesBatched:
     Args:
         num_games: N, split between the rule sets by :func:`split_games`.
         num_players: as :class:`BatchedLoveLetter`'s (an int or one per game); a ladder
-            rung takes 2 players only.
+            rung takes its own table size only.
         rules: preset names or :class:`~loveletter_env.rules.Rules`, each at most once.
         weights: one relative weight per rule set (default: equal).
         episode: as :class:`BatchedLoveLetter`'s.

@@ -63,7 +63,7 @@ LAYOUT: tuple[Field, ...] = (
     Field("deck_size", (1,), "cards left in the draw pile"),
     Field("unseen", (8,), "per value: copies whose place the observer cannot name (deck, set-aside, unknown hands)"),
     # Fields fixed for a whole round.
-    Field("face_up", (8,), "2-player face-up cards: count of each value"),
+    Field("face_up", (8,), "face-up cards (2 players, or a ladder rung): count of each value"),
     Field("present", (MAX_PLAYERS,), "per seat offset: 1 if the seat exists at this table"),
     Field("tokens", (MAX_PLAYERS,), "per seat offset: tokens of affection"),
     Field("tokens_to_win", (1,), "tokens needed to win the game"),
@@ -261,10 +261,9 @@ def encode_observation(state: GameState, observer: int) -> np.ndarray:
     for card in state.hand_of(observer):
         idx.append(_HAND + card)
         unseen[card] -= 1
-    if n == 2:
-        for card in state.face_up:
-            idx.append(_FACE + card)
-            unseen[card] -= 1
+    for card in state.face_up:  # 2 players, or a rung at any table size
+        idx.append(_FACE + card)
+        unseen[card] -= 1
 
     known_row = state.known[observer]
     for k in range(n):
@@ -360,9 +359,13 @@ class ObservationView:
 
     def rules(self, name: str = "observed", in_play: tuple[int, ...] | None = None) -> Rules:
         """Rules that play as the ones this view shows (every table size needing
-        ``tokens_to_win``); ``in_play`` as a ladder rung's, which a view does not show."""
+        ``tokens_to_win``); ``in_play`` as a ladder rung's (played at this view's table), which
+        a view does not show."""
         options = {field: getattr(self, field) for field in _VIEW_RULE_FIELDS}
-        return Rules(name=name, tokens_to_win=(self.tokens_to_win,) * 3, in_play=in_play, **options)
+        players = 2 if in_play is None else self.num_players
+        return Rules(
+            name=name, tokens_to_win=(self.tokens_to_win,) * 3, in_play=in_play, rung_players=players, **options
+        )
 
 
 #: The view's fields for the rule options, in the order of :func:`rule_flags`.

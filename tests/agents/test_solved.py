@@ -348,9 +348,19 @@ def test_the_table_holds_mini6_s_tree(tree, policy_path):
     assert infoset_digest(*arrays) == known.sha256 == _meta(policy_path)[DIGEST_KEY]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("rung", ["mini7", "mini8"])
-def test_the_table_holds_the_trees_of_the_larger_rungs(rung):
+@pytest.mark.parametrize(
+    "rung",
+    [
+        "mini6_3p",
+        "mini7_4p",
+        pytest.param("mini7", marks=pytest.mark.slow),
+        pytest.param("mini8", marks=pytest.mark.slow),
+        pytest.param("mini7_3p", marks=pytest.mark.slow),
+        pytest.param("mini8_3p", marks=pytest.mark.slow),
+        pytest.param("mini8_4p", marks=pytest.mark.slow),
+    ],
+)
+def test_the_table_holds_the_trees_of_the_other_rungs(rung):
     # mini9's tree takes minutes and 3.3 GB to build: its row was computed the same way, once.
     tree = build_tree(rung)
     known = RUNG_INFOSETS[rung]

@@ -22,7 +22,7 @@ from loveletter_env.rules import LADDER, resolve_rules
 
 RULES = ("classic", "pegasus", "king_ignores_handmaid")
 TABLES = (2, 3, 4, "mixed")
-RUNGS = tuple(r.name for r in LADDER)  # 2 players
+RUNGS = tuple(r.name for r in LADDER)  # each at its own table size
 
 
 def _cuda_ready() -> bool:
@@ -158,11 +158,13 @@ def test_scripted_decks_match_scalar(table, rules, device):
 @pytest.mark.parametrize("episode", ("round", "game"))
 @pytest.mark.parametrize("rules", RUNGS)
 def test_ladder_matches_scalar(rules, episode, device):
-    """The rungs, random and scripted first decks; later deals shuffle only the cards in play."""
-    env = BatchedLoveLetter(48, 2, rules=rules, episode=episode, seed=7, device=device)
+    """The rungs at their table sizes, random and scripted first decks; later deals shuffle
+    only the cards in play."""
+    players = resolve_rules(rules).rung_players
+    env = BatchedLoveLetter(48, players, rules=rules, episode=episode, seed=7, device=device)
     assert _play_differential(env, steps=90, seed=11) > (300 if episode == "round" else 10)
     decks = torch.tensor([d for d in ladder_edge_case_decks(resolve_rules(rules)) for _ in range(8)], device=device)
-    env = BatchedLoveLetter(len(decks), 2, rules=rules, episode=episode, seed=3, device=device)
+    env = BatchedLoveLetter(len(decks), players, rules=rules, episode=episode, seed=3, device=device)
     _play_differential(env, steps=40, seed=5, decks=decks)
 
 

@@ -28,7 +28,7 @@ from loveletter_env.rules import LADDER, Rules, resolve_rules
 
 RULES = ("classic", "pegasus", "king_ignores_handmaid")
 TABLES = (2, 3, 4, "mixed")
-RUNGS = tuple(r.name for r in LADDER)  # 2 players only
+RUNGS = tuple(r.name for r in LADDER)  # each at its own table size
 
 
 def _deck_from_draws(draws: np.ndarray, previous: tuple[int, ...], rules: Rules) -> list[int]:
@@ -42,7 +42,7 @@ def _deck_from_draws(draws: np.ndarray, previous: tuple[int, ...], rules: Rules)
         labels[placements[draws[2]][8 + j]] = 8 + orders[draws[1]][j]
     if not rules.is_rung:
         return [FULL_DECK[label] for label in labels]
-    in_play = rules.in_play_positions(2)
+    in_play = rules.in_play_positions(rules.rung_players)
     deck = list(previous)
     for position, label in zip(in_play, [label for label in labels if label in in_play]):
         deck[position] = previous[label]
@@ -56,7 +56,7 @@ def _random_decks(rules: Rules, n: int, rng: np.random.Generator) -> np.ndarray:
     decks = []
     for _ in range(n):
         deck = list(rules.deck_from_in_play(list(rng.permutation(rules.in_play))))
-        face_up = rules.face_up_count(2)
+        face_up = rules.face_up_count(rules.rung_players)
         deck[1 : 1 + face_up] = rng.permutation(deck[1 : 1 + face_up]).tolist()
         decks.append(deck)
     return np.array(decks, np.uint8)
@@ -173,9 +173,9 @@ def test_random_play_matches_reference(table, rules, episode):
 @pytest.mark.parametrize("episode", ("round", "game"))
 @pytest.mark.parametrize("rules", RUNGS)
 def test_random_play_on_the_ladder_matches_reference(rules, episode):
-    """The rungs, 2 players: short rounds, so more of them (about 2,000 a case)."""
+    """The rungs, each at its table size: short rounds, so more of them (about 2,000 a case)."""
     seed = 1000 + RUNGS.index(rules) * 10 + (episode == "game")
-    rounds = _play([2] * 48, rules, episode, steps=150, seed=seed)
+    rounds = _play([resolve_rules(rules).rung_players] * 48, rules, episode, steps=150, seed=seed)
     assert rounds > 1000
 
 
@@ -189,7 +189,7 @@ def test_scripted_decks_match_reference(table, rules):
 @pytest.mark.parametrize("rules", RUNGS)
 def test_scripted_ladder_decks_match_reference(rules):
     decks = [d for d in ladder_edge_case_decks(resolve_rules(rules)) for _ in range(8)]
-    _play([2] * len(decks), rules, "round", steps=40, seed=7, first_decks=decks)
+    _play([resolve_rules(rules).rung_players] * len(decks), rules, "round", steps=40, seed=7, first_decks=decks)
 
 
 def test_record_round_trip_and_mid_round_turns():

@@ -1,7 +1,8 @@
-"""The ladder: 2-player rungs with a fixed set of cards in play, the rest dealt face up.
+"""The ladder: rungs with a fixed set of cards in play, the rest dealt face up, each played
+at one table size (2, 3 or 4 players).
 
 Rule tests on scripted decks (the face-up deal, what each seat observes), the refusals
-(3 or 4 players, decks that do not lay the face-up cards), the seeded deal (only the
+(other table sizes, decks that do not lay the face-up cards), the seeded deal (only the
 cards in play move, uniformly), and the tree counter against a plain reference walk
 of the reference engine. The differential tests of the compiled core and the batched
 env play the rungs too (tests/core/test_core.py, tests/batched/test_batched.py).
@@ -38,7 +39,20 @@ from loveletter_env.core.layout import CURRENT, ROUND_OVER
 from loveletter_env.env import DeckShuffler
 from loveletter_env.observation import OBSERVATION_SIZE, SLICES, decode_observation, encode_observation
 from loveletter_env.replay import ReplayError, rules_from_dict, rules_to_dict
-from loveletter_env.rules import CLASSIC, LADDER, MINI6, MINI7, MINI8, MINI9, PRESETS, Rules, resolve_rules
+from loveletter_env.rules import (
+    CLASSIC,
+    LADDER,
+    LADDER_2P,
+    LADDER_3P,
+    LADDER_4P,
+    MINI6,
+    MINI7,
+    MINI8,
+    MINI9,
+    PRESETS,
+    Rules,
+    resolve_rules,
+)
 from loveletter_env.tree import (
     build_tree,
     count_tree,
@@ -54,6 +68,8 @@ from loveletter_env.wrappers import LoveLetterGymEnv
 
 RUNGS = tuple(r.name for r in LADDER)
 TWO_PLAYERS_ONLY = "ladder rung, played by 2 players only"
+#: Every rung with each table size it refuses.
+WRONG_TABLES = [(r.name, n) for r in LADDER for n in (2, 3, 4) if n != r.rung_players]
 
 
 # Presets ------------------------------------------------------------------------------
@@ -64,8 +80,9 @@ def test_rungs_keep_the_cards_the_ladder_names_in_play():
     assert Counter(MINI7.in_play) - Counter(MINI6.in_play) == Counter([KING])
     assert Counter(MINI8.in_play) - Counter(MINI7.in_play) == Counter([HANDMAID])
     assert Counter(MINI9.in_play) - Counter(MINI8.in_play) == Counter([GUARD])
-    for k, rung in zip((6, 7, 8, 9), LADDER):
+    for k, rung in zip((6, 7, 8, 9), LADDER_2P):
         assert PRESETS[f"mini{k}"] is rung and resolve_rules(f"mini{k}") is rung
+        assert rung.rung_players == 2
         assert len(rung.in_play) == k and rung.face_up_count(2) == 16 - k
         assert sorted(rung.in_play + rung.face_up_cards) == sorted(FULL_DECK)
         # Classic otherwise: same tokens, tie-break and King rule.
@@ -75,6 +92,19 @@ def test_rungs_keep_the_cards_the_ladder_names_in_play():
             CLASSIC.king_ignores_handmaid,
         )
     assert MINI6.face_up_cards == (GUARD,) * 3 + (PRIEST, BARON, HANDMAID, HANDMAID, PRINCE, KING, COUNTESS)
+    # The 3- and 4-player rungs keep the cards of the 2-player rung of the same size: miniK_Np.
+    assert [r.name for r in LADDER_3P] == ["mini6_3p", "mini7_3p", "mini8_3p"]
+    assert [r.name for r in LADDER_4P] == ["mini7_4p", "mini8_4p"]
+    for players, rungs in ((3, LADDER_3P), (4, LADDER_4P)):
+        for rung in rungs:
+            two = resolve_rules(rung.name.removesuffix(f"_{players}p"))
+            assert PRESETS[rung.name] is rung and rung.rung_players == players
+            assert (rung.in_play, rung.face_up_cards, rung.tokens_to_win) == (
+                two.in_play,
+                two.face_up_cards,
+                two.tokens_to_win,
+            )
+            assert rung.face_up_count(players) == 16 - len(rung.in_play)
     # The printed rules are unchanged: 3 face-up cards at 2 players, none at 3 or 4.
     assert [CLASSIC.face_up_count(n) for n in (2, 3, 4)] == [3, 0, 0] and CLASSIC.face_up_cards is None
 
@@ -94,11 +124,25 @@ def test_a_bad_set_of_cards_in_play_is_named(in_play, message):
         Rules(name="bad", in_play=in_play)
 
 
+def test_a_rung_for_more_players_needs_a_card_more_per_hand():
+    assert Rules(name="five", in_play=(GUARD, GUARD, PRIEST, BARON, PRINCE), rung_players=3).rung_players == 3
+    with pytest.raises(ValueError, match="6 to 16 cards in play at 4 players"):
+        Rules(name="bad", in_play=(GUARD, GUARD, PRIEST, BARON, PRINCE), rung_players=4)
+    for players in (1, 5, True, "3"):
+        with pytest.raises(ValueError, match="rung_players must be 2, 3 or 4"):
+            Rules(name="bad", in_play=MINI6.in_play, rung_players=players)
+    with pytest.raises(ValueError, match="rung_players=3 needs in_play"):
+        Rules(name="bad", rung_players=3)
+
+
 def test_rules_objects_and_replays_keep_the_cards_in_play():
     custom = Rules(name="custom", in_play=(PRINCESS, GUARD, KING, GUARD, PRIEST))
     assert custom.in_play == (GUARD, GUARD, PRIEST, KING, PRINCESS)  # stored sorted
     for rules in (*LADDER, custom, CLASSIC):
         assert rules_from_dict(rules_to_dict(rules)) == rules
+    # A replay written before rungs had a table size holds a 2-player rung.
+    old = {k: v for k, v in rules_to_dict(MINI6).items() if k != "rung_players"}
+    assert rules_from_dict(old) == MINI6
     bad = {**rules_to_dict(MINI6), "in_play": [8, 8, 1, 1]}
     with pytest.raises(ReplayError, match="Princess x2"):
         rules_from_dict(bad)
@@ -107,10 +151,12 @@ def test_rules_objects_and_replays_keep_the_cards_in_play():
 # Refusals -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("num_players", (3, 4))
-@pytest.mark.parametrize("rules", RUNGS)
-def test_a_rung_refuses_3_and_4_players_everywhere(rules, num_players):
-    deck = list(resolve_rules(rules).deck_from_in_play(resolve_rules(rules).in_play))
+@pytest.mark.parametrize("rules, num_players", WRONG_TABLES)
+def test_a_rung_refuses_every_other_table_size_everywhere(rules, num_players):
+    rung = resolve_rules(rules)
+    deck = list(rung.deck_from_in_play(rung.in_play))
+    own = rung.rung_players
+    refusal = f"ladder rung, played by {own} players only; got num_players={num_players}"
     attempts = [
         lambda: engine.GameState(num_players, rules),
         lambda: engine.new_game(num_players, deck, 0, rules),
@@ -118,11 +164,11 @@ def test_a_rung_refuses_3_and_4_players_everywhere(rules, num_players):
         lambda: loveletter_env.raw_env(num_players=num_players, rules=rules),
         lambda: LoveLetterGymEnv(num_players=num_players, rules=rules),
         lambda: BatchedLoveLetter(4, num_players, rules=rules),
-        lambda: BatchedLoveLetter(3, [2, num_players, 2], rules=rules),
-        lambda: new_records([2, num_players], resolve_rules(rules)),
+        lambda: BatchedLoveLetter(3, [own, num_players, own], rules=rules),
+        lambda: new_records([own, num_players], rung),
     ]
     for attempt in attempts:
-        with pytest.raises(ValueError, match=TWO_PLAYERS_ONLY):
+        with pytest.raises(ValueError, match=refusal):
             attempt()
 
 
@@ -143,6 +189,8 @@ def test_a_training_config_refuses_a_rung_at_3_players():
     assert load_config(None, ["env.rules=mini8"]).env.rules == ["mini8"]
     with pytest.raises(ConfigError, match=r"env.num_players must be \[2\] on the ladder rung 'mini8'"):
         load_config(None, ["env.rules=mini8", "env.num_players=[2,3]"])
+    with pytest.raises(ConfigError, match=r"env.num_players must be \[3\] on the ladder rung 'mini7_3p'"):
+        load_config(None, ["env.rules=mini7_3p", "env.num_players=[2]"])
 
 
 def test_a_deck_that_does_not_lay_the_face_up_cards_is_refused_naming_them():
@@ -200,16 +248,37 @@ def test_a_scripted_rung_deck_deals_face_up_cards_then_hands():
     assert env.unwrapped.game.drawn == GUARD and env.unwrapped.game.deck_remaining == 1
 
 
-@pytest.mark.parametrize("rules", ("mini6", "mini7"))
+def test_a_scripted_3_player_rung_deck_deals_face_up_cards_then_three_hands():
+    in_play = [PRINCESS, KING, GUARD, BARON, PRIEST, GUARD, PRINCE]  # set aside, hands of 2, 0, 1, the pile
+    deck = MINI7.deck_from_in_play(in_play)
+    env = loveletter_env.env(num_players=3, rules="mini7_3p", episode="round")
+    env.reset(options={"deck": list(deck), "first_player": 2})
+    game = env.unwrapped.game
+    assert game.face_up == MINI7.face_up_cards and game.set_aside == PRINCESS
+    assert game.hands == [GUARD, BARON, KING] and game.current == 2 and game.drawn == PRIEST
+    assert game.deck_remaining == 2
+    for seat in (0, 1, 2):
+        view = decode_observation(env.observe(f"player_{seat}")["observation"])
+        assert view.face_up == MINI7.face_up_cards and view.deck_size == 2
+        expected = Counter(in_play) - Counter(view.hand)
+        assert {v: n for v, n in view.unseen.items() if n} == dict(expected)
+    # The first player plays the Priest on the next seat (player_0, who holds a Guard).
+    env.step(engine.PRIEST_BASE + 1)
+    assert decode_observation(env.observe("player_2")["observation"]).known_cards[1] == GUARD
+    assert env.unwrapped.game.current == 0 and env.unwrapped.game.deck_remaining == 1
+
+
+@pytest.mark.parametrize("rules", ("mini6", "mini7", "mini6_3p", "mini7_4p"))
 def test_a_seat_observes_nothing_of_the_cards_in_play_but_its_own(rules):
     """The observation layout is unchanged and keeps its promise on a rung: at the deal,
     each seat's observation depends only on its own cards (the one dealt, then the one
     drawn), over every deal of the rung."""
     by_hand: dict[tuple, set] = defaultdict(set)
+    players = resolve_rules(rules).rung_players
     for deck in deals(rules):
-        for first in (0, 1):
-            game = engine.new_game(2, deck.tolist(), first, rules)
-            for seat in (0, 1):
+        for first in range(players):
+            game = engine.new_game(players, deck.tolist(), first, rules)
+            for seat in range(players):
                 obs = encode_observation(game, seat)
                 assert obs.shape == (OBSERVATION_SIZE,)
                 by_hand[(first, seat, game.hand_of(seat))].add(obs.tobytes())
@@ -218,15 +287,15 @@ def test_a_seat_observes_nothing_of_the_cards_in_play_but_its_own(rules):
 
 def test_seeded_deals_shuffle_only_the_cards_in_play_and_repeat_with_the_seed():
     for rung in LADDER:
-        env = loveletter_env.env(rules=rung.name, episode="round")
+        env = loveletter_env.env(num_players=rung.rung_players, rules=rung.name, episode="round")
         decks = []
         for episode in range(30):
             env.reset(seed=5 if episode == 0 else None)
             game = env.unwrapped.game
             assert game.face_up == rung.face_up_cards  # sorted, the same every deal
-            assert sorted(game.deck[i] for i in rung.in_play_positions(2)) == list(rung.in_play)
+            assert sorted(game.deck[i] for i in rung.in_play_positions(rung.rung_players)) == list(rung.in_play)
             decks.append(game.deck)
-        again = loveletter_env.env(rules=rung.name, episode="round")
+        again = loveletter_env.env(num_players=rung.rung_players, rules=rung.name, episode="round")
         again.reset(seed=5)
         assert again.unwrapped.game.deck == decks[0]
         assert len(set(decks)) > 20
@@ -298,15 +367,18 @@ def test_batched_env_deals_rungs_from_its_seed():
 # Environments and bots play the rungs ----------------------------------------------------
 
 
-def test_pettingzoo_api_test_passes_on_a_rung():
+@pytest.mark.parametrize("rules", ("mini7", "mini8_3p", "mini8_4p"))
+def test_pettingzoo_api_test_passes_on_a_rung(rules):
     from pettingzoo.test import api_test
 
-    api_test(loveletter_env.env(rules="mini7"), num_cycles=200)
+    api_test(loveletter_env.env(num_players=resolve_rules(rules).rung_players, rules=rules), num_cycles=200)
 
 
+@pytest.mark.parametrize("rules", ("mini8", "mini8_3p", "mini8_4p"))
 @pytest.mark.parametrize("opponent", ("random", "rule", "belief", "ismcts:iterations=20"))
-def test_gymnasium_env_and_bots_play_a_rung(opponent):
-    env = LoveLetterGymEnv(rules="mini8", opponents=opponent, episode="round")
+def test_gymnasium_env_and_bots_play_a_rung(opponent, rules):
+    players = resolve_rules(rules).rung_players
+    env = LoveLetterGymEnv(num_players=players, rules=rules, opponents=opponent, episode="round")
     rng = np.random.default_rng(0)
     for episode in range(6):
         obs, info = env.reset(seed=episode)
@@ -320,14 +392,15 @@ def test_gymnasium_env_and_bots_play_a_rung(opponent):
 # The tree ------------------------------------------------------------------------------
 
 
-def _reference_tree(rules: str) -> tuple[int, int, tuple[int, int]]:
+def _reference_tree(rules: str) -> tuple[int, int, tuple[int, ...]]:
     """The tree counted on the reference engine with exact keys: (decisions, terminals,
     information sets per seat), as :func:`count_tree` defines them: each seat recalls its
     observations and its own actions."""
-    infosets: list[set] = [set(), set()]
+    players = resolve_rules(rules).rung_players
+    infosets: list[set] = [set() for _ in range(players)]
     decisions = terminals = 0
     for deck in deals(rules):
-        stack = [(engine.new_game(2, deck.tolist(), 0, rules), ((), ()))]
+        stack = [(engine.new_game(players, deck.tolist(), 0, rules), ((),) * players)]
         while stack:
             game, recall = stack.pop()
             if game.round_over:
@@ -343,13 +416,16 @@ def _reference_tree(rules: str) -> tuple[int, int, tuple[int, int]]:
                 after = list(recall)
                 after[seat] = (key, action)
                 stack.append((child, tuple(after)))
-    return decisions, terminals, (len(infosets[0]), len(infosets[1]))
+    return decisions, terminals, tuple(len(seen) for seen in infosets)
 
 
 def test_the_compiled_tree_count_matches_a_reference_walk():
     size = count_tree("mini6")
     assert (size.decision_nodes, size.terminal_nodes, size.infosets_by_seat) == _reference_tree("mini6")
     assert size.infosets_by_seat == (1608, 192)
+    size = count_tree("mini6_3p")
+    assert (size.decision_nodes, size.terminal_nodes, size.infosets_by_seat) == _reference_tree("mini6_3p")
+    assert size.infosets_by_seat == (21, 449, 75) and size.histories == 37282
     assert size.deals == num_deals("mini6") == 360
     assert size.histories == size.decision_nodes + size.terminal_nodes
 
@@ -372,8 +448,10 @@ def test_tree_count_reports_progress_up_to_every_deal():
     assert whole.infosets < whole.decision_nodes < whole.histories
 
 
-def test_tree_pieces_walk_a_rung_and_score_every_round_zero_sum():
-    roots, probability = root_records("mini6")
+@pytest.mark.parametrize("rules", ("mini6", "mini6_3p"))
+def test_tree_pieces_walk_a_rung_and_score_every_round_zero_sum(rules):
+    roots, probability = root_records(rules)
+    players = resolve_rules(rules).rung_players
     assert len(roots) == 360 and probability == pytest.approx(1 / 360)
     stack = [r for r in roots]
     terminals = 0
@@ -381,14 +459,14 @@ def test_tree_pieces_walk_a_rung_and_score_every_round_zero_sum():
         r = stack.pop()
         if r[ROUND_OVER]:
             terminals += 1
-            assert round_score(r, 0) + round_score(r, 1) == 1.0
+            assert sum(round_score(r, seat) for seat in range(players)) == pytest.approx(1.0, abs=1e-15)
             continue
         bits = int(kernels.legal_bits(r))
         for action in (a for a in range(41) if bits >> a & 1):
             child = r.copy()
             kernels.play(child, action)
             stack.append(child)
-    assert terminals == count_tree("mini6").terminal_nodes
+    assert terminals == count_tree(rules).terminal_nodes
 
 
 def test_tree_count_refuses_the_full_game():
@@ -396,6 +474,9 @@ def test_tree_count_refuses_the_full_game():
         count_tree("classic")
     with pytest.raises(ValueError, match="first_player"):
         root_records("mini6", first_player=2)
+    with pytest.raises(ValueError, match=r"first_player must be a seat of 'mini6_3p' \(0..2\)"):
+        root_records("mini6_3p", first_player=3)
+    assert root_records("mini6_3p", first_player=2)[0][0, CURRENT] == 2
 
 
 def _markdown_table(text: str, header: str) -> list[list[str]]:
@@ -414,6 +495,8 @@ def test_the_ladder_page_gives_the_cards_and_the_counts_the_code_gives():
     page = (ROOT / "docs" / "ladder.md").read_text(encoding="utf-8")
 
     def cards(words: str) -> list[int]:
+        if words.startswith("mini") and " + " not in words:  # "`mini7`": that rung's cards
+            return sorted(resolve_rules(words.strip("`")).in_play)
         if words.startswith("mini"):  # "`mini6` + King": the rung below plus a card
             below, added = words.split(" + ")
             return sorted([*resolve_rules(below.strip("`")).in_play, *cards(added)])
@@ -424,18 +507,22 @@ def test_the_ladder_page_gives_the_cards_and_the_counts_the_code_gives():
             out += [names[name]] * int(copies or 1)
         return sorted(out)
 
-    rows = _markdown_table(page, "| rung | cards in play |")
+    rows = _markdown_table(page, "| rung | players | cards in play |")
     assert [row[0] for row in rows] == list(RUNGS)
-    for name, in_play, face_up, pile in rows:
+    for name, players, in_play, face_up, pile in rows:
         rung = resolve_rules(name)
+        assert int(players) == rung.rung_players
         assert cards(in_play) == list(rung.in_play)
         assert cards(face_up) == list(rung.face_up_cards)
-        assert int(pile) == len(rung.in_play) - 3
+        assert int(pile) == len(rung.in_play) - rung.rung_players - 1
     sizes = {row[0]: row[1:] for row in _markdown_table(page, "| rung | deals |")}
-    for name in ("mini6", "mini7"):
+    assert list(sizes) == list(RUNGS)
+    for name in ("mini6", "mini7", "mini6_3p", "mini7_3p", "mini7_4p"):
         size = count_tree(name)
+        by_seat = " / ".join(f"{n:,}" for n in size.infosets_by_seat)
         counted = [size.deals, size.decision_nodes, size.terminal_nodes, size.histories, size.infosets]
-        assert [int(cell.replace(",", "")) for cell in sizes[name]] == counted
+        assert [int(cell.replace(",", "")) for cell in sizes[name][:5]] == counted
+        assert sizes[name][5] == by_seat
 
 
 def test_the_flat_tree_holds_the_walked_tree():
@@ -465,7 +552,9 @@ def test_the_flat_tree_holds_the_walked_tree():
         assert np.array_equal(obs, shown)
     terminal = np.flatnonzero(tree.node_info < 0)
     leaf = int(terminal[-1])
-    assert round_score(record_of(tree, leaf, parents), 0) == (-1 - tree.node_info[leaf]) / 2
+    winners = -1 - int(tree.node_info[leaf])  # the winners' seats as bits
+    record = record_of(tree, leaf, parents)
+    assert [round_score(record, s) for s in (0, 1)] == [(winners >> s & 1) / bin(winners).count("1") for s in (0, 1)]
     # The same value as a plain recursive walk of the records (docs/ladder.md).
     assert expected_score(tree, tree.uniform_strategy()) == pytest.approx(0.4810254652594063, abs=1e-12)
     # A strategy that always plays the first legal action, scored on the records directly.
@@ -493,8 +582,11 @@ def test_search_determinises_a_rung_with_its_face_up_cards(rules):
     from loveletter_env.agents.ismcts import determinize, seat_view
 
     rng = np.random.default_rng(1)
+    players = resolve_rules(rules).rung_players
     for _ in range(20):
-        game = engine.new_game(2, list(resolve_rules(rules).shuffled_deck(rng)), int(rng.integers(2)), rules)
+        game = engine.new_game(
+            players, list(resolve_rules(rules).shuffled_deck(rng)), int(rng.integers(players)), rules
+        )
         for _ in range(int(rng.integers(0, 3))):
             if not game.round_over:
                 legal = engine.legal_actions(game)

@@ -596,6 +596,15 @@ def test_next_round_after_a_shared_win_starts_with_the_lowest_winning_seat():
         ({"king_ignores_handmaid": None}, r"king_ignores_handmaid must be True or False, got None"),
         ({"name": 3}, r"name must be a string, got 3"),
         ({"in_play": (GUARD, GUARD, PRIEST, 9)}, r"in_play must hold card values 1\.\.8"),
+        ({"in_play": (GUARD, GUARD, PRIEST, BARON), "rung_players": 3.0}, r"rung_players must be 2, 3 or 4 .*got 3\.0"),
+        (
+            {"in_play": (GUARD, GUARD, PRIEST, BARON), "rung_players": True},
+            r"rung_players must be 2, 3 or 4 .*got True",
+        ),
+        ({"in_play": (GUARD, GUARD, PRIEST, BARON), "rung_players": "2"}, r"rung_players must be 2, 3 or 4 .*got '2'"),
+        ({"in_play": (GUARD, GUARD, PRIEST, BARON), "rung_players": 5}, r"rung_players must be 2, 3 or 4 .*got 5"),
+        ({"rung_players": 3}, r"rung_players=3 needs in_play"),
+        ({"in_play": (GUARD, GUARD, PRIEST, BARON), "rung_players": 3}, r"5 to 16 cards in play at 3 players"),
     ],
 )
 def test_a_bad_rule_option_is_refused_naming_the_field_and_its_range(fields, message):
@@ -607,6 +616,11 @@ def test_token_targets_are_stored_as_a_tuple_of_ints():
     rules = Rules(tokens_to_win=[np.int64(MAX_TOKENS_TO_WIN), 1, np.uint8(3)])
     assert rules.tokens_to_win == (MAX_TOKENS_TO_WIN, 1, 3)
     assert all(type(t) is int for t in rules.tokens_to_win)
+
+
+def test_a_rungs_table_size_is_stored_as_an_int():
+    rules = Rules(in_play=(GUARD, GUARD, PRIEST, BARON, PRINCE), rung_players=np.int64(3))
+    assert rules.rung_players == 3 and type(rules.rung_players) is int
 
 
 @pytest.mark.parametrize("preset", [*PRESETS.values(), *LADDER], ids=lambda r: r.name)

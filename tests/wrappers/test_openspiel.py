@@ -29,7 +29,9 @@ from loveletter_env.rules import PRESETS  # noqa: E402
 RUNGS = tuple(name for name, rules in PRESETS.items() if rules.is_rung)
 FULL_PRESETS = tuple(name for name in PRESETS if name not in RUNGS)
 #: Every table size and preset the game accepts: the full presets at 2-4 players, the rungs at 2.
-TABLES = [(n, name) for name in FULL_PRESETS for n in (2, 3, 4)] + [(2, name) for name in RUNGS]
+TABLES = [(n, name) for name in FULL_PRESETS for n in (2, 3, 4)] + [
+    (PRESETS[name].rung_players, name) for name in RUNGS
+]
 
 
 def load(players: int = 2, rules: str = "classic") -> pyspiel.Game:
@@ -132,6 +134,8 @@ def test_unknown_or_mistyped_parameters_are_refused():
 def test_a_rung_at_more_than_two_players_is_refused(players):
     with pytest.raises(ValueError, match="2 players only"):
         load(players, RUNGS[0])
+    with pytest.raises(ValueError, match="mini7_3p' are a ladder rung, played by 3 players only"):
+        load({3: 4, 4: 2}[players], "mini7_3p")  # a 3-player rung at 4, then at 2
 
 
 def test_only_single_player_observers_exist():
@@ -184,7 +188,7 @@ def test_chance_deals_each_card_with_its_exact_probability(players, rules):
 
 def test_a_rung_fixes_its_face_up_cards():
     for name in RUNGS:
-        game = load(2, name)
+        game = load(PRESETS[name].rung_players, name)
         state = play_randomly(game.new_initial_state(), random.Random(0))[-1]
         assert state.engine.face_up == PRESETS[name].face_up_cards
         assert len(game.plan.chance_positions) == len(PRESETS[name].in_play)
@@ -541,7 +545,7 @@ class _SolvedPolicyInOpenSpiel(policy_lib.Policy):
     the observation alone (it recalls the round), so the engine's state gives it directly."""
 
     def __init__(self, game, solved, observation_key):
-        super().__init__(game, [0, 1])
+        super().__init__(game, list(range(game.num_players())))
         self.solved = solved
         self.observation_key = observation_key
         self.index = {solved.key(i): i for i in range(solved.num_infosets)}
@@ -598,6 +602,24 @@ def test_mini6_openspiel_cfr_brackets_training_solves_value():
     conv, lower, upper = _value_bracket(game, openspiel_cfr.average_policy())
     assert lower - 1e-9 <= 2 * result.first_player_score - 1 <= upper + 1e-9
     assert conv / 4 < 0.01  # the bracket is narrow: under 0.02 wide in score units
+
+
+@pytest.mark.slow
+def test_mini6_3p_openspiel_nash_conv_is_the_projects_at_three_players():
+    """At 3 players OpenSpiel's nash_conv, in its units (a round returns n * score - 1 to each
+    seat), is 3 times the project's, for uniform random play and for the solver's profile
+    (about 2 minutes on one core, most of it OpenSpiel's best responses in Python)."""
+    from loveletter_env.tree import build_tree, observation_key
+    from training.exploitability.cfr import TreeWorkspace
+
+    solve = _solver()
+    tree = build_tree("mini6_3p")
+    result = solve.solve("mini6_3p", iterations=2000, target=0.002, tree=tree)
+    game = load(3, "mini6_3p")
+    uniform = exploitability.nash_conv(game, policy_lib.UniformRandomPolicy(game))
+    assert uniform / 3 == pytest.approx(TreeWorkspace(tree).exploitability(tree.uniform_strategy()).nash_conv, abs=1e-6)
+    solved = exploitability.nash_conv(game, _SolvedPolicyInOpenSpiel(game, result.policy, observation_key))
+    assert solved / 3 == pytest.approx(result.nash_conv, abs=1e-6)
 
 
 # The example and the documentation --------------------------------------------------------

@@ -299,10 +299,13 @@ class TrainConfig(StrictModel):
     def _check_keys_together(self) -> TrainConfig:
         """The rules that tie keys together (each key's own rules are in its type)."""
         e, o, v = self.env, self.opponents, self.eval
-        rungs = [name for name in e.rules if PRESETS[name].is_rung]
-        if rungs and set(e.num_players) != {2}:
+        rungs = [PRESETS[name] for name in e.rules if PRESETS[name].is_rung]
+        for rung in rungs:
+            if set(e.num_players) == {rung.rung_players}:
+                continue
             raise ValueError(
-                f"env.num_players must be [2] on the ladder rung {rungs[0]!r} (2 players only), got {e.num_players}; "
+                f"env.num_players must be [{rung.rung_players}] on the ladder rung {rung.name!r} "
+                f"({rung.rung_players} players only), got {e.num_players}; "
                 f"env.rules is {e.rules}: for other table sizes set env.rules to presets without a rung, "
                 "e.g. env.rules=classic"
             )
@@ -314,10 +317,11 @@ class TrainConfig(StrictModel):
             )
         if e.num_games < len(e.rules):
             raise ValueError(f"env.num_games must be at least one game per entry of env.rules, got {e.num_games}")
-        if PRESETS[self.eval_rules].is_rung and v.num_players != 2:
+        eval_rules = PRESETS[self.eval_rules]
+        if eval_rules.is_rung and v.num_players != eval_rules.rung_players:
             raise ValueError(
-                f"eval.num_players must be 2 on the ladder rung {self.eval_rules!r} (2 players only), "
-                f"got {v.num_players}"
+                f"eval.num_players must be {eval_rules.rung_players} on the ladder rung {self.eval_rules!r} "
+                f"({eval_rules.rung_players} players only), got {v.num_players}"
             )
         if self.steps_per_update > MAX_ROLLOUT_TURNS:
             raise ValueError(
