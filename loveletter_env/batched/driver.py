@@ -11,7 +11,6 @@ bit for bit. This module holds no rule: it checks input, draws deals and moves t
 
 from __future__ import annotations
 
-import functools
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -30,8 +29,10 @@ from ..engine import MAX_PLAYERS, MIN_PLAYERS
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from ..validation import check_episode, check_seed
+from .cuda_tuning import current_tuning
 from .shuffle import deck_draws, shuffled_decks
 from .state import BatchedState, state_from_records
+from .torch_draws import compiled_draws_match_torch
 
 #: How many faulty games an error message lists before summarising the rest.
 _MAX_LISTED = 8
@@ -302,7 +303,7 @@ class BatchedLoveLetter:
         of torch's time), unless this torch's generator state has a layout it does not know."""
         assert self.generator is not None
         state = self.generator.get_state()
-        if state.numel() == mt19937.STATE_BYTES and _compiled_draws_match_torch():
+        if state.numel() == mt19937.STATE_BYTES and compiled_draws_match_torch():
             mt19937.deal_draws(state.numpy(), self._uniforms, self._draws, self._draw_highs, self._words)
             self.generator.set_state(state)
             return self._uniforms, self._draws
@@ -484,41 +485,13 @@ def _table_sizes(num_players: Any, num_games: int, device: torch.device) -> torc
     return sizes.to(device)
 
 
-@functools.cache
-def _compiled_draws_match_torch() -> bool:
-    """Whether the compiled copy of the generator draws what this torch draws, checked once a
-    process on a throwaway generator across several refills of its state.
-
-    The copy knows torch's generator by the layout of its state bytes; a torch release that
-    kept the size but changed the algorithm would otherwise deal other games without a sound.
-    On a mismatch the env draws through torch itself (slower, same games)."""
-    highs = np.array([40320, 12870, 7], np.int64)
-    games = 700  # 2,800 words: four refills of the 624-word state
-    ours, theirs = torch.Generator().manual_seed(20261126), torch.Generator().manual_seed(20261126)
-    state = ours.get_state()
-    if state.numel() != mt19937.STATE_BYTES:
-        return False
-    uniforms, draws = np.empty(games, np.float32), np.empty((len(highs), games), np.int64)
-    mt19937.deal_draws(state.numpy(), uniforms, draws, highs, np.empty((len(highs) + 1) * games, np.uint32))
-    ours.set_state(state)
-    same = np.array_equal(uniforms, torch.rand(games, generator=theirs).numpy())
-    for row, high in zip(draws, highs.tolist()):
-        same = same and np.array_equal(row, torch.randint(high, (games,), generator=theirs).numpy())
-    return bool(same and torch.equal(ours.get_state(), theirs.get_state()))
-
-
 class _CudaGames:
     """The games of a CUDA env: core records in device memory, stepped by the kernels of
     :mod:`loveletter_env.core.gpu` on torch's current stream, reading and writing torch
-    tensors in place (``__cuda_array_interface__``, no copy, no host synchronisation)."""
+    tensors in place (``__cuda_array_interface__``, no copy, no host synchronisation).
 
-    #: The kernels' :class:`~loveletter_env.core.gpu.KernelVariant` (None: the default);
-    #: ``scripts/gpu_check.py`` sets it to time the variants, which all play alike.
-    kernel_variant: Any = None
-    #: How kernels launch: ``"direct"`` (:class:`~loveletter_env.core.gpu.DirectLaunch`,
-    #: where this numba-cuda allows it) or ``"numba"`` (numba's own launch, which converts
-    #: every argument each time); ``scripts/gpu_check.py`` times both.
-    launcher: str = "direct"
+    Its kernels' build and launch are :func:`~loveletter_env.batched.cuda_tuning.current_tuning`'s
+    when it is made."""
 
     def __init__(
         self, records: np.ndarray, orders: np.ndarray, placements: np.ndarray, device: torch.device, seed: int
@@ -541,10 +514,11 @@ class _CudaGames:
         # Stand-ins for arguments a launch does not use (kernels take arrays, not None).
         self.no_observations = torch.empty(1, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=device)
         self.no_decks = torch.empty(1, DECK_SIZE, dtype=torch.int8, device=device)
-        self.kernels = gpu.compiled_kernels(self.kernel_variant or gpu.DEFAULT_VARIANT)
+        tuning = current_tuning()
+        self.kernels = gpu.compiled_kernels(tuning.variant or gpu.DEFAULT_VARIANT)
         self._direct: dict[str, Any] = {}
         self._views: dict[int, Any] = {}
-        if self.launcher == "direct" and not gpu.direct_launch_unavailable():
+        if tuning.launcher == "direct" and not gpu.direct_launch_unavailable():
             self._direct = {name: gpu.DirectLaunch(self.kernels, name, device) for name in gpu.KERNEL_BODIES}
         else:
             # numba's launch takes numba views: those of the tensors every launch passes are

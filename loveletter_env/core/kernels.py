@@ -97,6 +97,17 @@ from .layout import (
     TOKENS,
     TOKENS_TO_WIN,
     TURN,
+    deck_at,
+    discarded_at,
+    discards_at,
+    hands_at,
+    known_at,
+    move_log_at,
+    num_discards_at,
+    out_at,
+    protected_at,
+    ruled_out_at,
+    seen_at,
 )
 from .sampling import GOLDEN, nth_set_bit, pick, popcount
 
@@ -121,17 +132,19 @@ def _wrap(seat, n):
 
 
 @njit(cache=True)
-def _learn(r, observer, player, card):
-    r[KNOWN + observer * MAX_SEATS + player] = card
-    r[SEEN + observer * MAX_SEATS + player] = 1
+def _reveal_card(r, observer, player, card):
+    """``observer`` is shown ``player``'s ``card``, and ``player`` sees that it was
+    (:func:`loveletter_env.knowledge.learn`)."""
+    r[known_at(observer, player)] = card
+    r[seen_at(observer, player)] = 1
 
 
 @njit(cache=True)
 def _on_hand_replaced(r, player):
     for observer in range(MAX_SEATS):
-        r[KNOWN + observer * MAX_SEATS + player] = 0
-        r[SEEN + observer * MAX_SEATS + player] = 0
-    r[RULED_OUT + player] = 0
+        r[known_at(observer, player)] = 0
+        r[seen_at(observer, player)] = 0
+    r[ruled_out_at(player)] = 0
 
 
 # Round set-up and turns -------------------------------------------------------------------
@@ -266,24 +279,24 @@ def is_legal(r, action):
 
 @njit(cache=True)
 def _discard(r, seat, card):
-    j = np.int64(r[NUM_DISCARDS + seat])
-    r[DISCARDS + seat * _MAX_DISCARDS + j] = card
-    r[NUM_DISCARDS + seat] = j + 1
-    r[DISCARDED + seat * 8 + card - 1] += 1
+    j = np.int64(r[num_discards_at(seat)])
+    r[discards_at(seat, j)] = card
+    r[num_discards_at(seat)] = j + 1
+    r[discarded_at(seat, card - 1)] += 1
 
 
 @njit(cache=True)
-def _eliminate(r, player, entry):
+def _eliminate(r, player, move):
     """``player`` is out: their hand is discarded face up without effect (noted in the
-    move log's ``entry``)."""
-    r[OUT + player] = 1
-    r[PROTECTED + player] = 0
-    r[entry + M_OUT] |= 1 << player
-    card = np.int64(r[HANDS + player])
+    move log's entry ``move``)."""
+    r[out_at(player)] = 1
+    r[protected_at(player)] = 0
+    r[move_log_at(move, M_OUT)] |= 1 << player
+    card = np.int64(r[hands_at(player)])
     if card:
         _discard(r, player, card)
-        r[entry + M_DISCARDED] = card
-        r[HANDS + player] = 0
+        r[move_log_at(move, M_DISCARDED)] = card
+        r[hands_at(player)] = 0
     _on_hand_replaced(r, player)
 
 
@@ -293,9 +306,9 @@ def _draw_replacement(r):
     nxt = np.int64(r[NEXT_CARD])
     if nxt < DECK_SIZE:
         r[NEXT_CARD] = nxt + 1
-        return np.int64(r[DECK + nxt])
+        return np.int64(r[deck_at(nxt)])
     r[SET_ASIDE_DRAWN] = 1
-    return np.int64(r[DECK])
+    return np.int64(r[deck_at(0)])
 
 
 @njit(cache=True)
@@ -309,85 +322,84 @@ def play(r, action):
     guess = GUESS_OF_ACTION[action]
 
     # The move log's entry for this move (zeroed when the round was dealt).
-    entry = MOVE_LOG + np.int64(r[TURN]) * MOVE_BYTES
-    r[entry + M_ACTOR] = player
-    r[entry + M_CARD] = card
-    r[entry + M_GUESS] = guess  # 0 for actions that name no card
+    move = np.int64(r[TURN])
+    r[move_log_at(move, M_ACTOR)] = player
+    r[move_log_at(move, M_CARD)] = card
+    r[move_log_at(move, M_GUESS)] = guess  # 0 for actions that name no card
 
     # Play one card; keep the other.
     drawn = np.int64(r[DRAWN])
-    r[entry + M_DRAWN] = drawn
+    r[move_log_at(move, M_DRAWN)] = drawn
     if drawn != card:
-        r[HANDS + player] = drawn
+        r[hands_at(player)] = drawn
     r[DRAWN] = 0
     _discard(r, player, card)
     # Whoever knew the player held this value can no longer tell which copy was played.
     for observer in range(MAX_SEATS):
-        at = observer * MAX_SEATS + player
-        if r[KNOWN + at] == card:
-            r[KNOWN + at] = 0
-            r[SEEN + at] = 0
+        if r[known_at(observer, player)] == card:
+            r[known_at(observer, player)] = 0
+            r[seen_at(observer, player)] = 0
 
     if offset >= 0:
         target = _wrap(player + offset, n)
-        r[entry + M_TARGET] = target + 1
+        r[move_log_at(move, M_TARGET)] = target + 1
         if card == GUARD:
-            if r[HANDS + target] == guess:
-                r[entry + M_TARGET_CARD] = guess
-                _eliminate(r, target, entry)
+            if r[hands_at(target)] == guess:
+                r[move_log_at(move, M_TARGET_CARD)] = guess
+                _eliminate(r, target, move)
             else:
-                r[RULED_OUT + target] |= 1 << (guess - 1)
+                r[ruled_out_at(target)] |= 1 << (guess - 1)
         elif card == PRIEST:
-            r[entry + M_TARGET_CARD] = r[HANDS + target]
-            _learn(r, player, target, np.int64(r[HANDS + target]))
+            target_card = np.int64(r[hands_at(target)])
+            r[move_log_at(move, M_TARGET_CARD)] = target_card
+            _reveal_card(r, player, target, target_card)
         elif card == BARON:
-            actor_card = np.int64(r[HANDS + player])
-            target_card = np.int64(r[HANDS + target])
-            r[entry + M_ACTOR_CARD] = actor_card
-            r[entry + M_TARGET_CARD] = target_card
-            _learn(r, player, target, target_card)
-            _learn(r, target, player, actor_card)
+            actor_card = np.int64(r[hands_at(player)])
+            target_card = np.int64(r[hands_at(target)])
+            r[move_log_at(move, M_ACTOR_CARD)] = actor_card
+            r[move_log_at(move, M_TARGET_CARD)] = target_card
+            _reveal_card(r, player, target, target_card)
+            _reveal_card(r, target, player, actor_card)
             if actor_card < target_card:
-                _eliminate(r, player, entry)
+                _eliminate(r, player, move)
             elif target_card < actor_card:
-                _eliminate(r, target, entry)
+                _eliminate(r, target, move)
         elif card == PRINCE:
-            target_card = np.int64(r[HANDS + target])
-            r[entry + M_TARGET_CARD] = target_card
-            r[entry + M_DISCARDED] = target_card
+            target_card = np.int64(r[hands_at(target)])
+            r[move_log_at(move, M_TARGET_CARD)] = target_card
+            r[move_log_at(move, M_DISCARDED)] = target_card
             _discard(r, target, target_card)
-            r[HANDS + target] = 0
+            r[hands_at(target)] = 0
             _on_hand_replaced(r, target)
             if target_card == PRINCESS:
-                _eliminate(r, target, entry)
+                _eliminate(r, target, move)
             else:
                 replacement = _draw_replacement(r)
-                r[HANDS + target] = replacement
-                r[entry + M_REPLACEMENT] = replacement
+                r[hands_at(target)] = replacement
+                r[move_log_at(move, M_REPLACEMENT)] = replacement
         elif card == KING:
-            actor_card = np.int64(r[HANDS + player])
-            target_card = np.int64(r[HANDS + target])
-            r[entry + M_ACTOR_CARD] = actor_card
-            r[entry + M_TARGET_CARD] = target_card
-            r[HANDS + player] = target_card
-            r[HANDS + target] = actor_card
+            actor_card = np.int64(r[hands_at(player)])
+            target_card = np.int64(r[hands_at(target)])
+            r[move_log_at(move, M_ACTOR_CARD)] = actor_card
+            r[move_log_at(move, M_TARGET_CARD)] = target_card
+            r[hands_at(player)] = target_card
+            r[hands_at(target)] = actor_card
             # What anyone knew moves with the card; the new holder cannot tell whether it held.
             for observer in range(MAX_SEATS):
-                row = KNOWN + observer * MAX_SEATS
-                known_player = r[row + player]
-                r[row + player] = r[row + target]
-                r[row + target] = known_player
-                r[SEEN + observer * MAX_SEATS + player] = 0
-                r[SEEN + observer * MAX_SEATS + target] = 0
-            ruled = r[RULED_OUT + player]
-            r[RULED_OUT + player] = r[RULED_OUT + target]
-            r[RULED_OUT + target] = ruled
-            _learn(r, player, target, actor_card)
-            _learn(r, target, player, target_card)
+                known_player = r[known_at(observer, player)]
+                r[known_at(observer, player)] = r[known_at(observer, target)]
+                r[known_at(observer, target)] = known_player
+                r[seen_at(observer, player)] = 0
+                r[seen_at(observer, target)] = 0
+            ruled = r[ruled_out_at(player)]
+            r[ruled_out_at(player)] = r[ruled_out_at(target)]
+            r[ruled_out_at(target)] = ruled
+            _reveal_card(r, player, target, actor_card)
+            _reveal_card(r, target, player, target_card)
     elif card == HANDMAID:
-        r[PROTECTED + player] = 1
+        r[protected_at(player)] = 1
     elif card == PRINCESS:
-        _eliminate(r, player, entry)
+        _eliminate(r, player, move)
 
     r[TURN] += 1
     _end_turn(r)

@@ -444,16 +444,16 @@ def test_cuda_direct_launch_packs_arguments_as_numba_does():
 
 
 @pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")
-def test_cuda_launchers_play_the_same_games(monkeypatch):
+def test_cuda_launchers_play_the_same_games():
     """Direct launches and numba's own play the same games, bit for bit; a tensor of the
     wrong dtype is refused by the direct launch before anything runs."""
-    from loveletter_env.batched import driver
+    from loveletter_env.batched.cuda_tuning import cuda_tuning
 
     direct = BatchedLoveLetter(300, [2, 3, 4] * 100, device="cuda", seed=4)
     assert direct._gpu._direct
     expected = _play_on_device(direct, 12)
-    monkeypatch.setattr(driver._CudaGames, "launcher", "numba")
-    through_numba = BatchedLoveLetter(300, [2, 3, 4] * 100, device="cuda", seed=4)
+    with cuda_tuning(launcher="numba"):
+        through_numba = BatchedLoveLetter(300, [2, 3, 4] * 100, device="cuda", seed=4)
     assert not through_numba._gpu._direct
     for step, (ours, theirs) in enumerate(zip(expected, _play_on_device(through_numba, 12), strict=True)):
         assert torch.equal(ours, theirs), f"output {step}"
@@ -674,11 +674,11 @@ def _assert_plays_as_torch_draws(monkeypatch, compiled_on, num_games: int, turns
 def test_compiled_draws_are_used_only_where_they_match_this_torch(monkeypatch):
     """The once-a-process check passes on the installed torch (so the compiled draws run),
     and fails, sending the env back to torch's own draws, when the copy draws otherwise."""
-    from loveletter_env.batched import driver as batched_env
+    from loveletter_env.batched.torch_draws import compiled_draws_match_torch
     from loveletter_env.core import mt19937
 
-    batched_env._compiled_draws_match_torch.cache_clear()
-    assert batched_env._compiled_draws_match_torch()
+    compiled_draws_match_torch.cache_clear()
+    assert compiled_draws_match_torch()
     exact = mt19937.deal_draws
 
     def off_by_one(state, uniforms, draws, highs, words):
@@ -686,13 +686,13 @@ def test_compiled_draws_are_used_only_where_they_match_this_torch(monkeypatch):
         draws[-1, -1] = (draws[-1, -1] + 1) % highs[-1]
 
     monkeypatch.setattr(mt19937, "deal_draws", off_by_one)
-    batched_env._compiled_draws_match_torch.cache_clear()
+    compiled_draws_match_torch.cache_clear()
     try:
-        assert not batched_env._compiled_draws_match_torch()
+        assert not compiled_draws_match_torch()
         # Layout known on every turn, yet the games are torch's: the check sent it to torch.
         _assert_plays_as_torch_draws(monkeypatch, compiled_on=lambda turn: True, num_games=6, turns=60)
     finally:
-        batched_env._compiled_draws_match_torch.cache_clear()
+        compiled_draws_match_torch.cache_clear()
 
 
 def test_refused_reset_draws_nothing_from_the_generator():
