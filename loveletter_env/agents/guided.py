@@ -27,6 +27,13 @@ kept unless the best candidate's mean beats it by more than ``margin`` standard 
 their difference over the same deals: the search overrides the network only where it
 measured an advantage, not where sampling noise made one.
 
+How it plays: it plays the move its search values most (a decision, not a sample), and it
+uses the network's policy as a whole (the masked softmax) to rank candidates and read plays.
+Inside the search the network moves greedily: our own later moves always, the others' by
+default (``opponents="network"`` samples them). How a checkpoint plays on its own (its run's
+``eval.greedy``, ``greedy=`` of a ``checkpoint:`` spec) does not apply here: the search takes
+the network's weights, not that agent.
+
 The network is passed in, or loaded from a checkpoint path through
 :func:`~loveletter_env.agents.specs.load_checkpoint_network` (the environment package does
 not depend on the training package: that registers the loader).

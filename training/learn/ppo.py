@@ -479,13 +479,14 @@ class PolicyAgent:
 
     Args:
         model: an :class:`ActorCritic` (or any module with the same ``forward``).
-        greedy: play the most likely legal action; otherwise sample from the masked policy.
+        greedy: play the most likely legal action, an explicit choice; by default the agent
+            samples the masked policy, the mixed strategy it was trained to play.
         seed: seeds this agent's own generator (used only when sampling): an integer in
             ``0..MAX_SEED`` (:func:`~loveletter_env.validation.check_seed`).
         device: where to run the network.
     """
 
-    def __init__(self, model: nn.Module, greedy: bool = True, seed: int = 0, device: str | torch.device = "cpu"):
+    def __init__(self, model: nn.Module, greedy: bool = False, seed: int = 0, device: str | torch.device = "cpu"):
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
         self.greedy = greedy
