@@ -2,8 +2,9 @@
 
 The commands are thin modules at the top (``python -m training.NAME``): ``selfplay``,
 ``evaluate``, ``solve``, ``exploit``, ``curve``, ``play``, ``serve``, ``replay`` and
-``export``. Each runs the ``main`` of a module in a wing; ``evaluate`` holds its own command
-line, as it drives two wings (evaluations and exact head-to-head figures).
+``export``. Each runs the ``main`` of a module in a wing; ``evaluate`` picks between two
+(:mod:`~training.measure.evaluate_command`, and :mod:`~training.exploitability.exact_command`
+for ``--exact``).
 
 The wings, each importing only the wings listed before it:
 
