@@ -42,14 +42,15 @@ from loveletter_env.agents.specs import register_checkpoint_loader
 
 if TYPE_CHECKING:
     from training.learn.checkpoint import CheckpointError, load_agent, load_checkpoint
-    from training.learn.ppo import ActorCritic, PolicyAgent, PolicyNetwork, PPOConfig
+    from training.learn.policy_agent import PolicyAgent
+    from training.learn.ppo import ActorCritic, PolicyNetwork, PPOConfig
 
 _EXPORTS = {
     "load_agent": "learn.checkpoint",
     "load_checkpoint": "learn.checkpoint",
     "CheckpointError": "learn.checkpoint",
     "ActorCritic": "learn.ppo",
-    "PolicyAgent": "learn.ppo",
+    "PolicyAgent": "learn.policy_agent",
     "PPOConfig": "learn.ppo",
     "PolicyNetwork": "learn.ppo",
 }

@@ -33,7 +33,8 @@ from training.learn.checkpoint import CheckpointError, build_model, load_checkpo
 from training.learn.config import ConfigError, TrainConfig, from_dict, save_config, to_dict
 from training.learn.interrupt import StopRequest
 from training.learn.metrics import MetricsLog, plot_learning_curve
-from training.learn.ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
+from training.learn.policy_agent import PolicyAgent
+from training.learn.ppo import ActorCritic, action_log_prob, learning_rate, ppo_update, sample_actions
 from training.learn.rollout import RolloutBatch, RolloutBuffer
 from training.learn.runtime import claim_run_folder, derive_seed, pick_device
 from training.learn.seating import OpponentKind, OpponentPool, Seating

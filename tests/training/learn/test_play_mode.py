@@ -14,7 +14,8 @@ from loveletter_env.agents import GuidedSearchAgent
 from loveletter_env.agents.specs import resolve_agent
 from training.learn.checkpoint import load_agent, model_payload, save_checkpoint
 from training.learn.config import TrainConfig, load_config, to_dict
-from training.learn.ppo import ActorCritic, PolicyAgent
+from training.learn.policy_agent import PolicyAgent
+from training.learn.ppo import ActorCritic
 
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 
