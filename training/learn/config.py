@@ -10,6 +10,7 @@ raise :class:`ConfigError` naming the key.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import re
 import typing
@@ -587,6 +588,25 @@ def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -
     """Defaults, then the YAML file at ``path`` (if any), then dotted ``overrides``; validated."""
     data = read_yaml(path) if path is not None else {}
     return from_dict(TrainConfig, apply_overrides(data, overrides))
+
+
+#: An example of ``--set`` for the options' help.
+SET_EXAMPLE = "--set ppo.learning_rate=3e-4 --set env.num_players=[2,3,4]"
+
+
+def add_config_options(parser: argparse.ArgumentParser, config_help: str) -> None:
+    """Give ``parser`` the options of every command that trains: ``--config FILE``
+    (``args.config``) and repeatable ``--set KEY=VALUE`` overrides (``args.overrides``), the two
+    arguments of :func:`load_config`; ``config_help`` says what the file configures."""
+    parser.add_argument("--config", help=config_help)
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"dotted config override, repeatable, e.g. {SET_EXAMPLE}",
+    )
 
 
 def save_config(config: TrainConfig, path: str | Path) -> None:
