@@ -43,7 +43,7 @@ from loveletter_env.agents.specs import register_checkpoint_loader
 if TYPE_CHECKING:
     from training.learn.checkpoint import CheckpointError, load_agent, load_checkpoint
     from training.learn.policy_agent import PolicyAgent
-    from training.learn.ppo import ActorCritic, PolicyNetwork, PPOConfig
+    from training.learn.ppo import ActorCritic, PPOConfig
 
 _EXPORTS = {
     "load_agent": "learn.checkpoint",
@@ -52,7 +52,6 @@ _EXPORTS = {
     "ActorCritic": "learn.ppo",
     "PolicyAgent": "learn.policy_agent",
     "PPOConfig": "learn.ppo",
-    "PolicyNetwork": "learn.ppo",
 }
 
 __all__ = [
@@ -60,7 +59,6 @@ __all__ = [
     "CheckpointError",
     "PPOConfig",
     "PolicyAgent",
-    "PolicyNetwork",
     "load_agent",
     "load_checkpoint",
 ]
@@ -85,6 +83,10 @@ register_checkpoint_loader(_load_checkpoint_agent, _load_checkpoint_network)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "PolicyNetwork":  # deprecated, and so not kept: every use is warned
+        from training.learn.ppo import renamed
+
+        return renamed(name)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'training' has no attribute {name!r}")

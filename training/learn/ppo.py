@@ -27,6 +27,7 @@ global generator, so a seeded run is reproducible.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -179,8 +180,24 @@ class ActorCritic(nn.Module):
         return self.policy_head(features), self.value_head(features).squeeze(-1)
 
 
-#: The same class under the name the rest of the project's docs use.
-PolicyNetwork = ActorCritic
+#: Names this module no longer uses, each with the one to use: they still work, with a
+#: ``DeprecationWarning`` (``PolicyNetwork`` was a second name of :class:`ActorCritic`).
+RENAMED = {"PolicyNetwork": "ActorCritic"}
+
+
+def renamed(name: str, stacklevel: int = 2) -> Any:
+    """What the old ``name`` of :data:`RENAMED` stands for, after a ``DeprecationWarning``
+    attributed ``stacklevel`` frames up (the code that used the old name)."""
+    warnings.warn(
+        f"{name} is deprecated: use {RENAMED[name]}, the same class", DeprecationWarning, stacklevel=stacklevel + 1
+    )
+    return globals()[RENAMED[name]]
+
+
+def __getattr__(name: str) -> Any:
+    if name in RENAMED:
+        return renamed(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------------

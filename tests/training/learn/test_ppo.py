@@ -309,3 +309,14 @@ def test_network_shapes_and_seeded_init():
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     with pytest.raises(ValueError, match="hidden_sizes"):
         ActorCritic(hidden_sizes=())
+
+
+def test_the_old_name_policy_network_still_works_with_a_deprecation_warning():
+    import training
+    from training.learn import ppo
+
+    for where in (ppo, training, training):  # twice: the package does not keep it unwarned
+        with pytest.warns(DeprecationWarning, match="PolicyNetwork is deprecated: use ActorCritic") as caught:
+            assert where.PolicyNetwork is ActorCritic
+        assert caught[0].filename == __file__, "the warning points at the code that used the old name"
+    assert "PolicyNetwork" not in dir(training) and not hasattr(ppo, "PolicyNetworks")
