@@ -407,11 +407,6 @@ class TrainConfig(StrictModel):
         """Environment turns played per rollout."""
         return self.env.num_games * self.env.rollout_steps
 
-    @property
-    def num_updates(self) -> int:
-        """Rollout + update iterations the run makes (at least one)."""
-        return max(1, self.total_steps // self.steps_per_update)
-
 
 def count_parameters(hidden_sizes: list[int]) -> int:
     """Parameters of the :class:`~training.learn.ppo.ActorCritic` with these layer sizes, counted on
