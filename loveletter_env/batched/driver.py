@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import torch
@@ -118,12 +118,16 @@ class BatchedLoveLetter:
         orders, placements = (t.astype(np.uint8) for t in deck_tables())
         self._current = torch.zeros(num_games, dtype=torch.long, device=self.device)
         self._gpu: _CudaGames | None = None
-        #: CPU only: the ``torch.Generator`` that deals (None on CUDA).
-        self.generator: torch.Generator | None = None
+        self._dealer: torch.Generator | None = None  # what :attr:`generator` gives
+        # While set, the dealer's state bytes live here, where the compiled draws advance them
+        # in place, and the torch generator is behind: :attr:`generator` puts them back.
+        self._dealer_state: np.ndarray | None = None
+        # Where a step that builds no ``info`` lets the core write the round ends (made once).
+        self._unread_ends: tuple[torch.Tensor, ...] | None = None
         if self.device.type == "cuda":
             self._gpu = _CudaGames(records, orders, placements, self.device, int(seed))
             return
-        self.generator = torch.Generator().manual_seed(int(seed))
+        self._dealer = torch.Generator().manual_seed(int(seed))
         self._records = records
         self._legal = np.zeros(num_games, np.uint64)  # private copy of the masks, as bit sets
         # Scratch for each step's random draws (first players, then deck indices).
@@ -134,6 +138,20 @@ class BatchedLoveLetter:
         self._draw_highs = np.array([len(orders), len(orders), len(placements)], np.int64)
 
     # Public views --------------------------------------------------------------------
+    @property
+    def generator(self) -> torch.Generator | None:
+        """CPU only: the ``torch.Generator`` that deals (None on CUDA).
+
+        Between steps its state stays in the env, where the compiled draws advance it (it
+        would otherwise leave torch and come back at every step); reading this attribute
+        puts it back into the generator. Read it again after stepping rather than keep it:
+        a generator kept from before a step is behind the env's deals."""
+        if self._dealer_state is not None:
+            assert self._dealer is not None
+            self._dealer.set_state(torch.from_numpy(self._dealer_state))
+            self._dealer_state = None
+        return self._dealer
+
     @property
     def state(self) -> BatchedState:
         """A copy of the games' state as a :class:`BatchedState` on the env's device, made
@@ -188,29 +206,71 @@ class BatchedLoveLetter:
         self._mask = mask
         return self._observe(self._current, None), mask
 
+    @overload
     def step(
-        self, actions: torch.Tensor, out: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: Literal[True] = True,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]: ...
+
+    @overload
+    def step(
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: Literal[False],
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, None]: ...
+
+    @overload
+    def step(
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any] | None]: ...
+
+    def step(
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any] | None]:
         """Each game's player to act plays ``actions[g]`` (long [N]).
 
         Returns ``(obs, mask, rewards float32 [N, 4], dones bool [N], info)``. Finished
         games are reset, so ``obs``/``mask`` of a done game belong to the new episode.
         ``info`` holds ``"round_over"`` (bool [N]), ``"round_winners"`` (bool [N, 4])
-        and ``"tokens"`` (int8 [N, 4], before any reset) of the step that just ended.
-        ``out`` (uint8 [N, OBSERVATION_SIZE], contiguous) receives ``obs``, e.g. a slice
-        of rollout storage; it is checked before anything changes.
+        and ``"tokens"`` (int8 [N, 4], before any reset) of the step that just ended;
+        with ``info=False`` it is not built (None).
+
+        ``out`` (uint8 [N, OBSERVATION_SIZE], contiguous) receives ``obs`` and ``mask_out``
+        (bool [N, 41], contiguous) receives ``mask``, e.g. slices of rollout storage, so
+        that a loop keeps each in one place; both are checked before anything changes.
+        ``mask_out`` is then :attr:`action_mask` until the next step or reset.
         """
         if out is not None:
             self._check_out(out)
+        if mask_out is not None:
+            self._check_mask_out(mask_out)
         obs = self._new_observations() if out is None else out
-        mask, rewards, dones, info = self._advance_core(actions, obs)
-        return obs, mask, rewards, dones, info
+        mask, rewards, dones, ends = self._advance_core(actions, obs, mask=mask_out, read_ends=info)
+        return obs, mask, rewards, dones, (_ends_info(ends) if info else None)
 
     def advance(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """:meth:`step` without building the observation: returns ``(mask, rewards,
         dones, info)``. For drivers that need only masks (random or scripted players)
         or observe other seats with :meth:`observe`."""
-        return self._advance_core(actions, None)
+        mask, rewards, dones, ends = self._advance_core(actions, None)
+        return mask, rewards, dones, _ends_info(ends)
 
     def step_random(
         self, sampler: np.ndarray, out: torch.Tensor | None = None
@@ -230,8 +290,8 @@ class BatchedLoveLetter:
         self._check_sampler(sampler)
         obs = self._new_observations() if out is None else out
         actions = torch.empty(self.num_games, dtype=torch.long, device=self.device)
-        mask, rewards, dones, info = self._advance_core(actions, obs, sampler)
-        return actions, obs, mask, rewards, dones, info
+        mask, rewards, dones, ends = self._advance_core(actions, obs, sampler)
+        return actions, obs, mask, rewards, dones, _ends_info(ends)
 
     def advance_random(
         self, sampler: np.ndarray
@@ -240,17 +300,25 @@ class BatchedLoveLetter:
         :meth:`step`: returns ``(actions, mask, rewards, dones, info)``."""
         self._check_sampler(sampler)
         actions = torch.empty(self.num_games, dtype=torch.long, device=self.device)
-        mask, rewards, dones, info = self._advance_core(actions, None, sampler)
-        return actions, mask, rewards, dones, info
+        mask, rewards, dones, ends = self._advance_core(actions, None, sampler)
+        return actions, mask, rewards, dones, _ends_info(ends)
 
     def _new_observations(self) -> torch.Tensor:
         return torch.empty(self.num_games, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=self.device)
 
     def _advance_core(
-        self, actions: torch.Tensor, obs: torch.Tensor | None, sampler: np.ndarray | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """One compiled step of every game; writes the new observations into ``obs`` if
-        given. With a ``sampler``, the kernel draws the actions and writes them into ``actions``."""
+        self,
+        actions: torch.Tensor,
+        obs: torch.Tensor | None,
+        sampler: np.ndarray | None = None,
+        mask: torch.Tensor | None = None,
+        read_ends: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
+        """One compiled step of every game; writes the new observations into ``obs`` and
+        the masks into ``mask`` if given. With a ``sampler``, the kernel draws the actions
+        and writes them into ``actions``. Returns ``(mask, rewards, dones, ends)``, ``ends``
+        the round ends ``info`` reports: fresh tensors if ``read_ends``, else the env's
+        scratch, which the next such step overwrites."""
         self._require_reset()
         if sampler is None:
             actions = self._check_tensor(actions, "actions", (self.num_games,))
@@ -265,19 +333,31 @@ class BatchedLoveLetter:
         n, device = self.num_games, self.device
         rewards = torch.empty(n, MAX_SEATS, device=device)
         dones = torch.empty(n, dtype=torch.bool, device=device)
-        round_over = torch.empty(n, dtype=torch.bool, device=device)
-        round_winners = torch.empty(n, MAX_SEATS, dtype=torch.bool, device=device)
-        tokens = torch.empty(n, MAX_SEATS, dtype=torch.int8, device=device)
+        if read_ends:
+            ends = self._new_ends()
+        else:
+            if self._unread_ends is None:
+                self._unread_ends = self._new_ends()
+            ends = self._unread_ends
         current = torch.empty(n, dtype=torch.long, device=device)
-        mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool, device=device)
-        outputs = (rewards, dones, round_over, round_winners, tokens, current, mask)
+        if mask is None:
+            mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool, device=device)
+        outputs = (rewards, dones, *ends, current, mask)
         if self._gpu is not None:
             self._gpu.step(actions, sampler, self.episode == "round", outputs, obs)
         else:
             self._step_cpu(actions, obs, sampler, outputs)
         self._current, self._mask = current, mask
-        info = {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
-        return mask, rewards, dones, info
+        return mask, rewards, dones, ends
+
+    def _new_ends(self) -> tuple[torch.Tensor, ...]:
+        """Empty ``(round_over bool [N], round_winners bool [N, 4], tokens int8 [N, 4])``."""
+        n, device = self.num_games, self.device
+        return (
+            torch.empty(n, dtype=torch.bool, device=device),
+            torch.empty(n, MAX_SEATS, dtype=torch.bool, device=device),
+            torch.empty(n, MAX_SEATS, dtype=torch.int8, device=device),
+        )
 
     def _step_cpu(
         self, actions: torch.Tensor, obs: torch.Tensor | None, sampler: np.ndarray | None, outputs: tuple
@@ -300,17 +380,23 @@ class BatchedLoveLetter:
         games) and three rows of deck indices, drawn from :attr:`generator` as
         ``torch.rand`` and ``torch.randint`` draw them, in that order, so the same seed
         gives the same games as ever. Drawn by the compiled copy of the generator (a third
-        of torch's time), unless this torch's generator state has a layout it does not know."""
-        assert self.generator is not None
-        state = self.generator.get_state()
-        if state.numel() == mt19937.STATE_BYTES and compiled_draws_match_torch():
-            mt19937.deal_draws(state.numpy(), self._uniforms, self._draws, self._draw_highs, self._words)
-            self.generator.set_state(state)
+        of torch's time), unless this torch's generator state has a layout it does not know.
+
+        The compiled draws keep the state's bytes (:attr:`_dealer_state`) from one step to
+        the next: they leave torch once, not twice a step."""
+        assert self._dealer is not None
+        state = self._dealer_state
+        if state is None:
+            state = self._dealer.get_state().numpy()
+        if state.size == mt19937.STATE_BYTES and compiled_draws_match_torch():
+            mt19937.deal_draws(state, self._uniforms, self._draws, self._draw_highs, self._words)
+            self._dealer_state = state
             return self._uniforms, self._draws
+        generator = self.generator  # the state back in torch, if the compiled draws held it
         uniforms, draws = torch.from_numpy(self._uniforms), torch.from_numpy(self._draws)
-        torch.rand(self.num_games, generator=self.generator, out=uniforms)
+        torch.rand(self.num_games, generator=generator, out=uniforms)
         for row, high in zip(draws, self._draw_highs.tolist()):
-            torch.randint(high, (self.num_games,), generator=self.generator, out=row)
+            torch.randint(high, (self.num_games,), generator=generator, out=row)
         return self._uniforms, self._draws
 
     def _check_sampler(self, sampler: Any) -> None:
@@ -350,10 +436,11 @@ class BatchedLoveLetter:
     def _shuffled_decks(self) -> torch.Tensor:
         """int8 [N, 16]: a uniformly shuffled deck per game (on a ladder rung, only the cards
         in play are shuffled, from the same draws, as the compiled deal does)."""
-        assert self.generator is not None
+        generator = self.generator
+        assert generator is not None
         if not self.rules.is_rung:
-            return shuffled_decks(self.num_games, self.generator, self.device)
-        draws = deck_draws(self.num_games, self.generator, self.device).T.contiguous().numpy()
+            return shuffled_decks(self.num_games, generator, self.device)
+        draws = deck_draws(self.num_games, generator, self.device).T.contiguous().numpy()
         decks = self._records[:, DECK_AT : DECK_AT + DECK_SIZE].copy()
         orders, placements = self._deck_tables
         kernels.shuffle_in_play_batch(decks, self.rules.face_up_count(2), orders, placements, draws)
@@ -387,6 +474,13 @@ class BatchedLoveLetter:
             raise ValueError(f"out must be a uint8 tensor of shape {list(shape)}, got {_describe(out)}")
         if out.device != self.device or not out.is_contiguous():
             raise ValueError(f"out must be contiguous and on {self.device}, got {_describe(out)}")
+
+    def _check_mask_out(self, mask_out: Any) -> None:
+        shape = (self.num_games, NUM_ACTIONS)
+        if not isinstance(mask_out, torch.Tensor) or mask_out.dtype != torch.bool or tuple(mask_out.shape) != shape:
+            raise ValueError(f"mask_out must be a bool tensor of shape {list(shape)}, got {_describe(mask_out)}")
+        if mask_out.device != self.device or not mask_out.is_contiguous():
+            raise ValueError(f"mask_out must be contiguous and on {self.device}, got {_describe(mask_out)}")
 
     def _check_seats(self, seats: Any, name: str, values: bool = True) -> torch.Tensor:
         """Shape, dtype and device; with ``values``, also that each seat exists (a host sync)."""
@@ -449,6 +543,12 @@ def check_actions_legal(
         games,
         [int(actions[g]) for g in games],
     )
+
+
+def _ends_info(ends: tuple[torch.Tensor, ...]) -> dict[str, Any]:
+    """A step's ``info`` from its round ends (:meth:`BatchedLoveLetter._new_ends`)."""
+    round_over, round_winners, tokens = ends
+    return {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
 
 
 def _describe(x: Any) -> str:

@@ -242,7 +242,21 @@ def sample_actions(
     Sampling uses the Gumbel-max trick with uniforms drawn from ``generator``; masked
     logits are so low that an illegal action can never win the argmax.
     """
+    return _pick(masked_logits(logits, mask), generator, greedy)
+
+
+def sample_with_log_prob(
+    logits: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`sample_actions` and the :func:`action_log_prob` of the actions drawn (the same
+    values, bit for bit), masking the logits once for both: what a rollout records."""
     scores = masked_logits(logits, mask)
+    actions = _pick(scores, generator, greedy=False)
+    return actions, _taken(torch.log_softmax(scores, dim=-1), actions)
+
+
+def _pick(scores: torch.Tensor, generator: torch.Generator | None, greedy: bool) -> torch.Tensor:
+    """The argmax of masked ``scores``, after Gumbel noise unless ``greedy``."""
     if not greedy:
         uniform = torch.rand(scores.shape, generator=generator, device=scores.device).clamp_(1e-20, 1.0)
         # Gumbel noise is bounded (~46) while masked scores sit at -3e38: never picked.
@@ -252,7 +266,11 @@ def sample_actions(
 
 def action_log_prob(logits: torch.Tensor, mask: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Log-probability of ``actions`` (``[B]``) under the masked policy."""
-    return masked_log_probs(logits, mask).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    return _taken(masked_log_probs(logits, mask), actions)
+
+
+def _taken(log_probs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    return log_probs.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
 
 # ---------------------------------------------------------------------------------

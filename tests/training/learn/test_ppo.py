@@ -26,6 +26,7 @@ from training.learn.ppo import (
     ppo_losses,
     ppo_update,
     sample_actions,
+    sample_with_log_prob,
     value_loss,
 )
 
@@ -64,6 +65,17 @@ def test_sampling_is_reproducible_with_a_seeded_generator():
     a = sample_actions(logits, mask, torch.Generator().manual_seed(5))
     b = sample_actions(logits, mask, torch.Generator().manual_seed(5))
     assert torch.equal(a, b)
+
+
+def test_sampling_with_its_log_prob_is_sampling_then_the_log_prob_bit_for_bit():
+    mask = random_masks(500, seed=6)
+    logits = torch.randn(500, NUM_ACTIONS, generator=torch.Generator().manual_seed(7)) * 3
+    ours, theirs = torch.Generator().manual_seed(8), torch.Generator().manual_seed(8)
+    actions, logprobs = sample_with_log_prob(logits, mask, ours)
+    expected = sample_actions(logits, mask, theirs)
+    assert torch.equal(actions, expected)
+    assert torch.equal(logprobs, action_log_prob(logits, mask, expected))
+    assert torch.equal(ours.get_state(), theirs.get_state())
 
 
 def test_masked_log_probs_put_all_mass_on_legal_actions():
