@@ -64,7 +64,7 @@ from ..observation import (
 from ..validation import check_int, check_number
 from .checkpoint_loading import load_checkpoint_network
 from .ismcts import determinize, model_action
-from .memory import KeptCardSearchAgent
+from .kept_card import KeptCardSearchAgent
 from .opponent_model import model_play_probability, play_likelihoods, posterior, view_legal_actions
 
 #: The card each action plays, by action index.

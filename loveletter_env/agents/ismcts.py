@@ -47,7 +47,7 @@ from ..rules import FACE_UP_CARDS_2P
 from ..validation import check_int, check_number
 from .belief import action_scores, belief_action
 from .compiled_belief import SAMPLING_TRIES, model_weights, search_deals
-from .memory import KeptCardSearchAgent
+from .kept_card import KeptCardSearchAgent
 from .opponent_model import play_likelihoods, posterior
 
 #: Rejection-sampling tries before ruled-out values are ignored (only an inconsistent view needs

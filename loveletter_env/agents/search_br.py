@@ -53,7 +53,7 @@ from ..observation import OBSERVATION_SIZE, ObservationView
 from ..validation import check_int, check_number
 from .guided import encode_view
 from .ismcts import deal_state, kept_and_drawn, sample_deal
-from .memory import KeptCardSearchAgent
+from .kept_card import KeptCardSearchAgent
 from .opponent_model import play_likelihoods, view_legal_actions
 
 _HANDS = layout.HANDS
