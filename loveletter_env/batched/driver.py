@@ -368,12 +368,13 @@ class BatchedLoveLetter:
         if sampler is None:
             actions_np = actions_np.astype(np.int64, copy=False)
         observations = obs.numpy() if obs is not None else np.empty((0, OBSERVATION_SIZE), np.uint8)
-        arrays = (*(t.numpy() for t in outputs), self._legal, observations, obs is not None)
-        deals = (self.episode == "round", uniforms, orders, placements, draws)
+        turn = kernels.TurnOutputs._make([*(t.numpy() for t in outputs), self._legal])
+        deals = kernels.Deals(orders, placements, uniforms, draws)
+        args = (self.episode == "round", deals, turn, observations, obs is not None)
         if sampler is None:
-            kernels.step_batch(self._records, actions_np, *deals, *arrays)
+            kernels.step_batch(self._records, actions_np, *args)
         else:
-            kernels.random_step_batch(self._records, sampler, actions_np, *deals, *arrays)
+            kernels.random_step_batch(self._records, sampler, actions_np, *args)
 
     def _deal_draws(self) -> tuple[np.ndarray, np.ndarray]:
         """A CPU step's random values: a uniform float per game (first players of new
@@ -611,6 +612,7 @@ class _CudaGames:
         self.seed = np.uint64(seed % (1 << 64))
         self.orders = torch.from_numpy(orders).to(device)
         self.placements = torch.from_numpy(placements).to(device)
+        self.deal_stream = gpu.DealStream(self.orders, self.placements, self.seed, self.deals)
         # Stand-ins for arguments a launch does not use (kernels take arrays, not None).
         self.no_observations = torch.empty(1, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=device)
         self.no_decks = torch.empty(1, DECK_SIZE, dtype=torch.int8, device=device)
@@ -647,7 +649,7 @@ class _CudaGames:
             with self._on_device():
                 direct(self.num_games, torch.cuda.current_stream(self.device).cuda_stream, *args)
             return
-        arrays = [self._array(a) if isinstance(a, torch.Tensor) else a for a in args]
+        arrays = [self._gpu.map_tensors(a, self._array) for a in args]
         with self._on_device():
             self._gpu.launch(self.kernels, kernel, self.num_games, self._stream(), *arrays)
 
@@ -668,8 +670,9 @@ class _CudaGames:
         use_decks, use_first = decks is not None, first is not None
         decks = decks.contiguous() if decks is not None else self.no_decks
         first = first.contiguous() if first is not None else current
-        args = (decks, use_decks, first, use_first, self.seed, self.deals, self.orders, self.placements)
-        self._launch("reset", self.records, *args, mask, self.legal, current)
+        self._launch(
+            "reset", self.records, decks, use_decks, first, use_first, self.deal_stream, mask, self.legal, current
+        )
 
     def step(
         self,
@@ -681,13 +684,11 @@ class _CudaGames:
     ) -> None:
         counter = np.uint64(0) if sampler is None else sampler[0]
         observations = self.no_observations if obs is None else obs
-        args = (actions.contiguous(), sampler is not None, counter, episode_is_round, self.seed, self.deals)
+        args = (actions.contiguous(), sampler is not None, counter, episode_is_round, self.deal_stream)
+        turn = self._gpu.TurnOutputs._make([*outputs, self.legal])
         if obs is not None:
             self._zero_for_kernel(obs)
-        self._launch(
-            "step", self.records, *args, self.orders, self.placements,
-            *outputs, self.legal, observations, obs is not None,
-        )  # fmt: skip
+        self._launch("step", self.records, *args, turn, observations, obs is not None)
         if sampler is not None:
             # Game g drew with counter + (g + 1) * GOLDEN, as the CPU's loop does game after game.
             sampler[0] = np.uint64((int(counter) + self.num_games * int(GOLDEN)) % (1 << 64))

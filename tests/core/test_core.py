@@ -111,25 +111,9 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
                 rng.integers(len(placements), size=n),
             ]
         )
-        kernels.step_batch(
-            records,
-            actions,
-            episode == "round",
-            uniforms,
-            orders,
-            placements,
-            draws,
-            rewards,
-            dones,
-            round_over,
-            winners,
-            tokens,
-            current,
-            masks,
-            legal,
-            observations,
-            True,
-        )
+        deals = kernels.Deals(orders, placements, uniforms, draws)
+        outputs = kernels.TurnOutputs(rewards, dones, round_over, winners, tokens, current, masks, legal)
+        kernels.step_batch(records, actions, episode == "round", deals, outputs, observations, True)
         expected_rewards = np.zeros((n, 4), np.float32)
         for g, game in enumerate(games):
             engine.step(game, int(actions[g]))
