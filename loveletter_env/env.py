@@ -80,7 +80,7 @@ from .actions import NUM_ACTIONS
 from .cards import FULL_DECK
 from .core import kernels, new_records
 from .core.layout import CURRENT, GAME_OVER, ROUND_OVER
-from .core.live import RecordGameState
+from .core.record_view import RecordGameState
 from .engine import IllegalActionError
 from .observation import OBSERVATION_SIZE
 from .render import render_seat_view

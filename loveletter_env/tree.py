@@ -45,13 +45,11 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-import threading
 import time
 from collections import Counter, namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import permutations
-from typing import Any
 
 import numpy as np
 from numba import njit
@@ -60,7 +58,9 @@ from .actions import NUM_ACTIONS
 from .core import kernels, new_records
 from .core.layout import CURRENT, MAX_SEATS, NUM_PLAYERS, RECORD_SIZE, ROUND_OVER, ROUND_WINNERS
 from .core.sampling import popcount
+from .interruptible import run_interruptibly
 from .observation import OBSERVATION_SIZE, SLICES
+from .retired_flags import retire_flag
 from .rules import LADDER, Rules, resolve_rules
 
 #: Entries of an observation key are ``index * KEY_VALUE_RANGE + value``.
@@ -236,7 +236,7 @@ def _walk(roots, stop, done):
     at a decision node ``node_info`` is its information set, at a terminal node
     ``-1 - w`` with ``w`` the round's winners as a bit set of seats (see :func:`terminal_score`).
     ``done[0]`` counts the deals walked; the walk returns early, with arrays of no use,
-    once ``stop[0]`` is set (checked at each deal, see :func:`run_interruptibly`)."""
+    once ``stop[0]`` is set (checked at each deal, see :mod:`loveletter_env.interruptible`)."""
     num_deals = roots.shape[0]
     num_nodes = num_deals
     node_info = np.empty(max(num_nodes, 1 << 16), np.int32)
@@ -404,56 +404,6 @@ def _action_lists(iset_legal, num_isets):
     return offsets, actions
 
 
-def run_interruptibly(
-    kernel: Callable[..., Any],
-    *args: Any,
-    stop: np.ndarray | None = None,
-    poll: Callable[[], None] | None = None,
-) -> Any:
-    """``kernel(*args)``, a compiled function, run in a worker thread so that Ctrl-C stops it cleanly.
-
-    Why a thread: a SIGINT that arrives while compiled code runs is raised as
-    ``KeyboardInterrupt`` by the next Python code to run, and numba runs some while it
-    turns the arrays a function returns into Python objects (it unpickles their dtypes);
-    the exception then lands halfway through the returned tuple, which numba does not
-    check, and the process dies of a segmentation fault. Python handles signals in the
-    main thread only, so the worker's results are built undisturbed while the main thread
-    waits here and takes the ``KeyboardInterrupt``. It then sets ``stop[0]``, which a kernel
-    compiled with ``nogil=True`` checks now and then to return early, waits for the worker
-    and raises the ``KeyboardInterrupt``. A kernel that holds the GIL delays the signal until
-    it returns. Exceptions of the kernel (``MemoryError``, :class:`TreeError`) are raised
-    here. ``poll()``, if given, is called about five times a second while the kernel runs.
-    """
-    outcome: dict[str, Any] = {}
-    # Not Thread.join: on Python 3.11 a join that Ctrl-C interrupts marks the thread as
-    # ended while it still runs, so a later join returns at once instead of waiting.
-    finished = threading.Event()
-
-    def call() -> None:
-        try:
-            outcome["value"] = kernel(*args)
-        except BaseException as err:  # handed to the waiting thread, which raises it
-            outcome["error"] = err
-        finally:
-            finished.set()
-
-    worker = threading.Thread(target=call, name=f"compiled {getattr(kernel, '__name__', 'kernel')}", daemon=True)
-    worker.start()
-    try:
-        while not finished.is_set():
-            finished.wait(0.2)
-            if poll is not None:
-                poll()
-    except KeyboardInterrupt:
-        if stop is not None:
-            stop[0] = 1
-        finished.wait()
-        raise
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
 # The tree ---------------------------------------------------------------------------
 
 
@@ -557,7 +507,7 @@ def build_tree(
 
     Raises:
         TreeError: rules that are not a rung, or a tree the walker cannot keep.
-        KeyboardInterrupt: Ctrl-C, within moments, nothing kept (see :func:`run_interruptibly`).
+        KeyboardInterrupt: Ctrl-C, within moments, nothing kept (see :mod:`loveletter_env.interruptible`).
         MemoryError: not enough memory for the tree.
     """
     resolved = rung_rules(rules)
@@ -722,29 +672,6 @@ def expected_score(tree: GameTree, strategy: np.ndarray, seat: int = 0) -> float
     work = np.empty(tree.num_nodes)
     args = (tree.node_info, tree.node_child, tree.action_offsets, strategy, tree.num_deals, work, seat)
     return float(expected_score_pass(*args))
-
-
-#: Why no tool takes a choice of information sets (the flags that once chose refuse with it).
-ONE_GAME = (
-    "the observation is the player's information state (every announced move, perfect recall), so there is one game"
-)
-
-
-class _RetiredFlag(argparse.Action):
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: object,
-        option_string: str | None = None,
-    ) -> None:
-        parser.error(f"{option_string} is retired: {ONE_GAME}")
-
-
-def retire_flag(parser: argparse.ArgumentParser, flag: str, nargs: int | str | None = "?") -> None:
-    """Make ``parser`` refuse ``flag`` (with or without a value: ``nargs``) with one sentence
-    naming it, so a command line written for the information modes says why it stopped working."""
-    parser.add_argument(flag, nargs=nargs, action=_RetiredFlag, help=argparse.SUPPRESS)
 
 
 def main(argv: list[str] | None = None) -> None:

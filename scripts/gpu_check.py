@@ -82,7 +82,7 @@ def bench_env(args: argparse.Namespace) -> None:
     loop (as a policy acts). On a GPU the default variant is also timed with torch's draw
     and the step replayed as one CUDA graph, and through numba's own launch beside the
     env's direct one."""
-    from loveletter_env.batched import driver
+    from loveletter_env.batched.cuda_tuning import cuda_tuning
     from loveletter_env.bench import bench_batched
     from loveletter_env.core.gpu import DEFAULT_VARIANT
 
@@ -93,7 +93,6 @@ def bench_env(args: argparse.Namespace) -> None:
             _record(args.out, what="kernel", variant=_variant_name(variant), **attributes)
     for batch in args.sizes:
         for variant in variants:
-            driver._CudaGames.kernel_variant = variant
             kinds = [("buffer", "step", "direct"), ("none", "step", "direct")]
             if variant == DEFAULT_VARIANT:
                 kinds.append(("buffer", "loop", "direct"))
@@ -101,15 +100,14 @@ def bench_env(args: argparse.Namespace) -> None:
                     kinds += [("buffer", "graph", "direct"), ("none", "graph", "direct")]
                     kinds += [("buffer", "step", "numba"), ("none", "step", "numba")]
             for observations, sampling, launcher in kinds:
-                driver._CudaGames.launcher = launcher
                 start = time.perf_counter()
                 try:
-                    rates = [
-                        bench_batched(
-                            2, _steps_for(batch, args.steps), batch, args.device, seed, "round", observations, sampling
-                        )
-                        for seed in range(args.repeats)
-                    ]
+                    steps = _steps_for(batch, args.steps)
+                    with cuda_tuning(variant, launcher):
+                        rates = [
+                            bench_batched(2, steps, batch, args.device, seed, "round", observations, sampling)
+                            for seed in range(args.repeats)
+                        ]
                 except Exception as error:  # noqa: BLE001 (one failed measurement must not stop the others)
                     what = f"{_variant_name(variant)} {launcher} {observations} {sampling} at {batch}"
                     print(f"FAILED: {what}: {type(error).__name__}: {error}", flush=True)
@@ -127,7 +125,6 @@ def bench_env(args: argparse.Namespace) -> None:
                     turns_per_s=statistics.median(r.wall for r in rates),
                     seconds=round(time.perf_counter() - start, 1),
                 )
-            driver._CudaGames.launcher = "direct"
 
 
 def bench_pgx(args: argparse.Namespace) -> None:

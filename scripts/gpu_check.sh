@@ -123,10 +123,10 @@ if [ ! -s "$out/runs/gpu_check/metrics.csv" ] && [ $((SECONDS - train_start)) -l
     cp "$out/training.log" "$out/training_direct.log"
     rm -rf "$out/runs/gpu_check"
     run training "$((train_limit - (SECONDS - train_start)))" "$py" -c 'import runpy, sys
-from loveletter_env.batched import driver
-driver._CudaGames.launcher = "numba"
+from loveletter_env.batched.cuda_tuning import cuda_tuning
 sys.argv[0] = "training.selfplay"
-runpy.run_module("training.selfplay", run_name="__main__", alter_sys=True)' \
+with cuda_tuning(launcher="numba"):
+    runpy.run_module("training.selfplay", run_name="__main__", alter_sys=True)' \
         --config configs/gpu.yaml --device "$device" --no-progress \
         --set out_dir="$out/runs" --set run_name=gpu_check --set env.num_players=[2] \
         --set env.num_games=$train_games --set total_steps=$train_steps --set eval.every=0 --set save_every=100000

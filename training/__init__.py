@@ -2,8 +2,9 @@
 
 The commands are thin modules at the top (``python -m training.NAME``): ``selfplay``,
 ``evaluate``, ``solve``, ``exploit``, ``curve``, ``play``, ``serve``, ``replay`` and
-``export``. Each runs the ``main`` of a module in a wing; ``evaluate`` holds its own command
-line, as it drives two wings (evaluations and exact head-to-head figures).
+``export``. Each runs the ``main`` of a module in a wing; ``evaluate`` picks between two
+(:mod:`~training.measure.evaluate_command`, and :mod:`~training.exploitability.exact_command`
+for ``--exact``).
 
 The wings, each importing only the wings listed before it:
 
@@ -41,16 +42,16 @@ from loveletter_env.agents.specs import register_checkpoint_loader
 
 if TYPE_CHECKING:
     from training.learn.checkpoint import CheckpointError, load_agent, load_checkpoint
-    from training.learn.ppo import ActorCritic, PolicyAgent, PolicyNetwork, PPOConfig
+    from training.learn.policy_agent import PolicyAgent
+    from training.learn.ppo import ActorCritic, PPOConfig
 
 _EXPORTS = {
     "load_agent": "learn.checkpoint",
     "load_checkpoint": "learn.checkpoint",
     "CheckpointError": "learn.checkpoint",
     "ActorCritic": "learn.ppo",
-    "PolicyAgent": "learn.ppo",
+    "PolicyAgent": "learn.policy_agent",
     "PPOConfig": "learn.ppo",
-    "PolicyNetwork": "learn.ppo",
 }
 
 __all__ = [
@@ -58,7 +59,6 @@ __all__ = [
     "CheckpointError",
     "PPOConfig",
     "PolicyAgent",
-    "PolicyNetwork",
     "load_agent",
     "load_checkpoint",
 ]
@@ -83,6 +83,10 @@ register_checkpoint_loader(_load_checkpoint_agent, _load_checkpoint_network)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "PolicyNetwork":  # deprecated, and so not kept: every use is warned
+        from training.learn.ppo import renamed
+
+        return renamed(name)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'training' has no attribute {name!r}")

@@ -7,7 +7,7 @@ Every agent has ``act(observation_dict) -> int`` and ``reset(seed=None)``; see
 * ``rule``: the rules of thumb good players describe;
 * ``belief``: card counting and the action of highest immediate expected value;
 * ``ismcts``: information-set Monte Carlo tree search over sampled deals, reading
-  opponents' plays through the ``belief`` model (:mod:`.inference`);
+  opponents' plays through the ``belief`` model (:mod:`.opponent_model`);
 * ``guided``: search over sampled deals guided by a trained network
   (``guided:policy=PATH``), which picks the moves to search, models the others and
   values the positions (:mod:`.guided`).

@@ -36,7 +36,7 @@ from ..cards import (
 from ..knowledge import ruled_out_after_play
 from ..observation import ObservationView, decode_observation
 from .base import hand_distribution, move_rulings, other_card, with_move_rulings
-from .memory import KeptCardAgent
+from .kept_card import KeptCardAgent
 
 #: Score of putting yourself out: below anything that leaves a chance.
 SURE_LOSS = -1.0

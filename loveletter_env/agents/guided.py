@@ -16,7 +16,7 @@ self-play trainer) plays three parts:
   (:func:`~loveletter_env.agents.ismcts.determinize`), each card an opponent may hold
   weighted by how likely it makes their last play; that play is read through the
   network's policy on their view at the time (``reading="network"``, the default) or
-  through the card-counting bot (``reading="belief"``, :mod:`~loveletter_env.agents.inference`).
+  through the card-counting bot (``reading="belief"``, :mod:`~loveletter_env.agents.opponent_model`).
 
 The next opponent's hand is stratified (every card they may hold gets its share of the
 deals), every candidate is scored on the same deals (common random numbers), and all
@@ -26,6 +26,13 @@ to the network's preferred move. With ``margin`` > 0 the network's preferred mov
 kept unless the best candidate's mean beats it by more than ``margin`` standard errors of
 their difference over the same deals: the search overrides the network only where it
 measured an advantage, not where sampling noise made one.
+
+How it plays: it plays the move its search values most (a decision, not a sample), and it
+uses the network's policy as a whole (the masked softmax) to rank candidates and read plays.
+Inside the search the network moves greedily: our own later moves always, the others' by
+default (``opponents="network"`` samples them). How a checkpoint plays on its own (its run's
+``eval.greedy``, ``greedy=`` of a ``checkpoint:`` spec) does not apply here: the search takes
+the network's weights, not that agent.
 
 The network is passed in, or loaded from a checkpoint path through
 :func:`~loveletter_env.agents.specs.load_checkpoint_network` (the environment package does
@@ -56,9 +63,9 @@ from ..observation import (
 )
 from ..validation import check_int, check_number
 from .checkpoint_loading import load_checkpoint_network
-from .inference import model_play_probability, play_likelihoods, posterior, view_legal_actions
 from .ismcts import determinize, model_action
-from .memory import KeptCardSearchAgent
+from .kept_card import KeptCardSearchAgent
+from .opponent_model import model_play_probability, play_likelihoods, posterior, view_legal_actions
 
 #: The card each action plays, by action index.
 _ACTION_CARDS = np.array(ACTION_CARD)
@@ -209,7 +216,7 @@ class GuidedSearchAgent(KeptCardSearchAgent):
 
     def read_plays(self, view: ObservationView, held: int) -> dict[int, dict[int, float]]:
         """For each opponent, P(their last play | the card they kept) for each card they may hold
-        (:func:`~loveletter_env.agents.inference.play_likelihoods`), their play read through the
+        (:func:`~loveletter_env.agents.opponent_model.play_likelihoods`), their play read through the
         network's policy (``reading="network"``) or the card-counting bot (``"belief"``)."""
         model = self._network_play_probability if self.reading == "network" else model_play_probability
         return {k: play_likelihoods(view, k, held, self.model_noise, model) for k in range(1, view.num_players)}

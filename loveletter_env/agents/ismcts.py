@@ -3,7 +3,7 @@
 Each iteration samples one *determinization*: a full game state consistent with what
 this seat has seen. Opponents' unknown hands come from the unseen cards, never a value
 a failed Guard ruled out, weighted by how likely each makes their last play *if they
-play like the card-counting bot* (:mod:`~loveletter_env.agents.inference`); the rest of
+play like the card-counting bot* (:mod:`~loveletter_env.agents.opponent_model`); the rest of
 the unseen cards become the set-aside card and the deck order. The iteration then walks
 one tree with that state and the engine.
 
@@ -47,8 +47,8 @@ from ..rules import FACE_UP_CARDS_2P
 from ..validation import check_int, check_number
 from .belief import action_scores, belief_action
 from .compiled_belief import SAMPLING_TRIES, model_weights, search_deals
-from .inference import play_likelihoods, posterior
-from .memory import KeptCardSearchAgent
+from .kept_card import KeptCardSearchAgent
+from .opponent_model import play_likelihoods, posterior
 
 #: Rejection-sampling tries before ruled-out values are ignored (only an inconsistent view needs
 #: it); the compiled deal loop bakes the same number in.
@@ -66,7 +66,7 @@ def determinize(
     Opponents' unknown hands are drawn from the unseen cards, avoiding the values a
     failed Guard ruled out for them; each unseen copy of value ``v`` is weighted by
     ``likelihoods[k][v]`` for seat offset ``k`` (how likely ``v`` makes their last play,
-    :func:`~loveletter_env.agents.inference.play_likelihoods`; missing: plain counting).
+    :func:`~loveletter_env.agents.opponent_model.play_likelihoods`; missing: plain counting).
     The remaining unseen cards are shuffled into the set-aside card and the draw pile.
     ``old_card`` (the card the others may know we hold, 0 if unknown) only fills the
     knowledge table.

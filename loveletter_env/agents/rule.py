@@ -15,7 +15,7 @@ from ..actions import (
 from ..cards import BARON, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from ..observation import ObservationView
 from .base import hand_distribution, other_card, with_move_rulings
-from .memory import KeptCardAgent
+from .kept_card import KeptCardAgent
 
 #: Keep these behind a Handmaid rather than risk them (King, Countess, Princess).
 SHELTER_FROM = KING

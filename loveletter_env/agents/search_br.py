@@ -12,7 +12,7 @@ set. Each walk:
 * samples a **determinization**: the other seat's kept card, the set-aside card and the draw
   pile, from the unseen cards, as :func:`~loveletter_env.agents.ismcts.sample_deal` does. The
   other seat's card is weighted by how likely *the agent* was to make its last play with each
-  candidate card (:func:`~loveletter_env.agents.inference.play_likelihoods` with the agent's
+  candidate card (:func:`~loveletter_env.agents.opponent_model.play_likelihoods` with the agent's
   own action probabilities as the model, plus a small ``model_noise`` floor because the view
   of that past decision is rebuilt approximately);
 * plays it out on a compiled-core record (:mod:`loveletter_env.core.kernels`): at the
@@ -52,9 +52,9 @@ from ..core import kernels, layout, record_from_state
 from ..observation import OBSERVATION_SIZE, ObservationView
 from ..validation import check_int, check_number
 from .guided import encode_view
-from .inference import play_likelihoods, view_legal_actions
 from .ismcts import deal_state, kept_and_drawn, sample_deal
-from .memory import KeptCardSearchAgent
+from .kept_card import KeptCardSearchAgent
+from .opponent_model import play_likelihoods, view_legal_actions
 
 _HANDS = layout.HANDS
 _DECK = layout.DECK
@@ -122,7 +122,7 @@ class AgentPolicy:
 
     def play_probability(self, view: ObservationView, card: int) -> float:
         """P(the agent, holding ``view.hand``, plays ``card``) (the model
-        :func:`~loveletter_env.agents.inference.play_likelihoods` takes)."""
+        :func:`~loveletter_env.agents.opponent_model.play_likelihoods` takes)."""
         mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         mask[list(view_legal_actions(view))] = 1
         probs = self(encode_view(view), mask)

@@ -11,10 +11,9 @@ bit for bit. This module holds no rule: it checks input, draws deals and moves t
 
 from __future__ import annotations
 
-import functools
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import torch
@@ -30,8 +29,10 @@ from ..engine import MAX_PLAYERS, MIN_PLAYERS
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from ..validation import check_episode, check_seed
+from .cuda_tuning import current_tuning
 from .shuffle import deck_draws, shuffled_decks
 from .state import BatchedState, state_from_records
+from .torch_draws import compiled_draws_match_torch
 
 #: How many faulty games an error message lists before summarising the rest.
 _MAX_LISTED = 8
@@ -117,12 +118,16 @@ class BatchedLoveLetter:
         orders, placements = (t.astype(np.uint8) for t in deck_tables())
         self._current = torch.zeros(num_games, dtype=torch.long, device=self.device)
         self._gpu: _CudaGames | None = None
-        #: CPU only: the ``torch.Generator`` that deals (None on CUDA).
-        self.generator: torch.Generator | None = None
+        self._dealer: torch.Generator | None = None  # what :attr:`generator` gives
+        # While set, the dealer's state bytes live here, where the compiled draws advance them
+        # in place, and the torch generator is behind: :attr:`generator` puts them back.
+        self._dealer_state: np.ndarray | None = None
+        # Where a step that builds no ``info`` lets the core write the round ends (made once).
+        self._unread_ends: tuple[torch.Tensor, ...] | None = None
         if self.device.type == "cuda":
             self._gpu = _CudaGames(records, orders, placements, self.device, int(seed))
             return
-        self.generator = torch.Generator().manual_seed(int(seed))
+        self._dealer = torch.Generator().manual_seed(int(seed))
         self._records = records
         self._legal = np.zeros(num_games, np.uint64)  # private copy of the masks, as bit sets
         # Scratch for each step's random draws (first players, then deck indices).
@@ -133,6 +138,20 @@ class BatchedLoveLetter:
         self._draw_highs = np.array([len(orders), len(orders), len(placements)], np.int64)
 
     # Public views --------------------------------------------------------------------
+    @property
+    def generator(self) -> torch.Generator | None:
+        """CPU only: the ``torch.Generator`` that deals (None on CUDA).
+
+        Between steps its state stays in the env, where the compiled draws advance it (it
+        would otherwise leave torch and come back at every step); reading this attribute
+        puts it back into the generator. Read it again after stepping rather than keep it:
+        a generator kept from before a step is behind the env's deals."""
+        if self._dealer_state is not None:
+            assert self._dealer is not None
+            self._dealer.set_state(torch.from_numpy(self._dealer_state))
+            self._dealer_state = None
+        return self._dealer
+
     @property
     def state(self) -> BatchedState:
         """A copy of the games' state as a :class:`BatchedState` on the env's device, made
@@ -187,29 +206,71 @@ class BatchedLoveLetter:
         self._mask = mask
         return self._observe(self._current, None), mask
 
+    @overload
     def step(
-        self, actions: torch.Tensor, out: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: Literal[True] = True,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]: ...
+
+    @overload
+    def step(
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: Literal[False],
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, None]: ...
+
+    @overload
+    def step(
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any] | None]: ...
+
+    def step(
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any] | None]:
         """Each game's player to act plays ``actions[g]`` (long [N]).
 
         Returns ``(obs, mask, rewards float32 [N, 4], dones bool [N], info)``. Finished
         games are reset, so ``obs``/``mask`` of a done game belong to the new episode.
         ``info`` holds ``"round_over"`` (bool [N]), ``"round_winners"`` (bool [N, 4])
-        and ``"tokens"`` (int8 [N, 4], before any reset) of the step that just ended.
-        ``out`` (uint8 [N, OBSERVATION_SIZE], contiguous) receives ``obs``, e.g. a slice
-        of rollout storage; it is checked before anything changes.
+        and ``"tokens"`` (int8 [N, 4], before any reset) of the step that just ended;
+        with ``info=False`` it is not built (None).
+
+        ``out`` (uint8 [N, OBSERVATION_SIZE], contiguous) receives ``obs`` and ``mask_out``
+        (bool [N, 41], contiguous) receives ``mask``, e.g. slices of rollout storage, so
+        that a loop keeps each in one place; both are checked before anything changes.
+        ``mask_out`` is then :attr:`action_mask` until the next step or reset.
         """
         if out is not None:
             self._check_out(out)
+        if mask_out is not None:
+            self._check_mask_out(mask_out)
         obs = self._new_observations() if out is None else out
-        mask, rewards, dones, info = self._advance_core(actions, obs)
-        return obs, mask, rewards, dones, info
+        mask, rewards, dones, ends = self._advance_core(actions, obs, mask=mask_out, read_ends=info)
+        return obs, mask, rewards, dones, (_ends_info(ends) if info else None)
 
     def advance(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """:meth:`step` without building the observation: returns ``(mask, rewards,
         dones, info)``. For drivers that need only masks (random or scripted players)
         or observe other seats with :meth:`observe`."""
-        return self._advance_core(actions, None)
+        mask, rewards, dones, ends = self._advance_core(actions, None)
+        return mask, rewards, dones, _ends_info(ends)
 
     def step_random(
         self, sampler: np.ndarray, out: torch.Tensor | None = None
@@ -229,8 +290,8 @@ class BatchedLoveLetter:
         self._check_sampler(sampler)
         obs = self._new_observations() if out is None else out
         actions = torch.empty(self.num_games, dtype=torch.long, device=self.device)
-        mask, rewards, dones, info = self._advance_core(actions, obs, sampler)
-        return actions, obs, mask, rewards, dones, info
+        mask, rewards, dones, ends = self._advance_core(actions, obs, sampler)
+        return actions, obs, mask, rewards, dones, _ends_info(ends)
 
     def advance_random(
         self, sampler: np.ndarray
@@ -239,17 +300,25 @@ class BatchedLoveLetter:
         :meth:`step`: returns ``(actions, mask, rewards, dones, info)``."""
         self._check_sampler(sampler)
         actions = torch.empty(self.num_games, dtype=torch.long, device=self.device)
-        mask, rewards, dones, info = self._advance_core(actions, None, sampler)
-        return actions, mask, rewards, dones, info
+        mask, rewards, dones, ends = self._advance_core(actions, None, sampler)
+        return actions, mask, rewards, dones, _ends_info(ends)
 
     def _new_observations(self) -> torch.Tensor:
         return torch.empty(self.num_games, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=self.device)
 
     def _advance_core(
-        self, actions: torch.Tensor, obs: torch.Tensor | None, sampler: np.ndarray | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """One compiled step of every game; writes the new observations into ``obs`` if
-        given. With a ``sampler``, the kernel draws the actions and writes them into ``actions``."""
+        self,
+        actions: torch.Tensor,
+        obs: torch.Tensor | None,
+        sampler: np.ndarray | None = None,
+        mask: torch.Tensor | None = None,
+        read_ends: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
+        """One compiled step of every game; writes the new observations into ``obs`` and
+        the masks into ``mask`` if given. With a ``sampler``, the kernel draws the actions
+        and writes them into ``actions``. Returns ``(mask, rewards, dones, ends)``, ``ends``
+        the round ends ``info`` reports: fresh tensors if ``read_ends``, else the env's
+        scratch, which the next such step overwrites."""
         self._require_reset()
         if sampler is None:
             actions = self._check_tensor(actions, "actions", (self.num_games,))
@@ -264,19 +333,31 @@ class BatchedLoveLetter:
         n, device = self.num_games, self.device
         rewards = torch.empty(n, MAX_SEATS, device=device)
         dones = torch.empty(n, dtype=torch.bool, device=device)
-        round_over = torch.empty(n, dtype=torch.bool, device=device)
-        round_winners = torch.empty(n, MAX_SEATS, dtype=torch.bool, device=device)
-        tokens = torch.empty(n, MAX_SEATS, dtype=torch.int8, device=device)
+        if read_ends:
+            ends = self._new_ends()
+        else:
+            if self._unread_ends is None:
+                self._unread_ends = self._new_ends()
+            ends = self._unread_ends
         current = torch.empty(n, dtype=torch.long, device=device)
-        mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool, device=device)
-        outputs = (rewards, dones, round_over, round_winners, tokens, current, mask)
+        if mask is None:
+            mask = torch.empty(n, NUM_ACTIONS, dtype=torch.bool, device=device)
+        outputs = (rewards, dones, *ends, current, mask)
         if self._gpu is not None:
             self._gpu.step(actions, sampler, self.episode == "round", outputs, obs)
         else:
             self._step_cpu(actions, obs, sampler, outputs)
         self._current, self._mask = current, mask
-        info = {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
-        return mask, rewards, dones, info
+        return mask, rewards, dones, ends
+
+    def _new_ends(self) -> tuple[torch.Tensor, ...]:
+        """Empty ``(round_over bool [N], round_winners bool [N, 4], tokens int8 [N, 4])``."""
+        n, device = self.num_games, self.device
+        return (
+            torch.empty(n, dtype=torch.bool, device=device),
+            torch.empty(n, MAX_SEATS, dtype=torch.bool, device=device),
+            torch.empty(n, MAX_SEATS, dtype=torch.int8, device=device),
+        )
 
     def _step_cpu(
         self, actions: torch.Tensor, obs: torch.Tensor | None, sampler: np.ndarray | None, outputs: tuple
@@ -287,29 +368,36 @@ class BatchedLoveLetter:
         if sampler is None:
             actions_np = actions_np.astype(np.int64, copy=False)
         observations = obs.numpy() if obs is not None else np.empty((0, OBSERVATION_SIZE), np.uint8)
-        arrays = (*(t.numpy() for t in outputs), self._legal, observations, obs is not None)
-        deals = (self.episode == "round", uniforms, orders, placements, draws)
+        turn = kernels.TurnOutputs._make([*(t.numpy() for t in outputs), self._legal])
+        deals = kernels.Deals(orders, placements, uniforms, draws)
+        args = (self.episode == "round", deals, turn, observations, obs is not None)
         if sampler is None:
-            kernels.step_batch(self._records, actions_np, *deals, *arrays)
+            kernels.step_batch(self._records, actions_np, *args)
         else:
-            kernels.random_step_batch(self._records, sampler, actions_np, *deals, *arrays)
+            kernels.random_step_batch(self._records, sampler, actions_np, *args)
 
     def _deal_draws(self) -> tuple[np.ndarray, np.ndarray]:
         """A CPU step's random values: a uniform float per game (first players of new
         games) and three rows of deck indices, drawn from :attr:`generator` as
         ``torch.rand`` and ``torch.randint`` draw them, in that order, so the same seed
         gives the same games as ever. Drawn by the compiled copy of the generator (a third
-        of torch's time), unless this torch's generator state has a layout it does not know."""
-        assert self.generator is not None
-        state = self.generator.get_state()
-        if state.numel() == mt19937.STATE_BYTES and _compiled_draws_match_torch():
-            mt19937.deal_draws(state.numpy(), self._uniforms, self._draws, self._draw_highs, self._words)
-            self.generator.set_state(state)
+        of torch's time), unless this torch's generator state has a layout it does not know.
+
+        The compiled draws keep the state's bytes (:attr:`_dealer_state`) from one step to
+        the next: they leave torch once, not twice a step."""
+        assert self._dealer is not None
+        state = self._dealer_state
+        if state is None:
+            state = self._dealer.get_state().numpy()
+        if state.size == mt19937.STATE_BYTES and compiled_draws_match_torch():
+            mt19937.deal_draws(state, self._uniforms, self._draws, self._draw_highs, self._words)
+            self._dealer_state = state
             return self._uniforms, self._draws
+        generator = self.generator  # the state back in torch, if the compiled draws held it
         uniforms, draws = torch.from_numpy(self._uniforms), torch.from_numpy(self._draws)
-        torch.rand(self.num_games, generator=self.generator, out=uniforms)
+        torch.rand(self.num_games, generator=generator, out=uniforms)
         for row, high in zip(draws, self._draw_highs.tolist()):
-            torch.randint(high, (self.num_games,), generator=self.generator, out=row)
+            torch.randint(high, (self.num_games,), generator=generator, out=row)
         return self._uniforms, self._draws
 
     def _check_sampler(self, sampler: Any) -> None:
@@ -349,10 +437,11 @@ class BatchedLoveLetter:
     def _shuffled_decks(self) -> torch.Tensor:
         """int8 [N, 16]: a uniformly shuffled deck per game (on a ladder rung, only the cards
         in play are shuffled, from the same draws, as the compiled deal does)."""
-        assert self.generator is not None
+        generator = self.generator
+        assert generator is not None
         if not self.rules.is_rung:
-            return shuffled_decks(self.num_games, self.generator, self.device)
-        draws = deck_draws(self.num_games, self.generator, self.device).T.contiguous().numpy()
+            return shuffled_decks(self.num_games, generator, self.device)
+        draws = deck_draws(self.num_games, generator, self.device).T.contiguous().numpy()
         decks = self._records[:, DECK_AT : DECK_AT + DECK_SIZE].copy()
         orders, placements = self._deck_tables
         face_up = self.rules.face_up_count(self.rules.rung_players)
@@ -387,6 +476,13 @@ class BatchedLoveLetter:
             raise ValueError(f"out must be a uint8 tensor of shape {list(shape)}, got {_describe(out)}")
         if out.device != self.device or not out.is_contiguous():
             raise ValueError(f"out must be contiguous and on {self.device}, got {_describe(out)}")
+
+    def _check_mask_out(self, mask_out: Any) -> None:
+        shape = (self.num_games, NUM_ACTIONS)
+        if not isinstance(mask_out, torch.Tensor) or mask_out.dtype != torch.bool or tuple(mask_out.shape) != shape:
+            raise ValueError(f"mask_out must be a bool tensor of shape {list(shape)}, got {_describe(mask_out)}")
+        if mask_out.device != self.device or not mask_out.is_contiguous():
+            raise ValueError(f"mask_out must be contiguous and on {self.device}, got {_describe(mask_out)}")
 
     def _check_seats(self, seats: Any, name: str, values: bool = True) -> torch.Tensor:
         """Shape, dtype and device; with ``values``, also that each seat exists (a host sync)."""
@@ -451,6 +547,12 @@ def check_actions_legal(
     )
 
 
+def _ends_info(ends: tuple[torch.Tensor, ...]) -> dict[str, Any]:
+    """A step's ``info`` from its round ends (:meth:`BatchedLoveLetter._new_ends`)."""
+    round_over, round_winners, tokens = ends
+    return {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
+
+
 def _describe(x: Any) -> str:
     if isinstance(x, torch.Tensor):
         layout = "" if x.is_contiguous() else ", not contiguous"
@@ -485,41 +587,13 @@ def _table_sizes(num_players: Any, num_games: int, device: torch.device) -> torc
     return sizes.to(device)
 
 
-@functools.cache
-def _compiled_draws_match_torch() -> bool:
-    """Whether the compiled copy of the generator draws what this torch draws, checked once a
-    process on a throwaway generator across several refills of its state.
-
-    The copy knows torch's generator by the layout of its state bytes; a torch release that
-    kept the size but changed the algorithm would otherwise deal other games without a sound.
-    On a mismatch the env draws through torch itself (slower, same games)."""
-    highs = np.array([40320, 12870, 7], np.int64)
-    games = 700  # 2,800 words: four refills of the 624-word state
-    ours, theirs = torch.Generator().manual_seed(20261126), torch.Generator().manual_seed(20261126)
-    state = ours.get_state()
-    if state.numel() != mt19937.STATE_BYTES:
-        return False
-    uniforms, draws = np.empty(games, np.float32), np.empty((len(highs), games), np.int64)
-    mt19937.deal_draws(state.numpy(), uniforms, draws, highs, np.empty((len(highs) + 1) * games, np.uint32))
-    ours.set_state(state)
-    same = np.array_equal(uniforms, torch.rand(games, generator=theirs).numpy())
-    for row, high in zip(draws, highs.tolist()):
-        same = same and np.array_equal(row, torch.randint(high, (games,), generator=theirs).numpy())
-    return bool(same and torch.equal(ours.get_state(), theirs.get_state()))
-
-
 class _CudaGames:
     """The games of a CUDA env: core records in device memory, stepped by the kernels of
     :mod:`loveletter_env.core.gpu` on torch's current stream, reading and writing torch
-    tensors in place (``__cuda_array_interface__``, no copy, no host synchronisation)."""
+    tensors in place (``__cuda_array_interface__``, no copy, no host synchronisation).
 
-    #: The kernels' :class:`~loveletter_env.core.gpu.KernelVariant` (None: the default);
-    #: ``scripts/gpu_check.py`` sets it to time the variants, which all play alike.
-    kernel_variant: Any = None
-    #: How kernels launch: ``"direct"`` (:class:`~loveletter_env.core.gpu.DirectLaunch`,
-    #: where this numba-cuda allows it) or ``"numba"`` (numba's own launch, which converts
-    #: every argument each time); ``scripts/gpu_check.py`` times both.
-    launcher: str = "direct"
+    Its kernels' build and launch are :func:`~loveletter_env.batched.cuda_tuning.current_tuning`'s
+    when it is made."""
 
     def __init__(
         self, records: np.ndarray, orders: np.ndarray, placements: np.ndarray, device: torch.device, seed: int
@@ -539,13 +613,15 @@ class _CudaGames:
         self.seed = np.uint64(seed % (1 << 64))
         self.orders = torch.from_numpy(orders).to(device)
         self.placements = torch.from_numpy(placements).to(device)
+        self.deal_stream = gpu.DealStream(self.orders, self.placements, self.seed, self.deals)
         # Stand-ins for arguments a launch does not use (kernels take arrays, not None).
         self.no_observations = torch.empty(1, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=device)
         self.no_decks = torch.empty(1, DECK_SIZE, dtype=torch.int8, device=device)
-        self.kernels = gpu.compiled_kernels(self.kernel_variant or gpu.DEFAULT_VARIANT)
+        tuning = current_tuning()
+        self.kernels = gpu.compiled_kernels(tuning.variant or gpu.DEFAULT_VARIANT)
         self._direct: dict[str, Any] = {}
         self._views: dict[int, Any] = {}
-        if self.launcher == "direct" and not gpu.direct_launch_unavailable():
+        if tuning.launcher == "direct" and not gpu.direct_launch_unavailable():
             self._direct = {name: gpu.DirectLaunch(self.kernels, name, device) for name in gpu.KERNEL_BODIES}
         else:
             # numba's launch takes numba views: those of the tensors every launch passes are
@@ -574,7 +650,7 @@ class _CudaGames:
             with self._on_device():
                 direct(self.num_games, torch.cuda.current_stream(self.device).cuda_stream, *args)
             return
-        arrays = [self._array(a) if isinstance(a, torch.Tensor) else a for a in args]
+        arrays = [self._gpu.map_tensors(a, self._array) for a in args]
         with self._on_device():
             self._gpu.launch(self.kernels, kernel, self.num_games, self._stream(), *arrays)
 
@@ -595,8 +671,9 @@ class _CudaGames:
         use_decks, use_first = decks is not None, first is not None
         decks = decks.contiguous() if decks is not None else self.no_decks
         first = first.contiguous() if first is not None else current
-        args = (decks, use_decks, first, use_first, self.seed, self.deals, self.orders, self.placements)
-        self._launch("reset", self.records, *args, mask, self.legal, current)
+        self._launch(
+            "reset", self.records, decks, use_decks, first, use_first, self.deal_stream, mask, self.legal, current
+        )
 
     def step(
         self,
@@ -608,13 +685,11 @@ class _CudaGames:
     ) -> None:
         counter = np.uint64(0) if sampler is None else sampler[0]
         observations = self.no_observations if obs is None else obs
-        args = (actions.contiguous(), sampler is not None, counter, episode_is_round, self.seed, self.deals)
+        args = (actions.contiguous(), sampler is not None, counter, episode_is_round, self.deal_stream)
+        turn = self._gpu.TurnOutputs._make([*outputs, self.legal])
         if obs is not None:
             self._zero_for_kernel(obs)
-        self._launch(
-            "step", self.records, *args, self.orders, self.placements,
-            *outputs, self.legal, observations, obs is not None,
-        )  # fmt: skip
+        self._launch("step", self.records, *args, turn, observations, obs is not None)
         if sampler is not None:
             # Game g drew with counter + (g + 1) * GOLDEN, as the CPU's loop does game after game.
             sampler[0] = np.uint64((int(counter) + self.num_games * int(GOLDEN)) % (1 << 64))

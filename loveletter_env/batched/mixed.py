@@ -13,11 +13,12 @@ batch: game ``g`` is always played under ``game_rules[g]``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import torch
 
+from ..actions import NUM_ACTIONS
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from ..validation import MAX_SEED, check_int, check_seed
@@ -165,17 +166,49 @@ class MixedRulesBatched:
             masks.append(m)
         return obs, torch.cat(masks)
 
+    @overload
     def step(
-        self, actions: torch.Tensor, out: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """As :meth:`BatchedLoveLetter.step`; each block writes its rows of ``out``."""
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: Literal[True] = True,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]: ...
+
+    @overload
+    def step(
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: Literal[False],
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, None]: ...
+
+    def step(
+        self,
+        actions: torch.Tensor,
+        out: torch.Tensor | None = None,
+        *,
+        mask_out: torch.Tensor | None = None,
+        info: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any] | None]:
+        """As :meth:`BatchedLoveLetter.step`; each block writes its rows of ``out`` and ``mask_out``."""
         if out is not None:
             self._check_out(out)
+        if mask_out is not None:
+            self._check_mask_out(mask_out)
         self._check_actions(actions)
         obs = self._new_observations() if out is None else out
-        results = [env.step(actions[block], out=obs[block]) for env, block in zip(self.envs, self.blocks)]
-        _, masks, rewards, dones, infos = zip(*results)
-        return obs, torch.cat(masks), torch.cat(rewards), torch.cat(dones), _cat_infos(infos)
+        if mask_out is None:
+            mask_out = torch.empty(self.num_games, NUM_ACTIONS, dtype=torch.bool, device=self.device)
+        results = [
+            env.step(actions[block], out=obs[block], mask_out=mask_out[block], info=info)
+            for env, block in zip(self.envs, self.blocks)
+        ]
+        _, _, rewards, dones, infos = zip(*results)
+        return obs, mask_out, torch.cat(rewards), torch.cat(dones), (_cat_infos(infos) if info else None)
 
     def advance(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """As :meth:`BatchedLoveLetter.advance`: :meth:`step` without observations."""
@@ -213,6 +246,13 @@ class MixedRulesBatched:
             raise ValueError(f"out must be a uint8 tensor of shape {shape}, got {_describe(out)}")
         for env, block in zip(self.envs, self.blocks):
             env._check_out(out[block])
+
+    def _check_mask_out(self, mask_out: Any) -> None:
+        if not isinstance(mask_out, torch.Tensor) or tuple(mask_out.shape) != (self.num_games, NUM_ACTIONS):
+            shape = [self.num_games, NUM_ACTIONS]
+            raise ValueError(f"mask_out must be a bool tensor of shape {shape}, got {_describe(mask_out)}")
+        for env, block in zip(self.envs, self.blocks):
+            env._check_mask_out(mask_out[block])
 
     def _new_observations(self) -> torch.Tensor:
         return torch.empty(self.num_games, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=self.device)

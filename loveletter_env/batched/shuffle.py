@@ -2,26 +2,28 @@
 
 The construction is :mod:`loveletter_env.core.decks`: three uniform integers per game
 pick the deck, which on CPU is several times cheaper than argsorting 16 random keys per
-game. :func:`deck_draws` draws those integers from the env's generator; the torch path
-turns them into decks here, the compiled core in its kernels (the same decks).
+game. :func:`deck_draws` draws those integers from the env's generator; the compiled core
+turns them into decks (:func:`~loveletter_env.core.kernels.shuffle_in_play_batch` here, the
+same placement inside its deals), so the construction is written once.
 """
 
 from __future__ import annotations
 
 from functools import cache
 
+import numpy as np
 import torch
 
-from ..cards import DECK_SIZE, FULL_DECK
-from ..core.decks import HALF, deck_tables
+from ..cards import FULL_DECK
+from ..core import kernels
+from ..core.decks import deck_tables
 
 
 @cache
-def _tables(device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(orders of 8 cards [8!, 8], position lists [C(16,8), 16], sorted deck halves [2, 8])."""
-    orders, placements = (torch.tensor(t, dtype=torch.long) for t in deck_tables())
-    halves = torch.tensor(FULL_DECK, dtype=torch.int8).view(2, HALF)
-    return orders.to(device), placements.to(device), halves.to(device)
+def _uint8_tables() -> tuple[np.ndarray, np.ndarray]:
+    """The deck tables as the compiled deals take them (uint8: a quarter of int64's cache footprint)."""
+    orders, placements = (t.astype(np.uint8) for t in deck_tables())
+    return orders, placements
 
 
 def deck_draws(num: int, generator: torch.Generator, device: torch.device) -> torch.Tensor:
@@ -33,11 +35,12 @@ def deck_draws(num: int, generator: torch.Generator, device: torch.device) -> to
 
 
 def shuffled_decks(num: int, generator: torch.Generator, device: torch.device) -> torch.Tensor:
-    """int8 [num, 16]: independent uniformly shuffled decks (index 0 = top)."""
-    orders, placements, halves = _tables(torch.device(device))
-    draws = deck_draws(num, generator, device)
-    first = halves[0][orders.index_select(0, draws[:, 0])]
-    second = halves[1][orders.index_select(0, draws[:, 1])]
-    positions = placements.index_select(0, draws[:, 2])
-    decks = torch.empty(num, DECK_SIZE, dtype=torch.int8, device=device)
-    return decks.scatter_(1, positions, torch.cat([first, second], 1))
+    """int8 [num, 16]: independent uniformly shuffled decks (index 0 = top), on ``device``.
+
+    The draws come from ``generator`` on ``device``; the decks are built by the compiled
+    core on the CPU (a CUDA env deals inside its kernels and never calls this)."""
+    draws = deck_draws(num, generator, device).T.contiguous().cpu().numpy()
+    decks = np.tile(np.array(FULL_DECK, dtype=np.uint8), (num, 1))
+    # Every card of the full deck is in play: no face-up cards stay put.
+    kernels.shuffle_in_play_batch(decks, 0, *_uint8_tables(), draws)
+    return torch.from_numpy(decks.astype(np.int8)).to(device)

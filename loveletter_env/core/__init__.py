@@ -24,7 +24,7 @@ from ..engine import GameState
 from ..rules import Rules
 from . import cache, kernels, layout  # cache first: it keys the kernels' cache on the layout
 from .layout import MAX_SEATS, RECORD_SIZE
-from .live import RecordGameState, log_entry
+from .record_view import RecordGameState, log_entry
 
 __all__ = ["cache", "kernels", "layout", "RECORD_SIZE", "new_records", "record_from_state", "state_from_record"]
 

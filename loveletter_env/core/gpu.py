@@ -36,7 +36,7 @@ import functools
 import importlib.util
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -66,12 +66,13 @@ def _load_array_overloads() -> None:
 
 _load_array_overloads()
 
-from numba import cuda  # noqa: E402
+from numba import cuda, njit  # noqa: E402
 from numba import types as nb  # noqa: E402
 from numba.core.registry import CPUDispatcher  # noqa: E402
 
 from ..actions import NUM_ACTIONS  # noqa: E402
 from .kernels import (  # noqa: E402
+    TurnOutputs,
     close_round,
     deal_from_key,
     lowest_round_winner,
@@ -163,45 +164,61 @@ def cuda_kernel(
     return cuda.jit(types.FunctionType(body.__code__, namespace, body.__name__, body.__defaults__), **options)
 
 
+class DealStream(NamedTuple):
+    """Where the GPU's new rounds come from: the deck tables ``orders`` and ``placements``
+    (:func:`.decks.deck_tables`) and the counter-based stream ``seed``, of which game ``g``
+    has used ``counts[g]`` keys (:func:`.sampling.stream_key`). The CPU's counterpart is
+    :class:`.kernels.Deals`."""
+
+    orders: Any
+    placements: Any
+    seed: Any
+    counts: Any
+
+
+@njit
+def _next_key(deals, g):
+    """Game ``g``'s next key of the stream ``deals`` (a :class:`DealStream`), counted as used."""
+    key = stream_key(deals.seed, g, deals.counts[g])
+    deals.counts[g] += 1
+    return key
+
+
 # Kernel bodies: one game per thread (compiled by build_kernels) -------------------------
 
 
-def _reset_kernel(
-    records, decks, use_decks, first_players, use_first_players, seed, deals, orders, placements, masks, legal, current
-):
+def _reset_kernel(records, decks, use_decks, first_players, use_first_players, deals, masks, legal, current):
     """Start a new game in every record (the CPU's ``reset_batch``): from ``decks[g]`` and
     ``first_players[g]`` where ``use_decks`` / ``use_first_players``, else from the game's
-    next key of the stream ``seed`` (a deck as :func:`.kernels.deal_from_key` deals it, a
+    next key of the stream ``deals`` (a deck as :func:`.kernels.deal_from_key` deals it, a
     first seat ``pick(num_players, key)``)."""
     g = cuda.grid(1)
     if g < records.shape[0]:
         r = records[g]
         restart_game(r)
-        key = stream_key(seed, g, deals[g])
-        deals[g] += 1
+        key = _next_key(deals, g)
         first = np.int64(first_players[g]) if use_first_players else pick(np.int64(r[NUM_PLAYERS]), key)
         if use_decks:
             start_round(r, decks[g], first)
         else:
-            deal_from_key(r, orders, placements, key, first)
+            deal_from_key(r, deals.orders, deals.placements, key, first)
         publish_turn(r, g, current, legal, masks[g])
 
 
-def _step_kernel(
-    records, actions, draw_actions, sampler, episode_is_round, seed, deals, orders, placements,
-    rewards, dones, round_over, round_winners, tokens, current, masks, legal, observations, observe,
-):  # fmt: skip
+def _step_kernel(records, actions, draw_actions, sampler, episode_is_round, deals, outputs, observations, observe):
     """One turn of every game, as the CPU's ``step_batch`` / ``random_step_batch`` play it:
-    the same outputs, and with ``draw_actions`` the same actions for the same ``sampler``
-    counter (game ``g`` draws with counter ``sampler + (g + 1) * GOLDEN``, as the CPU's
-    loop does game after game). Rounds that end are dealt afresh from the game's next key
-    of the stream ``seed``. An action that is not legal (unchecked input) leaves its game
-    as it was, and its outputs but the observation.
+    the same ``outputs`` (a :class:`.kernels.TurnOutputs`), and with ``draw_actions`` the
+    same actions for the same ``sampler`` counter (game ``g`` draws with counter
+    ``sampler + (g + 1) * GOLDEN``, as the CPU's loop does game after game). Rounds that
+    end are dealt afresh from the game's next key of the stream ``deals`` (a
+    :class:`DealStream`). An action that is not legal (unchecked input) leaves its game as
+    it was, and its outputs but the observation.
 
     ``SHARED_RECORDS``, ``THREADS`` and ``ZEROED_OBSERVATIONS`` are the build's
     :class:`KernelVariant`, constants of the compiled kernel."""
     g = cuda.grid(1)
     num_games = records.shape[0]
+    masks, legal = outputs.masks, outputs.legal
     if SHARED_RECORDS:  # noqa: F821 (a constant of the build)
         tile = cuda.shared.array((THREADS, RECORD_SIZE), nb.uint8)  # noqa: F821
         mask_tile = cuda.shared.array((THREADS, NUM_ACTIONS), nb.uint8)  # noqa: F821
@@ -226,16 +243,15 @@ def _step_kernel(
             playable = 0 <= action < NUM_ACTIONS and (legal[g] >> np.uint64(action)) & np.uint64(1) != 0
         if playable:
             play(r, action)
-            publish_outcome(r, g, rewards, round_over, round_winners, tokens)
+            publish_outcome(r, g, outputs)
             done = False
             if r[ROUND_OVER]:
-                done = close_round(r, g, episode_is_round, rewards)
-                key = stream_key(seed, g, deals[g])
-                deals[g] += 1
+                done = close_round(r, g, episode_is_round, outputs.rewards)
+                key = _next_key(deals, g)
                 first_player = pick(np.int64(r[NUM_PLAYERS]), key) if done else lowest_round_winner(r)
-                deal_from_key(r, orders, placements, key, first_player)
-            dones[g] = done
-            publish_turn(r, g, current, legal, mask)
+                deal_from_key(r, deals.orders, deals.placements, key, first_player)
+            outputs.dones[g] = done
+            publish_turn(r, g, outputs.current, legal, mask)
         if observe:
             if ZEROED_OBSERVATIONS:  # noqa: F821
                 write_observation_entries(r, np.int64(r[CURRENT]), observations[g])
@@ -286,19 +302,18 @@ _FLAGS = nb.uint8[::1]
 _LONGS = nb.int64[::1]
 _FLOATS = nb.float32[:, ::1]
 _OBSERVATIONS = nb.uint8[:, ::1]  # one byte an entry, as the batched env allocates them
+_DEAL_STREAM = nb.NamedTuple((_BYTES, _BYTES, nb.uint64, _LONGS), DealStream)
+_TURN_OUTPUTS = nb.NamedTuple(
+    (_FLOATS, _FLAGS, _FLAGS, _BYTES, nb.int8[:, ::1], _LONGS, _BYTES, nb.uint64[::1]), TurnOutputs
+)
 #: The argument types the batched env launches each kernel with (C-contiguous arrays of
-#: torch tensors; bool tensors viewed as bytes). The PTX check compiles these.
+#: torch tensors; bool tensors viewed as bytes; the groups as named tuples, which numba
+#: passes member by member). The PTX check compiles these.
 KERNEL_SIGNATURES: dict[str, tuple[Any, ...]] = {
-    "reset": (
-        _BYTES, nb.int8[:, ::1], nb.boolean, _LONGS, nb.boolean, nb.uint64, _LONGS, _BYTES, _BYTES,
-        _BYTES, nb.uint64[::1], _LONGS,
-    ),
-    "step": (
-        _BYTES, _LONGS, nb.boolean, nb.uint64, nb.boolean, nb.uint64, _LONGS, _BYTES, _BYTES,
-        _FLOATS, _FLAGS, _FLAGS, _BYTES, nb.int8[:, ::1], _LONGS, _BYTES, nb.uint64[::1], _OBSERVATIONS, nb.boolean,
-    ),
+    "reset": (_BYTES, nb.int8[:, ::1], nb.boolean, _LONGS, nb.boolean, _DEAL_STREAM, _BYTES, nb.uint64[::1], _LONGS),
+    "step": (_BYTES, _LONGS, nb.boolean, nb.uint64, nb.boolean, _DEAL_STREAM, _TURN_OUTPUTS, _OBSERVATIONS, nb.boolean),
     "observe": (_BYTES, _LONGS, _OBSERVATIONS),
-}  # fmt: skip
+}
 
 
 def build_kernels(variant: KernelVariant = DEFAULT_VARIANT) -> types.SimpleNamespace:
@@ -379,8 +394,9 @@ class DirectLaunch:
             nb.uint8: (torch.uint8, torch.bool), nb.int8: (torch.int8,), nb.int64: (torch.int64,),
             nb.uint64: (torch.uint64,), nb.float32: (torch.float32,),
         }  # fmt: skip
+        self._arity = len(KERNEL_SIGNATURES[name])
         self._arguments: list[tuple[str, Any, int]] = []
-        for argument in KERNEL_SIGNATURES[name]:
+        for argument in _members(KERNEL_SIGNATURES[name], nb.BaseTuple):
             if isinstance(argument, nb.Array):
                 self._arguments.append(("array", torch_dtypes[argument.dtype], argument.dtype.bitwidth // 8))
             elif isinstance(argument, nb.Integer):
@@ -397,11 +413,15 @@ class DirectLaunch:
         self._launch(self._stream(stream), self._config(num_threads), self._function, *self.pack(*args))
 
     def pack(self, *args: Any) -> list[Any]:
-        """The launch's arguments as numba's launch would pass them to the driver."""
-        if len(args) != len(self._arguments):
-            raise TypeError(f"{self.name} takes {len(self._arguments)} arguments, got {len(args)}")
+        """The launch's arguments as numba's launch would pass them to the driver (a group,
+        a named tuple, member by member)."""
+        if len(args) != self._arity:
+            raise TypeError(f"{self.name} takes {self._arity} arguments, got {len(args)}")
+        values = list(_members(args, tuple))
+        if len(values) != len(self._arguments):
+            raise TypeError(f"{self.name} takes {len(self._arguments)} values in its groups, got {len(values)}")
         packed: list[Any] = []
-        for (kind, accepted, itemsize), value in zip(self._arguments, args):
+        for (kind, accepted, itemsize), value in zip(self._arguments, values):
             if kind == "array":
                 if value.dtype not in accepted or value.device != self.device or not value.is_contiguous():
                     raise TypeError(
@@ -443,6 +463,29 @@ class DirectLaunch:
             with contextlib.suppress(Exception):  # an older cuda.core has no occupancy query
                 found["blocks_per_sm"] = self._function.occupancy.max_active_blocks_per_multiprocessor(self._threads, 0)
         return found
+
+
+def _members(items: Any, group: type) -> Any:
+    """The items of ``items``, each ``group`` (a tuple, or numba's type of one) replaced by
+    its members, at any depth: the order in which numba passes a kernel's arguments."""
+    for item in items:
+        if isinstance(item, group):
+            yield from _members(item, group)  # numba's tuple types iterate over their members too
+        else:
+            yield item
+
+
+def map_tensors(value: Any, convert: Callable[[Any], Any]) -> Any:
+    """``value`` with ``convert(tensor)`` for each torch tensor in it, itself or a member of a
+    group (a named tuple) of a kernel's arguments."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return convert(value)
+    if isinstance(value, tuple):
+        members = [map_tensors(member, convert) for member in value]
+        return type(value)(*members) if hasattr(value, "_fields") else tuple(members)
+    return value
 
 
 def direct_launch_unavailable() -> str:

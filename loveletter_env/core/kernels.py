@@ -13,6 +13,8 @@ steps thousands of games.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -22,11 +24,8 @@ from .layout import (
     CARD_OF_ACTION,
     COPIES,
     CURRENT,
-    DEALT,
     DECK,
     DECK_HALVES,
-    DISCARDED,
-    DISCARDS,
     DRAWN,
     FACE_UP,
     FACE_UP_FIXED,
@@ -47,10 +46,7 @@ from .layout import (
     M_TARGET,
     M_TARGET_CARD,
     MAX_SEATS,
-    MOVE_BYTES,
-    MOVE_LOG,
     NEXT_CARD,
-    NUM_DISCARDS,
     NUM_PLAYERS,
     OBS_DEALT,
     OBS_DECK,
@@ -83,20 +79,29 @@ from .layout import (
     OBS_TOKENS,
     OBS_UNSEEN,
     OFFSET_OF_ACTION,
-    OUT,
-    PROTECTED,
     ROUND,
     ROUND_OVER,
-    ROUND_WINNERS,
     RULE_DISCARD_SUM,
     RULE_KING_IGNORES_HANDMAID,
-    RULED_OUT,
-    SEEN,
     SET_ASIDE_DRAWN,
     TARGET_ACTION_BITS,
-    TOKENS,
     TOKENS_TO_WIN,
     TURN,
+    dealt_at,
+    deck_at,
+    discarded_at,
+    discards_at,
+    game_winners_at,
+    hands_at,
+    known_at,
+    move_log_at,
+    num_discards_at,
+    out_at,
+    protected_at,
+    round_winners_at,
+    ruled_out_at,
+    seen_at,
+    tokens_at,
 )
 from .sampling import GOLDEN, nth_set_bit, pick, popcount
 
@@ -111,6 +116,35 @@ _SHOWS_TARGET = (1 << PRIEST) | (1 << BARON) | (1 << KING)
 _SHOWS_ACTOR = (1 << BARON) | (1 << KING)
 
 
+class Deals(NamedTuple):
+    """Where a CPU step's new rounds come from (:func:`step_batch`): the deck tables
+    ``orders`` and ``placements`` (:func:`.decks.deck_tables`), then this step's draws, a
+    uniform float32 per game ``uniforms`` [N] (the first seat of a new game) and three rows
+    of table indices per game ``draws`` [3, N] (see :func:`deal_shuffled`)."""
+
+    orders: np.ndarray
+    placements: np.ndarray
+    uniforms: np.ndarray
+    draws: np.ndarray
+
+
+class TurnOutputs(NamedTuple):
+    """What a step writes per game (:func:`step_batch`, and the GPU's step): the turn just
+    played, ``rewards`` [N, 4], ``dones`` [N], ``round_over`` [N], ``round_winners`` [N, 4]
+    and ``tokens`` [N, 4]; then the turn to play, the seat ``current`` [N], the legal
+    ``masks`` [N, 41] and the same as bit sets, ``legal`` uint64 [N]. Numpy arrays on
+    the CPU; on CUDA, torch tensors or numba device arrays."""
+
+    rewards: Any
+    dones: Any
+    round_over: Any
+    round_winners: Any
+    tokens: Any
+    current: Any
+    masks: Any
+    legal: Any
+
+
 @njit(cache=True)
 def _wrap(seat, n):
     """``seat % n`` for 0 <= seat < 2n: a compare instead of a division on the hot path."""
@@ -121,17 +155,19 @@ def _wrap(seat, n):
 
 
 @njit(cache=True)
-def _learn(r, observer, player, card):
-    r[KNOWN + observer * MAX_SEATS + player] = card
-    r[SEEN + observer * MAX_SEATS + player] = 1
+def _reveal_card(r, observer, player, card):
+    """``observer`` is shown ``player``'s ``card``, and ``player`` sees that it was
+    (:func:`loveletter_env.knowledge.learn`)."""
+    r[known_at(observer, player)] = card
+    r[seen_at(observer, player)] = 1
 
 
 @njit(cache=True)
 def _on_hand_replaced(r, player):
     for observer in range(MAX_SEATS):
-        r[KNOWN + observer * MAX_SEATS + player] = 0
-        r[SEEN + observer * MAX_SEATS + player] = 0
-    r[RULED_OUT + player] = 0
+        r[known_at(observer, player)] = 0
+        r[seen_at(observer, player)] = 0
+    r[ruled_out_at(player)] = 0
 
 
 # Round set-up and turns -------------------------------------------------------------------
@@ -140,11 +176,11 @@ def _on_hand_replaced(r, player):
 @njit(cache=True)
 def _begin_turn(r, player):
     r[CURRENT] = player
-    r[PROTECTED + player] = 0  # Handmaid protection lasts until the owner's next turn
+    r[protected_at(player)] = 0  # Handmaid protection lasts until the owner's next turn
     nxt = np.int64(r[NEXT_CARD])
-    r[DRAWN] = r[DECK + nxt]
+    r[DRAWN] = r[deck_at(nxt)]
     r[NEXT_CARD] = nxt + 1
-    r[RULED_OUT + player] = 0  # the card kept may be the new one
+    r[ruled_out_at(player)] = 0  # the card kept may be the new one
 
 
 @njit(cache=True)
@@ -153,7 +189,7 @@ def start_round(r, deck, first_player):
     Tokens carry over; everything else about the round starts afresh."""
     n = np.int64(r[NUM_PLAYERS])
     for i in range(DECK_SIZE):
-        r[DECK + i] = deck[i]
+        r[deck_at(i)] = deck[i]
     r[ROUND] += 1
     r[TURN] = 0
     r[SET_ASIDE_DRAWN] = 0
@@ -163,13 +199,13 @@ def start_round(r, deck, first_player):
     r[HANDS:GAME_WINNERS] = 0
     r[KNOWN:FACE_UP] = 0
     for seat in range(n, MAX_SEATS):
-        r[OUT + seat] = 1
+        r[out_at(seat)] = 1
     # Set-aside card, then the face-up cards, then one card each in turn order.
     dealt = 1 + np.int64(r[FACE_UP])
     for i in range(n):
         seat = _wrap(first_player + i, n)
-        r[HANDS + seat] = r[DECK + dealt + i]
-        r[DEALT + seat] = r[DECK + dealt + i]
+        r[hands_at(seat)] = r[deck_at(dealt + i)]
+        r[dealt_at(seat)] = r[deck_at(dealt + i)]
     r[NEXT_CARD] = dealt + n
     _begin_turn(r, first_player)
 
@@ -178,8 +214,8 @@ def start_round(r, deck, first_player):
 def restart_game(r):
     """Zero the tokens and round count of ``r`` for a new game at the same table."""
     for seat in range(MAX_SEATS):
-        r[TOKENS + seat] = 0
-        r[GAME_WINNERS + seat] = 0
+        r[tokens_at(seat)] = 0
+        r[game_winners_at(seat)] = 0
     r[GAME_OVER] = 0
     r[ROUND] = 0
 
@@ -187,7 +223,7 @@ def restart_game(r):
 @njit(cache=True)
 def lowest_round_winner(r):
     for seat in range(MAX_SEATS):
-        if r[ROUND_WINNERS + seat]:
+        if r[round_winners_at(seat)]:
             return seat
     return 0
 
@@ -206,9 +242,9 @@ def _target_code(r):
     king = 0
     for t in range(1, n):
         seat = _wrap(player + t, n)
-        if r[OUT + seat]:
+        if r[out_at(seat)]:
             continue
-        if not r[PROTECTED + seat]:
+        if not r[protected_at(seat)]:
             code |= 1 << (t - 1)
             king |= 1 << (t - 1)
         elif ignore:
@@ -222,7 +258,7 @@ def legal_bits(r):
     0 once the round is over)."""
     if r[ROUND_OVER]:
         return np.uint64(0)
-    hand = np.int64(r[HANDS + r[CURRENT]]) * 9 + np.int64(r[DRAWN])
+    hand = np.int64(r[hands_at(r[CURRENT])]) * 9 + np.int64(r[DRAWN])
     return HAND_ACTION_BITS[hand] & TARGET_ACTION_BITS[_target_code(r)]
 
 
@@ -266,24 +302,24 @@ def is_legal(r, action):
 
 @njit(cache=True)
 def _discard(r, seat, card):
-    j = np.int64(r[NUM_DISCARDS + seat])
-    r[DISCARDS + seat * _MAX_DISCARDS + j] = card
-    r[NUM_DISCARDS + seat] = j + 1
-    r[DISCARDED + seat * 8 + card - 1] += 1
+    j = np.int64(r[num_discards_at(seat)])
+    r[discards_at(seat, j)] = card
+    r[num_discards_at(seat)] = j + 1
+    r[discarded_at(seat, card - 1)] += 1
 
 
 @njit(cache=True)
-def _eliminate(r, player, entry):
+def _eliminate(r, player, move):
     """``player`` is out: their hand is discarded face up without effect (noted in the
-    move log's ``entry``)."""
-    r[OUT + player] = 1
-    r[PROTECTED + player] = 0
-    r[entry + M_OUT] |= 1 << player
-    card = np.int64(r[HANDS + player])
+    move log's entry ``move``)."""
+    r[out_at(player)] = 1
+    r[protected_at(player)] = 0
+    r[move_log_at(move, M_OUT)] |= 1 << player
+    card = np.int64(r[hands_at(player)])
     if card:
         _discard(r, player, card)
-        r[entry + M_DISCARDED] = card
-        r[HANDS + player] = 0
+        r[move_log_at(move, M_DISCARDED)] = card
+        r[hands_at(player)] = 0
     _on_hand_replaced(r, player)
 
 
@@ -293,9 +329,9 @@ def _draw_replacement(r):
     nxt = np.int64(r[NEXT_CARD])
     if nxt < DECK_SIZE:
         r[NEXT_CARD] = nxt + 1
-        return np.int64(r[DECK + nxt])
+        return np.int64(r[deck_at(nxt)])
     r[SET_ASIDE_DRAWN] = 1
-    return np.int64(r[DECK])
+    return np.int64(r[deck_at(0)])
 
 
 @njit(cache=True)
@@ -309,85 +345,84 @@ def play(r, action):
     guess = GUESS_OF_ACTION[action]
 
     # The move log's entry for this move (zeroed when the round was dealt).
-    entry = MOVE_LOG + np.int64(r[TURN]) * MOVE_BYTES
-    r[entry + M_ACTOR] = player
-    r[entry + M_CARD] = card
-    r[entry + M_GUESS] = guess  # 0 for actions that name no card
+    move = np.int64(r[TURN])
+    r[move_log_at(move, M_ACTOR)] = player
+    r[move_log_at(move, M_CARD)] = card
+    r[move_log_at(move, M_GUESS)] = guess  # 0 for actions that name no card
 
     # Play one card; keep the other.
     drawn = np.int64(r[DRAWN])
-    r[entry + M_DRAWN] = drawn
+    r[move_log_at(move, M_DRAWN)] = drawn
     if drawn != card:
-        r[HANDS + player] = drawn
+        r[hands_at(player)] = drawn
     r[DRAWN] = 0
     _discard(r, player, card)
     # Whoever knew the player held this value can no longer tell which copy was played.
     for observer in range(MAX_SEATS):
-        at = observer * MAX_SEATS + player
-        if r[KNOWN + at] == card:
-            r[KNOWN + at] = 0
-            r[SEEN + at] = 0
+        if r[known_at(observer, player)] == card:
+            r[known_at(observer, player)] = 0
+            r[seen_at(observer, player)] = 0
 
     if offset >= 0:
         target = _wrap(player + offset, n)
-        r[entry + M_TARGET] = target + 1
+        r[move_log_at(move, M_TARGET)] = target + 1
         if card == GUARD:
-            if r[HANDS + target] == guess:
-                r[entry + M_TARGET_CARD] = guess
-                _eliminate(r, target, entry)
+            if r[hands_at(target)] == guess:
+                r[move_log_at(move, M_TARGET_CARD)] = guess
+                _eliminate(r, target, move)
             else:
-                r[RULED_OUT + target] |= 1 << (guess - 1)
+                r[ruled_out_at(target)] |= 1 << (guess - 1)
         elif card == PRIEST:
-            r[entry + M_TARGET_CARD] = r[HANDS + target]
-            _learn(r, player, target, np.int64(r[HANDS + target]))
+            target_card = np.int64(r[hands_at(target)])
+            r[move_log_at(move, M_TARGET_CARD)] = target_card
+            _reveal_card(r, player, target, target_card)
         elif card == BARON:
-            actor_card = np.int64(r[HANDS + player])
-            target_card = np.int64(r[HANDS + target])
-            r[entry + M_ACTOR_CARD] = actor_card
-            r[entry + M_TARGET_CARD] = target_card
-            _learn(r, player, target, target_card)
-            _learn(r, target, player, actor_card)
+            actor_card = np.int64(r[hands_at(player)])
+            target_card = np.int64(r[hands_at(target)])
+            r[move_log_at(move, M_ACTOR_CARD)] = actor_card
+            r[move_log_at(move, M_TARGET_CARD)] = target_card
+            _reveal_card(r, player, target, target_card)
+            _reveal_card(r, target, player, actor_card)
             if actor_card < target_card:
-                _eliminate(r, player, entry)
+                _eliminate(r, player, move)
             elif target_card < actor_card:
-                _eliminate(r, target, entry)
+                _eliminate(r, target, move)
         elif card == PRINCE:
-            target_card = np.int64(r[HANDS + target])
-            r[entry + M_TARGET_CARD] = target_card
-            r[entry + M_DISCARDED] = target_card
+            target_card = np.int64(r[hands_at(target)])
+            r[move_log_at(move, M_TARGET_CARD)] = target_card
+            r[move_log_at(move, M_DISCARDED)] = target_card
             _discard(r, target, target_card)
-            r[HANDS + target] = 0
+            r[hands_at(target)] = 0
             _on_hand_replaced(r, target)
             if target_card == PRINCESS:
-                _eliminate(r, target, entry)
+                _eliminate(r, target, move)
             else:
                 replacement = _draw_replacement(r)
-                r[HANDS + target] = replacement
-                r[entry + M_REPLACEMENT] = replacement
+                r[hands_at(target)] = replacement
+                r[move_log_at(move, M_REPLACEMENT)] = replacement
         elif card == KING:
-            actor_card = np.int64(r[HANDS + player])
-            target_card = np.int64(r[HANDS + target])
-            r[entry + M_ACTOR_CARD] = actor_card
-            r[entry + M_TARGET_CARD] = target_card
-            r[HANDS + player] = target_card
-            r[HANDS + target] = actor_card
+            actor_card = np.int64(r[hands_at(player)])
+            target_card = np.int64(r[hands_at(target)])
+            r[move_log_at(move, M_ACTOR_CARD)] = actor_card
+            r[move_log_at(move, M_TARGET_CARD)] = target_card
+            r[hands_at(player)] = target_card
+            r[hands_at(target)] = actor_card
             # What anyone knew moves with the card; the new holder cannot tell whether it held.
             for observer in range(MAX_SEATS):
-                row = KNOWN + observer * MAX_SEATS
-                known_player = r[row + player]
-                r[row + player] = r[row + target]
-                r[row + target] = known_player
-                r[SEEN + observer * MAX_SEATS + player] = 0
-                r[SEEN + observer * MAX_SEATS + target] = 0
-            ruled = r[RULED_OUT + player]
-            r[RULED_OUT + player] = r[RULED_OUT + target]
-            r[RULED_OUT + target] = ruled
-            _learn(r, player, target, actor_card)
-            _learn(r, target, player, target_card)
+                known_player = r[known_at(observer, player)]
+                r[known_at(observer, player)] = r[known_at(observer, target)]
+                r[known_at(observer, target)] = known_player
+                r[seen_at(observer, player)] = 0
+                r[seen_at(observer, target)] = 0
+            ruled = r[ruled_out_at(player)]
+            r[ruled_out_at(player)] = r[ruled_out_at(target)]
+            r[ruled_out_at(target)] = ruled
+            _reveal_card(r, player, target, actor_card)
+            _reveal_card(r, target, player, target_card)
     elif card == HANDMAID:
-        r[PROTECTED + player] = 1
+        r[protected_at(player)] = 1
     elif card == PRINCESS:
-        _eliminate(r, player, entry)
+        _eliminate(r, player, move)
 
     r[TURN] += 1
     _end_turn(r)
@@ -400,18 +435,18 @@ def _end_turn(r):
     alive = 0
     last = 0
     for seat in range(n):
-        if not r[OUT + seat]:
+        if not r[out_at(seat)]:
             alive += 1
             last = seat
     if alive == 1:
-        r[ROUND_WINNERS + last] = 1
+        r[round_winners_at(last)] = 1
         _finish_round(r)
     elif r[NEXT_CARD] >= DECK_SIZE:
         _showdown(r)
         _finish_round(r)
     else:
         nxt = _wrap(np.int64(r[CURRENT]) + 1, n)
-        while r[OUT + nxt]:
+        while r[out_at(nxt)]:
             nxt = _wrap(nxt + 1, n)
         _begin_turn(r, nxt)
 
@@ -420,7 +455,7 @@ def _end_turn(r):
 def _discard_sum(r, seat):
     total = 0
     for v in range(1, 9):
-        total += v * np.int64(r[DISCARDED + seat * 8 + v - 1])
+        total += v * np.int64(r[discarded_at(seat, v - 1)])
     return total
 
 
@@ -431,18 +466,19 @@ def _showdown(r):
     n = np.int64(r[NUM_PLAYERS])
     best = -1
     for seat in range(n):
-        if not r[OUT + seat] and r[HANDS + seat] > best:
-            best = np.int64(r[HANDS + seat])
+        if not r[out_at(seat)] and r[hands_at(seat)] > best:
+            best = np.int64(r[hands_at(seat)])
     tied = 0
     best_sum = -1
     for seat in range(n):
-        if not r[OUT + seat] and r[HANDS + seat] == best:
+        if not r[out_at(seat)] and r[hands_at(seat)] == best:
             tied += 1
             best_sum = max(best_sum, _discard_sum(r, seat))
     tiebreak = tied > 1 and r[RULE_DISCARD_SUM] != 0
     for seat in range(n):
-        if not r[OUT + seat] and r[HANDS + seat] == best and (not tiebreak or _discard_sum(r, seat) == best_sum):
-            r[ROUND_WINNERS + seat] = 1
+        contender = not r[out_at(seat)] and r[hands_at(seat)] == best
+        if contender and (not tiebreak or _discard_sum(r, seat) == best_sum):
+            r[round_winners_at(seat)] = 1
 
 
 @njit(cache=True)
@@ -451,12 +487,12 @@ def _finish_round(r):
     r[DRAWN] = 0
     n = np.int64(r[NUM_PLAYERS])
     for seat in range(n):
-        if r[ROUND_WINNERS + seat]:
-            r[TOKENS + seat] += 1
+        if r[round_winners_at(seat)]:
+            r[tokens_at(seat)] += 1
     for seat in range(n):
-        if r[TOKENS + seat] >= r[TOKENS_TO_WIN]:
+        if r[tokens_at(seat)] >= r[TOKENS_TO_WIN]:
             r[GAME_OVER] = 1
-            r[GAME_WINNERS + seat] = 1
+            r[game_winners_at(seat)] = 1
 
 
 # Observation ----------------------------------------------------------------------------
@@ -518,7 +554,7 @@ def write_observation_entries(r, observer, out):
     # re-reads 72 floats.
     located = np.uint64(0)
 
-    card = np.int64(r[HANDS + observer])
+    card = np.int64(r[hands_at(observer)])
     if card:
         _add(out, OBS_HAND + card - 1)
         located += _one_copy(card)
@@ -528,45 +564,44 @@ def write_observation_entries(r, observer, out):
         _put(out, OBS_DRAWN + card - 1, 1)  # version 2 tells the card just drawn from the one kept
         located += _one_copy(card)
     for i in range(1, 1 + np.int64(r[FACE_UP])):
-        card = np.int64(r[DECK + i])
+        card = np.int64(r[deck_at(i)])
         _add(out, OBS_FACE_UP + card - 1)
         located += _one_copy(card)
 
     for k in range(n):
         seat = _wrap(observer + k, n)
         sequence = OBS_DISCARDS + k * _DISCARD_BLOCK - 1
-        count = np.int64(r[NUM_DISCARDS + seat])
-        pile = DISCARDS + seat * _MAX_DISCARDS
+        count = np.int64(r[num_discards_at(seat)])
         # The first slots with a fixed trip count, an empty one writing its 1 to the deck
         # size (overwritten below): a loop bounded by the count mispredicted its exit once
         # per seat (2 players: 81 -> 75 ns a write in cache).
         for j in range(_FIXED_SLOTS):
-            at = sequence + j * 8 + np.int64(r[pile + j])
+            at = sequence + j * 8 + np.int64(r[discards_at(seat, j)])
             _put(out, at if j < count else OBS_DECK, 1.0)
         for j in range(_FIXED_SLOTS, count):
-            _put(out, sequence + j * 8 + np.int64(r[pile + j]), 1.0)
+            _put(out, sequence + j * 8 + np.int64(r[discards_at(seat, j)]), 1.0)
         # Each value's discards, from one 8-byte word (also counted as located: every
         # discard's place is known).
-        counts = _packed_counts(r, DISCARDED + seat * 8)
+        counts = _packed_counts(r, discarded_at(seat, 0))
         located += counts
         for v in range(8):
             _put(out, OBS_DISCARD_COUNTS + k * 8 + v, np.float32((counts >> np.uint64(8 * v)) & np.uint64(0xFF)))
         if k:
-            card = np.int64(r[KNOWN + observer * MAX_SEATS + seat])
+            card = np.int64(r[known_at(observer, seat)])
             if card:
                 _put(out, OBS_KNOWN + (k - 1) * 8 + card - 1, 1.0)
                 located += _one_copy(card)
             # Flags are copied, not tested: whether they are set is a coin toss to the branch
             # predictor (0/1 bytes give 0.0/1.0 floats).
-            ruled = np.int64(r[RULED_OUT + seat])
+            ruled = np.int64(r[ruled_out_at(seat)])
             if ruled:
                 for v in range(8):
                     _put(out, OBS_RULED + (k - 1) * 8 + v, (ruled >> v) & 1)
-            _put(out, OBS_SEEN + k - 1, r[SEEN + seat * MAX_SEATS + observer])
+            _put(out, OBS_SEEN + k - 1, r[seen_at(seat, observer)])
         _put(out, OBS_PRESENT + k, 1.0)
-        _put(out, OBS_OUT + k, r[OUT + seat])
-        _put(out, OBS_PROTECTED + k, r[PROTECTED + seat])
-        _put(out, OBS_TOKENS + k, r[TOKENS + seat])
+        _put(out, OBS_OUT + k, r[out_at(seat)])
+        _put(out, OBS_PROTECTED + k, r[protected_at(seat)])
+        _put(out, OBS_TOKENS + k, r[tokens_at(seat)])
     if not r[ROUND_OVER]:
         _put(out, OBS_TO_ACT + _wrap(np.int64(r[CURRENT]) - observer + n, n), 1.0)
     _put(out, OBS_NUM_PLAYERS + n - 2, 1.0)
@@ -580,16 +615,16 @@ def write_observation_entries(r, observer, out):
     for v in range(8):
         _put(out, OBS_UNSEEN + v, COPIES[v + 1] - np.int64((located >> np.uint64(8 * v)) & np.uint64(0xFF)))
     # Version 2: the card dealt (the one drawn is written with the hand) and the move record.
-    card = np.int64(r[DEALT + observer])
+    card = np.int64(r[dealt_at(observer)])
     if card:
         _put(out, OBS_DEALT + card - 1, 1)
     for m in range(np.int64(r[TURN])):
-        _write_move(r, MOVE_LOG + m * MOVE_BYTES, observer, n, out, OBS_MOVES + m * OBS_MOVE_SIZE)
+        _write_move(r, m, observer, n, out, OBS_MOVES + m * OBS_MOVE_SIZE)
 
 
 @njit(cache=True, inline="always")
-def _write_move(r, entry, observer, n, out, at):
-    """One slot of the move record: the move logged at ``entry`` as ``observer`` knows it
+def _write_move(r, move, observer, n, out, at):
+    """One slot of the move record: move ``move`` of the log as ``observer`` knows it
     (as :func:`loveletter_env.observation.move_entries`).
 
     Without a branch on the move: each field that may be empty stores its flag, 1 or 0, at
@@ -597,30 +632,31 @@ def _write_move(r, entry, observer, n, out, at):
     the slot being zero already). Moves differ at random, so branches on them mispredict;
     without them, and inlined (no arrays passed per move), an observation at 2.3 moves
     took 128 ns instead of 151 (2 players, in cache)."""
-    actor = np.int64(r[entry + M_ACTOR])
-    card = np.int64(r[entry + M_CARD])
-    target = np.int64(r[entry + M_TARGET]) - 1  # -1: no one, whose relative seat below is still 0..n-1
+    actor = np.int64(r[move_log_at(move, M_ACTOR)])
+    card = np.int64(r[move_log_at(move, M_CARD)])
+    target = np.int64(r[move_log_at(move, M_TARGET)]) - 1  # -1: no one, whose relative seat below is still 0..n-1
     chose = target >= 0
     _put(out, at + OBS_M_ACTOR + _wrap(actor - observer + n, n), 1)
     _put(out, at + OBS_M_CARD + card - 1, 1)
     _put(out, at + OBS_M_TARGET + _wrap(target - observer + n, n), chose)
-    _put(out, at + OBS_M_GUESS + _card_entry(r[entry + M_GUESS]), r[entry + M_GUESS] != 0)
+    _put(out, at + OBS_M_GUESS + _card_entry(r[move_log_at(move, M_GUESS)]), r[move_log_at(move, M_GUESS)] != 0)
     # Seats gone, rotated to the observer's view (bit k: k seats after the observer): all
     # four entries written, those past the table zero, without a loop over the table size.
-    gone = np.int64(r[entry + M_OUT])
+    gone = np.int64(r[move_log_at(move, M_OUT)])
     view = ((gone | (gone << n)) >> observer) & ((1 << n) - 1)
     for k in range(MAX_SEATS):
         _put(out, at + OBS_M_OUT + k, (view >> k) & 1)
-    _put(out, at + OBS_M_DISCARDED + _card_entry(r[entry + M_DISCARDED]), r[entry + M_DISCARDED] != 0)
+    discarded = r[move_log_at(move, M_DISCARDED)]
+    _put(out, at + OBS_M_DISCARDED + _card_entry(discarded), discarded != 0)
     # What the observer saw: the target's card (Priest, Baron, King) when it chose another
     # player, the mover's (Baron, King) when it was chosen.
     other = chose & (target != actor)
     sees_target = other & (observer == actor) & ((_SHOWS_TARGET >> card) & 1 != 0)
     sees_actor = other & (observer == target) & ((_SHOWS_ACTOR >> card) & 1 != 0)
-    seen = np.int64(r[entry + M_TARGET_CARD]) if sees_target else np.int64(r[entry + M_ACTOR_CARD])
+    seen = np.int64(r[move_log_at(move, M_TARGET_CARD if sees_target else M_ACTOR_CARD)])
     _put(out, at + OBS_M_SAW + _card_entry(seen), sees_target | sees_actor)
-    _put(out, at + OBS_M_DREW + _card_entry(r[entry + M_DRAWN]), observer == actor)
-    replacement = r[entry + M_REPLACEMENT]
+    _put(out, at + OBS_M_DREW + _card_entry(r[move_log_at(move, M_DRAWN)]), observer == actor)
+    replacement = r[move_log_at(move, M_REPLACEMENT)]
     _put(out, at + OBS_M_REPLACEMENT + _card_entry(replacement), (observer == target) & (replacement != 0))
 
 
@@ -735,15 +771,15 @@ def reset_batch(records, decks, first_players, masks, legal):
 
 
 @njit(cache=True, inline="always")
-def publish_outcome(r, g, rewards, round_over, round_winners, tokens):
-    """Game ``g``'s outputs of the turn just played on ``r`` (see :func:`step_batch`),
-    rewards zero: :func:`close_round` writes an episode's end over them.
-    Inlined: the six arguments (arrays of several words) cost as much as the work."""
-    round_over[g] = r[ROUND_OVER] != 0
+def publish_outcome(r, g, outputs):
+    """Game ``g``'s outputs of the turn just played on ``r`` into its rows of ``outputs`` (a
+    :class:`TurnOutputs`), rewards zero: :func:`close_round` writes an episode's end over
+    them. Inlined: the group's arrays (several words each) cost as much as the work."""
+    outputs.round_over[g] = r[ROUND_OVER] != 0
     for seat in range(MAX_SEATS):
-        round_winners[g, seat] = r[ROUND_WINNERS + seat] != 0
-        tokens[g, seat] = r[TOKENS + seat]
-        rewards[g, seat] = 0.0
+        outputs.round_winners[g, seat] = r[round_winners_at(seat)] != 0
+        outputs.tokens[g, seat] = r[tokens_at(seat)]
+        outputs.rewards[g, seat] = 0.0
 
 
 @njit(cache=True, inline="always")
@@ -757,9 +793,9 @@ def close_round(r, g, episode_is_round, rewards):
     it, the CPU step took 4 ns more a turn (84 against 80 ns, masks only, 8,192 games)."""
     if not episode_is_round and r[GAME_OVER] == 0:
         return False
-    winners = ROUND_WINNERS if episode_is_round else GAME_WINNERS
     for seat in range(np.int64(r[NUM_PLAYERS])):
-        rewards[g, seat] = 1.0 if r[winners + seat] else -1.0
+        won = r[round_winners_at(seat)] if episode_is_round else r[game_winners_at(seat)]
+        rewards[g, seat] = 1.0 if won else -1.0
     restart_game(r)
     return True
 
@@ -782,138 +818,43 @@ def random_seat(u, num_players):
 
 
 @njit(cache=True)
-def step_batch(
-    records,
-    actions,
-    episode_is_round,
-    uniforms,
-    orders,
-    placements,
-    draws,
-    rewards,
-    dones,
-    round_over,
-    round_winners,
-    tokens,
-    current,
-    masks,
-    legal,
-    observations,
-    observe,
-):
+def step_batch(records, actions, episode_is_round, deals, outputs, observations, observe):
     """Every game's player to act plays ``actions[g]`` (checked legal by the caller, see
     :func:`first_illegal`); rounds that end are followed at once by the next: a new game
-    (tokens zeroed, the seat ``random_seat(uniforms[g])`` starts) where the episode is
-    done, else the next round of the same game, which the previous round's lowest-seat
-    winner starts. Decks come from ``draws[:, g]`` (three rows of indices, see
-    :func:`deal_shuffled`).
+    (tokens zeroed, the seat ``random_seat(deals.uniforms[g])`` starts) where the episode
+    is done, else the next round of the same game, which the previous round's lowest-seat
+    winner starts. Decks come from ``deals`` (a :class:`Deals`).
 
-    Writes, per game: ``rewards`` [N, 4] (+1 winners, -1 others at an episode's end, 0
-    for padding seats and otherwise), ``dones``, ``round_over``, ``round_winners`` and
-    ``tokens`` of the turn just played (before any reset), then the new ``current``
-    seat, the legal ``masks`` (and the same as bit sets into ``legal`` uint64 [N], the
-    caller's private copy) and, when ``observe``, the acting seat's ``observations``."""
+    Writes, per game, into ``outputs`` (a :class:`TurnOutputs`): ``rewards`` (+1 winners,
+    -1 others at an episode's end, 0 for padding seats and otherwise), ``dones``,
+    ``round_over``, ``round_winners`` and ``tokens`` of the turn just played (before any
+    reset), then the new ``current`` seat, the legal ``masks`` (and the same as bit sets
+    into ``legal``, the caller's private copy); and, when ``observe``, the acting seat's
+    ``observations``."""
     no_sampler = np.zeros(1, np.uint64)
-    _step_games(
-        records,
-        actions,
-        no_sampler,
-        False,
-        episode_is_round,
-        uniforms,
-        orders,
-        placements,
-        draws,
-        rewards,
-        dones,
-        round_over,
-        round_winners,
-        tokens,
-        current,
-        masks,
-        legal,
-        observations,
-        observe,
-    )
+    _step_games(records, actions, no_sampler, False, episode_is_round, deals, outputs, observations, observe)
 
 
 @njit(cache=True)
-def random_step_batch(
-    records,
-    sampler,
-    actions,
-    episode_is_round,
-    uniforms,
-    orders,
-    placements,
-    draws,
-    rewards,
-    dones,
-    round_over,
-    round_winners,
-    tokens,
-    current,
-    masks,
-    legal,
-    observations,
-    observe,
-):
+def random_step_batch(records, sampler, actions, episode_is_round, deals, outputs, observations, observe):
     """:func:`step_batch` with each game's action drawn in the same pass: uniformly from
-    the legal set ``legal[g]`` with the SplitMix64 generator ``sampler`` (see
+    the legal set ``outputs.legal[g]`` with the SplitMix64 generator ``sampler`` (see
     :mod:`.sampling`), written into ``actions``. One draw per game, in game order, so the
     actions are those :func:`.sampling.sample_legal` draws from the same masks and
     generator state; drawing here skips a second pass over N masks. Every game must
     have a round in progress (as after a reset or a step)."""
-    _step_games(
-        records,
-        actions,
-        sampler,
-        True,
-        episode_is_round,
-        uniforms,
-        orders,
-        placements,
-        draws,
-        rewards,
-        dones,
-        round_over,
-        round_winners,
-        tokens,
-        current,
-        masks,
-        legal,
-        observations,
-        observe,
-    )
+    _step_games(records, actions, sampler, True, episode_is_round, deals, outputs, observations, observe)
 
 
 @njit(cache=True)
-def _step_games(
-    records,
-    actions,
-    sampler,
-    draw_actions,
-    episode_is_round,
-    uniforms,
-    orders,
-    placements,
-    draws,
-    rewards,
-    dones,
-    round_over,
-    round_winners,
-    tokens,
-    current,
-    masks,
-    legal,
-    observations,
-    observe,
-):
+def _step_games(records, actions, sampler, draw_actions, episode_is_round, deals, outputs, observations, observe):
     """The loop of :func:`step_batch` and :func:`random_step_batch` (which sets
     ``draw_actions``). One loop for both, not a per-game function: called per game, the
-    seventeen array arguments (several machine words each) cost as much as the turn."""
+    groups' arrays (several machine words each) cost as much as the turn."""
     counter = sampler[0]  # in a register for the loop, as in sample_legal
-    mask_bytes = masks.view(np.uint8)
+    legal = outputs.legal
+    mask_bytes = outputs.masks.view(np.uint8)
+    draws = deals.draws
     for g in range(records.shape[0]):
         r = records[g]
         if draw_actions:
@@ -923,14 +864,14 @@ def _step_games(
         else:
             action = actions[g]
         play(r, action)
-        publish_outcome(r, g, rewards, round_over, round_winners, tokens)
+        publish_outcome(r, g, outputs)
         done = False
         if r[ROUND_OVER]:
-            done = close_round(r, g, episode_is_round, rewards)
-            first = random_seat(uniforms[g], r[NUM_PLAYERS]) if done else lowest_round_winner(r)
-            deal_shuffled(r, orders, placements, draws[0, g], draws[1, g], draws[2, g], first)
-        dones[g] = done
-        publish_turn(r, g, current, legal, mask_bytes[g])
+            done = close_round(r, g, episode_is_round, outputs.rewards)
+            first = random_seat(deals.uniforms[g], r[NUM_PLAYERS]) if done else lowest_round_winner(r)
+            deal_shuffled(r, deals.orders, deals.placements, draws[0, g], draws[1, g], draws[2, g], first)
+        outputs.dones[g] = done
+        publish_turn(r, g, outputs.current, legal, mask_bytes[g])
     sampler[0] = counter
     # Observations in a second pass, not game by game inside the first: at 8,192 games (a
     # 21 MB buffer) this saved about 30 ns a game; interleaving a 2.6 KB row of stores with

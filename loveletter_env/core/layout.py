@@ -21,7 +21,10 @@ here recompiles the kernels by itself.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numba import njit
 
 from ..actions import ACTION_CARD, ACTION_GUESS, ACTION_OFFSET, NUM_ACTIONS
 from ..cards import CARD_COUNTS, CARD_VALUES, DECK_SIZE, FULL_DECK
@@ -39,13 +42,56 @@ class _Fields:
 
     def __init__(self) -> None:
         self.fields: list[tuple[str, int, int]] = []  # (name, offset, size), in order
+        self.shapes: dict[str, tuple[int, ...]] = {}
         self.size = 0
 
     def field(self, name: str, size: int) -> int:
-        """Declare the next field and return its offset."""
+        """Declare the next field, of ``size`` bytes, and return its offset."""
         self.fields.append((name, self.size, size))
+        self.shapes[name] = (size,)
         self.size += size
         return self.fields[-1][1]
+
+    def array(self, name: str, *shape: int) -> tuple[int, Any]:
+        """Declare the next field, an array of ``shape`` (1 or 2 dimensions, row-major), and
+        return its offset and its index function (see :func:`_index_function`)."""
+        offset = self.field(name, int(np.prod(shape)))
+        self.shapes[name] = shape
+        return offset, _index_function(name, offset, shape)
+
+
+def _index_function(name: str, offset: int, shape: tuple[int, ...]) -> Any:
+    """The compiled function ``<name>_at(i)`` or ``<name>_at(i, j)`` that gives the position in
+    a record of entry ``[i]`` or ``[i, j]`` of field ``name``, so that the kernels read
+    ``r[known_at(observer, player)]`` where they would spell ``r[KNOWN + observer * 4 + player]``.
+
+    A position, not a getter and a setter: one name serves reads, stores and ``+=``/``|=``.
+    The offset and row width are constants of the closure, which numba compiles as
+    constants, and a kernel that calls the function inlines it, so the position costs what
+    the spelled-out sum did (``python -m loveletter_env.bench --batched``, docs/architecture.md)."""
+    if len(shape) == 1:
+        at = _entry_position(offset)
+    elif len(shape) == 2:
+        at = _table_position(offset, shape[1])
+    else:
+        raise ValueError(f"{name}: a record field has 1 or 2 dimensions, got shape {shape}")
+    at.__name__ = at.__qualname__ = f"{name.lower()}_at"
+    at.__doc__ = f"The position of an entry of ``{name}`` {list(shape)} in a record."
+    return njit(at)
+
+
+def _entry_position(offset: int) -> Any:
+    def at(i):
+        return offset + i
+
+    return at
+
+
+def _table_position(offset: int, width: int) -> Any:
+    def at(i, j):
+        return offset + i * width + j
+
+    return at
 
 
 _record = _Fields()
@@ -63,24 +109,24 @@ SET_ASIDE_DRAWN = _record.field("SET_ASIDE_DRAWN", 1)
 TURN = _record.field("TURN", 1)  # turns played this round
 ROUND = _record.field("ROUND", 1)  # rounds dealt this game
 # Per seat. A new round zeroes HANDS up to GAME_WINNERS in one slice: keep them together.
-TOKENS = _record.field("TOKENS", MAX_SEATS)
-HANDS = _record.field("HANDS", MAX_SEATS)  # the card each seat keeps (0 = none)
-OUT = _record.field("OUT", MAX_SEATS)
-PROTECTED = _record.field("PROTECTED", MAX_SEATS)
-NUM_DISCARDS = _record.field("NUM_DISCARDS", MAX_SEATS)
-RULED_OUT = _record.field("RULED_OUT", MAX_SEATS)  # bit v - 1 set: a failed Guard proved value v absent
-ROUND_WINNERS = _record.field("ROUND_WINNERS", MAX_SEATS)
-GAME_WINNERS = _record.field("GAME_WINNERS", MAX_SEATS)
+TOKENS, tokens_at = _record.array("TOKENS", MAX_SEATS)
+HANDS, hands_at = _record.array("HANDS", MAX_SEATS)  # the card each seat keeps (0 = none)
+OUT, out_at = _record.array("OUT", MAX_SEATS)
+PROTECTED, protected_at = _record.array("PROTECTED", MAX_SEATS)
+NUM_DISCARDS, num_discards_at = _record.array("NUM_DISCARDS", MAX_SEATS)
+RULED_OUT, ruled_out_at = _record.array("RULED_OUT", MAX_SEATS)  # bit v - 1 set: a failed Guard proved value v absent
+ROUND_WINNERS, round_winners_at = _record.array("ROUND_WINNERS", MAX_SEATS)
+GAME_WINNERS, game_winners_at = _record.array("GAME_WINNERS", MAX_SEATS)
 # Larger blocks.
-DECK = _record.field("DECK", DECK_SIZE)  # top first
+DECK, deck_at = _record.array("DECK", DECK_SIZE)  # top first
 # A new round zeroes KNOWN up to FACE_UP in one slice: every field between is the round's.
-KNOWN = _record.field("KNOWN", MAX_SEATS * MAX_SEATS)  # [observer, player]
-SEEN = _record.field(
-    "SEEN", MAX_SEATS * MAX_SEATS
-)  # [observer, player]: the player can tell that observer knows its card
-DISCARDED = _record.field("DISCARDED", MAX_SEATS * 8)  # [seat, value - 1]: copies of each value discarded this round
-DISCARDS = _record.field("DISCARDS", MAX_SEATS * MAX_DISCARDS)  # [seat, slot]: discards in order
-DEALT = _record.field("DEALT", MAX_SEATS)  # the card each seat was dealt this round
+KNOWN, known_at = _record.array("KNOWN", MAX_SEATS, MAX_SEATS)  # [observer, player]
+# [observer, player]: the player can tell that observer knows its card
+SEEN, seen_at = _record.array("SEEN", MAX_SEATS, MAX_SEATS)
+# [seat, value - 1]: copies of each value discarded this round
+DISCARDED, discarded_at = _record.array("DISCARDED", MAX_SEATS, 8)
+DISCARDS, discards_at = _record.array("DISCARDS", MAX_SEATS, MAX_DISCARDS)  # [seat, slot]: discards in order
+DEALT, dealt_at = _record.array("DEALT", MAX_SEATS)  # the card each seat was dealt this round
 
 # The move log: one entry of MOVE_BYTES per move this round (TURN of them), hidden parts
 # included; observations show each seat its own view of it (the move record).
@@ -96,7 +142,7 @@ M_DISCARDED = _move.field("M_DISCARDED", 1)  # the card forced face up besides t
 M_DRAWN = _move.field("M_DRAWN", 1)  # the card the mover drew to begin the turn
 M_REPLACEMENT = _move.field("M_REPLACEMENT", 1)  # the card a Prince's target drew (0 if none)
 MOVE_BYTES = _move.size
-MOVE_LOG = _record.field("MOVE_LOG", MAX_MOVES * MOVE_BYTES)
+MOVE_LOG, move_log_at = _record.array("MOVE_LOG", MAX_MOVES, MOVE_BYTES)  # [move, M_* byte]
 
 # Fixed for the game, after every round field.
 FACE_UP = _record.field("FACE_UP", 1)  # cards a round lays face up after the set-aside one
@@ -108,6 +154,10 @@ RECORD_SIZE = _record.size
 #: ``(name, offset, size)`` of each field of a record, and of a move log entry, in order.
 RECORD_FIELDS = tuple(_record.fields)
 MOVE_FIELDS = tuple(_move.fields)
+#: ``(name, shape)`` of each record field, in order: ``(size,)``, or the two dimensions of a
+#: table (``KNOWN``: ``(MAX_SEATS, MAX_SEATS)``, indexed ``[observer, player]``). A tuple, so
+#: that the kernels' cache key (:mod:`.cache`) covers the row widths the index functions bake in.
+RECORD_SHAPES = tuple(_record.shapes.items())
 
 assert MAX_DISCARDS == DECK_SIZE
 

@@ -49,7 +49,8 @@ class Field(NamedTuple):
     description: str
 
 
-LAYOUT: tuple[Field, ...] = (
+#: The fields of version 1, the first entries of every later version: its networks read these alone.
+V1_LAYOUT: tuple[Field, ...] = (
     # Fields that change from turn to turn (kept together so they can be refreshed as one block).
     Field("hand", (8,), "own hand: count of each value 1..8 (two cards while acting)"),
     Field(
@@ -73,9 +74,6 @@ LAYOUT: tuple[Field, ...] = (
     Field("discard_counts", (MAX_PLAYERS, 8), "per seat offset: count of each value discarded"),
     Field("discards", (MAX_PLAYERS, MAX_DISCARDS, 8), "per seat offset, per discard in order: one-hot value"),
 )
-
-#: Version 1 ends here: its networks read these entries alone.
-V1_LAYOUT: tuple[Field, ...] = LAYOUT
 
 #: One slot of the move record: one move, as the observer heard and saw it.
 MOVE_LAYOUT: tuple[Field, ...] = (
@@ -110,7 +108,8 @@ def _offsets(fields: tuple[Field, ...]) -> dict[str, slice]:
 MOVE_SLICES: dict[str, slice] = _offsets(MOVE_LAYOUT)
 MOVE_SIZE: int = MOVE_SLICES[MOVE_LAYOUT[-1].name].stop
 
-LAYOUT = LAYOUT + (
+#: The layout: version 1's fields, then the ones version 2 added after them.
+LAYOUT: tuple[Field, ...] = V1_LAYOUT + (
     Field("dealt", (8,), "private: one-hot value of the card the observer was dealt this round"),
     Field("drawn", (8,), "private: one-hot value of the card the observer just drew (zeros unless acting)"),
     Field("moves", (MAX_MOVES, MOVE_SIZE), "the move record: one slot per move in order (see the slot table)"),

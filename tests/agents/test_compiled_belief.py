@@ -19,7 +19,6 @@ from loveletter_env.agents.compiled_belief import (
     search_deals,
     seed_generator,
 )
-from loveletter_env.agents.inference import play_likelihoods
 from loveletter_env.agents.ismcts import (
     deal_constraints,
     deal_state,
@@ -28,6 +27,7 @@ from loveletter_env.agents.ismcts import (
     sample_deal,
     seat_view,
 )
+from loveletter_env.agents.opponent_model import play_likelihoods
 from loveletter_env.cards import FULL_DECK
 from loveletter_env.core import layout, record_from_state
 from loveletter_env.core.mt19937 import MT_WORDS

@@ -308,6 +308,107 @@ def test_observations_into_caller_buffer_and_advance(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_masks_into_caller_buffer_and_a_step_without_info(device):
+    """``step(mask_out=...)`` writes the masks into the caller's tensor, which is then
+    ``action_mask``; ``info=False`` builds no ``info``; the games are those of a plain ``step``."""
+    envs = [BatchedLoveLetter(40, [2, 3, 4, 3] * 10, episode="game", seed=6, device=device) for _ in range(2)]
+    mask = [env.reset()[1] for env in envs][0]
+    storage = torch.zeros(3, 40, NUM_ACTIONS, dtype=torch.bool, device=device)  # rollout-like rows
+    obs_rows = torch.full((3, 40, OBSERVATION_SIZE), 7, dtype=torch.uint8, device=device)
+    generator = torch.Generator().manual_seed(4)
+    round_ends = 0
+    for turn in range(40):
+        actions = _sample(mask, generator)
+        obs, mask, rewards, dones, info = envs[0].step(actions)
+        rows = turn % 3
+        into, mask_b, rewards_b, dones_b, info_b = envs[1].step(
+            actions, out=obs_rows[rows], mask_out=storage[rows], info=False
+        )
+        assert info_b is None
+        assert mask_b.data_ptr() == storage[rows].data_ptr() and into.data_ptr() == obs_rows[rows].data_ptr()
+        assert envs[1].action_mask.data_ptr() == storage[rows].data_ptr()
+        for a, b in ((obs, into), (mask, mask_b), (rewards, rewards_b), (dones, dones_b)):
+            assert torch.equal(a, b), turn
+        round_ends += int(info["round_over"].sum())
+    assert round_ends > 0  # rounds ended (and new ones were dealt) on steps without info
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "bad, expected",
+    [
+        (lambda d: torch.ones(6, NUM_ACTIONS, dtype=torch.uint8, device=d), "torch.uint8"),
+        (lambda d: torch.ones(6, NUM_ACTIONS + 1, dtype=torch.bool, device=d), "[6, 42]"),
+        (lambda d: torch.ones(NUM_ACTIONS, 6, dtype=torch.bool, device=d).t(), "not contiguous"),
+    ],
+    ids=("uint8", "wrong-shape", "not-contiguous"),
+)
+def test_mask_out_of_wrong_dtype_shape_or_layout_is_refused_and_changes_nothing(device, bad, expected):
+    env = BatchedLoveLetter(6, [2, 3, 4] * 2, seed=5, device=device)
+    _, mask = env.reset()
+    mask = mask.clone()
+    actions = _sample(mask, torch.Generator().manual_seed(0))
+    state, current = env.state.tensors(), env.current_player.clone()
+    out = bad(device)
+    with pytest.raises(ValueError, match=r"^mask_out must be") as error:
+        env.step(actions, mask_out=out)
+    assert expected in str(error.value) and "\n" not in str(error.value)
+    assert out.all()  # not written
+    assert torch.equal(env.action_mask, mask) and torch.equal(env.current_player, current)
+    for name, value in env.state.tensors().items():
+        assert torch.equal(value, state[name]), name
+
+
+class _CountingGenerator(torch.Generator):
+    """A ``torch.Generator`` that counts how often its state is read out and written back."""
+
+    moves = 0
+
+    def get_state(self) -> torch.Tensor:
+        _CountingGenerator.moves += 1
+        return super().get_state()
+
+    def set_state(self, state: torch.Tensor) -> _CountingGenerator:
+        _CountingGenerator.moves += 1
+        return super().set_state(state)
+
+
+def test_the_deal_generator_state_stays_with_the_compiled_draws_between_steps(monkeypatch):
+    """The generator's state (5 KB) leaves torch once, not twice at every step, and the
+    env deals what torch itself would have dealt: its ``generator`` read afterwards holds
+    the twin's state, and draws made on it in between are the env's next deals' starting point."""
+    monkeypatch.setattr(torch, "Generator", _CountingGenerator)
+    n = 30
+    env = BatchedLoveLetter(n, [2, 3, 4] * 10, episode="round", seed=12)
+    _, mask = env.reset()
+    monkeypatch.undo()
+    twin = torch.Generator().manual_seed(12)
+    twin.set_state(env.generator.get_state())
+    _CountingGenerator.moves = 0
+    actions = torch.Generator().manual_seed(1)
+    for _ in range(60):
+        _, mask, _, _, _ = env.step(_sample(mask, actions))
+    assert _CountingGenerator.moves <= 1
+    reference = BatchedLoveLetter(n, [2, 3, 4] * 10, episode="round", seed=12)
+    reference.reset()
+    actions = torch.Generator().manual_seed(1)
+    mask = reference.action_mask
+    for _ in range(60):
+        _, mask, _, _, _ = reference.step(_sample(mask, actions))
+    assert torch.equal(env.generator.get_state(), reference.generator.get_state())
+    # Draws on the generator between steps move the env's deals on, as they always did.
+    torch.rand(5, generator=env.generator)
+    torch.rand(5, generator=reference.generator)
+    for _ in range(30):
+        step = _sample(mask, actions)
+        _, mask, _, _, _ = env.step(step)
+        _, mask_r, _, _, _ = reference.step(step)
+        assert torch.equal(mask, mask_r)
+    assert torch.equal(env.state.deck, reference.state.deck)
+    assert torch.equal(env.generator.get_state(), reference.generator.get_state())
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize(
     "bad, expected",
     [
@@ -438,7 +539,7 @@ def test_cuda_direct_launch_packs_arguments_as_numba_does():
         direct = directs[name]
         ours = direct.pack(*args)
         numba_packed: list = []
-        views = [gpu.tensor_view(a) if isinstance(a, torch.Tensor) else a for a in args]
+        views = [gpu.map_tensors(a, gpu.tensor_view) for a in args]
         for argument_type, value in zip(direct.kernel.argument_types, views):
             direct.kernel._prepare_args(argument_type, value, 0, [], numba_packed)
         assert [type(v) for v in ours] == [type(v) for v in numba_packed], name
@@ -446,16 +547,16 @@ def test_cuda_direct_launch_packs_arguments_as_numba_does():
 
 
 @pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")
-def test_cuda_launchers_play_the_same_games(monkeypatch):
+def test_cuda_launchers_play_the_same_games():
     """Direct launches and numba's own play the same games, bit for bit; a tensor of the
     wrong dtype is refused by the direct launch before anything runs."""
-    from loveletter_env.batched import driver
+    from loveletter_env.batched.cuda_tuning import cuda_tuning
 
     direct = BatchedLoveLetter(300, [2, 3, 4] * 100, device="cuda", seed=4)
     assert direct._gpu._direct
     expected = _play_on_device(direct, 12)
-    monkeypatch.setattr(driver._CudaGames, "launcher", "numba")
-    through_numba = BatchedLoveLetter(300, [2, 3, 4] * 100, device="cuda", seed=4)
+    with cuda_tuning(launcher="numba"):
+        through_numba = BatchedLoveLetter(300, [2, 3, 4] * 100, device="cuda", seed=4)
     assert not through_numba._gpu._direct
     for step, (ours, theirs) in enumerate(zip(expected, _play_on_device(through_numba, 12), strict=True)):
         assert torch.equal(ours, theirs), f"output {step}"
@@ -515,9 +616,10 @@ def test_the_hashed_policy_step_plays_legal_actions_drawn_across_the_mask():
 
 
 def test_shuffled_decks_are_uniform():
-    from loveletter_env.batched.shuffle import _tables, shuffled_decks
+    from loveletter_env.batched.shuffle import shuffled_decks
+    from loveletter_env.core.decks import deck_tables
 
-    orders, placements, _ = _tables(torch.device("cpu"))
+    orders, placements = (torch.from_numpy(t) for t in deck_tables())
     assert len({tuple(r) for r in orders.tolist()}) == 40320
     assert len({tuple(r) for r in placements.tolist()}) == 12870
     assert (placements.sort(1).values == torch.arange(16)).all()
@@ -676,11 +778,11 @@ def _assert_plays_as_torch_draws(monkeypatch, compiled_on, num_games: int, turns
 def test_compiled_draws_are_used_only_where_they_match_this_torch(monkeypatch):
     """The once-a-process check passes on the installed torch (so the compiled draws run),
     and fails, sending the env back to torch's own draws, when the copy draws otherwise."""
-    from loveletter_env.batched import driver as batched_env
+    from loveletter_env.batched.torch_draws import compiled_draws_match_torch
     from loveletter_env.core import mt19937
 
-    batched_env._compiled_draws_match_torch.cache_clear()
-    assert batched_env._compiled_draws_match_torch()
+    compiled_draws_match_torch.cache_clear()
+    assert compiled_draws_match_torch()
     exact = mt19937.deal_draws
 
     def off_by_one(state, uniforms, draws, highs, words):
@@ -688,13 +790,13 @@ def test_compiled_draws_are_used_only_where_they_match_this_torch(monkeypatch):
         draws[-1, -1] = (draws[-1, -1] + 1) % highs[-1]
 
     monkeypatch.setattr(mt19937, "deal_draws", off_by_one)
-    batched_env._compiled_draws_match_torch.cache_clear()
+    compiled_draws_match_torch.cache_clear()
     try:
-        assert not batched_env._compiled_draws_match_torch()
+        assert not compiled_draws_match_torch()
         # Layout known on every turn, yet the games are torch's: the check sent it to torch.
         _assert_plays_as_torch_draws(monkeypatch, compiled_on=lambda turn: True, num_games=6, turns=60)
     finally:
-        batched_env._compiled_draws_match_torch.cache_clear()
+        compiled_draws_match_torch.cache_clear()
 
 
 def test_refused_reset_draws_nothing_from_the_generator():

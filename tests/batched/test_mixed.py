@@ -6,6 +6,7 @@ import pytest
 import torch
 from conftest import TINY_TRAINING
 
+from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.batched import BatchedIllegalActionError, BatchedLoveLetter
 from loveletter_env.batched.mixed import MixedRulesBatched, block_seed, split_games
 from training.learn.config import ConfigError, load_config
@@ -72,6 +73,27 @@ def test_each_block_plays_exactly_the_games_of_a_plain_batched_env_with_its_rule
             assert torch.equal(rewards[block], r) and torch.equal(dones[block], d)
             assert torch.equal(info["tokens"][block], i["tokens"])
     assert mixed.game_rules == ["classic"] * 12 + ["mini6"] * 6 + ["mini8"] * 6
+
+
+def test_each_block_writes_its_rows_of_the_callers_masks_and_a_step_can_skip_info():
+    mixed, twin = (MixedRulesBatched(24, rules=RULES, weights=[2, 1, 1], seed=3) for _ in range(2))
+    _, mask = mixed.reset()
+    twin.reset()
+    obs_out = torch.zeros(24, 1382, dtype=torch.uint8)
+    mask_out = torch.zeros(24, NUM_ACTIONS, dtype=torch.bool)
+    generator = torch.Generator().manual_seed(2)
+    for _ in range(40):
+        actions = _random_actions(mask, generator)
+        obs, mask, rewards, dones, _ = mixed.step(actions)
+        into, mask_b, rewards_b, dones_b, info = twin.step(actions, out=obs_out, mask_out=mask_out, info=False)
+        assert info is None and into is obs_out and mask_b is mask_out
+        for a, b in ((obs, into), (mask, mask_b), (rewards, rewards_b), (dones, dones_b)):
+            assert torch.equal(a, b)
+        assert torch.equal(twin.action_mask, mask_out)
+    for bad in (torch.zeros(24, NUM_ACTIONS, dtype=torch.uint8), torch.zeros(23, NUM_ACTIONS, dtype=torch.bool)):
+        with pytest.raises(ValueError, match="mask_out must be a bool tensor"):
+            twin.step(_random_actions(mask, generator), mask_out=bad)
+    assert torch.equal(twin.action_mask, mask)
 
 
 def test_an_illegal_action_is_named_by_its_place_in_the_whole_batch_and_nothing_moves():

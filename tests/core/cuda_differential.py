@@ -65,7 +65,8 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, vari
     and the reference engine side by side; returns the number of rounds played."""
     from numba import cuda
 
-    from loveletter_env.core.gpu import build_kernels, launch
+    from loveletter_env.core.gpu import DealStream, build_kernels, launch
+    from loveletter_env.core.kernels import TurnOutputs
 
     kernels = build_kernels(variant)
     # Poisoned before each launch, or zeroed where the variant's kernels write only the
@@ -91,7 +92,7 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, vari
     deals = cuda.to_device(np.zeros(n, np.int64))
     current = cuda.to_device(np.zeros(n, np.int64))
     deal_counts = np.ones(n, np.int64)  # the reset used each game's first key
-    tables = (np.uint64(seed), deals, orders, placements, masks, legal, current)
+    tables = (DealStream(orders, placements, np.uint64(seed), deals), masks, legal, current)
     if seed % 2:  # the kernel's own deal and first seat
         launch(kernels, "reset", n, 0, records, cuda.to_device(decks), False, cuda.to_device(firsts), False, *tables)
         keys = [np.uint64(stream_key(np.uint64(seed), g, 0)) for g in range(n)]
@@ -121,9 +122,9 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, vari
         else:
             actions = np.array([rng.choice(np.flatnonzero(m)) for m in host_masks], np.int64)
         device_actions = cuda.to_device(actions)
-        args = (device_actions, draw, sampler, episode == "round", np.uint64(seed), deals, orders, placements)
-        outputs_and_masks = (*device_outputs.values(), masks, legal)
-        launch(kernels, "step", n, 0, records, *args, *outputs_and_masks, prepared(observations), True)
+        args = (device_actions, draw, sampler, episode == "round", tables[0])
+        turn = TurnOutputs(*device_outputs.values(), masks, legal)
+        launch(kernels, "step", n, 0, records, *args, turn, prepared(observations), True)
         actions = device_actions.copy_to_host()
         if draw:
             _check(actions, expected_actions, "actions drawn in the kernel")

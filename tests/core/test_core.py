@@ -111,25 +111,9 @@ def _play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, fir
                 rng.integers(len(placements), size=n),
             ]
         )
-        kernels.step_batch(
-            records,
-            actions,
-            episode == "round",
-            uniforms,
-            orders,
-            placements,
-            draws,
-            rewards,
-            dones,
-            round_over,
-            winners,
-            tokens,
-            current,
-            masks,
-            legal,
-            observations,
-            True,
-        )
+        deals = kernels.Deals(orders, placements, uniforms, draws)
+        outputs = kernels.TurnOutputs(rewards, dones, round_over, winners, tokens, current, masks, legal)
+        kernels.step_batch(records, actions, episode == "round", deals, outputs, observations, True)
         expected_rewards = np.zeros((n, 4), np.float32)
         for g, game in enumerate(games):
             engine.step(game, int(actions[g]))
@@ -347,6 +331,22 @@ def test_record_fields_follow_one_another_without_overlap():
     assert names[names.index("KNOWN") : names.index("FACE_UP")] == [
         "KNOWN", "SEEN", "DISCARDED", "DISCARDS", "DEALT", "MOVE_LOG",
     ]  # fmt: skip
+
+
+def test_each_table_field_has_an_index_function_from_its_declaration():
+    """``<field>_at`` gives entry ``[i]`` or ``[i, j]`` of a field in row-major order inside
+    the field, for every entry of every field declared with a shape, and nothing else."""
+    shapes = dict(layout.RECORD_SHAPES)
+    assert [name for name, _, _ in layout.RECORD_FIELDS] == list(shapes)
+    for name, offset, size in layout.RECORD_FIELDS:
+        shape = shapes[name]
+        assert int(np.prod(shape)) == size, name
+        at = getattr(layout, f"{name.lower()}_at", None)
+        if len(shape) == 1 and size == 1:
+            continue  # a scalar: its offset is its name
+        assert at is not None, name
+        positions = [at(*index) for index in np.ndindex(*shape)]
+        assert positions == list(range(offset, offset + size)), name
 
 
 _COMPILE_ONE_KERNEL = """

@@ -43,6 +43,17 @@ def test_every_kernel_compiles_to_ptx(cc, monkeypatch):
     from loveletter_env.core.gpu import KERNEL_SIGNATURES, KernelVariant, build_kernels
 
     default = kernels_as_ptx(build_kernels(), KERNEL_SIGNATURES, cc, monkeypatch)
+    # The kernels take their buffers in groups (named tuples), which numba passes member by
+    # member: an array as 5 words and its shape and strides, anything else as one value. The
+    # direct launch packs the members in the order gpu._members gives them.
+    from numba import types as nb
+
+    from loveletter_env.core.gpu import _members
+
+    for name, signature in KERNEL_SIGNATURES.items():
+        members = list(_members(signature, nb.BaseTuple))
+        expected = sum(5 + 2 * t.ndim if isinstance(t, nb.Array) else 1 for t in members)
+        assert default[name].count(".param") - default[name].count("ld.param") == expected, name
     # The default step plays its block's records in shared memory and writes only the
     # observation entries that may be nonzero: far fewer stores to device memory than a
     # whole row a thread, as the variant kept for comparison does.

@@ -84,11 +84,17 @@ def test_unseeded_resets_continue_the_seeded_generator():
     a, b = loveletter_env.env(num_players=4), loveletter_env.env(num_players=4)
     a.reset(seed=123)
     b.reset(seed=123)
+    # The seeded deal and the hands and decks of the unseeded ones after it: equal across the two
+    # envs, but each a new deal (a generator restarted at every reset would deal the same one).
+    deals = [(tuple(a.unwrapped.game.hands), a.unwrapped.game.deck)]
     for _ in range(3):
         a.reset()
         b.reset()
         assert a.unwrapped.game.deck == b.unwrapped.game.deck
+        assert a.unwrapped.game.hands == b.unwrapped.game.hands
         assert a.agent_selection == b.agent_selection
+        deals.append((tuple(a.unwrapped.game.hands), a.unwrapped.game.deck))
+    assert len(set(deals)) == len(deals), deals
 
 
 def test_unknown_reset_option_only_warns():

@@ -515,3 +515,22 @@ def test_the_layout_command_prints_the_tables_without_a_warning():
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout == layout_table() + "\n"
+
+
+def test_every_constant_of_the_layout_is_bound_once():
+    """A reader finds what ``LAYOUT`` (or any constant of the module) holds where it is
+    defined: no name of the module is bound a second time further down."""
+    import ast
+
+    import loveletter_env.observation as observation
+
+    with open(observation.__file__, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    bound = [
+        target.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name)
+    ]
+    assert len(bound) == len(set(bound)), sorted({name for name in bound if bound.count(name) > 1})

@@ -16,7 +16,12 @@ output ``logits``         float32 [B, 41]      logits, illegal ones at the lowes
 output ``value``          float32 [B]          the critic's estimate of the return
 ========================  ===================  =======================================
 
-so a game server needs only onnxruntime and numpy. The graph always takes the current
+so a game server needs only onnxruntime and numpy. The file also says how the exported
+network plays, in its metadata (``loveletter.play``: ``"sampling"`` or ``"greedy"``, read by
+``onnxruntime.InferenceSession(path).get_modelmeta().custom_metadata_map``): as the
+checkpoint records (its run's ``eval.greedy``), unless the CLI's ``--greedy`` or ``--sampled``
+says otherwise. A sampling player draws from the softmax of ``logits``; a greedy one plays
+``action``. :class:`OnnxAgent` plays as the file says. The graph always takes the current
 observation (``OBSERVATION_SIZE`` entries), whatever layout the network was trained on: a
 network of observation version 1 reads the first 646 entries inside the graph, so a
 server feeds every exported policy the same vectors. After writing the file the CLI
@@ -39,8 +44,9 @@ from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE, check_observation_size
+from loveletter_env.validation import check_seed
 from loveletter_env.wrappers._extras import MissingExtraError, require
-from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint
+from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint, plays_greedily
 from training.learn.ppo import masked_logits
 
 #: The exporter's op registry reports at its first use, through this logger, that each of
@@ -49,6 +55,9 @@ from training.learn.ppo import masked_logits
 _REGISTRY_LOGGER = "torch.onnx._internal.exporter._registration"
 INPUT_NAMES = ("observation", "action_mask")
 OUTPUT_NAMES = ("action", "logits", "value")
+#: The metadata key that says how the exported network plays, and its two values.
+PLAY_KEY = "loveletter.play"
+PLAY_MODES = {True: "greedy", False: "sampling"}
 #: Largest |torch - onnxruntime| accepted on logits and values by :func:`verify_onnx`.
 VERIFY_TOLERANCE = 1e-4
 
@@ -89,12 +98,16 @@ def _quiet_registry() -> Iterator[None]:
         logger.removeFilter(notice_filter)
 
 
-def export_onnx(model: nn.Module, path: str | Path) -> Path:
-    """Write ``model`` (``forward(obs) -> (logits, value)``) as an ONNX greedy policy at ``path``.
+def export_onnx(model: nn.Module, path: str | Path, greedy: bool = False) -> Path:
+    """Write ``model`` (``forward(obs) -> (logits, value)``) as an ONNX policy at ``path``.
 
-    The batch dimension is dynamic. Needs the ``onnx`` extra (the torch exporter uses
+    The batch dimension is dynamic. The file's metadata says how the network plays
+    (:data:`PLAY_KEY`): sampling its policy, or its most likely action when ``greedy`` is
+    true, an explicit choice. Needs the ``onnx`` extra (the torch exporter uses
     ``onnxscript``).
     """
+    if not isinstance(greedy, bool):
+        raise ValueError(f"greedy must be True or False, got {greedy!r}")
     require("onnxscript", "onnx")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -116,25 +129,44 @@ def export_onnx(model: nn.Module, path: str | Path) -> Path:
         )
     if program is None:  # torch returns None only for the TorchScript exporter, not dynamo=True
         raise RuntimeError("torch.onnx.export returned no ONNX program")
+    program.model.metadata_props[PLAY_KEY] = PLAY_MODES[greedy]
     program.save(str(path))
     return path
 
 
 class OnnxAgent:
-    """An exported policy as an agent: ``act(observation_dict) -> int``, greedy.
+    """An exported policy as an agent: ``act(observation_dict) -> int``.
 
     Args:
         path: an ONNX file written by :func:`export_onnx`.
+        greedy: ``True`` plays the most likely legal action, ``False`` samples the masked
+            policy, ``None`` (the default) plays as the file's metadata says
+            (:data:`PLAY_KEY`); a file without it, from before the key was written, greedily,
+            as every export then played. The ``greedy`` attribute says which it does.
+        seed: seeds the agent's own generator (used only when sampling).
+
+    Raises:
+        ValueError: a ``greedy`` that is not ``None``, ``True`` or ``False``, a bad seed, or a
+            file whose inputs or play metadata are not an exported policy's.
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, greedy: bool | None = None, seed: int = 0):
         ort = require("onnxruntime", "onnx")
+        if greedy is not None and not isinstance(greedy, bool):
+            raise ValueError(f"greedy must be True, False or None (the file's own way), got {greedy!r}")
+        self.rng = np.random.default_rng(check_seed(seed))
         if not Path(path).is_file():
             raise FileNotFoundError(f"ONNX policy {str(path)!r} does not exist")
         self.session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
         names = tuple(i.name for i in self.session.get_inputs())
         if names != INPUT_NAMES:
             raise ValueError(f"{str(path)!r} takes inputs {names}, not an exported Love Letter policy {INPUT_NAMES}")
+        self.greedy = recorded_greedy(self.session, path) if greedy is None else greedy
+
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new episode (the network keeps no memory); with ``seed``, reseed sampling."""
+        if seed is not None:
+            self.rng = np.random.default_rng(check_seed(seed))
 
     def run(self, observation: np.ndarray, action_mask: np.ndarray) -> dict[str, np.ndarray]:
         """Outputs ``action``, ``logits`` and ``value`` for a batch ``[B, OBSERVATION_SIZE]`` / ``[B, 41]``.
@@ -152,7 +184,28 @@ class OnnxAgent:
         if not mask.any():
             raise ValueError("the action mask has no legal action: this agent is not the one to act")
         out = self.run(np.asarray(observation["observation"])[None], mask[None])
-        return int(out["action"][0])
+        if self.greedy:
+            return int(out["action"][0])
+        legal = np.flatnonzero(mask)
+        scores = out["logits"][0, legal].astype(np.float64)
+        probabilities = np.exp(scores - scores.max())
+        return int(self.rng.choice(legal, p=probabilities / probabilities.sum()))
+
+
+def recorded_greedy(session: Any, path: str | Path = "the file") -> bool:
+    """How an exported policy plays by its metadata (:data:`PLAY_KEY`): ``True`` greedily;
+    greedily too for a file without the key, written before it was.
+
+    Raises:
+        ValueError: the key holds neither ``"greedy"`` nor ``"sampling"``.
+    """
+    mode = session.get_modelmeta().custom_metadata_map.get(PLAY_KEY)
+    if mode is None:
+        return True
+    for greedy, name in PLAY_MODES.items():
+        if mode == name:
+            return greedy
+    raise ValueError(f"{str(path)!r} has {PLAY_KEY}={mode!r}, not one of {sorted(PLAY_MODES.values())}")
 
 
 def sample_observations(count: int, seed: int = 0, num_players: int = 2) -> tuple[np.ndarray, np.ndarray]:
@@ -207,10 +260,15 @@ def verify_onnx(model: nn.Module, onnx_path: str | Path, count: int = 256, seed:
 
 def main(argv: Sequence[str] | None = None) -> Path:
     parser = argparse.ArgumentParser(
-        prog="python -m training.export", description="Export a Love Letter PPO checkpoint to an ONNX greedy policy."
+        prog="python -m training.export",
+        description="Export a Love Letter PPO checkpoint to an ONNX policy that plays as the checkpoint records "
+        "(its run's eval.greedy), unless --greedy or --sampled says otherwise; the file's metadata says which.",
     )
     parser.add_argument("--checkpoint", required=True, help="checkpoint file (.pt) or run folder")
     parser.add_argument("--onnx", required=True, help="where to write the ONNX file")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--greedy", action="store_true", help="the exported network plays its most likely action")
+    mode.add_argument("--sampled", action="store_true", help="the exported network samples its policy")
     parser.add_argument("--no-verify", action="store_true", help="skip the onnxruntime-vs-torch check")
     parser.add_argument("--verify-samples", type=int, default=512, help="observations used by the check")
     args = parser.parse_args(argv)
@@ -223,11 +281,15 @@ def main(argv: Sequence[str] | None = None) -> Path:
     except MissingExtraError as err:
         parser.error(str(err))
     try:
-        model = build_model(load_checkpoint(args.checkpoint))
+        checkpoint = load_checkpoint(args.checkpoint)
+        model = build_model(checkpoint)
     except CheckpointError as err:
         parser.error(str(err))
-    path = export_onnx(model, args.onnx)
-    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
+    greedy = True if args.greedy else False if args.sampled else plays_greedily(checkpoint)
+    how = "--greedy" if args.greedy else "--sampled" if args.sampled else "as the checkpoint records"
+    path = export_onnx(model, args.onnx, greedy=greedy)
+    plays = "plays greedily" if greedy else "samples its policy"
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB); it {plays} ({how})")
     if not args.no_verify:
         report = verify_onnx(model, path, count=args.verify_samples)
         print(

@@ -50,7 +50,8 @@ from loveletter_env.observation import LAYOUT_SIZES, OBSERVATION_VERSION
 from loveletter_env.validation import check_seed, is_int
 from loveletter_env.validation import shown as shown_value
 from training.learn.config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE
-from training.learn.ppo import ActorCritic, PolicyAgent
+from training.learn.policy_agent import PolicyAgent
+from training.learn.ppo import ActorCritic
 
 FORMAT = "loveletter-ppo"
 FORMAT_VERSION = 2

@@ -10,6 +10,7 @@ raise :class:`ConfigError` naming the key.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import re
 import typing
@@ -410,11 +411,6 @@ class TrainConfig(StrictModel):
         """Environment turns played per rollout."""
         return self.env.num_games * self.env.rollout_steps
 
-    @property
-    def num_updates(self) -> int:
-        """Rollout + update iterations the run makes (at least one)."""
-        return max(1, self.total_steps // self.steps_per_update)
-
 
 def count_parameters(hidden_sizes: list[int]) -> int:
     """Parameters of the :class:`~training.learn.ppo.ActorCritic` with these layer sizes, counted on
@@ -591,6 +587,25 @@ def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -
     """Defaults, then the YAML file at ``path`` (if any), then dotted ``overrides``; validated."""
     data = read_yaml(path) if path is not None else {}
     return from_dict(TrainConfig, apply_overrides(data, overrides))
+
+
+#: An example of ``--set`` for the options' help.
+SET_EXAMPLE = "--set ppo.learning_rate=3e-4 --set env.num_players=[2,3,4]"
+
+
+def add_config_options(parser: argparse.ArgumentParser, config_help: str) -> None:
+    """Give ``parser`` the options of every command that trains: ``--config FILE``
+    (``args.config``) and repeatable ``--set KEY=VALUE`` overrides (``args.overrides``), the two
+    arguments of :func:`load_config`; ``config_help`` says what the file configures."""
+    parser.add_argument("--config", help=config_help)
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"dotted config override, repeatable, e.g. {SET_EXAMPLE}",
+    )
 
 
 def save_config(config: TrainConfig, path: str | Path) -> None:

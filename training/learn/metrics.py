@@ -32,7 +32,7 @@ TRAIN_COLUMNS = (
     "win_rate_vs_past",
     "win_rate_vs_bots",
     "episodes",
-    # Seconds of this update in each part of the work (Stopwatch in trainer.py).
+    # Seconds of this update in each part of the work (training.learn.stopwatch).
     "env_s",
     "forward_s",
     "bots_s",

@@ -17,8 +17,8 @@ Pieces, in the order a training update uses them:
    from the policy to a slowly moving *magnet* policy (:func:`masked_kl`).
 6. :func:`learning_rate` - the linear learning-rate schedule.
 
-:class:`PolicyAgent` wraps a network as an agent with ``act(observation_dict) -> int``,
-the interface every bot and evaluation tool of the project uses.
+:class:`~training.learn.policy_agent.PolicyAgent` wraps a network as an agent with
+``act(observation_dict) -> int``, the interface every bot and evaluation tool of the project uses.
 
 Randomness always comes from an explicit :class:`torch.Generator`, never from torch's
 global generator, so a seeded run is reproducible.
@@ -27,7 +27,8 @@ global generator, so a seeded run is reproducible.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -39,7 +40,6 @@ from torch import nn
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_VERSION, layout_size, observation_for_layout
 from loveletter_env.schema import StrictModel, WholeNumber
-from loveletter_env.validation import check_seed
 
 
 # ---------------------------------------------------------------------------------
@@ -180,8 +180,24 @@ class ActorCritic(nn.Module):
         return self.policy_head(features), self.value_head(features).squeeze(-1)
 
 
-#: The same class under the name the rest of the project's docs use.
-PolicyNetwork = ActorCritic
+#: Names this module no longer uses, each with the one to use: they still work, with a
+#: ``DeprecationWarning`` (``PolicyNetwork`` was a second name of :class:`ActorCritic`).
+RENAMED = {"PolicyNetwork": "ActorCritic"}
+
+
+def renamed(name: str, stacklevel: int = 2) -> Any:
+    """What the old ``name`` of :data:`RENAMED` stands for, after a ``DeprecationWarning``
+    attributed ``stacklevel`` frames up (the code that used the old name)."""
+    warnings.warn(
+        f"{name} is deprecated: use {RENAMED[name]}, the same class", DeprecationWarning, stacklevel=stacklevel + 1
+    )
+    return globals()[RENAMED[name]]
+
+
+def __getattr__(name: str) -> Any:
+    if name in RENAMED:
+        return renamed(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------------
@@ -226,7 +242,21 @@ def sample_actions(
     Sampling uses the Gumbel-max trick with uniforms drawn from ``generator``; masked
     logits are so low that an illegal action can never win the argmax.
     """
+    return _pick(masked_logits(logits, mask), generator, greedy)
+
+
+def sample_with_log_prob(
+    logits: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`sample_actions` and the :func:`action_log_prob` of the actions drawn (the same
+    values, bit for bit), masking the logits once for both: what a rollout records."""
     scores = masked_logits(logits, mask)
+    actions = _pick(scores, generator, greedy=False)
+    return actions, _taken(torch.log_softmax(scores, dim=-1), actions)
+
+
+def _pick(scores: torch.Tensor, generator: torch.Generator | None, greedy: bool) -> torch.Tensor:
+    """The argmax of masked ``scores``, after Gumbel noise unless ``greedy``."""
     if not greedy:
         uniform = torch.rand(scores.shape, generator=generator, device=scores.device).clamp_(1e-20, 1.0)
         # Gumbel noise is bounded (~46) while masked scores sit at -3e38: never picked.
@@ -236,7 +266,11 @@ def sample_actions(
 
 def action_log_prob(logits: torch.Tensor, mask: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Log-probability of ``actions`` (``[B]``) under the masked policy."""
-    return masked_log_probs(logits, mask).gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+    return _taken(masked_log_probs(logits, mask), actions)
+
+
+def _taken(log_probs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    return log_probs.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
 
 
 # ---------------------------------------------------------------------------------
@@ -469,88 +503,3 @@ def learning_rate(cfg: PPOConfig, progress: float) -> float:
     if not cfg.anneal_lr:
         return cfg.learning_rate
     return cfg.learning_rate * max(0.0, 1.0 - progress)
-
-
-# ---------------------------------------------------------------------------------
-# Acting outside training
-# ---------------------------------------------------------------------------------
-class PolicyAgent:
-    """A trained network as an agent: ``act(observation_dict) -> int``.
-
-    Args:
-        model: an :class:`ActorCritic` (or any module with the same ``forward``).
-        greedy: play the most likely legal action; otherwise sample from the masked policy.
-        seed: seeds this agent's own generator (used only when sampling): an integer in
-            ``0..MAX_SEED`` (:func:`~loveletter_env.validation.check_seed`).
-        device: where to run the network.
-    """
-
-    def __init__(self, model: nn.Module, greedy: bool = True, seed: int = 0, device: str | torch.device = "cpu"):
-        self.device = torch.device(device)
-        self.model = model.to(self.device).eval()
-        self.greedy = greedy
-        self.generator = torch.Generator(device=self.device).manual_seed(check_seed(seed))
-
-    def reset(self, seed: int | None = None) -> None:
-        """Start a new episode (the network keeps no memory); with ``seed``, reseed sampling."""
-        if seed is not None:
-            self.generator.manual_seed(check_seed(seed))
-
-    @torch.no_grad()
-    def act(self, observation: Mapping[str, np.ndarray]) -> int:
-        """The action for one observation dict ``{"observation", "action_mask"}``."""
-        mask = np.asarray(observation["action_mask"]).astype(bool)
-        if not mask.any():
-            raise ValueError("the action mask has no legal action: this agent is not the one to act")
-        obs = torch.as_tensor(np.asarray(observation["observation"], dtype=np.float32), device=self.device)
-        logits, _ = self.model(obs.unsqueeze(0))
-        legal = torch.as_tensor(mask, device=self.device).unsqueeze(0)
-        return int(sample_actions(logits, legal, self.generator, greedy=self.greedy)[0])
-
-    @torch.no_grad()
-    def explain(self, observation: Mapping[str, np.ndarray]) -> dict[str, Any]:
-        """The masked policy's probability for each legal action and the value estimate
-        (what replays show for the decision); it changes nothing."""
-        mask = np.asarray(observation["action_mask"]).astype(bool)
-        obs = torch.as_tensor(np.asarray(observation["observation"], dtype=np.float32), device=self.device)
-        logits, value = self.model(obs.unsqueeze(0))
-        legal = torch.as_tensor(mask, device=self.device)
-        probs = torch.softmax(logits[0].masked_fill(~legal, float("-inf")), dim=-1)
-        return {
-            "probabilities": {int(a): float(probs[a]) for a in np.flatnonzero(mask)},
-            "value": float(value.reshape(-1)[0]),
-        }
-
-    #: The network reads one observation at a time (see ``ProbabilisticAgent`` in
-    #: :mod:`loveletter_env.agents.base`).
-    remembers_round = False
-    exact_probabilities = True
-
-    def action_probabilities(self, observation: Mapping[str, np.ndarray]) -> np.ndarray:
-        """float64 [41]: the probability of each action :meth:`act` plays here (changes nothing)."""
-        mask = np.asarray(observation["action_mask"]).astype(bool)
-        if not mask.any():
-            raise ValueError("the action mask has no legal action: this agent is not the one to act")
-        vector = np.asarray(observation["observation"], dtype=np.float32)
-        return self.action_probabilities_batch(vector[None], mask[None])[0]
-
-    @torch.no_grad()
-    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """float64 [B, 41]: :meth:`action_probabilities` for a batch (``observations`` [B, OBSERVATION_SIZE],
-        ``masks`` [B, 41]): the masked softmax when sampling, the argmax when greedy."""
-        obs = torch.as_tensor(np.asarray(observations, dtype=np.float32), device=self.device)
-        legal = torch.as_tensor(np.asarray(masks).astype(bool), device=self.device)
-        logits, _ = self.model(obs)
-        if self.greedy:
-            best = masked_logits(logits, legal).argmax(-1)
-            probs = torch.nn.functional.one_hot(best, logits.shape[-1]).double()
-        else:
-            probs = torch.softmax(masked_logits(logits, legal).double(), dim=-1)
-        return probs.cpu().numpy()
-
-    @torch.no_grad()
-    def act_batch(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Actions for a batch: ``obs`` ``[B, OBSERVATION_SIZE]`` (the batched env's uint8, or
-        float), ``mask`` bool ``[B, 41]``."""
-        logits, _ = self.model(obs.to(self.device).float())
-        return sample_actions(logits, mask.to(self.device), self.generator, greedy=self.greedy)

@@ -30,6 +30,11 @@ class RolloutBuffer:
     value (no boolean-mask indexing, no ``.item()``): on CUDA the rollout never waits for
     the buffer. Writes that have nowhere to go (a seat with no open decision) land in one
     spare row past ``capacity``, which no reader looks at.
+
+    Observations and masks can be written in place: :meth:`next_rows` gives the rows the
+    next :meth:`add` fills, for the env to write its next step into
+    (``env.step(actions, out=obs, mask_out=masks)``); :meth:`add` then finds them there and
+    copies nothing.
     """
 
     def __init__(self, capacity: int, num_games: int, device: torch.device):
@@ -53,6 +58,14 @@ class RolloutBuffer:
         """Whether this buffer has the shape a rollout of ``num_games`` games needs."""
         return (self.capacity, self.num_games, self.device) == (capacity, num_games, torch.device(device))
 
+    def next_rows(self, count: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """``(obs, masks)``: views of the rows the next :meth:`add` of ``count`` decisions
+        fills (contiguous), or None when they would not fit."""
+        k0, k1 = self.size, self.size + count
+        if k1 > self.capacity:
+            return None
+        return self.obs[k0:k1], self.masks[k0:k1]
+
     def reset(self) -> None:
         """Empty the buffer for a new rollout (rows are cleared as :meth:`add` reuses them)."""
         self.pending.fill_(-1)
@@ -69,12 +82,14 @@ class RolloutBuffer:
         logprobs: torch.Tensor,
         values: torch.Tensor,
     ) -> None:
-        """Record the decisions seats ``seats`` of games ``games`` just made (each game at most once)."""
+        """Record the decisions seats ``seats`` of games ``games`` just made (each game at
+        most once). ``obs`` and ``masks`` may be the rows :meth:`next_rows` gave, already filled."""
         k0, k1 = self.size, self.size + games.numel()
         if k1 > self.capacity:
             raise ValueError(f"the rollout buffer holds {self.capacity:,} decisions; {k1:,} do not fit")
-        self.obs[k0:k1].copy_(obs)
-        self.masks[k0:k1].copy_(masks)
+        for rows, given in ((self.obs[k0:k1], obs), (self.masks[k0:k1], masks)):
+            if not _same_rows(rows, given):
+                rows.copy_(given)
         self.actions[k0:k1].copy_(actions)
         self.logprobs[k0:k1].copy_(logprobs)
         self.values[k0:k1].copy_(values)
@@ -118,3 +133,14 @@ class RolloutBuffer:
             advantages=adv[keep],
             returns=ret[keep],
         )
+
+
+def _same_rows(rows: torch.Tensor, given: torch.Tensor) -> bool:
+    """Whether ``given`` is ``rows`` itself (a view of the same memory, laid out alike)."""
+    return (
+        given.data_ptr() == rows.data_ptr()
+        and given.shape == rows.shape
+        and given.stride() == rows.stride()
+        and given.dtype == rows.dtype
+        and given.device == rows.device
+    )

@@ -30,7 +30,7 @@ from typing import Any
 
 from training.learn.checkpoint import CheckpointError, load_checkpoint, run_write_failure
 from training.learn.compile_notice import announce_kernel_compilation
-from training.learn.config import ConfigError, TrainConfig, load_config
+from training.learn.config import ConfigError, TrainConfig, add_config_options, load_config
 from training.learn.interrupt import exit_interrupted
 from training.learn.runtime import holds_run
 from training.learn.trainer import SelfPlayTrainer
@@ -45,15 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train a Love Letter agent by masked self-play PPO on the batched engine.",
         epilog="Example: python -m training.selfplay --config configs/4p.yaml --set ppo.learning_rate=3e-4",
     )
-    parser.add_argument("--config", help="YAML config file (default: the built-in defaults, as configs/default.yaml)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="dotted override, repeatable, e.g. --set ppo.learning_rate=3e-4 --set env.num_players=[2,3,4]",
-    )
+    add_config_options(parser, "YAML config file (default: the built-in defaults, as configs/default.yaml)")
     parser.add_argument("--run-name", help="shorthand for --set run_name=NAME")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), help="shorthand for --set device=...")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest.pt")

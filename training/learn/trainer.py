@@ -33,10 +33,12 @@ from training.learn.checkpoint import CheckpointError, build_model, load_checkpo
 from training.learn.config import ConfigError, TrainConfig, from_dict, save_config, to_dict
 from training.learn.interrupt import StopRequest
 from training.learn.metrics import MetricsLog, plot_learning_curve
-from training.learn.ppo import ActorCritic, PolicyAgent, action_log_prob, learning_rate, ppo_update, sample_actions
+from training.learn.policy_agent import PolicyAgent
+from training.learn.ppo import ActorCritic, learning_rate, ppo_update, sample_actions, sample_with_log_prob
 from training.learn.rollout import RolloutBatch, RolloutBuffer
 from training.learn.runtime import claim_run_folder, derive_seed, pick_device
 from training.learn.seating import OpponentKind, OpponentPool, Seating
+from training.learn.stopwatch import Stopwatch
 from training.measure.evaluation import evaluate
 from training.measure.stats import EvaluationResult
 
@@ -64,56 +66,6 @@ class _Start(NamedTuple):
     wall: float
     cpu: float
     step: int
-
-
-class Stopwatch:
-    """Seconds spent in named parts of the work (``with watch("env"): ...``); parts may nest.
-
-    On CUDA a part is timed by two CUDA events on the device's stream, so its kernels count
-    in it without the host waiting for the device at every part: :meth:`take` waits once
-    and reads the events. (Waiting at each part's edges would stop the host from queueing
-    the next kernels while the device works, and slow the very loop being measured.)
-    On the CPU a part is wall-clock time.
-    """
-
-    def __init__(self, device: torch.device):
-        self.device = device
-        self.cuda = device.type == "cuda"
-        self.seconds: dict[str, float] = {}
-        self.events: list[tuple[str, Any, Any]] = []  # (part, start, end) not yet read
-
-    def __call__(self, part: str) -> Stopwatch._Part:
-        return Stopwatch._Part(self, part)
-
-    def take(self) -> dict[str, float]:
-        """The seconds per part since the last ``take``, as ``{part}_s`` metrics."""
-        if self.events:
-            torch.cuda.synchronize(self.device)
-            for part, start, end in self.events:
-                self.seconds[part] = self.seconds.get(part, 0.0) + start.elapsed_time(end) / 1000
-            self.events = []
-        taken, self.seconds = self.seconds, {}
-        return {f"{part}_s": round(seconds, 4) for part, seconds in taken.items()}
-
-    def _mark(self) -> Any:
-        event = torch.cuda.Event(enable_timing=True)
-        event.record(torch.cuda.current_stream(self.device))
-        return event
-
-    class _Part:
-        def __init__(self, watch: Stopwatch, part: str):
-            self.watch, self.part = watch, part
-
-        def __enter__(self) -> None:
-            self.start = self.watch._mark() if self.watch.cuda else time.perf_counter()
-
-        def __exit__(self, *exc: object) -> None:
-            watch = self.watch
-            if watch.cuda:
-                watch.events.append((self.part, self.start, watch._mark()))
-            else:
-                seconds = time.perf_counter() - self.start
-                watch.seconds[self.part] = watch.seconds.get(self.part, 0.0) + seconds
 
 
 def evaluation_line(update: int, global_step: int, results: dict[str, EvaluationResult]) -> str:
@@ -347,24 +299,29 @@ class SelfPlayTrainer:
     def _self_play_rollout(self, buffer: RolloutBuffer) -> dict[str, float]:
         """The rollout of a table where the learner holds every seat: every game's decision
         is the learner's, so each turn is one forward pass over all games and one contiguous
-        block of the buffer, and nothing waits for the device. The finished games are read
-        back once, at the end, to redraw their seating in the order the turns ended them
-        (the draws use the run's numpy generator, so the run stays the same as one that
-        redraws after every turn)."""
+        block of the buffer, and nothing waits for the device.
+
+        Each turn's observations and masks are kept once: the env writes them straight into
+        the block of the buffer that the next turn's decisions fill (the last turn's into the
+        trainer's own ``obs`` and ``mask``, which the next rollout's first block copies), and
+        builds no ``info``. The finished games are read back once, at the end, to redraw
+        their seating in the order the turns ended them (the draws use the run's numpy
+        generator, so the run stays the same as one that redraws after every turn)."""
         cfg = self.active.env
         n, device = cfg.num_games, self.device
         game_ids = torch.arange(n, device=device)
         ended = torch.zeros(cfg.rollout_steps, n, dtype=torch.bool, device=device)
+        obs, mask = self.obs, self.mask
         for turn in range(cfg.rollout_steps):
-            obs, mask = self.obs, self.mask
             seat = self.env.current_player.to(device)
             with self.stopwatch("forward"):
                 logits, values = self.model(obs)
-                actions = sample_actions(logits, mask, self.act_gen)
-                logprobs = action_log_prob(logits, mask, actions)
+                actions, logprobs = sample_with_log_prob(logits, mask, self.act_gen)
             buffer.add(game_ids, seat, obs, mask, actions, logprobs, values)
+            rows = buffer.next_rows(n)
+            obs, mask = rows if rows is not None else (self.obs, self.mask)
             with self.stopwatch("env"):
-                self.obs, self.mask, rewards, dones, _ = self.env.step(actions)
+                _, _, rewards, dones, _ = self.env.step(actions, out=obs, mask_out=mask, info=False)
             self.global_step += n
             dones = dones.to(device)
             buffer.close_episodes(dones, rewards.to(device))
@@ -379,7 +336,17 @@ class SelfPlayTrainer:
 
     def _mixed_rollout(self, buffer: RolloutBuffer) -> dict[str, float]:
         """The rollout of a table with past networks or bots in some seats: each turn the
-        learner's, the snapshot's and the bots' games are picked out on the host."""
+        learner's, the snapshot's and the bots' games are picked out on the host.
+
+        It keeps only the learner's decisions: the observation, mask, action,
+        log-probability and value of each game where the learner is to act. A past
+        network's or a bot's action comes from another policy, which PPO's ratio cannot use,
+        so those turns are played and dropped; their games still close the learner's open
+        decisions when an episode ends. As the learner's games are another subset every
+        turn, the env cannot write them into the buffer in place: it writes every game's
+        next observation and mask over the trainer's own ``obs`` and ``mask`` (no fresh
+        tensors, no ``info``), and the learner's rows are gathered once from those and
+        copied into the buffer."""
         cfg = self.active.env
         n, device = cfg.num_games, self.device
         game_ids = torch.arange(n, device=device)
@@ -399,10 +366,10 @@ class SelfPlayTrainer:
             mine = torch.from_numpy(np.flatnonzero(learner)).to(device)
             with self.stopwatch("forward"):
                 if mine.numel():
-                    logits, values = self.model(obs[mine])
-                    chosen = sample_actions(logits, mask[mine], self.act_gen)
+                    my_obs, my_mask = obs[mine], mask[mine]
+                    logits, values = self.model(my_obs)
+                    chosen, logprobs = sample_with_log_prob(logits, my_mask, self.act_gen)
                     actions[mine] = chosen
-                    logprobs = action_log_prob(logits, mask[mine], chosen)
                 if snapshot.any():
                     rows = torch.from_numpy(np.flatnonzero(snapshot)).to(device)
                     logits, _ = self.opponent_model(obs[rows])
@@ -410,14 +377,14 @@ class SelfPlayTrainer:
                         logits, mask[rows], self.act_gen, greedy=self.active.opponents.past_greedy
                     )
             if mine.numel():
-                buffer.add(game_ids[mine], seat_t[mine], obs[mine], mask[mine], chosen, logprobs, values)
+                buffer.add(game_ids[mine], seat_t[mine], my_obs, my_mask, chosen, logprobs, values)
             if bot.any():
                 with self.stopwatch("bots"):
                     rows = torch.from_numpy(np.flatnonzero(bot)).to(device)
                     actions[rows] = seating.bot_actions(rows.cpu().numpy(), seat, obs[rows], mask[rows])
 
             with self.stopwatch("env"):
-                self.obs, self.mask, rewards, dones, _ = self.env.step(actions)
+                _, _, rewards, dones, _ = self.env.step(actions, out=self.obs, mask_out=self.mask, info=False)
             self.global_step += n
             if dones.any():
                 done_t = dones.nonzero().squeeze(-1)

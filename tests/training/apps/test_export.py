@@ -77,6 +77,86 @@ def test_onnx_agent_and_torch_agent_play_the_same_game(exported, num_players):
     assert decisions > 0
 
 
+# How the exported network plays --------------------------------------------------------
+
+
+def _with_eval_greedy(folder, model, greedy):
+    config = {"eval": {"greedy": greedy}}
+    return save_checkpoint(folder / f"greedy_{greedy}.pt", {"model": model_payload(model), "config": config})
+
+
+def _play_mode(path):
+    import onnxruntime
+
+    return onnxruntime.InferenceSession(str(path)).get_modelmeta().custom_metadata_map[export.PLAY_KEY]
+
+
+@pytest.mark.parametrize("recorded", [False, True])
+def test_the_export_plays_as_the_checkpoint_records_and_says_so(tmp_path, capsys, recorded):
+    checkpoint = _with_eval_greedy(tmp_path, _decisive_network(seed=5), recorded)
+    onnx_path = export.main(["--checkpoint", str(checkpoint), "--onnx", str(tmp_path / "p.onnx"), "--no-verify"])
+    mode = "greedy" if recorded else "sampling"
+    assert _play_mode(onnx_path) == mode
+    plays = "plays greedily" if recorded else "samples its policy"
+    assert f"it {plays} (as the checkpoint records)" in capsys.readouterr().out
+    assert export.OnnxAgent(onnx_path).greedy is recorded
+
+
+@pytest.mark.parametrize("flag, mode", [("--greedy", "greedy"), ("--sampled", "sampling")])
+def test_greedy_and_sampled_override_the_recorded_way(tmp_path, capsys, flag, mode):
+    recorded = flag == "--sampled"  # the other way from the flag's
+    checkpoint = _with_eval_greedy(tmp_path, _decisive_network(seed=5), recorded)
+    onnx_path = export.main(["--checkpoint", str(checkpoint), "--onnx", str(tmp_path / "p.onnx"), "--no-verify", flag])
+    assert _play_mode(onnx_path) == mode
+    plays = "plays greedily" if flag == "--greedy" else "samples its policy"
+    assert f"it {plays} ({flag})" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        export.main(["--checkpoint", str(checkpoint), "--onnx", str(tmp_path / "q.onnx"), "--greedy", "--sampled"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_a_sampling_export_samples_the_policy_seeded_and_greedy_is_an_explicit_choice(tmp_path):
+    """The sampling agent draws legal actions by the network's masked softmax, the same ones
+    for the same seed; ``greedy=True`` plays the graph's ``action``, as the torch agent does."""
+    from training.learn.checkpoint import load_agent
+
+    model = ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(1))  # flat: many actions drawn
+    checkpoint = _with_eval_greedy(tmp_path, model, False)
+    onnx_path = export.main(["--checkpoint", str(checkpoint), "--onnx", str(tmp_path / "p.onnx"), "--no-verify"])
+    observations, masks = export.sample_observations(60, seed=3)
+    pairs = [{"observation": o, "action_mask": m} for o, m in zip(observations, masks)]
+
+    def played(agent):
+        return [agent.act(obs) for obs in pairs for _ in range(5)]
+
+    first, second = played(export.OnnxAgent(onnx_path, seed=8)), played(export.OnnxAgent(onnx_path, seed=8))
+    assert first == second
+    assert all(masks[i // 5, a] for i, a in enumerate(first))
+    greedy_agent, torch_greedy = export.OnnxAgent(onnx_path, greedy=True), load_agent(checkpoint, greedy=True)
+    greedy_moves = played(greedy_agent)
+    assert greedy_moves == played(torch_greedy)
+    assert first != greedy_moves, "the sampling agent played the greedy moves only"
+    with pytest.raises(ValueError, match=r"greedy must be True, False or None .*got 'yes'"):
+        export.OnnxAgent(onnx_path, greedy="yes")
+
+
+def test_a_file_from_before_the_play_key_plays_greedily(exported, tmp_path):
+    import onnx
+
+    _, onnx_path, _ = exported
+    model = onnx.load(str(onnx_path))
+    kept = [entry for entry in model.metadata_props if entry.key != export.PLAY_KEY]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    old = tmp_path / "old.onnx"
+    onnx.save(model, str(old))
+    assert export.OnnxAgent(old).greedy is True
+    model.metadata_props.add(key=export.PLAY_KEY, value="argmax")
+    onnx.save(model, str(old))
+    with pytest.raises(ValueError, match=r"old.onnx' has loveletter.play='argmax', not one of \['greedy', 'samp"):
+        export.OnnxAgent(old)
+
+
 def test_cli_names_a_missing_checkpoint(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         export.main(["--checkpoint", str(tmp_path / "missing.pt"), "--onnx", str(tmp_path / "out.onnx")])

@@ -43,7 +43,8 @@ from training.learn.checkpoint import (
     model_payload,
     save_checkpoint,
 )
-from training.learn.ppo import ActorCritic, PolicyAgent, masked_logits
+from training.learn.policy_agent import PolicyAgent
+from training.learn.ppo import ActorCritic, masked_logits
 from training.selfplay import main as selfplay_main
 
 

@@ -157,3 +157,18 @@ def test_shared_yaml_aliases_are_still_fine(tmp_path):
     path.write_text("opponents:\n  bot_names: &bots [rule]\neval:\n  opponents: *bots\n  best_by: rule\n")
     config = load_config(path)  # an alias used twice is no loop
     assert config.opponents.bot_names == config.eval.opponents == ["rule"]
+
+
+def test_the_commands_that_train_read_config_and_set_alike():
+    """``--config`` and ``--set`` come from :func:`add_config_options` in every command that
+    trains: the same words give the same arguments of ``load_config``, with the same help."""
+    from training.exploitability.learned_response import _parser as exploit_parser
+    from training.learn.config import SET_EXAMPLE
+    from training.learn.selfplay_command import build_parser as selfplay_parser
+
+    words = ["--config", "configs/4p.yaml", "--set", "ppo.learning_rate=3e-4", "--set", "env.num_players=[2]"]
+    for parser in (selfplay_parser(), exploit_parser()):
+        args = parser.parse_args(words)
+        assert (args.config, args.overrides) == ("configs/4p.yaml", ["ppo.learning_rate=3e-4", "env.num_players=[2]"])
+        assert parser.parse_args([]).overrides == []
+        assert SET_EXAMPLE in " ".join(parser.format_help().split())

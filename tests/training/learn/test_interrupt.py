@@ -14,15 +14,12 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 from conftest import ROOT, TINY_TRAINING
 
-from loveletter_env.tree import run_interruptibly
 from training.learn.checkpoint import load_checkpoint
 from training.learn.interrupt import EXIT_INTERRUPTED
 
@@ -306,33 +303,6 @@ def test_a_second_ctrl_c_inside_the_commands_handler_still_exits_130(tmp_path):
     assert result.returncode == EXIT_INTERRUPTED, result.stderr
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == "interrupted"
-
-
-def test_run_interruptibly_waits_for_the_kernel_after_ctrl_c():
-    # On Python 3.11, Thread.join interrupted by Ctrl-C marks a running thread as ended, so
-    # waiting with join let the command go on (and exit) while the kernel still ran.
-    main_thread = threading.main_thread().ident
-    assert main_thread is not None
-    stop = np.zeros(1, np.uint8)
-    finished = threading.Event()
-
-    def kernel(stop: np.ndarray) -> None:
-        time.sleep(0.3)  # the main thread is waiting by now
-        signal.pthread_kill(main_thread, signal.SIGINT)
-        deadline = time.monotonic() + 30
-        while not stop[0] and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.3)  # a kernel takes a moment to return once stopped
-        finished.set()
-
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_interruptibly(kernel, stop, stop=stop)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    assert stop[0] == 1
-    assert finished.is_set(), "run_interruptibly raised before the kernel returned"
 
 
 def test_a_ctrl_c_that_python_drops_is_sent_again(tmp_path):

@@ -14,7 +14,6 @@ from loveletter_env.observation import OBSERVATION_SIZE
 from training.learn.ppo import (
     ActorCritic,
     ObservationLinear,
-    PolicyAgent,
     PPOConfig,
     RolloutBatch,
     action_log_prob,
@@ -27,6 +26,7 @@ from training.learn.ppo import (
     ppo_losses,
     ppo_update,
     sample_actions,
+    sample_with_log_prob,
     value_loss,
 )
 
@@ -65,6 +65,17 @@ def test_sampling_is_reproducible_with_a_seeded_generator():
     a = sample_actions(logits, mask, torch.Generator().manual_seed(5))
     b = sample_actions(logits, mask, torch.Generator().manual_seed(5))
     assert torch.equal(a, b)
+
+
+def test_sampling_with_its_log_prob_is_sampling_then_the_log_prob_bit_for_bit():
+    mask = random_masks(500, seed=6)
+    logits = torch.randn(500, NUM_ACTIONS, generator=torch.Generator().manual_seed(7)) * 3
+    ours, theirs = torch.Generator().manual_seed(8), torch.Generator().manual_seed(8)
+    actions, logprobs = sample_with_log_prob(logits, mask, ours)
+    expected = sample_actions(logits, mask, theirs)
+    assert torch.equal(actions, expected)
+    assert torch.equal(logprobs, action_log_prob(logits, mask, expected))
+    assert torch.equal(ours.get_state(), theirs.get_state())
 
 
 def test_masked_log_probs_put_all_mass_on_legal_actions():
@@ -312,17 +323,12 @@ def test_network_shapes_and_seeded_init():
         ActorCritic(hidden_sizes=())
 
 
-def test_policy_agent_plays_legal_moves_in_the_env():
-    from loveletter_env import env as make_env
+def test_the_old_name_policy_network_still_works_with_a_deprecation_warning():
+    import training
+    from training.learn import ppo
 
-    agent = PolicyAgent(ActorCritic(hidden_sizes=(16,)), greedy=False, seed=0)
-    for num_players in (2, 4):
-        env = make_env(num_players=num_players, episode="round")
-        env.reset(seed=num_players)
-        for _ in env.agent_iter():
-            obs, _, term, trunc, _ = env.last()
-            env.step(None if term or trunc else agent.act(obs))  # an illegal action would raise
-    with pytest.raises(ValueError, match="no legal action"):
-        agent.act(
-            {"observation": np.zeros(OBSERVATION_SIZE, np.float32), "action_mask": np.zeros(NUM_ACTIONS, np.int8)}
-        )
+    for where in (ppo, training, training):  # twice: the package does not keep it unwarned
+        with pytest.warns(DeprecationWarning, match="PolicyNetwork is deprecated: use ActorCritic") as caught:
+            assert where.PolicyNetwork is ActorCritic
+        assert caught[0].filename == __file__, "the warning points at the code that used the old name"
+    assert "PolicyNetwork" not in dir(training) and not hasattr(ppo, "PolicyNetworks")

@@ -208,11 +208,11 @@ class StopAfter:
         env = default_env_factory(**kwargs)
         original, budget = env.step, [self.steps]
 
-        def step(actions):
+        def step(actions, *args, **kwargs):
             budget[0] -= 1
             if budget[0] < 0:
                 raise KeyboardInterrupt
-            return original(actions)
+            return original(actions, *args, **kwargs)
 
         env.step = step
         return env
@@ -305,6 +305,57 @@ def test_the_self_play_rollout_records_what_the_general_rollout_records(tmp_path
     assert fast.keys() == slow.keys() and all(torch.equal(fast[k], slow[k]) for k in fast)
     assert fast_stats["episodes"] == slow_stats["episodes"] > 0
     assert fast_rng == slow_rng and (fast_seats == slow_seats).all()
+
+
+def test_the_self_play_rollout_keeps_each_observation_and_mask_once(tmp_path):
+    # The env writes each turn's observations and masks into the buffer rows the next
+    # turn's decisions fill (the last turn's into the trainer's own), and builds no info.
+    config = load_config(None, PURE_SELF_PLAY + ["env.rollout_steps=6"])
+    trainer = SelfPlayTrainer(config, tmp_path, progress=False)
+    calls = []
+    original = trainer.env.step
+
+    def step(actions, out=None, *, mask_out=None, info=True):
+        calls.append((out, mask_out, info))
+        return original(actions, out=out, mask_out=mask_out, info=info)
+
+    trainer.env.step = step
+    buffer, _ = trainer.collect_rollout()
+    n, turns = 16, 6
+    assert len(calls) == turns
+    for turn, (out, mask_out, info) in enumerate(calls):
+        rows = slice((turn + 1) * n, (turn + 2) * n)
+        expected = (buffer.obs[rows], buffer.masks[rows]) if turn + 1 < turns else (trainer.obs, trainer.mask)
+        assert out.data_ptr() == expected[0].data_ptr() and mask_out.data_ptr() == expected[1].data_ptr(), turn
+        assert info is False
+    assert torch.equal(trainer.mask, trainer.env.action_mask)
+    trainer.release()
+
+
+@pytest.mark.parametrize("opponents", [PURE_SELF_PLAY, TINY], ids=["self-play", "past and bots"])
+def test_each_network_decision_masks_its_logits_once(tmp_path, monkeypatch, opponents):
+    # Sampling and the log-probability the rollout records share one masking of the logits.
+    from training.learn import ppo
+
+    config = load_config(None, opponents + ["env.rollout_steps=6"])
+    trainer = SelfPlayTrainer(config, tmp_path, progress=False)
+    masked, decided = [], []
+    mask_logits, forward = ppo.masked_logits, ppo.ActorCritic.forward
+
+    def counted_mask(logits, mask):
+        masked.append(len(logits))
+        return mask_logits(logits, mask)
+
+    def counted_forward(model, obs):
+        decided.append(len(obs))
+        return forward(model, obs)
+
+    monkeypatch.setattr(ppo, "masked_logits", counted_mask)
+    monkeypatch.setattr(ppo.ActorCritic, "forward", counted_forward)
+    buffer, _ = trainer.collect_rollout()
+    assert 0 < buffer.size <= sum(decided)  # the learner's decisions, and the past networks' if any
+    assert sum(masked) == sum(decided)
+    trainer.release()
 
 
 def test_pure_self_play_trains_the_weights_the_general_rollout_trains(tmp_path, monkeypatch):

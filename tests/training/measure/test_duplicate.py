@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from loveletter_env.replay import load_replay
-from training import evaluate as evaluate_module
 from training.evaluate import build_parser, main
 from training.learn.interrupt import EXIT_INTERRUPTED
+from training.measure import evaluate_command
 from training.measure import evaluation as evaluation_module
 from training.measure.evaluation import evaluate
 from training.measure.league import league
@@ -105,7 +105,7 @@ def test_the_default_count_is_rounded_up_to_whole_deals(monkeypatch, capsys):
         played["rounds"], played["duplicate"] = kwargs["rounds"], kwargs["duplicate"]
         return evaluate(agents, kwargs["num_players"], 3, duplicate=True)
 
-    monkeypatch.setattr(evaluate_module, "evaluate", fake_evaluate)
+    monkeypatch.setattr(evaluate_command, "evaluate", fake_evaluate)
     assert main(["rule", "random", "--players", "3", "--duplicate", "--no-progress"]) == 0
     assert played == {"rounds": 1002, "duplicate": True}
     assert "--duplicate" in build_parser().format_help()

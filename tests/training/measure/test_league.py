@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from training.evaluate import build_parser as build_evaluate_parser
+from training.measure.evaluate_command import build_parser as build_evaluate_parser
 from training.measure.league import league, write_league
 
 
@@ -33,7 +33,7 @@ def test_league_ranking_rating_and_win_rate_tell_one_story(tmp_path):
 
 
 def test_league_output_goes_to_an_ignored_folder_by_default():
-    from training.evaluate import DEFAULT_LEAGUE_DIR
+    from training.measure.evaluate_command import DEFAULT_LEAGUE_DIR
 
     # Not given, --out stays None (a plain evaluation refuses it), and a league writes to the default.
     assert build_evaluate_parser().parse_args(["--league", "random", "rule"]).out is None

@@ -1,4 +1,4 @@
-"""Reading an opponent's last play through the card-counting model (ISMCTS's inference)."""
+"""loveletter_env.agents.opponent_model: an opponent's last play read through the card-counting model."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from loveletter_env.actions import ACTION_CARD
 from loveletter_env.agents import make_agent
 from loveletter_env.agents.base import hand_distribution
 from loveletter_env.agents.belief import action_scores, hand_posterior
-from loveletter_env.agents.inference import (
+from loveletter_env.agents.ismcts import seat_view
+from loveletter_env.agents.opponent_model import (
     decision_view,
     play_likelihoods,
     posterior,
     view_legal_actions,
 )
-from loveletter_env.agents.ismcts import seat_view
 from loveletter_env.cards import (
     BARON,
     COUNTESS,

@@ -1,0 +1,90 @@
+"""A trained network as an agent: :class:`PolicyAgent`, ``act(observation_dict) -> int``,
+the interface every bot and evaluation tool of the project uses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from loveletter_env.validation import check_seed
+from training.learn.ppo import masked_logits, sample_actions
+
+
+class PolicyAgent:
+    """A trained network as an agent: ``act(observation_dict) -> int``.
+
+    Args:
+        model: an :class:`ActorCritic` (or any module with the same ``forward``).
+        greedy: play the most likely legal action, an explicit choice; by default the agent
+            samples the masked policy, the mixed strategy it was trained to play.
+        seed: seeds this agent's own generator (used only when sampling): an integer in
+            ``0..MAX_SEED`` (:func:`~loveletter_env.validation.check_seed`).
+        device: where to run the network.
+    """
+
+    def __init__(self, model: nn.Module, greedy: bool = False, seed: int = 0, device: str | torch.device = "cpu"):
+        self.device = torch.device(device)
+        self.model = model.to(self.device).eval()
+        self.greedy = greedy
+        self.generator = torch.Generator(device=self.device).manual_seed(check_seed(seed))
+
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new episode (the network keeps no memory); with ``seed``, reseed sampling."""
+        if seed is not None:
+            self.generator.manual_seed(check_seed(seed))
+
+    @torch.no_grad()
+    def act(self, observation: Mapping[str, np.ndarray]) -> int:
+        """The action for one observation dict ``{"observation", "action_mask"}``."""
+        mask = np.asarray(observation["action_mask"]).astype(bool)
+        if not mask.any():
+            raise ValueError("the action mask has no legal action: this agent is not the one to act")
+        obs = torch.as_tensor(np.asarray(observation["observation"], dtype=np.float32), device=self.device)
+        logits, _ = self.model(obs.unsqueeze(0))
+        legal = torch.as_tensor(mask, device=self.device).unsqueeze(0)
+        return int(sample_actions(logits, legal, self.generator, greedy=self.greedy)[0])
+
+    @torch.no_grad()
+    def explain(self, observation: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """The masked policy's probability for each legal action and the value estimate
+        (what replays show for the decision); it changes nothing."""
+        mask = np.asarray(observation["action_mask"]).astype(bool)
+        obs = torch.as_tensor(np.asarray(observation["observation"], dtype=np.float32), device=self.device)
+        logits, value = self.model(obs.unsqueeze(0))
+        legal = torch.as_tensor(mask, device=self.device)
+        probs = torch.softmax(logits[0].masked_fill(~legal, float("-inf")), dim=-1)
+        return {
+            "probabilities": {int(a): float(probs[a]) for a in np.flatnonzero(mask)},
+            "value": float(value.reshape(-1)[0]),
+        }
+
+    #: The network reads one observation at a time (see ``ProbabilisticAgent`` in
+    #: :mod:`loveletter_env.agents.base`).
+    remembers_round = False
+    exact_probabilities = True
+
+    def action_probabilities(self, observation: Mapping[str, np.ndarray]) -> np.ndarray:
+        """float64 [41]: the probability of each action :meth:`act` plays here (changes nothing)."""
+        mask = np.asarray(observation["action_mask"]).astype(bool)
+        if not mask.any():
+            raise ValueError("the action mask has no legal action: this agent is not the one to act")
+        vector = np.asarray(observation["observation"], dtype=np.float32)
+        return self.action_probabilities_batch(vector[None], mask[None])[0]
+
+    @torch.no_grad()
+    def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """float64 [B, 41]: :meth:`action_probabilities` for a batch (``observations`` [B, OBSERVATION_SIZE],
+        ``masks`` [B, 41]): the masked softmax when sampling, the argmax when greedy."""
+        obs = torch.as_tensor(np.asarray(observations, dtype=np.float32), device=self.device)
+        legal = torch.as_tensor(np.asarray(masks).astype(bool), device=self.device)
+        logits, _ = self.model(obs)
+        if self.greedy:
+            best = masked_logits(logits, legal).argmax(-1)
+            probs = torch.nn.functional.one_hot(best, logits.shape[-1]).double()
+        else:
+            probs = torch.softmax(masked_logits(logits, legal).double(), dim=-1)
+        return probs.cpu().numpy()

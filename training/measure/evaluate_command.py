@@ -1,0 +1,235 @@
+"""The command line of ``python -m training.evaluate``: its options, their checks, and the
+evaluations and leagues it runs.
+
+It plays a lineup (:func:`training.measure.evaluation.evaluate`, which says how seats, seeds
+and duplicate deals work) or a league (``--league a b c``: every group plays and the agents are
+rated on all the episodes at once, written as a Markdown table, a CSV file and a PNG bar
+chart; :mod:`training.measure.league`). ``--exact``, a head-to-head on a ladder rung worked
+out rather than played, is :mod:`training.exploitability.exact_command`'s, as it needs the
+wing above this one; :mod:`training.evaluate` picks which runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from loveletter_env.agents import AGENT_NAMES
+from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
+from training.measure.evaluation import evaluate
+from training.measure.league import league, league_markdown, write_league
+from training.measure.matches import PlayInterrupted, check_duplicate_rounds
+from training.measure.ray_cluster import DEFAULT_CONNECT_TIMEOUT, RayCluster
+from training.measure.stats import complete_deals, summarize
+
+#: Where league tables go by default: under runs/, which git ignores, rather than the working folder itself.
+DEFAULT_LEAGUE_DIR = Path("runs") / "league"
+#: The file ``--exact --out DIR`` writes its result to, in DIR.
+EXACT_RESULT = "exact.json"
+
+__all__ = ["DEFAULT_LEAGUE_DIR", "EXACT_RESULT", "build_parser", "check_arguments", "run_evaluation"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.evaluate",
+        description="Play Love Letter agents against each other and report win rates with 95% confidence "
+        "intervals (Wilson, or over per-deal scores with --duplicate), or rate a league of agents.",
+        epilog="Agents: " + ", ".join(AGENT_NAMES) + " (options as ismcts:iterations=100), a checkpoint path "
+        "or run folder, or package.module:factory. Examples:\n"
+        "  python -m training.evaluate belief rule --rounds 2000\n"
+        "  python -m training.evaluate ismcts random --players 4 --games 50 --workers 2\n"
+        "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 400 --ray\n"
+        "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --ray HEAD:6379\n"
+        "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --duplicate\n"
+        "  python -m training.evaluate --league random rule belief --out runs/league-3bots\n"
+        "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt rule --exact --rules mini8",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("agents", nargs="*", help="one agent per lineup slot (the last fills the remaining seats)")
+    parser.add_argument(
+        "--league", nargs="+", metavar="AGENT", help="round robin between these agents, rated on all its episodes"
+    )
+    parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument(
+        "--rounds", type=int, help="play this many single rounds (default 1000; per group in a league: 200)"
+    )
+    length.add_argument("--games", type=int, help="play this many whole games instead of rounds")
+    parser.add_argument("--rules", default="classic", help="rule preset (default classic)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the whole run (default 0)")
+    parser.add_argument(
+        "--duplicate",
+        action="store_true",
+        help="duplicate deals: play every deal once in each seat rotation, so the luck of the deal weighs on "
+        "every agent alike, and take the intervals over per-deal scores (narrower for the same rounds); "
+        "--rounds/--games must be a multiple of --players (the default 1000 is rounded up to one)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="processes to play in (default 1); with --ray, Ray workers (default: one per CPU of the cluster); "
+        "results do not depend on it",
+    )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="play on a Ray cluster: a new local one without ADDRESS (or the one RAY_ADDRESS names), else 'auto' "
+        "(the one started on this machine), HOST:PORT of a head node or ray://HOST:10001; put it after the agents "
+        "(needs the ray extra)",
+    )
+    parser.add_argument(
+        "--ray-timeout",
+        type=float,
+        default=DEFAULT_CONNECT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"with --ray: how long to wait for the cluster to answer (default {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--exact",
+        action="store_true",
+        help="on a ladder rung (--rules mini6 .. mini9), two agents: no play, the exact expected score over every "
+        "deal and every branch of both agents' policies, each agent in each seat",
+    )
+    parser.add_argument(
+        "--samples",
+        type=int,
+        metavar="N",
+        help="with --exact: searches per decision where a search agent's probabilities are estimated",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help=f"league output folder (default {DEFAULT_LEAGUE_DIR}); with --exact, where to write {EXACT_RESULT}",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--save-replays", type=Path, metavar="DIR", help="save the episodes as replay files in DIR")
+    parser.add_argument(
+        "--save-replays-every", type=int, metavar="K", help="with --save-replays: every K-th episode only (default 1)"
+    )
+    return parser
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, through ``parser.error``, the combinations no run of the command accepts."""
+    if bool(args.agents) == bool(args.league):
+        which = "not both" if args.agents else "none were given"
+        parser.error(f"give the agents to evaluate, or --league AGENT AGENT ... ({which})")
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if args.league and args.save_replays:
+        parser.error("--save-replays works with a plain evaluation, not with --league")
+    if args.save_replays_every is not None and args.save_replays is None:
+        parser.error("--save-replays-every goes with --save-replays DIR: without it no replay is saved")
+    if args.out is not None and not (args.league or args.exact):
+        parser.error("--out goes with --league or --exact: a plain evaluation prints its result (use --json)")
+    if args.ray and _names_an_agent(args.ray):
+        parser.error(f"--ray took the agent {args.ray!r} for a cluster address: put --ray after the agents")
+    for name in ("rounds", "games", "workers", "save_replays_every"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+
+
+def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """A plain evaluation or a league, from checked arguments; prints the result, writes a
+    league's files, and returns the exit status. A Ctrl-C is reported (what was played, the
+    figures of the finished episodes) and raised again, for the command to end with.
+    """
+    if args.samples is not None:
+        parser.error("--samples goes with --exact")
+    episode = "game" if args.games else "round"
+    count = args.games or args.rounds or (200 if args.league else 1000)
+    if args.duplicate:
+        if not (args.games or args.rounds):
+            count = -(-count // args.players) * args.players  # the default, rounded up to whole deals
+        try:
+            check_duplicate_rounds(count, args.players, "--duplicate", "--games" if args.games else "--rounds")
+        except ValueError as err:
+            parser.error(str(err))
+    progress = not args.no_progress
+    workers = args.workers or 1
+    try:
+        cluster = None if args.ray is None else RayCluster(args.ray or None, args.workers, args.ray_timeout)
+    except ValueError as err:  # only the timeout can fail here (--workers was checked above)
+        parser.error(f"--ray-{err}")
+    # What a league and a plain evaluation share; the league passes it to every group.
+    common: dict[str, Any] = dict(
+        num_players=args.players,
+        rounds=count,
+        episode=episode,
+        seed=args.seed,
+        workers=workers,
+        progress=progress,
+        rules=args.rules,
+        ray=cluster,
+        duplicate=args.duplicate,
+    )
+    try:
+        if args.league:
+            table = league(args.league, **common)
+            paths = write_league(table, args.out or DEFAULT_LEAGUE_DIR)
+            if args.json:
+                print(json.dumps([asdict(e) for e in table], indent=2))
+            else:
+                print(league_markdown(table))
+                print("written: " + ", ".join(str(p) for p in paths))
+            return 0
+        result = evaluate(
+            args.agents, save_replays=args.save_replays, save_replays_every=args.save_replays_every or 1, **common
+        )
+    except (ValueError, OSError, RuntimeError) as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    except PlayInterrupted as stop:
+        _report_interruption(args, stop, episode)
+        raise
+    except KeyboardInterrupt:
+        print("\ninterrupted before any episode was played; nothing was written", file=sys.stderr)
+        raise
+    print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
+    return 0
+
+
+def _names_an_agent(value: str) -> bool:
+    """Whether a value given to ``--ray`` is an agent (``--ray`` before the agents swallows the first one)."""
+    return value.partition(":")[0] in AGENT_NAMES or value.endswith(CHECKPOINT_SUFFIXES) or Path(value).exists()
+
+
+def _report_interruption(args: argparse.Namespace, stop: PlayInterrupted, episode: str) -> None:
+    """Ctrl-C: say what was played; a plain evaluation shows the figures of the episodes
+    it finished (the first ones of the same seeded run; with duplicate deals, those of the
+    deals played in every seat rotation), a league writes nothing."""
+    unit = "rounds" if episode == "round" else "games"
+    counted = complete_deals(stop.records, args.players) if args.duplicate else stop.records
+    if args.league:
+        print(
+            f"\ninterrupted: the league was not finished, nothing was written to {args.out or DEFAULT_LEAGUE_DIR}",
+            file=sys.stderr,
+        )
+    elif not stop.records:
+        print(f"\ninterrupted before the first {unit[:-1]} ended; no figures", file=sys.stderr)
+    elif not counted:
+        print(
+            f"\ninterrupted after {len(stop.records)} of {stop.total} {unit}, before the first deal was played "
+            f"in every seat rotation; no figures",
+            file=sys.stderr,
+        )
+    else:
+        deals = f", {len(counted) // args.players} whole deals" if args.duplicate else ""
+        print(
+            f"\ninterrupted after {len(stop.records)} of {stop.total} {unit}; the figures cover the first "
+            f"{len(counted)} {unit} of the same run{deals} (rerun for the full count)",
+            file=sys.stderr,
+        )
+        result = summarize(counted, stop.labels, args.players, episode, args.seed, args.duplicate)
+        print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
+    if args.save_replays:
+        print(f"replays of the finished {unit} are in {args.save_replays}", file=sys.stderr)
