@@ -54,12 +54,12 @@ import numpy as np
 from numba import njit
 
 from .actions import NUM_ACTIONS
-from .retired_flags import retire_flag
 from .core import kernels, new_records
 from .core.layout import CURRENT, NUM_PLAYERS, RECORD_SIZE, ROUND_OVER, ROUND_WINNERS
 from .core.sampling import popcount
 from .interruptible import run_interruptibly
 from .observation import OBSERVATION_SIZE, SLICES
+from .retired_flags import retire_flag
 from .rules import Rules, resolve_rules
 
 #: Entries of an observation key are ``index * KEY_VALUE_RANGE + value``.

@@ -14,9 +14,9 @@ from conftest import BAD_SEEDS, edge_case_decks, ladder_edge_case_decks, table_s
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.aec import raw_env
 from loveletter_env.batched import BatchedIllegalActionError, BatchedLoveLetter
 from loveletter_env.cards import FULL_DECK, GUARD, PRINCESS
-from loveletter_env.env import raw_env
 from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
 from loveletter_env.rules import LADDER, resolve_rules
 
@@ -537,7 +537,7 @@ def test_cuda_direct_launch_packs_arguments_as_numba_does():
         direct = directs[name]
         ours = direct.pack(*args)
         numba_packed: list = []
-        views = [gpu.map_tensors(a, gpu.tensor_view) for a in args]
+        views = [gpu.tensor_view(a) if isinstance(a, torch.Tensor) else a for a in args]
         for argument_type, value in zip(direct.kernel.argument_types, views):
             direct.kernel._prepare_args(argument_type, value, 0, [], numba_packed)
         assert [type(v) for v in ours] == [type(v) for v in numba_packed], name
