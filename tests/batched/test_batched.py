@@ -537,7 +537,7 @@ def test_cuda_direct_launch_packs_arguments_as_numba_does():
         direct = directs[name]
         ours = direct.pack(*args)
         numba_packed: list = []
-        views = [gpu.tensor_view(a) if isinstance(a, torch.Tensor) else a for a in args]
+        views = [gpu.map_tensors(a, gpu.tensor_view) for a in args]
         for argument_type, value in zip(direct.kernel.argument_types, views):
             direct.kernel._prepare_args(argument_type, value, 0, [], numba_packed)
         assert [type(v) for v in ours] == [type(v) for v in numba_packed], name
