@@ -1,20 +1,23 @@
-"""Love Letter for reinforcement learning: rules engine, PettingZoo env, bots and wrappers."""
+"""Love Letter for reinforcement learning: rules engine, PettingZoo env, bots and wrappers.
+
+The names below load on first use, so ``import loveletter_env.cards`` (or ``actions``,
+``rules``, ``engine``) needs neither gymnasium, pettingzoo nor torch. ``loveletter_env.env``
+is PettingZoo's constructor, the function ``env`` of :mod:`loveletter_env.aec` (the module
+of the AEC env, with ``raw_env``), called as PettingZoo's own games are:
+``loveletter_env.env(num_players=2)``.
+"""
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from . import env as _env_module
-from .actions import NUM_ACTIONS, decode_action, describe_action, encode_action
-from .engine import GameState, IllegalActionError, legal_actions, new_game, start_round, step
-from .env import raw_env
-from .observation import OBSERVATION_SIZE, ObservationView, decode_observation, encode_observation
-from .rules import CLASSIC, PEGASUS, Rules
-
-if TYPE_CHECKING:  # for type checkers, loveletter_env.env is the constructor
-    from .env import env
+if TYPE_CHECKING:
+    from .actions import NUM_ACTIONS, decode_action, describe_action, encode_action
+    from .aec import env, raw_env
+    from .engine import GameState, IllegalActionError, legal_actions, new_game, start_round, step
+    from .observation import OBSERVATION_SIZE, ObservationView, decode_observation, encode_observation
+    from .rules import CLASSIC, PEGASUS, Rules
 
 __version__ = "0.1.0"
 
@@ -40,21 +43,38 @@ __all__ = [
     "step",
 ]
 
-
-class _CallableEnvModule(ModuleType):
-    """``loveletter_env.env`` is both the submodule (``loveletter_env.env.raw_env``,
-    ``help(loveletter_env.env)`` shows its env card) and, called, PettingZoo's constructor
-    ``loveletter_env.env(num_players=2, ...)``, which is ``loveletter_env.env.env``."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.env(*args, **kwargs)
-
-    def __reduce__(self) -> tuple[Any, tuple[str]]:  # pickled by name, as a function would be
-        return importlib.import_module, (self.__name__,)
+#: The module that defines each name of :data:`__all__`, imported when the name is first read.
+_HOMES = {
+    "actions": ("NUM_ACTIONS", "decode_action", "describe_action", "encode_action"),
+    "aec": ("env", "raw_env"),
+    "engine": ("GameState", "IllegalActionError", "legal_actions", "new_game", "start_round", "step"),
+    "observation": ("OBSERVATION_SIZE", "ObservationView", "decode_observation", "encode_observation"),
+    "rules": ("CLASSIC", "PEGASUS", "Rules"),
+}
+_NAMES = {name: f".{module}" for module, names in _HOMES.items() for name in names}
 
 
-# Importing the submodule made it the package's ``env`` attribute; it stays that, made callable.
-_env_module.__class__ = _CallableEnvModule
+def __getattr__(name: str) -> Any:
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
-# Registers "loveletter/LoveLetter-v0" (Gymnasium) and "loveletter/loveletter_v0" (PettingZoo).
-from .wrappers import registration as _registration  # noqa: E402,F401
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_NAMES})
+
+
+def _register_envs() -> None:
+    """Register "loveletter/LoveLetter-v0" (Gymnasium) and "loveletter/loveletter_v0" (PettingZoo)
+    where both libraries are installed; without them the rules and the engine still import."""
+    try:
+        from .wrappers import registration  # noqa: F401  (registers on import)
+    except ImportError as missing:
+        if (missing.name or "").partition(".")[0] not in ("gymnasium", "pettingzoo"):
+            raise
+
+
+_register_envs()

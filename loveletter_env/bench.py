@@ -25,9 +25,9 @@ from pettingzoo.utils import wrappers
 
 from . import engine
 from .actions import NUM_ACTIONS
+from .aec import OBSERVATION_HIGH, DeckShuffler
+from .aec import env as make_env
 from .core.sampling import GOLDEN, MIX1, MIX2
-from .env import OBSERVATION_HIGH, DeckShuffler
-from .env import env as make_env
 from .observation import OBSERVATION_SIZE
 
 

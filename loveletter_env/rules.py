@@ -49,7 +49,7 @@ def min_in_play(num_players: int) -> int:
 MIN_IN_PLAY = min_in_play(2)
 #: The largest token target. The target and every seat's tokens (never more than the target)
 #: are observation entries, and the observation space bounds every entry by 16
-#: (``loveletter_env.env.OBSERVATION_HIGH``) whatever the rules. The core's byte records
+#: (``loveletter_env.aec.OBSERVATION_HIGH``) whatever the rules. The core's byte records
 #: would hold up to 255: the space is the tighter limit.
 MAX_TOKENS_TO_WIN = 16
 

@@ -1,7 +1,7 @@
 """Everything that learns or measures Love Letter agents, in four wings. One module, one job.
 
 The commands are thin modules at the top (``python -m training.NAME``): ``selfplay``,
-``evaluate``, ``solve``, ``exploit``, ``curve``, ``play``, ``serve``, ``replay`` and
+``evaluate``, ``solve``, ``exploit``, ``curve``, ``sweep``, ``play``, ``serve``, ``replay`` and
 ``export``. Each runs the ``main`` of a module in a wing; ``evaluate`` picks between two
 (:mod:`~training.measure.evaluate_command`, and :mod:`~training.exploitability.exact_command`
 for ``--exact``).
@@ -16,13 +16,15 @@ The wings, each importing only the wings listed before it:
   :mod:`~training.learn.ppo` (the network and the update, readable top to bottom),
   :mod:`~training.learn.rollout`, :mod:`~training.learn.seating` (who sits in which seat),
   :mod:`~training.learn.metrics`, :mod:`~training.learn.config`, :mod:`~training.learn.checkpoint`
-  (safe checkpoint files, :func:`load_agent`), and what long runs need:
+  (safe checkpoint files, :func:`load_agent`), :mod:`~training.learn.search_space` (a hyperparameter
+  search's file), and what long runs need:
   :mod:`~training.learn.runtime` (devices, seeds, run folders), :mod:`~training.learn.interrupt`
   (Ctrl-C) and :mod:`~training.learn.compile_notice`;
 - :mod:`training.exploitability`: how exploitable an agent is: :mod:`~training.exploitability.cfr`
   (CFR+ and exact passes over :class:`loveletter_env.tree.GameTree`), :mod:`~training.exploitability.solver`,
   :mod:`~training.exploitability.exact_response`, :mod:`~training.exploitability.search_response`,
-  :mod:`~training.exploitability.learned_response` and :mod:`~training.exploitability.training_curve`;
+  :mod:`~training.exploitability.learned_response`, :mod:`~training.exploitability.training_curve` and
+  :mod:`~training.exploitability.sweep_study` (the hyperparameter search, on exact exploitability);
 - :mod:`training.apps`: what people use: :mod:`~training.apps.terminal`, :mod:`~training.apps.server`
   with :mod:`~training.apps.web`, :mod:`~training.apps.live_game` (one game loop for both),
   :mod:`~training.apps.narration` and :mod:`~training.apps.onnx`.

@@ -279,6 +279,17 @@ class _Node:
         self.stats: dict[tuple[int, int], list[float]] = {}
 
 
+def check_search_settings(iterations: Any, exploration: Any, model_noise: Any) -> tuple[int, float, float]:
+    """The settings the searches over sampled deals share (:class:`ISMCTSAgent` and the search
+    best response), checked: playouts per decision (at least 1), the UCB1 constant (at least
+    0) and the noise of the opponent model (0..1); a ``ValueError`` names a bad one."""
+    return (
+        check_int("iterations", iterations, low=1),
+        check_number("exploration", exploration, low=0),
+        check_number("model_noise", model_noise, 0, 1),
+    )
+
+
 class ISMCTSAgent(KeptCardSearchAgent):
     """Information-set MCTS over sampled deals.
 
@@ -313,11 +324,11 @@ class ISMCTSAgent(KeptCardSearchAgent):
         model_noise: float = 0.1,
     ):
         super().__init__(seed)
-        self.iterations = check_int("iterations", iterations, low=1)
-        self.exploration = check_number("exploration", exploration, low=0)
+        self.iterations, self.exploration, self.model_noise = check_search_settings(
+            iterations, exploration, model_noise
+        )
         self.width = check_int("width", width, low=0)
         self.tree_depth = check_int("tree_depth", tree_depth, low=1)
-        self.model_noise = check_number("model_noise", model_noise, 0, 1)
 
     def __repr__(self) -> str:
         return (

@@ -20,7 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from ..env import raw_env
+from ..aec import raw_env
 from .belief import BeliefAgent
 from .ismcts import ISMCTSAgent
 

@@ -50,9 +50,9 @@ import numpy as np
 from ..actions import ACTION_CARD, NUM_ACTIONS
 from ..core import kernels, layout, record_from_state
 from ..observation import OBSERVATION_SIZE, ObservationView
-from ..validation import check_int, check_number
+from ..validation import check_int
 from .guided import encode_view
-from .ismcts import deal_state, kept_and_drawn, sample_deal
+from .ismcts import check_search_settings, deal_state, kept_and_drawn, sample_deal
 from .kept_card import KeptCardSearchAgent
 from .opponent_model import play_likelihoods, view_legal_actions
 
@@ -164,9 +164,9 @@ class SearchBestResponse(KeptCardSearchAgent):
     ):
         super().__init__(seed)
         self.policy = target if isinstance(target, AgentPolicy) else AgentPolicy(target)
-        self.iterations = check_int("iterations", iterations, low=1)
-        self.exploration = check_number("exploration", exploration, low=0)
-        self.model_noise = check_number("model_noise", model_noise, 0, 1)
+        self.iterations, self.exploration, self.model_noise = check_search_settings(
+            iterations, exploration, model_noise
+        )
 
     def __repr__(self) -> str:
         return (

@@ -12,7 +12,7 @@ apart (perfect recall), so an agent without memory can play the printed game.
 The vector has one fixed shape for 2, 3 and 4 players. Seats in it are *relative* to
 the observer: offset 0 is the observer, offset 1 the next seat in turn order, and so on;
 offsets past the table are zero padding. Every entry is a small whole number in 0..16 (the
-bound of the env's observation space, ``loveletter_env.env.OBSERVATION_HIGH``): the AEC env
+bound of the env's observation space, ``loveletter_env.aec.OBSERVATION_HIGH``): the AEC env
 hands it out as float32, the batched engine stores it one byte per entry. The move record
 has 12 slots (:data:`MAX_MOVES`), the most moves a round can hold, so it never overflows.
 

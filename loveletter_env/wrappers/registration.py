@@ -31,7 +31,7 @@ def register_envs() -> None:
     try:
         pettingzoo.spec("aec", PETTINGZOO_ENV_ID)
     except PettingZooRegistryError:
-        pettingzoo.register("aec", PETTINGZOO_ENV_ID, entry_point="loveletter_env.env:env")
+        pettingzoo.register("aec", PETTINGZOO_ENV_ID, entry_point="loveletter_env.aec:env")
 
 
 register_envs()

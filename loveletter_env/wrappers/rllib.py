@@ -28,7 +28,7 @@ from gymnasium import spaces
 from pettingzoo.utils import BaseWrapper
 
 from ..actions import NUM_ACTIONS
-from ..env import env as make_aec_env
+from ..aec import env as make_aec_env
 from ._extras import require
 from .single_agent import LoveLetterGymEnv
 

@@ -22,8 +22,8 @@ import numpy as np
 from gymnasium import spaces
 
 from ..actions import NUM_ACTIONS
+from ..aec import OBSERVATION_HIGH, RESET_OPTIONS, check_reset_options, check_reset_seed, raw_env
 from ..agents.base import checked_act
-from ..env import OBSERVATION_HIGH, RESET_OPTIONS, check_reset_options, check_reset_seed, raw_env
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules
 from ..validation import is_int

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from pettingzoo.utils import BaseWrapper
 
-from ..env import env as make_aec_env
+from ..aec import env as make_aec_env
 from ._extras import require
 
 

@@ -12,6 +12,7 @@ from conftest import BAD_SEEDS, ROOT, act, deal_deck, make_env, start
 
 from loveletter_env import engine
 from loveletter_env.actions import ACTIONS
+from loveletter_env.aec import raw_env
 from loveletter_env.agents import AGENT_NAMES, ISMCTSAgent, determinize, make_agent
 from loveletter_env.agents.belief import hand_posterior, play_likelihood
 from loveletter_env.agents.ismcts import seat_view
@@ -28,7 +29,6 @@ from loveletter_env.cards import (
     PRINCE,
     PRINCESS,
 )
-from loveletter_env.env import raw_env
 from loveletter_env.observation import decode_observation, encode_observation
 
 SHIPPED_2P = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
@@ -44,6 +44,22 @@ def observation(state, seat: int) -> dict:
     if seat == state.current and not state.round_over:
         mask[list(engine.legal_actions(state))] = 1
     return {"observation": encode_observation(state, seat), "action_mask": mask}
+
+
+@pytest.mark.parametrize("name", AGENT_NAMES)
+def test_the_registry_lists_every_option_of_each_bot_s_class(name: str):
+    """``BOTS`` is what the web app offers: each bot's options there are exactly the keyword
+    options its class takes (in its order), so an option added to a class alone fails here."""
+    import inspect
+
+    from loveletter_env.agents import BOTS
+    from loveletter_env.validation import PLAYER_COUNTS
+
+    bot = BOTS[name]
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    parameters = inspect.signature(bot.factory).parameters.values()
+    assert tuple(bot.options) == tuple(p.name for p in parameters if p.name != "seed" and p.kind in named)
+    assert bot.description and set(bot.table_sizes) <= set(PLAYER_COUNTS)
 
 
 @pytest.mark.parametrize("num_players", [2, 3, 4])

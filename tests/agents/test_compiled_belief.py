@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from loveletter_env import engine
+from loveletter_env.aec import raw_env
 from loveletter_env.agents import ISMCTSAgent, ismcts_bench
 from loveletter_env.agents.belief import action_scores
 from loveletter_env.agents.compiled_belief import (
@@ -31,7 +32,6 @@ from loveletter_env.agents.opponent_model import play_likelihoods
 from loveletter_env.cards import FULL_DECK
 from loveletter_env.core import layout, record_from_state
 from loveletter_env.core.mt19937 import MT_WORDS
-from loveletter_env.env import raw_env
 from loveletter_env.rules import PRESETS
 
 # Every preset at every table it can be played at (a ladder rung: its own table size only).

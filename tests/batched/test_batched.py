@@ -14,9 +14,9 @@ from conftest import BAD_SEEDS, edge_case_decks, ladder_edge_case_decks, table_s
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.aec import raw_env
 from loveletter_env.batched import BatchedIllegalActionError, BatchedLoveLetter
 from loveletter_env.cards import FULL_DECK, GUARD, PRINCESS
-from loveletter_env.env import raw_env
 from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
 from loveletter_env.rules import LADDER, resolve_rules
 

@@ -1,5 +1,5 @@
 """docs/architecture.md against the code: every module listed, imports running down, no new
-circles, the picture current, and the files a new card or a rule option touches.
+circles, the picture current, and the files a new card, a rule option or a new bot touches.
 
 The page's tables are the one statement of the layers of ``loveletter_env`` and the wings of
 ``training``; ``scripts/architecture.py`` reads them and the import graph (with :mod:`ast`,
@@ -8,6 +8,7 @@ every import statement counted, inside functions too) for both the picture and t
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import sys
@@ -35,7 +36,9 @@ NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5}
 
 
 def _section(title: str) -> str:
-    found = re.search(rf"^{re.escape(title)}\n(.*?)(?=^##? )", PAGE + "\n## end", re.MULTILINE | re.DOTALL)
+    """The text under heading ``title``, up to the next heading of its level or a higher one."""
+    level = len(title) - len(title.lstrip("#"))
+    found = re.search(rf"^{re.escape(title)}\n(.*?)(?=^#{{1,{level}}} )", PAGE + "\n# end", re.MULTILINE | re.DOTALL)
     assert found, f"docs/architecture.md has no section {title!r}"
     return found[1]
 
@@ -151,6 +154,45 @@ def test_the_files_a_new_card_touches_are_the_listed_ones():
     listed = set(_table_paths(_section("### A new card")))
     assert naming - listed == set(), f"files name a card's constant but are not on the page: {sorted(naming - listed)}"
     assert listed - naming == set(), f"files on the page no longer name a card's constant: {sorted(listed - naming)}"
+
+
+def _code_strings(path: Path) -> set[str]:
+    """The string constants of a module's code: its docstrings left out, which only describe."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    documented = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, documented) and node.body and isinstance(node.body[0], ast.Expr)
+    }
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    }
+
+
+def test_the_files_a_new_bot_touches_are_the_listed_ones():
+    """A file whose code names every bot (as ``"rule"`` or ``"ismcts:..."``), or every search,
+    holds a list that a new bot joins: the page's table of the new bot's files is exactly them."""
+    from loveletter_env.agents import BOTS
+
+    searches = [name for name, bot in BOTS.items() if "iterations" in bot.options]
+
+    def names(strings: set[str], bots: list[str]) -> bool:
+        return all(any(s == bot or s.startswith(f"{bot}:") for s in strings) for bot in bots)
+
+    naming = set()
+    for folder in SOURCE_FOLDERS:
+        for path in (ROOT / folder).rglob("*.py"):
+            strings = _code_strings(path)
+            if names(strings, list(BOTS)) or names(strings, searches):
+                naming.add(path.relative_to(ROOT).as_posix())
+    listed = set(_table_paths(_section("### A new bot")))
+    assert naming - listed == set(), (
+        f"files list every bot or search but are not on the page: {sorted(naming - listed)}"
+    )
+    assert listed - naming == set(), f"files on the page no longer list every bot or search: {sorted(listed - naming)}"
 
 
 def test_the_browser_pages_that_name_cards_are_the_listed_ones():

@@ -19,11 +19,11 @@ from collections.abc import Iterator
 import pytest
 from conftest import ROOT
 
-import loveletter_env.env
+import loveletter_env.aec
 import loveletter_env.observation
 from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.aec import OBSERVATION_HIGH, raw_env
 from loveletter_env.cards import DECK_SIZE
-from loveletter_env.env import OBSERVATION_HIGH, raw_env
 from loveletter_env.observation import LAYOUT_SIZES, MAX_MOVES, OBSERVATION_SIZE, OBSERVATION_VERSION
 from loveletter_env.rules import CLASSIC
 from loveletter_env.validation import PLAYER_COUNTS
@@ -154,7 +154,7 @@ def test_the_move_record_s_slots_are_given_as_the_most_moves_a_round_holds():
     assert max(DECK_SIZE - 1 - CLASSIC.face_up_count(n) - n for n in PLAYER_COUNTS) == MAX_MOVES
     for text in (
         (ROOT / "docs" / "environment.md").read_text(encoding="utf-8"),
-        loveletter_env.env.__doc__,
+        loveletter_env.aec.__doc__,
         loveletter_env.observation.__doc__,
     ):
         flat = " ".join(str(text).split())
@@ -164,7 +164,7 @@ def test_the_move_record_s_slots_are_given_as_the_most_moves_a_round_holds():
 def test_the_checks_read_the_pages_and_the_docstrings_they_name():
     where = [place for place, _ in documentation()]
     assert "docs/environment.md" in where and "docs/api/env.md" in where and "README.md" in where
-    assert "loveletter_env/env.py:1" in where and "loveletter_env/tree.py:1" in where
+    assert "loveletter_env/aec.py:1" in where and "loveletter_env/tree.py:1" in where
     assert any(place.startswith("loveletter_env/observation/__init__.py:") for place in where)
 
 

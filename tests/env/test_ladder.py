@@ -20,6 +20,7 @@ from conftest import ROOT
 
 import loveletter_env
 from loveletter_env import engine
+from loveletter_env.aec import DeckShuffler
 from loveletter_env.batched import BatchedLoveLetter
 from loveletter_env.cards import (
     BARON,
@@ -36,7 +37,6 @@ from loveletter_env.cards import (
 from loveletter_env.core import kernels, new_records
 from loveletter_env.core.decks import deck_tables
 from loveletter_env.core.layout import CURRENT, ROUND_OVER
-from loveletter_env.env import DeckShuffler
 from loveletter_env.observation import OBSERVATION_SIZE, SLICES, decode_observation, encode_observation
 from loveletter_env.replay import ReplayError, rules_from_dict, rules_to_dict
 from loveletter_env.rules import (

@@ -35,6 +35,7 @@ from loveletter_env.actions import (
     PRINCESS_ACTION,
     encode_action,
 )
+from loveletter_env.aec import OBSERVATION_HIGH
 from loveletter_env.cards import (
     BARON,
     COUNTESS,
@@ -47,7 +48,6 @@ from loveletter_env.cards import (
     PRINCESS,
 )
 from loveletter_env.core import record_from_state
-from loveletter_env.env import OBSERVATION_HIGH
 from loveletter_env.rules import LADDER, MAX_TOKENS_TO_WIN, PRESETS
 
 NO_TARGET_ACTION = {GUARD: GUARD_NO_TARGET, PRIEST: PRIEST_NO_TARGET, BARON: BARON_NO_TARGET, KING: KING_NO_TARGET}

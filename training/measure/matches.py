@@ -35,10 +35,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from loveletter_env.aec import raw_env
 from loveletter_env.agents import Agent
 from loveletter_env.agents.base import checked_act
 from loveletter_env.agents.specs import AgentSpec, accepts_seed, agent_label, resolve_agent
-from loveletter_env.env import raw_env
 from loveletter_env.replay import AgentInfo, decision_details, save_replay
 from loveletter_env.validation import check_episode, check_int, check_num_players
 from loveletter_env.wrappers.recorder import RecordReplay

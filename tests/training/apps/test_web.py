@@ -13,6 +13,7 @@ TestClient = pytest.importorskip(
 ).TestClient
 
 
+from loveletter_env.agents import BOTS  # noqa: E402
 from loveletter_env.cards import CARD_COUNTS  # noqa: E402
 from loveletter_env.replay import MAX_REPLAY_BYTES, load_replay  # noqa: E402
 from training.apps.live_game import SEEN_GUESS_REASON  # noqa: E402
@@ -90,11 +91,53 @@ def test_pages_and_static_files(client):
 
 def test_meta_lists_bots_rules_cards_and_only_startup_checkpoints(client):
     meta = client.get("/api/meta").json()
-    assert [b["name"] for b in meta["opponents"]["bots"]] == ["random", "rule", "belief", "ismcts", "guided"]
+    assert [b["name"] for b in meta["opponents"]["bots"]] == list(BOTS)  # all of them: a checkpoint was given
     assert meta["opponents"]["checkpoints"] == ["ppo_2p"]
     assert "classic" in meta["rules"] and "pegasus" in meta["rules"]
     assert [c["copies"] for c in meta["cards"]] == [5, 2, 2, 2, 2, 1, 1, 1]
     assert meta["replays"] is True and meta["leaderboard"] is False
+
+
+def test_the_web_app_offers_every_bot_of_the_registry_as_it_describes_it(monkeypatch):
+    """A new bot is one entry of ``loveletter_env.agents.BOTS``: the Play page lists it with its
+    description, table sizes and options, a request builds it with checked options, and a
+    table size it does not play is refused by name (nothing hides it, nothing else to edit)."""
+    from loveletter_env.agents import Bot, BotOption, RuleAgent
+    from training.apps.web.games import OpponentCatalog, RequestError
+
+    class PatientBot(RuleAgent):
+        def __init__(self, seed=None, patience: int = 1):
+            super().__init__(seed)
+            self.patience = patience
+
+    monkeypatch.setitem(BOTS, "patient", Bot(PatientBot, "waits", {"patience": BotOption(int, 1, 3)}, (2, 3)))
+    catalog = OpponentCatalog({}, lambda path, seed: None)
+    offered = {bot["name"]: bot for bot in catalog.describe()["bots"]}
+    assert list(offered) == [name for name, bot in BOTS.items() if not bot.needs_checkpoint]
+    assert offered["patient"] == {
+        "name": "patient",
+        "description": "waits",
+        "table_sizes": [2, 3],
+        "options": ["patience"],
+        "allowed": {"patience": "a whole number in 1..3"},
+    }
+    agent = catalog.choose("patient:patience=2", 3).build(5)
+    assert isinstance(agent, PatientBot) and agent.patience == 2
+    with pytest.raises(RequestError, match=r"patient: option patience must be in 1..3, got 9"):
+        catalog.choose("patient:patience=9", 2)
+    with pytest.raises(RequestError, match=r"patient plays at tables of \[2, 3\] players, not 4"):
+        catalog.choose("patient", 4)
+
+
+def test_every_search_of_the_registry_has_its_cost_per_iteration():
+    """The web app bounds a request's work by the searches' measured cost: a bot whose
+    decisions cost by ``iterations`` needs its figures at every table size it plays."""
+    from training.apps.web.games import ITERATION_SECONDS
+
+    searches = [name for name, bot in BOTS.items() if "iterations" in bot.options]
+    assert searches
+    for name in searches:
+        assert set(BOTS[name].table_sizes) <= set(ITERATION_SECONDS[name]), name
 
 
 # Playing ----------------------------------------------------------------------------------

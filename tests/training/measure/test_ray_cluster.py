@@ -97,7 +97,7 @@ def test_a_checkpoint_travels_as_bytes_and_needs_no_file_on_the_worker(tmp_path)
 
 
 def make_observation() -> dict:
-    from loveletter_env.env import raw_env
+    from loveletter_env.aec import raw_env
 
     env = raw_env(num_players=2)
     env.reset(seed=3)

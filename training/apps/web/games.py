@@ -3,9 +3,9 @@
 :class:`HumanGame` is the terminal's :class:`~training.apps.live_game.LiveGame` (the person
 plays a move, the agents play until it is the person's turn again, every move narrated as
 the person's seat saw it) with an id, a lock and a view for the page; a finished game is
-saved as a replay. Opponents come from :class:`OpponentCatalog`: bot names with checked options, or
-checkpoints and solved policies registered when the server started (never a path from a
-request).
+saved as a replay. Opponents come from :class:`OpponentCatalog`: the bots of
+:data:`loveletter_env.agents.BOTS` with options checked against its ranges, or checkpoints
+and solved policies registered when the server started (never a path from a request).
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loveletter_env.agents import AGENT_NAMES, make_agent
-from loveletter_env.agents.guided import MAX_MARGIN, OPPONENT_MODELS, PLAY_READINGS, GuidedSearchAgent
-from loveletter_env.agents.ismcts import ISMCTSAgent
+from loveletter_env.agents import BOTS, CHECKPOINT, make_agent
 from loveletter_env.agents.specs import SOLVED, resolve_agent
 from loveletter_env.replay import Replay, safe_file_name, save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
@@ -32,52 +30,8 @@ from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int
 from training.apps.live_game import BotFailed, IllegalMove, LiveGame, NotNow, Opponent
 from training.apps.web.views import legal_moves, seat_name, state_view
 
-
-@dataclass(frozen=True)
-class BotOption:
-    """One option a request may give a bot: a whole number or a number in ``low..high``,
-    or one of ``choices`` (``kind`` is ``str``; for ``checkpoint`` a checkpoint offered at start-up)."""
-
-    kind: type | str
-    low: float = 0
-    high: float = 0
-    choices: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        if self.kind == "checkpoint":
-            return "a checkpoint offered at start-up"
-        if self.kind is str:
-            return "one of " + ", ".join(self.choices)
-        return f"{'a whole number' if self.kind is int else 'a number'} in {self.low:g}..{self.high:g}"
-
-
-#: Bot options a request may set, with the values allowed (the searches are the costly bots; see
-#: :data:`ITERATION_SECONDS` for the bound on their work).
-BOT_OPTIONS: dict[str, dict[str, BotOption]] = {
-    "random": {},
-    "rule": {},
-    "belief": {},
-    "ismcts": {
-        "iterations": BotOption(int, 1, 2000),
-        "width": BotOption(int, 0, 16),
-        "model_noise": BotOption(float, 0.0, 1.0),
-        "tree_depth": BotOption(int, 1, 4),
-        "exploration": BotOption(float, 0.0, 10.0),
-    },
-    "guided": {
-        "policy": BotOption("checkpoint"),
-        "iterations": BotOption(int, 1, 2000),
-        "width": BotOption(int, 0, 16),
-        "depth": BotOption(int, 1, 4),
-        "opponents": BotOption(str, choices=OPPONENT_MODELS),
-        "reading": BotOption(str, choices=PLAY_READINGS),
-        "model_noise": BotOption(float, 0.0, 1.0),
-        "margin": BotOption(float, 0.0, MAX_MARGIN),
-    },
-}
-#: The bots whose decisions cost in proportion to their ``iterations``.
-SEARCHES: dict[str, type] = {"ismcts": ISMCTSAgent, "guided": GuidedSearchAgent}
-#: CPU seconds one search iteration may cost, by search and table size: the 95th percentile
+#: CPU seconds one search iteration may cost, by search (a bot with an ``iterations`` option,
+#: whose decisions cost in proportion to it) and table size: the 95th percentile
 #: over the decisions of rounds against random moves (each decision's CPU time divided by its
 #: iterations), rounded up, as ``python -m training.apps.web.timings --costs`` measured it on the
 #: development machine, with the other options at their most costly (``width`` 0 or 16, the
@@ -144,9 +98,11 @@ def log_agent_failure(exc: BotFailed) -> None:
 def search_cost(bot: str, options: dict[str, Any], players: int) -> float:
     """The CPU seconds one decision of ``bot`` with ``options`` may take at ``players`` (see
     :data:`ITERATION_SECONDS`); 0 for the bots that do not search."""
-    if bot not in SEARCHES:
+    if "iterations" not in BOTS[bot].options:
         return 0.0
-    defaults = inspect.signature(SEARCHES[bot]).parameters
+    if bot not in ITERATION_SECONDS:  # a new search, offered before its cost was measured
+        raise RequestError(f"{bot}: the server knows no cost of its iterations (ITERATION_SECONDS)", 500)
+    defaults = inspect.signature(BOTS[bot].factory).parameters
 
     def setting(name: str) -> Any:
         return options.get(name, defaults[name].default)
@@ -183,8 +139,9 @@ class OpponentCatalog:
         self.policies = dict(policies or {})
 
     def bots(self) -> list[str]:
-        """The bots on offer (``guided`` needs a checkpoint for its network)."""
-        return [name for name in AGENT_NAMES if name in BOT_OPTIONS and (name != "guided" or self.checkpoints)]
+        """The bots on offer: every bot of the registry, those that need a network (``guided``)
+        when a checkpoint was given at start-up."""
+        return [name for name, bot in BOTS.items() if self.checkpoints or not bot.needs_checkpoint]
 
     def describe(self) -> dict[str, Any]:
         """What the Play page offers."""
@@ -192,8 +149,10 @@ class OpponentCatalog:
             "bots": [
                 {
                     "name": name,
-                    "options": sorted(BOT_OPTIONS[name]),
-                    "allowed": {key: option.describe() for key, option in sorted(BOT_OPTIONS[name].items())},
+                    "description": BOTS[name].description,
+                    "table_sizes": list(BOTS[name].table_sizes),
+                    "options": sorted(BOTS[name].options),
+                    "allowed": {key: option.describe() for key, option in sorted(BOTS[name].options.items())},
                 }
                 for name in self.bots()
             ],
@@ -237,7 +196,7 @@ class OpponentCatalog:
         if text.startswith(SOLVED_PREFIX):
             return self._solved(text[len(SOLVED_PREFIX) :])
         name = text[len(CHECKPOINT_PREFIX) :] if text.startswith(CHECKPOINT_PREFIX) else text
-        if text.startswith(CHECKPOINT_PREFIX) or (text in self.checkpoints and text not in BOT_OPTIONS):
+        if text.startswith(CHECKPOINT_PREFIX) or (text in self.checkpoints and text not in BOTS):
             if name not in self.checkpoints:
                 offered = sorted(self.checkpoints) or "none were given at start-up"
                 raise RequestError(f"unknown checkpoint {_shown(name)}; the server offers {offered}")
@@ -251,14 +210,17 @@ class OpponentCatalog:
                 f"unknown opponent {_shown(bot)}; choose one of {self.bots()}, or a checkpoint "
                 f"({sorted(self.checkpoints) or 'none were given at start-up'})"
             )
+        if players not in BOTS[bot].table_sizes:
+            raise RequestError(f"{bot} plays at tables of {list(BOTS[bot].table_sizes)} players, not {players}")
         options = self._options(bot, option_text)
-        if bot == "guided":
-            options.setdefault("policy", self.default_policy(players))
-            policy = self.checkpoints[options["policy"]]
-            agent_options = {**options, "policy": policy}
-            build = self._checkpoint_build(options["policy"], lambda seed: make_agent(bot, seed=seed, **agent_options))
-        else:
-            build = lambda seed: make_agent(bot, seed=seed, **options)  # noqa: E731
+        # A network option names a checkpoint offered at start-up; the agent is given its path.
+        networks = [key for key, option in BOTS[bot].options.items() if option.kind == CHECKPOINT]
+        for key in networks:
+            options.setdefault(key, self.default_policy(players))
+        agent_options = {**options, **{key: self.checkpoints[options[key]] for key in networks}}
+        build: Callable[[int], Any] = lambda seed: make_agent(bot, seed=seed, **agent_options)  # noqa: E731
+        for key in networks:
+            build = self._checkpoint_build(options[key], build)
         return OpponentChoice(bot, text, options, build, search_cost(bot, options, players))
 
     def _solved(self, name: str) -> OpponentChoice:
@@ -271,7 +233,7 @@ class OpponentCatalog:
         return OpponentChoice(SOLVED, spec, {}, build, rules=policy.rules)
 
     def _options(self, bot: str, text: str) -> dict[str, Any]:
-        allowed = BOT_OPTIONS[bot]
+        allowed = BOTS[bot].options
         options: dict[str, Any] = {}
         for item in filter(None, (s.strip() for s in text.split(","))):
             key, eq, raw = (part.strip() for part in item.partition("="))
@@ -279,7 +241,7 @@ class OpponentCatalog:
                 names = sorted(allowed) or "none"
                 raise RequestError(f"{bot}: bad option {_shown(item)}; options are key=value with keys {names}")
             option = allowed[key]
-            if option.kind == "checkpoint":
+            if option.kind == CHECKPOINT:
                 if raw not in self.checkpoints:
                     raise RequestError(
                         f"{bot}: option {key} must be a checkpoint the server offers {sorted(self.checkpoints)}, "

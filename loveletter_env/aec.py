@@ -58,8 +58,8 @@ Version history:
   the move record after version 1's entries, which keep their places (a version 1 network
   reads that prefix: :func:`~loveletter_env.observation.observation_for_layout`).
 
-The module is also what the package's ``loveletter_env.env`` is: called, it builds the
-wrapped env (:func:`env`); its attributes are this module's (``loveletter_env.env.raw_env``).
+The package's ``loveletter_env.env`` is this module's :func:`env`, and ``loveletter_env.raw_env``
+its :class:`raw_env`, as PettingZoo's own games name theirs.
 """
 
 from __future__ import annotations

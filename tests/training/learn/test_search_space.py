@@ -1,0 +1,135 @@
+"""The hyperparameter search's file (training/learn/search_space.py): what it reads, and every
+mistake it names before a trial trains."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from conftest import ROOT
+
+from training.learn.config import ConfigError, load_config, to_dict
+from training.learn.search_space import load_search_space
+
+SPACE = """
+set:
+  env.rules: mini6
+  total_steps: 4096
+rules: mini6
+space:
+  ppo.learning_rate: {type: float, low: 1.0e-4, high: 1.0e-3, log: true}
+  model.hidden_sizes: {type: categorical, choices: [[16], [32, 32]]}
+"""
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "space.yaml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name", ["sweep_mini6.yaml", "sweep_mini7.yaml"])
+def test_the_shipped_search_files_read(name):
+    space = load_search_space(ROOT / "configs" / name)
+    assert space.rules in ("mini6", "mini7") and len(space.seeds) >= 3
+    assert space.report_points()[-1] == space.total_steps
+
+
+def test_a_trial_config_is_the_base_with_the_values_and_the_run(tmp_path):
+    space = load_search_space(write(tmp_path, SPACE))
+    assert space.report_points() == [512, 1024, 1536, 2048, 2560, 3072, 3584, 4096]
+    config = space.trial_config(
+        {"ppo.learning_rate": 3e-4, "model.hidden_sizes": "[32, 32]"}, 7, "seed_7", tmp_path / "trial"
+    )
+    assert config.ppo.learning_rate == 3e-4 and config.model.hidden_sizes == [32, 32]
+    assert (config.seed, config.run_name, config.out_dir) == (7, "seed_7", str(tmp_path / "trial"))
+    assert config.env.rules == ["mini6"] and config.total_steps == 4096
+
+
+def test_one_entry_of_a_list_is_searched(tmp_path):
+    path = write(
+        tmp_path,
+        """
+        set: {env.rules: [mini6, mini7], env.rules_weights: [1.0, 1.0]}
+        rules: mini7
+        space:
+          env.rules_weights[0]: {type: float, low: 0.1, high: 4.0, log: true}
+        """,
+    )
+    config = load_search_space(path).trial_config({"env.rules_weights[0]": 0.25}, 0, "r", tmp_path)
+    assert config.env.rules_weights == [0.25, 1.0]
+
+
+def test_the_command_line_replaces_the_files_keys(tmp_path):
+    space = load_search_space(
+        write(tmp_path, SPACE), overrides={"total_steps": 2000}, seeds=[3, 4, 5], trials=2, report_every=1000
+    )
+    assert (space.total_steps, space.seeds, space.trials, space.report_points()) == (2000, [3, 4, 5], 2, [1000, 2000])
+
+
+def test_a_base_config_file_is_read_under_the_set_keys(tmp_path):
+    base = tmp_path / "base.yaml"
+    base.write_text("ppo:\n  ent_coef: 0.007\nenv:\n  rules: mini7\n", encoding="utf-8")
+    space = load_search_space(write(tmp_path, f"config: {base}\n" + SPACE.replace("\nrules: mini6\n", "\n")))
+    assert space.base["ppo"]["ent_coef"] == 0.007 and space.base["env"]["rules"] == ["mini6"]
+    assert space.base == to_dict(load_config(base, ["env.rules=mini6", "total_steps=4096"]))
+
+
+@pytest.mark.parametrize(
+    ("space", "message"),
+    [
+        ("ppo.learnin_rate: {type: float, low: 0.1, high: 0.2}", "did you mean 'ppo.learning_rate'"),
+        ("ppo.learning_rate: {type: float, low: 0.01, high: 0.001}", "low must be below high"),
+        ("ppo.learning_rate: {type: float, low: 0, high: 0.1, log: true}", "log: true needs low above 0"),
+        ("ppo.learning_rate: {type: float, low: 1.0e-4, high: 2.0}", "ppo.learning_rate must be <= 1, got 2.0"),
+        ("ppo.update_epochs: {type: int, low: 1.5, high: 4}", "an int key needs whole numbers"),
+        ("ppo.update_epochs: {type: int, low: 0, high: 4}", "ppo.update_epochs must be >= 1, got 0"),
+        ("ppo.anneal_lr: {type: categorical}", "a categorical key needs choices"),
+        ("ppo.anneal_lr: {type: categorical, choices: [true, true]}", "choices must differ"),
+        ("ppo.anneal_lr: {type: categorical, choices: [true], low: 1}", "takes only choices"),
+        ("ppo.ent_coef: {type: float, low: 0.0, high: 0.1, scale: log}", "space['ppo.ent_coef'].scale"),
+        ("ppo.ent_coef: {type: normal, low: 0.0, high: 0.1}", "space['ppo.ent_coef'].type must be"),
+        ("seed: {type: int, low: 0, high: 9}", "'seed' cannot be searched: the sweep sets it"),
+        ("total_steps: {type: int, low: 1000, high: 9000}", "'total_steps' cannot be searched"),
+        ("env.rules_weights[3]: {type: float, low: 0.1, high: 1}", "env.rules_weights must be a list"),
+    ],
+)
+def test_a_bad_space_is_named_before_anything_trains(tmp_path, space, message):
+    path = write(tmp_path, SPACE.split("space:")[0] + "space:\n  " + space + "\n")
+    with pytest.raises(ConfigError, match="search file") as error:
+        load_search_space(path)
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rules: classic\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}", "rules must be a ladder rung"),
+        ("seeds: [0, 1]\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}", "seeds must hold at least 3 items"),
+        ("seeds: [0, 0, 1]\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}", "seeds must differ"),
+        ("set: {seed: 3}\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}", "'seed' is set by the sweep"),
+        ("set: {ppo.lr: 3}\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}", "unknown config key"),
+        ("space: {}", "space must hold at least 1 item"),
+        ("rules: mini6\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}\ntrails: 3", "trails"),
+        ("space: {ppo.ent_coef: {type: float, low: 0, high: 1}}", "say which rung the objective is measured on"),
+        (
+            "set: {env.rules: [mini6, mini7]}\nrules: mini7\n"
+            "space: {'env.rules_weights[2]': {type: float, low: 1, high: 2}}",
+            "env.rules_weights must be a list in the base config",
+        ),
+        (
+            "set: {env.rules: [mini6, mini7], env.rules_weights: [1, 1]}\nrules: mini7\n"
+            "space: {'env.rules_weights[2]': {type: float, low: 1, high: 2}}",
+            "env.rules_weights has 2 entries in the base config, so no entry [2]",
+        ),
+    ],
+)
+def test_a_bad_file_is_named(tmp_path, text, message):
+    with pytest.raises(ConfigError, match="search file") as error:
+        load_search_space(write(tmp_path, text))
+    assert message in str(error.value)
+
+
+def test_a_missing_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_search_space(tmp_path / "nowhere.yaml")
