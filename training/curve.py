@@ -3,6 +3,7 @@
 import sys
 
 from training.exploitability.training_curve import main
+from training.learn.interrupt import run_command
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_command(main, sys.argv[1:])

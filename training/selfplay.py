@@ -2,7 +2,8 @@
 
 import sys
 
+from training.learn.interrupt import run_command
 from training.learn.selfplay_command import main
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_command(main, sys.argv[1:])

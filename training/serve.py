@@ -3,6 +3,7 @@
 import sys
 
 from training.apps.server import main
+from training.learn.interrupt import run_command
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_command(main, sys.argv[1:])

@@ -81,7 +81,8 @@ def _ignore_stop_signals() -> None:
 
 
 def run_command(main: Callable[[list[str]], object], argv: Sequence[str]) -> None:
-    """Run a command line's ``main(argv)`` (a ``python -m`` module's last line).
+    """Run a command line's ``main(argv)`` (a ``python -m`` module's last line) and exit with
+    the status it returns when that is an ``int`` (0 for anything else: a report, a path).
 
     A command catches its own ``KeyboardInterrupt``, prints what it kept and calls
     :func:`exit_interrupted`; a second Ctrl-C that lands in that handler before it ends
@@ -93,12 +94,13 @@ def run_command(main: Callable[[list[str]], object], argv: Sequence[str]) -> Non
     previous_hook = sys.unraisablehook
     sys.unraisablehook = functools.partial(_resend_lost_ctrl_c, previous_hook)
     try:
-        main(list(argv))
+        status = main(list(argv))
     except KeyboardInterrupt as stop:
         print("\ninterrupted", file=sys.stderr)
         exit_interrupted(getattr(stop, "signum", signal.SIGINT))
     finally:
         sys.unraisablehook = previous_hook
+    sys.exit(status if type(status) is int else 0)
 
 
 def _resend_lost_ctrl_c(previous_hook: Callable[[Any], object], unraisable: Any) -> None:

@@ -333,3 +333,29 @@ def test_a_ctrl_c_that_python_drops_is_sent_again(tmp_path):
     )
     assert result.returncode == EXIT_INTERRUPTED, result.stderr
     assert result.stderr == "interrupted\n"
+
+
+@pytest.mark.parametrize(("returned", "status"), [("2", 2), ("0", 0), ("{'report': 1}", 0), ("None", 0)])
+def test_run_command_exits_with_the_status_main_returns(tmp_path, returned, status):
+    result = run_module(
+        tmp_path,
+        f"""
+        import sys
+        from training.learn.interrupt import run_command
+
+        run_command(lambda argv: {returned}, sys.argv[1:])
+        """,
+    )
+    assert result.returncode == status, result.stderr
+
+
+COMMANDS = sorted(p.stem for p in (ROOT / "training").glob("*.py") if p.stem != "__init__")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_line_runs_through_run_command(command):
+    # A command whose `python -m` line calls main() itself loses run_command's Ctrl-C
+    # handling: a second Ctrl-C, or one numba's start-up drops, ends it by the signal.
+    source = (ROOT / "training" / f"{command}.py").read_text()
+    main_block = source.split('if __name__ == "__main__":', 1)[1]
+    assert main_block.strip() == "run_command(main, sys.argv[1:])"
