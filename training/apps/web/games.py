@@ -26,7 +26,7 @@ from loveletter_env.agents import BOTS, CHECKPOINT, make_agent
 from loveletter_env.agents.specs import SOLVED, resolve_agent
 from loveletter_env.replay import Replay, safe_file_name, save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
-from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int
+from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int, shown
 from training.apps.live_game import BotFailed, IllegalMove, LiveGame, NotNow, Opponent
 from training.apps.web.views import legal_moves, seat_name, state_view
 
@@ -111,12 +111,6 @@ def search_cost(bot: str, options: dict[str, Any], players: int) -> float:
     return setting("iterations") * ITERATION_SECONDS[kind][players]
 
 
-def _shown(value: Any, limit: int = 60) -> str:
-    """``repr(value)``, cut to ``limit`` characters, for error messages that quote a request."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 class OpponentCatalog:
     """The opponents a request may name: bots (``"ismcts:iterations=300"``), the
     checkpoints given at start-up (``"checkpoint:<name>"``, or the plain name when no bot
@@ -191,7 +185,7 @@ class OpponentCatalog:
         if not isinstance(text, str) or not text or len(text) > MAX_SPEC_CHARS:
             raise RequestError(
                 f"an opponent is a bot name (with options: 'ismcts:iterations=300'), 'checkpoint:<name>', "
-                f"a checkpoint's name or 'solved:<name>', at most {MAX_SPEC_CHARS} characters; got {_shown(text)}"
+                f"a checkpoint's name or 'solved:<name>', at most {MAX_SPEC_CHARS} characters; got {shown(text)}"
             )
         if text.startswith(SOLVED_PREFIX):
             return self._solved(text[len(SOLVED_PREFIX) :])
@@ -199,7 +193,7 @@ class OpponentCatalog:
         if text.startswith(CHECKPOINT_PREFIX) or (text in self.checkpoints and text not in BOTS):
             if name not in self.checkpoints:
                 offered = sorted(self.checkpoints) or "none were given at start-up"
-                raise RequestError(f"unknown checkpoint {_shown(name)}; the server offers {offered}")
+                raise RequestError(f"unknown checkpoint {shown(name)}; the server offers {offered}")
             path = self.checkpoints[name]
             return OpponentChoice(
                 name, str(path), {}, self._checkpoint_build(name, lambda seed: self._load(path, seed))
@@ -207,7 +201,7 @@ class OpponentCatalog:
         bot, _, option_text = text.partition(":")
         if bot not in self.bots():
             raise RequestError(
-                f"unknown opponent {_shown(bot)}; choose one of {self.bots()}, or a checkpoint "
+                f"unknown opponent {shown(bot)}; choose one of {self.bots()}, or a checkpoint "
                 f"({sorted(self.checkpoints) or 'none were given at start-up'})"
             )
         if players not in BOTS[bot].table_sizes:
@@ -226,7 +220,7 @@ class OpponentCatalog:
     def _solved(self, name: str) -> OpponentChoice:
         if name not in self.policies:
             offered = sorted(self.policies) or "none were given at start-up (--policies FILE)"
-            raise RequestError(f"unknown solved policy {_shown(name)}; the server offers {offered}")
+            raise RequestError(f"unknown solved policy {shown(name)}; the server offers {offered}")
         policy = self.policies[name]
         spec = f"{SOLVED}:path={policy.path}"
         build = self._checkpoint_build(name, lambda seed: resolve_agent(spec, seed=seed), "solved policy")
@@ -239,19 +233,19 @@ class OpponentCatalog:
             key, eq, raw = (part.strip() for part in item.partition("="))
             if not eq or key not in allowed:
                 names = sorted(allowed) or "none"
-                raise RequestError(f"{bot}: bad option {_shown(item)}; options are key=value with keys {names}")
+                raise RequestError(f"{bot}: bad option {shown(item)}; options are key=value with keys {names}")
             option = allowed[key]
             if option.kind == CHECKPOINT:
                 if raw not in self.checkpoints:
                     raise RequestError(
                         f"{bot}: option {key} must be a checkpoint the server offers {sorted(self.checkpoints)}, "
-                        f"got {_shown(raw)}"
+                        f"got {shown(raw)}"
                     )
                 options[key] = raw
                 continue
             if option.kind is str:
                 if raw not in option.choices:
-                    raise RequestError(f"{bot}: option {key} must be one of {list(option.choices)}, got {_shown(raw)}")
+                    raise RequestError(f"{bot}: option {key} must be one of {list(option.choices)}, got {shown(raw)}")
                 options[key] = raw
                 continue
             try:
@@ -265,7 +259,7 @@ class OpponentCatalog:
             ):
                 raise RequestError(
                     f"{bot}: option {key} must be {'a whole number' if option.kind is int else 'a number'}, "
-                    f"got {_shown(raw)}"
+                    f"got {shown(raw)}"
                 )
             if not option.low <= value <= option.high:
                 raise RequestError(f"{bot}: option {key} must be in {option.low:g}..{option.high:g}, got {raw}")
@@ -425,8 +419,7 @@ class GameStore:
                 self._games.move_to_end(game_id)
         if entry is None:
             raise RequestError(
-                f"no game with id {_shown(game_id, 40)} (unknown, finished long ago, or dropped when the server "
-                "restarted)",
+                f"no game with id {shown(game_id)} (unknown, finished long ago, or dropped when the server restarted)",
                 404,
             )
         return entry[0]
@@ -452,10 +445,10 @@ def check_new_game(body: Any, catalog: OpponentCatalog) -> dict[str, Any]:
         raise RequestError("the request body must be a JSON object")
     unknown = sorted(set(body) - {"players", "opponents", "rules", "length", "seat", "seed"})
     if unknown:
-        raise RequestError(f"unknown fields {_shown(unknown)}")
+        raise RequestError(f"unknown fields {shown(unknown)}")
     players = body.get("players", 2)
     if not is_int(players) or players not in PLAYER_COUNTS:
-        raise RequestError(f"players must be 2, 3 or 4, got {_shown(players)}")
+        raise RequestError(f"players must be 2, 3 or 4, got {shown(players)}")
     opponents = body.get("opponents", ["belief"])
     if not isinstance(opponents, list) or not opponents:
         raise RequestError("opponents must be a non-empty list")
@@ -466,7 +459,7 @@ def check_new_game(body: Any, catalog: OpponentCatalog) -> dict[str, Any]:
     check_work(choices, players)
     rules = body.get("rules", "classic")
     if not isinstance(rules, str) or rules not in PRESETS:
-        raise RequestError(f"rules must be one of {sorted(PRESETS)}, got {_shown(rules)}")
+        raise RequestError(f"rules must be one of {sorted(PRESETS)}, got {shown(rules)}")
     try:
         check_rules_for_table(rules, players)
     except ValueError as error:
@@ -479,13 +472,13 @@ def check_new_game(body: Any, catalog: OpponentCatalog) -> dict[str, Any]:
             )
     length = body.get("length", "game")
     if not isinstance(length, str) or length not in EPISODE_KINDS:
-        raise RequestError(f"length must be 'round' or 'game', got {_shown(length)}")
+        raise RequestError(f"length must be 'round' or 'game', got {shown(length)}")
     seat = body.get("seat", 0)
     if not is_int(seat) or not 0 <= seat < players:
-        raise RequestError(f"seat must be a seat in 0..{players - 1}, got {_shown(seat)}")
+        raise RequestError(f"seat must be a seat in 0..{players - 1}, got {shown(seat)}")
     seed = body.get("seed")
     if seed is None:
         seed = secrets.randbelow(2**31)
     elif not is_int(seed) or not 0 <= seed < 2**63:
-        raise RequestError(f"seed must be a non-negative whole number, got {_shown(seed)}")
+        raise RequestError(f"seed must be a non-negative whole number, got {shown(seed)}")
     return {"opponents": choices, "num_players": players, "seat": seat, "rules": rules, "length": length, "seed": seed}
