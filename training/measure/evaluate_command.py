@@ -4,7 +4,7 @@ evaluations and leagues it runs.
 It plays a lineup (:func:`training.measure.evaluation.evaluate`, which says how seats, seeds
 and duplicate deals work) or a league (``--league a b c``: every group plays and the agents are
 rated on all the episodes at once, written as a Markdown table, a CSV file and a PNG bar
-chart; :mod:`training.measure.league`). ``--exact``, a head-to-head on a ladder rung worked
+chart; :mod:`training.measure.league`). ``--exact``, agents' scores on a ladder rung worked
 out rather than played, is :mod:`training.exploitability.exact_command`'s, as it needs the
 wing above this one; :mod:`training.evaluate` picks which runs.
 """
@@ -47,14 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
         "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --ray HEAD:6379\n"
         "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --duplicate\n"
         "  python -m training.evaluate --league random rule belief --out runs/league-3bots\n"
-        "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt rule --exact --rules mini8",
+        "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt rule --exact --rules mini8\n"
+        "  python -m training.evaluate rule belief random --exact --rules mini6_3p",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("agents", nargs="*", help="one agent per lineup slot (the last fills the remaining seats)")
     parser.add_argument(
         "--league", nargs="+", metavar="AGENT", help="round robin between these agents, rated on all its episodes"
     )
-    parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
+    parser.add_argument(
+        "--players", type=int, choices=(2, 3, 4), help="table size (default 2; with --exact, the rung's)"
+    )
     length = parser.add_mutually_exclusive_group()
     length.add_argument(
         "--rounds", type=int, help="play this many single rounds (default 1000; per group in a league: 200)"
@@ -94,8 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--exact",
         action="store_true",
-        help="on a ladder rung (--rules mini6 .. mini9), two agents: no play, the exact expected score over every "
-        "deal and every branch of both agents' policies, each agent in each seat",
+        help="on a ladder rung (--rules mini6 .. mini9, mini6_3p .. mini8_3p, mini7_4p, mini8_4p), one agent per "
+        "seat of the rung's table: no play, each agent's exact expected score over every deal and every branch of "
+        "every agent's policy, averaged over the rotations of the lineup round the table (slot i in seat "
+        "(i + r) %% n in rotation r, as a played evaluation seats them), so each agent plays each seat once",
     )
     parser.add_argument(
         "--samples",
@@ -146,6 +151,8 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     """
     if args.samples is not None:
         parser.error("--samples goes with --exact")
+    if args.players is None:  # --exact takes the rung's table size instead
+        args.players = 2
     episode = "game" if args.games else "round"
     count = args.games or args.rounds or (200 if args.league else 1000)
     if args.duplicate:
