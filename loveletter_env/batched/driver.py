@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import Any, Literal, overload
+from typing import Any
 
 import numpy as np
 import torch
@@ -205,36 +205,6 @@ class BatchedLoveLetter:
             self._current = first.clone()
         self._mask = mask
         return self._observe(self._current, None), mask
-
-    @overload
-    def step(
-        self,
-        actions: torch.Tensor,
-        out: torch.Tensor | None = None,
-        *,
-        mask_out: torch.Tensor | None = None,
-        info: Literal[True] = True,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]: ...
-
-    @overload
-    def step(
-        self,
-        actions: torch.Tensor,
-        out: torch.Tensor | None = None,
-        *,
-        mask_out: torch.Tensor | None = None,
-        info: Literal[False],
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, None]: ...
-
-    @overload
-    def step(
-        self,
-        actions: torch.Tensor,
-        out: torch.Tensor | None = None,
-        *,
-        mask_out: torch.Tensor | None = None,
-        info: bool,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any] | None]: ...
 
     def step(
         self,

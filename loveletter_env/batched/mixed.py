@@ -13,7 +13,7 @@ batch: game ``g`` is always played under ``game_rules[g]``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, overload
+from typing import Any
 
 import numpy as np
 import torch
@@ -165,26 +165,6 @@ class MixedRulesBatched:
             obs[block] = o
             masks.append(m)
         return obs, torch.cat(masks)
-
-    @overload
-    def step(
-        self,
-        actions: torch.Tensor,
-        out: torch.Tensor | None = None,
-        *,
-        mask_out: torch.Tensor | None = None,
-        info: Literal[True] = True,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]: ...
-
-    @overload
-    def step(
-        self,
-        actions: torch.Tensor,
-        out: torch.Tensor | None = None,
-        *,
-        mask_out: torch.Tensor | None = None,
-        info: Literal[False],
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, None]: ...
 
     def step(
         self,
