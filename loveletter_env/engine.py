@@ -439,11 +439,11 @@ def step(state: GameState, action: int) -> TurnEvent:
                 knowledge.on_guard_missed(state, target, guess)
         elif card == PRIEST:
             target_card = hands[target]
-            knowledge.learn(state, player, target, target_card)
+            knowledge.reveal_card(state, player, target, target_card)
         elif card == BARON:
             actor_card, target_card = hands[player], hands[target]
-            knowledge.learn(state, player, target, target_card)
-            knowledge.learn(state, target, player, actor_card)
+            knowledge.reveal_card(state, player, target, target_card)
+            knowledge.reveal_card(state, target, player, actor_card)
             if actor_card < target_card:
                 discarded = actor_card
                 _eliminate(state, player)

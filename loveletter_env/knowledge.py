@@ -37,7 +37,7 @@ def reset(tables: KnowledgeTables, num_players: int) -> None:
     tables.ruled_out = [0] * num_players
 
 
-def learn(tables: KnowledgeTables, observer: int, player: int, card: int) -> None:
+def reveal_card(tables: KnowledgeTables, observer: int, player: int, card: int) -> None:
     """``observer`` has seen that ``player`` holds ``card`` (Priest, Baron, King), and
     ``player`` knows it."""
     tables.known[observer][player] = card
@@ -95,5 +95,5 @@ def on_king_trade(tables: KnowledgeTables, actor: int, target: int, actor_card: 
         row[actor], row[target] = row[target], row[actor]
         seen_row[actor] = seen_row[target] = False
     tables.ruled_out[actor], tables.ruled_out[target] = tables.ruled_out[target], tables.ruled_out[actor]
-    learn(tables, actor, target, actor_card)
-    learn(tables, target, actor, target_card)
+    reveal_card(tables, actor, target, actor_card)
+    reveal_card(tables, target, actor, target_card)

@@ -157,7 +157,7 @@ def _wrap(seat, n):
 @njit(cache=True)
 def _reveal_card(r, observer, player, card):
     """``observer`` is shown ``player``'s ``card``, and ``player`` sees that it was
-    (:func:`loveletter_env.knowledge.learn`)."""
+    (:func:`loveletter_env.knowledge.reveal_card`)."""
     r[known_at(observer, player)] = card
     r[seen_at(observer, player)] = 1
 
