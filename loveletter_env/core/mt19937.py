@@ -9,10 +9,11 @@ release has, so that a seed deals the games it always dealt. torch draws those v
 a time (about 3 ns each, 12 ns a game); here the twist runs as vector code, tempering and
 the conversions too, on a copy of the state's bytes that the env keeps between steps and
 puts back into the generator whenever torch is to draw from it or someone reads it
-(``BatchedLoveLetter.generator``), so torch and this module take turns on one generator. Only the two draws the env makes are
-reproduced, both from one 32-bit output each: ``torch.rand`` (float32: the low 24 bits times
-2^-24) and ``torch.randint(high)`` for ``high`` < 2^32 (the output modulo ``high``).
-``tests/batched/test_batched.py`` checks values and final states against torch.
+(``BatchedLoveLetter.generator``), so torch and this module take turns on one generator.
+Only the two draws the env makes are reproduced, both from one 32-bit output each:
+``torch.rand`` (float32: the low 24 bits times 2^-24) and ``torch.randint(high)`` for
+``high`` < 2^32 (the output modulo ``high``). ``tests/batched/test_batched.py`` checks
+values and final states against torch.
 
 **CPython** (``random.Random``, over ``getstate()[1]`` as uint32 [MT_WORDS + 1]). The compiled
 bots and search draw one output at a time, in place (:func:`genrand`, :func:`randbelow`), so
