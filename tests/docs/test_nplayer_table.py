@@ -1,0 +1,84 @@
+"""The exact NashConv table of the 3- and 4-player rungs on docs/solving.md: its cells are what
+``training.exploit --exact`` reports, and the page's table is the one its data gives.
+
+``scripts/nplayer_table.py`` measures the cells and writes the table and the picture; these tests
+load it as ``tests/docs/test_exploitability_plot.py`` loads its script.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+from conftest import ROOT
+
+from training import exploit
+
+_spec = importlib.util.spec_from_file_location("nplayer_table", ROOT / "scripts" / "nplayer_table.py")
+assert _spec is not None and _spec.loader is not None
+script = importlib.util.module_from_spec(_spec)
+sys.modules["nplayer_table"] = script
+_spec.loader.exec_module(script)
+
+RANDOM = script.ROWS[0]
+
+
+def _cell(row, rung, nash_conv, n):
+    return {"row": row, "rung": rung, "nash_conv": nash_conv, "exploitability": nash_conv / n}
+
+
+def test_a_measured_cell_is_what_the_exact_command_reports(tmp_path, capsys):
+    out = tmp_path / "cells.json"
+    [cell] = script.measure(["mini6_3p"], [RANDOM], out)
+    assert json.loads(out.read_text()) == [cell]
+    assert cell["command"] == "python -m training.exploit random --exact --rules mini6_3p --seed 0 --json"
+    assert exploit.main(cell["command"].split()[3:] + ["--no-progress"]) is not None
+    report = json.loads(capsys.readouterr().out)
+    for key in ("nash_conv", "exploitability", "gain", "profile_score"):
+        assert cell[key] == report[key], key
+    assert cell["seed"] == 0 and cell["exact_probabilities"] and cell["num_players"] == 3
+
+
+def test_the_table_writes_both_figures_and_marks_what_was_not_measured():
+    solved = script.ROWS[-1].label
+    cells = [_cell(RANDOM.label, "mini8_4p", 0.5, 4), _cell(solved, "mini6_3p", 0.0049593, 3)]
+    lines = script.table(cells).splitlines()
+    assert lines[0] == "| agent | `mini6_3p` | `mini7_3p` | `mini8_3p` | `mini7_4p` | `mini8_4p` |"
+    assert lines[2] == "| `random` | — | — | — | — | 0.5000 (0.1250) |"
+    assert lines[3] == f"| {solved} | 0.0050 (0.00165) | — | — | — | — |"
+    assert len(lines) == 4  # rows with no cell are left out
+
+
+def test_the_table_goes_between_its_own_markers_only():
+    page = f"a\n<!-- other -->\nx\n{script.END}\n{script.START}\nold\n{script.END}\nrest {script.END}\n"
+    assert script.with_table(page, "new") == (
+        f"a\n<!-- other -->\nx\n{script.END}\n{script.START}\nnew\n{script.END}\nrest {script.END}\n"
+    )
+    with pytest.raises(ValueError, match="the page has no table between"):
+        script.with_table("no markers", "new")
+
+
+def test_a_later_measurement_replaces_an_earlier_one(tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps([_cell("`rule`", "mini7_4p", 0.3, 4), _cell("`random`", "mini7_4p", 0.9, 4)]))
+    second.write_text(json.dumps([_cell("`rule`", "mini7_4p", 0.2, 4)]))
+    cells = script.merged([first, second])
+    assert [(c["row"], c["nash_conv"]) for c in cells] == [("`random`", 0.9), ("`rule`", 0.2)]
+
+
+def test_the_page_shows_the_committed_data_and_its_picture():
+    cells = script.merged([script.DATA])
+    page = script.PAGE.read_text(encoding="utf-8")
+    assert script.with_table(page, script.table(cells)) == page, "run python scripts/nplayer_table.py draw"
+    assert script.PICTURE.exists() and "assets/nplayer_exploitability.png" in page
+    for cell in cells:
+        assert abs(cell["exploitability"] * cell["num_players"] - cell["nash_conv"]) < 1e-12
+
+
+def test_the_picture_is_drawn(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "p.png"
+    script.draw([_cell(RANDOM.label, "mini6_3p", 0.38, 3), _cell(RANDOM.label, "mini8_4p", 0.5, 4)], path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
