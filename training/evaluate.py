@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from training.exploitability.exact_command import run_exact
 from training.learn.compile_notice import announce_kernel_compilation
-from training.learn.interrupt import exit_interrupted, run_command
+from training.learn.interrupt import EXIT_INTERRUPTED, run_command
 from training.measure.evaluate_command import build_parser, check_arguments, run_evaluation
 
 __all__ = ["build_parser", "main"]
@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run_evaluation(parser, args)
     except KeyboardInterrupt:  # run_evaluation has said what was played
-        exit_interrupted()
+        return EXIT_INTERRUPTED  # run_command ends the process by exit_interrupted
 
 
 if __name__ == "__main__":

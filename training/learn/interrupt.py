@@ -82,7 +82,8 @@ def _ignore_stop_signals() -> None:
 
 def run_command(main: Callable[[list[str]], object], argv: Sequence[str]) -> None:
     """Run a command line's ``main(argv)`` (a ``python -m`` module's last line) and exit with
-    the status it returns when that is an ``int`` (0 for anything else: a report, a path).
+    the status it returns when that is an ``int`` (0 for anything else: a report, a path); a
+    returned 130 (or 143) ends by :func:`exit_interrupted`, as a stop must.
 
     A command catches its own ``KeyboardInterrupt``, prints what it kept and calls
     :func:`exit_interrupted`; a second Ctrl-C that lands in that handler before it ends
@@ -100,6 +101,8 @@ def run_command(main: Callable[[list[str]], object], argv: Sequence[str]) -> Non
         exit_interrupted(getattr(stop, "signum", signal.SIGINT))
     finally:
         sys.unraisablehook = previous_hook
+    if type(status) is int and status - 128 in STOP_SIGNALS:
+        exit_interrupted(status - 128)  # a main that caught its stop and returned its status
     sys.exit(status if type(status) is int else 0)
 
 

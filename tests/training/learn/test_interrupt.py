@@ -335,7 +335,9 @@ def test_a_ctrl_c_that_python_drops_is_sent_again(tmp_path):
     assert result.stderr == "interrupted\n"
 
 
-@pytest.mark.parametrize(("returned", "status"), [("2", 2), ("0", 0), ("{'report': 1}", 0), ("None", 0)])
+@pytest.mark.parametrize(
+    ("returned", "status"), [("2", 2), ("0", 0), ("{'report': 1}", 0), ("None", 0), ("130", 130), ("143", 143)]
+)
 def test_run_command_exits_with_the_status_main_returns(tmp_path, returned, status):
     result = run_module(
         tmp_path,
