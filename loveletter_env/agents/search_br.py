@@ -9,19 +9,19 @@ decision with the agent's exact play in its model.
 At each of its decisions the search runs ``iterations`` walks from the current information
 set. Each walk:
 
-* samples a **determinization**: the other seat's kept card, the set-aside card and the draw
-  pile, from the unseen cards, as :func:`~loveletter_env.agents.ismcts.sample_deal` does. The
-  other seat's card is weighted by how likely *the agent* was to make its last play with each
-  candidate card (:func:`~loveletter_env.agents.opponent_model.play_likelihoods` with the agent's
-  own action probabilities as the model, plus a small ``model_noise`` floor because the view
-  of that past decision is rebuilt approximately);
+* samples a **determinization**: the other seats' kept cards, the set-aside card and the draw
+  pile, from the unseen cards, as :func:`~loveletter_env.agents.ismcts.sample_deal` does. Each
+  other seat's card is weighted by how likely *the agent* was to make that seat's last play with
+  each candidate card (:func:`~loveletter_env.agents.opponent_model.play_likelihoods` with the
+  agent's own action probabilities as the model, plus a small ``model_noise`` floor because the
+  view of that past decision is rebuilt approximately);
 * plays it out on a compiled-core record (:mod:`loveletter_env.core.kernels`): at the
   agent's decisions the walk **samples the agent's own policy**, evaluated on the observation
   the core writes for the agent's seat; at the search's own decisions it descends a tree of
   the search's information sets (keyed by the previous one, the action taken there and the
   observation now: perfect recall) by UCB1, adds one new information set per walk, and below
-  it both seats play the agent's policy;
-* backs up the search's score (1 for a win alone, ½ for a shared win, 0 for a loss).
+  it every seat plays the agent's policy;
+* backs up the search's score (1 for a win alone, 1/k for a win shared by k, 0 for a loss).
 
 Every root action is walked on the same deals with the same generator seeds (common random
 numbers), and the one with the highest total score is played; equals go to the action the
@@ -35,7 +35,8 @@ view of the agent recurs across walks. The agent's own memory of the round (what
 bots remember about the card they kept) is not replayed inside the walks: the model asks it
 as a fresh agent at each observation.
 
-Only two-player rounds are searched (the best response's exploitability is defined there).
+Rounds of 2, 3 and 4 players are searched: the search holds one seat and the agent every other
+one, the table at which a seat's best-response gain (and so NashConv) is defined.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ _DECK = layout.DECK
 _CURRENT = layout.CURRENT
 _ROUND_OVER = layout.ROUND_OVER
 _ROUND_WINNERS = layout.ROUND_WINNERS
+_NUM_PLAYERS = layout.NUM_PLAYERS
 _SEEN = layout.SEEN  # seat s has seen seat t's card: SEEN + s * MAX_SEATS + t (we are seat 0)
 
 #: The most observations :class:`AgentPolicy` keeps answers for before it starts afresh.
@@ -175,8 +177,6 @@ class SearchBestResponse(KeptCardSearchAgent):
         )
 
     def choose_by_search(self, observation: Mapping[str, Any], view: ObservationView, legal: list[int]) -> int:
-        if view.num_players != 2:
-            raise ValueError(f"a search best response plays 2-player rounds only; this one has {view.num_players}")
         # Where the walks cannot tell actions apart, play what the agent itself would here.
         mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         mask[legal] = 1
@@ -195,12 +195,16 @@ class SearchBestResponse(KeptCardSearchAgent):
         rng = self.rng
         old_card = self.memory.old_card(view)
         held = self.memory.last_kept(view)
-        likelihoods = {1: play_likelihoods(view, 1, held, self.model_noise, self.policy.play_probability)}
+        n = view.num_players
+        likelihoods = {
+            k: play_likelihoods(view, k, held, self.model_noise, self.policy.play_probability) for k in range(1, n)
+        }
         # Everything but the hidden cards is the same in every deal: one record, rewritten per deal.
-        hands = [kept_and_drawn(view)[0], view.known_cards[1]]
+        hands = [kept_and_drawn(view)[0]] + [view.known_cards[k] if view.in_round(k) else 0 for k in range(1, n)]
         base = record_from_state(deal_state(view, hands, _PLACEHOLDER_DECK, old_card))
-        # The agent's observation says whether we have seen its card; the determinized state omits it.
-        base[_SEEN + 1] = bool(view.known_cards[1])
+        # Each agent's observation says whether we have seen its card; the determinized state omits it.
+        for k in range(1, n):
+            base[_SEEN + k] = bool(view.known_cards[k])
         tree: dict[tuple[int, int, bytes], _InfoSet] = {}
         root = _InfoSet()
         scratch = _Scratch()
@@ -210,7 +214,7 @@ class SearchBestResponse(KeptCardSearchAgent):
             walk_seed = rng.getrandbits(64)
             for i, action in enumerate(candidates):
                 record = base.copy()
-                record[_HANDS : _HANDS + 2] = hands
+                record[_HANDS : _HANDS + n] = hands
                 record[_DECK : _DECK + len(deck)] = deck
                 totals[i] += self._walk(record, root, tree, [action], random.Random(walk_seed), scratch)
         return candidates[int(np.argmax(totals))]  # argmax keeps the first of equals
@@ -258,8 +262,8 @@ class SearchBestResponse(KeptCardSearchAgent):
             kernels.observe_into(record, seat, obs)
             kernels.legal_mask_into(record, mask)
             kernels.play(record, _sample(self.policy(obs, mask), rng))
-        w0, w1 = record[_ROUND_WINNERS], record[_ROUND_WINNERS + 1]
-        score = 1.0 if w0 and not w1 else (0.5 if w0 else 0.0)
+        winners = record[_ROUND_WINNERS : _ROUND_WINNERS + int(record[_NUM_PLAYERS])]
+        score = 1.0 / int(np.count_nonzero(winners)) if winners[0] else 0.0
         for node, action in path:
             node.visits[action] = node.visits.get(action, 0) + 1
             node.scores[action] = node.scores.get(action, 0.0) + score
