@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import random
+import signal
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -58,6 +60,24 @@ TINY_TRAINING = [
     "opponents.past=0.25",
     "opponents.bots=0.15",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _stop_signal_handlers_restored(request):
+    """Put back SIGINT's and SIGTERM's handlers after each test, and say which test moved them.
+
+    A command that is stopped ends by ``exit_interrupted``, which ignores both signals on its
+    way out of the process. A test that runs such a command in this process and catches its
+    ``SystemExit`` would leave them ignored, and every process a later test starts inherits
+    that: its Ctrl-C tests would wait in vain for a child that cannot hear the signal.
+    """
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    moved = [signum.name for signum, handler in before.items() if signal.getsignal(signum) is not handler]
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
+    if moved:
+        warnings.warn(f"{request.node.nodeid} left the handler of {', '.join(moved)} changed; put back", stacklevel=1)
 
 
 def table_sizes(spec: int | str, n: int) -> list[int]:
