@@ -62,6 +62,12 @@ TINY_TRAINING = [
 ]
 
 
+# A suite started as a background job (`pytest &` from a script) inherits Ctrl-C ignored,
+# and so would every command the Ctrl-C tests start: give it Python's usual handler back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True)
 def _stop_signal_handlers_restored(request):
     """Put back SIGINT's and SIGTERM's handlers after each test, and say which test moved them.
