@@ -72,10 +72,10 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 def _stop_signal_handlers_restored(request):
     """Put back SIGINT's and SIGTERM's handlers after each test, and say which test moved them.
 
-    A command that is stopped ends by ``exit_interrupted``, which ignores both signals on its
-    way out of the process. A test that runs such a command in this process and catches its
-    ``SystemExit`` would leave them ignored, and every process a later test starts inherits
-    that: its Ctrl-C tests would wait in vain for a child that cannot hear the signal.
+    A stopped command ends by ``exit_interrupted``, which ignores both signals on its way out
+    of the process. A test that ran such a command in this process and caught its
+    ``SystemExit`` would leave them ignored for every later test and the commands it starts
+    (a guard: no test does so today).
     """
     before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     yield
