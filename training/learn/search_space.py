@@ -1,6 +1,6 @@
 """A hyperparameter search's file: the base config, the keys every trial shares, and the space.
 
-``python -m training.sweep SPACE.yaml`` reads a file such as ``configs/sweep_mini6.yaml``::
+``python -m training.sweep SPACE.yaml`` reads a file such as ``configs/sweeps/sweep_mini6.yaml``::
 
     config: configs/mini8_mmd.yaml        # the base config (default: the built-in defaults)
     set:                                  # keys every trial shares, dotted as --set writes them

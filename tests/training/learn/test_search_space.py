@@ -30,7 +30,7 @@ def write(tmp_path, text: str):
 
 @pytest.mark.parametrize("name", ["sweep_mini6.yaml", "sweep_mini7.yaml"])
 def test_the_shipped_search_files_read(name):
-    space = load_search_space(ROOT / "configs" / name)
+    space = load_search_space(ROOT / "configs" / "sweeps" / name)
     assert space.rules in ("mini6", "mini7") and len(space.seeds) >= 3
     assert space.report_points()[-1] == space.total_steps
 
