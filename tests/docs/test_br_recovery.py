@@ -1,0 +1,40 @@
+"""The learned best responses' check on docs/agents-strength.md: ``scripts/br_recovery.py``
+summarises the measured cells (``docs/assets/br_recovery.json``) into the page's table and picture."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+from conftest import ROOT
+
+_spec = importlib.util.spec_from_file_location("br_recovery", ROOT / "scripts" / "br_recovery.py")
+assert _spec is not None and _spec.loader is not None
+script = importlib.util.module_from_spec(_spec)
+sys.modules["br_recovery"] = script
+_spec.loader.exec_module(script)
+
+DATA = ROOT / "docs" / "assets" / "br_recovery.json"
+
+
+def test_the_mean_and_its_t_interval_over_seeds():
+    cells = [{"target": "rule", "rules": "mini6", "steps": 10, "seed": s, "exact_gain_recovered": v} for s, v in
+             enumerate([0.8, 0.9, 1.0])]  # fmt: skip
+    [(steps, mean, low, high, seeds)] = script.summary(cells)[("rule", "mini6")]
+    # Standard deviation 0.1 over 3 seeds: half-width t(0.975, 2) * 0.1 / sqrt(3).
+    assert (steps, seeds) == (10, 3) and mean == pytest.approx(0.9)
+    assert high - mean == pytest.approx(mean - low) == pytest.approx(4.303 * 0.1 / 3**0.5)
+
+
+def test_the_page_quotes_every_measured_cell(capsys):
+    """Each line of the table the data gives stands on the page, figure for figure."""
+    cells = json.loads(DATA.read_text())
+    assert all(c["command"].startswith("python -m training.exploit ") for c in cells)
+    script.main(["draw", str(DATA), "--table"])
+    page = (ROOT / "docs" / "agents-strength.md").read_text()
+    for line in capsys.readouterr().out.splitlines()[2:]:
+        cells_of = [c.strip() for c in line.strip("|").split("|")]
+        rung_turns, mean = cells_of[1], cells_of[3].split(" ")[0]
+        assert any(rung_turns in row and mean in row for row in page.splitlines()), line
