@@ -22,6 +22,7 @@ TRAIN_COLUMNS = (
     "cpu_s",
     "turns_per_s",
     "learning_rate",
+    "ent_coef",  # the entropy bonus weight of this update (ppo.ent_coef_end anneals it)
     "learner_decisions",
     "policy_loss",
     "value_loss",

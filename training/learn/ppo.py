@@ -60,7 +60,12 @@ class PPOConfig(StrictModel):
         num_minibatches: minibatches per pass.
         clip_coef: PPO ratio clip range.
         clip_vloss: also clip the value update around the old value estimate.
-        ent_coef: entropy bonus weight.
+        ent_coef: entropy bonus weight (at the start of the run when ``ent_coef_end`` is set).
+        ent_coef_end: when set, the entropy weight moves linearly from ``ent_coef`` to this
+            over the run (each stage of a staged run), as ``anneal_lr`` moves the learning
+            rate. The entropy bonus makes the trained policy an equilibrium of a smoothed
+            game, exploitable by about its weight; ending it small keeps the early
+            exploration without that bias at the end. ``None``: constant.
         vf_coef: value loss weight.
         max_grad_norm: gradient-norm clip.
         norm_adv: normalise advantages within each minibatch.
@@ -83,6 +88,7 @@ class PPOConfig(StrictModel):
     clip_coef: Annotated[float, Field(gt=0)] = 0.2
     clip_vloss: bool = True
     ent_coef: Annotated[float, Field(ge=0)] = 0.02
+    ent_coef_end: Annotated[float, Field(ge=0)] | None = None
     vf_coef: Annotated[float, Field(ge=0)] = 0.5
     max_grad_norm: Annotated[float, Field(gt=0)] = 0.5
     norm_adv: bool = True
@@ -503,3 +509,11 @@ def learning_rate(cfg: PPOConfig, progress: float) -> float:
     if not cfg.anneal_lr:
         return cfg.learning_rate
     return cfg.learning_rate * max(0.0, 1.0 - progress)
+
+
+def entropy_coef(cfg: PPOConfig, progress: float) -> float:
+    """Entropy bonus weight once a fraction ``progress`` (0..1) of the run is done."""
+    if cfg.ent_coef_end is None:
+        return cfg.ent_coef
+    done = min(max(progress, 0.0), 1.0)
+    return cfg.ent_coef + (cfg.ent_coef_end - cfg.ent_coef) * done

@@ -34,7 +34,14 @@ from training.learn.config import ConfigError, TrainConfig, from_dict, save_conf
 from training.learn.interrupt import StopRequest
 from training.learn.metrics import MetricsLog, plot_learning_curve
 from training.learn.policy_agent import PolicyAgent
-from training.learn.ppo import ActorCritic, learning_rate, ppo_update, sample_actions, sample_with_log_prob
+from training.learn.ppo import (
+    ActorCritic,
+    entropy_coef,
+    learning_rate,
+    ppo_update,
+    sample_actions,
+    sample_with_log_prob,
+)
 from training.learn.rollout import RolloutBatch, RolloutBuffer
 from training.learn.runtime import claim_run_folder, derive_seed, pick_device
 from training.learn.seating import OpponentKind, OpponentPool, Seating
@@ -92,6 +99,9 @@ class SelfPlayTrainer:
         grow_pool: add snapshots of the learner every ``opponents.snapshot_every`` updates.
         env_factory: builds the batched env from ``BatchedLoveLetter``'s keyword arguments.
         progress: show a tqdm progress bar.
+        after_update: called with the trainer after each PPO update (its ``global_step`` and
+            ``model`` already moved on), before the update's metrics row; what it raises ends
+            :meth:`train` (a hyperparameter search stops a hopeless trial so).
     """
 
     def __init__(
@@ -103,8 +113,10 @@ class SelfPlayTrainer:
         grow_pool: bool = True,
         env_factory: EnvFactory = default_env_factory,
         progress: bool = True,
+        after_update: Callable[[SelfPlayTrainer], None] | None = None,
     ):
         self.config = config.validate()
+        self.after_update = after_update
         self.run_dir = Path(run_dir)
         self.device = pick_device(config.device)
         self.stopwatch = Stopwatch(self.device)
@@ -129,6 +141,7 @@ class SelfPlayTrainer:
         # Separate streams: acting (on the rollout device), minibatch order, opponent draws.
         self.act_gen = torch.Generator(device=self.device).manual_seed(derive_seed(seed, 1))
         self.update_gen = torch.Generator().manual_seed(derive_seed(seed, 2))
+        self._stage_progress = 0.0  # how far into its schedule stage the current update is
         self.rng = np.random.default_rng(derive_seed(seed, 3))
         self.pool = pool if pool is not None else OpponentPool(config.opponents.pool_size)
         self.opponent_model = copy.deepcopy(self.model).eval()
@@ -512,6 +525,8 @@ class SelfPlayTrainer:
                         break
                     continue  # rollouts this short resolved no decision yet: nothing to learn from
                 stats = self._learn(batch)
+                if self.after_update is not None:
+                    self.after_update(self)
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
                 finished = self.global_step >= cfg.total_steps
                 row = self._metrics_row(began, lr, len(batch), {**roll_stats, **stats})
@@ -550,7 +565,8 @@ class SelfPlayTrainer:
         """Enter the schedule stage due now and set its learning rate for this update; return it."""
         self._enter_stage()
         begin, end = self.config.stage_span(self.global_step)
-        lr = learning_rate(self.active.ppo, (self.global_step - begin) / (end - begin))
+        self._stage_progress = (self.global_step - begin) / (end - begin)
+        lr = learning_rate(self.active.ppo, self._stage_progress)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         return lr
@@ -558,9 +574,12 @@ class SelfPlayTrainer:
     def _learn(self, batch: RolloutBatch) -> dict[str, float]:
         """One PPO update on ``batch``; then the magnet and the opponent pool catch up when due."""
         ppo_cfg = self.active.ppo
+        if ppo_cfg.ent_coef_end is not None:
+            ppo_cfg = ppo_cfg.model_copy(update={"ent_coef": entropy_coef(ppo_cfg, self._stage_progress)})
         self.model.train()
         with self.stopwatch("update"):
             stats = ppo_update(self.model, self.optimizer, batch, ppo_cfg, self.update_gen, magnet=self.magnet)
+        stats["ent_coef"] = ppo_cfg.ent_coef
         self.update += 1
         if ppo_cfg.magnet_coef > 0 and self.update % ppo_cfg.magnet_every == 0:
             self.magnet.load_state_dict(self.model.state_dict())

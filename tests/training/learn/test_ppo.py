@@ -18,6 +18,7 @@ from training.learn.ppo import (
     RolloutBatch,
     action_log_prob,
     compute_gae,
+    entropy_coef,
     learning_rate,
     masked_entropy,
     masked_log_probs,
@@ -193,7 +194,18 @@ def test_learning_rate_schedule():
     assert learning_rate(PPOConfig(learning_rate=1e-3, anneal_lr=False), 0.9) == pytest.approx(1e-3)
 
 
-@pytest.mark.parametrize("field,value", [("learning_rate", 0.0), ("gamma", 1.5), ("clip_coef", -1), ("target_kl", 0)])
+def test_entropy_weight_moves_to_its_end_value_over_the_run():
+    cfg = PPOConfig(ent_coef=0.04, ent_coef_end=0.0)
+    assert entropy_coef(cfg, 0.0) == pytest.approx(0.04)
+    assert entropy_coef(cfg, 0.75) == pytest.approx(0.01)
+    assert entropy_coef(cfg, 1.0) == 0.0 and entropy_coef(cfg, 1.5) == 0.0
+    assert entropy_coef(PPOConfig(ent_coef=0.03), 0.9) == pytest.approx(0.03)  # no end value: constant
+    assert entropy_coef(PPOConfig(ent_coef=0.01, ent_coef_end=0.05), 0.5) == pytest.approx(0.03)
+
+
+@pytest.mark.parametrize(
+    "field,value", [("learning_rate", 0.0), ("gamma", 1.5), ("clip_coef", -1), ("target_kl", 0), ("ent_coef_end", -0.1)]
+)
 def test_bad_hyper_parameters_are_named(field, value):
     with pytest.raises(ValueError, match=field):
         PPOConfig(**{field: value}).validate()

@@ -52,6 +52,15 @@ def test_a_stage_changes_tables_opponents_and_learning_rate_from_its_turn(tmp_pa
     assert saved["schedule"] == [{"at_step": 128, "set": config.schedule[0].set}]
 
 
+def test_the_entropy_weight_anneals_within_each_stage_and_is_logged(tmp_path: Path):
+    stage = "schedule=[{at_step: 128, set: {ppo.ent_coef: 0.1, ppo.ent_coef_end: 0.0}}]"
+    main(args(tmp_path, "run_name=ent", "ppo.ent_coef=0.04", "ppo.ent_coef_end=0.02", "total_steps=384", stage))
+    with (tmp_path / "ent" / "metrics.csv").open(newline="") as f:
+        weights = [float(r["ent_coef"]) for r in csv.DictReader(f)]
+    # Stage 0 is one update at its start (0.04); stage 1's two updates start afresh at 0.1 and halve it.
+    assert weights == pytest.approx([0.04, 0.1, 0.05])
+
+
 @pytest.mark.parametrize(
     ("stage", "message"),
     [
