@@ -158,6 +158,11 @@ class ModelConfig(StrictModel):
         hidden_sizes: widths of the shared trunk's layers.
         init_from: a checkpoint (file or run folder) whose weights start the run, e.g. a
             2-player agent to fine-tune on mixed table sizes; its ``hidden_sizes`` must match.
+        average_from: from this fraction of ``total_steps`` on, the trainer also keeps the
+            running mean of the network's weights after every update, and that mean, not the
+            last weights, is the run's final network (``result.pt``). Self-play's last
+            weights wander around an equilibrium from update to update; their mean over the
+            run's tail sits nearer to it. ``None``: the last weights are the final network.
     """
 
     hidden_sizes: Annotated[
@@ -165,6 +170,7 @@ class ModelConfig(StrictModel):
         Field(min_length=1, max_length=MAX_HIDDEN_LAYERS),
     ] = [256, 256]
     init_from: PathText | None = None
+    average_from: Annotated[float, Field(ge=0, lt=1)] | None = None
 
 
 class OpponentConfig(StrictModel):

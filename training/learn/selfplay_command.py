@@ -159,10 +159,12 @@ def _report(summary: dict[str, Any], config: TrainConfig, run_dir: Path) -> None
             f"{label} {fig['win_rate']:.1%} (95% CI {fig['ci95'][0]:.1%}-{fig['ci95'][1]:.1%})"
             for label, fig in figures.items()
         )
-        why = f"the better of {compared} over {figures['latest.pt']['rounds']} more rounds vs {config.eval.best_by}"
+        rounds = next(iter(figures.values()))["rounds"]
+        why = f"the better of {compared} over {rounds} more rounds vs {config.eval.best_by}"
+        print(f"result: {result['path']} ({result['source']}: {why})")
     else:
-        why = "the final weights"
-    print(f"result: {result['path']} ({result['source']}: {why})")
+        source = "latest.pt: the final weights" if result["source"] == "latest.pt" else result["source"]
+        print(f"result: {result['path']} ({source})")
     print(
         f"  use it: python -m training.evaluate {shlex.quote(result['path'])} rule   |   extend the run: "
         f"python -m training.selfplay --resume {shlex.quote(str(run_dir))} --set total_steps=N"

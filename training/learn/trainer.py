@@ -148,6 +148,9 @@ class SelfPlayTrainer:
         # The policy that ppo.magnet_coef pulls towards (magnetic mirror descent); it follows
         # the learner every ppo.magnet_every updates.
         self.magnet = copy.deepcopy(self.model).eval()
+        # The running mean of the weights from model.average_from on: the run's final network.
+        self.average = copy.deepcopy(self.model).eval()
+        self.averaged_updates = 0
         self.update = 0
         self.global_step = 0
         self.best_score = -math.inf
@@ -185,6 +188,8 @@ class SelfPlayTrainer:
             "pool": self.pool.state(),
             "best_score": self.best_score,
             "magnet": self.magnet.state_dict(),
+            "average": self.average.state_dict(),
+            "averaged_updates": self.averaged_updates,
         }
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
@@ -219,6 +224,9 @@ class SelfPlayTrainer:
         self.pool.load_state(state["pool"], list(self.config.model.hidden_sizes), ckpt["observation_version"])
         self.best_score = float(state["best_score"])
         self.magnet.load_state_dict(state["magnet"] if "magnet" in state else self.model.state_dict())
+        self.averaged_updates = int(state.get("averaged_updates", 0))
+        if self.averaged_updates:
+            self.average.load_state_dict(state["average"])
         self.update = int(ckpt["update"])
         self.global_step = int(ckpt["global_step"])
 
@@ -245,9 +253,11 @@ class SelfPlayTrainer:
             )
         return model
 
-    def checkpoint_payload(self, with_training_state: bool = True) -> dict[str, Any]:
+    def checkpoint_payload(self, with_training_state: bool = True, model: ActorCritic | None = None) -> dict[str, Any]:
+        """The checkpoint of the run as it stands: the training weights (or ``model``'s), the
+        config and where the run is; with ``with_training_state``, all that resume needs."""
         payload = {
-            "model": model_payload(self.model),
+            "model": model_payload(self.model if model is None else model),
             "config": to_dict(self.config),
             "update": self.update,
             "global_step": self.global_step,
@@ -457,20 +467,22 @@ class SelfPlayTrainer:
         final weights are the result.
         """
         cfg = self.config.eval
-        payload = self.checkpoint_payload(with_training_state=False)
-        choice: dict[str, Any] = {"path": str(self.run_dir / "result.pt"), "source": "latest.pt", "figures": {}}
+        final = self.final_network()
+        payload = self.checkpoint_payload(with_training_state=False, model=final)
+        label = f"the mean of the last {self.averaged_updates} updates" if self.averaged_updates else "latest.pt"
+        choice: dict[str, Any] = {"path": str(self.run_dir / "result.pt"), "source": label, "figures": {}}
         best_path = self.run_dir / "best.pt"
         if cfg.every and cfg.final_rounds and best_path.is_file():
             best = load_checkpoint(best_path)
-            if int(best["update"]) != self.update:
+            if int(best["update"]) != self.update or self.averaged_updates:
                 seed = derive_seed(self.config.seed, 9, self.update) % 2**32
-                candidates = {"latest.pt": copy.deepcopy(self.model).to("cpu").eval(), "best.pt": build_model(best)}
+                candidates = {label: copy.deepcopy(final).to("cpu").eval(), "best.pt": build_model(best)}
                 results = {
-                    label: self._play_bots(model, cfg.best_by, cfg.final_rounds, seed, 0)
-                    for label, model in candidates.items()
+                    name: self._play_bots(model, cfg.best_by, cfg.final_rounds, seed, 0)
+                    for name, model in candidates.items()
                 }
-                choice["figures"] = {label: res.slot_figures(0) for label, res in results.items()}
-                if results["best.pt"].win_rate[0] > results["latest.pt"].win_rate[0]:
+                choice["figures"] = {name: res.slot_figures(0) for name, res in results.items()}
+                if results["best.pt"].win_rate[0] > results[label].win_rate[0]:
                     choice["source"], payload = "best.pt", best
         save_checkpoint(self.run_dir / "result.pt", payload)
         return choice
@@ -583,9 +595,30 @@ class SelfPlayTrainer:
         self.update += 1
         if ppo_cfg.magnet_coef > 0 and self.update % ppo_cfg.magnet_every == 0:
             self.magnet.load_state_dict(self.model.state_dict())
+        self._take_into_average()
         if self.grow_pool and self.update % self.active.opponents.snapshot_every == 0:
             self.pool.add(self.model, label=self.update)
         return stats
+
+    @torch.no_grad()
+    def _take_into_average(self) -> None:
+        """Add the weights of this update to the running mean, once ``model.average_from`` of
+        the run has been played (the first such update starts the mean afresh)."""
+        start = self.config.model.average_from
+        if start is None or self.global_step < start * self.config.total_steps:
+            return
+        self.averaged_updates += 1
+        weight = 1.0 / self.averaged_updates
+        for mean, now in zip(self.average.state_dict().values(), self.model.state_dict().values()):
+            if mean.is_floating_point():
+                mean.add_(now - mean, alpha=weight)
+            else:
+                mean.copy_(now)
+
+    def final_network(self) -> ActorCritic:
+        """The run's final network: the mean of the averaged updates' weights when
+        ``model.average_from`` has begun, else the training weights."""
+        return self.average if self.averaged_updates else self.model
 
     def _metrics_row(self, began: _Start, lr: float, decisions: int, stats: dict[str, Any]) -> dict[str, Any]:
         """The update's row of ``metrics.csv`` (evaluation columns are added when one ran)."""

@@ -126,3 +126,31 @@ def test_without_evaluations_the_final_weights_are_the_result(tmp_path: Path):
     assert summary["result"]["source"] == "latest.pt" and not summary["result"]["figures"]
     final = load_checkpoint(tmp_path / "plain" / "latest.pt")
     assert load_checkpoint(tmp_path / "plain" / "result.pt")["update"] == final["update"]
+
+
+def mean_of_snapshots(run: Path, updates: range) -> dict[str, torch.Tensor]:
+    states = [load_checkpoint(run / "snapshots" / f"update_{u:05d}.pt")["model"]["state_dict"] for u in updates]
+    return {name: sum(s[name] for s in states) / len(states) for name in states[0]}
+
+
+def test_the_mean_of_the_tail_weights_is_the_result(tmp_path: Path, capsys: pytest.CaptureFixture):
+    # Four updates of 128 turns; averaging starts at turn 256, after update 2: updates 2, 3, 4.
+    summary = main(args(tmp_path, "run_name=mean", "total_steps=512", "model.average_from=0.5"))
+    run = tmp_path / "mean"
+    assert summary["result"]["source"] == "the mean of the last 3 updates"
+    result = load_checkpoint(run / "result.pt")["model"]["state_dict"]
+    expected = mean_of_snapshots(run, range(2, 5))
+    assert all(torch.allclose(result[name], expected[name], atol=1e-6) for name in result)
+    last = load_checkpoint(run / "latest.pt")["model"]["state_dict"]
+    assert not all(torch.equal(result[name], last[name]) for name in result)
+    assert "(the mean of the last 3 updates)" in capsys.readouterr().out
+
+
+def test_a_resumed_run_continues_its_mean(tmp_path: Path):
+    # The mean starts at turn 96 of 384 (update 1); extended to 512 it goes on through update 4.
+    main(args(tmp_path, "run_name=halves", "total_steps=384", "model.average_from=0.25"))
+    summary = main(["--resume", str(tmp_path / "halves"), "--no-progress", "--set", "total_steps=512"])
+    assert summary["result"]["source"] == "the mean of the last 4 updates"
+    result = load_checkpoint(tmp_path / "halves" / "result.pt")["model"]["state_dict"]
+    expected = mean_of_snapshots(tmp_path / "halves", range(1, 5))
+    assert all(torch.allclose(result[name], expected[name], atol=1e-6) for name in result)

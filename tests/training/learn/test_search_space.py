@@ -28,7 +28,7 @@ def write(tmp_path, text: str):
     return path
 
 
-@pytest.mark.parametrize("name", ["sweep_mini6.yaml", "sweep_mini7.yaml"])
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "configs" / "sweeps").glob("*.yaml")))
 def test_the_shipped_search_files_read(name):
     space = load_search_space(ROOT / "configs" / "sweeps" / name)
     assert space.rules in ("mini6", "mini7") and len(space.seeds) >= 3
