@@ -376,15 +376,17 @@ def _check_weights(path: Path, weights: dict[Any, torch.Tensor], where: str) -> 
 
 
 def _check_training_networks(path: Path, training: Any) -> None:
-    """The networks kept for ``--resume`` (the opponent pool's snapshots, the magnet) pass the
-    checks the model's own weights pass; entries of another shape are left to resume to refuse."""
+    """The networks kept for ``--resume`` (the opponent pool's snapshots, the magnet, the running
+    mean of the weights) pass the checks the model's own weights pass; entries of another shape
+    are left to resume to refuse."""
     if not isinstance(training, dict):
         return
     pool = training.get("pool")
     snapshots = pool.get("snapshots") if isinstance(pool, dict) else None
     kept = [(f"training.pool.snapshots[{i}].", s) for i, s in enumerate(snapshots or []) if isinstance(s, dict)]
-    if isinstance(training.get("magnet"), dict):
-        kept.append(("training.magnet.", training["magnet"]))
+    for network in ("magnet", "average"):
+        if isinstance(training.get(network), dict):
+            kept.append((f"training.{network}.", training[network]))
     for where, weights in kept:
         _check_weights(path, {k: w for k, w in weights.items() if isinstance(w, torch.Tensor)}, where)
 

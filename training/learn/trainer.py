@@ -188,8 +188,12 @@ class SelfPlayTrainer:
             "pool": self.pool.state(),
             "best_score": self.best_score,
             "magnet": self.magnet.state_dict(),
-            "average": self.average.state_dict(),
-            "averaged_updates": self.averaged_updates,
+            # Only once it has begun: a run without model.average_from saves no second copy.
+            **(
+                {"average": self.average.state_dict(), "averaged_updates": self.averaged_updates}
+                if self.averaged_updates
+                else {}
+            ),
         }
 
     def _restore(self, ckpt: dict[str, Any]) -> None:

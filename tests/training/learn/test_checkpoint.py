@@ -259,6 +259,18 @@ def test_weights_that_are_not_finite_are_refused(tmp_path, saved, value):
         load_checkpoint(path)
 
 
+@pytest.mark.parametrize("network", ["magnet", "average"])
+def test_kept_training_networks_that_are_not_finite_are_refused(tmp_path, saved, network):
+    data = torch.load(saved, weights_only=True)
+    weights = {name: tensor.clone() for name, tensor in data["model"]["state_dict"].items()}
+    name = next(iter(weights))
+    weights[name].view(-1)[0] = math.nan
+    data["training"] = {network: weights}
+    path = save_checkpoint(tmp_path / f"{network}.pt", data)
+    with pytest.raises(CheckpointError, match=rf"not finite .* in training\.{network}\.{re.escape(name)}"):
+        load_checkpoint(path)
+
+
 @pytest.mark.parametrize("seed", [1.5, "1", True, None, -1, 2**64], ids=repr)
 def test_checkpoint_agents_refuse_bad_seeds_by_name(saved, seed):
     with pytest.raises(
