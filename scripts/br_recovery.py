@@ -1,4 +1,4 @@
-"""How much of an agent's exact exploitability a learned best response finds, against its budget.
+"""How much of an agent's exact exploitability a best response finds, against its budget.
 
 ``python scripts/br_recovery.py measure --out FILE.json`` trains learned best responses on a
 ladder rung (``--rules``, default ``mini6``) against each target (``--targets``), for each
@@ -12,10 +12,20 @@ Each command trains the best response, then scores its greedy policy exactly on 
 written to FILE.json as soon as it is measured (with its command, seed and time); a cell already
 in FILE.json is not measured again, so a stopped measurement resumes.
 
+With ``--search`` it plays the search best response instead, for each budget of walks a
+decision (``--iterations``)::
+
+    python -m training.exploit TARGET --search --rules RUNG --iterations I --seed S --rounds R --json --no-progress
+
+A search best response cannot be scored on the tree (it decides by sampling, decision by
+decision), so its gain is the sampled bound it plays, over ``R`` rounds of duplicate deals; the
+exact gain it is divided by comes from ``python -m training.exploit TARGET --exact --rules RUNG
+--json``, measured once per target and rung.
+
 ``python scripts/br_recovery.py draw FILE.json --out PICTURE.png`` draws the share of the exact
-gain recovered (``exact_gain_recovered``) against the budget, one line per target: the mean
-over the seeds with a 95% t interval, and each seed as a dot. ``--table`` prints the same as a
-Markdown table.
+gain recovered (``exact_gain_recovered``) against the budget, one line per target and rung (a
+panel per tool when both are measured): the mean over the seeds with a 95% t interval, and each
+seed as a dot. ``--table`` prints the same as Markdown tables, one per tool.
 """
 
 from __future__ import annotations
@@ -41,112 +51,205 @@ def _cell_name(target: str, rules: str, steps: int, seed: int) -> str:
     return f"br_{stem}_{rules}_{steps}_s{seed}"
 
 
+def tool_of(cell: dict[str, Any]) -> str:
+    """``"learned"`` or ``"search"`` (cells measured before the search was added are learned ones)."""
+    return str(cell.get("tool", "learned"))
+
+
+def budget_of(cell: dict[str, Any]) -> int:
+    """The cell's budget: training turns of a learned best response, walks a decision of a search one."""
+    return int(cell["iterations"] if tool_of(cell) == "search" else cell["steps"])
+
+
+def _run_json(command: list[str]) -> dict[str, Any]:
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    if result.returncode:
+        sys.exit(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr[-2000:]}")
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def _learned_cell(args: argparse.Namespace, target: str, steps: int, seed: int) -> dict[str, Any]:
+    name = _cell_name(target, args.rules, steps, seed)
+    command = [
+        sys.executable, "-m", "training.exploit", target, "--rules", args.rules,
+        "--steps", str(steps), "--seed", str(seed), "--rounds", str(args.rounds),
+        "--json", "--no-progress", "--set", f"out_dir={args.work}", "--run-name", name,
+    ]  # fmt: skip
+    began = time.perf_counter()
+    report = _run_json(command)
+    exact = report["exact"]
+    return {
+        "target": target,
+        "rules": args.rules,
+        "steps": steps,
+        "seed": seed,
+        "training_turns": report["training_turns"],
+        "exact_gain_recovered": exact["exact_gain_recovered"],
+        "gain": exact["gain"],
+        "exact_gain": exact["exact_gain"],
+        "best_response_value": exact["best_response_value"],
+        "win_rate": report["best_response_win_rate"],
+        "seconds": round(time.perf_counter() - began, 1),
+        "command": "python " + " ".join(command[1:]),
+    }
+
+
+def _search_cell(
+    args: argparse.Namespace, target: str, iterations: int, seed: int, exact: dict[str, Any]
+) -> dict[str, Any]:
+    command = [
+        sys.executable, "-m", "training.exploit", target, "--search", "--rules", args.rules,
+        "--iterations", str(iterations), "--seed", str(seed), "--rounds", str(args.rounds),
+        "--json", "--no-progress",
+    ]  # fmt: skip
+    began = time.perf_counter()
+    report = _run_json(command)
+    gain, exact_gain = report["exploitability_lower_bound"], exact["exploitability"]
+    low, high = report["exploitability_lower_bound_ci95"]
+    return {
+        "tool": "search",
+        "target": target,
+        "rules": args.rules,
+        "iterations": iterations,
+        "seed": seed,
+        "rounds": report["rounds"],
+        "exact_gain_recovered": gain / exact_gain,
+        "recovered_ci95": [low / exact_gain, high / exact_gain],
+        "gain": gain,
+        "gain_ci95": [low, high],
+        "exact_gain": exact_gain,
+        "score": report["score"],
+        "seconds": round(time.perf_counter() - began, 1),
+        "command": "python " + " ".join(command[1:]),
+        "exact_command": exact["command"],
+    }
+
+
 def measure(args: argparse.Namespace) -> None:
     out = Path(args.out)
     cells: list[dict[str, Any]] = json.loads(out.read_text()) if out.is_file() else []
-    done = {(c["target"], c["rules"], c["steps"], c["seed"]) for c in cells}
-    for steps in args.steps:
+    tool = "search" if args.search else "learned"
+    done = {(tool_of(c), c["target"], c["rules"], budget_of(c), c["seed"]) for c in cells}
+    exact: dict[str, dict[str, Any]] = {}
+    for budget in args.iterations if args.search else args.steps:
         for seed in args.seeds:
             for target in args.targets:
-                if (target, args.rules, steps, seed) in done:
+                if (tool, target, args.rules, budget, seed) in done:
                     continue
-                name = _cell_name(target, args.rules, steps, seed)
-                command = [
-                    sys.executable, "-m", "training.exploit", target, "--rules", args.rules,
-                    "--steps", str(steps), "--seed", str(seed), "--rounds", str(args.rounds),
-                    "--json", "--no-progress", "--set", f"out_dir={args.work}", "--run-name", name,
-                ]  # fmt: skip
-                began = time.perf_counter()
-                result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
-                if result.returncode:
-                    sys.exit(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr[-2000:]}")
-                report = json.loads(result.stdout)
-                exact = report["exact"]
-                cells.append(
-                    {
-                        "target": target,
-                        "rules": args.rules,
-                        "steps": steps,
-                        "seed": seed,
-                        "training_turns": report["training_turns"],
-                        "exact_gain_recovered": exact["exact_gain_recovered"],
-                        "gain": exact["gain"],
-                        "exact_gain": exact["exact_gain"],
-                        "best_response_value": exact["best_response_value"],
-                        "win_rate": report["best_response_win_rate"],
-                        "seconds": round(time.perf_counter() - began, 1),
-                        "command": "python " + " ".join(command[1:]),
-                    }
-                )
+                if not args.search:
+                    cells.append(_learned_cell(args, target, budget, seed))
+                else:
+                    if target not in exact:
+                        command = [
+                            sys.executable,
+                            "-m",
+                            "training.exploit",
+                            target,
+                            "--exact",
+                            "--rules",
+                            args.rules,
+                            "--json",
+                        ]
+                        exact[target] = _run_json(command) | {"command": "python " + " ".join(command[1:])}
+                    cells.append(_search_cell(args, target, budget, seed, exact[target]))
                 out.write_text(json.dumps(cells, indent=1) + "\n")
-                print(f"{name}: recovered {exact['exact_gain_recovered']:.3f} ({cells[-1]['seconds']} s)", flush=True)
+                print(
+                    f"{tool} {target} {args.rules} {budget} s{seed}: recovered "
+                    f"{cells[-1]['exact_gain_recovered']:.3f} ({cells[-1]['seconds']} s)",
+                    flush=True,
+                )
 
 
-def summary(cells: Sequence[dict[str, Any]]) -> dict[tuple[str, str], list[tuple[int, float, float, float, int]]]:
-    """Per (target, rules): (steps, mean recovered, interval low, interval high, seeds) by budget."""
-    groups: dict[tuple[str, str], dict[int, list[float]]] = {}
+Summary = dict[tuple[str, str, str], list[tuple[int, float, float, float, int]]]
+
+
+def summary(cells: Sequence[dict[str, Any]]) -> Summary:
+    """Per (tool, target, rules): (budget, mean recovered, interval low, interval high, seeds) by budget."""
+    groups: dict[tuple[str, str, str], dict[int, list[float]]] = {}
     for c in cells:
-        groups.setdefault((c["target"], c["rules"]), {}).setdefault(c["steps"], []).append(c["exact_gain_recovered"])
-    rows: dict[tuple[str, str], list[tuple[int, float, float, float, int]]] = {}
-    for key, by_steps in groups.items():
-        for steps, values in sorted(by_steps.items()):
+        key = (tool_of(c), c["target"], c["rules"])
+        groups.setdefault(key, {}).setdefault(budget_of(c), []).append(c["exact_gain_recovered"])
+    rows: Summary = {}
+    for key, by_budget in groups.items():
+        for budget, values in sorted(by_budget.items()):
             mean = statistics.fmean(values)
             half = T_95[len(values) - 1] * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0
-            rows.setdefault(key, []).append((steps, mean, mean - half, mean + half, len(values)))
+            rows.setdefault(key, []).append((budget, mean, mean - half, mean + half, len(values)))
     return rows
+
+
+#: Per tool: the table's budget column, how a budget reads there, and the picture's x axis.
+BUDGETS = {
+    "learned": ("rung, turns", lambda b: f"{b / 1e6:g}M", "training turns of the best response"),
+    "search": ("rung, walks", lambda b: f"{b:,} walks", "walks a decision of the search best response"),
+}
+
+
+def _table(cells: Sequence[dict[str, Any]], rows: Summary, tool: str) -> None:
+    header, shown_budget, _ = BUDGETS[tool]
+    # "rung, turns" in one cell: a cell holding the rung alone reads as a figure table's row.
+    print(f"| target | {header} | seeds | recovered, mean (95% t interval) | each seed |")
+    print("| --- | --- | ---: | ---: | --- |")
+    for (kind, target, rules), points in rows.items():
+        if kind != tool:
+            continue
+        for budget, mean, low, high, seeds in points:
+            each = sorted(
+                (c["seed"], c["exact_gain_recovered"])
+                for c in cells
+                if (tool_of(c), c["target"], c["rules"], budget_of(c)) == (tool, target, rules, budget)
+            )
+            shown = ", ".join(f"{value:.1%}" for _, value in each)
+            print(
+                f"| `{target}` | `{rules}`, {shown_budget(budget)} | {seeds} | "
+                f"{mean:.1%} ({low:.1%}–{high:.1%}) | {shown} |"
+            )
 
 
 def draw(args: argparse.Namespace) -> None:
     cells = [c for path in args.files for c in json.loads(Path(path).read_text())]
     rows = summary(cells)
+    tools = [tool for tool in BUDGETS if any(key[0] == tool for key in rows)]
     if args.table:
-        # "rung, turns" in one cell: a cell holding the rung alone reads as a figure table's row.
-        print("| target | rung, turns | seeds | recovered, mean (95% t interval) | each seed |")
-        print("| --- | --- | ---: | ---: | --- |")
-        for (target, rules), points in rows.items():
-            for steps, mean, low, high, seeds in points:
-                each = sorted(
-                    (c["seed"], c["exact_gain_recovered"])
-                    for c in cells
-                    if (c["target"], c["rules"], c["steps"]) == (target, rules, steps)
-                )
-                shown = ", ".join(f"{value:.1%}" for _, value in each)
-                print(
-                    f"| `{target}` | `{rules}`, {steps / 1e6:g}M | {seeds} | "
-                    f"{mean:.1%} ({low:.1%}–{high:.1%}) | {shown} |"
-                )
+        for i, tool in enumerate(tools):
+            if i:
+                print()
+            _table(cells, rows, tool)
     if args.out:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        for i, ((target, rules), points) in enumerate(rows.items()):
-            # Each line a little to the side, so lines measured at the same budget stay apart.
-            nudge = 1 + 0.025 * (i - (len(rows) - 1) / 2)
-            budgets = [p[0] / 1e6 * nudge for p in points]
-            means = [p[1] for p in points]
-            errors = [[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]]
-            line = ax.errorbar(budgets, means, yerr=errors, marker="o", capsize=4, label=f"{target} on {rules}")
-            mine = [c for c in cells if (c["target"], c["rules"]) == (target, rules)]
-            ax.scatter(
-                [c["steps"] / 1e6 * nudge for c in mine],
-                [c["exact_gain_recovered"] for c in mine],
-                s=12,
-                alpha=0.5,
-                color=line[0].get_color(),
-            )
-        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
-        ax.axhline(0.8, color="grey", linewidth=0.8, linestyle=":")
-        ax.set_xscale("log")
-        ticks = sorted({c["steps"] / 1e6 for c in cells})
-        ax.set_xticks(ticks, [f"{t:g}M" for t in ticks])
-        ax.minorticks_off()
-        ax.set_xlabel("training turns of the best response")
-        ax.set_ylabel("share of the exact gain recovered")
-        ax.set_title("Learned best response against its exact value")
-        ax.legend(fontsize=7, loc="lower left")
+        fig, axes = plt.subplots(1, len(tools), figsize=(6.4 * len(tools), 4.0), squeeze=False)
+        for ax, tool in zip(axes[0], tools, strict=True):
+            mine_rows = {key: points for key, points in rows.items() if key[0] == tool}
+            for i, ((_, target, rules), points) in enumerate(mine_rows.items()):
+                # Each line a little to the side, so lines measured at the same budget stay apart.
+                nudge = 1 + 0.025 * (i - (len(mine_rows) - 1) / 2)
+                budgets = [p[0] * nudge for p in points]
+                means = [p[1] for p in points]
+                errors = [[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]]
+                line = ax.errorbar(budgets, means, yerr=errors, marker="o", capsize=4, label=f"{target} on {rules}")
+                mine = [c for c in cells if (tool_of(c), c["target"], c["rules"]) == (tool, target, rules)]
+                ax.scatter(
+                    [budget_of(c) * nudge for c in mine],
+                    [c["exact_gain_recovered"] for c in mine],
+                    s=12,
+                    alpha=0.5,
+                    color=line[0].get_color(),
+                )
+            ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+            ax.axhline(0.8, color="grey", linewidth=0.8, linestyle=":")
+            ax.set_xscale("log")
+            ticks = sorted({budget_of(c) for c in cells if tool_of(c) == tool})
+            ax.set_xticks(ticks, [BUDGETS[tool][1](t).replace(" walks", "") for t in ticks])
+            ax.minorticks_off()
+            ax.set_xlabel(BUDGETS[tool][2])
+            ax.set_ylabel("share of the exact gain recovered")
+            ax.set_title(f"{tool.capitalize()} best response against its exact value")
+            ax.legend(fontsize=7, loc="lower left")
         fig.tight_layout()
         fig.savefig(args.out, dpi=110)
         print(f"written: {args.out}")
@@ -155,13 +258,22 @@ def draw(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python scripts/br_recovery.py", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("measure", help="train and score the best responses")
+    run = commands.add_parser("measure", help="train and score the best responses (or play search ones)")
     run.add_argument("--out", required=True, help="the JSON file of measured cells (extended, resumed)")
     run.add_argument("--rules", default="mini6")
     run.add_argument("--targets", nargs="+", default=["rule", "checkpoints/shipped/ppo_2p.pt"])
     run.add_argument("--steps", nargs="+", type=int, default=[500_000, 1_000_000, 2_000_000])
     run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    run.add_argument("--rounds", type=int, default=200, help="played rounds of each tool's own evaluation")
+    run.add_argument("--search", action="store_true", help="play the search best response instead of training one")
+    run.add_argument(
+        "--iterations", nargs="+", type=int, default=[100, 400, 1600], help="with --search: the walks a decision"
+    )
+    run.add_argument(
+        "--rounds",
+        type=int,
+        default=200,
+        help="played rounds of each learned tool's own evaluation; with --search, the rounds it is scored on",
+    )
     run.add_argument("--work", default="runs/br_recovery", help="out_dir of the best responses' runs")
     show = commands.add_parser("draw", help="plot (and tabulate) measured cells")
     show.add_argument("files", nargs="+")

@@ -22,7 +22,7 @@ DATA = ROOT / "docs" / "assets" / "br_recovery.json"
 def test_the_mean_and_its_t_interval_over_seeds():
     cells = [{"target": "rule", "rules": "mini6", "steps": 10, "seed": s, "exact_gain_recovered": v} for s, v in
              enumerate([0.8, 0.9, 1.0])]  # fmt: skip
-    [(steps, mean, low, high, seeds)] = script.summary(cells)[("rule", "mini6")]
+    [(steps, mean, low, high, seeds)] = script.summary(cells)[("learned", "rule", "mini6")]
     # Standard deviation 0.1 over 3 seeds: half-width t(0.975, 2) * 0.1 / sqrt(3).
     assert (steps, seeds) == (10, 3) and mean == pytest.approx(0.9)
     assert high - mean == pytest.approx(mean - low) == pytest.approx(4.303 * 0.1 / 3**0.5)
