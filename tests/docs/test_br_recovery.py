@@ -38,3 +38,16 @@ def test_the_page_quotes_every_measured_cell(capsys):
         cells_of = [c.strip() for c in line.strip("|").split("|")]
         rung_turns, mean = cells_of[1], cells_of[3].split(" ")[0]
         assert any(rung_turns in row and mean in row for row in page.splitlines()), line
+
+
+def test_search_cells_are_summarised_apart_by_their_walks():
+    """A learned and a search best response against the same target on the same rung are two
+    lines, each over its own budget (turns, walks a decision)."""
+    learned = [{"target": "rule", "rules": "mini6", "steps": 10, "seed": s, "exact_gain_recovered": 1} for s in [0, 1]]
+    search = [
+        {"tool": "search", "target": "rule", "rules": "mini6", "iterations": it, "seed": s, "exact_gain_recovered": v}
+        for it, s, v in [(100, 0, 0.2), (100, 1, 0.4), (400, 0, 0.6)]
+    ]
+    rows = script.summary(learned + search)
+    assert [p[0] for p in rows[("learned", "rule", "mini6")]] == [10]
+    assert [(p[0], round(p[1], 6), p[4]) for p in rows[("search", "rule", "mini6")]] == [(100, 0.3, 2), (400, 0.6, 1)]
