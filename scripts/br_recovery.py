@@ -179,6 +179,9 @@ def summary(cells: Sequence[dict[str, Any]]) -> Summary:
     return rows
 
 
+#: The lowest share the picture shows: lower ones are drawn on this floor.
+FLOOR = -1.0
+
 #: Per tool: the table's budget column, how a budget reads there, and the picture's x axis.
 BUDGETS = {
     "learned": ("rung, turns", lambda b: f"{b / 1e6:g}M", "training turns of the best response"),
@@ -222,7 +225,8 @@ def draw(args: argparse.Namespace) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, len(tools), figsize=(6.4 * len(tools), 4.0), squeeze=False)
+        fig, axes = plt.subplots(1, len(tools), figsize=(6.4 * len(tools), 6.0), squeeze=False)
+        colours = [plt.get_cmap("tab20")(k) for k in range(20)]
         for ax, tool in zip(axes[0], tools, strict=True):
             mine_rows = {key: points for key, points in rows.items() if key[0] == tool}
             for i, ((_, target, rules), points) in enumerate(mine_rows.items()):
@@ -231,15 +235,26 @@ def draw(args: argparse.Namespace) -> None:
                 budgets = [p[0] * nudge for p in points]
                 means = [p[1] for p in points]
                 errors = [[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]]
-                line = ax.errorbar(budgets, means, yerr=errors, marker="o", capsize=4, label=f"{target} on {rules}")
+                line = ax.errorbar(
+                    budgets, means, yerr=errors, marker="o", capsize=4, label=f"{target} on {rules}",
+                    color=colours[i % len(colours)],
+                )  # fmt: skip
                 mine = [c for c in cells if (tool_of(c), c["target"], c["rules"]) == (tool, target, rules)]
+                shares = [c["exact_gain_recovered"] for c in mine]
                 ax.scatter(
                     [budget_of(c) * nudge for c in mine],
-                    [c["exact_gain_recovered"] for c in mine],
-                    s=12,
+                    [max(share, FLOOR) for share in shares],
+                    s=[12 if share >= FLOOR else 30 for share in shares],
+                    marker="o",
                     alpha=0.5,
                     color=line[0].get_color(),
                 )
+            # A near-equilibrium target's gain is tiny, so a best response that loses to it
+            # scores shares of minus several hundred percent; the floor keeps the rest readable.
+            if min(c["exact_gain_recovered"] for c in cells if tool_of(c) == tool) < FLOOR:
+                ax.set_ylim(bottom=FLOOR - 0.05)
+                ax.text(0.99, 0.01, f"cut at {FLOOR:.0%}: lower shares on the floor", transform=ax.transAxes,
+                        ha="right", va="bottom", fontsize=7, color="grey")  # fmt: skip
             ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
             ax.axhline(0.8, color="grey", linewidth=0.8, linestyle=":")
             ax.set_xscale("log")
@@ -249,7 +264,8 @@ def draw(args: argparse.Namespace) -> None:
             ax.set_xlabel(BUDGETS[tool][2])
             ax.set_ylabel("share of the exact gain recovered")
             ax.set_title(f"{tool.capitalize()} best response against its exact value")
-            ax.legend(fontsize=7, loc="lower left")
+            # Below the panel: a dozen lines would cover the points they label.
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
         fig.tight_layout()
         fig.savefig(args.out, dpi=110)
         print(f"written: {args.out}")
