@@ -34,7 +34,9 @@ def test_the_page_quotes_every_measured_cell(capsys):
     assert all(c["command"].startswith("python -m training.exploit ") for c in cells)
     script.main(["draw", str(DATA), "--table"])
     page = (ROOT / "docs" / "agents-strength.md").read_text()
-    for line in capsys.readouterr().out.splitlines()[2:]:
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| `")]  # one table per tool
+    assert len(rows) == len({(script.tool_of(c), c["target"], c["rules"], script.budget_of(c)) for c in cells})
+    for line in rows:
         cells_of = [c.strip() for c in line.strip("|").split("|")]
         rung_turns, mean = cells_of[1], cells_of[3].split(" ")[0]
         assert any(rung_turns in row and mean in row for row in page.splitlines()), line
