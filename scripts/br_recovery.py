@@ -61,6 +61,11 @@ def budget_of(cell: dict[str, Any]) -> int:
     return int(cell["iterations"] if tool_of(cell) == "search" else cell["steps"])
 
 
+def _shown(command: list[str]) -> str:
+    """The command as a reader types it (``python``, not this interpreter's path)."""
+    return "python " + " ".join(command[1:])
+
+
 def _run_json(command: list[str]) -> dict[str, Any]:
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if result.returncode:
@@ -91,8 +96,14 @@ def _learned_cell(args: argparse.Namespace, target: str, steps: int, seed: int) 
         "best_response_value": exact["best_response_value"],
         "win_rate": report["best_response_win_rate"],
         "seconds": round(time.perf_counter() - began, 1),
-        "command": "python " + " ".join(command[1:]),
+        "command": _shown(command),
     }
+
+
+def _exact_report(rules: str, target: str) -> dict[str, Any]:
+    """``training.exploit TARGET --exact``'s report on the rung, with the command that gave it."""
+    command = [sys.executable, "-m", "training.exploit", target, "--exact", "--rules", rules, "--json"]
+    return _run_json(command) | {"command": _shown(command)}
 
 
 def _search_cell(
@@ -121,7 +132,7 @@ def _search_cell(
         "exact_gain": exact_gain,
         "score": report["score"],
         "seconds": round(time.perf_counter() - began, 1),
-        "command": "python " + " ".join(command[1:]),
+        "command": _shown(command),
         "exact_command": exact["command"],
     }
 
@@ -140,18 +151,8 @@ def measure(args: argparse.Namespace) -> None:
                 if not args.search:
                     cells.append(_learned_cell(args, target, budget, seed))
                 else:
-                    if target not in exact:
-                        command = [
-                            sys.executable,
-                            "-m",
-                            "training.exploit",
-                            target,
-                            "--exact",
-                            "--rules",
-                            args.rules,
-                            "--json",
-                        ]
-                        exact[target] = _run_json(command) | {"command": "python " + " ".join(command[1:])}
+                    if target not in exact:  # one exact measure per target, however many cells
+                        exact[target] = _exact_report(args.rules, target)
                     cells.append(_search_cell(args, target, budget, seed, exact[target]))
                 out.write_text(json.dumps(cells, indent=1) + "\n")
                 print(
