@@ -47,7 +47,9 @@ T_95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8
 
 
 def _cell_name(target: str, rules: str, steps: int, seed: int) -> str:
-    stem = Path(target).stem if target.endswith(".pt") else target
+    # A checkpoint is named with its folder: v1/ppo_2p.pt and shipped/ppo_2p.pt share a stem.
+    path = Path(target)
+    stem = f"{path.parent.name}_{path.stem}" if target.endswith(".pt") else target
     return f"br_{stem}_{rules}_{steps}_s{seed}"
 
 

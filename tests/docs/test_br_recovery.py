@@ -53,3 +53,10 @@ def test_search_cells_are_summarised_apart_by_their_walks():
     rows = script.summary(learned + search)
     assert [p[0] for p in rows[("learned", "rule", "mini6")]] == [10]
     assert [(p[0], round(p[1], 6), p[4]) for p in rows[("search", "rule", "mini6")]] == [(100, 0.3, 2), (400, 0.6, 1)]
+
+
+def test_checkpoints_of_one_name_in_two_folders_train_in_two_run_folders():
+    """v1/ppo_2p.pt and shipped/ppo_2p.pt: one run folder would refuse (or overwrite) the other."""
+    names = {script._cell_name(t, "mini9", 1_000_000, 0) for t in
+             ["checkpoints/v1/ppo_2p.pt", "checkpoints/shipped/ppo_2p.pt", "rule"]}  # fmt: skip
+    assert names == {"br_v1_ppo_2p_mini9_1000000_s0", "br_shipped_ppo_2p_mini9_1000000_s0", "br_rule_mini9_1000000_s0"}
