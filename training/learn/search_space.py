@@ -15,6 +15,8 @@
       ppo.update_epochs: {type: int, low: 1, high: 8}
       model.hidden_sizes: {type: categorical, choices: [[64, 64], [128, 128]]}
       env.rules_weights[1]: {type: float, low: 0.5, high: 4}   # one entry of a list
+    enqueue:                              # known points, tried first (keys left out are drawn)
+      - {ppo.learning_rate: 1.0e-3, model.hidden_sizes: [128, 128]}
 
 Every key of ``space`` and ``set`` is a key of :class:`~training.learn.config.TrainConfig`, and
 each value a trial may take (both ends of a range, every choice) is checked against the config's
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +105,32 @@ class ParameterSpec(StrictModel):
         assert self.low is not None and self.high is not None  # the validator required both
         return [kind(self.low), kind(self.high)]
 
+    def problem_with(self, value: Any) -> str | None:
+        """Why ``value`` is no point of this key's space, or ``None`` if it is one."""
+        if self.type == "categorical":
+            choices = self.choices or []
+            if encode_choice(value) not in [encode_choice(choice) for choice in choices]:
+                return f"{shown(value)} is none of the choices {shown(choices)}"
+            return None
+        assert self.low is not None and self.high is not None  # the validator required both
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{shown(value)} is not a number"
+        if self.type == "int" and not float(value).is_integer():
+            return f"{shown(value)} is not a whole number"
+        if not self.low <= value <= self.high:
+            return f"{shown(value)} is outside the range {shown(self.low)} to {shown(self.high)}"
+        steps = (value - self.low) / self.step if self.step is not None else 0
+        if not math.isclose(steps, round(steps), abs_tol=1e-9):
+            return f"{shown(value)} is not low plus a whole number of steps of {shown(self.step)}"
+        return None
+
+    def stored(self, value: Any) -> Any:
+        """``value`` as Optuna stores it for this key (:func:`encode_choice`; a float range's
+        whole number as a float)."""
+        if self.type == "categorical":
+            return encode_choice(value)
+        return int(value) if self.type == "int" else float(value)
+
 
 class SweepFile(StrictModel):
     """The file's top-level keys (the module's docstring shows them)."""
@@ -113,6 +142,7 @@ class SweepFile(StrictModel):
     trials: Annotated[WholeNumber, Field(ge=1)] = 20
     report_every: Annotated[WholeNumber, Field(ge=1)] | None = None
     space: Annotated[dict[str, ParameterSpec], Field(min_length=1)]
+    enqueue: list[Annotated[dict[str, Any], Field(min_length=1)]] = []
 
     @model_validator(mode="after")
     def _seeds_differ(self) -> SweepFile:
@@ -140,6 +170,9 @@ class SearchSpace:
         report_every: turns between a trial's exact evaluations.
         space: each searched key's :class:`ParameterSpec`, in the file's order.
         definition: what makes two runs of the sweep the same study (stored with the study).
+        enqueue: known points the study tries before it draws its own, each a mapping of some or
+            all of the space's keys to values in Optuna's stored form. They are not part of the
+            definition: a study may be given more of them when it continues.
     """
 
     source: str
@@ -150,6 +183,7 @@ class SearchSpace:
     report_every: int
     space: dict[str, ParameterSpec]
     definition: dict[str, Any] = field(default_factory=dict)
+    enqueue: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def total_steps(self) -> int:
@@ -272,6 +306,7 @@ def load_search_space(
         rungs = [name for name, preset in PRESETS.items() if preset.is_rung]
         raise ConfigError(f"{source}: rules must be a ladder rung, one of {rungs} (exact exploitability), got {rung!r}")
 
+    enqueue = [_enqueued_point(source, index, point, spec.space, base) for index, point in enumerate(spec.enqueue)]
     total = int(base["total_steps"])
     every = spec.report_every or max(1, total // DEFAULT_REPORTS)
     definition = {
@@ -281,7 +316,27 @@ def load_search_space(
         "report_every": every,
         "space": {key: parameter.model_dump() for key, parameter in spec.space.items()},
     }
-    return SearchSpace(str(path), base, rung, spec.seeds, spec.trials, every, dict(spec.space), definition)
+    return SearchSpace(str(path), base, rung, spec.seeds, spec.trials, every, dict(spec.space), definition, enqueue)
+
+
+def _enqueued_point(
+    source: str, index: int, point: dict[str, Any], space: dict[str, ParameterSpec], base: dict[str, Any]
+) -> dict[str, Any]:
+    """One ``enqueue`` entry, checked against the space and the config, in Optuna's stored form."""
+    where = f"{source}: enqueue[{index}]"
+    trial = copy.deepcopy(base)
+    for key, value in point.items():
+        if key not in space:
+            raise ConfigError(f"{where}: {key!r} is not a key of the space (keys: {', '.join(space)})")
+        problem = space[key].problem_with(value)
+        if problem is not None:
+            raise ConfigError(f"{where}: {key}: {problem}")
+        _set_key(trial, key, value, f"{where}: {key!r}")
+    try:
+        from_dict(TrainConfig, trial)
+    except ConfigError as err:
+        raise ConfigError(f"{where}: the config refuses these values together: {err}") from None
+    return {key: space[key].stored(value) for key, value in point.items()}
 
 
 def _where(loc: Any) -> str:

@@ -133,3 +133,52 @@ def test_a_bad_file_is_named(tmp_path, text, message):
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_search_space(tmp_path / "nowhere.yaml")
+
+
+def test_enqueued_points_are_read_in_optunas_stored_form(tmp_path):
+    path = write(
+        tmp_path,
+        SPACE
+        + textwrap.dedent(
+            """
+            enqueue:
+              - {ppo.learning_rate: 1.0e-3, model.hidden_sizes: [32, 32]}
+              - {model.hidden_sizes: [16]}
+            """
+        ),
+    )
+    space = load_search_space(path)
+    assert space.enqueue == [
+        {"ppo.learning_rate": 1e-3, "model.hidden_sizes": "[32, 32]"},
+        {"model.hidden_sizes": "[16]"},
+    ]
+    assert "enqueue" not in space.definition  # a study continues with more known points or fewer
+    config = space.trial_config(space.enqueue[0], 0, "r", tmp_path)
+    assert config.ppo.learning_rate == 1e-3 and config.model.hidden_sizes == [32, 32]
+
+
+@pytest.mark.parametrize(
+    ("point", "message"),
+    [
+        ("{ppo.ent_coef: 0.01}", "enqueue[0]: 'ppo.ent_coef' is not a key of the space"),
+        ("{ppo.learning_rate: 0.01}", "enqueue[0]: ppo.learning_rate: 0.01 is outside the range 0.0001 to 0.001"),
+        ("{ppo.learning_rate: fast}", "enqueue[0]: ppo.learning_rate: 'fast' is not a number"),
+        ("{model.hidden_sizes: [64]}", "enqueue[0]: model.hidden_sizes: [64] is none of the choices"),
+        ("{}", "enqueue[0] must hold at least 1 item"),
+    ],
+)
+def test_a_bad_enqueued_point_is_named(tmp_path, point, message):
+    with pytest.raises(ConfigError, match="search file") as error:
+        load_search_space(write(tmp_path, SPACE + "enqueue:\n  - " + point + "\n"))
+    assert message in str(error.value)
+
+
+def test_an_enqueued_int_must_be_on_the_spaces_steps(tmp_path):
+    text = SPACE.split("space:")[0] + "space:\n  ppo.update_epochs: {type: int, low: 1, high: 7, step: 2}\n"
+    assert load_search_space(write(tmp_path, text + "enqueue: [{ppo.update_epochs: 5}]\n")).enqueue == [
+        {"ppo.update_epochs": 5}
+    ]
+    with pytest.raises(ConfigError, match="4 is not low plus a whole number of steps of 2"):
+        load_search_space(write(tmp_path, text + "enqueue: [{ppo.update_epochs: 4}]\n"))
+    with pytest.raises(ConfigError, match="2.5 is not a whole number"):
+        load_search_space(write(tmp_path, text + "enqueue: [{ppo.update_epochs: 2.5}]\n"))
