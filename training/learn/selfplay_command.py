@@ -10,7 +10,8 @@ games draws who it plays against (``opponents`` in the config):
   :mod:`loveletter_env.agents` (they act in Python, one game at a time: keep their share small).
 
 Outputs in ``<out_dir>/<run_name>/``: ``config.yaml``, ``latest.pt``, ``best.pt`` (best
-evaluation), ``snapshots/update_<n>.pt``, ``metrics.csv``, ``tb/`` (TensorBoard) and
+evaluation), ``snapshots/update_<n>.pt`` (and ``mean_<n>.pt``, the running mean, with
+``model.average_from``), ``metrics.csv``, ``tb/`` (TensorBoard) and
 ``learning_curve.png``. ``--resume <run folder>`` continues from ``latest.pt``.
 
 This module is the command line only. The run itself is :class:`training.learn.trainer.SelfPlayTrainer`,

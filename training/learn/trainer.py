@@ -272,12 +272,17 @@ class SelfPlayTrainer:
         return payload
 
     def save(self) -> None:
-        """``latest.pt`` (everything resume needs) and a weights-only numbered snapshot."""
+        """``latest.pt`` (everything resume needs) and a weights-only numbered snapshot; once
+        ``model.average_from`` has begun, also the running mean as it stands (``mean_<n>.pt``),
+        so that ``python -m training.curve --mean`` follows what ``result.pt`` would have been."""
         save_checkpoint(self.run_dir / "latest.pt", self.checkpoint_payload())
-        save_checkpoint(
-            self.run_dir / "snapshots" / f"update_{self.update:05d}.pt",
-            self.checkpoint_payload(with_training_state=False),
-        )
+        snapshots = self.run_dir / "snapshots"
+        save_checkpoint(snapshots / f"update_{self.update:05d}.pt", self.checkpoint_payload(with_training_state=False))
+        if self.averaged_updates:
+            save_checkpoint(
+                snapshots / f"mean_{self.update:05d}.pt",
+                self.checkpoint_payload(with_training_state=False, model=self.average),
+            )
 
     # -- rollout ---------------------------------------------------------------------
     def _make_env(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ from conftest import TINY_TRAINING
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE
-from training import curve
+from training import curve, exploit
 from training.learn.checkpoint import load_checkpoint
 from training.learn.config import ConfigError, load_config
 from training.learn.ppo import (
@@ -188,7 +189,7 @@ def test_resume_restores_the_magnet(tmp_path):
 
 def test_mini6_run_with_the_magnet_and_its_exploitability_curve(tmp_path, capsys):
     args = ["--no-progress", "--set", f"out_dir={tmp_path}", "--run-name", "mmd"]
-    summary = main([*args, *sum((["--set", o] for o in MINI6), [])])
+    summary = main([*args, *sum((["--set", o] for o in [*MINI6, "model.average_from=0.5"]), [])])
     run = tmp_path / "mmd"
     assert summary["update"] == 4
     with (run / "metrics.csv").open(newline="") as f:
@@ -205,7 +206,18 @@ def test_mini6_run_with_the_magnet_and_its_exploitability_curve(tmp_path, capsys
     assert png.stat().st_size > 0
     with (run / "exploitability.csv").open(newline="") as f:
         assert len(list(csv.DictReader(f))) == 4
-    # Cached: a second call reads the figures back instead of computing them again.
+    # The run's final network at each snapshot: the training weights until the mean begins
+    # (model.average_from 0.5: after update 2), then the mean, ending on result.pt's figure.
+    capsys.readouterr()
+    means = curve.main([str(run), "--rules", "mini6", "--mean", "--json", "--no-progress"])["curves"]["mmd"]
+    assert [p["network"] for p in means] == ["mean"] * 4
+    assert [p["exploitability"] for p in means[:1]] == [p["exploitability"] for p in points[:1]]
+    assert means[-1]["exploitability"] != points[-1]["exploitability"]
+    result = exploit.main([str(run / "result.pt"), "--exact", "--sampled", "--rules", "mini6", "--json"])
+    assert math.isclose(means[-1]["exploitability"], result["exploitability"], rel_tol=1e-9)
+    # Cached: a second call reads the figures back instead of computing them again, both kinds.
+    with (run / "exploitability.csv").open(newline="") as f:
+        assert len(list(csv.DictReader(f))) == 8
     (run / "snapshots" / "update_00001.pt").unlink()
     again = curve.main([str(run), "--rules", "mini6", "--json", "--no-progress"])
     assert again["curves"]["mmd"] == points

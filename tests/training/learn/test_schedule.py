@@ -144,6 +144,13 @@ def test_the_mean_of_the_tail_weights_is_the_result(tmp_path: Path, capsys: pyte
     last = load_checkpoint(run / "latest.pt")["model"]["state_dict"]
     assert not all(torch.equal(result[name], last[name]) for name in result)
     assert "(the mean of the last 3 updates)" in capsys.readouterr().out
+    # Beside each snapshot once the mean has begun: the mean as it stood then.
+    assert sorted(p.name for p in (run / "snapshots").glob("mean_*.pt")) == [f"mean_0000{u}.pt" for u in (2, 3, 4)]
+    halfway = load_checkpoint(run / "snapshots" / "mean_00003.pt")["model"]["state_dict"]
+    expected = mean_of_snapshots(run, range(2, 4))
+    assert all(torch.allclose(halfway[name], expected[name], atol=1e-6) for name in halfway)
+    final = load_checkpoint(run / "snapshots" / "mean_00004.pt")["model"]["state_dict"]
+    assert all(torch.equal(final[name], result[name]) for name in result)
 
 
 def test_a_resumed_run_continues_its_mean(tmp_path: Path):
