@@ -221,6 +221,13 @@ def test_mini6_run_with_the_magnet_and_its_exploitability_curve(tmp_path, capsys
     (run / "snapshots" / "update_00001.pt").unlink()
     again = curve.main([str(run), "--rules", "mini6", "--json", "--no-progress"])
     assert again["curves"]["mmd"] == points
+    # A run that keeps a mean but saved none of it is refused with --mean, not measured as weights.
+    for saved in (run / "snapshots").glob("mean_*.pt"):
+        saved.unlink()
+    (run / "exploitability.csv").unlink()
+    with pytest.raises(SystemExit):
+        curve.main([str(run), "--rules", "mini6", "--mean", "--no-progress"])
+    assert "keeps a running mean (model.average_from) but saved none" in capsys.readouterr().err
 
 
 def test_curve_refuses_what_is_not_a_run(tmp_path, capsys):
