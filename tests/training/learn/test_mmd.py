@@ -221,6 +221,11 @@ def test_mini6_run_with_the_magnet_and_its_exploitability_curve(tmp_path, capsys
     (run / "snapshots" / "update_00001.pt").unlink()
     again = curve.main([str(run), "--rules", "mini6", "--json", "--no-progress"])
     assert again["curves"]["mmd"] == points
+    # Every other snapshot and the last, measured afresh: of updates 2, 3 and 4 (1 is gone), 2 and 4.
+    (run / "exploitability.csv").unlink()
+    sparse = curve.main([str(run), "--rules", "mini6", "--every", "2", "--json", "--no-progress"])["curves"]["mmd"]
+    assert [p["update"] for p in sparse] == [2, 4]
+    assert [p["exploitability"] for p in sparse] == [p["exploitability"] for p in points if p["update"] in (2, 4)]
     # A run that keeps a mean but saved none of it is refused with --mean, not measured as weights.
     for saved in (run / "snapshots").glob("mean_*.pt"):
         saved.unlink()
@@ -238,3 +243,6 @@ def test_curve_refuses_what_is_not_a_run(tmp_path, capsys):
     with pytest.raises(SystemExit):
         curve.main([str(tmp_path), "--rules", "mini6", "--labels", "a,b"])
     assert "2 labels for 1 runs" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        curve.main([str(tmp_path), "--rules", "mini6", "--every", "0"])
+    assert "--every must be at least 1, got 0" in capsys.readouterr().err
