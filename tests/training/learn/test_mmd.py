@@ -226,6 +226,11 @@ def test_mini6_run_with_the_magnet_and_its_exploitability_curve(tmp_path, capsys
     sparse = curve.main([str(run), "--rules", "mini6", "--every", "2", "--json", "--no-progress"])["curves"]["mmd"]
     assert [p["update"] for p in sparse] == [2, 4]
     assert [p["exploitability"] for p in sparse] == [p["exploitability"] for p in points if p["update"] in (2, 4)]
+    # A later window needs a saved mean where it starts: without update 2's, none at turn 282.
+    (run / "snapshots" / "mean_00002.pt").unlink()
+    with pytest.raises(SystemExit):
+        curve.main([str(run), "--rules", "mini6", "--mean-from", "0.55", "--no-progress"])
+    assert "saved no running mean at or before turn 282" in capsys.readouterr().err
     # A run that keeps a mean but saved none of it is refused with --mean, not measured as weights.
     for saved in (run / "snapshots").glob("mean_*.pt"):
         saved.unlink()
@@ -246,3 +251,6 @@ def test_curve_refuses_what_is_not_a_run(tmp_path, capsys):
     with pytest.raises(SystemExit):
         curve.main([str(tmp_path), "--rules", "mini6", "--every", "0"])
     assert "--every must be at least 1, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        curve.main([str(tmp_path), "--rules", "mini6", "--mean-from", "1.5"])
+    assert "--mean-from must be a fraction of the run between 0 and 1, got 1.5" in capsys.readouterr().err

@@ -11,6 +11,7 @@ import torch
 import yaml
 from conftest import ROOT, TINY_TRAINING
 
+from training.exploitability.training_curve import window_means
 from training.learn.checkpoint import load_checkpoint
 from training.learn.config import ConfigError, load_config
 from training.learn.selfplay_command import SelfPlayTrainer, main
@@ -151,6 +152,15 @@ def test_the_mean_of_the_tail_weights_is_the_result(tmp_path: Path, capsys: pyte
     assert all(torch.allclose(halfway[name], expected[name], atol=1e-6) for name in halfway)
     final = load_checkpoint(run / "snapshots" / "mean_00004.pt")["model"]["state_dict"]
     assert all(torch.equal(final[name], result[name]) for name in result)
+    # A later start, from two saved means: from 0.6 of the run (turn 307) the window starts at the
+    # last mean saved by then (update 2, turn 256), so it holds updates 3 and 4.
+    (update, build), *rest = window_means(run, 0.6)
+    assert update == 3 and [u for u, _ in rest] == [4]
+    later = rest[0][1]().state_dict()
+    expected = mean_of_snapshots(run, range(3, 5))
+    assert all(torch.allclose(later[name], expected[name], atol=1e-6) for name in later)
+    with pytest.raises(ValueError, match="must be above the run's model.average_from 0.5"):
+        window_means(run, 0.5)
 
 
 def test_a_resumed_run_continues_its_mean(tmp_path: Path):
