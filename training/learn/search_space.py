@@ -206,11 +206,19 @@ class SearchSpace:
     def trial_config(self, params: dict[str, Any], seed: int, run_name: str, out_dir: str | Path) -> TrainConfig:
         """The config of one trial run: the base with ``params`` (Optuna's stored values) and the
         run's seed, name and folder. :class:`ConfigError` if the values do not go together."""
-        data = copy.deepcopy(self.base)
-        for key, value in params.items():
-            _set_key(data, key, self.decode(key, value), f"{self.source}: space key {key!r}")
+        values = {key: self.decode(key, value) for key, value in params.items()}
+        data = _with_values(self.base, values, f"{self.source}: space key")
         data.update(seed=seed, run_name=run_name, out_dir=str(out_dir))
         return from_dict(TrainConfig, data)
+
+
+def _with_values(base: dict[str, Any], values: dict[str, Any], source: str) -> dict[str, Any]:
+    """A copy of the config dict ``base`` with each of ``values``' keys set (see :func:`_set_key`);
+    an error names ``source`` and the key."""
+    data = copy.deepcopy(base)
+    for key, value in values.items():
+        _set_key(data, key, value, f"{source} {key!r}")
+    return data
 
 
 def _set_key(data: dict[str, Any], key: str, value: Any, source: str) -> None:
@@ -286,8 +294,7 @@ def load_search_space(
 
     for key, parameter in spec.space.items():
         for value in parameter.extremes():
-            trial = copy.deepcopy(base)
-            _set_key(trial, key, value, f"{source}: space: {key!r}")
+            trial = _with_values(base, {key: value}, f"{source}: space:")
             try:
                 from_dict(TrainConfig, trial)
             except ConfigError as err:
@@ -324,14 +331,13 @@ def _enqueued_point(
 ) -> dict[str, Any]:
     """One ``enqueue`` entry, checked against the space and the config, in Optuna's stored form."""
     where = f"{source}: enqueue[{index}]"
-    trial = copy.deepcopy(base)
     for key, value in point.items():
         if key not in space:
             raise ConfigError(f"{where}: {key!r} is not a key of the space (keys: {', '.join(space)})")
         problem = space[key].problem_with(value)
         if problem is not None:
             raise ConfigError(f"{where}: {key}: {problem}")
-        _set_key(trial, key, value, f"{where}: {key!r}")
+    trial = _with_values(base, point, f"{where}:")
     try:
         from_dict(TrainConfig, trial)
     except ConfigError as err:

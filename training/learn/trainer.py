@@ -279,10 +279,7 @@ class SelfPlayTrainer:
         snapshots = self.run_dir / "snapshots"
         save_checkpoint(snapshots / f"update_{self.update:05d}.pt", self.checkpoint_payload(with_training_state=False))
         if self.averaged_updates:
-            save_checkpoint(
-                snapshots / f"mean_{self.update:05d}.pt",
-                self.checkpoint_payload(with_training_state=False, model=self.average),
-            )
+            save_checkpoint(snapshots / f"mean_{self.update:05d}.pt", self.final_payload())
 
     # -- rollout ---------------------------------------------------------------------
     def _make_env(self) -> None:
@@ -476,8 +473,7 @@ class SelfPlayTrainer:
         final weights are the result.
         """
         cfg = self.config.eval
-        final = self.final_network()
-        payload = self.checkpoint_payload(with_training_state=False, model=final)
+        final, payload = self.final_network(), self.final_payload()
         label = f"the mean of the last {self.averaged_updates} updates" if self.averaged_updates else "latest.pt"
         choice: dict[str, Any] = {"path": str(self.run_dir / "result.pt"), "source": label, "figures": {}}
         best_path = self.run_dir / "best.pt"
@@ -628,6 +624,14 @@ class SelfPlayTrainer:
         """The run's final network: the mean of the averaged updates' weights when
         ``model.average_from`` has begun, else the training weights."""
         return self.average if self.averaged_updates else self.model
+
+    def final_payload(self) -> dict[str, Any]:
+        """The checkpoint of :meth:`final_network`; a mean also records how many updates'
+        weights it averages (``averaged_updates``), which later windows of the mean need."""
+        payload = self.checkpoint_payload(with_training_state=False, model=self.final_network())
+        if self.averaged_updates:
+            payload["averaged_updates"] = self.averaged_updates
+        return payload
 
     def _metrics_row(self, began: _Start, lr: float, decisions: int, stats: dict[str, Any]) -> dict[str, Any]:
         """The update's row of ``metrics.csv`` (evaluation columns are added when one ran)."""

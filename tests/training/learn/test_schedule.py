@@ -12,7 +12,7 @@ import yaml
 from conftest import ROOT, TINY_TRAINING
 
 from training.exploitability.training_curve import window_means
-from training.learn.checkpoint import load_checkpoint
+from training.learn.checkpoint import load_checkpoint, save_checkpoint
 from training.learn.config import ConfigError, load_config
 from training.learn.selfplay_command import SelfPlayTrainer, main
 
@@ -171,3 +171,26 @@ def test_a_resumed_run_continues_its_mean(tmp_path: Path):
     result = load_checkpoint(tmp_path / "halves" / "result.pt")["model"]["state_dict"]
     expected = mean_of_snapshots(tmp_path / "halves", range(1, 5))
     assert all(torch.allclose(result[name], expected[name], atol=1e-6) for name in result)
+
+
+def test_a_later_window_of_a_resumed_runs_mean(tmp_path: Path):
+    # The mean starts at turn 96 of 384 (update 1) and, extended to 640 turns, goes on through
+    # update 5, although a quarter of 640 turns falls after update 1: the count of averaged
+    # updates comes from the saved means, not from the config's fractions.
+    main(args(tmp_path, "run_name=longer", "total_steps=384", "model.average_from=0.25"))
+    run = tmp_path / "longer"
+    main(["--resume", str(run), "--no-progress", "--set", "total_steps=640"])
+    counts = [load_checkpoint(run / "snapshots" / f"mean_0000{u}.pt")["averaged_updates"] for u in range(1, 6)]
+    assert counts == [1, 2, 3, 4, 5]
+    # From half of 640 turns (320) the window starts at the last mean by then (update 2, turn 256).
+    (update, _), *rest = window_means(run, 0.5)
+    assert update == 3 and [u for u, _ in rest] == [4, 5]
+    later = rest[-1][1]().state_dict()
+    expected = mean_of_snapshots(run, range(3, 6))
+    assert all(torch.allclose(later[name], expected[name], atol=1e-6) for name in later)
+    # A mean that does not say how many updates it averages is refused, not guessed at.
+    old = load_checkpoint(run / "snapshots" / "mean_00002.pt")
+    del old["averaged_updates"]
+    save_checkpoint(run / "snapshots" / "mean_00002.pt", old)
+    with pytest.raises(ValueError, match="does not record how many updates it averages"):
+        window_means(run, 0.5)
