@@ -163,6 +163,7 @@ class ModelConfig(StrictModel):
             last weights, is the run's final network (``result.pt``). Self-play's last
             weights wander around an equilibrium from update to update; their mean over the
             run's tail sits nearer to it. ``None``: the last weights are the final network.
+            The default, 0.5, averages the second half of the run.
     """
 
     hidden_sizes: Annotated[
@@ -170,7 +171,7 @@ class ModelConfig(StrictModel):
         Field(min_length=1, max_length=MAX_HIDDEN_LAYERS),
     ] = [256, 256]
     init_from: PathText | None = None
-    average_from: Annotated[float, Field(ge=0, lt=1)] | None = None
+    average_from: Annotated[float, Field(ge=0, lt=1)] | None = 0.5
 
 
 class OpponentConfig(StrictModel):
@@ -290,7 +291,7 @@ class TrainConfig(StrictModel):
     run_name: FolderName = "default"
     out_dir: PathText = "checkpoints"
     seed: Annotated[WholeNumber, Field(ge=0, lt=MAX_SEED + 1)] = 0
-    total_steps: Positive = 6_000_000
+    total_steps: Positive = 5_500_000
     device: Device = "auto"
     save_every: Positive = 25
     torch_threads: Annotated[WholeNumber, Field(ge=0, le=MAX_TORCH_THREADS)] = 1
