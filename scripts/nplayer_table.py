@@ -61,6 +61,7 @@ ROWS = (
     Row("`checkpoints/v1/ppo_2to4p.pt --sampled`", "checkpoints/v1/ppo_2to4p.pt", False),
     Row("`checkpoints/shipped/ppo_2to4p.pt` (greedy)", "checkpoints/shipped/ppo_2to4p.pt"),
     Row("`checkpoints/shipped/ppo_2to4p.pt --sampled`", "checkpoints/shipped/ppo_2to4p.pt", False),
+    Row("`checkpoints/shipped/ppo_2to4p_eq.pt` (sampling)", "checkpoints/shipped/ppo_2to4p_eq.pt"),
     Row("`solved:path=checkpoints/solved/RUNG/policy.npz`", "solved:path=" + SOLVED),
 )
 
