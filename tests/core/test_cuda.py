@@ -79,35 +79,32 @@ def test_kernel_variants_are_checked():
     assert KernelVariant(max_registers=64).max_registers == 64
 
 
-def test_kernels_match_reference_in_the_simulator():
-    """A few games of every rule preset and episode kind, every turn compared."""
+def _subprocess_env(**extra: str) -> dict[str, str]:
+    """This environment, with the repository importable first and ``extra`` set."""
+    return {**os.environ, **extra, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+
+def _differential_in_the_simulator(*arguments: str) -> None:
+    """Run the differential script in numba's CUDA simulator and expect every case to agree."""
     numba_cuda()
-    env = {
-        **os.environ,
-        "NUMBA_ENABLE_CUDASIM": "1",
-        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-    }
-    command = [sys.executable, str(DIFFERENTIAL), "--games", "6", "--steps", "24", "--env"]
+    command = [sys.executable, str(DIFFERENTIAL), *arguments]
+    env = _subprocess_env(NUMBA_ENABLE_CUDASIM="1")
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all cases agree" in result.stdout
+
+
+def test_kernels_match_reference_in_the_simulator():
+    """A few games of every rule preset and episode kind, every turn compared."""
+    _differential_in_the_simulator("--games", "6", "--steps", "24", "--env")
 
 
 @pytest.mark.parametrize("threads, shared, zeroed", OTHER_VARIANTS)
 def test_kernel_variants_match_reference_in_the_simulator(threads, shared, zeroed):
     """Each other kernel variant, over more games than one block holds (blocks that end
     past the last game included)."""
-    numba_cuda()
-    env = {
-        **os.environ,
-        "NUMBA_ENABLE_CUDASIM": "1",
-        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-    }
     variant = _variant_arguments(threads, shared, zeroed)
-    command = [sys.executable, str(DIFFERENTIAL), "--games", str(threads + 5), "--steps", "6", "--rules", "classic"]
-    result = subprocess.run(command + variant, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "all cases agree" in result.stdout
+    _differential_in_the_simulator("--games", str(threads + 5), "--steps", "6", "--rules", "classic", *variant)
 
 
 def test_kernels_match_reference_on_the_gpu(monkeypatch):
@@ -176,7 +173,8 @@ def test_kernels_compile_on_a_numpy_without_row_stack():
     """numba-cuda 0.30 registers an overload of ``np.row_stack``, which NumPy 2.5 removed:
     kernels still compile there, and importing the GPU module leaves NumPy as it was."""
     numba_cuda()
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    result = subprocess.run([sys.executable, "-c", _WITHOUT_ROW_STACK], env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_ROW_STACK], env=_subprocess_env(), capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.split() == ["False"]
