@@ -38,6 +38,12 @@ PLAYER_COUNTS = (2, 3, 4)
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a subprocess that imports the repository's code: the
+    repository first on ``PYTHONPATH`` (whichever copy is installed) and ``extra`` set."""
+    return {**os.environ, **extra, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
 # Decks ------------------------------------------------------------------------------
 
 

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, kernels_as_ptx, numba_cuda
+from conftest import kernels_as_ptx, numba_cuda, subprocess_env
 
 from loveletter_env.agents.batched_bots import BATCHED_BOTS, BatchedRandomBots, BatchedRuleBots
 from loveletter_env.observation import OBSERVATION_SIZE
@@ -28,11 +27,7 @@ DIFFERENTIAL = Path(__file__).resolve().parent / "cuda_bots_differential.py"
 def test_bots_match_the_cpu_in_the_simulator():
     """64 games of 2 to 4 players, 6 turns, each bot kind: actions and state after each turn."""
     numba_cuda()
-    env = {
-        **os.environ,
-        "NUMBA_ENABLE_CUDASIM": "1",
-        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-    }
+    env = subprocess_env(NUMBA_ENABLE_CUDASIM="1")
     command = [sys.executable, str(DIFFERENTIAL), "--games", "64", "--steps", "6"]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr

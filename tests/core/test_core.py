@@ -8,15 +8,13 @@ episodes, plus the scripted edge-case decks of the batched tests.
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import edge_case_decks, ladder_edge_case_decks, table_sizes
+from conftest import edge_case_decks, ladder_edge_case_decks, subprocess_env, table_sizes
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
@@ -361,12 +359,7 @@ print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
 def test_kernel_cache_saved_under_another_layout_is_not_loaded(tmp_path):
     """numba's on-disk cache of a kernel is keyed on the layout: a kernel cached under
     another layout (its index stamped with another fingerprint) compiles afresh."""
-    root = Path(__file__).resolve().parent.parent
-    env = {
-        **os.environ,
-        "NUMBA_CACHE_DIR": str(tmp_path),
-        "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-    }
+    env = subprocess_env(NUMBA_CACHE_DIR=str(tmp_path))
 
     def hits_and_misses() -> list[int]:
         result = subprocess.run([sys.executable, "-c", _COMPILE_ONE_KERNEL], env=env, capture_output=True, text=True)

@@ -12,13 +12,12 @@ there would hide a broken install.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, kernels_as_ptx, numba_cuda
+from conftest import kernels_as_ptx, numba_cuda, subprocess_env
 
 #: The differential script, beside this file: run as a script in the simulator, imported on a GPU.
 DIFFERENTIAL = Path(__file__).resolve().parent / "cuda_differential.py"
@@ -79,16 +78,11 @@ def test_kernel_variants_are_checked():
     assert KernelVariant(max_registers=64).max_registers == 64
 
 
-def _subprocess_env(**extra: str) -> dict[str, str]:
-    """This environment, with the repository importable first and ``extra`` set."""
-    return {**os.environ, **extra, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-
-
 def _differential_in_the_simulator(*arguments: str) -> None:
     """Run the differential script in numba's CUDA simulator and expect every case to agree."""
     numba_cuda()
     command = [sys.executable, str(DIFFERENTIAL), *arguments]
-    env = _subprocess_env(NUMBA_ENABLE_CUDASIM="1")
+    env = subprocess_env(NUMBA_ENABLE_CUDASIM="1")
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all cases agree" in result.stdout
@@ -174,7 +168,7 @@ def test_kernels_compile_on_a_numpy_without_row_stack():
     kernels still compile there, and importing the GPU module leaves NumPy as it was."""
     numba_cuda()
     result = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_ROW_STACK], env=_subprocess_env(), capture_output=True, text=True
+        [sys.executable, "-c", _WITHOUT_ROW_STACK], env=subprocess_env(), capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.split() == ["False"]

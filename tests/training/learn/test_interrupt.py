@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TINY_TRAINING
+from conftest import ROOT, TINY_TRAINING, subprocess_env
 
 from training.learn.checkpoint import load_checkpoint
 from training.learn.interrupt import EXIT_INTERRUPTED
@@ -253,7 +253,7 @@ def test_ctrl_c_during_cfr_plus_writes_nothing_and_keeps_the_previous_solve(tmp_
 def run_module(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
     """``python -m`` a module of ``source`` (the repository importable), as the commands run."""
     (tmp_path / "command_under_test.py").write_text(textwrap.dedent(source))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = subprocess_env()
     return subprocess.run(
         [sys.executable, "-m", "command_under_test"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
     )
