@@ -78,6 +78,17 @@ def same(a: object, b: object) -> bool:
     return a == b
 
 
+def unpack_revision(revision: str, into: Path) -> str | None:
+    """The files of git ``revision`` unpacked into the new folder ``into``; or, when git
+    cannot read that revision, why (nothing unpacked)."""
+    archive = subprocess.run(["git", "archive", revision], cwd=ROOT, capture_output=True)
+    if archive.returncode:
+        return f"git cannot read revision {revision!r}: {archive.stderr.decode().strip()}"
+    into.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("revision", help="the git revision to compare with (a branch, tag or commit)")
@@ -86,12 +97,10 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         other = Path(tmp) / "other"
-        other.mkdir()
-        archive = subprocess.run(["git", "archive", args.revision], cwd=ROOT, capture_output=True)
-        if archive.returncode:
-            print(f"git cannot read revision {args.revision!r}: {archive.stderr.decode().strip()}", file=sys.stderr)
+        problem = unpack_revision(args.revision, other)
+        if problem:
+            print(problem, file=sys.stderr)
             return 2
-        subprocess.run(["tar", "-x", "-C", str(other)], input=archive.stdout, check=True)
         train(ROOT, Path(tmp) / "here.pt")
         train(other, Path(tmp) / "other.pt")
         here, there = (torch.load(Path(tmp) / f, weights_only=False) for f in ("here.pt", "other.pt"))

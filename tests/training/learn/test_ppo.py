@@ -16,6 +16,7 @@ from training.learn.ppo import (
     ObservationLinear,
     PPOConfig,
     RolloutBatch,
+    SparseObservations,
     action_log_prob,
     compute_gae,
     entropy_coef,
@@ -311,6 +312,41 @@ def test_input_layer_gives_each_row_the_same_bits_in_any_batch():
     assert alone.shape == (32,)
     assert torch.equal(alone, whole[17])
     assert torch.equal(reversed_rows.flip(0), whole)
+
+
+def densified(sparse: SparseObservations) -> torch.Tensor:
+    """The dense rows ``sparse`` stands for."""
+    rows = torch.repeat_interleave(torch.arange(len(sparse)), sparse.counts)
+    dense = torch.zeros(len(sparse), sparse.width)
+    dense.index_put_((rows, sparse.columns), sparse.values, accumulate=True)
+    return dense
+
+
+def test_sparse_observations_hold_the_rows_and_pick_rows_and_prefixes_as_dense_slicing():
+    obs = sparse_byte_observations(40, seed=4)
+    sparse = SparseObservations.from_dense(obs)
+    assert len(sparse) == 40 and sparse.width == OBSERVATION_SIZE
+    assert sparse.counts[0] == 0  # the empty row
+    assert torch.equal(densified(sparse), obs.float())
+    picked = torch.tensor([5, 0, 5, 39, 12])  # repeats and the empty row
+    assert torch.equal(densified(sparse[picked]), obs[picked].float())
+    assert torch.equal(densified(sparse.prefix(700)), obs[:, :700].float())
+    assert sparse.prefix(OBSERVATION_SIZE) is sparse
+
+
+def test_network_reads_sparse_observations_as_the_bytes_they_hold_bit_for_bit():
+    """A PPO update hands the network its batch once as :class:`SparseObservations`: the
+    network's outputs are those of the byte observations, to the bit, for a network of the
+    current layout and of version 1, whose rows are a prefix."""
+    obs = sparse_byte_observations(48, seed=5)
+    picked = torch.tensor([47, 3, 0, 3])
+    for version in (1, 2):
+        model = ActorCritic(hidden_sizes=(16,), observation_version=version, generator=torch.Generator().manual_seed(3))
+        with torch.no_grad():
+            for a, b in zip(model(SparseObservations.from_dense(obs)[picked]), model(obs[picked])):
+                assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="observation"):
+        model(SparseObservations.from_dense(obs[:, :100]))
 
 
 def test_update_refuses_an_empty_batch():

@@ -1,0 +1,86 @@
+"""Time one PPO update with this checkout's code against the code of a git revision.
+
+Both sides build the same seeded trainer (``configs/rung_equilibrium.yaml`` on a rung, one
+torch thread), play one rollout and time ``ppo_update`` on it, in their own processes, the
+two taking turns so that a change in the machine's load falls on both. Prints each side's
+fastest update and their ratio: speed work on the trainer quotes it, beside
+``python scripts/same_weights.py REV`` for the weights.
+
+    python scripts/update_speed.py HEAD --rules mini8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from same_weights import ROOT, unpack_revision
+
+# Run inside the code under test: the fastest of ``repeats`` updates on one rollout, in seconds.
+TIME_UPDATES = """
+import copy, json, sys, tempfile, time, torch
+from training.learn.config import load_config
+from training.learn.ppo import ppo_update
+from training.learn.trainer import SelfPlayTrainer
+rules, repeats = sys.argv[1], int(sys.argv[2])
+config = load_config("configs/rung_equilibrium.yaml", [f"env.rules={rules}", "torch_threads=1"])
+with tempfile.TemporaryDirectory() as folder:
+    trainer = SelfPlayTrainer(config, folder + "/run", progress=False)
+    buffer, _ = trainer.collect_rollout()
+    batch = buffer.batch(config.ppo.gamma, config.ppo.gae_lambda)
+    fastest = float("inf")
+    for repeat in range(repeats):
+        model = copy.deepcopy(trainer.model).train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
+        began = time.perf_counter()
+        ppo_update(model, optimizer, batch, config.ppo, torch.Generator().manual_seed(repeat), magnet=trainer.magnet)
+        fastest = min(fastest, time.perf_counter() - began)
+    trainer.release()
+print(json.dumps({"decisions": len(batch), "seconds": fastest}))
+"""
+
+
+def fastest_update(code: Path, rules: str, repeats: int) -> dict:
+    """The fastest of ``repeats`` updates with the code in folder ``code``."""
+    done = subprocess.run(
+        [sys.executable, "-c", TIME_UPDATES, rules, str(repeats)], cwd=code, capture_output=True, text=True
+    )
+    if done.returncode:
+        raise SystemExit(f"timing the update failed with the code in {code}:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("revision", help="the git revision to compare with (a branch, tag or commit)")
+    parser.add_argument("--rules", default="mini8", help="the rung the rollout plays (default: mini8)")
+    parser.add_argument("--rounds", type=int, default=3, help="turns each side takes (default: 3)")
+    parser.add_argument("--repeats", type=int, default=3, help="updates timed in each turn (default: 3)")
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.repeats < 1:
+        parser.error("--rounds and --repeats must be at least 1")
+    with tempfile.TemporaryDirectory() as tmp:
+        other = Path(tmp) / "other"
+        problem = unpack_revision(args.revision, other)
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
+        best = {"here": float("inf"), args.revision: float("inf")}
+        for _ in range(args.rounds):
+            for side, code in (("here", ROOT), (args.revision, other)):
+                timed = fastest_update(code, args.rules, args.repeats)
+                best[side] = min(best[side], timed["seconds"])
+    tries = args.rounds * args.repeats
+    print(f"one PPO update on {timed['decisions']:,} decisions of {args.rules} (one thread, fastest of {tries}):")
+    for side, seconds in best.items():
+        print(f"  {side}: {seconds * 1000:.0f} ms")
+    print(f"  {args.revision} / here: {best[args.revision] / best['here']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
