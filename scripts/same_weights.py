@@ -12,10 +12,12 @@ Exit status 0 when every run matches, 1 when one differs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,15 +80,17 @@ def same(a: object, b: object) -> bool:
     return a == b
 
 
-def unpack_revision(revision: str, into: Path) -> str | None:
-    """The files of git ``revision`` unpacked into the new folder ``into``; or, when git
-    cannot read that revision, why (nothing unpacked)."""
+@contextlib.contextmanager
+def revision_files(revision: str) -> Iterator[Path]:
+    """A temporary folder holding the files of git ``revision``. When git cannot read that
+    revision, the script stops there with status 2, saying why."""
     archive = subprocess.run(["git", "archive", revision], cwd=ROOT, capture_output=True)
     if archive.returncode:
-        return f"git cannot read revision {revision!r}: {archive.stderr.decode().strip()}"
-    into.mkdir()
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return None
+        print(f"git cannot read revision {revision!r}: {archive.stderr.decode().strip()}", file=sys.stderr)
+        raise SystemExit(2)
+    with tempfile.TemporaryDirectory() as folder:
+        subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
+        yield Path(folder)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,12 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    with tempfile.TemporaryDirectory() as tmp:
-        other = Path(tmp) / "other"
-        problem = unpack_revision(args.revision, other)
-        if problem:
-            print(problem, file=sys.stderr)
-            return 2
+    with revision_files(args.revision) as other, tempfile.TemporaryDirectory() as tmp:
         train(ROOT, Path(tmp) / "here.pt")
         train(other, Path(tmp) / "other.pt")
         here, there = (torch.load(Path(tmp) / f, weights_only=False) for f in ("here.pt", "other.pt"))

@@ -15,10 +15,9 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from same_weights import ROOT, unpack_revision
+from same_weights import ROOT, revision_files
 
 # Run inside the code under test: the fastest of ``repeats`` updates on one rollout, in seconds.
 TIME_UPDATES = """
@@ -63,12 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.repeats < 1:
         parser.error("--rounds and --repeats must be at least 1")
-    with tempfile.TemporaryDirectory() as tmp:
-        other = Path(tmp) / "other"
-        problem = unpack_revision(args.revision, other)
-        if problem:
-            print(problem, file=sys.stderr)
-            return 2
+    with revision_files(args.revision) as other:
         best = {"here": float("inf"), args.revision: float("inf")}
         for _ in range(args.rounds):
             for side, code in (("here", ROOT), (args.revision, other)):
