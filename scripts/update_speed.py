@@ -33,8 +33,8 @@ with tempfile.TemporaryDirectory() as folder:
     batch = buffer.batch(config.ppo.gamma, config.ppo.gae_lambda)
     fastest = float("inf")
     for repeat in range(repeats):
-        model = copy.deepcopy(trainer.model).train()
-        optimizer = torch.optim.Adam(model.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
+        model, optimizer = copy.deepcopy((trainer.model, trainer.optimizer))  # the optimizer on the copy's weights
+        model.train()
         began = time.perf_counter()
         ppo_update(model, optimizer, batch, config.ppo, torch.Generator().manual_seed(repeat), magnet=trainer.magnet)
         fastest = min(fastest, time.perf_counter() - began)

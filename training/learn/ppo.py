@@ -153,13 +153,16 @@ class SparseObservations:
         )
 
 
+def reads_sparse(obs: torch.Tensor) -> bool:
+    """Whether the network reads ``obs`` by its nonzero entries: the env's whole-number
+    observations on the CPU. Float or GPU tensors take the dense product (what a GPU does best)."""
+    return not obs.is_floating_point() and obs.device.type == "cpu"
+
+
 def compact_observations(obs: torch.Tensor) -> torch.Tensor | SparseObservations:
-    """``obs`` in the form the network reads fastest: the env's whole-number observations on
-    the CPU as :class:`SparseObservations`; float or GPU tensors as they are (a dense product
-    is what a GPU does best)."""
-    if obs.is_floating_point() or obs.device.type != "cpu" or obs.ndim != 2:
-        return obs
-    return SparseObservations.from_dense(obs)
+    """A batch ``[B, width]`` in the form the network reads fastest: as
+    :class:`SparseObservations` when it :func:`reads_sparse`, else as it is."""
+    return SparseObservations.from_dense(obs) if reads_sparse(obs) and obs.ndim == 2 else obs
 
 
 class ObservationLinear(nn.Linear):
@@ -175,7 +178,7 @@ class ObservationLinear(nn.Linear):
 
     def forward(self, x: torch.Tensor | SparseObservations) -> torch.Tensor:
         if isinstance(x, torch.Tensor):
-            if x.is_floating_point() or x.device.type != "cpu" or x.numel() == 0:
+            if not reads_sparse(x) or x.numel() == 0:
                 return super().forward(x.float())
             sparse = SparseObservations.from_dense(x.reshape(-1, self.in_features))
             return self.forward(sparse).reshape(*x.shape[:-1], self.out_features)
