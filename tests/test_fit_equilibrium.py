@@ -1,0 +1,79 @@
+"""scripts/fit_equilibrium.py: a network fitted to a rung's exact equilibrium, measured exactly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT, subprocess_env
+
+from loveletter_env.tree import build_tree
+from training.exploitability.cfr import TreeWorkspace
+from training.exploitability.exact_response import exact_exploitability
+from training.learn.checkpoint import load_agent
+
+SCRIPT = str(ROOT / "scripts" / "fit_equilibrium.py")
+NETWORK = str(ROOT / "checkpoints" / "shipped" / "ppo_2p.pt")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args], capture_output=True, text=True, env=subprocess_env(), timeout=600
+    )
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fit") / "fitted.pt"
+    done = run(NETWORK, "--rules", "mini6", "--epochs", "4", "--measure-every", "2", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1]), out
+
+
+def test_the_curve_starts_at_the_network_s_own_exploitability(fitted):
+    report, _ = fitted
+    assert [point["epoch"] for point in report["curve"]] == [0, 2, 4]
+    sampling = load_agent(NETWORK, greedy=False)
+    measured = exact_exploitability(sampling, "mini6")["exploitability"]
+    assert report["curve"][0]["exploitability"] == pytest.approx(measured, abs=1e-9)
+    assert report["equilibrium_exploitability"] <= 2e-4
+
+
+def test_the_saved_network_samples_and_measures_as_the_last_point(fitted):
+    report, out = fitted
+    agent = load_agent(out)
+    assert not agent.greedy
+    assert exact_exploitability(agent, "mini6")["exploitability"] == pytest.approx(
+        report["curve"][-1]["exploitability"], abs=1e-9
+    )
+    assert report["curve"][-1]["loss"] < report["curve"][1]["loss"]
+
+
+def test_a_rung_for_more_players_and_a_missing_file_are_named(tmp_path):
+    done = run(NETWORK, "--rules", "mini8_3p")
+    assert done.returncode == 2 and "--rules must be a 2-player rung, got 'mini8_3p' (3 players)" in done.stderr
+    missing = tmp_path / "none.pt"
+    done = run(str(missing), "--rules", "mini6")
+    assert done.returncode == 2 and f"checkpoint '{missing}' does not exist" in done.stderr
+
+
+def test_own_reach_is_the_seat_s_own_chance_and_not_the_other_s():
+    tree = build_tree("mini6")
+    workspace = TreeWorkspace(tree)
+    uniform = tree.uniform_strategy()
+    reach = workspace.own_reach(uniform)
+    # Each deal starts at one of seat 0's sets with nothing played yet.
+    first = np.unique(tree.node_info[: tree.num_deals])
+    assert reach[first].sum() == pytest.approx(1.0)
+    # Seat 0 playing otherwise changes its own reach and leaves seat 1's as it was (on mini6
+    # seat 0 decides more than once a round, seat 1 once).
+    skewed = uniform.copy()
+    seat0 = tree.infoset_player == 0
+    skewed[np.repeat(seat0, np.diff(tree.action_offsets))] = 0.0
+    skewed[tree.action_offsets[:-1][seat0]] = 1.0  # always its first legal action
+    again = workspace.own_reach(skewed)
+    assert not np.allclose(again[seat0], reach[seat0])
+    np.testing.assert_allclose(again[~seat0], reach[~seat0])
