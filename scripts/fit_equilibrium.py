@@ -24,15 +24,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loveletter_env.rules import PRESETS  # noqa: E402
-from loveletter_env.tree import TreeError, build_tree, key_to_observation, rung_rules  # noqa: E402
+from loveletter_env.tree import build_tree, key_to_observation, rung_rules  # noqa: E402
+from loveletter_env.validation import check_writable  # noqa: E402
 from training.exploitability.cfr import TreeWorkspace  # noqa: E402
-from training.exploitability.solver import solve  # noqa: E402
-from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint  # noqa: E402
+from training.exploitability.solver import check_target, solve  # noqa: E402
+from training.learn.checkpoint import build_model, load_checkpoint, model_payload, save_checkpoint  # noqa: E402
 from training.learn.ppo import masked_logits  # noqa: E402
 
 MEASURE_BATCH = 16384
@@ -60,9 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     if preset is not None and preset.is_rung and preset.rung_players != 2:
         parser.error(f"--rules must be a 2-player rung, got {args.rules!r} ({preset.rung_players} players)")
     try:
+        check_target(args.solve_target)
+    except ValueError as err:
+        parser.error(f"--solve-target: {err}")
+    try:
+        if args.out:  # named now, before the minutes of fitting whose result it would lose
+            check_writable("--out", args.out)
         checkpoint = load_checkpoint(args.checkpoint)
         tree = build_tree(rung_rules(args.rules))
-    except (CheckpointError, TreeError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError) as err:  # CheckpointError and TreeError among them
         parser.error(str(err))
     torch.set_num_threads(1)
     began = time.perf_counter()
@@ -112,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = args.epochs * -(-len(sets) // args.batch)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
     order = torch.Generator().manual_seed(args.seed)
-    for epoch in range(1, args.epochs + 1):
+    for epoch in tqdm(range(1, args.epochs + 1), desc="fitting", unit="pass", dynamic_ncols=True):
         total = 0.0
         for chunk in torch.randperm(len(sets), generator=order).split(args.batch):
             log_probs = torch.log_softmax(masked_logits(model(obs[chunk])[0], legal[chunk]), -1)
@@ -126,9 +134,8 @@ def main(argv: list[str] | None = None) -> int:
             total += loss.item() * len(chunk)
         if epoch % args.measure_every == 0 or epoch == args.epochs:
             curve.append({"epoch": epoch, "loss": total / len(sets), "exploitability": exploitability()})
-            print(
+            tqdm.write(
                 f"epoch {epoch}: loss {curve[-1]['loss']:.4f}, exploitability {curve[-1]['exploitability']:.4f}",
-                flush=True,
             )
     if args.out:
         fitted = copy.deepcopy(checkpoint)
@@ -157,4 +164,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("fit_equilibrium.py: interrupted; nothing was saved", file=sys.stderr)
+        sys.exit(130)

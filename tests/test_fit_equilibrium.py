@@ -52,9 +52,17 @@ def test_the_saved_network_samples_and_measures_as_the_last_point(fitted):
     assert report["curve"][-1]["loss"] < report["curve"][1]["loss"]
 
 
-def test_a_rung_for_more_players_and_a_missing_file_are_named(tmp_path):
+def test_bad_arguments_are_named_before_any_work(tmp_path):
     done = run(NETWORK, "--rules", "mini8_3p")
     assert done.returncode == 2 and "--rules must be a 2-player rung, got 'mini8_3p' (3 players)" in done.stderr
+    done = run(NETWORK, "--rules", "mini6", "--solve-target", "2")
+    assert done.returncode == 2 and "--solve-target: target must be a number between 0 and 0.5" in done.stderr
+    # An --out that cannot be written is named before the fitting, not after it.
+    unwritable = tmp_path / "file" / "fitted.pt"
+    (tmp_path / "file").write_text("a file, not a folder")
+    done = run(NETWORK, "--rules", "mini6", "--out", str(unwritable))
+    assert done.returncode == 2 and f"--out '{unwritable}' cannot be written" in done.stderr
+    assert "solved" not in done.stdout
     missing = tmp_path / "none.pt"
     done = run(str(missing), "--rules", "mini6")
     assert done.returncode == 2 and f"checkpoint '{missing}' does not exist" in done.stderr
