@@ -29,6 +29,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from loveletter_env.actions import NUM_ACTIONS  # noqa: E402
 from loveletter_env.rules import PRESETS  # noqa: E402
 from loveletter_env.tree import build_tree, key_to_observation, rung_rules  # noqa: E402
 from loveletter_env.validation import check_writable  # noqa: E402
@@ -83,16 +84,15 @@ def main(argv: list[str] | None = None) -> int:
     sets = np.flatnonzero(counts > 1)
     reach = workspace.own_reach(equilibrium)[sets]
     weights = torch.tensor(0.5 + 0.5 * reach / reach.mean(), dtype=torch.float32)
-    entries = [np.arange(tree.action_offsets[i], tree.action_offsets[i + 1]) for i in sets]
+    # Each fitted set's entries of the tree's per-action arrays, and the row and action each fills.
+    flat = np.concatenate([np.arange(tree.action_offsets[i], tree.action_offsets[i + 1]) for i in sets])
+    rows = np.repeat(np.arange(len(sets)), counts[sets])
+    columns = tree.actions[flat]
     obs = torch.tensor(np.stack([key_to_observation(tree.key(int(i))) for i in sets]), dtype=torch.float32)
-    legal = torch.zeros((len(sets), 41), dtype=torch.bool)
-    target = torch.zeros((len(sets), 41), dtype=torch.float32)
-    for row, span in enumerate(entries):
-        legal[row, tree.actions[span]] = True
-        target[row, tree.actions[span]] = torch.from_numpy(equilibrium[span]).float()
-    rows = np.repeat(np.arange(len(sets)), [len(s) for s in entries])
-    columns = tree.actions[np.concatenate(entries)]
-    flat = np.concatenate(entries)
+    legal = torch.zeros((len(sets), NUM_ACTIONS), dtype=torch.bool)
+    legal[rows, columns] = True
+    target = torch.zeros((len(sets), NUM_ACTIONS), dtype=torch.float32)
+    target[rows, columns] = torch.from_numpy(equilibrium[flat]).float()
 
     model = build_model(checkpoint)
     if args.fresh:
