@@ -79,7 +79,7 @@ class PPOConfig(StrictModel):
         magnet_coef: weight ``alpha`` of ``KL(policy || magnet)`` in the loss: magnetic
             mirror descent (Sokota et al., ICLR 2023), which, unlike plain self-play,
             approaches an equilibrium in two-player zero-sum imperfect-information games.
-            0 (the default) leaves the PPO loss exactly as without it.
+            0.2 by default; 0 leaves the PPO loss exactly as without it.
         magnet_every: with ``magnet_coef > 0``, the magnet becomes a copy of the current
             policy every this many updates (the trainer keeps it between updates).
     """
