@@ -30,11 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loveletter_env.actions import NUM_ACTIONS  # noqa: E402
-from loveletter_env.rules import PRESETS  # noqa: E402
 from loveletter_env.tree import build_tree, key_to_observation, rung_rules  # noqa: E402
 from loveletter_env.validation import check_writable  # noqa: E402
 from training.exploitability.cfr import TreeWorkspace  # noqa: E402
-from training.exploitability.solver import check_target, solve  # noqa: E402
+from training.exploitability.solver import check_target, check_two_player_rung, solve  # noqa: E402
 from training.learn.checkpoint import build_model, load_checkpoint, model_payload, save_checkpoint  # noqa: E402
 from training.learn.ppo import masked_logits  # noqa: E402
 
@@ -59,9 +58,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if not 0 < args.lr <= 1:
         parser.error(f"--lr must be in (0, 1], got {args.lr}")
-    preset = PRESETS.get(args.rules)
-    if preset is not None and preset.is_rung and preset.rung_players != 2:
-        parser.error(f"--rules must be a 2-player rung, got {args.rules!r} ({preset.rung_players} players)")
+    try:
+        check_two_player_rung(args.rules)
+    except ValueError as err:
+        parser.error(f"--rules {err}")
     try:
         check_target(args.solve_target)
     except ValueError as err:
