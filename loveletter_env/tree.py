@@ -472,6 +472,11 @@ class GameTree:
         """The player who chooses each action (per-action, as strategies are laid out)."""
         return np.repeat(self.infoset_player, np.diff(self.action_offsets))
 
+    @property
+    def action_infoset(self) -> np.ndarray:
+        """The information set of each action (per-action, as strategies are laid out)."""
+        return np.repeat(np.arange(self.num_infosets), np.diff(self.action_offsets))
+
     def key(self, infoset: int) -> np.ndarray:
         """The observation key of ``infoset`` (:func:`key_to_observation` gives the observation)."""
         return self.key_entries[self.key_offsets[infoset] : self.key_offsets[infoset + 1]]

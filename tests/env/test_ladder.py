@@ -545,6 +545,9 @@ def test_the_flat_tree_holds_the_walked_tree():
         seat = int(tree.infoset_player[infoset])
         assert record[CURRENT] == seat
         assert [a for a in range(41) if int(kernels.legal_bits(record)) >> a & 1] == tree.infoset_actions(infoset)
+        # The per-action layout names this set, and its seat, at each of its actions.
+        span = slice(tree.action_offsets[infoset], tree.action_offsets[infoset + 1])
+        assert (tree.action_infoset[span] == infoset).all() and (tree.action_player[span] == seat).all()
         # Every node of an information set shows its seat the observation of the set's key.
         kernels.observe_into(record, seat, obs)
         shown[:] = key_to_observation(tree.key(infoset))
