@@ -530,15 +530,18 @@ def all_actions_policy_loss(
     acting_log_probs: torch.Tensor,
     action_values: torch.Tensor,
     masks: torch.Tensor,
-    scale: torch.Tensor,
     clip_coef: float,
+    norm_adv: bool = True,
 ) -> torch.Tensor:
     """PPO's clipped surrogate over every legal action: each action's term weighted by its
     probability under the policy that acted, its advantage the action value less the
-    acting policy's mean of them, divided by ``scale``."""
+    acting policy's mean of them (with ``norm_adv``, divided by their acting-weighted spread
+    over the minibatch, as PPO divides the sampled advantages by theirs)."""
     acting = acting_log_probs.where(masks, 0.0).exp().where(masks, 0.0)
     values = action_values.where(masks, 0.0)
-    advantages = (values - (acting * values).sum(-1, keepdim=True)) / scale
+    advantages = (values - (acting * values).sum(-1, keepdim=True)).where(masks, 0.0)
+    if norm_adv:
+        advantages = advantages / ((acting * advantages**2).sum(-1).mean().sqrt() + 1e-8)
     ratio = (masked_log_probs(logits, masks) - acting_log_probs).where(masks, 0.0).exp()
     surrogate = torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef))
     return (acting * surrogate).where(masks, 0.0).sum(-1).mean()
@@ -559,9 +562,8 @@ def ppo_losses(
         if action_value_head is None or batch.acting_log_probs is None:
             raise ValueError("ppo.policy_gradient all_actions needs an action-value head and the acting policy")
         action_values = action_value_head(features)
-        scale = batch.advantages.std() + 1e-8 if cfg.norm_adv and len(batch) > 1 else torch.ones(())
         pg = all_actions_policy_loss(
-            logits, batch.acting_log_probs, action_values.detach(), batch.masks, scale, cfg.clip_coef
+            logits, batch.acting_log_probs, action_values.detach(), batch.masks, cfg.clip_coef, cfg.norm_adv
         )
         qf = 0.5 * ((_taken(action_values, batch.actions) - batch.returns) ** 2).mean()
         vf = vf + qf

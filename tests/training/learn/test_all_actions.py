@@ -39,10 +39,9 @@ def test_its_gradient_is_the_sampled_surrogates_expected_over_the_acting_policy(
     the action drawn, each action's advantage its value less the policy's mean value."""
     logits, mask, values = random_policy(0)
     acting = masked_log_probs(logits, mask)
-    scale = torch.tensor(0.7)
 
     summed = logits.clone().requires_grad_(True)
-    all_actions_policy_loss(summed, acting, values, mask, scale, clip_coef=0.2).backward()
+    all_actions_policy_loss(summed, acting, values, mask, clip_coef=0.2, norm_adv=False).backward()
 
     by_hand = logits.clone().requires_grad_(True)
     probs = acting.exp()
@@ -52,7 +51,7 @@ def test_its_gradient_is_the_sampled_surrogates_expected_over_the_acting_policy(
         taken = torch.full((ROWS,), action)
         new = masked_log_probs(by_hand, mask).gather(-1, taken[:, None]).squeeze(-1)
         old = acting.gather(-1, taken[:, None]).squeeze(-1)
-        advantage = (values[:, action] - mean_value) / scale
+        advantage = values[:, action] - mean_value
         # policy_loss is a mean over rows: one row at a time, weighted by that row's probability.
         for row in range(ROWS):
             term = policy_loss(new[row : row + 1], old[row : row + 1], advantage[row : row + 1], 0.2)
@@ -67,12 +66,24 @@ def test_illegal_actions_and_a_common_shift_of_the_values_change_nothing():
     logits, mask, values = random_policy(1)
     acting = masked_log_probs(logits, mask)
     moved = masked_log_probs(logits + 0.3 * torch.randn(logits.shape, generator=torch.Generator().manual_seed(2)), mask)
-    base = all_actions_policy_loss(moved, acting, values, mask, torch.tensor(1.0), 0.2)
+    base = all_actions_policy_loss(moved, acting, values, mask, 0.2, norm_adv=False)
     other = values.clone()
     other[:, [0, 1, 40]] = 100.0  # illegal actions: never played, never valued
-    assert torch.equal(all_actions_policy_loss(moved, acting, other, mask, torch.tensor(1.0), 0.2), base)
-    shifted = all_actions_policy_loss(moved, acting, values + 5.0, mask, torch.tensor(1.0), 0.2)
+    assert torch.equal(all_actions_policy_loss(moved, acting, other, mask, 0.2, norm_adv=False), base)
+    shifted = all_actions_policy_loss(moved, acting, values + 5.0, mask, 0.2, norm_adv=False)
     assert torch.allclose(shifted, base, atol=1e-6)
+
+
+def test_normalised_advantages_do_not_depend_on_the_values_scale():
+    """With ``norm_adv`` the advantages are divided by their acting-weighted spread, as PPO
+    divides the sampled ones by theirs: values three times as far apart give the same loss."""
+    logits, mask, values = random_policy(3)
+    acting = masked_log_probs(logits, mask)
+    moved = masked_log_probs(logits + 0.3 * torch.randn(logits.shape, generator=torch.Generator().manual_seed(4)), mask)
+    base = all_actions_policy_loss(moved, acting, values, mask, 0.2)
+    assert torch.allclose(all_actions_policy_loss(moved, acting, 3.0 * values, mask, 0.2), base, atol=1e-6)
+    raw = all_actions_policy_loss(moved, acting, 3.0 * values, mask, 0.2, norm_adv=False)
+    assert not torch.allclose(raw, base, atol=1e-3)
 
 
 def test_an_action_pushed_past_the_clip_range_gets_no_further_push():
@@ -87,7 +98,7 @@ def test_an_action_pushed_past_the_clip_range_gets_no_further_push():
         logits = torch.zeros(1, NUM_ACTIONS)
         logits[0, 30] = boost
         logits.requires_grad_(True)
-        all_actions_policy_loss(logits, acting, values, mask, torch.tensor(1.0), clip_coef=0.2).backward()
+        all_actions_policy_loss(logits, acting, values, mask, clip_coef=0.2, norm_adv=False).backward()
         assert logits.grad is not None
         assert (logits.grad[0, 30] < -1e-3) == pushed
 
@@ -108,14 +119,22 @@ def test_an_update_follows_the_action_values_and_fits_them_to_the_returns():
         policy_gradient="all_actions",
     )
     optimizer = torch.optim.Adam([*model.parameters(), *head.parameters()], lr=cfg.learning_rate)
+
+    def taken_value_error() -> float:
+        with torch.no_grad():
+            taken = head(model.features(batch.obs)).gather(-1, batch.actions[:, None]).squeeze(-1)
+        return float(((taken - returns) ** 2).mean())
+
     with torch.no_grad():
         before = masked_log_probs(model(batch.obs)[0], batch.masks).exp()[:, 30]
-    first = ppo_update(model, optimizer, batch, cfg, torch.Generator().manual_seed(1), action_value_head=head)
-    second = ppo_update(model, optimizer, batch, cfg, torch.Generator().manual_seed(2), action_value_head=head)
+    error_before = taken_value_error()
+    for seed in (1, 2):
+        stats = ppo_update(model, optimizer, batch, cfg, torch.Generator().manual_seed(seed), action_value_head=head)
     with torch.no_grad():
         after = masked_log_probs(model(batch.obs)[0], batch.masks).exp()[:, 30]
         q = head(model.features(batch.obs))
-    assert second["action_value_loss"] < 0.5 * first["action_value_loss"]
+    assert "action_value_loss" in stats
+    assert taken_value_error() < 0.25 * error_before
     assert (q[:, 30] > q[:, 3]).all() and (q[:, 30] > q[:, 7]).all()
     assert (after > before).all() and after.mean() > before.mean() + 0.1
 
