@@ -20,17 +20,16 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 import loveletter_env
 from loveletter_env import engine
-from loveletter_env.actions import ACTIONS, NO_TARGET, NUM_ACTIONS, encode_action
+from loveletter_env.actions import ACTIONS, NO_TARGET, encode_action
 from loveletter_env.cards import CARD_NAMES, COUNTESS, DECK_SIZE, FULL_DECK, GUARD, KING, PRINCE, PRINCESS
 from loveletter_env.engine import GameState, TurnEvent
-from loveletter_env.observation import OBSERVATION_SIZE, ObservationView, decode_observation, encode_observation
+from loveletter_env.observation import ObservationView, decode_observation, encode_observation
 
 PLAYER_COUNTS = (2, 3, 4)
 
@@ -68,32 +67,6 @@ TINY_TRAINING = [
     "opponents.past=0.25",
     "opponents.bots=0.15",
 ]
-
-
-#: The legal actions of every decision in :func:`tiny_ppo_batch`.
-TINY_BATCH_LEGAL = [3, 7, 30]
-
-
-def tiny_ppo_batch(seed: int = 0, rows: int = 48) -> tuple[Any, Any]:
-    """A one-layer network and a PPO batch of ``rows`` random observations it acted on, each
-    with the legal actions :data:`TINY_BATCH_LEGAL` taken in turn and random advantages."""
-    import torch  # only the training tests need torch
-
-    from training.learn.ppo import ActorCritic, RolloutBatch, action_log_prob
-
-    generator = torch.Generator().manual_seed(seed)
-    model = ActorCritic(hidden_sizes=(32,), generator=generator)
-    obs = torch.rand(rows, OBSERVATION_SIZE, generator=generator)
-    mask = torch.zeros(rows, NUM_ACTIONS, dtype=torch.bool)
-    mask[:, TINY_BATCH_LEGAL] = True
-    actions = torch.tensor(TINY_BATCH_LEGAL * (rows // len(TINY_BATCH_LEGAL)))
-    advantages = torch.randn(rows, generator=generator)
-    with torch.no_grad():
-        logits, values = model(obs)
-    batch = RolloutBatch(
-        obs, mask, actions, action_log_prob(logits, mask, actions), values, advantages, advantages + values
-    )
-    return model, batch
 
 
 # A suite started as a background job (`pytest &` from a script) inherits Ctrl-C ignored,

@@ -30,7 +30,7 @@ import dataclasses
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import numpy as np
 import torch
@@ -82,12 +82,6 @@ class PPOConfig(StrictModel):
             0.2 by default; 0 leaves the PPO loss exactly as without it.
         magnet_every: with ``magnet_coef > 0``, the magnet becomes a copy of the current
             policy every this many updates (the trainer keeps it between updates).
-        policy_gradient: ``"sampled"``, PPO's surrogate on the action each decision took;
-            or ``"all_actions"``, the same clipped surrogate summed over every legal action,
-            each weighted by its probability under the policy that acted and valued by an
-            action-value head (:class:`ActionValueHead`) trained on the taken actions'
-            returns (the all-actions policy gradient, QPG of Srinivasan et al., NeurIPS
-            2018): the update then no longer carries the noise of which action was drawn.
     """
 
     learning_rate: Annotated[float, Field(gt=0, le=1)] = 8e-4
@@ -106,7 +100,6 @@ class PPOConfig(StrictModel):
     target_kl: Annotated[float, Field(gt=0)] | None = None
     magnet_coef: Annotated[float, Field(ge=0)] = 0.2
     magnet_every: Annotated[WholeNumber, Field(ge=1)] = 20
-    policy_gradient: Literal["sampled", "all_actions"] = "sampled"
 
 
 # ---------------------------------------------------------------------------------
@@ -255,32 +248,12 @@ class ActorCritic(nn.Module):
         the env writes it (``uint8``), or as :class:`SparseObservations`, to let the input
         layer read only its nonzero entries (:class:`ObservationLinear`), or as float for
         the plain dense product."""
-        return self.heads(self.features(obs))
-
-    def features(self, obs: torch.Tensor | SparseObservations) -> torch.Tensor:
-        """The trunk's output ``[B, hidden_sizes[-1]]``, what every head reads."""
         if isinstance(obs, SparseObservations):
             check_observation_size(obs.width)
-            return self.trunk(obs.prefix(self.obs_size))
-        return self.trunk(observation_for_layout(obs, self.observation_version))
-
-    def heads(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(logits, value) from :meth:`features`."""
+            features = self.trunk(obs.prefix(self.obs_size))
+        else:
+            features = self.trunk(observation_for_layout(obs, self.observation_version))
         return self.policy_head(features), self.value_head(features).squeeze(-1)
-
-
-class ActionValueHead(nn.Linear):
-    """The value of each of the 41 actions, read from an :class:`ActorCritic`'s features.
-
-    Only ``ppo.policy_gradient: all_actions`` trains one; it lives beside the network (the
-    trainer keeps it in its training state), so exported networks are the same either way.
-    """
-
-    def __init__(self, width: int, num_actions: int = NUM_ACTIONS, generator: torch.Generator | None = None):
-        super().__init__(width, num_actions)
-        with torch.no_grad():
-            nn.init.orthogonal_(self.weight, gain=1.0, generator=generator)
-            nn.init.zeros_(self.bias)
 
 
 #: Names this module no longer uses, each with the one to use: they still work, with a
@@ -481,7 +454,6 @@ class RolloutBatch:
     advantages: torch.Tensor  # float [B]
     returns: torch.Tensor  # float [B]
     magnet_log_probs: torch.Tensor | None = None  # float [B, 41], masked; only with ppo.magnet_coef > 0
-    acting_log_probs: torch.Tensor | None = None  # float [B, 41], masked; only with all_actions
 
     def __len__(self) -> int:
         return self.actions.shape[0]
@@ -525,52 +497,16 @@ def normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     return (x - x.mean()) / (x.std() + eps)
 
 
-def all_actions_policy_loss(
-    logits: torch.Tensor,
-    acting_log_probs: torch.Tensor,
-    action_values: torch.Tensor,
-    masks: torch.Tensor,
-    clip_coef: float,
-    norm_adv: bool = True,
-) -> torch.Tensor:
-    """PPO's clipped surrogate over every legal action: each action's term weighted by its
-    probability under the policy that acted, its advantage the action value less the
-    acting policy's mean of them (with ``norm_adv``, divided by their acting-weighted spread
-    over the minibatch, as PPO divides the sampled advantages by theirs)."""
-    acting = acting_log_probs.where(masks, 0.0).exp().where(masks, 0.0)
-    values = action_values.where(masks, 0.0)
-    advantages = (values - (acting * values).sum(-1, keepdim=True)).where(masks, 0.0)
-    if norm_adv:
-        advantages = advantages / ((acting * advantages**2).sum(-1).mean().sqrt() + 1e-8)
-    ratio = (masked_log_probs(logits, masks) - acting_log_probs).where(masks, 0.0).exp()
-    surrogate = torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef))
-    return (acting * surrogate).where(masks, 0.0).sum(-1).mean()
-
-
-def ppo_losses(
-    model: ActorCritic, batch: RolloutBatch, cfg: PPOConfig, action_value_head: nn.Module | None = None
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def ppo_losses(model: nn.Module, batch: RolloutBatch, cfg: PPOConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Total loss of one minibatch and its pieces (for logging)."""
-    features = model.features(batch.obs)
-    logits, new_values = model.heads(features)
+    logits, new_values = model(batch.obs)
     new_logprobs = action_log_prob(logits, batch.masks, batch.actions)
     entropy = masked_entropy(logits, batch.masks).mean()
     advantages = normalize(batch.advantages) if cfg.norm_adv else batch.advantages
+    pg = policy_loss(new_logprobs, batch.logprobs, advantages, cfg.clip_coef)
     vf = value_loss(new_values, batch.values, batch.returns, cfg.clip_coef if cfg.clip_vloss else None)
-    pieces: dict[str, torch.Tensor] = {}
-    if cfg.policy_gradient == "all_actions":
-        if action_value_head is None or batch.acting_log_probs is None:
-            raise ValueError("ppo.policy_gradient all_actions needs an action-value head and the acting policy")
-        action_values = action_value_head(features)
-        pg = all_actions_policy_loss(
-            logits, batch.acting_log_probs, action_values.detach(), batch.masks, cfg.clip_coef, cfg.norm_adv
-        )
-        qf = 0.5 * ((_taken(action_values, batch.actions) - batch.returns) ** 2).mean()
-        vf = vf + qf
-        pieces["action_value_loss"] = qf.detach()
-    else:
-        pg = policy_loss(new_logprobs, batch.logprobs, advantages, cfg.clip_coef)
     loss = pg - cfg.ent_coef * entropy + cfg.vf_coef * vf
+    pieces: dict[str, torch.Tensor] = {}
     if cfg.magnet_coef > 0:
         if batch.magnet_log_probs is None:
             raise ValueError("ppo.magnet_coef > 0 needs the magnet's log-probabilities in the batch")
@@ -593,13 +529,12 @@ def ppo_losses(
 
 
 def ppo_update(
-    model: ActorCritic,
+    model: nn.Module,
     optimizer: torch.optim.Optimizer,
     batch: RolloutBatch,
     cfg: PPOConfig,
     generator: torch.Generator,
     magnet: nn.Module | None = None,
-    action_value_head: nn.Module | None = None,
 ) -> dict[str, float]:
     """Run ``update_epochs`` passes of minibatch gradient steps over ``batch``.
 
@@ -621,10 +556,6 @@ def ppo_update(
         with torch.no_grad():
             magnet_logits, _ = magnet(batch.obs)
         batch = dataclasses.replace(batch, magnet_log_probs=masked_log_probs(magnet_logits, batch.masks))
-    if cfg.policy_gradient == "all_actions":
-        with torch.no_grad():
-            acting_logits, _ = model(batch.obs)
-        batch = dataclasses.replace(batch, acting_log_probs=masked_log_probs(acting_logits, batch.masks))
     minibatch = max(1, size // cfg.num_minibatches)
     # Summed on the tensors' device in float64 (the precision of the Python floats they
     # replace) and read back once at the end: reading them per minibatch would make the
@@ -636,7 +567,7 @@ def ppo_update(
         for start in range(0, size - minibatch + 1, minibatch):
             idx = order[start : start + minibatch]
             mb = batch.rows(idx)
-            loss, stats = ppo_losses(model, mb, cfg, action_value_head)
+            loss, stats = ppo_losses(model, mb, cfg)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)

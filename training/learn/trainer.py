@@ -35,7 +35,6 @@ from training.learn.interrupt import StopRequest
 from training.learn.metrics import MetricsLog, plot_learning_curve
 from training.learn.policy_agent import PolicyAgent
 from training.learn.ppo import (
-    ActionValueHead,
     ActorCritic,
     entropy_coef,
     learning_rate,
@@ -138,14 +137,7 @@ class SelfPlayTrainer:
         self.model = ActorCritic(config.model.hidden_sizes, generator=init_generator).to(self.device)
         # On CUDA one fused kernel updates every parameter; the CPU keeps torch's default step.
         fused = True if self.device.type == "cuda" else None
-        # Trained beside the network, only for ppo.policy_gradient all_actions.
-        self.action_value_head = (
-            ActionValueHead(self.model.hidden_sizes[-1], generator=init_generator).to(self.device)
-            if config.ppo.policy_gradient == "all_actions"
-            else None
-        )
-        trained = [*self.model.parameters(), *(self.action_value_head.parameters() if self.action_value_head else [])]
-        self.optimizer = torch.optim.Adam(trained, lr=config.ppo.learning_rate, eps=1e-5, fused=fused)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.ppo.learning_rate, eps=1e-5, fused=fused)
         # Separate streams: acting (on the rollout device), minibatch order, opponent draws.
         self.act_gen = torch.Generator(device=self.device).manual_seed(derive_seed(seed, 1))
         self.update_gen = torch.Generator().manual_seed(derive_seed(seed, 2))
@@ -196,7 +188,6 @@ class SelfPlayTrainer:
             "pool": self.pool.state(),
             "best_score": self.best_score,
             "magnet": self.magnet.state_dict(),
-            **({"action_value_head": self.action_value_head.state_dict()} if self.action_value_head else {}),
             # Only once it has begun: a run without model.average_from saves no second copy.
             **(
                 {"average": self.average.state_dict(), "averaged_updates": self.averaged_updates}
@@ -237,8 +228,6 @@ class SelfPlayTrainer:
         self.pool.load_state(state["pool"], list(self.config.model.hidden_sizes), ckpt["observation_version"])
         self.best_score = float(state["best_score"])
         self.magnet.load_state_dict(state["magnet"] if "magnet" in state else self.model.state_dict())
-        if self.action_value_head is not None:
-            self.action_value_head.load_state_dict(state["action_value_head"])
         self.averaged_updates = int(state.get("averaged_updates", 0))
         if self.averaged_updates:
             self.average.load_state_dict(state["average"])
@@ -606,15 +595,7 @@ class SelfPlayTrainer:
             ppo_cfg = ppo_cfg.model_copy(update={"ent_coef": entropy_coef(ppo_cfg, self._stage_progress)})
         self.model.train()
         with self.stopwatch("update"):
-            stats = ppo_update(
-                self.model,
-                self.optimizer,
-                batch,
-                ppo_cfg,
-                self.update_gen,
-                magnet=self.magnet,
-                action_value_head=self.action_value_head,
-            )
+            stats = ppo_update(self.model, self.optimizer, batch, ppo_cfg, self.update_gen, magnet=self.magnet)
         stats["ent_coef"] = ppo_cfg.ent_coef
         self.update += 1
         if ppo_cfg.magnet_coef > 0 and self.update % ppo_cfg.magnet_every == 0:

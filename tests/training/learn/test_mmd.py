@@ -10,9 +10,10 @@ import math
 
 import pytest
 import torch
-from conftest import TINY_BATCH_LEGAL, TINY_TRAINING, tiny_ppo_batch
+from conftest import TINY_TRAINING
 
 from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.observation import OBSERVATION_SIZE
 from training import curve, exploit
 from training.learn.checkpoint import load_checkpoint
 from training.learn.config import ConfigError, load_config
@@ -20,12 +21,31 @@ from training.learn.ppo import (
     ActorCritic,
     PPOConfig,
     RolloutBatch,
+    action_log_prob,
     masked_kl,
     masked_log_probs,
     ppo_losses,
     ppo_update,
 )
 from training.learn.selfplay_command import SelfPlayTrainer, main
+
+LEGAL = [3, 7, 30]
+
+
+def make_batch(seed: int = 0, rows: int = 48) -> tuple[ActorCritic, RolloutBatch]:
+    generator = torch.Generator().manual_seed(seed)
+    model = ActorCritic(hidden_sizes=(32,), generator=generator)
+    obs = torch.rand(rows, OBSERVATION_SIZE, generator=generator)
+    mask = torch.zeros(rows, NUM_ACTIONS, dtype=torch.bool)
+    mask[:, LEGAL] = True
+    actions = torch.tensor(LEGAL * (rows // len(LEGAL)))
+    advantages = torch.randn(rows, generator=generator)
+    with torch.no_grad():
+        logits, values = model(obs)
+    batch = RolloutBatch(
+        obs, mask, actions, action_log_prob(logits, mask, actions), values, advantages, advantages + values
+    )
+    return model, batch
 
 
 def magnet_favouring(action: int, batch: RolloutBatch) -> torch.Tensor:
@@ -37,7 +57,7 @@ def magnet_favouring(action: int, batch: RolloutBatch) -> torch.Tensor:
 
 # -- the loss ----------------------------------------------------------------------------
 def test_zero_magnet_coef_gives_exactly_the_plain_loss():
-    model, batch = tiny_ppo_batch()
+    model, batch = make_batch()
     plain_loss, plain_stats = ppo_losses(model, batch, PPOConfig(magnet_coef=0.0))
     with_magnet = dataclasses.replace(batch, magnet_log_probs=magnet_favouring(30, batch))
     loss, stats = ppo_losses(model, with_magnet, PPOConfig(magnet_coef=0.0))
@@ -46,20 +66,20 @@ def test_zero_magnet_coef_gives_exactly_the_plain_loss():
 
 
 def test_magnet_term_adds_alpha_times_the_reverse_kl():
-    model, batch = tiny_ppo_batch()
+    model, batch = make_batch()
     magnet = magnet_favouring(30, batch)
     plain_loss, _ = ppo_losses(model, batch, PPOConfig(magnet_coef=0.0))
     loss, stats = ppo_losses(model, dataclasses.replace(batch, magnet_log_probs=magnet), PPOConfig(magnet_coef=0.3))
     with torch.no_grad():
-        p = masked_log_probs(model(batch.obs)[0], batch.masks).exp()[:, TINY_BATCH_LEGAL]
-        q = magnet.exp()[:, TINY_BATCH_LEGAL]
+        p = masked_log_probs(model(batch.obs)[0], batch.masks).exp()[:, LEGAL]
+        q = magnet.exp()[:, LEGAL]
         expected_kl = (p * (p.log() - q.log())).sum(-1).mean()  # KL(policy || magnet), by hand
     assert float(stats["magnet_kl"]) == pytest.approx(float(expected_kl), rel=1e-5)
     assert float((loss - plain_loss).detach()) == pytest.approx(0.3 * float(expected_kl), rel=1e-4)
 
 
 def test_kl_is_zero_against_itself_and_ignores_illegal_actions():
-    _, batch = tiny_ppo_batch()
+    _, batch = make_batch()
     logits = torch.randn(len(batch), NUM_ACTIONS, generator=torch.Generator().manual_seed(3))
     own = masked_log_probs(logits, batch.masks)
     assert torch.allclose(masked_kl(logits, own, batch.masks), torch.zeros(len(batch)), atol=1e-6)
@@ -71,7 +91,7 @@ def test_kl_is_zero_against_itself_and_ignores_illegal_actions():
 def test_magnet_term_pulls_the_policy_towards_the_magnet():
     """With no advantage, entropy or value signal, the update only follows the KL term:
     the policy moves towards the magnet's favourite action and the KL shrinks."""
-    model, batch = tiny_ppo_batch()
+    model, batch = make_batch()
     batch = dataclasses.replace(batch, advantages=torch.zeros(len(batch)))
     cfg = PPOConfig(learning_rate=3e-3, update_epochs=8, num_minibatches=2, ent_coef=0.0, vf_coef=0.0, magnet_coef=1.0)
     magnet = ActorCritic(hidden_sizes=(32,), generator=torch.Generator().manual_seed(9))
@@ -91,7 +111,7 @@ def test_magnet_term_pulls_the_policy_towards_the_magnet():
 
 
 def test_the_magnet_is_required_when_its_term_is_on():
-    model, batch = tiny_ppo_batch()
+    model, batch = make_batch()
     optimizer = torch.optim.Adam(model.parameters())
     with pytest.raises(ValueError, match="magnet"):
         ppo_update(model, optimizer, batch, PPOConfig(magnet_coef=0.1), torch.Generator())
