@@ -23,7 +23,6 @@ from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from ..validation import MAX_SEED, check_int, check_seed
 from .driver import OBSERVATION_DTYPE, BatchedLoveLetter, _describe, _table_sizes, check_actions_legal
-from .state import BatchedState
 
 
 def split_games(num_games: int, weights: Sequence[float]) -> list[int]:
@@ -127,12 +126,6 @@ class MixedRulesBatched:
         self.rules = resolved
         self.episode = episode
         self._players = players
-
-    @property
-    def state(self) -> BatchedState:
-        """A copy of every game's state, the blocks' :attr:`BatchedLoveLetter.state` in order."""
-        states = [env.state.tensors() for env in self.envs]
-        return BatchedState(**{name: torch.cat([s[name] for s in states]) for name in states[0]})
 
     @property
     def current_player(self) -> torch.Tensor:

@@ -164,12 +164,6 @@ class ModelConfig(StrictModel):
             weights wander around an equilibrium from update to update; their mean over the
             run's tail sits nearer to it. ``None``: the last weights are the final network.
             The default, 0.5, averages the second half of the run.
-        critic: what the value estimates that PPO's advantages are measured against see:
-            ``"observation"``, the network's own value head, or ``"deal"``, a critic that
-            also sees the cards hidden from the player (:mod:`training.learn.deal_critic`):
-            the policy still acts on its observation alone, and its advantages lose the
-            spread of the cards it cannot see. Training only: the trained network is the same
-            kind either way.
     """
 
     hidden_sizes: Annotated[
@@ -178,7 +172,6 @@ class ModelConfig(StrictModel):
     ] = [256, 256]
     init_from: PathText | None = None
     average_from: Annotated[float, Field(ge=0, lt=1)] | None = 0.5
-    critic: Literal["observation", "deal"] = "observation"
 
 
 class OpponentConfig(StrictModel):

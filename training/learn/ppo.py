@@ -248,16 +248,12 @@ class ActorCritic(nn.Module):
         the env writes it (``uint8``), or as :class:`SparseObservations`, to let the input
         layer read only its nonzero entries (:class:`ObservationLinear`), or as float for
         the plain dense product."""
-        features = self.features(obs)
-        return self.policy_head(features), self.value_head(features).squeeze(-1)
-
-    def features(self, obs: torch.Tensor | SparseObservations) -> torch.Tensor:
-        """The trunk's output ``[B, hidden_sizes[-1]]``, what both heads read (and a
-        :class:`~training.learn.deal_critic.DealCritic`); ``obs`` as :meth:`forward` takes it."""
         if isinstance(obs, SparseObservations):
             check_observation_size(obs.width)
-            return self.trunk(obs.prefix(self.obs_size))
-        return self.trunk(observation_for_layout(obs, self.observation_version))
+            features = self.trunk(obs.prefix(self.obs_size))
+        else:
+            features = self.trunk(observation_for_layout(obs, self.observation_version))
+        return self.policy_head(features), self.value_head(features).squeeze(-1)
 
 
 #: Names this module no longer uses, each with the one to use: they still work, with a
@@ -458,7 +454,6 @@ class RolloutBatch:
     advantages: torch.Tensor  # float [B]
     returns: torch.Tensor  # float [B]
     magnet_log_probs: torch.Tensor | None = None  # float [B, 41], masked; only with ppo.magnet_coef > 0
-    hidden: torch.Tensor | None = None  # uint8 [B, HIDDEN_CARD_FEATURES]; only with a deal critic
 
     def __len__(self) -> int:
         return self.actions.shape[0]
@@ -502,29 +497,14 @@ def normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     return (x - x.mean()) / (x.std() + eps)
 
 
-def ppo_losses(
-    model: nn.Module, batch: RolloutBatch, cfg: PPOConfig, critic: nn.Module | None = None
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Total loss of one minibatch and its pieces (for logging).
-
-    With ``critic`` (a :class:`~training.learn.deal_critic.DealCritic`), the batch's values
-    are that critic's and its loss fits them; the network's own value head still learns
-    the same returns, unclipped (its old values are not in the batch), so that the trained
-    network's value stays an estimate from what its player sees."""
+def ppo_losses(model: nn.Module, batch: RolloutBatch, cfg: PPOConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Total loss of one minibatch and its pieces (for logging)."""
     logits, new_values = model(batch.obs)
-    own_vf = None
-    if critic is not None:
-        if batch.hidden is None:
-            raise ValueError("a deal critic needs the hidden cards of each decision in the batch")
-        own_vf = value_loss(new_values, batch.values, batch.returns, None)
-        new_values = critic(batch.obs, batch.hidden)
     new_logprobs = action_log_prob(logits, batch.masks, batch.actions)
     entropy = masked_entropy(logits, batch.masks).mean()
     advantages = normalize(batch.advantages) if cfg.norm_adv else batch.advantages
     pg = policy_loss(new_logprobs, batch.logprobs, advantages, cfg.clip_coef)
     vf = value_loss(new_values, batch.values, batch.returns, cfg.clip_coef if cfg.clip_vloss else None)
-    if own_vf is not None:
-        vf = vf + own_vf
     loss = pg - cfg.ent_coef * entropy + cfg.vf_coef * vf
     pieces: dict[str, torch.Tensor] = {}
     if cfg.magnet_coef > 0:
@@ -555,14 +535,11 @@ def ppo_update(
     cfg: PPOConfig,
     generator: torch.Generator,
     magnet: nn.Module | None = None,
-    critic: nn.Module | None = None,
 ) -> dict[str, float]:
     """Run ``update_epochs`` passes of minibatch gradient steps over ``batch``.
 
     ``magnet`` (needed when ``cfg.magnet_coef > 0``) is the network whose policy the
     magnetic mirror descent term pulls towards; it is evaluated once on the whole batch.
-    ``critic``, when given, is the deal critic whose values the batch holds
-    (:func:`ppo_losses`); ``optimizer`` must also hold its parameters.
 
     Returns the mean of each loss piece over the minibatches, plus ``explained_variance``
     of the value estimates that collected the batch.
@@ -580,7 +557,6 @@ def ppo_update(
             magnet_logits, _ = magnet(batch.obs)
         batch = dataclasses.replace(batch, magnet_log_probs=masked_log_probs(magnet_logits, batch.masks))
     minibatch = max(1, size // cfg.num_minibatches)
-    parameter_groups = [list(model.parameters())] + ([list(critic.parameters())] if critic is not None else [])
     # Summed on the tensors' device in float64 (the precision of the Python floats they
     # replace) and read back once at the end: reading them per minibatch would make the
     # host wait for the device at every gradient step.
@@ -591,11 +567,10 @@ def ppo_update(
         for start in range(0, size - minibatch + 1, minibatch):
             idx = order[start : start + minibatch]
             mb = batch.rows(idx)
-            loss, stats = ppo_losses(model, mb, cfg, critic)
+            loss, stats = ppo_losses(model, mb, cfg)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            for group in parameter_groups:  # the critic's gradients leave the network's clipping alone
-                nn.utils.clip_grad_norm_(group, cfg.max_grad_norm)
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             optimizer.step()
             for k, val in stats.items():
                 totals[k] = totals[k] + val.double() if k in totals else val.double()

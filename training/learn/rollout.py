@@ -37,10 +37,8 @@ class RolloutBuffer:
     copies nothing.
     """
 
-    def __init__(self, capacity: int, num_games: int, device: torch.device, hidden_width: int = 0):
+    def __init__(self, capacity: int, num_games: int, device: torch.device):
         self.capacity, self.num_games, self.device = capacity, num_games, torch.device(device)
-        # What a deal critic reads beside the observation (training.learn.deal_critic); none without one.
-        self.hidden = torch.zeros(capacity, hidden_width, dtype=torch.uint8, device=device) if hidden_width else None
         spare = capacity + 1  # the row that takes writes with nowhere to go
         # The env's bytes, kept as bytes: a quarter of float32's memory; the network converts.
         self.obs = torch.zeros(capacity, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=device)
@@ -56,11 +54,9 @@ class RolloutBuffer:
         self.size = 0
         self.blocks: list[tuple[int, int]] = []  # [start, end) of each add, in order
 
-    def fits(self, capacity: int, num_games: int, device: torch.device, hidden_width: int = 0) -> bool:
+    def fits(self, capacity: int, num_games: int, device: torch.device) -> bool:
         """Whether this buffer has the shape a rollout of ``num_games`` games needs."""
-        width = 0 if self.hidden is None else self.hidden.shape[1]
-        ours = (self.capacity, self.num_games, self.device, width)
-        return ours == (capacity, num_games, torch.device(device), hidden_width)
+        return (self.capacity, self.num_games, self.device) == (capacity, num_games, torch.device(device))
 
     def next_rows(self, count: int) -> tuple[torch.Tensor, torch.Tensor] | None:
         """``(obs, masks)``: views of the rows the next :meth:`add` of ``count`` decisions
@@ -85,13 +81,9 @@ class RolloutBuffer:
         actions: torch.Tensor,
         logprobs: torch.Tensor,
         values: torch.Tensor,
-        hidden: torch.Tensor | None = None,
     ) -> None:
         """Record the decisions seats ``seats`` of games ``games`` just made (each game at
-        most once). ``obs`` and ``masks`` may be the rows :meth:`next_rows` gave, already
-        filled. ``hidden``: the deal critic's extra inputs, exactly when the buffer keeps them."""
-        if (hidden is None) != (self.hidden is None):
-            raise ValueError("hidden cards go with a buffer made for a deal critic, and only with one")
+        most once). ``obs`` and ``masks`` may be the rows :meth:`next_rows` gave, already filled."""
         k0, k1 = self.size, self.size + games.numel()
         if k1 > self.capacity:
             raise ValueError(f"the rollout buffer holds {self.capacity:,} decisions; {k1:,} do not fit")
@@ -101,8 +93,6 @@ class RolloutBuffer:
         self.actions[k0:k1].copy_(actions)
         self.logprobs[k0:k1].copy_(logprobs)
         self.values[k0:k1].copy_(values)
-        if self.hidden is not None and hidden is not None:
-            self.hidden[k0:k1].copy_(hidden)
         self.rewards[k0:k1].zero_()
         self.terminal[k0:k1].fill_(False)
         self.next_index[k0:k1].fill_(-1)
@@ -142,7 +132,6 @@ class RolloutBuffer:
             values=self.values[:n][keep],
             advantages=adv[keep],
             returns=ret[keep],
-            hidden=None if self.hidden is None else self.hidden[:n][keep],
         )
 
 

@@ -31,7 +31,6 @@ from loveletter_env.agents import make_agent
 from loveletter_env.observation import layout_name
 from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint
 from training.learn.config import ConfigError, TrainConfig, from_dict, save_config, to_dict
-from training.learn.deal_critic import HIDDEN_CARD_FEATURES, DealCritic, hidden_cards
 from training.learn.interrupt import StopRequest
 from training.learn.metrics import MetricsLog, plot_learning_curve
 from training.learn.policy_agent import PolicyAgent
@@ -136,16 +135,9 @@ class SelfPlayTrainer:
         seed = config.seed
         init_generator = torch.Generator().manual_seed(seed)
         self.model = ActorCritic(config.model.hidden_sizes, generator=init_generator).to(self.device)
-        # model.critic: "deal": advantages measured against a critic that sees the whole deal.
-        self.critic: DealCritic | None = None
-        parameters = list(self.model.parameters())
-        if config.model.critic == "deal":
-            critic_generator = torch.Generator().manual_seed(derive_seed(seed, 6))
-            self.critic = DealCritic(config.model.hidden_sizes, generator=critic_generator).to(self.device)
-            parameters += self.critic.parameters()
         # On CUDA one fused kernel updates every parameter; the CPU keeps torch's default step.
         fused = True if self.device.type == "cuda" else None
-        self.optimizer = torch.optim.Adam(parameters, lr=config.ppo.learning_rate, eps=1e-5, fused=fused)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.ppo.learning_rate, eps=1e-5, fused=fused)
         # Separate streams: acting (on the rollout device), minibatch order, opponent draws.
         self.act_gen = torch.Generator(device=self.device).manual_seed(derive_seed(seed, 1))
         self.update_gen = torch.Generator().manual_seed(derive_seed(seed, 2))
@@ -196,7 +188,6 @@ class SelfPlayTrainer:
             "pool": self.pool.state(),
             "best_score": self.best_score,
             "magnet": self.magnet.state_dict(),
-            **({"critic": self.critic.state_dict()} if self.critic is not None else {}),
             # Only once it has begun: a run without model.average_from saves no second copy.
             **(
                 {"average": self.average.state_dict(), "averaged_updates": self.averaged_updates}
@@ -237,8 +228,6 @@ class SelfPlayTrainer:
         self.pool.load_state(state["pool"], list(self.config.model.hidden_sizes), ckpt["observation_version"])
         self.best_score = float(state["best_score"])
         self.magnet.load_state_dict(state["magnet"] if "magnet" in state else self.model.state_dict())
-        if self.critic is not None:
-            self.critic.load_state_dict(state["critic"])
         self.averaged_updates = int(state.get("averaged_updates", 0))
         if self.averaged_updates:
             self.average.load_state_dict(state["average"])
@@ -316,10 +305,9 @@ class SelfPlayTrainer:
         changes the number of games or turns."""
         cfg = self.active.env
         capacity, n = cfg.num_games * cfg.rollout_steps, cfg.num_games
-        hidden_width = HIDDEN_CARD_FEATURES if self.critic is not None else 0
-        if self.buffer is None or not self.buffer.fits(capacity, n, self.device, hidden_width):
+        if self.buffer is None or not self.buffer.fits(capacity, n, self.device):
             self.buffer = None  # let the old one go before the new one takes its memory
-            self.buffer = RolloutBuffer(capacity, n, self.device, hidden_width)
+            self.buffer = RolloutBuffer(capacity, n, self.device)
         self.buffer.reset()
         return self.buffer
 
@@ -356,9 +344,9 @@ class SelfPlayTrainer:
         for turn in range(cfg.rollout_steps):
             seat = self.env.current_player.to(device)
             with self.stopwatch("forward"):
-                logits, values, hidden = self._act(obs, seat)
+                logits, values = self.model(obs)
                 actions, logprobs = sample_with_log_prob(logits, mask, self.act_gen)
-            buffer.add(game_ids, seat, obs, mask, actions, logprobs, values, hidden)
+            buffer.add(game_ids, seat, obs, mask, actions, logprobs, values)
             rows = buffer.next_rows(n)
             obs, mask = rows if rows is not None else (self.obs, self.mask)
             with self.stopwatch("env"):
@@ -374,21 +362,6 @@ class SelfPlayTrainer:
                 episodes += len(games)
                 self.seating.draw(games, self.rng, len(self.pool))
         return {"win_rate_vs_past": float("nan"), "win_rate_vs_bots": float("nan"), "episodes": episodes}
-
-    def _act(
-        self, obs: torch.Tensor, seats: torch.Tensor, games: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """The learner's logits and value estimates for ``obs``, the observations of games
-        ``games`` (all of them when None) at seats ``seats`` (one per game of the env), and
-        the deal critic's hidden cards of those decisions (None without one)."""
-        if self.critic is None:
-            logits, values = self.model(obs)
-            return logits, values, None
-        hidden = hidden_cards(self.env.state, seats).to(self.device)
-        if games is not None:
-            hidden = hidden[games]
-        logits, _ = self.model(obs)
-        return logits, self.critic(obs, hidden), hidden
 
     def _mixed_rollout(self, buffer: RolloutBuffer) -> dict[str, float]:
         """The rollout of a table with past networks or bots in some seats: each turn the
@@ -423,7 +396,7 @@ class SelfPlayTrainer:
             with self.stopwatch("forward"):
                 if mine.numel():
                     my_obs, my_mask = obs[mine], mask[mine]
-                    logits, values, hidden = self._act(my_obs, seat_t, mine)
+                    logits, values = self.model(my_obs)
                     chosen, logprobs = sample_with_log_prob(logits, my_mask, self.act_gen)
                     actions[mine] = chosen
                 if snapshot.any():
@@ -433,7 +406,7 @@ class SelfPlayTrainer:
                         logits, mask[rows], self.act_gen, greedy=self.active.opponents.past_greedy
                     )
             if mine.numel():
-                buffer.add(game_ids[mine], seat_t[mine], my_obs, my_mask, chosen, logprobs, values, hidden)
+                buffer.add(game_ids[mine], seat_t[mine], my_obs, my_mask, chosen, logprobs, values)
             if bot.any():
                 with self.stopwatch("bots"):
                     rows = torch.from_numpy(np.flatnonzero(bot)).to(device)
@@ -622,9 +595,7 @@ class SelfPlayTrainer:
             ppo_cfg = ppo_cfg.model_copy(update={"ent_coef": entropy_coef(ppo_cfg, self._stage_progress)})
         self.model.train()
         with self.stopwatch("update"):
-            stats = ppo_update(
-                self.model, self.optimizer, batch, ppo_cfg, self.update_gen, magnet=self.magnet, critic=self.critic
-            )
+            stats = ppo_update(self.model, self.optimizer, batch, ppo_cfg, self.update_gen, magnet=self.magnet)
         stats["ent_coef"] = ppo_cfg.ent_coef
         self.update += 1
         if ppo_cfg.magnet_coef > 0 and self.update % ppo_cfg.magnet_every == 0:
