@@ -79,12 +79,24 @@ class MetricsLog:
         self.tb.close()
 
 
-def plot_learning_curve(csv_path: Path, png_path: Path) -> Path | None:
-    """PNG of evaluation win rates, training win rates and policy entropy against turns played."""
+def load_plotting() -> Any:
+    """``matplotlib.pyplot`` on the file-only Agg backend, imported on first use.
+
+    A run calls this before it takes over Ctrl-C: a second Ctrl-C that lands while a C
+    extension of matplotlib initializes (its first import, seconds on a loaded machine)
+    turns into an ``ImportError`` instead of a ``KeyboardInterrupt``, and the half-built
+    module then crashes the interpreter as it shuts down."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_learning_curve(csv_path: Path, png_path: Path) -> Path | None:
+    """PNG of evaluation win rates, training win rates and policy entropy against turns played."""
+    plt = load_plotting()
 
     with csv_path.open(newline="") as f:
         rows = list(csv.DictReader(f))

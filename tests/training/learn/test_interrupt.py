@@ -132,6 +132,30 @@ def test_second_ctrl_c_in_selfplay_stops_at_once_without_a_traceback(tmp_path):
     assert "stopped at once" in err or "interrupted: saved update" in err  # the first may finish the update
 
 
+def test_a_run_has_imported_its_plotting_before_it_takes_over_ctrl_c(tmp_path):
+    """A second Ctrl-C inside matplotlib's first import (the end-of-run plot) breaks the
+    import and crashes the interpreter's shutdown, so the run imports it before the window."""
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from training.learn import interrupt, selfplay_command
+        installed = interrupt.StopRequest.install
+        def install(self):
+            print("plotting loaded:", "matplotlib.pyplot" in sys.modules, flush=True)
+            return installed(self)
+        interrupt.StopRequest.install = install
+        assert "matplotlib.pyplot" not in sys.modules
+        sets = sum((["--set", item] for item in {TRAIN!r}), [])
+        selfplay_command.main(["--no-progress", "--set", "out_dir={tmp_path}", *sets, "--set", "total_steps=256"])
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=subprocess_env(), cwd=ROOT, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "plotting loaded: True" in done.stdout
+
+
 def test_sigterm_saves_like_ctrl_c_even_where_ctrl_c_is_ignored(tmp_path):
     # As a shell starts a job in the background (`cmd &`): SIGINT ignored, SIGTERM the way to stop it.
     run_dir = tmp_path / "r"
