@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from training.measure.plotting import load_plotting
+
 #: The columns every row has; each evaluation opponent adds three (win rate and its interval).
 TRAIN_COLUMNS = (
     "update",
@@ -77,21 +79,6 @@ class MetricsLog:
     def close(self) -> None:
         self._file.close()
         self.tb.close()
-
-
-def load_plotting() -> Any:
-    """``matplotlib.pyplot`` on the file-only Agg backend, imported on first use.
-
-    A run calls this before it takes over Ctrl-C: a second Ctrl-C that lands while a C
-    extension of matplotlib initializes (its first import, seconds on a loaded machine)
-    turns into an ``ImportError`` instead of a ``KeyboardInterrupt``, and the half-built
-    module then crashes the interpreter as it shuts down."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def plot_learning_curve(csv_path: Path, png_path: Path) -> Path | None:

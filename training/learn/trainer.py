@@ -32,7 +32,7 @@ from loveletter_env.observation import layout_name
 from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint
 from training.learn.config import ConfigError, TrainConfig, from_dict, save_config, to_dict
 from training.learn.interrupt import StopRequest
-from training.learn.metrics import MetricsLog, load_plotting, plot_learning_curve
+from training.learn.metrics import MetricsLog, plot_learning_curve
 from training.learn.policy_agent import PolicyAgent
 from training.learn.ppo import (
     ActorCritic,
@@ -47,6 +47,7 @@ from training.learn.runtime import claim_run_folder, derive_seed, pick_device
 from training.learn.seating import OpponentKind, OpponentPool, Seating
 from training.learn.stopwatch import Stopwatch
 from training.measure.evaluation import evaluate
+from training.measure.plotting import load_plotting
 from training.measure.stats import EvaluationResult
 
 #: Config keys that say where a run executes, not what it computes: --resume may change them.
@@ -525,7 +526,7 @@ class SelfPlayTrainer:
         log = self._open_log()
         bar = self._progress_bar()
         began = _Start(time.perf_counter(), time.process_time(), self.global_step)
-        load_plotting()  # the end-of-run plot imports nothing once Ctrl-C is ours (load_plotting says why)
+        load_plotting()  # the end-of-run plot then imports nothing while Ctrl-C is ours (load_plotting says why)
         # A first Ctrl-C (or SIGTERM) ends the run after the current update, saved; a second at once.
         stop = StopRequest("stopping after this update, which will be saved; press Ctrl-C again to stop at once")
         stop.install()

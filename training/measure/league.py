@@ -22,6 +22,7 @@ from pathlib import Path
 
 from loveletter_env.agents.specs import AgentSpec, agent_label
 from training.measure.matches import MatchSetup, play_matches
+from training.measure.plotting import load_plotting
 from training.measure.ratings import BASE_RATING, fit_ratings
 from training.measure.ray_cluster import RayCluster, ray_connection
 from training.measure.stats import percentages
@@ -133,10 +134,7 @@ def league_markdown(table: Sequence[LeagueEntry]) -> str:
 
 def write_league(table: Sequence[LeagueEntry], out_dir: Path) -> list[Path]:
     """Write ``league.md``, ``league.csv`` and ``league.png`` (a bar chart) into ``out_dir``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = load_plotting()
 
     out_dir.mkdir(parents=True, exist_ok=True)
     md, csv_path, png = out_dir / "league.md", out_dir / "league.csv", out_dir / "league.png"
