@@ -82,6 +82,11 @@ class PPOConfig(StrictModel):
             0.2 by default; 0 leaves the PPO loss exactly as without it.
         magnet_every: with ``magnet_coef > 0``, the magnet becomes a copy of the current
             policy every this many updates (the trainer keeps it between updates).
+        adam_beta1: Adam's momentum, the decay of its running mean of the gradients. In a
+            game the gradient turns as the opponent (here the network itself) changes, and
+            momentum carries each step on along the old direction; 0 steps along each
+            minibatch's own gradient, still scaled by Adam's running mean of its squares.
+        adam_beta2: the decay of Adam's running mean of the squared gradients.
     """
 
     learning_rate: Annotated[float, Field(gt=0, le=1)] = 8e-4
@@ -100,6 +105,8 @@ class PPOConfig(StrictModel):
     target_kl: Annotated[float, Field(gt=0)] | None = None
     magnet_coef: Annotated[float, Field(ge=0)] = 0.2
     magnet_every: Annotated[WholeNumber, Field(ge=1)] = 20
+    adam_beta1: Annotated[float, Field(ge=0, lt=1)] = 0.9
+    adam_beta2: Annotated[float, Field(ge=0, lt=1)] = 0.999
 
 
 # ---------------------------------------------------------------------------------

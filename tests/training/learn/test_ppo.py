@@ -205,7 +205,16 @@ def test_entropy_weight_moves_to_its_end_value_over_the_run():
 
 
 @pytest.mark.parametrize(
-    "field,value", [("learning_rate", 0.0), ("gamma", 1.5), ("clip_coef", -1), ("target_kl", 0), ("ent_coef_end", -0.1)]
+    "field,value",
+    [
+        ("learning_rate", 0.0),
+        ("gamma", 1.5),
+        ("clip_coef", -1),
+        ("target_kl", 0),
+        ("ent_coef_end", -0.1),
+        ("adam_beta1", 1.0),
+        ("adam_beta2", -0.1),
+    ],
 )
 def test_bad_hyper_parameters_are_named(field, value):
     with pytest.raises(ValueError, match=field):
