@@ -223,10 +223,9 @@ def draw(args: argparse.Namespace) -> None:
                 print()
             _table(cells, rows, tool)
     if args.out:
-        import matplotlib
+        from training.measure.plotting import load_plotting
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = load_plotting()
 
         fig, axes = plt.subplots(1, len(tools), figsize=(6.4 * len(tools), 6.0), squeeze=False)
         colours = [plt.get_cmap("tab20")(k) for k in range(20)]

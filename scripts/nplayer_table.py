@@ -168,10 +168,9 @@ def with_table(page_text: str, markdown: str) -> str:
 
 def draw(cells: Sequence[dict[str, Any]], path: Path) -> None:
     """The picture: exploitability (``nash_conv / n``) per rung, log scale, a panel per table size."""
-    import matplotlib
+    from training.measure.plotting import load_plotting
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = load_plotting()
 
     sizes = {3: [r for r in RUNGS if r.endswith("_3p")], 4: [r for r in RUNGS if r.endswith("_4p")]}
     found = {(c["row"], c["rung"]): c for c in cells}
