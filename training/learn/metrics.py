@@ -58,6 +58,10 @@ class MetricsLog:
             # Rows written after the checkpoint we resume from would be repeated: drop them.
             with self.path.open(newline="") as f:
                 rows = [r for r in csv.DictReader(f) if int(r["update"]) <= resume_update]
+        #: The training time (wall and CPU seconds) of the rows kept: a resumed run's
+        #: ``elapsed_s`` and ``cpu_s`` go on from them, so that a curve against time spans the run.
+        self.elapsed_before = _seconds(rows[-1], "elapsed_s") if rows else 0.0
+        self.cpu_before = _seconds(rows[-1], "cpu_s") if rows else 0.0
         self._file = self.path.open("w", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=self.columns)
         self._writer.writeheader()
@@ -79,6 +83,11 @@ class MetricsLog:
     def close(self) -> None:
         self._file.close()
         self.tb.close()
+
+
+def _seconds(row: dict[str, str], column: str) -> float:
+    value = float(row.get(column) or "nan")
+    return value if math.isfinite(value) else 0.0
 
 
 def plot_learning_curve(csv_path: Path, png_path: Path) -> Path | None:

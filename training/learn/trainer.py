@@ -69,11 +69,14 @@ def default_env_factory(rules: list[str], rules_weights: list[float] | None = No
 
 
 class _Start(NamedTuple):
-    """When a call to ``train`` began: wall clock, process CPU time and turn count."""
+    """When a call to ``train`` began: wall clock, process CPU time and turn count, and the
+    training seconds (wall, CPU) the run had saved before it (non-zero when it resumes)."""
 
     wall: float
     cpu: float
     step: int
+    elapsed_before: float = 0.0
+    cpu_before: float = 0.0
 
 
 def evaluation_line(update: int, global_step: int, results: dict[str, EvaluationResult]) -> str:
@@ -528,7 +531,7 @@ class SelfPlayTrainer:
         cfg = self.config
         log = self._open_log()
         bar = self._progress_bar()
-        began = _Start(time.perf_counter(), time.process_time(), self.global_step)
+        began = _Start(time.perf_counter(), time.process_time(), self.global_step, log.elapsed_before, log.cpu_before)
         load_plotting()  # the end-of-run plot then imports nothing while Ctrl-C is ours (load_plotting says why)
         # A first Ctrl-C (or SIGTERM) ends the run after the current update, saved; a second at once.
         stop = StopRequest("stopping after this update, which will be saved; press Ctrl-C again to stop at once")
@@ -643,8 +646,8 @@ class SelfPlayTrainer:
         return {
             "update": self.update,
             "global_step": self.global_step,
-            "elapsed_s": round(time.perf_counter() - began.wall, 2),
-            "cpu_s": round(time.process_time() - began.cpu, 2),
+            "elapsed_s": round(began.elapsed_before + time.perf_counter() - began.wall, 2),
+            "cpu_s": round(began.cpu_before + time.process_time() - began.cpu, 2),
             "turns_per_s": round((self.global_step - began.step) / (time.perf_counter() - began.wall), 1),
             "learning_rate": lr,
             "stage": self.stage,

@@ -228,10 +228,20 @@ def test_resume_continues_from_the_last_save(tmp_path):
     saved = load_checkpoint(run / "latest.pt")
     assert (saved["update"], saved["global_step"]) == (2, 2 * 128)
     assert len(rows(run)) == 3
+    # Say the first two updates took 1000 s (and 900 s of CPU): the resumed run counts on from there.
+    saved_rows = rows(run)
+    saved_rows[1].update(elapsed_s="1000.0", cpu_s="900.0")
+    with (run / "metrics.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(saved_rows[0]))
+        writer.writeheader()
+        writer.writerows(saved_rows)
 
     summary = main(["--resume", str(run), "--no-progress"])
     assert summary["global_step"] == 512 and summary["update"] == 4
     assert [int(r["update"]) for r in rows(run)] == [1, 2, 3, 4]  # row 3 was redone, not repeated
+    resumed_rows = rows(run)[2:]
+    assert 1000 < float(resumed_rows[0]["elapsed_s"]) <= float(resumed_rows[1]["elapsed_s"]) < 1000 + 600
+    assert 900 < float(resumed_rows[0]["cpu_s"]) <= float(resumed_rows[1]["cpu_s"])
     resumed = load_checkpoint(run / "latest.pt")
     assert resumed["training"]["pool"]["labels"][-1] == 4
 
