@@ -34,7 +34,7 @@ from training.learn.compile_notice import announce_kernel_compilation
 from training.learn.config import ConfigError, TrainConfig, add_config_options, load_config
 from training.learn.interrupt import exit_interrupted
 from training.learn.runtime import holds_run
-from training.learn.trainer import SelfPlayTrainer
+from training.learn.trainer import MACHINE_KEYS, SelfPlayTrainer
 
 __all__ = ["SelfPlayTrainer", "build_parser", "main"]
 
@@ -89,13 +89,15 @@ def _set_up(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[
 
 
 def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[TrainConfig, Path]:
-    """``--resume RUN_DIR``: the run's own config.yaml, with a new total_steps if one is given."""
+    """``--resume RUN_DIR``: the run's own config.yaml, with a new total_steps or machine keys if given."""
     run_dir = Path(args.resume)
-    extend = [o for o in args.overrides if o.partition("=")[0].strip() == "total_steps"]
+    allowed = ("total_steps", *MACHINE_KEYS)  # how long and where it runs do not change what the run is
+    extend = [o for o in args.overrides if o.partition("=")[0].strip() in allowed]
     if args.config or args.run_name or len(extend) != len(args.overrides):
         parser.error(
             "--resume continues a run with its own config.yaml; drop --config/--run-name and every --set "
-            "but --set total_steps=N (which extends the run)"
+            "but --set total_steps=N (which extends the run) and the machine's keys "
+            f"({', '.join(MACHINE_KEYS)})"
         )
     if not (run_dir / "latest.pt").is_file() or not (run_dir / "config.yaml").is_file():
         parser.error(f"--resume: {str(run_dir)!r} is not a run folder (needs config.yaml and latest.pt)")
