@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -85,9 +85,7 @@ class PPOConfig(StrictModel):
         adam_beta1: Adam's momentum, the decay of its running mean of the gradients. In a
             game the gradient turns as the opponent (here the network itself) changes, and
             momentum carries each step on along the old direction; 0 steps along each
-            minibatch's own gradient, still scaled by Adam's running mean of its squares,
-            and a negative value (down to, not including, -1) is *negative momentum*: each
-            step takes back part of the last one (:func:`make_optimizer`).
+            minibatch's own gradient, still scaled by Adam's running mean of its squares.
         adam_beta2: the decay of Adam's running mean of the squared gradients.
     """
 
@@ -107,7 +105,7 @@ class PPOConfig(StrictModel):
     target_kl: Annotated[float, Field(gt=0)] | None = None
     magnet_coef: Annotated[float, Field(ge=0)] = 0.2
     magnet_every: Annotated[WholeNumber, Field(ge=1)] = 20
-    adam_beta1: Annotated[float, Field(gt=-1, lt=1)] = 0.9
+    adam_beta1: Annotated[float, Field(ge=0, lt=1)] = 0.9
     adam_beta2: Annotated[float, Field(ge=0, lt=1)] = 0.999
 
 
@@ -591,26 +589,6 @@ def ppo_update(
     explained = torch.where(var_returns > 0, 1 - unexplained / var_returns, 0.0)
     *summed, explained_variance = torch.stack([*totals.values(), explained.double()]).tolist()
     return {**{k: val / steps for k, val in zip(totals, summed)}, "explained_variance": explained_variance}
-
-
-def make_optimizer(parameters: Iterable[nn.Parameter], cfg: PPOConfig, fused: bool | None = None) -> torch.optim.Adam:
-    """Adam with ``cfg``'s learning rate and decay rates (``eps`` 1e-5, CleanRL's choice).
-
-    A negative ``cfg.adam_beta1`` gives negative momentum (Gidel et al., "Negative Momentum
-    for Improved Game Dynamics", AISTATS 2019): the running mean ``m <- beta1 m + (1 -
-    beta1) g`` then weighs the new gradient by more than 1 and the last ones by alternating
-    signs, so a step undoes part of the one before, which damps the circling of simultaneous
-    gradient play round an equilibrium. torch's ``Adam`` refuses such a value when built
-    and nowhere else: its update is that formula, bias correction ``1 - beta1 ** t``
-    included, for any ``beta1`` in (-1, 1). So the optimizer is built with 0 and given the
-    configured value.
-    """
-    optimizer = torch.optim.Adam(
-        parameters, lr=cfg.learning_rate, betas=(max(cfg.adam_beta1, 0.0), cfg.adam_beta2), eps=1e-5, fused=fused
-    )
-    for group in optimizer.param_groups:
-        group["betas"] = (cfg.adam_beta1, cfg.adam_beta2)
-    return optimizer
 
 
 # ---------------------------------------------------------------------------------

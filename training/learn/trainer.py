@@ -38,7 +38,6 @@ from training.learn.ppo import (
     ActorCritic,
     entropy_coef,
     learning_rate,
-    make_optimizer,
     ppo_update,
     sample_actions,
     sample_with_log_prob,
@@ -142,7 +141,10 @@ class SelfPlayTrainer:
         self.model = ActorCritic(config.model.hidden_sizes, generator=init_generator).to(self.device)
         # On CUDA one fused kernel updates every parameter; the CPU keeps torch's default step.
         fused = True if self.device.type == "cuda" else None
-        self.optimizer = make_optimizer(self.model.parameters(), config.ppo, fused=fused)
+        betas = (config.ppo.adam_beta1, config.ppo.adam_beta2)
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=config.ppo.learning_rate, betas=betas, eps=1e-5, fused=fused
+        )
         # Separate streams: acting (on the rollout device), minibatch order, opponent draws.
         self.act_gen = torch.Generator(device=self.device).manual_seed(derive_seed(seed, 1))
         self.update_gen = torch.Generator().manual_seed(derive_seed(seed, 2))
