@@ -58,11 +58,7 @@ class PPOConfig(StrictModel):
 
     Attributes:
         learning_rate: Adam step size at the start of training (above 1 Adam only diverges).
-        anneal_lr: decay the learning rate to 0 over the run.
-        anneal_power: with ``anneal_lr``, the rate once a fraction ``p`` of the run is done
-            is ``learning_rate * (1 - p) ** anneal_power``: 1 (the default) decays linearly,
-            2 reaches a quarter of the start half way and spends more of the run at small
-            steps, 0.5 keeps larger steps for longer.
+        anneal_lr: decay the learning rate linearly to 0 over the run.
         gamma: discount per decision of the same player. Rounds are short, so 1.0 works.
         gae_lambda: GAE bias/variance trade-off.
         update_epochs: passes over each rollout.
@@ -95,7 +91,6 @@ class PPOConfig(StrictModel):
 
     learning_rate: Annotated[float, Field(gt=0, le=1)] = 8e-4
     anneal_lr: bool = True
-    anneal_power: Annotated[float, Field(gt=0)] = 1.0
     gamma: Annotated[float, Field(gt=0, le=1)] = 1.0
     gae_lambda: Annotated[float, Field(ge=0, le=1)] = 0.95
     update_epochs: Annotated[WholeNumber, Field(ge=1)] = 4
@@ -603,9 +598,7 @@ def learning_rate(cfg: PPOConfig, progress: float) -> float:
     """Learning rate once a fraction ``progress`` (0..1) of the run is done."""
     if not cfg.anneal_lr:
         return cfg.learning_rate
-    remaining = max(0.0, 1.0 - progress)
-    # A power of 1 is the plain product, so linear runs keep their rates to the last bit.
-    return cfg.learning_rate * (remaining if cfg.anneal_power == 1 else remaining**cfg.anneal_power)
+    return cfg.learning_rate * max(0.0, 1.0 - progress)
 
 
 def entropy_coef(cfg: PPOConfig, progress: float) -> float:

@@ -195,17 +195,6 @@ def test_learning_rate_schedule():
     assert learning_rate(PPOConfig(learning_rate=1e-3, anneal_lr=False), 0.9) == pytest.approx(1e-3)
 
 
-def test_anneal_power_shapes_the_decay_and_refuses_a_power_of_zero():
-    squared = PPOConfig(learning_rate=1e-3, anneal_power=2.0)
-    assert learning_rate(squared, 0.5) == pytest.approx(2.5e-4)
-    assert learning_rate(squared, 1.0) == 0.0
-    assert learning_rate(PPOConfig(learning_rate=1e-3, anneal_power=0.5), 0.75) == pytest.approx(5e-4)
-    # the default power is the linear rate itself, to the bit
-    assert learning_rate(PPOConfig(learning_rate=1e-3), 0.3) == 1e-3 * (1.0 - 0.3)
-    with pytest.raises(ValueError, match="anneal_power"):
-        PPOConfig(anneal_power=0)
-
-
 def test_entropy_weight_moves_to_its_end_value_over_the_run():
     cfg = PPOConfig(ent_coef=0.04, ent_coef_end=0.0)
     assert entropy_coef(cfg, 0.0) == pytest.approx(0.04)
