@@ -87,10 +87,6 @@ class PPOConfig(StrictModel):
             momentum carries each step on along the old direction; 0 steps along each
             minibatch's own gradient, still scaled by Adam's running mean of its squares.
         adam_beta2: the decay of Adam's running mean of the squared gradients.
-        lookahead_every: every this many updates, slow weights move ``lookahead_alpha`` of
-            the way to the network's and the network restarts from them (Lookahead; in
-            games it damps the rotation that plain gradient steps circle on). 0: off.
-        lookahead_alpha: how far the slow weights move at each lookahead step.
     """
 
     learning_rate: Annotated[float, Field(gt=0, le=1)] = 8e-4
@@ -111,8 +107,6 @@ class PPOConfig(StrictModel):
     magnet_every: Annotated[WholeNumber, Field(ge=1)] = 20
     adam_beta1: Annotated[float, Field(ge=0, lt=1)] = 0.9
     adam_beta2: Annotated[float, Field(ge=0, lt=1)] = 0.999
-    lookahead_every: Annotated[WholeNumber, Field(ge=0)] = 0
-    lookahead_alpha: Annotated[float, Field(gt=0, le=1)] = 0.5
 
 
 # ---------------------------------------------------------------------------------

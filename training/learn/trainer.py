@@ -158,8 +158,6 @@ class SelfPlayTrainer:
         # The running mean of the weights from model.average_from on: the run's final network.
         self.average = copy.deepcopy(self.model).eval()
         self.averaged_updates = 0
-        # The slow weights of ppo.lookahead_every (not saved: a measuring option).
-        self.lookahead_slow = [p.detach().clone() for p in self.model.parameters()]
         self.update = 0
         self.global_step = 0
         self.best_score = -math.inf
@@ -608,11 +606,6 @@ class SelfPlayTrainer:
             stats = ppo_update(self.model, self.optimizer, batch, ppo_cfg, self.update_gen, magnet=self.magnet)
         stats["ent_coef"] = ppo_cfg.ent_coef
         self.update += 1
-        if ppo_cfg.lookahead_every and self.update % ppo_cfg.lookahead_every == 0:
-            with torch.no_grad():
-                for slow, fast in zip(self.lookahead_slow, self.model.parameters()):
-                    slow.lerp_(fast, ppo_cfg.lookahead_alpha)
-                    fast.copy_(slow)
         if ppo_cfg.magnet_coef > 0 and self.update % ppo_cfg.magnet_every == 0:
             self.magnet.load_state_dict(self.model.state_dict())
         self._take_into_average()
