@@ -206,6 +206,13 @@ def test_mini6_run_with_the_magnet_and_its_exploitability_curve(tmp_path, capsys
     assert png.stat().st_size > 0
     with (run / "exploitability.csv").open(newline="") as f:
         assert len(list(csv.DictReader(f))) == 4
+    # Another rung of the same run is measured on that rung, never read back from the first's figures.
+    other = curve.main([str(run), "--rules", "mini7", "--json", "--no-progress"])["curves"]["mmd"]
+    assert [p["update"] for p in other] == [1, 2, 3, 4] and {p["rules"] for p in other} == {"mini7"}
+    assert all(p["exploitability"] != q["exploitability"] for p, q in zip(other, points))
+    last = str(run / "snapshots" / "update_00004.pt")
+    on_mini7 = exploit.main([last, "--exact", "--sampled", "--rules", "mini7", "--json"])
+    assert math.isclose(other[-1]["exploitability"], on_mini7["exploitability"], rel_tol=1e-9)
     # The run's final network at each snapshot: the training weights until the mean begins
     # (model.average_from 0.5: after update 2), then the mean, ending on result.pt's figure.
     capsys.readouterr()
@@ -217,7 +224,7 @@ def test_mini6_run_with_the_magnet_and_its_exploitability_curve(tmp_path, capsys
     assert math.isclose(means[-1]["exploitability"], result["exploitability"], rel_tol=1e-9)
     # Cached: a second call reads the figures back instead of computing them again, both kinds.
     with (run / "exploitability.csv").open(newline="") as f:
-        assert len(list(csv.DictReader(f))) == 8
+        assert len(list(csv.DictReader(f))) == 12
     (run / "snapshots" / "update_00001.pt").unlink()
     again = curve.main([str(run), "--rules", "mini6", "--json", "--no-progress"])
     assert again["curves"]["mmd"] == points
