@@ -103,6 +103,15 @@ def test_checkpoint_specs_play_as_told_and_bare_paths_as_the_checkpoint_says():
     assert agent_label("checkpoint:path=a.pt,oops=1") == "checkpoint:path=a.pt,oops=1"  # labels never raise
 
 
+@pytest.mark.parametrize("name", ["ppo_2p_eq.pt", "ppo_2to4p_eq.pt"])
+def test_the_equilibrium_networks_shipped_sample_their_policy_by_default(name):
+    # An equilibrium of this game is mixed: these files are measured sampling, so they must play so.
+    pytest.importorskip("torch")
+    shipped = ROOT / "checkpoints/shipped" / name
+    assert resolve_agent(str(shipped)).greedy is False
+    assert resolve_agent(f"checkpoint:path={shipped},greedy=True").greedy is True
+
+
 def test_checkpoints_load_through_training_without_importing_it(tmp_path: Path):
     pytest.importorskip("torch")
     code = (
