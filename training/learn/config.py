@@ -1,7 +1,8 @@
 """Training configuration: pydantic models, YAML files and ``--set`` dotted overrides.
 
 A config is a :class:`TrainConfig` tree. It comes from the built-in defaults, a YAML
-file that overrides some of them (``configs/default.yaml`` and friends), then dotted
+file that overrides some of them (``configs/default.yaml`` and friends; a file may name another
+that it extends, ``base: OTHER.yaml``: :func:`read_config`), then dotted
 overrides such as ``ppo.learning_rate=3e-4`` or ``env.num_players=[2,3,4]``, each value
 read as YAML and checked by the models like a value from a file. Unknown keys, values of
 the wrong type (strictly: ``"3"`` is no number, ``1`` no boolean) and values out of range
@@ -57,6 +58,10 @@ MAX_RULES_WEIGHT = 1e6
 #: Largest config file, deepest nesting and most lists and mappings in one (a config has
 #: fewer than a hundred; YAML aliases can multiply a small file into billions).
 MAX_CONFIG_BYTES, MAX_NESTING, MAX_NODES = 1_000_000, 32, 100_000
+
+
+#: The top-level key of a config file that names the file it extends (:func:`read_config`).
+BASE_KEY = "base"
 
 
 class ConfigError(ValueError):
@@ -590,9 +595,54 @@ def read_yaml(path: str | Path) -> dict:
     return data
 
 
+def _merged(base: dict, changes: dict) -> dict:
+    """``base`` with ``changes`` laid over it: sections merge key by key, and any other value
+    (a list, a number, ``null``) replaces the base's whole."""
+    merged = dict(base)
+    for key, value in changes.items():
+        below = merged.get(key)
+        merged[key] = _merged(below, value) if isinstance(value, dict) and isinstance(below, dict) else value
+    return merged
+
+
+def read_config(path: str | Path) -> dict:
+    """A config file as a dict, laid over the file it extends, if it names one.
+
+    A top-level ``base: OTHER.yaml`` (a path relative to the file that names it) makes the file
+    a list of changes to ``OTHER.yaml``: sections merge key by key, any other value replaces the
+    base's. A base may name its own base; files that extend each other in a loop are refused.
+
+    Raises:
+        ConfigError: a file in the chain is missing or not a config, ``base`` is not a file
+            name, or the chain loops; the message names the file that names the bad base.
+    """
+    chain: list[Path] = []
+
+    def layered(path: Path) -> dict:
+        chain.append(path.resolve())
+        data = read_yaml(path)
+        if BASE_KEY not in data:
+            return data
+        source = f"config file {str(path)!r}"
+        name = data.pop(BASE_KEY)
+        if not isinstance(name, str) or not name.strip() or "\0" in name:
+            raise ConfigError(f"{source}: {BASE_KEY} must name the config file it extends, got {shown(name)}")
+        base = path.parent / name
+        if not base.is_file():
+            missing = "is not a file" if base.exists() else "does not exist"
+            raise ConfigError(f"{source}: {BASE_KEY} {name!r} ({base}) {missing}")
+        if base.resolve() in chain:
+            loop = " -> ".join(str(file) for file in [*chain, base.resolve()])
+            raise ConfigError(f"{source}: {BASE_KEY} {name!r} closes a loop of files that extend each other: {loop}")
+        return _merged(layered(base), data)
+
+    return layered(Path(path))
+
+
 def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> TrainConfig:
-    """Defaults, then the YAML file at ``path`` (if any), then dotted ``overrides``; validated."""
-    data = read_yaml(path) if path is not None else {}
+    """Defaults, then the YAML file at ``path`` (if any, with the file it extends: :func:`read_config`),
+    then dotted ``overrides``; validated."""
+    data = read_config(path) if path is not None else {}
     return from_dict(TrainConfig, apply_overrides(data, overrides))
 
 

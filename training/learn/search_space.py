@@ -40,7 +40,16 @@ from pydantic import Field, ValidationError, model_validator
 from loveletter_env.rules import PRESETS
 from loveletter_env.schema import StrictModel, WholeNumber, explain, shown
 from loveletter_env.validation import MAX_SEED
-from training.learn.config import ConfigError, RulesName, TrainConfig, from_dict, read_yaml, set_dotted, to_dict
+from training.learn.config import (
+    ConfigError,
+    RulesName,
+    TrainConfig,
+    from_dict,
+    read_config,
+    read_yaml,
+    set_dotted,
+    to_dict,
+)
 
 #: Keys the sweep sets for each trial run itself: neither ``set`` nor ``space`` may hold them.
 SWEEP_KEYS = ("seed", "run_name", "out_dir")
@@ -283,7 +292,7 @@ def load_search_space(
                 "same turns; fix it under set:"
             )
 
-    data = read_yaml(spec.config) if spec.config is not None else {}
+    data = read_config(spec.config) if spec.config is not None else {}
     for key, value in spec.set.items():
         _set_key(data, key, value, f"{source}: set: {key!r}")
     try:

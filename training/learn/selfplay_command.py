@@ -46,7 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train a Love Letter agent by masked self-play PPO on the batched engine.",
         epilog="Example: python -m training.selfplay --config configs/4p.yaml --set ppo.learning_rate=3e-4",
     )
-    add_config_options(parser, "YAML config file (default: the built-in defaults, as configs/default.yaml)")
+    add_config_options(
+        parser,
+        "YAML config file (default: the built-in defaults, as configs/default.yaml); a top-level "
+        "'base: OTHER.yaml' makes it a list of changes to that file",
+    )
     parser.add_argument("--run-name", help="shorthand for --set run_name=NAME")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), help="shorthand for --set device=...")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest.pt")

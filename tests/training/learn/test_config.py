@@ -172,3 +172,77 @@ def test_the_commands_that_train_read_config_and_set_alike():
         assert (args.config, args.overrides) == ("configs/4p.yaml", ["ppo.learning_rate=3e-4", "env.num_players=[2]"])
         assert parser.parse_args([]).overrides == []
         assert SET_EXAMPLE in " ".join(parser.format_help().split())
+
+
+def test_a_config_extends_its_base_section_by_section(tmp_path):
+    """``base:`` names a file relative to the one naming it; sections merge key by key and any
+    other value (a list, a number) replaces the base's whole; a base may have its own base."""
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "root.yaml").write_text(
+        "seed: 7\ntotal_steps: 1000\nenv:\n  rules: [classic, mini6]\n  rules_weights: [3, 1]\n  num_games: 64\n"
+    )
+    (tmp_path / "recipes" / "middle.yaml").write_text("base: root.yaml\nppo:\n  clip_coef: 0.1\n  ent_coef: 0.01\n")
+    top = tmp_path / "top.yaml"
+    top.write_text("base: recipes/middle.yaml\ntotal_steps: 2000\nenv:\n  rules: [mini7]\n  rules_weights: null\n")
+    config = load_config(top, ["ppo.ent_coef=0.03"])
+    assert (config.seed, config.total_steps) == (7, 2000)
+    assert config.env.rules == ["mini7"] and config.env.rules_weights is None  # replaced, not merged
+    assert config.env.num_games == 64  # the section merged: the base's other keys stay
+    assert (config.ppo.clip_coef, config.ppo.ent_coef) == (0.1, 0.03)  # --set still comes last
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ({"top.yaml": "base: missing.yaml\n"}, r"'.*top.yaml': base 'missing.yaml' \(.*missing.yaml\) does not exist"),
+        ({"top.yaml": "base: sub\n", "sub/x": ""}, r"'.*top.yaml': base 'sub' \(.*sub\) is not a file"),
+        ({"top.yaml": "base: [a.yaml]\n"}, r"top.yaml': base must name the config file it extends, got \['a.yaml'\]"),
+        ({"top.yaml": "base: ''\n"}, r"base must name the config file it extends, got ''"),
+        ({"top.yaml": "base: top.yaml\n"}, r"'.*top.yaml': base 'top.yaml' closes a loop .*top.yaml -> .*top.yaml$"),
+        (
+            {"top.yaml": "base: a.yaml\n", "a.yaml": "base: b.yaml\n", "b.yaml": "base: a.yaml\n"},
+            r"'.*b.yaml': base 'a.yaml' closes a loop .*top.yaml -> .*a.yaml -> .*b.yaml -> .*a.yaml$",
+        ),
+        ({"top.yaml": "base: a.yaml\n", "a.yaml": "seed: [\n"}, r"config file '.*a.yaml' is not valid YAML"),
+        ({"top.yaml": "base: a.yaml\n", "a.yaml": "ppo:\n  learnin_rate: 1\n"}, r"did you mean 'ppo.learning_rate'"),
+    ],
+    ids=["missing", "a folder", "a list", "empty", "itself", "a loop of three", "bad YAML in the base", "bad key"],
+)
+def test_a_bad_base_is_named_with_the_file_that_names_it(tmp_path, files, message):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(tmp_path / "top.yaml")
+
+
+SHIPPED_RECIPES = ["ppo_2p", "ppo_2p_eq", "ppo_2to4p", "ppo_2to4p_eq"]
+#: Keys whose value in a config differs on purpose from what its shipped network recorded:
+#: the older files recorded greedy evaluations, and every config now samples.
+CHANGED_SINCE = {"eval.greedy"}
+
+
+def _flat(data: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in data.items():
+        out.update(_flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
+
+
+@pytest.mark.parametrize("name", SHIPPED_RECIPES)
+def test_each_shipped_network_is_what_its_config_trains(name):
+    """The one command of a shipped network still gives the config its run recorded, so an edit
+    of a recipe, or of the file it extends, cannot silently change what that command trains.
+    Keys the network predates are not compared; neither are where and under which name it ran."""
+    from training.learn.checkpoint import load_checkpoint
+    from training.learn.config import to_dict
+
+    recorded = _flat(load_checkpoint(ROOT / "checkpoints" / "shipped" / f"{name}.pt")["config"])
+    configured = _flat(to_dict(load_config(ROOT / "configs" / f"{name}.yaml")))
+    differ = {
+        key: (recorded[key], configured[key])
+        for key in recorded
+        if key not in {"run_name", "out_dir", *CHANGED_SINCE} and recorded[key] != configured[key]
+    }
+    assert not differ, f"configs/{name}.yaml no longer trains what checkpoints/shipped/{name}.pt recorded: {differ}"
+    assert set(recorded) <= set(configured)

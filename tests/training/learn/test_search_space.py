@@ -75,6 +75,14 @@ def test_a_base_config_file_is_read_under_the_set_keys(tmp_path):
     assert space.base == to_dict(load_config(base, ["env.rules=mini6", "total_steps=4096"]))
 
 
+def test_a_base_config_that_extends_another_is_read_whole(tmp_path):
+    (tmp_path / "recipe.yaml").write_text("ppo:\n  ent_coef: 0.007\n  clip_coef: 0.1\n", encoding="utf-8")
+    changes = tmp_path / "changes.yaml"
+    changes.write_text("base: recipe.yaml\nppo:\n  clip_coef: 0.3\n", encoding="utf-8")
+    space = load_search_space(write(tmp_path, f"config: {changes}\n" + SPACE))
+    assert (space.base["ppo"]["ent_coef"], space.base["ppo"]["clip_coef"]) == (0.007, 0.3)
+
+
 @pytest.mark.parametrize(
     ("space", "message"),
     [
