@@ -573,12 +573,17 @@ def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
     return data
 
 
+def _not_a_file(path: Path) -> str:
+    """Why ``path``, which is not a readable file, cannot be read: for an error message."""
+    return "is not a file" if path.exists() else "does not exist"
+
+
 def read_yaml(path: str | Path) -> dict:
     """A YAML config file as a dict (empty file: empty dict)."""
     path = Path(path)
     source = f"config file {str(path)!r}"
     if not path.is_file():
-        raise ConfigError(f"{source} {'is not a file' if path.exists() else 'does not exist'}")
+        raise ConfigError(f"{source} {_not_a_file(path)}")
     try:
         with path.open("rb") as file:
             raw = file.read(MAX_CONFIG_BYTES + 1)  # at most: the size a file reports can be wrong
@@ -629,8 +634,7 @@ def read_config(path: str | Path) -> dict:
             raise ConfigError(f"{source}: {BASE_KEY} must name the config file it extends, got {shown(name)}")
         base = path.parent / name
         if not base.is_file():
-            missing = "is not a file" if base.exists() else "does not exist"
-            raise ConfigError(f"{source}: {BASE_KEY} {name!r} ({base}) {missing}")
+            raise ConfigError(f"{source}: {BASE_KEY} {name!r} ({base}) {_not_a_file(base)}")
         if base.resolve() in chain:
             loop = " -> ".join(str(file) for file in [*chain, base.resolve()])
             raise ConfigError(f"{source}: {BASE_KEY} {name!r} closes a loop of files that extend each other: {loop}")
