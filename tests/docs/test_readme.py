@@ -14,7 +14,8 @@ repository root (examples name files such as ``checkpoints/shipped/ppo_2p.pt``),
   with the optional library each one needs.
 
 A block whose code is identical to another one's runs once (the front page's
-Stable-Baselines3 example is also a snippet of ``docs/libraries.md``).
+Stable-Baselines3 example is also a snippet of ``docs/libraries.md``). A skipped block's
+commands are still parsed, by ``test_commands.py``.
 """
 
 from __future__ import annotations
@@ -26,20 +27,16 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 from conftest import ROOT
+from doc_blocks import BLOCK, LIBRARIES_PAGE, NEEDS, PAGES, SKIP, Block, read_blocks
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pytest itself depends on tomli before Python 3.11
     import tomli as tomllib
 
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-LIBRARIES_PAGE = ROOT / "docs" / "libraries.md"
-SKIP = "test: skip:"
-NEEDS = "test: needs:"
 #: The modules whose import shows that an extra of pyproject.toml is installed, for the extras
 #: a block may need.
 EXTRA_MODULES = {
@@ -51,45 +48,7 @@ EXTRA_MODULES = {
     "tianshou": ("tianshou",),
 }
 IN_CI = os.environ.get("CI", "").lower() == "true"
-BLOCK = re.compile(
-    r"^(?:<!-- (?P<marker>[^\n]*?) -->\n)?```(?P<lang>python|bash)\n(?P<code>.*?)^```[ \t]*$",
-    re.DOTALL | re.MULTILINE,
-)
-
-
-class Block(NamedTuple):
-    where: str  # "docs/page.md:LINE" of the opening fence
-    lang: str
-    code: str
-    skip_reason: str | None
-    needs: tuple[str, ...] = ()  # extras of pyproject.toml
-
-
-def _blocks() -> list[Block]:
-    snippets = {
-        ("python", m["code"])
-        for m in BLOCK.finditer(LIBRARIES_PAGE.read_text(encoding="utf-8"))
-        if (m["marker"] or "").startswith("snippet:")
-    }
-    blocks, seen = [], set(snippets)
-    for page in PAGES:
-        text = page.read_text(encoding="utf-8")
-        for match in BLOCK.finditer(text):
-            marker = match["marker"] or ""
-            if page == LIBRARIES_PAGE and marker.startswith("snippet:"):
-                continue  # test_libraries.py runs these
-            if (match["lang"], match["code"]) in seen:
-                continue
-            seen.add((match["lang"], match["code"]))
-            line = text.count("\n", 0, match.start("lang")) + 1
-            reason = marker[len(SKIP) :].strip() if marker.startswith(SKIP) else None
-            needs = tuple(marker[len(NEEDS) :].split()) if marker.startswith(NEEDS) else ()
-            where = f"{page.relative_to(ROOT)}:{line}"
-            blocks.append(Block(where, match["lang"], match["code"], reason, needs))
-    return blocks
-
-
-BLOCKS = _blocks()
+BLOCKS = read_blocks()
 
 
 @pytest.fixture(autouse=True)

@@ -36,7 +36,7 @@ from training.learn.interrupt import exit_interrupted
 from training.learn.runtime import holds_run
 from training.learn.trainer import MACHINE_KEYS, SelfPlayTrainer
 
-__all__ = ["SelfPlayTrainer", "build_parser", "main"]
+__all__ = ["SelfPlayTrainer", "build_parser", "main", "new_run_overrides"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,16 +112,22 @@ def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
 
 def _new_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[TrainConfig, Path]:
     """A new run: the config file with the overrides and shorthands, in a folder not holding a run."""
+    config = load_config(args.config, new_run_overrides(args))
+    run_dir = Path(config.out_dir) / config.run_name
+    if holds_run(run_dir):  # said here with the way to continue it; the trainer checks again, owning the folder
+        parser.error(f"{str(run_dir)!r} already holds a run: pass --resume {run_dir} or another --run-name")
+    return config, run_dir
+
+
+def new_run_overrides(args: argparse.Namespace) -> list[str]:
+    """A new run's ``--set`` overrides, then its shorthands (``--run-name``, ``--device``) as
+    overrides of their own."""
     overrides = list(args.overrides)
     if args.run_name:
         overrides.append(f"run_name={args.run_name}")
     if args.device:
         overrides.append(f"device={args.device}")
-    config = load_config(args.config, overrides)
-    run_dir = Path(config.out_dir) / config.run_name
-    if holds_run(run_dir):  # said here with the way to continue it; the trainer checks again, owning the folder
-        parser.error(f"{str(run_dir)!r} already holds a run: pass --resume {run_dir} or another --run-name")
-    return config, run_dir
+    return overrides
 
 
 def _train(trainer: SelfPlayTrainer, run_dir: Path, resume: str) -> dict[str, Any]:
