@@ -3,9 +3,10 @@
 ``test_readme.py`` runs the blocks it can. A ``test: skip`` block (a run of minutes or
 hours) never runs, so a renamed option or a moved config key would leave it broken unseen.
 Here every ``python -m training...``, ``python -m loveletter_env...`` and
-``python scripts/NAME.py`` command of every ``bash`` block goes to its own argument parser,
-in this process, and stops there; a new self-play run also loads its config with every
-``--set``, as the run itself does before it trains.
+``python scripts/NAME.py`` command of every ``bash`` block, and of the comments of
+``configs/``, goes to its own argument parser, in this process, and stops there; a new
+self-play run also loads its config with every ``--set``, as the run itself does before it
+trains.
 
 A command in a ``for`` loop is checked with each of the loop's values, and a command
 substitution (``$(mktemp -d)``) stands for a path. Left out: the commands after a ``git
@@ -36,6 +37,8 @@ OPERATORS = ";&|<>\n"
 #: A shell variable, ``$seed`` or ``${seed}``, and a command substitution, ``$(mktemp -d)``.
 VARIABLE = re.compile(r"\$\{?(\w+)\}?")
 COMMAND_SUBSTITUTION = re.compile(r"\$\([^()]*\)")
+#: A comment line of a config file that is a command.
+CONFIG_COMMENT_COMMAND = re.compile(r"^#\s+(?P<command>python3? .*)$")
 
 
 class Command(NamedTuple):
@@ -137,7 +140,21 @@ def documented_commands() -> list[Command]:
     return commands
 
 
-COMMANDS = documented_commands()
+def config_commands() -> list[Command]:
+    """The commands that the comments of ``configs/`` give on lines of their own (``#   python ...``)."""
+    commands = []
+    for path in sorted((ROOT / "configs").rglob("*.yaml")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if found := CONFIG_COMMENT_COMMAND.match(line):
+                commands += [
+                    Command(f"{path.relative_to(ROOT)}:{number}", words)
+                    for words in shell_commands(found["command"])
+                    if is_ours(words)
+                ]
+    return commands
+
+
+COMMANDS = documented_commands() + config_commands()
 
 
 class _Parsed(Exception):
