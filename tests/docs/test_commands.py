@@ -3,10 +3,10 @@
 ``test_readme.py`` runs the blocks it can. A ``test: skip`` block (a run of minutes or
 hours) never runs, so a renamed option or a moved config key would leave it broken unseen.
 Here every ``python -m training...``, ``python -m loveletter_env...`` and
-``python scripts/NAME.py`` command of every ``bash`` block, and of the comments of
-``configs/``, goes to its own argument parser, in this process, and stops there; a new
-self-play run also loads its config with every ``--set``, as the run itself does before it
-trains.
+``python scripts/NAME.py`` command of every ``bash`` block, of the comments of ``configs/``
+and of ``docs/figures.yaml`` (what measures each figure again) goes to its own argument
+parser, in this process, and stops there; a new self-play run also loads its config with
+every ``--set``, as the run itself does before it trains.
 
 A command in a ``for`` loop is checked with each of the loop's values, and a command
 substitution (``$(mktemp -d)``) stands for a path. Left out: the commands after a ``git
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+import yaml
 from conftest import ROOT
 from doc_blocks import read_blocks
 
@@ -39,6 +40,7 @@ VARIABLE = re.compile(r"\$\{?(\w+)\}?")
 COMMAND_SUBSTITUTION = re.compile(r"\$\([^()]*\)")
 #: A comment line of a config file that is a command.
 CONFIG_COMMENT_COMMAND = re.compile(r"^#\s+(?P<command>python3? .*)$")
+FIGURES = "docs/figures.yaml"
 
 
 class Command(NamedTuple):
@@ -154,7 +156,22 @@ def config_commands() -> list[Command]:
     return commands
 
 
-COMMANDS = documented_commands() + config_commands()
+def figure_commands() -> list[Command]:
+    """The commands that measure the figures of ``docs/figures.yaml`` again, ``$WORK`` (the
+    scratch folder that ``scripts/figures.py`` gives them) standing for a path."""
+    commands = []
+    for name, entry in yaml.safe_load((ROOT / FIGURES).read_text(encoding="utf-8")).items():
+        lines = entry["command"] if isinstance(entry["command"], list) else [entry["command"]]
+        for number, line in enumerate(lines, 1):
+            commands += [
+                Command(f"{FIGURES}: {name} #{number}", words)
+                for words in shell_commands(line.replace("$WORK", "WORK"))
+                if is_ours(words)
+            ]
+    return commands
+
+
+COMMANDS = documented_commands() + config_commands() + figure_commands()
 
 
 class _Parsed(Exception):
