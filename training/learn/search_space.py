@@ -106,13 +106,22 @@ class ParameterSpec(StrictModel):
             raise ValueError("log and step do not go together: a step is even on a linear scale only")
         return self
 
-    def extremes(self) -> list[Any]:
-        """The values to check against the config: both ends of a range, every choice."""
+    def values_to_check(self) -> list[Any]:
+        """The values to check against the config: every choice; both ends of a range, and for a
+        float range a point inside it, off the whole numbers where its step allows (a float
+        range on a whole-number key, 1 to 6 epochs say, passes at its ends and is refused at
+        every value drawn between them)."""
         if self.type == "categorical":
             return list(self.choices or [])
-        kind = int if self.type == "int" else float
         assert self.low is not None and self.high is not None  # the validator required both
-        return [kind(self.low), kind(self.high)]
+        if self.type == "int":
+            return [int(self.low), int(self.high)]
+        low, high = float(self.low), float(self.high)
+        golden = 0.381966  # a point of the golden section: no whole number for round ends
+        inside = low * (high / low) ** golden if self.log else low + (high - low) * golden
+        if self.step is not None:  # the grid point below it, as a drawn value lies on the grid
+            inside = low + math.floor((inside - low) / self.step) * self.step
+        return [low, high, float(f"{inside:.6g}")]  # short enough to read in a message
 
     def problem_with(self, value: Any) -> str | None:
         """Why ``value`` is no point of this key's space, or ``None`` if it is one."""
@@ -302,12 +311,14 @@ def load_search_space(
         raise ConfigError(f"{source}: {base_name} with set: {err}") from None
 
     for key, parameter in spec.space.items():
-        for value in parameter.extremes():
+        for value in parameter.values_to_check():
             trial = _with_values(base, {key: value}, f"{source}: space:")
             try:
                 from_dict(TrainConfig, trial)
             except ConfigError as err:
-                refused = f"{source}: space: {key!r} = {shown(value)} is refused by the config"
+                inner = parameter.type != "categorical" and value not in (parameter.low, parameter.high)
+                drawn = " (a value inside the range, as the sampler draws)" if inner else ""
+                refused = f"{source}: space: {key!r} = {shown(value)}{drawn} is refused by the config"
                 raise ConfigError(f"{refused}: {err}") from None
 
     rung = spec.rules

@@ -100,6 +100,12 @@ def test_a_base_config_that_extends_another_is_read_whole(tmp_path):
         ("seed: {type: int, low: 0, high: 9}", "'seed' cannot be searched: the sweep sets it"),
         ("total_steps: {type: int, low: 1000, high: 9000}", "'total_steps' cannot be searched"),
         ("env.rules_weights[3]: {type: float, low: 0.1, high: 1}", "env.rules_weights must be a list"),
+        # A float range on a whole-number key: its ends pass, every value drawn between them would not.
+        (
+            "ppo.update_epochs: {type: float, low: 1, high: 6}",
+            "'ppo.update_epochs' = 2.90983 (a value inside the range, as the sampler draws) is refused by the config",
+        ),
+        ("ppo.update_epochs: {type: float, low: 1, high: 16, log: true}", "ppo.update_epochs must be an integer"),
     ],
 )
 def test_a_bad_space_is_named_before_anything_trains(tmp_path, space, message):
