@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import re
 import typing
 from collections.abc import Iterable
@@ -494,7 +495,28 @@ def to_dict(config: BaseModel) -> dict:
 # ---------------------------------------------------------------------------------
 class _YamlLoader(yaml.SafeLoader):
     """PyYAML's safe loader that also reads ``3e-4`` and ``1.0e5`` as numbers, as YAML 1.2 does
-    (PyYAML's YAML 1.1 reads them as text). Quoted text (``"1e5"``) stays text."""
+    (PyYAML's YAML 1.1 reads them as text). Quoted text (``"1e5"``) stays text.
+
+    It refuses a key given twice in one mapping, naming both lines: PyYAML would keep the
+    second and drop the first without a word, a whole section when a section is given twice.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`, whose keys the mapping may override
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            try:
+                given_before = key in first_line
+            except TypeError:  # a key that cannot be one (a list): the base class says so
+                continue
+            if given_before:
+                problem = f"the key {key!r} is given twice, on line {first_line[key]} and on line {line}"
+                raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
+            first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 _YamlLoader.add_implicit_resolver(
@@ -552,6 +574,13 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not sep or not key:
         raise ConfigError(f"an override looks like section.key=value, got {text!r}")
     return key.split("."), _load_yaml(raw, f"override {shown(text)}", key) if raw.strip() else ""
+
+
+def text_override(key: str, text: str) -> str:
+    """The override that sets ``key`` to ``text`` as given (a ``--run-name``): quoted, so that
+    YAML reads no number, date, ``null`` or comment into a name such as ``2024-01-01``, ``42``
+    or ``trial #2``."""
+    return f"{key}={json.dumps(text)}"  # a JSON string is a YAML double-quoted one
 
 
 def set_dotted(data: dict, path: list[str], value: Any, source: str) -> None:

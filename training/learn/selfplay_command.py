@@ -31,7 +31,7 @@ from typing import Any
 
 from training.learn.checkpoint import CheckpointError, load_checkpoint, run_write_failure
 from training.learn.compile_notice import announce_kernel_compilation
-from training.learn.config import ConfigError, TrainConfig, add_config_options, load_config
+from training.learn.config import ConfigError, TrainConfig, add_config_options, load_config, text_override
 from training.learn.interrupt import exit_interrupted
 from training.learn.runtime import holds_run
 from training.learn.trainer import MACHINE_KEYS, SelfPlayTrainer
@@ -124,7 +124,7 @@ def new_run_overrides(args: argparse.Namespace) -> list[str]:
     overrides of their own."""
     overrides = list(args.overrides)
     if args.run_name:
-        overrides.append(f"run_name={args.run_name}")
+        overrides.append(text_override("run_name", args.run_name))
     if args.device:
         overrides.append(f"device={args.device}")
     return overrides

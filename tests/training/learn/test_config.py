@@ -159,6 +159,41 @@ def test_shared_yaml_aliases_are_still_fine(tmp_path):
     assert config.opponents.bot_names == config.eval.opponents == ["rule"]
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # PyYAML alone keeps the second section and drops num_games: 64 without a word.
+        (
+            "env: {num_games: 64}\nppo: {learning_rate: 3e-4}\nenv: {rollout_steps: 8}\n",
+            "'env' is given twice, on line 1 and on line 3",
+        ),
+        ("seed: 1\nseed: 2\n", "'seed' is given twice, on line 1 and on line 2"),
+        ("env: {num_games: 64, num_games: 32}\n", "'num_games' is given twice, on line 1 and on line 1"),
+    ],
+)
+def test_a_key_given_twice_is_refused_naming_its_lines(tmp_path, text, message):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="is not valid YAML") as error:
+        load_config(path)
+    assert message in str(error.value)
+
+
+def test_a_merged_key_may_still_be_given_again():
+    """``<<: *base`` then a key of the base is YAML's way to override it, not a key given twice."""
+    config = load_config(None, ["eval={every: 0, <<: {every: 5, rounds: 10}}"])
+    assert (config.eval.every, config.eval.rounds) == (0, 10)
+
+
+@pytest.mark.parametrize("name", ["trial #2", "42", "2024-01-01", "null", "yes", "1e5", 'say "hi"'])
+def test_a_run_name_is_taken_as_given(name):
+    """--run-name is a name, not YAML: no comment, number, date or null is read into it."""
+    from training.learn.selfplay_command import build_parser, new_run_overrides
+
+    args = build_parser().parse_args(["--run-name", name])
+    assert load_config(None, new_run_overrides(args)).run_name == name
+
+
 def test_the_commands_that_train_read_config_and_set_alike():
     """``--config`` and ``--set`` come from :func:`add_config_options` in every command that
     trains: the same words give the same arguments of ``load_config``, with the same help."""
