@@ -490,6 +490,14 @@ def to_dict(config: BaseModel) -> dict:
     return config.model_dump()
 
 
+def dotted_keys(data: dict, prefix: str = "") -> dict[str, Any]:
+    """A nested config dict as one level of dotted keys (``{"ppo.learning_rate": 8e-4, ...}``)."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        flat.update(dotted_keys(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return flat
+
+
 # ---------------------------------------------------------------------------------
 # Files and overrides
 # ---------------------------------------------------------------------------------

@@ -29,8 +29,9 @@ from tqdm import tqdm
 
 from loveletter_env.agents import make_agent
 from loveletter_env.observation import layout_name
+from loveletter_env.validation import shown
 from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint, model_payload, save_checkpoint
-from training.learn.config import ConfigError, TrainConfig, from_dict, save_config, to_dict
+from training.learn.config import ConfigError, TrainConfig, dotted_keys, from_dict, save_config, to_dict
 from training.learn.interrupt import StopRequest
 from training.learn.metrics import MetricsLog, plot_learning_curve
 from training.learn.policy_agent import PolicyAgent
@@ -204,13 +205,29 @@ class SelfPlayTrainer:
         }
 
     def _restore(self, ckpt: dict[str, Any]) -> None:
+        try:
+            self._restore_state(ckpt)
+        except (ConfigError, CheckpointError):
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as err:
+            # A file whose digest holds but whose training state is of another shape (another
+            # program's, or a hand-edited one): named, where a traceback would show a key.
+            raise CheckpointError(
+                f"the run's latest.pt holds no training state this version can resume ({type(err).__name__}: {err})"
+            ) from None
+
+    def _restore_state(self, ckpt: dict[str, Any]) -> None:
         saved, current = to_dict(from_dict(TrainConfig, ckpt["config"])), to_dict(self.config)
         for key in (*MACHINE_KEYS, "total_steps"):  # where it runs and how long do not change what the run is
             saved.pop(key), current.pop(key)
         if saved != current:
+            was, now = dotted_keys(saved), dotted_keys(current)
+            changed = [
+                f"{key} {shown(was.get(key))} -> {shown(now.get(key))}" for key in was if was[key] != now.get(key)
+            ]
             raise ConfigError(
-                "the config differs from the one the checkpoint was trained with; resume with the run's own "
-                "config.yaml (only total_steps, device, torch_threads and tf32 may change)"
+                f"the config differs from the one the checkpoint was trained with ({'; '.join(changed)}); resume "
+                "with the run's own config.yaml (only total_steps, device, torch_threads and tf32 may change)"
             )
         if self.config.total_steps <= int(ckpt["global_step"]):
             raise ConfigError(
@@ -236,6 +253,12 @@ class SelfPlayTrainer:
         self.best_score = float(state["best_score"])
         self.magnet.load_state_dict(state["magnet"] if "magnet" in state else self.model.state_dict())
         self.averaged_updates = int(state.get("averaged_updates", 0))
+        start = self.config.model.average_from
+        if start is not None and int(ckpt["global_step"]) < start * self.config.total_steps:
+            # Extended so far that the mean's window now starts later: the mean begins again
+            # there, one unbroken stretch of the run's last updates, not the old window's
+            # updates and then the new one's.
+            self.averaged_updates = 0
         if self.averaged_updates:
             self.average.load_state_dict(state["average"])
         self.update = int(ckpt["update"])

@@ -257,23 +257,16 @@ SHIPPED_RECIPES = ["ppo_2p", "ppo_2p_eq", "ppo_2to4p", "ppo_2to4p_eq"]
 CHANGED_SINCE = {"eval.greedy"}
 
 
-def _flat(data: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in data.items():
-        out.update(_flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
-    return out
-
-
 @pytest.mark.parametrize("name", SHIPPED_RECIPES)
 def test_each_shipped_network_is_what_its_config_trains(name):
     """The one command of a shipped network still gives the config its run recorded, so an edit
     of a recipe, or of the file it extends, cannot silently change what that command trains.
     Keys the network predates are not compared; neither are where and under which name it ran."""
     from training.learn.checkpoint import load_checkpoint
-    from training.learn.config import to_dict
+    from training.learn.config import dotted_keys, to_dict
 
-    recorded = _flat(load_checkpoint(ROOT / "checkpoints" / "shipped" / f"{name}.pt")["config"])
-    configured = _flat(to_dict(load_config(ROOT / "configs" / f"{name}.yaml")))
+    recorded = dotted_keys(load_checkpoint(ROOT / "checkpoints" / "shipped" / f"{name}.pt")["config"])
+    configured = dotted_keys(to_dict(load_config(ROOT / "configs" / f"{name}.yaml")))
     differ = {
         key: (recorded[key], configured[key])
         for key in recorded

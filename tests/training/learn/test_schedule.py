@@ -175,6 +175,17 @@ def test_a_resumed_run_continues_its_mean(tmp_path: Path):
     assert all(torch.allclose(result[name], expected[name], atol=1e-6) for name in result)
 
 
+def test_a_run_extended_past_its_means_start_begins_the_mean_again(tmp_path: Path):
+    # The mean starts at turn 192 of 384 (updates 2 and 3); extended to 1,024 turns its window
+    # starts at turn 512, after the saved updates: it holds updates 4 to 8, not 2 and 3 as well.
+    main(args(tmp_path, "run_name=far", "total_steps=384", "model.average_from=0.5"))
+    summary = main(["--resume", str(tmp_path / "far"), "--no-progress", "--set", "total_steps=1024"])
+    assert summary["result"]["source"] == "the mean of the last 5 updates"
+    result = load_checkpoint(tmp_path / "far" / "result.pt")["model"]["state_dict"]
+    expected = mean_of_snapshots(tmp_path / "far", range(4, 9))
+    assert all(torch.allclose(result[name], expected[name], atol=1e-6) for name in result)
+
+
 def test_a_later_window_of_a_resumed_runs_mean(tmp_path: Path):
     # The mean starts at turn 96 of 384 (update 1) and, extended to 640 turns, goes on through
     # update 5, although a quarter of 640 turns falls after update 1: the count of averaged

@@ -254,6 +254,34 @@ def test_resume_refuses_other_settings(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--resume", str(tmp_path / "nothing_here")])
     assert "not a run folder" in capsys.readouterr().err
+    # config.yaml edited by hand: the refusal names what changed.
+    config = tmp_path / "r" / "config.yaml"
+    config.write_text(config.read_text().replace("ent_coef: 0.02", "ent_coef: 0.05"))
+    with pytest.raises(SystemExit):
+        main(["--resume", str(tmp_path / "r"), "--set", "total_steps=4096"])
+    assert "differs from the one the checkpoint was trained with (ppo.ent_coef 0.02 -> 0.05)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        (lambda c: c["training"].pop("optimizer"), "KeyError: 'optimizer'"),
+        (lambda c: c.pop("global_step"), "KeyError: 'global_step'"),
+        (lambda c: c["training"].update(numpy_rng={"bit_generator": "MT19937"}), "ValueError"),
+    ],
+)
+def test_a_resume_from_a_training_state_of_another_shape_is_refused(tmp_path, capsys, damage, named):
+    """A latest.pt whose digest holds (it was saved again) but whose training state lacks what
+    a resume reads is named, not a traceback."""
+    main(tiny_args(tmp_path, "run_name=r", "eval.every=0"))
+    latest = tmp_path / "r" / "latest.pt"
+    checkpoint = load_checkpoint(latest)
+    damage(checkpoint)
+    save_checkpoint(latest, checkpoint)
+    with pytest.raises(SystemExit):
+        main(["--resume", str(tmp_path / "r"), "--set", "total_steps=4096"])
+    err = capsys.readouterr().err
+    assert "the run's latest.pt holds no training state this version can resume" in err and named in err
 
 
 def test_same_seed_same_weights(tmp_path):
