@@ -165,24 +165,25 @@ def test_the_mean_of_the_tail_weights_is_the_result(tmp_path: Path, capsys: pyte
         window_means(run, 0.5)
 
 
-def test_a_resumed_run_continues_its_mean(tmp_path: Path):
-    # The mean starts at turn 96 of 384 (update 1); extended to 512 it goes on through update 4.
-    main(args(tmp_path, "run_name=halves", "total_steps=384", "model.average_from=0.25"))
-    summary = main(["--resume", str(tmp_path / "halves"), "--no-progress", "--set", "total_steps=512"])
-    assert summary["result"]["source"] == "the mean of the last 4 updates"
-    result = load_checkpoint(tmp_path / "halves" / "result.pt")["model"]["state_dict"]
-    expected = mean_of_snapshots(tmp_path / "halves", range(1, 5))
-    assert all(torch.allclose(result[name], expected[name], atol=1e-6) for name in result)
-
-
-def test_a_run_extended_past_its_means_start_begins_the_mean_again(tmp_path: Path):
-    # The mean starts at turn 192 of 384 (updates 2 and 3); extended to 1,024 turns its window
-    # starts at turn 512, after the saved updates: it holds updates 4 to 8, not 2 and 3 as well.
-    main(args(tmp_path, "run_name=far", "total_steps=384", "model.average_from=0.5"))
-    summary = main(["--resume", str(tmp_path / "far"), "--no-progress", "--set", "total_steps=1024"])
-    assert summary["result"]["source"] == "the mean of the last 5 updates"
-    result = load_checkpoint(tmp_path / "far" / "result.pt")["model"]["state_dict"]
-    expected = mean_of_snapshots(tmp_path / "far", range(4, 9))
+@pytest.mark.parametrize(
+    ("length", "average_from", "extended", "mean_of"),
+    [
+        # The mean starts at turn 96 of 384 (update 1); extended to 512 it goes on through update 4.
+        (384, 0.25, 512, range(1, 5)),
+        # The mean starts at turn 192 of 384 (updates 2 and 3); extended to 1,024 turns its window
+        # starts at turn 512, after the saved updates: it begins again there, updates 4 to 8,
+        # rather than the old window's updates and then the new one's.
+        (384, 0.5, 1024, range(4, 9)),
+    ],
+)
+def test_a_resumed_run_continues_its_mean_unless_its_window_moved_past(
+    tmp_path, length, average_from, extended, mean_of
+):
+    main(args(tmp_path, "run_name=run", f"total_steps={length}", f"model.average_from={average_from}"))
+    summary = main(["--resume", str(tmp_path / "run"), "--no-progress", "--set", f"total_steps={extended}"])
+    assert summary["result"]["source"] == f"the mean of the last {len(mean_of)} updates"
+    result = load_checkpoint(tmp_path / "run" / "result.pt")["model"]["state_dict"]
+    expected = mean_of_snapshots(tmp_path / "run", mean_of)
     assert all(torch.allclose(result[name], expected[name], atol=1e-6) for name in result)
 
 
