@@ -301,7 +301,10 @@ def load_search_space(
                 "same turns; fix it under set:"
             )
 
-    data = read_config(spec.config) if spec.config is not None else {}
+    try:
+        data = read_config(spec.config) if spec.config is not None else {}
+    except ConfigError as err:
+        raise ConfigError(f"{source}: config: {err}") from None
     for key, value in spec.set.items():
         _set_key(data, key, value, f"{source}: set: {key!r}")
     try:

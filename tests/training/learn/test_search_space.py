@@ -149,6 +149,14 @@ def test_a_missing_file_is_named(tmp_path):
         load_search_space(tmp_path / "nowhere.yaml")
 
 
+def test_a_missing_base_config_is_named_with_the_search_file_that_names_it(tmp_path):
+    path = write(tmp_path, "config: nowhere.yaml\n" + SPACE)
+    with pytest.raises(
+        ConfigError, match=r"search file '.*space.yaml': config: config file 'nowhere.yaml' does not exist"
+    ):
+        load_search_space(path)
+
+
 def test_enqueued_points_are_read_in_optunas_stored_form(tmp_path):
     path = write(
         tmp_path,
