@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -44,7 +45,7 @@ from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE, check_observation_size
-from loveletter_env.validation import check_seed
+from loveletter_env.validation import check_seed, check_writable
 from loveletter_env.wrappers._extras import MissingExtraError, require
 from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint, plays_greedily
 from training.learn.ppo import masked_logits
@@ -130,7 +131,13 @@ def export_onnx(model: nn.Module, path: str | Path, greedy: bool = False) -> Pat
     if program is None:  # torch returns None only for the TorchScript exporter, not dynamo=True
         raise RuntimeError("torch.onnx.export returned no ONNX program")
     program.model.metadata_props[PLAY_KEY] = PLAY_MODES[greedy]
-    program.save(str(path))
+    # Whole or not at all: a failed save leaves whatever was at ``path`` as it was.
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        program.save(str(partial))
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
     return path
 
 
@@ -265,7 +272,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
         "(its run's eval.greedy), unless --greedy or --sampled says otherwise; the file's metadata says which.",
     )
     parser.add_argument("--checkpoint", required=True, help="checkpoint file (.pt) or run folder")
-    parser.add_argument("--onnx", required=True, help="where to write the ONNX file")
+    parser.add_argument("--onnx", required=True, help="where to write the ONNX file (a new file, unless --force)")
+    parser.add_argument("--force", action="store_true", help="replace an existing --onnx file")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--greedy", action="store_true", help="the exported network plays its most likely action")
     mode.add_argument("--sampled", action="store_true", help="the exported network samples its policy")
@@ -280,6 +288,14 @@ def main(argv: Sequence[str] | None = None) -> Path:
             require("onnxruntime", "onnx")
     except MissingExtraError as err:
         parser.error(str(err))
+    try:
+        out = check_writable("--onnx", args.onnx)
+    except ValueError as err:
+        parser.error(str(err))
+    if out.exists() and out.resolve() == Path(args.checkpoint).resolve():
+        parser.error(f"--onnx {args.onnx!r} is the checkpoint being exported: write the ONNX file elsewhere")
+    if out.exists() and not args.force:
+        parser.error(f"--onnx {args.onnx!r} already exists: pass --force to replace it")
     try:
         checkpoint = load_checkpoint(args.checkpoint)
         model = build_model(checkpoint)

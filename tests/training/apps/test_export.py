@@ -165,6 +165,26 @@ def test_cli_names_a_missing_checkpoint(tmp_path, capsys):
     assert not (tmp_path / "out.onnx").exists()
 
 
+def test_cli_keeps_an_existing_file_unless_forced(tmp_path, capsys):
+    checkpoint = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
+    copy = tmp_path / "copy.pt"
+    copy.write_bytes(checkpoint.read_bytes())
+    existing = tmp_path / "policy.onnx"
+    existing.write_bytes(b"kept")
+    for onnx, force, message in [
+        (existing, [], "already exists: pass --force to replace it"),
+        (copy, ["--force"], "is the checkpoint being exported"),
+        (tmp_path, ["--force"], "cannot be written: it is a folder"),
+        (copy / "x.onnx", ["--force"], "is a file, not a folder"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            export.main(["--checkpoint", str(copy), "--onnx", str(onnx), "--no-verify", *force])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert existing.read_bytes() == b"kept" and copy.read_bytes() == checkpoint.read_bytes()
+    export.main(["--checkpoint", str(copy), "--onnx", str(existing), "--no-verify", "--force"])
+    assert existing.read_bytes() != b"kept" and not list(tmp_path.glob(".*.tmp"))
+
+
 def test_onnx_agent_refuses_a_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing.onnx"):
         export.OnnxAgent(tmp_path / "nothing.onnx")
