@@ -188,6 +188,15 @@ def check_writable(name: str, path: str | os.PathLike[str], folder: bool = False
     return path
 
 
+def check_new_file(name: str, path: str | os.PathLike[str], replace: bool = False) -> Path:
+    """:func:`check_writable`, and ``ValueError`` where a file is already at ``path``, unless
+    ``replace``: a tool writes over a file only when told it may (its ``--force``)."""
+    path = check_writable(name, path)
+    if path.exists() and not replace:
+        raise ValueError(f"{name} {str(path)!r} already exists: pass --force to replace it")
+    return path
+
+
 __all__ = [
     "EPISODE_KINDS",
     "MAX_PLAYERS",
@@ -197,6 +206,7 @@ __all__ = [
     "check_choice",
     "check_episode",
     "check_int",
+    "check_new_file",
     "check_num_players",
     "check_number",
     "check_seat",

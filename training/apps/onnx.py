@@ -45,7 +45,7 @@ from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE, check_observation_size
-from loveletter_env.validation import check_seed, check_writable
+from loveletter_env.validation import check_new_file, check_seed
 from loveletter_env.wrappers._extras import MissingExtraError, require
 from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint, plays_greedily
 from training.learn.ppo import masked_logits
@@ -288,14 +288,12 @@ def main(argv: Sequence[str] | None = None) -> Path:
             require("onnxruntime", "onnx")
     except MissingExtraError as err:
         parser.error(str(err))
+    if Path(args.onnx).resolve() == Path(args.checkpoint).resolve():
+        parser.error(f"--onnx {args.onnx!r} is the checkpoint being exported: write the ONNX file elsewhere")
     try:
-        out = check_writable("--onnx", args.onnx)
+        check_new_file("--onnx", args.onnx, replace=args.force)
     except ValueError as err:
         parser.error(str(err))
-    if out.exists() and out.resolve() == Path(args.checkpoint).resolve():
-        parser.error(f"--onnx {args.onnx!r} is the checkpoint being exported: write the ONNX file elsewhere")
-    if out.exists() and not args.force:
-        parser.error(f"--onnx {args.onnx!r} already exists: pass --force to replace it")
     try:
         checkpoint = load_checkpoint(args.checkpoint)
         model = build_model(checkpoint)

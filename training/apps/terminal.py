@@ -33,7 +33,7 @@ from loveletter_env.engine import GameState
 from loveletter_env.render import card_reference, render_seat_view
 from loveletter_env.replay import save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
-from loveletter_env.validation import check_num_players, check_seed, check_writable, is_int
+from loveletter_env.validation import check_new_file, check_num_players, check_seed, is_int
 from training.apps.live_game import SEEN_GUESS_REASON, LiveGame, Opponent, unseen_guesses
 from training.learn.compile_notice import announce_kernel_compilation
 
@@ -166,6 +166,7 @@ def play(
     stdin: TextIO = sys.stdin,
     out: TextIO = sys.stdout,
     replay_path: str | os.PathLike | None = None,
+    replace_replay: bool = False,
 ) -> GameState:
     """Play one game (or ``rounds`` rounds) with a person at ``seat``.
 
@@ -177,7 +178,8 @@ def play(
         seed: seed of the deals and of the agents.
         rules: the rule preset.
         rounds: stop after this many rounds (default: play the whole game).
-        replay_path: save the game there as a replay (:mod:`loveletter_env.replay`) once it ends.
+        replay_path: save the game there as a replay (:mod:`loveletter_env.replay`) once it ends;
+            a file already there is refused before the game, unless ``replace_replay``.
 
     Returns the final game state. Raises :class:`QuitGame` when the person leaves, and
     ``ValueError`` for bad arguments, a ``replay_path`` that cannot be written among them
@@ -187,7 +189,7 @@ def play(
     check_rules_for_table(rules, num_players)
     seed = check_seed(seed, allow_none=True)
     if replay_path is not None:
-        check_writable("replay file", replay_path)
+        check_new_file("replay file", replay_path, replace=replace_replay)
     if not is_int(seat) or not 0 <= seat < num_players:
         raise ValueError(f"seat must be in 0..{num_players - 1}, got {seat!r}")
     if not opponents:
@@ -236,13 +238,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=_seed, default=None, help="seed of the deals and the agents (default: random)")
     parser.add_argument("--rules", default="classic", choices=sorted(PRESETS), help="rule preset (default classic)")
     parser.add_argument("--rounds", type=int, default=None, help="stop after this many rounds (default: a whole game)")
-    parser.add_argument("--save-replay", metavar="FILE", help="save the game as a replay file (JSON) when it ends")
+    parser.add_argument(
+        "--save-replay", metavar="FILE", help="save the game as a replay file (JSON) when it ends (a new file)"
+    )
+    parser.add_argument("--force", action="store_true", help="replace an existing --save-replay file")
     args = parser.parse_args(argv)
     announce_kernel_compilation()
     if args.rounds is not None and args.rounds < 1:
         parser.error(f"--rounds must be a positive integer, got {args.rounds}")
     try:
-        play(args.opponents, args.players, args.seat, args.seed, args.rules, args.rounds, replay_path=args.save_replay)
+        play(
+            args.opponents,
+            args.players,
+            args.seat,
+            args.seed,
+            args.rules,
+            args.rounds,
+            replay_path=args.save_replay,
+            replace_replay=args.force,
+        )
     except (ValueError, OSError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
     except QuitGame as exc:

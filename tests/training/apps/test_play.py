@@ -307,6 +307,17 @@ def test_play_checks_the_replay_path_before_the_game(tmp_path, where):
     assert out.getvalue() == ""  # refused before the first deal: no game was played and lost
 
 
+def test_play_keeps_an_existing_replay_file_unless_told_to_replace_it(tmp_path):
+    path = tmp_path / "game.json"
+    path.write_text("an earlier game")
+    out = io.StringIO()
+    with pytest.raises(ValueError, match=r"already exists: pass --force to replace it$"):
+        play(["rule"], seed=3, rounds=1, stdin=io.StringIO("0\n" * 200), out=out, replay_path=path)
+    assert out.getvalue() == "" and path.read_text() == "an earlier game"  # refused before the first deal
+    play(["rule"], seed=3, rounds=1, stdin=_FirstLegal(out), out=out, replay_path=path, replace_replay=True)
+    assert path.read_text().startswith("{")
+
+
 def test_play_refuses_a_seed_that_is_not_an_integer():
     with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got 1.5$"):
         play(["rule"], seed=1.5, stdin=io.StringIO(""), out=io.StringIO())
