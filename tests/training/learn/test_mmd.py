@@ -261,3 +261,34 @@ def test_curve_refuses_what_is_not_a_run(tmp_path, capsys):
     with pytest.raises(SystemExit):
         curve.main([str(tmp_path), "--rules", "mini6", "--mean-from", "1.5"])
     assert "--mean-from must be a fraction of the run between 0 and 1, got 1.5" in capsys.readouterr().err
+    # Two runs of one name would be one curve: each needs its own label.
+    (tmp_path / "b" / "run").mkdir(parents=True)
+    with pytest.raises(SystemExit):
+        curve.main([str(tmp_path), str(tmp_path / "b" / "run"), "--rules", "mini6", "--labels", "x,x"])
+    assert "'x' names more than one: give --labels" in capsys.readouterr().err
+    # A plot that cannot be written is named before minutes of measuring, not after.
+    (tmp_path / "notes.txt").write_text("x")
+    for out, message in [
+        ("curve.txt", "--out must name a .png file"),
+        (f"{tmp_path / 'notes.txt'}/curve.png", "is a file, not a folder"),
+    ]:
+        with pytest.raises(SystemExit):
+            curve.main([str(tmp_path), "--rules", "mini6", "--out", out])
+        assert message in capsys.readouterr().err
+    for target in ("0", "-1", "nan"):
+        with pytest.raises(SystemExit):
+            curve.main([str(tmp_path), "--rules", "mini6", "--target", target])
+        assert "--target must be above 0" in capsys.readouterr().err
+
+
+def test_curve_names_a_damaged_metrics_or_cache_file(tmp_path, capsys):
+    run = tmp_path / "run"
+    (run / "snapshots").mkdir(parents=True)
+    (run / "metrics.csv").write_text("foo,bar\n1,2\n")
+    with pytest.raises(SystemExit):
+        curve.main([str(run), "--rules", "mini6"])
+    assert f"'{run / 'metrics.csv'}' cannot be read: it has no column 'global_step'" in capsys.readouterr().err
+    (run / "metrics.csv").write_text("update,global_step,elapsed_s,cpu_s\n1,two,3.0,4.0\n")
+    with pytest.raises(SystemExit):
+        curve.main([str(run), "--rules", "mini6"])
+    assert "metrics.csv' cannot be read: invalid literal for int()" in capsys.readouterr().err
