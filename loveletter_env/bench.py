@@ -29,6 +29,7 @@ from .aec import OBSERVATION_HIGH, DeckShuffler
 from .aec import env as make_env
 from .core.sampling import GOLDEN, MIX1, MIX2
 from .observation import OBSERVATION_SIZE
+from .validation import MAX_SEED
 
 
 def bench_engine(num_players: int, turns: int, seed: int = 0) -> tuple[float, float]:
@@ -387,6 +388,8 @@ def _check_and_prepare(parser: argparse.ArgumentParser, args: argparse.Namespace
         parser.error("--batch must be positive")
     if args.threads <= 0:
         parser.error("--threads must be positive")
+    if not 0 <= args.seed <= MAX_SEED - args.repeats:  # repeat r plays seed + r
+        parser.error(f"--seed must be in 0..{MAX_SEED - args.repeats} (2**63 - 1 less --repeats), got {args.seed}")
     args.batched = args.batched or args.vs_pgx
     pgx_missing = False
     if args.vs_pgx:

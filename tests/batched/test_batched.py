@@ -867,6 +867,22 @@ def test_bench_vs_pgx_says_how_to_install_pgx_when_missing(monkeypatch, capsys):
     assert "(d) batched env" in out and "torch threads: 1" in out
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--turns", "0"], "--turns and --repeats must be positive"),
+        (["--seed", "-1"], "--seed must be in 0..9223372036854775802 (2**63 - 1 less --repeats), got -1"),
+        (["--seed", str(2**63 - 2)], "--seed must be in 0..9223372036854775802"),
+    ],
+)
+def test_bench_refuses_bad_sizes_and_seeds_before_timing_anything(argv, message, capsys):
+    from loveletter_env import bench
+
+    with pytest.raises(SystemExit) as stop:
+        bench.main(argv)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("episode", ("round", "game"))
 def test_random_steps_play_what_the_sampler_draws_from_the_masks(episode, device):

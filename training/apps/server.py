@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from loveletter_env.validation import check_writable
 from training.apps.web.games import OfferedPolicy
 
 #: Offered when ``--checkpoints`` is not given, each file named by its folder and stem
@@ -245,6 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--league folder {str(args.league)!r} does not exist")
     if args.replays.exists() and not args.replays.is_dir():
         parser.error(f"--replays {str(args.replays)!r} is not a folder")
+    try:
+        check_writable("--replays", args.replays, folder=True)  # before the first game, whose replay it keeps
+    except ValueError as exc:
+        parser.error(str(exc))
     checkpoint_paths = args.checkpoints
     if checkpoint_paths is None:
         checkpoint_paths = [folder for folder in DEFAULT_CHECKPOINTS if folder.is_dir()]

@@ -435,10 +435,12 @@ def test_serve_cli_errors(capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
         serve_main(["--help"])
     assert exit_info.value.code == 0 and "--replays" in capsys.readouterr().out
+    (tmp_path / "notes.txt").write_text("x")
     for argv, fragment in [
         (["--port", "0"], "--port must be in 1..65535"),
         (["--checkpoints", str(tmp_path / "nowhere.pt")], "does not exist"),
         (["--league", str(tmp_path / "none")], "--league folder"),
+        (["--replays", str(tmp_path / "notes.txt" / "sub")], "is a file, not a folder"),
     ]:
         with pytest.raises(SystemExit) as exit_info:
             serve_main(argv)
