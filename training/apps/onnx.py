@@ -47,7 +47,13 @@ from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE, check_observation_size
 from loveletter_env.validation import check_new_file, check_seed
 from loveletter_env.wrappers._extras import MissingExtraError, require
-from training.learn.checkpoint import CheckpointError, build_model, load_checkpoint, plays_greedily
+from training.learn.checkpoint import (
+    CheckpointError,
+    build_model,
+    load_checkpoint,
+    plays_greedily,
+    resolve_checkpoint_path,
+)
 from training.learn.ppo import masked_logits
 
 #: The exporter's op registry reports at its first use, through this logger, that each of
@@ -295,7 +301,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
     except ValueError as err:
         parser.error(str(err))
     try:
-        checkpoint = load_checkpoint(args.checkpoint)
+        source = resolve_checkpoint_path(args.checkpoint)  # a run folder's best.pt, else its latest.pt
+        checkpoint = load_checkpoint(source)
         model = build_model(checkpoint)
     except CheckpointError as err:
         parser.error(str(err))
@@ -303,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     how = "--greedy" if args.greedy else "--sampled" if args.sampled else "as the checkpoint records"
     path = export_onnx(model, args.onnx, greedy=greedy)
     plays = "plays greedily" if greedy else "samples its policy"
-    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB); it {plays} ({how})")
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB) from {source}; it {plays} ({how})")
     if not args.no_verify:
         report = verify_onnx(model, path, count=args.verify_samples)
         print(

@@ -185,6 +185,14 @@ def test_cli_keeps_an_existing_file_unless_forced(tmp_path, capsys):
     assert existing.read_bytes() != b"kept" and not list(tmp_path.glob(".*.tmp"))
 
 
+def test_cli_says_which_file_of_a_run_folder_it_exported(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "latest.pt").write_bytes((ROOT / "checkpoints" / "shipped" / "ppo_2p.pt").read_bytes())
+    export.main(["--checkpoint", str(run), "--onnx", str(tmp_path / "p.onnx"), "--no-verify"])
+    assert f"KiB) from {run / 'latest.pt'}; it" in capsys.readouterr().out
+
+
 def test_onnx_agent_refuses_a_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nothing.onnx"):
         export.OnnxAgent(tmp_path / "nothing.onnx")
