@@ -40,8 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 FIGURES_FILE = ROOT / "docs" / "figures.yaml"
 COSTS = ("seconds", "minutes", "hours")
@@ -87,9 +85,12 @@ def load_figures(path: Path = FIGURES_FILE) -> list[Figure]:
     Raises:
         FigureError: an entry lacks a key or holds a value this script cannot use.
     """
-    entries = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(entries, dict):
-        raise FigureError(f"{path} holds no mapping of figure names to entries")
+    from training.learn.config import ConfigError, read_yaml
+
+    try:
+        entries = read_yaml(path)  # a figure named twice is refused: plain YAML would keep the second
+    except ConfigError as err:
+        raise FigureError(str(err)) from None
     return [check_entry(str(name), entry) for name, entry in entries.items()]
 
 

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-import yaml
 from conftest import ROOT
 from doc_blocks import read_blocks
+
+from training.learn.config import read_yaml
 
 #: The packages whose command lines are checked.
 PACKAGES = ("training", "loveletter_env")
@@ -160,7 +161,7 @@ def figure_commands() -> list[Command]:
     """The commands that measure the figures of ``docs/figures.yaml`` again, ``$WORK`` (the
     scratch folder that ``scripts/figures.py`` gives them) standing for a path."""
     commands = []
-    for name, entry in yaml.safe_load((ROOT / FIGURES).read_text(encoding="utf-8")).items():
+    for name, entry in read_yaml(ROOT / FIGURES).items():
         lines = entry["command"] if isinstance(entry["command"], list) else [entry["command"]]
         for number, line in enumerate(lines, 1):
             commands += [

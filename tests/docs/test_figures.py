@@ -41,7 +41,9 @@ GAP = " … "
 
 
 def _figures() -> dict[str, dict[str, Any]]:
-    return yaml.safe_load(FIGURES_FILE.read_text(encoding="utf-8"))
+    from training.learn.config import read_yaml
+
+    return read_yaml(FIGURES_FILE)  # refuses a figure named twice, which plain YAML would drop
 
 
 def _flat(text: str) -> str:
@@ -105,6 +107,14 @@ def test_a_changed_figure_is_caught_where_it_is_quoted():
 
 
 # Measuring again: scripts/figures.py -------------------------------------------------------------
+
+
+def test_a_figure_named_twice_is_refused(tmp_path):
+    """Plain YAML keeps the second entry of a name and drops the first without a word."""
+    path = tmp_path / "figures.yaml"
+    path.write_text("a: {figure: '1'}\nb: {figure: '2'}\na: {figure: '3'}\n")
+    with pytest.raises(script.FigureError, match="the key 'a' is given twice, on line 1 and on line 3"):
+        script.load_figures(path)
 
 
 def test_every_figure_says_how_to_measure_it_again():
