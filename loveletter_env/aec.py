@@ -135,6 +135,17 @@ def check_reset_seed(seed: Any) -> int | None:
     return check_seed(seed, allow_none=True)
 
 
+def reset_options_dict(options: Any) -> dict[Any, Any]:
+    """A copy of ``reset``'s ``options`` (``None``: none). Anything but a mapping is refused:
+    ``dict()`` would take a list of pairs as options, and a string or number fail inside it."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        example = "{'deck': ..., 'first_player': 0}"
+        raise ValueError(f"options must be a dict such as {example} or None, got {shown(options)}")
+    return dict(options)
+
+
 def _warn_unknown_reset_options(options: dict[Any, Any]) -> None:
     """Warn about keys of ``options`` that reset does not read.
 
@@ -251,7 +262,7 @@ class raw_env(AECEnv):
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         """Start an episode. ``options`` may hold ``"deck"`` (16 card values, top first:
         the first round's order) and ``"first_player"`` (the seat that starts round 1)."""
-        options = dict(options or {})
+        options = reset_options_dict(options)
         _warn_unknown_reset_options(options)
         # Validate before touching anything, so a bad seed or option leaves the env as it was.
         seed = check_reset_seed(seed)

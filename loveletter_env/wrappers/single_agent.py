@@ -22,7 +22,14 @@ import numpy as np
 from gymnasium import spaces
 
 from ..actions import NUM_ACTIONS
-from ..aec import OBSERVATION_HIGH, RESET_OPTIONS, check_reset_options, check_reset_seed, raw_env
+from ..aec import (
+    OBSERVATION_HIGH,
+    RESET_OPTIONS,
+    check_reset_options,
+    check_reset_seed,
+    raw_env,
+    reset_options_dict,
+)
 from ..agents.base import checked_act
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules
@@ -108,7 +115,7 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         # Everything is checked before anything changes: a refused reset leaves the
         # episode in progress, the learner's seat and the generators as they were.
         seed = check_reset_seed(seed)
-        options = dict(options or {})
+        options = reset_options_dict(options)
         seat = options.pop("learner_seat", self.fixed_learner_seat)
         self._check_seat(seat, "learner_seat")
         check_reset_options(options, self.num_players, self.aec.rules)

@@ -112,6 +112,18 @@ def test_reset_options_nested_under_options_are_named_and_ignored():
     assert env.unwrapped.game.deck != deck
 
 
+@pytest.mark.parametrize("options", [5, "deck", [("first_player", 1)]])
+def test_reset_options_that_are_no_mapping_are_refused_in_both_envs(options):
+    """Not even a list of pairs, which dict() would take: options are a dict or None."""
+    from loveletter_env.wrappers import LoveLetterGymEnv
+
+    for env in (loveletter_env.env(num_players=2), LoveLetterGymEnv(opponents="random")):
+        with pytest.raises(
+            ValueError, match=r"^options must be a dict such as \{'deck': \.\.\., 'first_player': 0\} or None"
+        ):
+            env.reset(seed=0, options=options)
+
+
 def test_reset_options_are_both_optional():
     deck = deal_deck(2, hands={0: PRIEST, 1: BARON}, draws=[GUARD])
     env = loveletter_env.env(num_players=2)
