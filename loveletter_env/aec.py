@@ -292,6 +292,8 @@ class raw_env(AECEnv):
         """The selected agent plays ``action``. An action whose mask entry is 0 raises
         :class:`IllegalActionError` and changes nothing."""
         record = self._require_reset()
+        if not self.agents:  # every agent was stepped out: PettingZoo's own wrapper only warns here
+            raise RuntimeError("the episode is over and every agent has left it: call reset() to start another")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)

@@ -11,11 +11,12 @@ evaluations played it; ``"checkpoint:path=FILE,greedy=False"`` samples), a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..agents.base import Agent
 from ..agents.specs import AgentSpec, resolve_agent
+from ..validation import shown
 
 #: One opponent's description (kept under this name for the env's signature).
 OpponentSpec = AgentSpec
@@ -36,7 +37,12 @@ def make_opponents(spec: OpponentSpec | Sequence[OpponentSpec], count: int, seed
     if isinstance(spec, str) or hasattr(spec, "__fspath__") or callable(getattr(spec, "act", None)):
         specs = [spec] * count
     else:
-        specs = list(spec)  # type: ignore[arg-type]
+        if isinstance(spec, (bytes, Mapping)) or not isinstance(spec, Iterable):
+            raise ValueError(
+                f"opponents must be an agent spec (a bot name such as 'rule', a checkpoint path, an agent) or a "
+                f"list of {count}, one per other seat; got {shown(spec)}"
+            )
+        specs = list(spec)
         if len(specs) != count:
             raise ValueError(f"expected {count} opponent(s), one per other seat, got {len(specs)}: {specs!r}")
     return [make_opponent(s, seed=None if seed is None else seed + i) for i, s in enumerate(specs)]

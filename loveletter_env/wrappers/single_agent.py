@@ -180,12 +180,15 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         if self.render_mode is None:
             gymnasium.logger.warn("render() was called without a render_mode; pass render_mode='ansi' or 'human'")
             return None
-        # Show the learner's view even when an opponent's turn ended the episode.
-        selected, self.aec.agent_selection = self.aec.agent_selection, self._learner
-        try:
+        if self.aec.game is None:  # before the first reset no seat is selected: the AEC env says so
             text = self.aec.render()
-        finally:
-            self.aec.agent_selection = selected
+        else:
+            # Show the learner's view even when an opponent's turn ended the episode.
+            selected, self.aec.agent_selection = self.aec.agent_selection, self._learner
+            try:
+                text = self.aec.render()
+            finally:
+                self.aec.agent_selection = selected
         if self.render_mode == "ansi":
             return text
         print(f"{text}\n")

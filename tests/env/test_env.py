@@ -124,6 +124,18 @@ def test_reset_options_that_are_no_mapping_are_refused_in_both_envs(options):
             env.reset(seed=0, options=options)
 
 
+def test_stepping_a_raw_env_whose_agents_have_all_left_asks_for_a_reset():
+    import numpy as np
+
+    env = loveletter_env.raw_env(num_players=2, episode="round")
+    env.reset(seed=0)
+    while env.agents:
+        obs, _, terminated, truncated, _ = env.last()
+        env.step(None if terminated or truncated else int(np.flatnonzero(obs["action_mask"])[0]))
+    with pytest.raises(RuntimeError, match="the episode is over and every agent has left it: call reset()"):
+        env.step(None)
+
+
 def test_reset_options_are_both_optional():
     deck = deal_deck(2, hands={0: PRIEST, 1: BARON}, draws=[GUARD])
     env = loveletter_env.env(num_players=2)

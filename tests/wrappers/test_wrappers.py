@@ -146,6 +146,16 @@ def test_each_opponent_plays_its_own_seat():
     assert [o.calls for o in opponents] == [0, 0, 1]
 
 
+@pytest.mark.parametrize("opponents", [None, 3, b"rule", {"seat": "rule"}])
+def test_opponents_that_are_no_spec_nor_list_are_named(opponents):
+    with pytest.raises(ValueError, match=r"^opponents must be an agent spec .* or a list of 1, one per other seat"):
+        LoveLetterGymEnv(opponents=opponents)
+
+
+def test_render_before_the_first_reset_says_to_reset():
+    assert LoveLetterGymEnv(opponents="random", render_mode="ansi").render() == "(call reset() first)"
+
+
 def test_reset_options_fix_the_deal():
     deck = [8, 7, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1]
     env = LoveLetterGymEnv(num_players=2, learner_seat=0)
