@@ -82,15 +82,13 @@ from .core import kernels, new_records
 from .core.layout import CURRENT, GAME_OVER, ROUND_OVER
 from .core.record_view import RecordGameState
 from .engine import IllegalActionError
-from .observation import OBSERVATION_SIZE
+from .observation import OBSERVATION_HIGH, OBSERVATION_SIZE
 from .render import render_seat_view
 from .rules import CLASSIC, Rules, check_rules_for_table
 from .validation import check_episode, check_num_players, check_seat, check_seed, shown
 
 RENDER_MODES = ("human", "ansi")
 RESET_OPTIONS = ("deck", "first_player")
-#: Upper bound of any observation entry (counts, tokens, deck size are all below it).
-OBSERVATION_HIGH = 16.0
 
 
 class DeckShuffler:

@@ -33,7 +33,7 @@ import numpy as np
 from ..cards import BARON, CARD_COUNTS, CARD_VALUES, DECK_SIZE, KING, PRIEST
 from ..engine import MAX_PLAYERS, GameState, TurnEvent
 from ..rules import Rules
-from ..validation import is_int, shown
+from ..validation import check_seat, is_int, shown
 
 #: A seat never discards more than the 16 cards in play, so 16 slots can never overflow.
 MAX_DISCARDS = DECK_SIZE
@@ -250,8 +250,9 @@ def encode_observation(state: GameState, observer: int) -> np.ndarray:
     """The observation vector of seat ``observer`` (float32, shape ``(OBSERVATION_SIZE,)``).
 
     It depends only on what ``observer`` has seen: never another player's hand, the
-    set-aside card or the order of the deck.
+    set-aside card or the order of the deck. A seat outside the table raises ``ValueError``.
     """
+    observer = check_seat("observer", observer, state.num_players)  # -1 would read as the last seat
     n = state.num_players
     obs = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
     unseen = [0] + [CARD_COUNTS[v] for v in CARD_VALUES]  # indexed by value
@@ -371,6 +372,10 @@ class ObservationView:
 _VIEW_RULE_FIELDS = ("discard_sum_tiebreak", "king_ignores_handmaid")
 
 
+#: Upper bound of any observation entry (counts, tokens, deck size are all below it).
+OBSERVATION_HIGH = 16.0
+
+
 def _values(counts: np.ndarray) -> tuple[int, ...]:
     return tuple(v for v in CARD_VALUES for _ in range(int(counts[v - 1])))
 
@@ -439,13 +444,28 @@ def observation_for_layout(observation, version: int):
 
 
 def decode_observation(vector) -> ObservationView:
-    """Turn an observation vector (or the env's observation dict) into an :class:`ObservationView`."""
+    """Turn an observation vector (or the env's observation dict) into an :class:`ObservationView`.
+
+    Raises ``ValueError`` for a vector of another shape, or with an entry that no observation
+    holds (one that is no whole number in 0..:data:`OBSERVATION_HIGH`), naming the first.
+    """
     if isinstance(vector, dict):
+        if "observation" not in vector:
+            raise ValueError(f"an observation dict holds 'observation' (and 'action_mask'), got keys {list(vector)}")
         vector = vector["observation"]
     v = np.asarray(vector)
     if v.ndim != 1:
         raise ValueError(f"an observation vector has shape ({OBSERVATION_SIZE},), got {v.shape}")
     check_observation_size(v.shape[0])
+    if v.dtype.kind not in "biuf":
+        raise ValueError(f"an observation vector holds numbers, got dtype {v.dtype}")
+    # A count of 1e7 would make a hand of ten million cards (1e30: a hang), not an error.
+    bad = np.flatnonzero(~((v >= 0) & (v <= OBSERVATION_HIGH) & (v == np.round(v))))
+    if bad.size:
+        raise ValueError(
+            f"entry {bad[0]} of the observation is {float(v[bad[0]])!r}: every entry is a whole number in "
+            f"0..{OBSERVATION_HIGH:g}"
+        )
     f = {name: v[s].reshape(field.shape) for field, (name, s) in zip(LAYOUT, SLICES.items())}
     n = int(np.argmax(f["num_players"])) + 2
     discards = tuple(tuple(int(np.argmax(row)) + 1 for row in f["discards"][k] if row.any()) for k in range(n))

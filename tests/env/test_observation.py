@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -480,6 +481,28 @@ def test_the_layout_stays_within_its_budget_and_keeps_version_1_as_its_prefix():
 def test_decode_observation_refuses_a_vector_of_the_wrong_shape(shape):
     with pytest.raises(ValueError, match=str(OBSERVATION_SIZE)):
         decode_observation(np.zeros(shape, dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(1e7, "10000000.0"), (1e30, "1.0000000150474662e+30"), (2.5, "2.5"), (-5, "-5.0"), (np.nan, "nan")],
+)
+def test_decode_observation_refuses_an_entry_no_observation_holds(value, shown):
+    """A count of 1e7 would decode as a hand of ten million cards, and 1e30 hang: refused, named."""
+    vector = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
+    vector[7] = value
+    with pytest.raises(ValueError, match=rf"^entry 7 of the observation is {re.escape(shown)}: every entry is a whole"):
+        decode_observation(vector)
+    with pytest.raises(ValueError, match="an observation dict holds 'observation'"):
+        decode_observation({"obs": np.zeros(OBSERVATION_SIZE)})
+
+
+@pytest.mark.parametrize("observer", [-1, 2, True, 1.0])
+def test_encode_observation_refuses_a_seat_outside_the_table(observer):
+    env = loveletter_env.env(num_players=2)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=rf"^observer must be a seat in 0..1, got {observer!r}$"):
+        encode_observation(env.unwrapped.game, observer)
 
 
 # Layout versions and the layout command --------------------------------------------
