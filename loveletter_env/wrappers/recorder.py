@@ -21,6 +21,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils.wrappers import BaseWrapper
 
 from ..replay import AgentInfo, Replay, ReplayRecorder, save_replay
+from ..validation import check_writable
 
 
 class RecordReplay(BaseWrapper):
@@ -56,7 +57,10 @@ class RecordReplay(BaseWrapper):
         )
         if self.seat_agents is not None and len(self.seat_agents) != base.num_players:
             raise ValueError(f"{len(self.seat_agents)} agents given for {base.num_players} seats")
-        self.directory = Path(directory) if directory is not None else None
+        # Checked now: the first save comes with an episode's last move, which the env has made by then.
+        self.directory = (
+            check_writable("RecordReplay directory", directory, folder=True) if directory is not None else None
+        )
         self.prefix = prefix
         self.metadata = dict(metadata or {})
         self.episodes_saved = 0
@@ -83,12 +87,16 @@ class RecordReplay(BaseWrapper):
         if recorder is None or base.game is None:
             raise RuntimeError("call reset() before step()")
         agent = base.agent_selection
-        if base.terminations.get(agent) or base.truncations.get(agent):
-            self.env.step(action)  # the dead step after the episode's end: nothing to record
+        if not base.agents or base.terminations.get(agent) or base.truncations.get(agent):
+            self.env.step(action)  # a dead step after the episode's end, or a step past it: nothing to record
             return
         game = base.game
         round_before = game.round
-        recorder.record(game, action, self._details)
+        try:
+            recorder.record(game, action, self._details)
+        except (TypeError, ValueError):
+            self.env.step(action)  # no action at all (None, a string): the env refuses it in its own words
+            raise
         self._details = None
         try:
             self.env.step(action)

@@ -145,6 +145,29 @@ def test_aec_recorder_drops_a_refused_move():
     assert parse_replay(env.last_replay.to_json()).num_steps == env.last_replay.num_steps
 
 
+def test_aec_recorder_refuses_no_action_as_the_env_does_and_a_step_past_the_end_records_nothing(tmp_path):
+    from loveletter_env import IllegalActionError
+
+    env = RecordReplay(loveletter_env.env(num_players=2, episode="round"), directory=tmp_path)
+    env.reset(seed=0)
+    for nothing in (None, "0"):
+        with pytest.raises(IllegalActionError):
+            env.step(nothing)
+    while env.agents:
+        obs, _, terminated, truncated, _ = env.last()
+        env.step(None if terminated or truncated else int(np.flatnonzero(obs["action_mask"])[0]))
+    env.step(0)  # PettingZoo's own wrapper logs a warning; the episode is not finished a second time
+    assert env.episodes_saved == 1 and len(list(tmp_path.glob("episode_*.json"))) == 1
+
+
+def test_aec_recorder_checks_its_folder_before_the_first_move(tmp_path):
+    (tmp_path / "notes").write_text("x")
+    with pytest.raises(
+        ValueError, match=r"^RecordReplay directory '.*notes' cannot be written: .* is a file, not a folder"
+    ):
+        RecordReplay(loveletter_env.env(num_players=2), directory=tmp_path / "notes")
+
+
 # Writing: never a NaN ---------------------------------------------------------------
 
 
