@@ -90,12 +90,19 @@ def per_deal_interval(
     deals), clipped to ``[0, 1]``. The deal's luck weighs on every rotation alike, so
     the deals, not the episodes, are the independent draws. With fewer than 2 deals there is no
     spread to measure, and the Wilson interval over the episodes stands in.
+
+    Where every deal scored alike, the sample shows no spread, which is no evidence that there
+    is none (a few deals that the seats decided score ½ each): the Wilson interval over the
+    deals, each a trial scored in ``[0, 1]``, stands in, never an interval of zero width.
     """
     if len(deals) < 2:
         return wilson_interval(sum(won(r) for deal in deals for r in deal), sum(len(deal) for deal in deals), z)
     scores = [sum(won(r) for r in deal) / len(deal) for deal in deals]
+    spread = statistics.stdev(scores)
+    if spread == 0:
+        return wilson_interval(sum(scores), len(scores), z)
     mean = statistics.fmean(scores)
-    half = z * statistics.stdev(scores) / math.sqrt(len(scores))
+    half = z * spread / math.sqrt(len(scores))
     return (max(0.0, mean - half), min(1.0, mean + half))
 
 

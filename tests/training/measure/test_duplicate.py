@@ -159,6 +159,11 @@ def test_three_player_deals_and_the_fallbacks():
     # One deal has no spread to measure: the Wilson interval over its episodes stands in.
     one_deal = summarize(records[:3], ["a", "b", "c"], 3, "round", 0, duplicate=True)
     assert one_deal.ci95 == [wilson_interval(1, 3)] * 3 and one_deal.decided_by_seat == 1.0
+    # Deals that all score alike show no spread, which is no evidence of none: never an interval
+    # of zero width, but the Wilson interval over the deals (here 2 deals that the seat decided).
+    seat_decided = _records(((0,), 0), ((1,), 1), ((0,), 1), ((1,), 0))
+    alike = summarize(seat_decided, ["a", "b"], 2, "round", 0, duplicate=True)
+    assert alike.ci95 == [wilson_interval(1, 2)] * 2 and alike.ci95[0][0] < 0.5 < alike.ci95[0][1]
     shared_every_time = _records(((0, 1), 0), ((0, 1), 1), ((0,), 0), ((1,), 1))
     assert summarize(shared_every_time, ["a", "b"], 2, "round", 0, duplicate=True).decided_by_seat == 0.5
     with pytest.raises(ValueError, match="whole deals"):
