@@ -20,6 +20,7 @@ from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
+from loveletter_env.validation import check_writable
 from training.measure.evaluation import evaluate
 from training.measure.league import league, league_markdown, write_league
 from training.measure.matches import PlayInterrupted, check_duplicate_rounds
@@ -116,11 +117,24 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"league output folder (default {DEFAULT_LEAGUE_DIR}); with --exact, where to write {EXACT_RESULT}",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument("--save-replays", type=Path, metavar="DIR", help="save the episodes as replay files in DIR")
+    parser.add_argument(
+        "--save-replays",
+        type=_folder,
+        metavar="DIR",
+        help="save the episodes as replay files in DIR (one holding none)",
+    )
+    parser.add_argument("--force", action="store_true", help="with --save-replays: replace the replays DIR holds")
     parser.add_argument(
         "--save-replays-every", type=int, metavar="K", help="with --save-replays: every K-th episode only (default 1)"
     )
     return parser
+
+
+def _folder(text: str) -> Path:
+    """A folder option's value; an empty one is refused (``Path("")`` is the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("needs a folder, got ''")
+    return Path(text)
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -132,6 +146,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(f"--seed must be >= 0, got {args.seed}")
     if args.league and args.save_replays:
         parser.error("--save-replays works with a plain evaluation, not with --league")
+    if args.force and args.save_replays is None:
+        parser.error("--force goes with --save-replays DIR: it lets the run replace the replays DIR holds")
     if args.save_replays_every is not None and args.save_replays is None:
         parser.error("--save-replays-every goes with --save-replays DIR: without it no replay is saved")
     if args.out is not None and not (args.league or args.exact):
@@ -142,6 +158,19 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    # Where the results go is checked before the play, not after it.
+    try:
+        if args.league:
+            check_writable("--out", args.out or DEFAULT_LEAGUE_DIR, folder=True)
+        if args.save_replays is not None:
+            check_writable("--save-replays", args.save_replays, folder=True)
+            if any(args.save_replays.glob("episode_*.json")) and not args.force:
+                parser.error(
+                    f"--save-replays {str(args.save_replays)!r} already holds replays, which this run's would "
+                    "replace or mix with: give a new folder, or pass --force"
+                )
+    except ValueError as err:
+        parser.error(str(err))
 
 
 def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

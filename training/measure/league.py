@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import csv
 import itertools
+import os
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loveletter_env.agents.specs import AgentSpec, agent_label
+from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
 from training.measure.matches import MatchSetup, play_matches
 from training.measure.plotting import load_plotting
 from training.measure.ratings import BASE_RATING, fit_ratings
@@ -71,6 +72,8 @@ def league(
     labels = [agent_label(a) for a in agents]
     if len(set(labels)) != len(labels):
         raise ValueError(f"league agents must be distinct, got {labels}")
+    for agent in agents:  # a bad spec is named now, not when the first of its groups comes up
+        resolve_agent(agent)
     episodes: list[tuple[list[str], list[str]]] = []
     played = dict.fromkeys(labels, 0)
     won = dict.fromkeys(labels, 0.0)
@@ -138,18 +141,27 @@ def write_league(table: Sequence[LeagueEntry], out_dir: Path) -> list[Path]:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     md, csv_path, png = out_dir / "league.md", out_dir / "league.csv", out_dir / "league.png"
-    md.write_text(league_markdown(table) + "\n")
-    with csv_path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["rank", "agent", "rating", "win_rate", "episodes"])
-        for rank, e in enumerate(table, 1):
-            writer.writerow([rank, e.agent, f"{e.rating:.1f}", f"{e.win_rate:.4f}", e.episodes])
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(table)), 3.5))
-    ax.bar([e.agent for e in table], [e.rating for e in table], color="tab:blue")
-    ax.axhline(BASE_RATING, color="grey", linewidth=0.8)
-    ax.set_ylabel("rating (1500: the average agent)")
-    ax.set_title("Love Letter league")
-    fig.tight_layout()
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
+    # All three are written aside, then put in place together: a failure leaves the folder as
+    # it was, never one league's table beside another's chart.
+    aside = {path: path.with_name(f".{path.name}.{os.getpid()}.tmp") for path in (md, csv_path, png)}
+    try:
+        aside[md].write_text(league_markdown(table) + "\n")
+        with aside[csv_path].open("w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["rank", "agent", "rating", "win_rate", "episodes"])
+            for rank, e in enumerate(table, 1):
+                writer.writerow([rank, e.agent, f"{e.rating:.1f}", f"{e.win_rate:.4f}", e.episodes])
+        fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(table)), 3.5))
+        ax.bar([e.agent for e in table], [e.rating for e in table], color="tab:blue")
+        ax.axhline(BASE_RATING, color="grey", linewidth=0.8)
+        ax.set_ylabel("rating (1500: the average agent)")
+        ax.set_title("Love Letter league")
+        fig.tight_layout()
+        fig.savefig(aside[png], dpi=100, format="png")
+        plt.close(fig)
+        for path, written in aside.items():
+            os.replace(written, path)
+    finally:
+        for written in aside.values():
+            written.unlink(missing_ok=True)
     return [md, csv_path, png]

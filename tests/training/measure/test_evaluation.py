@@ -139,6 +139,29 @@ def test_flags_that_would_change_nothing_are_refused(tmp_path: Path, argv, messa
     assert not Path("somewhere").exists()
 
 
+def test_where_results_go_is_checked_before_anything_is_played(tmp_path: Path, capsys):
+    from training.evaluate import main
+
+    (tmp_path / "notes").write_text("x")
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "episode_000000.json").write_text("{}")
+    for argv, message in [
+        (["--league", "random", "rule", "--out", str(tmp_path / "notes")], "is a file, not a folder"),
+        (["--league", "random", "rule", "ismcts:iterations=0"], "iterations"),  # named before the first group
+        (["rule", "random", "--save-replays", str(tmp_path / "notes" / "r")], "is a file, not a folder"),
+        (["rule", "random", "--save-replays", str(held)], "already holds replays"),
+        (["rule", "random", "--save-replays", ""], "--save-replays: needs a folder, got ''"),
+        (["rule", "random", "--force"], "--force goes with --save-replays DIR"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            main([*argv, "--rounds", "4", "--no-progress"])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert (held / "episode_000000.json").read_text() == "{}"
+    main(["rule", "random", "--rounds", "4", "--no-progress", "--save-replays", str(held), "--force"])
+    assert (held / "episode_000000.json").read_text() != "{}"
+
+
 def test_cli_league_writes_table_csv_and_chart(tmp_path: Path):
     run = _cli("--league", "random", "rule", "belief", "--rounds", "20", "--out", str(tmp_path), "--no-progress")
     assert run.returncode == 0, run.stderr
