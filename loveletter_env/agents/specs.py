@@ -70,6 +70,8 @@ def parse_options(text: str, spec: str) -> dict[str, Any]:
         key, eq, value = item.partition("=")
         if not eq or not key.strip().isidentifier():
             raise AgentSpecError(f"agent spec {spec!r}: expected name:key=value[,key=value...], got {item!r}")
+        if key.strip() in options:  # the label would show both values, the agent play the last
+            raise AgentSpecError(f"agent spec {spec!r}: the option {key.strip()!r} is given twice")
         try:
             options[key.strip()] = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):

@@ -34,6 +34,8 @@ def test_unknown_options_list_the_valid_ones():
         resolve_agent("rule:depth=2")
     with pytest.raises(ValueError, match="key=value"):
         resolve_agent("ismcts:iterations")
+    with pytest.raises(AgentSpecError, match="the option 'iterations' is given twice"):
+        resolve_agent("ismcts:iterations=10,iterations=20")
 
 
 def test_unknown_names_and_non_agents_are_named():

@@ -20,7 +20,7 @@ from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
-from loveletter_env.validation import check_writable
+from loveletter_env.validation import MAX_SEED, check_writable
 from training.measure.evaluation import evaluate
 from training.measure.league import league, league_markdown, write_league
 from training.measure.matches import PlayInterrupted, check_duplicate_rounds
@@ -142,8 +142,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     if bool(args.agents) == bool(args.league):
         which = "not both" if args.agents else "none were given"
         parser.error(f"give the agents to evaluate, or --league AGENT AGENT ... ({which})")
-    if args.seed < 0:
-        parser.error(f"--seed must be >= 0, got {args.seed}")
+    if not 0 <= args.seed <= MAX_SEED:
+        parser.error(f"--seed must be in 0..2**63 - 1, got {args.seed}")
     if args.league and args.save_replays:
         parser.error("--save-replays works with a plain evaluation, not with --league")
     if args.force and args.save_replays is None:

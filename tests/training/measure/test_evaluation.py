@@ -153,6 +153,7 @@ def test_where_results_go_is_checked_before_anything_is_played(tmp_path: Path, c
         (["rule", "random", "--save-replays", str(held)], "already holds replays"),
         (["rule", "random", "--save-replays", ""], "--save-replays: needs a folder, got ''"),
         (["rule", "random", "--force"], "--force goes with --save-replays DIR"),
+        (["rule", "random", "--seed", str(2**63)], "--seed must be in 0..2**63 - 1, got 9223372036854775808"),
     ]:
         with pytest.raises(SystemExit) as stop:
             main([*argv, "--rounds", "4", "--no-progress"])
