@@ -478,10 +478,20 @@ def test_the_leaderboard_has_readable_headings_and_ratings(tmp_path, replay_dir)
     assert board["columns"] == ["Rank", "Agent", "Rating", "Win rate", "Episodes"]
     assert board["cells"][0] == ["1", "belief", "1552", "60.8%", "400"]
     assert board["ratings"] == [{"agent": "belief", "rating": 1552.3}, {"agent": "random", "rating": 1414.0}]
-    (league / "league.csv").write_bytes(b"\xff\xfe\x00bad")
+    # A spreadsheet's byte-order mark is no part of the first heading.
+    (league / "league.csv").write_text("\ufeffrank,agent,rating,win_rate,episodes\n1,belief,1552.3,0.6075,400\n")
     with local_client(ServerConfig(replay_dir, league)) as c:
-        board = c.get("/api/leaderboard").json()
-    assert board["available"] is False and "cannot be read" in board["reason"]
+        assert c.get("/api/leaderboard").json()["columns"][0] == "Rank"
+    for damaged, fault in [
+        (b"\xff\xfe\x00bad", "cannot be read"),
+        (b"const x = 1;\nalert(x)\n", "is no league table"),  # another file under the name
+        (",".join(f"c{i}" for i in range(200_000)).encode() + b"\n", "is no league table"),
+        (b"rank,agent,rating\n1,belief,1552,extra,more\n", "a row has more cells than the first line has columns"),
+    ]:
+        (league / "league.csv").write_bytes(damaged)
+        with local_client(ServerConfig(replay_dir, league)) as c:
+            board = c.get("/api/leaderboard").json()
+        assert board["available"] is False and "cannot be read" in board["reason"] and fault in board["reason"]
 
 
 def test_the_replay_folder_is_ignored_by_git():

@@ -68,6 +68,8 @@ MAX_ERROR_CHARS = 1000
 MAX_GAMES = 64
 #: League table rows shown.
 MAX_LEAGUE_ROWS = 200
+#: Columns a league table may have (it writes 5): a file of thousands is no league table.
+MAX_LEAGUE_COLUMNS = 20
 #: The names this machine answers to, which the server accepts in a ``Host`` header by default.
 LOCAL_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
 
@@ -206,10 +208,18 @@ def read_league(path: Path) -> dict[str, Any]:
     """A ``league.csv`` for the Leaderboard page: ``rows`` as the file has them, the table with
     readable headings and figures (``columns``, ``cells``: a win rate as a percentage, a
     rating as a whole number), and ``ratings`` (agent, rating) for the chart."""
-    with path.open(newline="", encoding="utf-8") as f:
+    # utf-8-sig: a table saved again by a spreadsheet starts with a byte-order mark.
+    with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
-        rows = [dict(row) for _, row in zip(range(MAX_LEAGUE_ROWS), reader)]
         keys = [str(k) for k in reader.fieldnames or []]
+        if len(keys) > MAX_LEAGUE_COLUMNS or "agent" not in keys:  # older tables have no rating column
+            raise csv.Error(
+                f"it is no league table of python -m training.evaluate --league: its first line names "
+                f"{len(keys)} columns, {'among them' if 'agent' in keys else 'not'} 'agent'"
+            )
+        rows = [dict(row) for _, row in zip(range(MAX_LEAGUE_ROWS), reader)]
+        if any(None in row for row in rows):  # DictReader files a row's extra cells under None
+            raise csv.Error("a row has more cells than the first line has columns")
 
     def cell(key: str, text: str | None) -> str:
         value = _number(text)
