@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         help="processes to play in (default 1); with --ray, Ray workers (default: one per CPU of the cluster); "
-        "results do not depend on it",
+        "results do not depend on it (for agents of your own: if their reset takes seed=)",
     )
     parser.add_argument(
         "--ray",
