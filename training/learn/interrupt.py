@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import _thread
 import functools
+import os
 import signal
 import sys
 import threading
@@ -99,11 +100,23 @@ def run_command(main: Callable[[list[str]], object], argv: Sequence[str]) -> Non
     except KeyboardInterrupt as stop:
         print("\ninterrupted", file=sys.stderr)
         exit_interrupted(getattr(stop, "signum", signal.SIGINT))
+    except BrokenPipeError:
+        _end_with_closed_output()
     finally:
         sys.unraisablehook = previous_hook
     if type(status) is int and status - 128 in STOP_SIGNALS:
         exit_interrupted(status - 128)  # a main that caught its stop and returned its status
     sys.exit(status if type(status) is int else 0)
+
+
+def _end_with_closed_output() -> NoReturn:
+    """The reader of standard output left (``python -m training.evaluate ... | head``): end
+    quietly, as a shell tool does, with status 1. Python would print a traceback, and another
+    at exit, when it flushes output that can no longer be written, unless stdout points
+    elsewhere first."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(1)
 
 
 def _resend_lost_ctrl_c(previous_hook: Callable[[Any], object], unraisable: Any) -> None:

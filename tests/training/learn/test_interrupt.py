@@ -375,6 +375,27 @@ def test_run_command_exits_with_the_status_main_returns(tmp_path, returned, stat
     assert result.returncode == status, result.stderr
 
 
+def test_a_reader_that_leaves_ends_a_command_quietly(tmp_path):
+    """``python -m training.evaluate ... | head``: no BrokenPipeError traceback, status 1."""
+    (tmp_path / "command_under_test.py").write_text(
+        "import sys\nfrom training.learn.interrupt import run_command\n\n"
+        "def main(argv):\n    for i in range(200_000):\n        print('line', i)\n\n"
+        "run_command(main, sys.argv[1:])\n"
+    )
+    command = subprocess.Popen(
+        [sys.executable, "-m", "command_under_test"],
+        cwd=tmp_path,
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert command.stdout.readline() == "line 0\n"
+    command.stdout.close()  # as head does once it has its line
+    assert command.wait(timeout=60) == 1
+    assert command.stderr.read() == ""
+
+
 COMMANDS = sorted(p.stem for p in (ROOT / "training").glob("*.py") if p.stem != "__init__")
 
 
