@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
         "--out",
-        type=Path,
+        type=_folder,
         metavar="DIR",
         help=f"league output folder (default {DEFAULT_LEAGUE_DIR}); with --exact, where to write {EXACT_RESULT}",
     )
