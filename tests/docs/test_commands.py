@@ -8,10 +8,11 @@ and of ``docs/figures.yaml`` (what measures each figure again) goes to its own a
 parser, in this process, and stops there; a new self-play run also loads its config with
 every ``--set``, as the run itself does before it trains.
 
-A command in a ``for`` loop is checked with each of the loop's values, and a command
-substitution (``$(mktemp -d)``) stands for a path. Left out: the commands after a ``git
-checkout`` of another revision in their block (they reproduce a figure with the code it was
-measured on), and commands with a variable that no loop of their block sets.
+A command in a ``for`` loop is checked with each of the loop's values, a variable set on a
+line of its own (``replays=$(mktemp -d)``) with its value, and a command substitution stands
+for a path. Left out: the commands after a ``git checkout`` of another revision in their
+block (they reproduce a figure with the code it was measured on), and commands with a
+variable that their block does not set.
 """
 
 from __future__ import annotations
@@ -92,11 +93,15 @@ def shell_commands(code: str) -> Iterator[list[str]]:
                 words.pop()  # the 2 of 2>/dev/null
             redirected = True
             continue
-        while words and "=" in words[0] and words[0].split("=")[0].isidentifier():
-            words.pop(0)
+        command = list(itertools.dropwhile(is_assignment, words))
         if words:
-            yield words
+            yield command or words  # a line of assignments alone sets shell variables
         words = []
+
+
+def is_assignment(word: str) -> bool:
+    """Whether a shell word is ``NAME=value``."""
+    return word.partition("=")[0].isidentifier() and "=" in word
 
 
 def is_ours(words: list[str]) -> bool:
@@ -137,6 +142,8 @@ def documented_commands() -> list[Command]:
                 older = words[-1] not in ("-", "main")
             if words[0] == "for" and len(words) > 2 and words[2] == "in":
                 loops[words[1]] = words[3:]
+            if all(is_assignment(word) for word in words):  # replays=$(mktemp -d)
+                loops.update((name, [value]) for name, _, value in (word.partition("=") for word in words))
             if is_ours(words) and not older:
                 for label, expanded in with_loop_values(words, loops):
                     commands.append(Command(f"{block.where} #{number}{f' ({label})' if label else ''}", expanded))
