@@ -102,8 +102,12 @@ def report(name: str, game: pyspiel.Game, policy: policy_lib.Policy, args: argpa
     score = score_against_random(game, policy, args.eval_rounds, args.seed)
     print(f"{name}: mean score {score:.3f} against uniform random play over {args.eval_rounds} rounds")
     if game.rules.is_rung:  # a ladder rung: exact best responses are cheap
-        ours = exploitability.exploitability(game, policy) / 2
-        print(f"{name}: exploitability {ours:.4f} (score units; OpenSpiel's exploitability is {2 * ours:.4f})")
+        # A round returns n * score - 1 to each of n seats, so OpenSpiel's NashConv is n times
+        # the score units' one; the exploitability is the NashConv over n.
+        n = game.num_players()
+        conv = exploitability.nash_conv(game, policy)
+        ours = conv / n / n
+        print(f"{name}: exploitability {ours:.4f} (score units: NashConv / {n}; OpenSpiel's nash_conv is {conv:.4f})")
 
 
 def run_mccfr(game: pyspiel.Game, args: argparse.Namespace) -> policy_lib.Policy:
@@ -184,7 +188,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--algorithm", choices=["mccfr", "nfsp", "both"], default="both")
-    parser.add_argument("--players", type=int, choices=[2, 3, 4], default=2)
+    parser.add_argument(
+        "--players", type=int, choices=[2, 3, 4], help="table size (default 2; a ladder rung's own: mini6_3p is 3)"
+    )
     parser.add_argument(
         "--rules", choices=sorted(PRESETS), default="classic", help="a preset; mini6..mini9 are solvable"
     )
@@ -201,8 +207,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         check_int("--seed", args.seed, 0, MAX_SEED)
     except ValueError as error:
         parser.error(str(error))
-    if PRESETS[args.rules].is_rung and args.players != 2:
-        parser.error(f"--rules {args.rules} is a ladder rung, played by 2 players only")
+    rules = PRESETS[args.rules]
+    if args.players is None:
+        args.players = rules.rung_players if rules.is_rung else 2
+    if rules.is_rung and args.players != rules.rung_players:
+        parser.error(f"--rules {args.rules} is a ladder rung played by {rules.rung_players} players only")
     return args
 
 

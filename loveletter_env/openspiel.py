@@ -143,6 +143,11 @@ class LoveLetterGame(pyspiel.Game):
         """The round before the deal: a chance node."""
         return LoveLetterState(self)
 
+    def max_chance_nodes_in_history(self) -> int:
+        """One chance node at most per deck position the deal leaves to chance: OpenSpiel adds
+        it to ``max_game_length`` for ``max_history_length``, which code may size buffers by."""
+        return len(self.plan.chance_positions)
+
     def deserialize_state(self, text: str) -> LoveLetterState:
         """The state :meth:`LoveLetterState.serialize` wrote: its actions, one integer a line,
         replayed through ``apply_action`` on a new round, so every one is checked as it is played.
@@ -177,7 +182,8 @@ class LoveLetterGame(pyspiel.Game):
         if not iig_obs_type.public_info or iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER:
             raise ValueError(
                 "love_letter observes for one player with public information "
-                f"(public_info=True, private_info=SINGLE_PLAYER), got {iig_obs_type}"
+                f"(public_info=True, private_info=SINGLE_PLAYER), got public_info={iig_obs_type.public_info}, "
+                f"private_info={iig_obs_type.private_info.name}"
             )
         return EnvObservationObserver(exact_strings=iig_obs_type.perfect_recall)
 

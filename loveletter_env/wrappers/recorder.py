@@ -52,6 +52,8 @@ class RecordReplay(BaseWrapper):
         base = env.unwrapped
         if not hasattr(base, "game") or not hasattr(base, "num_players"):
             raise ValueError(f"RecordReplay wraps a Love Letter env, got {type(base).__name__}")
+        if isinstance(agents, (str, bytes)):  # a name would be split into one agent per letter
+            raise ValueError(f"agents is one name per seat, such as ['rule', 'me'], got {agents!r}")
         self.seat_agents = (
             None if agents is None else [a if isinstance(a, AgentInfo) else AgentInfo(str(a)) for a in agents]
         )

@@ -51,6 +51,10 @@ class RLlibLoveLetterEnv(gymnasium.ObservationWrapper):
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None):
+        if config is not None and not isinstance(config, Mapping):
+            raise ValueError(
+                f"config is a dict of LoveLetterGymEnv's arguments, such as {{'opponents': 'rule'}}, got {config!r}"
+            )
         learner_env = LoveLetterGymEnv(**dict(config or {}))
         super().__init__(learner_env)
         self._learner_env = learner_env

@@ -160,6 +160,11 @@ def test_aec_recorder_refuses_no_action_as_the_env_does_and_a_step_past_the_end_
     assert env.episodes_saved == 1 and len(list(tmp_path.glob("episode_*.json"))) == 1
 
 
+def test_aec_recorder_refuses_one_name_for_every_seat():
+    with pytest.raises(ValueError, match=r"^agents is one name per seat, such as \['rule', 'me'\], got 'ab'"):
+        RecordReplay(loveletter_env.env(num_players=2), agents="ab")
+
+
 def test_aec_recorder_checks_its_folder_before_the_first_move(tmp_path):
     (tmp_path / "notes").write_text("x")
     with pytest.raises(

@@ -157,6 +157,23 @@ def test_random_sim_test(players, rules):
     pyspiel.random_sim_test(game, num_sims=10, serialize=True, verbose=False)
 
 
+@pytest.mark.parametrize(("players", "rules"), TABLES)
+def test_no_history_is_longer_than_the_game_says(players, rules):
+    """max_history_length counts the chance nodes of the deal too (buffers are sized by it)."""
+    game, rng, longest = load(players, rules), random.Random(0), 0
+    for _ in range(200):
+        state = game.new_initial_state()
+        while not state.is_terminal():
+            if state.is_chance_node():
+                outcomes, probs = zip(*state.chance_outcomes())
+                state.apply_action(rng.choices(outcomes, probs)[0])
+            else:
+                state.apply_action(rng.choice(state.legal_actions()))
+        longest = max(longest, len(state.history()))
+    assert longest <= game.max_history_length()
+    assert game.max_chance_nodes_in_history() == len(game.plan.chance_positions)
+
+
 # The deal ---------------------------------------------------------------------------
 
 
@@ -659,10 +676,32 @@ def test_the_example_runs_mccfr_on_a_rung_and_nfsp_on_the_full_game(capsys):
     _check_policy(load(2), nfsp["nfsp"])
 
 
-def test_the_example_refuses_a_rung_at_three_players(capsys):
+def test_the_example_plays_a_rung_at_its_own_table_size_only(capsys):
+    example = _load_example()
     with pytest.raises(SystemExit):
-        _load_example().parse_args(["--rules", "mini6", "--players", "3"])
-    assert "2 players only" in capsys.readouterr().err
+        example.parse_args(["--rules", "mini6", "--players", "3"])
+    assert "mini6 is a ladder rung played by 2 players only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        example.parse_args(["--rules", "mini6_3p", "--players", "2"])
+    assert "mini6_3p is a ladder rung played by 3 players only" in capsys.readouterr().err
+    assert example.parse_args(["--rules", "mini6_3p"]).players == 3  # the rung's own by default
+    assert example.parse_args([]).players == 2
+
+
+def test_the_example_gives_a_three_player_rungs_exploitability_in_score_units(capsys):
+    """Its NashConv in OpenSpiel's units (n * score - 1 a round) over n, then over n again."""
+    example = _load_example()
+    game = load(3, "mini6_3p")
+    uniform = policy_lib.UniformRandomPolicy(game)
+    args = example.parse_args(["--rules", "mini6_3p", "--eval-rounds", "2"])
+    example.report("uniform", game, uniform, args)
+    ours = float(re.search(r"uniform: exploitability ([\d.]+)", capsys.readouterr().out).group(1))
+    assert ours == pytest.approx(exploitability.nash_conv(game, uniform) / 9, abs=1e-4)
+    from loveletter_env.tree import build_tree
+    from training.exploitability.cfr import TreeWorkspace
+
+    tree = build_tree("mini6_3p")  # the project's own figure: nash_conv / 3 in score units
+    assert ours == pytest.approx(TreeWorkspace(tree).exploitability(tree.uniform_strategy()).nash_conv / 3, abs=1e-4)
 
 
 @pytest.mark.parametrize("seed", ["-1", str(2**32)])

@@ -152,6 +152,12 @@ def test_opponents_that_are_no_spec_nor_list_are_named(opponents):
         LoveLetterGymEnv(opponents=opponents)
 
 
+@pytest.mark.parametrize("config", ["rule", 3, [("opponents", "rule")]])
+def test_an_rllib_config_that_is_no_dict_is_named(config):
+    with pytest.raises(ValueError, match=r"^config is a dict of LoveLetterGymEnv's arguments"):
+        RLlibLoveLetterEnv(config)
+
+
 def test_render_before_the_first_reset_says_to_reset():
     assert LoveLetterGymEnv(opponents="random", render_mode="ansi").render() == "(call reset() first)"
 
