@@ -63,7 +63,7 @@ from ..observation import (
 )
 from ..validation import check_int, check_number
 from .checkpoint_loading import load_checkpoint_network
-from .ismcts import determinize, model_action
+from .ismcts import MAX_SEARCH_ITERATIONS, determinize, model_action
 from .kept_card import KeptCardSearchAgent
 from .opponent_model import model_play_probability, play_likelihoods, posterior, view_legal_actions
 
@@ -128,7 +128,7 @@ class GuidedSearchAgent(KeptCardSearchAgent):
         model_noise: float = 0.02,
         margin: float = 0.0,
     ):
-        iterations = check_int("iterations", iterations, low=1)
+        iterations = check_int("iterations", iterations, low=1, high=MAX_SEARCH_ITERATIONS)
         width = check_int("width", width, low=0)
         depth = check_int("depth", depth, low=1)
         if opponents not in OPPONENT_MODELS:

@@ -279,12 +279,19 @@ class _Node:
         self.stats: dict[tuple[int, int], list[float]] = {}
 
 
+#: The most playouts (or positions) a search spends on one decision: some ten minutes of a
+#: core, inside compiled code that a Ctrl-C does not stop, and far below the 64-bit counts
+#: that compiled code takes (a larger one wrapped round to a search of nothing).
+MAX_SEARCH_ITERATIONS = 10_000_000
+
+
 def check_search_settings(iterations: Any, exploration: Any, model_noise: Any) -> tuple[int, float, float]:
     """The settings the searches over sampled deals share (:class:`ISMCTSAgent` and the search
-    best response), checked: playouts per decision (at least 1), the UCB1 constant (at least
-    0) and the noise of the opponent model (0..1); a ``ValueError`` names a bad one."""
+    best response), checked: playouts per decision (1..:data:`MAX_SEARCH_ITERATIONS`), the UCB1
+    constant (at least 0) and the noise of the opponent model (0..1); a ``ValueError`` names a
+    bad one."""
     return (
-        check_int("iterations", iterations, low=1),
+        check_int("iterations", iterations, low=1, high=MAX_SEARCH_ITERATIONS),
         check_number("exploration", exploration, low=0),
         check_number("model_noise", model_noise, 0, 1),
     )

@@ -135,8 +135,9 @@ def test_make_agent_rejects_unknown_names_and_arguments():
         make_agent("alphazero")
     with pytest.raises(ValueError, match="bad arguments for agent 'rule'"):
         make_agent("rule", iterations=5)
-    with pytest.raises(ValueError, match="iterations must be a positive integer"):
-        make_agent("ismcts", iterations=0)
+    for iterations in (0, 10_000_001, 2**64):  # past the bound, compiled code would wrap or never end
+        with pytest.raises(ValueError, match=r"iterations must be an integer in 1\.\.10000000"):
+            make_agent("ismcts", iterations=iterations)
     for noise in (-0.1, 1.5, float("nan"), "high", True):
         with pytest.raises(ValueError, match="model_noise must be a number between 0 and 1"):
             make_agent("ismcts", model_noise=noise)

@@ -132,7 +132,8 @@ def test_observation_views_encode_back_to_the_same_vector():
     [
         ({}, "needs a network: policy=PATH"),
         ({"policy": 42}, "policy must be a checkpoint path or a network module"),
-        ({"policy": SHIPPED, "iterations": 0}, "iterations must be a positive integer"),
+        ({"policy": SHIPPED, "iterations": 0}, r"iterations must be an integer in 1\.\.10000000"),
+        ({"policy": SHIPPED, "iterations": 2**64}, r"iterations must be an integer in 1\.\.10000000"),
         ({"policy": SHIPPED, "width": -1}, "width must be a non-negative integer"),
         ({"policy": SHIPPED, "depth": 1.5}, "depth must be a positive integer"),
         ({"policy": SHIPPED, "opponents": "oracle"}, "opponents must be one of"),
