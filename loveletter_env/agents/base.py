@@ -109,10 +109,16 @@ def legal_actions_of(observation: Mapping[str, Any]) -> list[int]:
     Raises ``ValueError`` when the mask has no legal action (the agent is not to act).
     """
     try:
-        mask = observation["action_mask"]
+        mask = np.asarray(observation["action_mask"])
     except (KeyError, TypeError):
         raise ValueError("an agent needs the env's observation dict with an 'action_mask' entry") from None
-    legal = [int(a) for a in np.flatnonzero(np.asarray(mask))]
+    # A mask of another length or of other values would let an agent play an action that is none.
+    if mask.shape != (NUM_ACTIONS,) or mask.dtype.kind not in "biuf" or not ((mask == 0) | (mask == 1)).all():
+        raise ValueError(
+            f"an action mask holds {NUM_ACTIONS} entries of 0 or 1, got shape {mask.shape} and dtype {mask.dtype}"
+            + ("" if mask.shape != (NUM_ACTIONS,) or mask.dtype.kind not in "biuf" else " with other values")
+        )
+    legal = [int(a) for a in np.flatnonzero(mask)]
     if not legal:
         raise ValueError("the action mask has no legal action: this agent is not the one to act")
     return legal

@@ -63,3 +63,35 @@ def test_gym_env_names_an_opponent_that_returns_none():
         for seed in range(20):  # some seed seats the opponent first
             env.reset(seed=seed)
             env.step(int(np.flatnonzero(env.action_masks())[0]))
+
+
+@pytest.mark.parametrize(
+    ("mask", "fault"),
+    [
+        (np.r_[np.zeros(45), 1, np.zeros(4)], "got shape (50,)"),  # would let an agent play action 45
+        (np.full(41, np.nan), "with other values"),
+        (np.full(41, 2.0), "with other values"),
+        ("x", "got shape ()"),
+        (np.zeros((2, 41)), "got shape (2, 41)"),
+    ],
+)
+@pytest.mark.parametrize("bot", ["random", "rule", "belief"])
+def test_bots_refuse_a_mask_that_is_no_action_mask(bot, mask, fault):
+    from loveletter_env.agents import make_agent
+
+    env = make_env(num_players=2)
+    env.reset(seed=0)
+    observation = {**env.observe(env.agent_selection), "action_mask": mask}
+    with pytest.raises(ValueError, match=r"^an action mask holds 41 entries of 0 or 1") as error:
+        make_agent(bot, seed=0).act(observation)
+    assert fault in str(error.value)
+
+
+def test_bots_say_an_empty_mask_means_another_seat_acts():
+    from loveletter_env.agents import make_agent
+
+    env = make_env(num_players=2)
+    env.reset(seed=0)
+    observation = {**env.observe(env.agent_selection), "action_mask": np.zeros(41, dtype=np.int8)}
+    with pytest.raises(ValueError, match="the action mask has no legal action: this agent is not the one to act"):
+        make_agent("rule", seed=0).act(observation)
