@@ -108,6 +108,9 @@ class BatchedLoveLetter:
         self.rules = resolve_rules(rules)
         self.episode = episode
         self.num_games = num_games
+        #: The place of this batch's first game in a larger one (a block of
+        #: :class:`~loveletter_env.batched.mixed.MixedRulesBatched`): errors name games by it.
+        self.first_game = 0
         self.validate_actions = validate_actions
         self._players = _table_sizes(num_players, num_games, self.device)
         for size in self._players.unique().tolist():
@@ -167,8 +170,8 @@ class BatchedLoveLetter:
 
     @property
     def num_players(self) -> torch.Tensor:
-        """long [N]: each game's table size."""
-        return self._players
+        """long [N]: each game's table size (a copy: the env checks seats against its own)."""
+        return self._players.clone()
 
     @property
     def action_mask(self) -> torch.Tensor:
@@ -463,7 +466,8 @@ class BatchedLoveLetter:
         if bool(bad.any()):
             games = bad.nonzero().flatten().tolist()
             listed = ", ".join(
-                f"game {g}: {int(seats[g])} (table of {int(self._players[g])})" for g in games[:_MAX_LISTED]
+                f"game {g + self.first_game}: {int(seats[g])} (table of {int(self._players[g])})"
+                for g in games[:_MAX_LISTED]
             )
             raise ValueError(f"{name} must be a seat of each game's table; bad in {len(games)} game(s): {listed}")
         return seats
@@ -474,7 +478,7 @@ class BatchedLoveLetter:
         bad = (decks.long().sort(1).values != expected).any(1)
         if bool(bad.any()):
             games = bad.nonzero().flatten().tolist()
-            listed = "; ".join(f"game {g}: {decks[g].tolist()}" for g in games[:_MAX_LISTED])
+            listed = "; ".join(f"game {g + self.first_game}: {decks[g].tolist()}" for g in games[:_MAX_LISTED])
             raise ValueError(f"decks must be permutations of the 16 cards; {len(games)} are not: {listed}")
         face_up = self.rules.face_up_cards
         if face_up is not None:
@@ -485,7 +489,8 @@ class BatchedLoveLetter:
                 try:
                     self.rules.check_deck(decks[games[0]].tolist())
                 except ValueError as error:
-                    raise ValueError(f"{len(games)} deck(s) lack the face-up cards; game {games[0]}: {error}") from None
+                    first = games[0] + self.first_game
+                    raise ValueError(f"{len(games)} deck(s) lack the face-up cards; game {first}: {error}") from None
         return decks.to(torch.int8)
 
     def _check_actions_legal(self, actions: torch.Tensor, mask: torch.Tensor) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..actions import NUM_ACTIONS
+from ..cards import DECK_SIZE
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from ..validation import MAX_SEED, check_int, check_seed
@@ -121,6 +122,8 @@ class MixedRulesBatched:
             )
             for i, block in enumerate(self.blocks)
         ]
+        for env, block in zip(self.envs, self.blocks):
+            env.first_game = block.start
         #: The rule set's name of each game.
         self.game_rules = [names[i] for i, n in enumerate(counts) for _ in range(n)]
         self.rules = resolved
@@ -147,9 +150,13 @@ class MixedRulesBatched:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Start a new episode in every game; ``decks`` and ``first_player`` as
         :meth:`BatchedLoveLetter.reset`'s, one row per game of the whole batch."""
-        for name, value in (("decks", decks), ("first_player", first_player)):
-            if value is not None and (not isinstance(value, torch.Tensor) or len(value) != self.num_games):
-                raise ValueError(f"{name} must be a tensor with one row per game ({self.num_games})")
+        for name, value, shape in (
+            ("decks", decks, (self.num_games, DECK_SIZE)),
+            ("first_player", first_player, (self.num_games,)),
+        ):
+            if value is not None and (not isinstance(value, torch.Tensor) or tuple(value.shape) != shape):
+                got = list(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+                raise ValueError(f"{name} must be a tensor of shape {list(shape)}, one row per game, got {got}")
         # Every block checks its part before any block deals: a refused reset changes nothing.
         for env, block in zip(self.envs, self.blocks):
             if decks is not None:
@@ -203,6 +210,8 @@ class MixedRulesBatched:
             raise ValueError(f"seats must be a tensor of shape ({self.num_games},)")
         if out is not None:
             self._check_out(out)
+        for env, block in zip(self.envs, self.blocks):  # every block's seats before any row is written
+            env._check_seats(seats[block], "seats")
         obs = self._new_observations() if out is None else out
         for env, block in zip(self.envs, self.blocks):
             env.observe(seats[block], out=obs[block])
@@ -221,18 +230,20 @@ class MixedRulesBatched:
         check_actions_legal(actions, self.action_mask, self.current_player, self.num_players)
 
     def _check_out(self, out: Any) -> None:
-        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (self.num_games, OBSERVATION_SIZE):
-            shape = [self.num_games, OBSERVATION_SIZE]
-            raise ValueError(f"out must be a uint8 tensor of shape {shape}, got {_describe(out)}")
-        for env, block in zip(self.envs, self.blocks):
-            env._check_out(out[block])
+        # The whole batch's shape, type, device and layout, so that a block's own check (of its
+        # rows) never names a shape of its own.
+        shape = (self.num_games, OBSERVATION_SIZE)
+        if not isinstance(out, torch.Tensor) or out.dtype != OBSERVATION_DTYPE or tuple(out.shape) != shape:
+            raise ValueError(f"out must be a uint8 tensor of shape {list(shape)}, got {_describe(out)}")
+        if out.device != self.device or not out.is_contiguous():
+            raise ValueError(f"out must be contiguous and on {self.device}, got {_describe(out)}")
 
     def _check_mask_out(self, mask_out: Any) -> None:
-        if not isinstance(mask_out, torch.Tensor) or tuple(mask_out.shape) != (self.num_games, NUM_ACTIONS):
-            shape = [self.num_games, NUM_ACTIONS]
-            raise ValueError(f"mask_out must be a bool tensor of shape {shape}, got {_describe(mask_out)}")
-        for env, block in zip(self.envs, self.blocks):
-            env._check_mask_out(mask_out[block])
+        shape = (self.num_games, NUM_ACTIONS)
+        if not isinstance(mask_out, torch.Tensor) or mask_out.dtype != torch.bool or tuple(mask_out.shape) != shape:
+            raise ValueError(f"mask_out must be a bool tensor of shape {list(shape)}, got {_describe(mask_out)}")
+        if mask_out.device != self.device or not mask_out.is_contiguous():
+            raise ValueError(f"mask_out must be contiguous and on {self.device}, got {_describe(mask_out)}")
 
     def _new_observations(self) -> torch.Tensor:
         return torch.empty(self.num_games, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=self.device)

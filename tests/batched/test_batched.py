@@ -222,6 +222,12 @@ def test_shapes_dtypes_and_padding():
     _, _, rewards, dones, _ = env.step(_sample(mask, torch.Generator().manual_seed(0)))
     assert rewards.shape == (6, 4) and rewards.dtype == torch.float32 and dones.dtype == torch.bool
     assert env.state_bytes_per_game() <= 512
+    # What the env hands out is a copy: editing it cannot make a seat outside a table look valid.
+    sizes = env.num_players
+    sizes += 2
+    assert env.num_players.tolist() == [2, 3, 4, 2, 3, 4]
+    with pytest.raises(ValueError, match="table of 2"):
+        env.observe(torch.full((6,), 3))
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -121,6 +121,23 @@ def test_a_wrong_out_buffer_is_refused_before_anything_moves():
     assert torch.equal(mixed.action_mask, mask)
 
 
+def test_bad_seats_and_decks_are_named_by_their_place_in_the_whole_batch_and_nothing_is_written():
+    mixed = MixedRulesBatched(6, rules=RULES, seed=1)
+    mixed.reset()
+    seats = torch.zeros(6, dtype=torch.long)
+    seats[5] = 7  # a game of the last block
+    buffer = torch.zeros(6, 1382, dtype=torch.uint8)
+    with pytest.raises(ValueError, match=r"bad in 1 game\(s\): game 5: 7 \(table of 2\)"):
+        mixed.observe(seats, out=buffer)
+    assert not buffer.any()  # no block wrote its rows before the last one was refused
+    with pytest.raises(ValueError, match=r"first_player must be a seat of each game's table; .* game 5: 7"):
+        mixed.reset(first_player=seats)
+    with pytest.raises(ValueError, match=r"decks must be a tensor of shape \[6, 16\], one row per game, got \[6, 15\]"):
+        mixed.reset(decks=torch.zeros(6, 15, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"out must be contiguous and on cpu, got .* shape \[6, 1382\]"):
+        mixed.observe(torch.zeros(6, dtype=torch.long), out=torch.zeros(1382, 6, dtype=torch.uint8).t())
+
+
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
