@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..validation import check_seed
+
 #: SplitMix64's increment and its two multipliers.
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -18,10 +20,9 @@ MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 def new_generator(seed: int) -> np.ndarray:
-    """The state of a generator seeded with ``seed`` (any int >= 0)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    return np.array([int(seed) % (1 << 64)], dtype=np.uint64)
+    """The state of a generator seeded with ``seed``, an integer in 0..2**63 - 1 as every seed
+    of the package (a larger one would wrap round onto another seed's stream)."""
+    return np.array([check_seed(seed)], dtype=np.uint64)
 
 
 @njit(cache=True)

@@ -377,3 +377,13 @@ def test_kernel_cache_saved_under_another_layout_is_not_loaded(tmp_path):
         f.write(pickle.dumps(((source, "another layout"), overloads), protocol=-1))
     assert hits_and_misses() == [0, 1]  # stale: compiled afresh
     assert hits_and_misses() == [1, 0]
+
+
+@pytest.mark.parametrize("seed", [-1, True, 2**63, 2**64 + 5, 1.0])
+def test_a_sampler_seed_outside_the_packages_seeds_is_refused(seed):
+    """2**64 + 5 would have wrapped round onto seed 5's stream."""
+    from loveletter_env.core.sampling import new_generator
+
+    with pytest.raises(ValueError, match="seed must be a non-negative integer below 2\\*\\*63"):
+        new_generator(seed)
+    assert new_generator(5).tolist() == [5] and new_generator(2**63 - 1).tolist() == [2**63 - 1]
