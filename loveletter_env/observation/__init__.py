@@ -389,10 +389,15 @@ def _offset(row: np.ndarray) -> int | None:
     return int(np.argmax(row)) if row.any() else None
 
 
-def _decode_move(slot: np.ndarray) -> MoveView:
+def _decode_move(slot: np.ndarray, num_players: int, number: int) -> MoveView:
+    """Move ``number`` of the record, refused (``ValueError``) unless it names a player who
+    moved and only seats of the table: a bot would index its seats by them."""
     f = {name: slot[s] for name, s in MOVE_SLICES.items()}
     actor = _offset(f["actor"])
-    assert actor is not None
+    seats = [k for name in ("actor", "target", "out") for k in np.flatnonzero(f[name]).tolist()]
+    if actor is None or max(seats) >= num_players:
+        problem = "names no player who moved" if actor is None else f"names seat offset {max(seats)}"
+        raise ValueError(f"move {number} of the observation {problem}, at a {num_players}-player table")
     return MoveView(
         actor=actor,
         card=_one_hot(f["card"]),
@@ -494,7 +499,7 @@ def decode_observation(vector) -> ObservationView:
         unseen={val: int(f["unseen"][val - 1]) for val in CARD_VALUES},
         dealt=_one_hot(f["dealt"]),
         drawn=_one_hot(f["drawn"]),
-        moves=tuple(_decode_move(slot) for slot in f["moves"] if slot.any()),
+        moves=tuple(_decode_move(slot, n, i) for i, slot in enumerate(f["moves"]) if slot.any()),
     )
 
 

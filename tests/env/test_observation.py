@@ -497,6 +497,26 @@ def test_decode_observation_refuses_an_entry_no_observation_holds(value, shown):
         decode_observation({"obs": np.zeros(OBSERVATION_SIZE)})
 
 
+def test_decode_observation_refuses_a_move_naming_a_seat_outside_the_table():
+    """A bot indexes its seats by a move's actor, target and who went out."""
+    from loveletter_env.observation import MOVE_SLICES, SLICES
+
+    env = loveletter_env.env(num_players=2)
+    env.reset(seed=0)
+    env.step(int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])[0]))
+    vector = env.observe(env.agent_selection)["observation"].astype(np.float32)
+    assert decode_observation(vector).moves  # one move, by a seat of the table
+    beyond = vector.copy()
+    beyond[SLICES["moves"].start + MOVE_SLICES["out"].start + 3] = 1
+    with pytest.raises(ValueError, match="^move 0 of the observation names seat offset 3, at a 2-player table$"):
+        decode_observation(beyond)
+    no_actor = vector.copy()
+    actor = MOVE_SLICES["actor"]
+    no_actor[SLICES["moves"].start + actor.start : SLICES["moves"].start + actor.stop] = 0
+    with pytest.raises(ValueError, match="^move 0 of the observation names no player who moved"):
+        decode_observation(no_actor)
+
+
 @pytest.mark.parametrize("observer", [-1, 2, True, 1.0])
 def test_encode_observation_refuses_a_seat_outside_the_table(observer):
     env = loveletter_env.env(num_players=2)
