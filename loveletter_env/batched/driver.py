@@ -111,7 +111,9 @@ class BatchedLoveLetter:
         #: The place of this batch's first game in a larger one (a block of
         #: :class:`~loveletter_env.batched.mixed.MixedRulesBatched`): errors name games by it.
         self.first_game = 0
-        self.validate_actions = validate_actions
+        if not isinstance(validate_actions, (bool, np.bool_)):  # "no" would read as true
+            raise ValueError(f"validate_actions must be True or False, got {validate_actions!r}")
+        self.validate_actions = bool(validate_actions)
         self._players = _table_sizes(num_players, num_games, self.device)
         for size in self._players.unique().tolist():
             self.rules.check_num_players(size)
@@ -235,6 +237,8 @@ class BatchedLoveLetter:
         if mask_out is not None:
             self._check_mask_out(mask_out)
         obs = self._new_observations() if out is None else out
+        if not isinstance(info, (bool, np.bool_)):
+            raise ValueError(f"info must be True or False, got {info!r}")
         mask, rewards, dones, ends = self._advance_core(actions, obs, mask=mask_out, read_ends=info)
         return obs, mask, rewards, dones, (_ends_info(ends) if info else None)
 
@@ -543,6 +547,8 @@ def _table_sizes(num_players: Any, num_games: int, device: torch.device) -> torc
     if isinstance(num_players, (bool, np.bool_)):
         raise ValueError(f"num_players must be 2, 3 or 4 (or one per game), got {num_players!r}")
     if isinstance(num_players, numbers.Integral):
+        if not MIN_PLAYERS <= int(num_players) <= MAX_PLAYERS:  # before torch, which cannot hold 2**70
+            raise ValueError(f"num_players must be 2, 3 or 4 (or one per game), got {num_players!r}")
         sizes = torch.full((num_games,), int(num_players), dtype=torch.long)
     else:
         try:

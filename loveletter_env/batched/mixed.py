@@ -22,7 +22,7 @@ from ..actions import NUM_ACTIONS
 from ..cards import DECK_SIZE
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
-from ..validation import MAX_SEED, check_int, check_seed
+from ..validation import MAX_SEED, check_int, check_seed, shown
 from .driver import OBSERVATION_DTYPE, BatchedLoveLetter, _describe, _table_sizes, check_actions_legal
 
 
@@ -35,9 +35,12 @@ def split_games(num_games: int, weights: Sequence[float]) -> list[int]:
     Raises:
         ValueError: a weight that is not a finite positive number, or fewer games than weights.
     """
-    w = np.asarray(weights, dtype=np.float64)
+    numbers_given = isinstance(weights, Sequence | np.ndarray) and not isinstance(weights, (str, bytes)) and all(
+        isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)) for x in weights
+    )  # True or "13" would read as numbers
+    w = np.asarray(weights, dtype=np.float64) if numbers_given else np.empty(0)
     if w.ndim != 1 or len(w) == 0 or not np.all(np.isfinite(w)) or np.any(w <= 0):
-        raise ValueError(f"weights must be finite positive numbers, got {list(weights)}")
+        raise ValueError(f"weights must be finite positive numbers, got {shown(weights)}")
     if num_games < len(w):
         raise ValueError(f"{len(w)} rule sets need at least {len(w)} games, got num_games={num_games}")
     # Scaled so the largest weight is below 1, by a power of two: exact, so the shares are those

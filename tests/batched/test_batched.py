@@ -275,6 +275,12 @@ def test_bad_arguments_are_rejected():
         BatchedLoveLetter(3, episode="match")
     with pytest.raises(ValueError, match="rules"):
         BatchedLoveLetter(3, rules="house")
+    with pytest.raises(
+        ValueError, match=r"num_players must be 2, 3 or 4 \(or one per game\), got 1180591620717411303424"
+    ):
+        BatchedLoveLetter(3, 2**70)
+    with pytest.raises(ValueError, match="validate_actions must be True or False, got 'no'"):
+        BatchedLoveLetter(3, validate_actions="no")  # a string would have read as true
     env = BatchedLoveLetter(2, [2, 3])
     with pytest.raises(RuntimeError, match="reset"):
         env.step(torch.zeros(2, dtype=torch.long))
@@ -285,8 +291,10 @@ def test_bad_arguments_are_rejected():
         env.reset(decks=broken)
     with pytest.raises(ValueError, match="game 1"):
         env.reset(decks=deck, first_player=torch.tensor([1, 3]))
-    obs, _ = env.reset(decks=deck, first_player=torch.tensor([1, 2]))
+    obs, mask = env.reset(decks=deck, first_player=torch.tensor([1, 2]))
     assert env.current_player.tolist() == [1, 2]
+    with pytest.raises(ValueError, match="info must be True or False, got 'no'"):
+        env.step(mask.int().argmax(1), info="no")
 
 
 @pytest.mark.parametrize("device", DEVICES)

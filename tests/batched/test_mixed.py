@@ -30,6 +30,9 @@ def test_split_games_is_proportional_sums_up_and_leaves_no_rule_set_out():
         (8, [1, float("nan")], "finite"),
         (2, [1, 1, 1], "at least 3 games"),
         (8, [], "finite positive"),
+        (8, [True, True], "finite positive"),  # booleans and text would read as numbers
+        (8, "13", "finite positive"),
+        (8, 3, "finite positive"),
     ],
 )
 def test_split_games_refuses_bad_weights(num_games, weights, message):
