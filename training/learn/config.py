@@ -688,7 +688,7 @@ def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -
 
 
 #: An example of ``--set`` for the options' help.
-SET_EXAMPLE = "--set ppo.learning_rate=3e-4 --set env.num_players=[2,3,4]"
+SET_EXAMPLE = "--set ppo.learning_rate=3e-4 --set env.rules=classic --set env.num_players=[2,3,4]"
 
 
 def add_config_options(parser: argparse.ArgumentParser, config_help: str) -> None:

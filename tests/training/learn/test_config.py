@@ -207,6 +207,9 @@ def test_the_commands_that_train_read_config_and_set_alike():
         assert (args.config, args.overrides) == ("configs/4p.yaml", ["ppo.learning_rate=3e-4", "env.num_players=[2]"])
         assert parser.parse_args([]).overrides == []
         assert SET_EXAMPLE in " ".join(parser.format_help().split())
+    # The help's example works on the built-in defaults, whose curriculum has 2-player rungs.
+    example = selfplay_parser().parse_args(SET_EXAMPLE.split())
+    assert load_config(None, example.overrides).env.num_players == [2, 3, 4]
 
 
 def test_a_config_extends_its_base_section_by_section(tmp_path):
