@@ -136,7 +136,14 @@ def sample_deal(
 
 
 def kept_and_drawn(view: ObservationView) -> tuple[int, int]:
-    """The card the player to act kept and the one it just drew (the view tells them apart)."""
+    """The card the player to act kept and the one it just drew (the view tells them apart).
+
+    A view that does not say which card was drawn (``drawn`` 0: one rebuilt for another seat's
+    past play by :func:`~loveletter_env.agents.opponent_model.decision_view`) takes the higher
+    card as the one drawn: either may have been, and a deal needs one on top of the deck."""
+    if view.drawn == 0:
+        low, high = sorted(view.hand)
+        return low, high
     kept = list(view.hand)
     kept.remove(view.drawn)
     return kept[0], view.drawn
