@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from loveletter_env.actions import NUM_ACTIONS  # noqa: E402
 from loveletter_env.tree import build_tree, key_to_observation, rung_rules  # noqa: E402
-from loveletter_env.validation import check_writable  # noqa: E402
+from loveletter_env.validation import check_new_file  # noqa: E402
 from training.exploitability.cfr import TreeWorkspace  # noqa: E402
 from training.exploitability.solver import check_target, check_two_player_rung, solve  # noqa: E402
 from training.learn.checkpoint import build_model, load_checkpoint, model_payload, save_checkpoint  # noqa: E402
@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seeds new weights and the batch order (default: 0)")
     parser.add_argument("--measure-every", type=int, default=10, help="measure every this many epochs (default: 10)")
     parser.add_argument("--solve-target", type=float, default=2e-4, help="CFR+ solves to this (default: 2e-4)")
-    parser.add_argument("--out", help="save the fitted network here, as a checkpoint")
+    parser.add_argument("--out", help="save the fitted network here, as a checkpoint (a new file, unless --force)")
+    parser.add_argument("--force", action="store_true", help="replace an existing --out file")
     args = parser.parse_args(argv)
     for name in ("epochs", "batch", "measure_every"):
         if getattr(args, name) < 1:
@@ -68,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--solve-target: {err}")
     try:
         if args.out:  # named now, before the minutes of fitting whose result it would lose
-            check_writable("--out", args.out)
+            if Path(args.out).resolve() == Path(args.checkpoint).resolve():
+                raise ValueError(f"--out {args.out!r} is the checkpoint being fitted: write the fitted one elsewhere")
+            check_new_file("--out", args.out, replace=args.force)
         checkpoint = load_checkpoint(args.checkpoint)
         tree = build_tree(rung_rules(args.rules))
     except (ValueError, FileNotFoundError) as err:  # CheckpointError and TreeError among them

@@ -29,6 +29,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from loveletter_env.validation import check_new_file  # noqa: E402
 from training.learn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from training.learn.config import MAX_TORCH_THREADS, load_config, save_config  # noqa: E402
 from training.learn.runtime import claim_run_folder, derive_seed  # noqa: E402
@@ -123,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     average_parser = commands.add_parser("average", help="the mean of several networks' weights")
     average_parser.add_argument("out", type=Path, help="the checkpoint to write")
     average_parser.add_argument("checkpoints", type=Path, nargs="+", help="two or more checkpoints")
+    average_parser.add_argument("--force", action="store_true", help="replace an existing out file")
     args = parser.parse_args(argv)
     try:
         if args.command == "fork":
@@ -130,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"forked {args.run} at update {update} into {args.fork} (seed {args.seed})")
             print(f"train it on: python -m training.selfplay --resume {args.fork}")
         else:
+            # A forgotten out would have put the mean over the first checkpoint named.
+            if args.out.resolve() in {path.resolve() for path in args.checkpoints}:
+                raise ValueError(f"{str(args.out)!r} is one of the checkpoints averaged: name a new file first")
+            check_new_file("out", args.out, replace=args.force)
             average(args.out, args.checkpoints)
             print(f"wrote the mean of {len(args.checkpoints)} networks' weights to {args.out}")
     except (ValueError, OSError) as err:

@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--rows", nargs="+", metavar="SPEC", help="the rows whose agent spec is one of these")
     run.add_argument("--samples", type=int, default=SAMPLES, help=f"ismcts searches per decision ({SAMPLES})")
     run.add_argument("--ismcts-rungs", nargs="*", default=list(ISMCTS_RUNGS), choices=RUNGS)
-    run.add_argument("--out", type=Path, required=True, help="the JSON file of the cells measured")
+    run.add_argument("--out", type=Path, required=True, help="the JSON file of the cells measured (a new one)")
+    run.add_argument("--force", action="store_true", help="replace an existing --out file")
     drawing = sub.add_parser("draw", help="merge measured files, write the table on the page and the picture")
     drawing.add_argument("files", nargs="*", type=Path, help=f"measured files (none: redraw from {DATA.name})")
     args = parser.parse_args(argv)
@@ -220,6 +221,14 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for r in ROWS if args.rows is None or r.spec.split(":")[0] in args.rows or r.spec in args.rows]
         if not rows:
             parser.error(f"--rows names no row: the rows' specs are {', '.join(sorted({r.spec for r in ROWS}))}")
+        if args.samples < 1:
+            parser.error(f"--samples must be at least 1, got {args.samples}")
+        from loveletter_env.validation import check_new_file
+
+        try:  # before hours of measuring, whose cells an earlier file may already hold
+            check_new_file("--out", args.out, replace=args.force)
+        except ValueError as err:
+            parser.error(str(err))
         measure(args.rungs, rows, args.out, args.samples, args.ismcts_rungs)
         return 0
     cells = merged([DATA, *args.files] if DATA.exists() and args.files else args.files or [DATA])

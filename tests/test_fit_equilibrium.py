@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -63,6 +64,14 @@ def test_bad_arguments_are_named_before_any_work(tmp_path):
     done = run(NETWORK, "--rules", "mini6", "--out", str(unwritable))
     assert done.returncode == 2 and f"--out '{unwritable}' cannot be written" in done.stderr
     assert "solved" not in done.stdout
+    # Never over the network being fitted, nor over another file unless told.
+    copy = tmp_path / "copy.pt"
+    copy.write_bytes(Path(NETWORK).read_bytes())
+    done = run(str(copy), "--rules", "mini6", "--out", str(copy), "--force")
+    assert done.returncode == 2 and "is the checkpoint being fitted" in done.stderr
+    done = run(NETWORK, "--rules", "mini6", "--out", str(copy))
+    assert done.returncode == 2 and f"--out '{copy}' already exists: pass --force to replace it" in done.stderr
+    assert copy.read_bytes() == Path(NETWORK).read_bytes()
     missing = tmp_path / "none.pt"
     done = run(str(missing), "--rules", "mini6")
     assert done.returncode == 2 and f"checkpoint '{missing}' does not exist" in done.stderr

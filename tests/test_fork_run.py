@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -101,3 +102,10 @@ def test_networks_of_other_shapes_are_not_averaged(forked, tmp_path):
     assert not (tmp_path / "m.pt").exists()
     done = fork_run("average", str(tmp_path / "m.pt"), narrow)
     assert done.returncode == 2 and "at least two" in done.stderr
+    # A forgotten out would have written the mean over the first checkpoint named.
+    before = Path(narrow).read_bytes()
+    done = fork_run("average", narrow, str(base / "trunk" / "latest.pt"))
+    assert done.returncode == 2 and f"out {narrow!r} already exists: pass --force to replace it" in done.stderr
+    done = fork_run("average", narrow, narrow, str(base / "trunk" / "latest.pt"), "--force")
+    assert done.returncode == 2 and "is one of the checkpoints averaged" in done.stderr
+    assert Path(narrow).read_bytes() == before

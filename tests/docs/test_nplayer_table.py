@@ -82,3 +82,18 @@ def test_the_picture_is_drawn(tmp_path):
     path = tmp_path / "p.png"
     script.draw([_cell(RANDOM.label, "mini6_3p", 0.38, 3), _cell(RANDOM.label, "mini8_4p", 0.5, 4)], path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_measure_keeps_an_earlier_file_and_names_a_bad_one_before_measuring(tmp_path, capsys):
+    earlier = tmp_path / "cells.json"
+    earlier.write_text("[]\n")
+    (tmp_path / "notes").write_text("x")
+    for argv, message in [
+        (["--out", str(earlier)], "already exists: pass --force to replace it"),
+        (["--out", str(tmp_path / "notes" / "cells.json")], "is a file, not a folder"),
+        (["--out", str(tmp_path / "new.json"), "--samples", "0"], "--samples must be at least 1, got 0"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            script.main(["measure", *argv])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert earlier.read_text() == "[]\n" and not (tmp_path / "new.json").exists()
