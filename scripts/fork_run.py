@@ -29,7 +29,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from loveletter_env.validation import check_new_file  # noqa: E402
+from loveletter_env.validation import check_new_file, check_seed  # noqa: E402
 from training.learn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from training.learn.config import MAX_TORCH_THREADS, load_config, save_config  # noqa: E402
 from training.learn.runtime import claim_run_folder, derive_seed  # noqa: E402
@@ -43,6 +43,7 @@ def fork(run: Path, fork_dir: Path, seed: int, torch_threads: int | None = None)
     them, and its env's deals follow ``seed`` (they are seeded by the seed and the update), so
     the two continuations share everything up to the fork and no draw after it.
     """
+    check_seed(seed)  # as the config checks it: a fork of a seed no run takes could not be resumed
     if not (run / "latest.pt").is_file():
         raise ValueError(f"{str(run)!r} is not a run folder: it has no latest.pt")
     if fork_dir.exists():

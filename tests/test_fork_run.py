@@ -79,6 +79,10 @@ def test_bad_forks_are_named(forked, tmp_path):
     assert done.returncode == 2 and "no latest.pt" in done.stderr
     done = fork_run("fork", str(base / "trunk"), str(base / "fork"), "--seed", "3")
     assert done.returncode == 2 and "already exists" in done.stderr
+    for seed in ("-1", str(2**63)):  # a seed no run takes: the fork could never be resumed
+        done = fork_run("fork", str(base / "trunk"), str(tmp_path / "f"), "--seed", seed)
+        assert done.returncode == 2 and f"seed must be a non-negative integer below 2**63, got {seed}" in done.stderr
+    assert not (tmp_path / "f").exists()
 
 
 def test_the_average_is_the_mean_of_the_weights(forked, tmp_path):
