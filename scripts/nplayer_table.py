@@ -189,7 +189,7 @@ def draw(cells: Sequence[dict[str, Any]], path: Path) -> None:
             ax.set_title(f"{players} players")
             ax.grid(True, which="major", color="#dddddd")
     axes[0].set_yscale("log")
-    low = min(c["exploitability"] for c in cells)
+    low = min((c["exploitability"] for c in cells if c["exploitability"] > 0), default=1e-4)  # 0 has no log
     axes[0].set_ylim(10 ** math.floor(math.log10(low)), 0.5)
     axes[0].set_ylabel("exploitability = nash_conv / n (log scale)")
     handles, labels = axes[0].get_legend_handles_labels()
@@ -200,7 +200,7 @@ def draw(cells: Sequence[dict[str, Any]], path: Path) -> None:
     fig.suptitle("Exact exploitability on the 3- and 4-player rungs (lower is better)")
     fig.legend(seen.values(), seen.keys(), loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.2, 1, 1))
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    fig.savefig(path, dpi=110, format="png", metadata={"Software": None})
     plt.close(fig)
 
 
@@ -231,10 +231,20 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(err))
         measure(args.rungs, rows, args.out, args.samples, args.ismcts_rungs)
         return 0
-    cells = merged([DATA, *args.files] if DATA.exists() and args.files else args.files or [DATA])
-    DATA.write_text(json.dumps(cells, indent=1) + "\n")
-    PAGE.write_text(with_table(PAGE.read_text(encoding="utf-8"), table(cells)), encoding="utf-8")
-    draw(cells, PICTURE)
+    try:
+        cells = merged([DATA, *args.files] if DATA.exists() and args.files else args.files or [DATA])
+    except (OSError, ValueError, KeyError, TypeError) as err:  # a missing file, no JSON, no list of cells
+        parser.error(f"the measured files cannot be read: {type(err).__name__}: {err}")
+    # The picture first, aside: a failure to draw leaves the data, the page and the picture as they were.
+    drawn = PICTURE.with_name(f".{PICTURE.name}.tmp")
+    try:
+        draw(cells, drawn)
+        page = with_table(PAGE.read_text(encoding="utf-8"), table(cells))
+        DATA.write_text(json.dumps(cells, indent=1) + "\n")
+        PAGE.write_text(page, encoding="utf-8")
+        drawn.replace(PICTURE)
+    finally:
+        drawn.unlink(missing_ok=True)
     print(f"wrote {DATA.relative_to(ROOT)}, the table on {PAGE.relative_to(ROOT)} and {PICTURE.relative_to(ROOT)}")
     return 0
 
