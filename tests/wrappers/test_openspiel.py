@@ -160,16 +160,8 @@ def test_random_sim_test(players, rules):
 @pytest.mark.parametrize(("players", "rules"), TABLES)
 def test_no_history_is_longer_than_the_game_says(players, rules):
     """max_history_length counts the chance nodes of the deal too (buffers are sized by it)."""
-    game, rng, longest = load(players, rules), random.Random(0), 0
-    for _ in range(200):
-        state = game.new_initial_state()
-        while not state.is_terminal():
-            if state.is_chance_node():
-                outcomes, probs = zip(*state.chance_outcomes())
-                state.apply_action(rng.choices(outcomes, probs)[0])
-            else:
-                state.apply_action(rng.choice(state.legal_actions()))
-        longest = max(longest, len(state.history()))
+    game, rng = load(players, rules), random.Random(0)
+    longest = max(len(play_randomly(game.new_initial_state(), rng)[-1].history()) for _ in range(200))
     assert longest <= game.max_history_length()
     assert game.max_chance_nodes_in_history() == len(game.plan.chance_positions)
 
