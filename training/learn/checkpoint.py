@@ -52,6 +52,7 @@ from loveletter_env.validation import shown as shown_value
 from training.learn.config import MAX_HIDDEN_LAYERS, MAX_HIDDEN_SIZE
 from training.learn.policy_agent import PolicyAgent
 from training.learn.ppo import ActorCritic
+from training.learn.runtime import check_device
 
 FORMAT = "loveletter-ppo"
 FORMAT_VERSION = 2
@@ -411,9 +412,13 @@ def _check_network(path: Path, network: ActorCritic) -> None:
 def build_model(checkpoint: dict[str, Any], device: str | torch.device = "cpu") -> ActorCritic:
     """The :class:`ActorCritic` stored in a loaded checkpoint, reading the observation
     layout it was trained on (its ``forward`` still takes the current observation)."""
-    spec = checkpoint["model"]
-    sizes, weights = spec["hidden_sizes"], spec["state_dict"]
-    layout = checkpoint["observation_version"]
+    try:
+        spec = checkpoint["model"]
+        sizes, weights = spec["hidden_sizes"], spec["state_dict"]
+        layout = checkpoint["observation_version"]
+    except (KeyError, TypeError) as err:
+        lacks = f"build_model takes a checkpoint as load_checkpoint returns it; this one lacks {err}"
+        raise CheckpointError(lacks) from None
     # Every layer has at least one weight tensor: more layers than tensors cannot fit.
     if len(sizes) > len(weights):
         raise CheckpointError(
@@ -485,6 +490,7 @@ def load_agent(
     seed = check_seed(seed)
     if greedy is not None and not isinstance(greedy, bool):
         raise ValueError(f"greedy must be True, False or None (the checkpoint's own way), got {greedy!r}")
+    device = check_device(device)  # a bad one would read as a damaged file
     checkpoint = load_checkpoint(path, map_location=device)
     try:
         model = build_model(checkpoint, device)

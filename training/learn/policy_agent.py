@@ -10,8 +10,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from loveletter_env.agents.base import legal_actions_of
 from loveletter_env.validation import check_seed
 from training.learn.ppo import masked_logits, sample_actions
+from training.learn.runtime import check_device
 
 
 class PolicyAgent:
@@ -27,9 +29,11 @@ class PolicyAgent:
     """
 
     def __init__(self, model: nn.Module, greedy: bool = False, seed: int = 0, device: str | torch.device = "cpu"):
-        self.device = torch.device(device)
+        if not isinstance(greedy, (bool, np.bool_)):  # "no" would read as true: a pure strategy
+            raise ValueError(f"greedy must be True or False, got {greedy!r}")
+        self.device = check_device(device)
         self.model = model.to(self.device).eval()
-        self.greedy = greedy
+        self.greedy = bool(greedy)
         self.generator = torch.Generator(device=self.device).manual_seed(check_seed(seed))
 
     def reset(self, seed: int | None = None) -> None:
@@ -40,10 +44,8 @@ class PolicyAgent:
     @torch.no_grad()
     def act(self, observation: Mapping[str, np.ndarray]) -> int:
         """The action for one observation dict ``{"observation", "action_mask"}``."""
-        mask = np.asarray(observation["action_mask"]).astype(bool)
-        if not mask.any():
-            raise ValueError("the action mask has no legal action: this agent is not the one to act")
-        obs = torch.as_tensor(np.asarray(observation["observation"], dtype=np.float32), device=self.device)
+        vector, mask = _checked(observation)
+        obs = torch.as_tensor(vector, device=self.device)
         logits, _ = self.model(obs.unsqueeze(0))
         legal = torch.as_tensor(mask, device=self.device).unsqueeze(0)
         return int(sample_actions(logits, legal, self.generator, greedy=self.greedy)[0])
@@ -52,8 +54,8 @@ class PolicyAgent:
     def explain(self, observation: Mapping[str, np.ndarray]) -> dict[str, Any]:
         """The masked policy's probability for each legal action and the value estimate
         (what replays show for the decision); it changes nothing."""
-        mask = np.asarray(observation["action_mask"]).astype(bool)
-        obs = torch.as_tensor(np.asarray(observation["observation"], dtype=np.float32), device=self.device)
+        vector, mask = _checked(observation)
+        obs = torch.as_tensor(vector, device=self.device)
         logits, value = self.model(obs.unsqueeze(0))
         legal = torch.as_tensor(mask, device=self.device)
         probs = torch.softmax(logits[0].masked_fill(~legal, float("-inf")), dim=-1)
@@ -69,10 +71,7 @@ class PolicyAgent:
 
     def action_probabilities(self, observation: Mapping[str, np.ndarray]) -> np.ndarray:
         """float64 [41]: the probability of each action :meth:`act` plays here (changes nothing)."""
-        mask = np.asarray(observation["action_mask"]).astype(bool)
-        if not mask.any():
-            raise ValueError("the action mask has no legal action: this agent is not the one to act")
-        vector = np.asarray(observation["observation"], dtype=np.float32)
+        vector, mask = _checked(observation)
         return self.action_probabilities_batch(vector[None], mask[None])[0]
 
     @torch.no_grad()
@@ -88,3 +87,18 @@ class PolicyAgent:
         else:
             probs = torch.softmax(masked_logits(logits, legal).double(), dim=-1)
         return probs.cpu().numpy()
+
+
+def _checked(observation: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The observation vector (float32) and the action mask (bool) of an observation dict,
+    refused with a ``ValueError`` naming the fault: a mask that is no action mask or has no
+    legal action (:func:`~loveletter_env.agents.base.legal_actions_of`), an observation with
+    a value that is not finite (a NaN one would still give an action)."""
+    legal_actions_of(observation)
+    try:
+        vector = np.asarray(observation["observation"], dtype=np.float32)
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("an agent needs the env's observation dict with a numeric 'observation' entry") from None
+    if not np.isfinite(vector).all():
+        raise ValueError("the observation holds a value that is not a finite number (NaN or infinity)")
+    return vector, np.asarray(observation["action_mask"]).astype(bool)

@@ -255,6 +255,11 @@ class ActorCritic(nn.Module):
         the env writes it (``uint8``), or as :class:`SparseObservations`, to let the input
         layer read only its nonzero entries (:class:`ObservationLinear`), or as float for
         the plain dense product."""
+        if not isinstance(obs, (torch.Tensor, SparseObservations)) or (
+            isinstance(obs, torch.Tensor) and obs.dtype.is_complex
+        ):  # a numpy array failed deep inside; a complex one lost its imaginary part unsaid
+            shown_type = f"a {obs.dtype} tensor" if isinstance(obs, torch.Tensor) else type(obs).__name__
+            raise TypeError(f"obs must be a real torch.Tensor (or SparseObservations), got {shown_type}")
         if isinstance(obs, SparseObservations):
             check_observation_size(obs.width)
             features = self.trunk(obs.prefix(self.obs_size))

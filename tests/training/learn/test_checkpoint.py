@@ -707,3 +707,19 @@ def test_training_refuses_to_start_from_a_damaged_checkpoint(tmp_path, capsys):
         )
     assert exit_info.value.code == 2
     assert "damaged.pt' is damaged: its content does not match its sha256" in capsys.readouterr().err
+
+
+def test_a_device_this_machine_lacks_is_named_not_blamed_on_the_file():
+    """torch.load with a bad map_location had read as a damaged checkpoint."""
+    import torch
+
+    from training import load_agent
+    from training.learn.checkpoint import build_model
+
+    shipped = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
+    for device in ("gpu", "meta", *([] if torch.cuda.is_available() else ["cuda"])):
+        with pytest.raises(ValueError, match=f"device.*{device}") as error:
+            load_agent(shipped, device=device)
+        assert "checkpoint" not in str(error.value)
+    with pytest.raises(CheckpointError, match="build_model takes a checkpoint as load_checkpoint returns it"):
+        build_model({})

@@ -25,3 +25,45 @@ def test_policy_agent_plays_legal_moves_in_the_env():
         agent.act(
             {"observation": np.zeros(OBSERVATION_SIZE, np.float32), "action_mask": np.zeros(NUM_ACTIONS, np.int8)}
         )
+
+
+def _observation(**changes):
+    base = {"observation": np.zeros(OBSERVATION_SIZE, np.float32), "action_mask": np.eye(NUM_ACTIONS, dtype=np.int8)[3]}
+    return {**base, **changes}
+
+
+@pytest.mark.parametrize(
+    ("observation", "message"),
+    [
+        (_observation(action_mask=np.ones(40, np.int8)), "an action mask holds 41 entries of 0 or 1"),
+        (_observation(action_mask=np.zeros(NUM_ACTIONS, np.int8)), "no legal action"),
+        (_observation(observation=np.full(OBSERVATION_SIZE, np.nan, np.float32)), "not a finite number"),
+        ({"action_mask": np.eye(NUM_ACTIONS, dtype=np.int8)[3]}, "a numeric 'observation' entry"),
+    ],
+)
+@pytest.mark.parametrize("method", ["act", "action_probabilities", "explain"])
+def test_every_way_of_asking_refuses_what_is_no_observation(method, observation, message):
+    """A NaN observation still gave an action, and explain() took an empty mask."""
+    agent = PolicyAgent(ActorCritic(hidden_sizes=(16,)), seed=0)
+    with pytest.raises(ValueError, match=message):
+        getattr(agent, method)(observation)
+
+
+def test_greedy_and_device_are_checked_when_the_agent_is_built():
+    network = ActorCritic(hidden_sizes=(16,))
+    with pytest.raises(ValueError, match="greedy must be True or False, got 'no'"):
+        PolicyAgent(network, greedy="no")  # a string would have read as true: a pure strategy
+    for device in ("gpu", "meta"):
+        with pytest.raises(ValueError, match=rf"device must be 'cpu' or 'cuda' \(or a torch.device\), got '{device}'"):
+            PolicyAgent(network, device=device)
+    assert PolicyAgent(network, greedy=np.True_).greedy is True
+
+
+def test_the_network_names_an_input_that_is_no_real_tensor():
+    import torch
+
+    network = ActorCritic(hidden_sizes=(16,))
+    with pytest.raises(TypeError, match="obs must be a real torch.Tensor .*, got ndarray"):
+        network(np.zeros((1, OBSERVATION_SIZE), np.float32))
+    with pytest.raises(TypeError, match="got a torch.complex64 tensor"):
+        network(torch.zeros(1, OBSERVATION_SIZE, dtype=torch.complex64))
