@@ -55,6 +55,7 @@ from typing_extensions import TypedDict
 
 from . import engine
 from .actions import NUM_ACTIONS
+from .atomic_files import replacing
 from .cards import CARD_VALUES, validate_deck
 from .engine import MAX_PLAYERS, MIN_PLAYERS, GameState, TurnEvent
 from .observation import encode_observation
@@ -673,13 +674,8 @@ def save_replay(replay: Replay, path: str | os.PathLike) -> Path:
     text = replay_json(replay, indent=1) + "\n"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with replacing(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
     return path
 
 

@@ -235,16 +235,15 @@ def main(argv: list[str] | None = None) -> int:
         cells = merged([DATA, *args.files] if DATA.exists() and args.files else args.files or [DATA])
     except (OSError, ValueError, KeyError, TypeError) as err:  # a missing file, no JSON, no list of cells
         parser.error(f"the measured files cannot be read: {type(err).__name__}: {err}")
-    # The picture first, aside: a failure to draw leaves the data, the page and the picture as they were.
-    drawn = PICTURE.with_name(f".{PICTURE.name}.tmp")
-    try:
+    # All three aside, then put in place together: a failure leaves the data, the page and the
+    # picture as they were.
+    from loveletter_env.atomic_files import replacing_together
+
+    page = with_table(PAGE.read_text(encoding="utf-8"), table(cells))
+    with replacing_together([PICTURE, DATA, PAGE]) as (drawn, data, page_file):
         draw(cells, drawn)
-        page = with_table(PAGE.read_text(encoding="utf-8"), table(cells))
-        DATA.write_text(json.dumps(cells, indent=1) + "\n")
-        PAGE.write_text(page, encoding="utf-8")
-        drawn.replace(PICTURE)
-    finally:
-        drawn.unlink(missing_ok=True)
+        data.write_text(json.dumps(cells, indent=1) + "\n")
+        page_file.write_text(page, encoding="utf-8")
     print(f"wrote {DATA.relative_to(ROOT)}, the table on {PAGE.relative_to(ROOT)} and {PICTURE.relative_to(ROOT)}")
     return 0
 

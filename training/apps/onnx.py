@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -44,6 +43,7 @@ import torch
 from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.atomic_files import replacing
 from loveletter_env.observation import OBSERVATION_SIZE, check_observation_size
 from loveletter_env.validation import check_new_file, check_seed
 from loveletter_env.wrappers._extras import MissingExtraError, require
@@ -137,13 +137,8 @@ def export_onnx(model: nn.Module, path: str | Path, greedy: bool = False) -> Pat
     if program is None:  # torch returns None only for the TorchScript exporter, not dynamo=True
         raise RuntimeError("torch.onnx.export returned no ONNX program")
     program.model.metadata_props[PLAY_KEY] = PLAY_MODES[greedy]
-    # Whole or not at all: a failed save leaves whatever was at ``path`` as it was.
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    with replacing(path) as partial:  # a failed save leaves whatever was at ``path`` as it was
         program.save(str(partial))
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
     return path
 
 

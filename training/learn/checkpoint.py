@@ -46,6 +46,7 @@ import torch
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.agents.checkpoint_loading import checkpoint_file, network_output_problem
+from loveletter_env.atomic_files import replacing
 from loveletter_env.observation import LAYOUT_SIZES, OBSERVATION_VERSION
 from loveletter_env.validation import check_seed, is_int
 from loveletter_env.validation import shown as shown_value
@@ -197,15 +198,11 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
     the problem); ``path``'s folder must exist.
     """
     path = Path(path)
-    # A sibling temporary file (same filesystem, so the rename is atomic; plain open() so
-    # the file gets the usual permissions rather than mkstemp's owner-only ones).
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as f:
+        # plain open(), so the file gets the usual permissions rather than mkstemp's owner-only ones
+        with replacing(path) as temporary, open(temporary, "wb") as f:
             write(f)
-        os.replace(tmp, path)
     except BaseException as err:
-        tmp.unlink(missing_ok=True)
         cause = _system_error(err)
         if cause is None:
             raise

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import csv
 import itertools
-import os
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
+from loveletter_env.atomic_files import replacing_together
 from training.measure.matches import MatchSetup, play_matches
 from training.measure.plotting import load_plotting
 from training.measure.ratings import BASE_RATING, fit_ratings
@@ -141,12 +141,9 @@ def write_league(table: Sequence[LeagueEntry], out_dir: Path) -> list[Path]:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     md, csv_path, png = out_dir / "league.md", out_dir / "league.csv", out_dir / "league.png"
-    # All three are written aside, then put in place together: a failure leaves the folder as
-    # it was, never one league's table beside another's chart.
-    aside = {path: path.with_name(f".{path.name}.{os.getpid()}.tmp") for path in (md, csv_path, png)}
-    try:
-        aside[md].write_text(league_markdown(table) + "\n")
-        with aside[csv_path].open("w", newline="") as f:
+    with replacing_together([md, csv_path, png]) as (md_aside, csv_aside, png_aside):
+        md_aside.write_text(league_markdown(table) + "\n")
+        with csv_aside.open("w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(["rank", "agent", "rating", "win_rate", "episodes"])
             for rank, e in enumerate(table, 1):
@@ -157,11 +154,6 @@ def write_league(table: Sequence[LeagueEntry], out_dir: Path) -> list[Path]:
         ax.set_ylabel("rating (1500: the average agent)")
         ax.set_title("Love Letter league")
         fig.tight_layout()
-        fig.savefig(aside[png], dpi=100, format="png")
+        fig.savefig(png_aside, dpi=100, format="png")
         plt.close(fig)
-        for path, written in aside.items():
-            os.replace(written, path)
-    finally:
-        for written in aside.values():
-            written.unlink(missing_ok=True)
     return [md, csv_path, png]
