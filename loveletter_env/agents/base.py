@@ -103,10 +103,11 @@ def one_hot(action: int) -> np.ndarray:
     return out
 
 
-def legal_actions_of(observation: Mapping[str, Any]) -> list[int]:
-    """The legal action indices in an observation dict (from its ``action_mask``).
+def action_mask_of(observation: Mapping[str, Any]) -> np.ndarray:
+    """The action mask of an observation dict as booleans [41], checked.
 
-    Raises ``ValueError`` when the mask has no legal action (the agent is not to act).
+    Raises ``ValueError`` when there is no mask, when it is no action mask (another length,
+    values other than 0 and 1), or when it has no legal action (the agent is not to act).
     """
     try:
         mask = np.asarray(observation["action_mask"])
@@ -118,10 +119,18 @@ def legal_actions_of(observation: Mapping[str, Any]) -> list[int]:
             f"an action mask holds {NUM_ACTIONS} entries of 0 or 1, got shape {mask.shape} and dtype {mask.dtype}"
             + ("" if mask.shape != (NUM_ACTIONS,) or mask.dtype.kind not in "biuf" else " with other values")
         )
-    legal = [int(a) for a in np.flatnonzero(mask)]
-    if not legal:
+    legal = mask.astype(bool)
+    if not legal.any():
         raise ValueError("the action mask has no legal action: this agent is not the one to act")
     return legal
+
+
+def legal_actions_of(observation: Mapping[str, Any]) -> list[int]:
+    """The legal action indices in an observation dict (from its ``action_mask``).
+
+    Raises ``ValueError`` as :func:`action_mask_of` does.
+    """
+    return [int(a) for a in np.flatnonzero(action_mask_of(observation))]
 
 
 class AgentError(ValueError):

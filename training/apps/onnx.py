@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from loveletter_env.actions import NUM_ACTIONS
+from loveletter_env.agents.base import action_mask_of
 from loveletter_env.atomic_files import replacing
 from loveletter_env.observation import OBSERVATION_SIZE, check_observation_size
 from loveletter_env.validation import check_new_file, check_seed
@@ -188,9 +189,7 @@ class OnnxAgent:
         return dict(zip(OUTPUT_NAMES, self.session.run(list(OUTPUT_NAMES), feeds), strict=True))
 
     def act(self, observation: Mapping[str, Any]) -> int:
-        mask = np.asarray(observation["action_mask"])
-        if not mask.any():
-            raise ValueError("the action mask has no legal action: this agent is not the one to act")
+        mask = action_mask_of(observation)  # a mask of another length or values is refused, as every agent does
         out = self.run(np.asarray(observation["observation"])[None], mask[None])
         if self.greedy:
             return int(out["action"][0])

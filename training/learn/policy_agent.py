@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from loveletter_env.agents.base import legal_actions_of
+from loveletter_env.agents.base import action_mask_of
 from loveletter_env.validation import check_seed
 from training.learn.ppo import masked_logits, sample_actions
 from training.learn.runtime import check_device
@@ -92,13 +92,13 @@ class PolicyAgent:
 def _checked(observation: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """The observation vector (float32) and the action mask (bool) of an observation dict,
     refused with a ``ValueError`` naming the fault: a mask that is no action mask or has no
-    legal action (:func:`~loveletter_env.agents.base.legal_actions_of`), an observation with
+    legal action (:func:`~loveletter_env.agents.base.action_mask_of`), an observation with
     a value that is not finite (a NaN one would still give an action)."""
-    legal_actions_of(observation)
+    mask = action_mask_of(observation)
     try:
         vector = np.asarray(observation["observation"], dtype=np.float32)
     except (KeyError, TypeError, ValueError):
         raise ValueError("an agent needs the env's observation dict with a numeric 'observation' entry") from None
     if not np.isfinite(vector).all():
         raise ValueError("the observation holds a value that is not a finite number (NaN or infinity)")
-    return vector, np.asarray(observation["action_mask"]).astype(bool)
+    return vector, mask

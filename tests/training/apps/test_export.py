@@ -272,3 +272,18 @@ def test_export_keeps_torchvision_notices_out_of_the_users_way(tmp_path):
     assert "torchvision is not installed" not in result.stderr + result.stdout
     assert result.stderr == ""
     assert "wrote" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "mask, fault",
+    [
+        (np.ones(50, dtype=np.int8), "41 entries"),  # a longer mask would let the network play action 45
+        (np.full(41, 2, dtype=np.int8), "other values"),
+        (np.zeros(41, dtype=np.int8), "no legal action"),
+    ],
+)
+def test_onnx_agent_refuses_what_is_no_action_mask_as_every_agent_does(exported, mask, fault):
+    _, onnx_path, _ = exported
+    obs, _ = export.sample_observations(1, seed=0)
+    with pytest.raises(ValueError, match=fault):
+        export.OnnxAgent(onnx_path).act({"observation": obs[0], "action_mask": mask})
