@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..validation import PLAYER_COUNTS, check_seed
-from .base import Agent, SeededAgent, hand_distribution, legal_actions_of
+from .base import Agent, SeededAgent, action_mask_of, hand_distribution, legal_actions_of
 from .belief import BeliefAgent
 from .guided import MAX_MARGIN, OPPONENT_MODELS, PLAY_READINGS, GuidedSearchAgent
 from .ismcts import ISMCTSAgent, determinize
@@ -163,6 +163,7 @@ __all__ = [
     "RandomAgent",
     "RuleAgent",
     "SeededAgent",
+    "action_mask_of",
     "agent_options",
     "determinize",
     "hand_distribution",
