@@ -629,7 +629,9 @@ class SelfPlayTrainer:
             stats = ppo_update(self.model, self.optimizer, batch, ppo_cfg, self.update_gen, magnet=self.magnet)
         stats["ent_coef"] = ppo_cfg.ent_coef
         self.update += 1
-        if ppo_cfg.magnet_coef > 0 and self.update % ppo_cfg.magnet_every == 0:
+        # Whether or not the magnet pulls now: a later stage that turns it on finds it no
+        # older than magnet_every updates, not the weights the run started from.
+        if self.update % ppo_cfg.magnet_every == 0:
             self.magnet.load_state_dict(self.model.state_dict())
         self._take_into_average()
         if self.grow_pool and self.update % self.active.opponents.snapshot_every == 0:

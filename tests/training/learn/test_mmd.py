@@ -3,6 +3,7 @@ exploitability curve tool (python -m training.curve)."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import dataclasses
 import json
@@ -292,3 +293,20 @@ def test_curve_names_a_damaged_metrics_or_cache_file(tmp_path, capsys):
     with pytest.raises(SystemExit):
         curve.main([str(run), "--rules", "mini6"])
     assert "metrics.csv' cannot be read: invalid literal for int()" in capsys.readouterr().err
+
+
+def test_a_stage_that_turns_the_magnet_on_pulls_towards_recent_weights(tmp_path):
+    # The magnet off for two updates (magnet_every 2), on for the third: it must then pull
+    # towards the weights after update 2, not towards the weights the run started from.
+    overrides = [
+        *MINI6,
+        "total_steps=384",
+        "ppo.magnet_coef=0",
+        "ppo.magnet_every=2",
+        "schedule=[{at_step: 256, set: {ppo.magnet_coef: 0.5}}]",
+    ]
+    trainer = SelfPlayTrainer(load_config(None, overrides), tmp_path / "staged", progress=False)
+    start = copy.deepcopy(trainer.model)
+    trainer.train()
+    assert trainer.update == 3 and trainer.active.ppo.magnet_coef == 0.5
+    assert not same_weights(trainer.magnet, start) and not same_weights(trainer.magnet, trainer.model)
