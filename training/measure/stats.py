@@ -47,7 +47,10 @@ def percentages(shares: Sequence[float], decimals: int = 1) -> list[str]:
     exact = [share * scale for share in shares]
     shown = [math.floor(x) for x in exact]
     missing = round(sum(exact)) - sum(shown)
-    for i in sorted(range(len(exact)), key=lambda i: exact[i] - shown[i], reverse=True)[: max(0, missing)]:
+    # Equal remainders go to the larger share, never to the first listed: a pair of shares
+    # rounded in either order then shows the same two figures, which add up.
+    by_remainder = sorted(range(len(exact)), key=lambda i: (round(exact[i] - shown[i], 9), exact[i]), reverse=True)
+    for i in by_remainder[: max(0, missing)]:
         shown[i] += 1
     return [f"{units / 10**decimals:.{decimals}f}%" for units in shown]
 

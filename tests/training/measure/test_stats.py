@@ -24,7 +24,15 @@ def test_one_matchups_percentages_add_up_to_100(slots):
 
 
 def test_percentages_keep_shared_wins_and_stay_within_a_digit():
-    assert percentages([0.0035, 0.9965]) == ["0.4%", "99.6%"]
+    assert percentages([0.0035, 0.9965]) == ["0.3%", "99.7%"]  # the tied digit goes to the larger share
     assert percentages([1 / 3] * 3) == ["33.4%", "33.3%", "33.3%"]
     shared = [0.5505, 0.5005]  # 5.1% of episodes shared: the figures add up to 105.1%
     assert sum(float(p[:-1]) for p in percentages(shared)) == pytest.approx(105.1)
+
+
+@pytest.mark.parametrize("pair", [(0.8775, 0.1225), (0.1225, 0.8775), (0.0035, 0.9965), (0.4975, 0.5025)])
+def test_a_pair_shows_the_same_figures_in_either_order(pair):
+    # A league rounds each head-to-head pair once from each side: the two cells must add up.
+    forward, backward = percentages(list(pair)), percentages(list(pair[::-1]))
+    assert forward == backward[::-1]
+    assert sum(float(p[:-1]) for p in forward) == pytest.approx(100.0)
