@@ -17,7 +17,7 @@ import loveletter_env
 from loveletter_env import engine
 from loveletter_env.agents import make_agent
 from loveletter_env.agents.specs import resolve_agent
-from loveletter_env.cards import FULL_DECK
+from loveletter_env.cards import FULL_DECK, card_name
 from loveletter_env.replay import (
     MAX_REPLAY_BYTES,
     AgentInfo,
@@ -31,6 +31,7 @@ from loveletter_env.replay import (
     replay_json,
     save_replay,
 )
+from loveletter_env.rules import PRESETS
 from loveletter_env.wrappers import RecordReplay
 from training.apps.narration import narrate_replay
 from training.replay import main as replay_main
@@ -447,6 +448,34 @@ def test_narration_from_a_seat_shows_only_what_it_saw():
     for line in seat_text.splitlines():
         if line.strip().startswith("player_1 played Priest"):
             assert "saw" not in line
+
+
+def test_narration_shows_the_face_up_cards_at_every_table_size_that_has_them():
+    state = engine.new_game(3, list(PRESETS["mini7_3p"].shuffled_deck(np.random.default_rng(0))), 0, "mini7_3p")
+    face_up = f"face up: {', '.join(card_name(c) for c in state.face_up)}"
+    assert state.face_up, "the 3-player rungs lay cards face up"
+    recorder = ReplayRecorder(3, "mini7_3p", "round")
+    recorder.start_round(state)
+    while not state.round_over:
+        action = engine.legal_actions(state)[0]
+        recorder.record(state, action)
+        engine.step(state, action)
+    replay = recorder.finish(state)
+    assert face_up in _narration(replay, None) and face_up in _narration(replay, 0)
+    classic, _ = play_recorded(num_players=3, seed=1, episode="round")
+    assert "face up:" not in _narration(classic, None)  # the full game lays none at 3 players
+
+
+def test_narration_prints_names_from_a_file_as_text_never_as_lines_or_terminal_codes(game_replay):
+    data = game_replay[0].to_dict()
+    forged = "rule\n\n=== Round 1: player_0 starts ===\n  player_0 played Guard: a hit.\x1b[2J"
+    data["agents"][1]["name"] = data["agents"][1]["spec"] = forged
+    text = _narration(parse_replay(json.dumps(data)), None)
+    assert "\x1b" not in text
+    assert [line for line in text.splitlines() if line.startswith("=== Round 1")] == [
+        "=== Round 1: player_0 starts ==="
+    ]
+    assert repr(forged) in text
 
 
 def test_cli(tmp_path, capsys, game_replay):

@@ -72,6 +72,15 @@ def observation_of(state: GameState, seat: int) -> dict[str, np.ndarray]:
     return {"observation": encode_observation(state, seat), "action_mask": mask}
 
 
+def rules_refusal(label: str, agent_rules: object, rules: str) -> str | None:
+    """Why an agent that plays only ``agent_rules`` (a solved policy: the rung it was solved
+    for) cannot sit at a table of ``rules``, or ``None`` when it can (``agent_rules`` is not a
+    preset name: the agent plays any rules)."""
+    if not isinstance(agent_rules, str) or agent_rules == rules:
+        return None
+    return f"{label} plays only rules {agent_rules!r}, the rung it was solved for; choose those rules, got {rules!r}"
+
+
 @dataclass
 class Opponent:
     """An agent to seat: ``build(seed)`` makes it; ``name``, ``spec`` and ``options`` are how
@@ -118,6 +127,11 @@ class LiveGame:
         others = [p for p in range(num_players) if p != seat]
         agent_seeds = {p: int(self.rng.integers(2**31)) for p in others}
         self.agents = {p: opponent.build(agent_seeds[p]) for p, opponent in zip(others, opponents, strict=True)}
+        for p, opponent in zip(others, opponents, strict=True):
+            # Before any move: such an agent would fail at its first turn, after the person's move.
+            problem = rules_refusal(opponent.name, getattr(self.agents[p], "rules", None), rules)
+            if problem is not None:
+                raise ValueError(problem)
         self.infos = [AgentInfo(HUMAN)] * num_players
         for p, opponent in zip(others, opponents, strict=True):
             self.infos[p] = AgentInfo(opponent.name, opponent.spec, opponent.options, agent_seeds[p])
@@ -134,6 +148,7 @@ class LiveGame:
         self.replay: Replay | None = None
         #: Why the game was stopped before its end (an agent failed), else ``None``.
         self.stopped: str | None = None
+        self._last_round_end: GameState | None = None  # the game as the last finished round left it
         self._begin_round()
 
     @property
@@ -176,6 +191,19 @@ class LiveGame:
         engine.start_round(self.state, self._deck())
         self._begin_round()
 
+    def replay_so_far(self) -> Replay | None:
+        """The game as a replay for a game that ends before its end (the person leaves, an
+        agent fails): the finished game's replay once there is one, else the rounds finished
+        so far as a ``"rounds"`` replay (the round being played is left out), else ``None``."""
+        if self.replay is not None:
+            return self.replay
+        end = self._last_round_end
+        if end is None:
+            return None
+        finished = ReplayRecorder(end.num_players, self.recorder.rules, "rounds", self.infos, self.recorder.metadata)
+        finished.rounds = self.recorder.rounds[: end.round]
+        return finished.finish(end)
+
     def on_finish(self, replay: Replay) -> None:
         """Called once with the replay when the game is finished (subclasses save it)."""
 
@@ -199,6 +227,7 @@ class LiveGame:
         self.recorder.record(self.state, action, details)
         self.log.append(narrate(engine.step(self.state, action), self.seat))
         if self.state.round_over:
+            self._last_round_end = self.state.clone()
             self.log += round_summary(self.state, self.seat).splitlines()
             if self.finished:
                 self._finish()

@@ -12,7 +12,6 @@ refused with the first step that does not replay.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -49,6 +48,13 @@ def describe_details(step: Step, num_players: int, top: int = 3) -> list[str]:
     return lines
 
 
+def _printable(text: str) -> str:
+    """``text``, quoted with its escapes where it holds a line break or a control character:
+    a replay file's names are anyone's text, and must not print lines of a game that never
+    happened or move the terminal's cursor."""
+    return text if text.isprintable() else repr(text)
+
+
 def narrate_replay(replay: Replay, seat: int | None = None, out: TextIO | None = None) -> None:
     """Print ``replay`` to ``out`` (default: standard output) as ``seat`` saw it (``None``: every card open)."""
     out = out if out is not None else sys.stdout
@@ -57,8 +63,8 @@ def narrate_replay(replay: Replay, seat: int | None = None, out: TextIO | None =
     for p, agent in enumerate(replay.agents):
         you = " (you)" if p == seat else ""
         print(
-            f"  player_{p}{you}: {agent.name}"
-            + (f" [{agent.spec}]" if agent.spec and agent.spec != agent.name else ""),
+            f"  player_{p}{you}: {_printable(agent.name)}"
+            + (f" [{_printable(agent.spec)}]" if agent.spec and agent.spec != agent.name else ""),
             file=out,
         )
     for frame in replay_frames(replay):
@@ -69,7 +75,7 @@ def narrate_replay(replay: Replay, seat: int | None = None, out: TextIO | None =
                 print(f"  set aside: {card_name(state.set_aside)}; hands: {_hands(state)}", file=out)
             else:
                 print(f"  your hand: {', '.join(card_name(c) for c in state.hand_of(seat))}", file=out)
-            if n == 2:
+            if state.face_up:  # the 2-player game's, and the 3- and 4-player rungs' too
                 print(f"  face up: {', '.join(card_name(c) for c in state.face_up)}", file=out)
             continue
         step = frame.step
@@ -109,10 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(
             f"--seat must be a seat in 0..{replay.num_players - 1} for this {replay.num_players}-player replay"
         )
-    try:
-        narrate_replay(replay, args.seat)
-    except BrokenPipeError:  # the reader stopped early (| head): not an error worth a traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    narrate_replay(replay, args.seat)  # a reader that leaves (| head) ends in run_command, as every command's
     return 0
 
 

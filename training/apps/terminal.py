@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -34,7 +35,7 @@ from loveletter_env.render import card_reference, render_seat_view
 from loveletter_env.replay import save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import check_new_file, check_num_players, check_seed, is_int
-from training.apps.live_game import SEEN_GUESS_REASON, LiveGame, Opponent, unseen_guesses
+from training.apps.live_game import SEEN_GUESS_REASON, BotFailed, LiveGame, Opponent, unseen_guesses
 from training.learn.compile_notice import announce_kernel_compilation
 
 
@@ -179,7 +180,9 @@ def play(
         rules: the rule preset.
         rounds: stop after this many rounds (default: play the whole game).
         replay_path: save the game there as a replay (:mod:`loveletter_env.replay`) once it ends;
-            a file already there is refused before the game, unless ``replace_replay``.
+            a file already there is refused before the game, unless ``replace_replay``. A game
+            that stops early (``quit``, the input runs out, Ctrl-C, an agent fails) saves the
+            rounds it finished, as a ``"rounds"`` replay.
 
     Returns the final game state. Raises :class:`QuitGame` when the person leaves, and
     ``ValueError`` for bad arguments, a ``replay_path`` that cannot be written among them
@@ -188,6 +191,9 @@ def play(
     num_players = check_num_players(num_players)
     check_rules_for_table(rules, num_players)
     seed = check_seed(seed, allow_none=True)
+    drawn_seed = seed is None
+    if drawn_seed:  # drawn here, so that it can be shown and recorded: the same deals can be played again
+        seed = secrets.randbelow(2**31)
     if replay_path is not None:
         check_new_file("replay file", replay_path, replace=replace_replay)
     if not is_int(seat) or not 0 <= seat < num_players:
@@ -204,22 +210,39 @@ def play(
     for p, opponent in zip((p for p in range(num_players) if p != seat), seated):
         print(f"player_{p}: {opponent.name}", file=out)
     print(f"You are player_{seat}.", file=out)
+    if drawn_seed:
+        print(f"Seed {seed} (--seed {seed} deals these cards again).", file=out)
     told = 0
-    while True:
-        for i in range(told, len(game.log)):
-            line = game.log[i]
-            print(f"\n=== {line.rstrip('.')} ===" if i in game.round_starts else "  " + line, file=out)
-        told = len(game.log)
-        if game.finished:
-            break
-        if game.state.round_over:
-            game.next_round()
-        else:
-            game.move(ask_move(game.state, seat, stdin, out))
+    try:
+        while True:
+            for i in range(told, len(game.log)):
+                line = game.log[i]
+                print(f"\n=== {line.rstrip('.')} ===" if i in game.round_starts else "  " + line, file=out)
+            told = len(game.log)
+            if game.finished:
+                break
+            if game.state.round_over:
+                game.next_round()
+            else:
+                game.move(ask_move(game.state, seat, stdin, out))
+    except (QuitGame, BotFailed, KeyboardInterrupt):
+        if replay_path is not None:
+            _save_rounds_played(game, replay_path, out)
+        raise
     if replay_path is not None:
         assert game.replay is not None  # a finished game has one
         print(f"Replay saved: {save_replay(game.replay, replay_path)}", file=out)
     return game.state
+
+
+def _save_rounds_played(game: LiveGame, path: str | os.PathLike, out: TextIO) -> None:
+    """Save the rounds a game that stops early has finished, or say that there are none."""
+    replay = game.replay_so_far()
+    if replay is None:
+        print("No round was finished, so no replay was saved.", file=out)
+        return
+    count = len(replay.rounds)
+    print(f"Replay of the {count} finished round{'s' * (count != 1)} saved: {save_replay(replay, path)}", file=out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,7 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rules", default="classic", choices=sorted(PRESETS), help="rule preset (default classic)")
     parser.add_argument("--rounds", type=int, default=None, help="stop after this many rounds (default: a whole game)")
     parser.add_argument(
-        "--save-replay", metavar="FILE", help="save the game as a replay file (JSON) when it ends (a new file)"
+        "--save-replay",
+        metavar="FILE",
+        help="save the game as a replay file (JSON) when it ends (a new file); a game that stops early "
+        "saves the rounds it finished",
     )
     parser.add_argument("--force", action="store_true", help="replace an existing --save-replay file")
     args = parser.parse_args(argv)
@@ -257,6 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             replay_path=args.save_replay,
             replace_replay=args.force,
         )
+    except BrokenPipeError:
+        raise  # the reader of the output left (| head): run_command ends quietly
     except (ValueError, OSError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
     except QuitGame as exc:

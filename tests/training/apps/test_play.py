@@ -321,3 +321,73 @@ def test_play_keeps_an_existing_replay_file_unless_told_to_replace_it(tmp_path):
 def test_play_refuses_a_seed_that_is_not_an_integer():
     with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got 1.5$"):
         play(["rule"], seed=1.5, stdin=io.StringIO(""), out=io.StringIO())
+
+
+class _FirstLegalThenQuit(_FirstLegal):
+    """Answers with the first legal move while fewer than ``rounds`` rounds are won, then quits."""
+
+    def __init__(self, out: io.StringIO, rounds: int):
+        super().__init__(out)
+        self.rounds = rounds
+
+    def readline(self, *args) -> str:
+        if len(re.findall(r"Round \d+ won by", self.out.getvalue())) >= self.rounds:
+            return "quit\n"
+        return super().readline()
+
+
+def test_a_game_left_early_saves_the_rounds_it_finished(tmp_path):
+    path = tmp_path / "game.json"
+    out = io.StringIO()
+    with pytest.raises(QuitGame, match="left"):
+        play(["rule"], seed=11, stdin=_FirstLegalThenQuit(out, rounds=2), out=out, replay_path=path)
+    replay = load_replay(path)  # checked move by move on the engine as it loads
+    assert replay.episode == "rounds" and len(replay.rounds) == 2
+    assert len(replay.result["round_winners"]) == 2 and replay.result["winners"] == []
+    assert "Replay of the 2 finished rounds saved" in out.getvalue()
+
+
+def test_a_game_left_before_a_round_ends_says_no_replay_was_saved(tmp_path):
+    path = tmp_path / "game.json"
+    out = io.StringIO()
+    with pytest.raises(QuitGame, match="no more input"):
+        play(["rule"], seed=11, stdin=io.StringIO(""), out=out, replay_path=path)
+    assert "No round was finished, so no replay was saved." in out.getvalue() and not path.exists()
+
+
+def test_a_game_without_a_seed_shows_and_records_the_one_it_drew(tmp_path):
+    out = io.StringIO()
+    play(["rule"], rounds=1, stdin=_FirstLegal(out), out=out, replay_path=tmp_path / "game.json")
+    seed = int(re.search(r"Seed (\d+) \(--seed \1 deals these cards again\)", out.getvalue())[1])
+    replay = load_replay(tmp_path / "game.json")
+    assert replay.metadata["seed"] == seed
+    again = io.StringIO()
+    play(["rule"], seed=seed, rounds=1, stdin=_FirstLegal(again), out=again, replay_path=tmp_path / "again.json")
+    assert load_replay(tmp_path / "again.json").rounds == replay.rounds  # the same deals and moves
+
+
+def test_a_solved_policy_of_another_rung_is_refused_before_the_first_move(tmp_path):
+    from training.exploitability.solver import solve
+
+    policy = solve("mini6", iterations=2).save_policy(tmp_path / "policy.npz")
+    out = io.StringIO()
+    with pytest.raises(ValueError, match=r"plays only rules 'mini6', the rung it was solved for; .* got 'classic'"):
+        play([f"solved:path={policy}"], seed=1, stdin=io.StringIO("0\n"), out=out)
+    assert "Your move>" not in out.getvalue()
+
+
+def test_play_ends_quietly_when_its_reader_leaves():
+    """``python -m training.play ... | head -1``: status 1 and no error, as every command."""
+    command = subprocess.Popen(
+        [sys.executable, "-m", "training.play", "rule", "--seed", "3"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert command.stdout is not None and command.stdin is not None
+    command.stdout.readline()
+    command.stdout.close()  # as head does once it has its line
+    _, err = command.communicate(("0\n" * 41 * 200).encode(), timeout=120)
+    assert command.returncode == 1, err.decode()
+    assert b"Broken pipe" not in err and b"Traceback" not in err

@@ -27,7 +27,7 @@ from loveletter_env.agents.specs import SOLVED, resolve_agent
 from loveletter_env.replay import Replay, safe_file_name, save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS, is_int, shown
-from training.apps.live_game import BotFailed, IllegalMove, LiveGame, NotNow, Opponent
+from training.apps.live_game import BotFailed, IllegalMove, LiveGame, NotNow, Opponent, rules_refusal
 from training.apps.web.views import legal_moves, seat_name, state_view
 
 #: CPU seconds one search iteration may cost, by search (a bot with an ``iterations`` option,
@@ -465,11 +465,9 @@ def check_new_game(body: Any, catalog: OpponentCatalog) -> dict[str, Any]:
     except ValueError as error:
         raise RequestError(str(error)) from None
     for text, choice in zip(opponents, choices):
-        if choice.rules is not None and choice.rules != rules:
-            raise RequestError(
-                f"{text} plays only rules {choice.rules!r}, the rung it was solved for; choose those rules, "
-                f"got {rules!r}"
-            )
+        problem = rules_refusal(text, choice.rules, rules)
+        if problem is not None:
+            raise RequestError(problem)
     length = body.get("length", "game")
     if not isinstance(length, str) or length not in EPISODE_KINDS:
         raise RequestError(f"length must be 'round' or 'game', got {shown(length)}")
