@@ -104,6 +104,10 @@ class LiveGame:
         length: ``"round"`` (one round) or ``"game"`` (until someone wins the game).
         max_rounds: with ``"game"``, stop after this many rounds even if nobody has won.
         metadata: kept in the replay.
+        agent_turns_per_call: the most agent moves one call plays (``None``: every move up to
+            the person's turn or the round's end). A server answering one request per call
+            sets it to the number of agents, so that each agent moves at most once per request
+            even once the person is out; :meth:`play_on` then plays the next ones.
 
     The agents play as soon as the round is dealt, so :attr:`log` may already hold moves
     (even the whole round, at a table where the person is put out before their turn).
@@ -119,8 +123,10 @@ class LiveGame:
         length: str = "game",
         max_rounds: int | None = None,
         metadata: Mapping[str, Any] | None = None,
+        agent_turns_per_call: int | None = None,
     ):
         self.seat = seat
+        self.agent_turns_per_call = agent_turns_per_call
         self.length = length
         self.max_rounds = 1 if length == "round" else max_rounds
         self.rng = np.random.default_rng(seed)
@@ -162,6 +168,13 @@ class LiveGame:
             state.game_over or (self.max_rounds is not None and state.round >= self.max_rounds)
         )
 
+    @property
+    def agents_to_move(self) -> bool:
+        """Agents have moves to make before the person's turn or the round's end, which
+        :meth:`play_on` plays (only with :attr:`agent_turns_per_call`)."""
+        state = self.state
+        return self.stopped is None and not state.round_over and state.current != self.seat
+
     def name(self, seat: int) -> str:
         """How the log names ``seat``: ``you`` for the person."""
         return "you" if seat == self.seat else f"player_{seat}"
@@ -180,6 +193,14 @@ class LiveGame:
         if not is_int(action) or action not in legal:
             raise IllegalMove(f"action {action!r} is not one of your legal moves {list(legal)}")
         self._play(int(action))
+        self._play_agents()
+
+    def play_on(self) -> None:
+        """The agents play their next moves (at most :attr:`agent_turns_per_call`). :class:`NotNow`
+        when it is the person's turn or the round is over, :class:`BotFailed` when one fails."""
+        self._check_playing()
+        if not self.agents_to_move:
+            raise NotNow("no agent is to move: it is your turn, or the round is over")
         self._play_agents()
 
     def next_round(self) -> None:
@@ -234,7 +255,11 @@ class LiveGame:
 
     def _play_agents(self) -> None:
         state = self.state
+        turns = 0
         while not state.round_over and state.current != self.seat:
+            if self.agent_turns_per_call is not None and turns == self.agent_turns_per_call:
+                return  # the rest waits for play_on
+            turns += 1
             player = state.current
             agent = self.agents[player]
             label = f"{self.infos[player].name} at player_{player}"

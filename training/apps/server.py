@@ -39,27 +39,50 @@ TRAINING_LEFTOVERS = ("snapshots",)
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
+def offer(found: dict[str, Path], name: str, path: Path) -> None:
+    """Add ``path`` (absolute) to ``found`` as ``name``, or, when another file already has that
+    name, as the shortest longer name its own path gives (``run2/best`` beside ``best``), so
+    that no file named or found is left out. A file already offered is not offered twice."""
+    if path in found.values():
+        return
+    parts = path.with_suffix("").relative_to(path.anchor).parts
+    longer = ("/".join(parts[-k:]) for k in range(len(name.split("/")) + 1, len(parts) + 1))
+    found[next((c for c in (name, *longer) if c not in found), path.as_posix())] = path
+
+
+def check_offer_count(found: dict[str, Path]) -> dict[str, Path]:
+    """``found``, refused with a ``ValueError`` when it offers more than :data:`MAX_CHECKPOINTS`
+    networks (none is left out unsaid)."""
+    if len(found) > MAX_CHECKPOINTS:
+        raise ValueError(
+            f"{len(found)} checkpoints found, and the server offers at most {MAX_CHECKPOINTS}: "
+            "name fewer files or folders"
+        )
+    return found
+
+
 def find_checkpoints(paths: Sequence[Path]) -> dict[str, Path]:
     """Display name -> path for every ``.pt`` file among ``paths`` (folders searched).
 
     A name is the file's path relative to the folder it was found in, without ``.pt``
-    (``shipped/ppo_2p``); a file given directly is named by its stem. In folders, a
-    training run's ``snapshots/`` are skipped (name such a file directly to offer it).
-    Raises ``ValueError`` for a path that does not exist.
+    (``shipped/ppo_2p``); a file given directly is named by its stem; a name taken already
+    gets more of the file's folders (:func:`offer`). In folders, a training run's
+    ``snapshots/`` are skipped (name such a file directly to offer it). Raises ``ValueError``
+    for a path that does not exist, and for more than :data:`MAX_CHECKPOINTS` files.
     """
     found: dict[str, Path] = {}
     for root in paths:
         if root.is_file():
-            found.setdefault(root.stem, root.resolve())
+            offer(found, root.stem, root.resolve())
         elif root.is_dir():
             for path in sorted(root.rglob("*.pt")):
                 relative = path.relative_to(root)
                 if any(part in TRAINING_LEFTOVERS for part in relative.parts[:-1]):
                     continue
-                found.setdefault(relative.with_suffix("").as_posix(), path.resolve())
+                offer(found, relative.with_suffix("").as_posix(), path.resolve())
         else:
             raise ValueError(f"checkpoint path {str(root)!r} does not exist")
-    return dict(list(found.items())[:MAX_CHECKPOINTS])
+    return check_offer_count(found)
 
 
 def default_checkpoints() -> dict[str, Path]:
@@ -87,8 +110,8 @@ def find_runs(folders: Sequence[Path]) -> dict[str, Path]:
         for run in sorted(path for path in folder.iterdir() if path.is_dir()):
             file = next((run / name for name in RUN_FILES if (run / name).is_file()), None)
             if file is not None:
-                found.setdefault(f"{folder.resolve().name}/{run.name}", file.resolve())
-    return dict(list(found.items())[:MAX_CHECKPOINTS])
+                offer(found, f"{folder.resolve().name}/{run.name}", file.resolve())
+    return check_offer_count(found)
 
 
 def is_solved_policy(path: Path) -> bool:
@@ -166,6 +189,24 @@ def check_checkpoints(
     return usable, skipped
 
 
+def warm_compiled_bots() -> None:
+    """One decision of the compiled search before the first request. Its kernels are compiled
+    on first use (about 20 s after an install, or whenever numba's cache cannot be written),
+    which would otherwise fall inside a player's first request, far past the bound on the
+    work of one request; from numba's cache they load in under a second."""
+    import numpy as np
+
+    from loveletter_env import engine
+    from loveletter_env.agents import make_agent
+    from loveletter_env.rules import PRESETS
+    from training.apps.live_game import observation_of
+    from training.learn.compile_notice import announce_kernel_compilation
+
+    announce_kernel_compilation()
+    state = engine.new_game(2, list(PRESETS["classic"].shuffled_deck(np.random.default_rng(0))), 0)
+    make_agent("ismcts", seed=0, iterations=1).act(observation_of(state, 0))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m training.serve",
@@ -235,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         import uvicorn
 
-        from training.apps.web.app import LOCAL_HOSTS, ServerConfig, create_app
+        from training.apps.web.app import LOCAL_HOSTS, ServerConfig, allowed_host_name, create_app
     except ImportError as exc:
         parser.exit(
             2,
@@ -254,9 +295,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if checkpoint_paths is None:
         checkpoint_paths = [folder for folder in DEFAULT_CHECKPOINTS if folder.is_dir()]
     try:
-        checkpoints = default_checkpoints() if args.checkpoints is None else find_checkpoints(checkpoint_paths)
-        checkpoints = {**find_runs(args.runs), **checkpoints}
+        checkpoints = find_runs(args.runs)
+        named = default_checkpoints() if args.checkpoints is None else find_checkpoints(checkpoint_paths)
+        for name, path in named.items():
+            offer(checkpoints, name, path)
+        check_offer_count(checkpoints)
         policies = load_policies(args.policies)
+        allowed_hosts = [allowed_host_name(value) for value in args.allow_host]
     except ValueError as exc:
         parser.error(str(exc))
     if checkpoints:
@@ -268,8 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(exc))
         for line in skipped:
             print(f"  not a usable checkpoint, left out: {line}")
+    warm_compiled_bots()
     args.replays.mkdir(parents=True, exist_ok=True)
-    hosts = (*LOCAL_HOSTS, *([args.host] if args.host not in WILDCARD_HOSTS else []), *args.allow_host)
+    hosts = (*LOCAL_HOSTS, *([args.host] if args.host not in WILDCARD_HOSTS else []), *allowed_hosts)
     app = create_app(ServerConfig(args.replays, args.league, checkpoints, hosts, policies=policies))
     print(f"Love Letter: open http://{args.host}:{args.port}/ in a browser (Ctrl+C stops the server)")
     print(f"  replays: {args.replays}; checkpoints offered: {', '.join(checkpoints) or 'none'}")

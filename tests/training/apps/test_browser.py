@@ -320,3 +320,37 @@ def test_a_double_click_sends_one_move(server, browser):
     assert move_requests(driver) == 1 and moves_told(driver) == 1
     assert not visible(driver, "#error")
     assert console_errors(driver) == []
+
+
+def test_the_page_lets_the_bots_play_on_once_the_person_is_out(server, browser):
+    """The server lets each bot move once per request; seed 39 at 4 players puts the person
+    out before their first turn, and the page asks on until the round is over."""
+    driver = browser
+    wait = WebDriverWait(driver, WAIT)
+    driver.get(f"{server}/?play-on#/play")
+    wait.until(EC.presence_of_element_located((By.ID, "opp-1")))
+    Select(driver.find_element(By.ID, "players")).select_by_visible_text("4")
+    for i in (1, 2, 3):
+        Select(wait.until(EC.presence_of_element_located((By.ID, f"opp-{i}")))).select_by_value("rule")
+    Select(driver.find_element(By.ID, "length")).select_by_value("round")
+    driver.find_element(By.ID, "seed").send_keys("39")
+    driver.find_element(By.ID, "start").click()
+    wait.until(lambda d: visible(d, "#round-winner"))
+    asked_on = driver.execute_script(
+        "return performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/play-on')).length"
+    )
+    assert asked_on == 3 and not visible(driver, "#error")
+    assert console_errors(driver) == []
+
+
+def test_a_seed_the_page_cannot_send_exactly_is_refused_on_the_page(server, browser):
+    driver = browser
+    wait = WebDriverWait(driver, WAIT)
+    driver.get(f"{server}/?big-seed#/play")
+    wait.until(EC.presence_of_element_located((By.ID, "opp-1")))
+    driver.find_element(By.ID, "seed").send_keys("9007199254740993")  # 2**53 + 1: a float would send 2**53
+    driver.find_element(By.ID, "start").click()
+    wait.until(lambda d: visible(d, "#error"))
+    assert "The seed must be a whole number from 0 to 9007199254740991" in driver.find_element(By.ID, "error").text
+    assert not visible(driver, "#game")
+    assert console_errors(driver) == []

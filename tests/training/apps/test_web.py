@@ -17,7 +17,7 @@ from loveletter_env.agents import BOTS  # noqa: E402
 from loveletter_env.cards import CARD_COUNTS  # noqa: E402
 from loveletter_env.replay import MAX_REPLAY_BYTES, load_replay  # noqa: E402
 from training.apps.live_game import SEEN_GUESS_REASON  # noqa: E402
-from training.apps.server import find_checkpoints  # noqa: E402
+from training.apps.server import MAX_CHECKPOINTS, find_checkpoints  # noqa: E402
 from training.apps.web.app import MAX_JSON_BODY, ServerConfig, create_app  # noqa: E402
 from training.serve import main as serve_main  # noqa: E402
 
@@ -58,6 +58,9 @@ def finish(client, game):
     while not game["finished"]:
         if game["view"]["round_over"]:
             game = client.post(f"/api/games/{game['id']}/next-round").json()
+            continue
+        if game["waiting"]:  # the bots still to move, once each per request
+            game = client.post(f"/api/games/{game['id']}/play-on").json()
             continue
         answer = client.post(f"/api/games/{game['id']}/move", json={"action": game["legal"][0]["action"]})
         assert answer.status_code == 200, answer.text
@@ -174,6 +177,31 @@ def test_a_whole_game_with_three_players(client, replay_dir):
 def test_the_same_seed_deals_the_same_game(client):
     first, second = new_game(client, seed=9), new_game(client, seed=9)
     assert first["view"] == second["view"] and first["log"] == second["log"]
+
+
+def test_each_bot_moves_at_most_once_per_request_even_when_the_person_is_out(client):
+    # Seed 39 at 4 players against rule bots: the person is put out before their first turn,
+    # and the bots play the round on over several requests, each bot at most once in each.
+    game = new_game(client, players=4, opponents=["rule"], seed=39)
+    assert game["view"]["players"][0]["out"] and game["waiting"] and game["legal"] == []
+    assert_refused(client.post(f"/api/games/{game['id']}/move", json={"action": 0}), 409, "not your turn")
+    requests = [game]
+    while game["waiting"]:
+        answer = client.post(f"/api/games/{game['id']}/play-on")
+        assert answer.status_code == 200, answer.text
+        game = answer.json()
+        requests.append(game)
+    assert len(requests) == 4 and game["view"]["round_over"] and game["finished"]
+    for before, after in zip([{"log": []}, *requests], requests):
+        moves = [line for line in after["log"][len(before["log"]) :] if " played " in line]
+        assert 1 <= len(moves) <= 3, moves
+    assert_refused(client.post(f"/api/games/{game['id']}/play-on"), 409, "this game is over")
+
+
+def test_play_on_is_refused_while_it_is_the_persons_turn(client):
+    game = new_game(client, seed=1)
+    assert not game["waiting"] and game["legal"]
+    assert_refused(client.post(f"/api/games/{game['id']}/play-on"), 409, "no agent is to move")
 
 
 def test_next_round_only_after_a_round(client):
@@ -431,6 +459,34 @@ def test_find_checkpoints(tmp_path):
         find_checkpoints([tmp_path / "nowhere"])
 
 
+def test_no_checkpoint_named_or_found_is_left_out_unsaid(tmp_path):
+    for name in ("a/run1/best.pt", "b/run2/best.pt", "a/ckpts/net.pt", "b/ckpts/net.pt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    one, two = tmp_path / "a" / "run1" / "best.pt", tmp_path / "b" / "run2" / "best.pt"
+    # Two files of one name: the second is offered by more of its path, not dropped.
+    assert find_checkpoints([one, two, one]) == {"best": one.resolve(), "run2/best": two.resolve()}
+    found = find_checkpoints([tmp_path / "a" / "ckpts", tmp_path / "b" / "ckpts"])
+    assert sorted(found.values()) == sorted((tmp_path / f / "ckpts" / "net.pt").resolve() for f in "ab")
+    for i in range(MAX_CHECKPOINTS + 1):
+        (tmp_path / "many" / f"net{i}.pt").parent.mkdir(exist_ok=True)
+        (tmp_path / "many" / f"net{i}.pt").write_bytes(b"x")
+    with pytest.raises(ValueError, match=rf"{MAX_CHECKPOINTS + 1} checkpoints found, .* at most {MAX_CHECKPOINTS}"):
+        find_checkpoints([tmp_path / "many"])
+
+
+def test_serve_warms_the_compiled_search_before_it_answers(tmp_path, monkeypatch):
+    import uvicorn
+
+    from training.apps import server
+
+    happened = []
+    monkeypatch.setattr(server, "warm_compiled_bots", lambda: happened.append("warm"))
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: happened.append("serve"))
+    assert serve_main(["--checkpoints", "--replays", str(tmp_path / "r")]) == 0
+    assert happened == ["warm", "serve"]
+
+
 def test_serve_cli_errors(capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
         serve_main(["--help"])
@@ -441,6 +497,8 @@ def test_serve_cli_errors(capsys, tmp_path):
         (["--checkpoints", str(tmp_path / "nowhere.pt")], "does not exist"),
         (["--league", str(tmp_path / "none")], "--league folder"),
         (["--replays", str(tmp_path / "notes.txt" / "sub")], "is a file, not a folder"),
+        (["--allow-host", "myhost:8000"], "--allow-host takes a host name alone (no scheme, port or path)"),
+        (["--allow-host", "http://myhost"], "got 'http://myhost'"),
     ]:
         with pytest.raises(SystemExit) as exit_info:
             serve_main(argv)

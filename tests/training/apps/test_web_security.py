@@ -94,6 +94,15 @@ def test_a_foreign_host_header_is_refused(client, host):
     assert_refused(client.post("/api/games", json={}, headers={"host": host}), 403, "--allow-host")
 
 
+@pytest.mark.parametrize(
+    ("given", "name"), [("MyHost", "myhost"), ("::1", "::1"), ("[fe80::1]", "fe80::1"), ("*", "*")]
+)
+def test_an_allowed_host_is_the_name_a_request_gives(given, name):
+    from training.apps.web.app import allowed_host_name
+
+    assert allowed_host_name(given) == name
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1:8000", "localhost:8000", "LOCALHOST", "[::1]:8000", "127.0.0.1"])
 def test_this_machines_names_are_accepted(client, host):
     assert client.get("/api/meta", headers={"host": host}).status_code == 200
@@ -180,6 +189,18 @@ def test_bots_that_would_think_too_long_are_refused(client, players, opponent):
     answer = client.post("/api/games", json={"players": players, "opponents": [opponent]})
     assert_refused(answer, 400, f"the server allows {MAX_REQUEST_SECONDS:g} s")
     assert "lower iterations" in answer.json()["error"]
+
+
+def test_the_refusal_of_costly_bots_names_a_remedy_that_works(client):
+    # Three guided bots at 4 players think too long at their default 300 iterations; the
+    # refusal names the iterations that fit, and no option guided does not have.
+    answer = client.post("/api/games", json={"players": 4, "opponents": ["guided"], "length": "round", "seed": 0})
+    assert_refused(answer, 400, "guided: iterations<=256")
+    assert "tree_depth" not in answer.json()["error"]
+    fitted = {"players": 4, "opponents": ["guided:iterations=256"], "length": "round", "seed": 0}
+    assert client.post("/api/games", json=fitted).status_code == 201
+    deep = client.post("/api/games", json={"players": 4, "opponents": ["ismcts:iterations=2000,tree_depth=4"]})
+    assert_refused(deep, 400, "use tree_depth=1")
 
 
 @pytest.mark.parametrize(

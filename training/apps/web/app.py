@@ -17,6 +17,7 @@ cannot).
 from __future__ import annotations
 
 import csv
+import ipaddress
 import math
 import re
 import secrets
@@ -102,6 +103,22 @@ def _host_name(netloc: str) -> str:
         return (urlsplit(f"//{netloc}").hostname or "").lower()
     except ValueError:
         return ""
+
+
+def allowed_host_name(value: str) -> str:
+    """``value`` (an ``--allow-host``) as the host name a request's ``Host`` header must name,
+    lower case (``*``: any). Raises ``ValueError`` for a value with a scheme, a port or a
+    path (``myhost:8000``, ``http://myhost``), which no request's host name would ever equal."""
+    if value == "*":
+        return value
+    bare = value.lower().strip("[]")
+    try:
+        return str(ipaddress.IPv6Address(bare))  # ::1 written without its brackets
+    except ValueError:
+        pass
+    if not bare or _host_name(bare) != bare:
+        raise ValueError(f"--allow-host takes a host name alone (no scheme, port or path), got {value!r}")
+    return bare
 
 
 class RequestGuard:
@@ -253,7 +270,7 @@ def _viewer(request: Request, num_players: int) -> int | None:
 
 
 def _game_routes(catalog: OpponentCatalog, games: GameStore, save: Any) -> list[Route]:
-    """``/api/games``: start a game, see it, move, deal the next round."""
+    """``/api/games``: start a game, see it, move, let the bots play on, deal the next round."""
 
     async def new_game(request: Request) -> Response:
         args = check_new_game(await _json_body(request), catalog)
@@ -285,16 +302,31 @@ def _game_routes(catalog: OpponentCatalog, games: GameStore, save: Any) -> list[
 
         return JSONResponse(await run_in_threadpool(play))
 
-    def next_round(request: Request) -> Response:
+    async def play_on(request: Request) -> Response:
         game = games.get(request.path_params["game_id"])
-        with game.lock:
-            game.next_round()
-            return JSONResponse(game.view())
+
+        def play() -> dict[str, Any]:
+            with game.lock:
+                game.play_on()
+                return game.view()
+
+        return JSONResponse(await run_in_threadpool(play))
+
+    async def next_round(request: Request) -> Response:
+        game = games.get(request.path_params["game_id"])
+
+        def deal() -> dict[str, Any]:
+            with game.lock:
+                game.next_round()
+                return game.view()
+
+        return JSONResponse(await run_in_threadpool(deal))
 
     return [
         Route("/api/games", new_game, methods=["POST"]),
         Route("/api/games/{game_id}", get_game),
         Route("/api/games/{game_id}/move", move, methods=["POST"]),
+        Route("/api/games/{game_id}/play-on", play_on, methods=["POST"]),
         Route("/api/games/{game_id}/next-round", next_round, methods=["POST"]),
     ]
 

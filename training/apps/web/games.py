@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import inspect
 import logging
+import math
 import secrets
 import threading
 import time
@@ -95,6 +96,16 @@ def log_agent_failure(exc: BotFailed) -> None:
     logger.error("%s", exc, exc_info=exc.__cause__)
 
 
+def bot_setting(bot: str, options: dict[str, Any], name: str) -> Any:
+    """The value of option ``name`` of ``bot`` as ``options`` set it, else the bot's default."""
+    return options.get(name, inspect.signature(BOTS[bot].factory).parameters[name].default)
+
+
+def searches_a_tree(bot: str, options: dict[str, Any]) -> bool:
+    """Whether ``bot`` with ``options`` is ``ismcts`` searching a tree deeper than one move, in Python."""
+    return bot == "ismcts" and bot_setting(bot, options, "tree_depth") > 1
+
+
 def search_cost(bot: str, options: dict[str, Any], players: int) -> float:
     """The CPU seconds one decision of ``bot`` with ``options`` may take at ``players`` (see
     :data:`ITERATION_SECONDS`); 0 for the bots that do not search."""
@@ -102,13 +113,8 @@ def search_cost(bot: str, options: dict[str, Any], players: int) -> float:
         return 0.0
     if bot not in ITERATION_SECONDS:  # a new search, offered before its cost was measured
         raise RequestError(f"{bot}: the server knows no cost of its iterations (ITERATION_SECONDS)", 500)
-    defaults = inspect.signature(BOTS[bot].factory).parameters
-
-    def setting(name: str) -> Any:
-        return options.get(name, defaults[name].default)
-
-    kind = "ismcts-tree" if bot == "ismcts" and setting("tree_depth") > 1 else bot
-    return setting("iterations") * ITERATION_SECONDS[kind][players]
+    kind = "ismcts-tree" if searches_a_tree(bot, options) else bot
+    return bot_setting(bot, options, "iterations") * ITERATION_SECONDS[kind][players]
 
 
 class OpponentCatalog:
@@ -269,14 +275,25 @@ class OpponentCatalog:
 
 def check_work(choices: list[OpponentChoice], players: int) -> None:
     """Refuse opponents whose answer to one request may cost more than
-    :data:`MAX_REQUEST_SECONDS` of CPU time (every bot plays at most once per request)."""
+    :data:`MAX_REQUEST_SECONDS` of CPU time (every bot plays at most once per request:
+    :class:`HumanGame` plays one agent move per other seat, then waits to be asked on)."""
     seconds = sum(choice.seconds_per_decision for choice in choices)
     if seconds > MAX_REQUEST_SECONDS:
-        costly = sorted({c.spec for c in choices if c.seconds_per_decision})
+        searching = [c for c in choices if c.seconds_per_decision]
+        # Iterations scaled down alike until the sum fits: a remedy that works as stated.
+        scale = MAX_REQUEST_SECONDS / seconds
+        fits = sorted(
+            {
+                f"{c.spec}: iterations<={math.floor(bot_setting(c.name, c.options, 'iterations') * scale)}"
+                for c in searching
+            }
+        )
+        deeper = any(searches_a_tree(c.name, c.options) for c in searching)
         raise RequestError(
             f"these opponents may think for up to {seconds:.1f} s of CPU time per move at {players} players "
-            f"({', '.join(costly)}); the server allows {MAX_REQUEST_SECONDS:g} s: lower iterations, "
-            f"use tree_depth=1, or fewer searching opponents"
+            f"({', '.join(sorted({c.spec for c in searching}))}); the server allows {MAX_REQUEST_SECONDS:g} s: "
+            f"lower iterations ({'; '.join(fits)}), {'use tree_depth=1, ' if deeper else ''}"
+            "or fewer searching opponents"
         )
 
 
@@ -316,7 +333,9 @@ class HumanGame(LiveGame):
         for p, choice in zip([p for p in range(num_players) if p != seat], opponents, strict=True):
             self.names[p] = seat_name(p, choice.name)
         metadata = {"source": "training.serve", "seed": seed, "human_seat": seat}
-        super().__init__(opponents, num_players, seat, rules, seed, length, metadata=metadata)
+        super().__init__(
+            opponents, num_players, seat, rules, seed, length, metadata=metadata, agent_turns_per_call=num_players - 1
+        )
 
     def on_finish(self, replay: Replay) -> None:
         try:
@@ -334,6 +353,15 @@ class HumanGame(LiveGame):
             raise RequestError(str(exc), 409) from None
         except IllegalMove as exc:
             raise RequestError(str(exc)) from None
+        except BotFailed as exc:
+            raise self._failure(exc) from None
+
+    def play_on(self) -> None:
+        """The bots' next moves, once each at most, while the view says ``waiting``."""
+        try:
+            super().play_on()
+        except NotNow as exc:
+            raise RequestError(str(exc), 409) from None
         except BotFailed as exc:
             raise self._failure(exc) from None
 
@@ -360,6 +388,7 @@ class HumanGame(LiveGame):
             "length": self.length,
             "finished": self.finished,
             "stopped": self.stopped,
+            "waiting": self.agents_to_move,
             "replay_file": self.replay_file,
             "legal": legal_moves(state) if your_turn and self.stopped is None else [],
             "log": self.log,

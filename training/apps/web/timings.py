@@ -74,9 +74,12 @@ def http_timings(base: str, repeats: int) -> None:
                 game = client.post("/api/games", json=body).json()
                 rng = np.random.default_rng(seed)
                 while not game["finished"]:
-                    action = int(rng.choice([m["action"] for m in game["legal"]]))
                     start = time.perf_counter()
-                    game = client.post(f"/api/games/{game['id']}/move", json={"action": action}).json()
+                    if game["waiting"]:  # the person is out: the bots play on, once each per request
+                        game = client.post(f"/api/games/{game['id']}/play-on").json()
+                    else:
+                        action = int(rng.choice([m["action"] for m in game["legal"]]))
+                        game = client.post(f"/api/games/{game['id']}/move", json={"action": action}).json()
                     times.append(time.perf_counter() - start)
             print(_line(f"POST move, {players}p against {players - 1}x {opponent}", times))
 
@@ -114,6 +117,16 @@ def browser_timings(base: str, repeats: int) -> None:
         driver.quit()
 
 
+def play_randomly(game: HumanGame, rng: np.random.Generator) -> None:
+    """Play ``game`` to its end with random moves for the person, the bots playing on as the
+    page asks them to."""
+    while not game.finished:
+        if game.agents_to_move:
+            game.play_on()
+        else:
+            game.move(int(rng.choice([m["action"] for m in game.view()["legal"]])))
+
+
 def decision_timings(checkpoints: dict[str, Path], seeds: int) -> None:
     from training.learn.checkpoint import load_agent
 
@@ -125,9 +138,7 @@ def decision_timings(checkpoints: dict[str, Path], seeds: int) -> None:
             for seed in range(seeds):
                 choices = [catalog.choose(opponent, players)] * (players - 1)
                 game = HumanGame(choices, players, 0, "classic", "round", seed, lambda game, replay: None)
-                rng = np.random.default_rng(seed)
-                while not game.finished:
-                    game.move(int(rng.choice([m["action"] for m in game.view()["legal"]])))
+                play_randomly(game, np.random.default_rng(seed))
                 times += game.bot_seconds
             print(_line(f"{players}p {opponent}", times))
 
@@ -151,9 +162,7 @@ def cost_timings(checkpoints: dict[str, Path], seeds: int) -> None:
     def play(opponent: str, players: int, seed: int) -> list[float]:
         choices = [catalog.choose(opponent, players)] * (players - 1)
         game = HumanGame(choices, players, 0, "classic", "round", seed, lambda game, replay: None)
-        rng = np.random.default_rng(seed)
-        while not game.finished:
-            game.move(int(rng.choice([m["action"] for m in game.view()["legal"]])))
+        play_randomly(game, np.random.default_rng(seed))
         return game.bot_cpu_seconds
 
     print("CPU time of one search iteration (each decision's CPU time over its iterations):")

@@ -169,13 +169,19 @@ function setBusy(busy) {
 }
 
 // Runs `request` unless another is on its way; draws the game it answers, or the error.
+// The server lets each bot move once per request: while the game says the bots are still
+// to move (after you are out, say), each of their turns is drawn and the next asked for.
 async function gameRequest(request) {
   if (state.busy) return;
   setBusy(true);
   try {
-    const game = await request();
+    let game = await request();
     if (game) {
       showError("");
+      showGame(game);
+    }
+    while (game && game.waiting) {
+      game = await postJSON(`/api/games/${game.id}/play-on`, {});
       showGame(game);
     }
   } catch (err) {
@@ -198,7 +204,14 @@ async function startGame(event) {
   }
   const request = { players, opponents, rules: document.getElementById("rules").value, length: document.getElementById("length").value };
   const seed = document.getElementById("seed").value.trim();
-  if (seed) request.seed = Number(seed);
+  if (seed) {
+    // A larger number would reach the server rounded: another seed than the one typed.
+    if (!/^\d+$/.test(seed) || !Number.isSafeInteger(Number(seed))) {
+      showError(`The seed must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}, got ${seed}.`);
+      return;
+    }
+    request.seed = Number(seed);
+  }
   await gameRequest(() => postJSON("/api/games", request));
 }
 
