@@ -23,6 +23,7 @@ import re
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -289,38 +290,29 @@ def _game_routes(catalog: OpponentCatalog, games: GameStore, save: Any) -> list[
         with game.lock:
             return JSONResponse(game.view())
 
+    async def answer(game: HumanGame, change: Callable[[], object]) -> Response:
+        # Agents think in a worker thread, so other requests are not held up; one at a time per game.
+        def locked() -> dict[str, Any]:
+            with game.lock:
+                change()
+                return game.view()
+
+        return JSONResponse(await run_in_threadpool(locked))
+
     async def move(request: Request) -> Response:
         game = games.get(request.path_params["game_id"])
         body = await _json_body(request)
         if not isinstance(body, dict) or set(body) != {"action"}:
             raise RequestError('a move is {"action": <action index>}')
-
-        def play() -> dict[str, Any]:
-            with game.lock:
-                game.move(body["action"])
-                return game.view()
-
-        return JSONResponse(await run_in_threadpool(play))
+        return await answer(game, lambda: game.move(body["action"]))
 
     async def play_on(request: Request) -> Response:
         game = games.get(request.path_params["game_id"])
-
-        def play() -> dict[str, Any]:
-            with game.lock:
-                game.play_on()
-                return game.view()
-
-        return JSONResponse(await run_in_threadpool(play))
+        return await answer(game, game.play_on)
 
     async def next_round(request: Request) -> Response:
         game = games.get(request.path_params["game_id"])
-
-        def deal() -> dict[str, Any]:
-            with game.lock:
-                game.next_round()
-                return game.view()
-
-        return JSONResponse(await run_in_threadpool(deal))
+        return await answer(game, game.next_round)
 
     return [
         Route("/api/games", new_game, methods=["POST"]),

@@ -11,6 +11,7 @@ and solved policies registered when the server started (never a path from a requ
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import logging
 import math
@@ -18,7 +19,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -347,30 +348,29 @@ class HumanGame(LiveGame):
         """The person plays ``action``; the agents answer. :class:`RequestError` when it is not
         the person's move to make (409) or not legal (400), or when an agent fails (500, with
         the stopped game's view)."""
-        try:
+        with self._as_request_errors():
             super().move(action)
+
+    def play_on(self) -> None:
+        """The bots' next moves, once each at most, while the view says ``waiting``."""
+        with self._as_request_errors():
+            super().play_on()
+
+    def next_round(self) -> None:
+        """Deal the next round of a whole game."""
+        with self._as_request_errors():
+            super().next_round()
+
+    @contextlib.contextmanager
+    def _as_request_errors(self) -> Iterator[None]:
+        """The game's refusals as the answers of a request: not now 409, an illegal move 400,
+        a failing agent 500 with the stopped game's view."""
+        try:
+            yield
         except NotNow as exc:
             raise RequestError(str(exc), 409) from None
         except IllegalMove as exc:
             raise RequestError(str(exc)) from None
-        except BotFailed as exc:
-            raise self._failure(exc) from None
-
-    def play_on(self) -> None:
-        """The bots' next moves, once each at most, while the view says ``waiting``."""
-        try:
-            super().play_on()
-        except NotNow as exc:
-            raise RequestError(str(exc), 409) from None
-        except BotFailed as exc:
-            raise self._failure(exc) from None
-
-    def next_round(self) -> None:
-        """Deal the next round of a whole game."""
-        try:
-            super().next_round()
-        except NotNow as exc:
-            raise RequestError(str(exc), 409) from None
         except BotFailed as exc:
             raise self._failure(exc) from None
 
