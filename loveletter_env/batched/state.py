@@ -91,7 +91,9 @@ def state_from_records(records: np.ndarray) -> BatchedState:
     def block(at: int, *shape: int, dtype: torch.dtype = torch.int8) -> torch.Tensor:
         size = int(np.prod(shape)) if shape else 1
         values = r[:, at : at + size].reshape(n, *shape) if shape else r[:, at]
-        return values.to(dtype)
+        # A copy even where the dtype is already uint8 (a view otherwise): the state must
+        # never write into the records it was made from.
+        return values.to(dtype, copy=True)
 
     return BatchedState(
         num_players=block(layout.NUM_PLAYERS, dtype=torch.long),

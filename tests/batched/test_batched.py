@@ -839,6 +839,17 @@ def test_table_sizes_must_be_integers():
     assert BatchedLoveLetter(3, np.array([2, 3, 4], np.int8)).num_players.tolist() == [2, 3, 4]
 
 
+def test_the_state_is_a_copy_and_changing_it_changes_no_game():
+    env = BatchedLoveLetter(3, [2, 3, 4], seed=0)
+    env.reset()
+    before = {name: value.clone() for name, value in env.state.tensors().items()}
+    state = env.state
+    for value in state.tensors().values():  # every field, the uint8 ones the records hold as they are included
+        value.fill_(1)
+    for name, value in env.state.tensors().items():
+        assert torch.equal(value, before[name]), name
+
+
 def test_unvalidated_cpu_env_still_refuses_what_the_core_cannot_take():
     """On CPU the compiled core checks actions and seats even with ``validate_actions=False``:
     out-of-range values never reach compiled code, and a refused step changes nothing."""
