@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from conftest import ROOT
 
@@ -302,6 +303,39 @@ def test_a_bot_that_answers_an_illegal_move_stops_its_game_without_showing_its_h
         assert_refused(answer, 500, "agent bot at player_1 returned action 30, which is not legal here; the game")
         assert "legal:" not in answer.text  # the bot's legal moves would show its hand
         _assert_stopped_for_good(c, game["id"], "legal:")
+
+
+class _FailsLater:
+    """A bot that plays its first legal move six times, then fails."""
+
+    def __init__(self):
+        self.moves = 0
+
+    def act(self, observation):
+        self.moves += 1
+        if self.moves > 6:
+            raise RuntimeError("lost its way")
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+
+def test_a_game_stopped_by_a_bot_keeps_the_rounds_it_finished(replay_dir):
+    with _client_with_bot(replay_dir, _FailsLater) as c:
+        for seed in range(20):
+            game = c.post("/api/games", json={"opponents": ["checkpoint:bot"], "seed": seed}).json()
+            while not game["finished"]:
+                url = f"/api/games/{game['id']}"
+                if game["view"]["round_over"]:
+                    answer = c.post(f"{url}/next-round")
+                elif game["waiting"]:
+                    answer = c.post(f"{url}/play-on")
+                else:
+                    answer = c.post(f"{url}/move", json={"action": game["legal"][0]["action"]})
+                game = answer.json().get("game", answer.json())  # a failing bot's answer carries the game
+            if game["stopped"] and game["view"]["round"] > 1:
+                break
+        assert game["stopped"] and game["view"]["round"] > 1, "a seed whose bot fails after a round"
+        replay = load_replay(replay_dir / game["replay_file"])
+        assert replay.episode == "rounds" and len(replay.rounds) == game["view"]["round"] - 1
 
 
 def test_unknown_games(client):

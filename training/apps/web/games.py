@@ -376,6 +376,9 @@ class HumanGame(LiveGame):
 
     def _failure(self, exc: BotFailed) -> RequestError:
         log_agent_failure(exc)
+        finished_rounds = self.replay_so_far()  # the rounds played before the bot failed are kept
+        if finished_rounds is not None and self.replay_file is None:
+            self.on_finish(finished_rounds)
         return RequestError(str(exc), 500, game=self.view())
 
     def view(self) -> dict[str, Any]:

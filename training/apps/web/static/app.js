@@ -316,12 +316,17 @@ function play(move) {
   });
 }
 
+function replayLink(file, words) {
+  return el("p", {}, words, el("a", { href: `#/replays/${encodeURIComponent(file)}`, id: "replay-link" }, file), ".");
+}
+
 function renderResult() {
   const box = document.getElementById("result");
   const game = state.game;
   const view = game.view;
   if (game.stopped) {
     box.replaceChildren(el("div", { class: "winner", id: "stopped" }, `Game stopped: ${game.stopped}.`),
+      ...(game.replay_file ? [replayLink(game.replay_file, "The rounds finished are saved as replay ")] : []),
       el("button", { id: "new-game", type: "button", onclick: newGame }, "New game"));
     box.hidden = false;
     return;
@@ -330,9 +335,7 @@ function renderResult() {
   const names = (seats) => seats.map((s) => (s === game.seat ? "You" : view.players[s].name)).join(", ");
   const children = [el("div", { class: "winner", id: "round-winner" }, `Round ${view.round} won by ${names(view.round_winners)}.`)];
   if (view.game_over) children.push(el("div", { class: "winner", id: "game-winner" }, `Game over: ${names(view.game_winners)} won the game.`));
-  if (game.replay_file) {
-    children.push(el("p", {}, "Saved as replay ", el("a", { href: `#/replays/${encodeURIComponent(game.replay_file)}`, id: "replay-link" }, game.replay_file), "."));
-  }
+  if (game.replay_file) children.push(replayLink(game.replay_file, "Saved as replay "));
   if (!game.finished) children.push(el("button", { id: "next-round", type: "button", onclick: nextRound }, "Next round"));
   children.push(el("button", { id: "new-game", type: "button", onclick: newGame }, "New game"));
   box.replaceChildren(...children);
