@@ -191,13 +191,22 @@ def test_rule_bot_plays_priest_before_guard():
 
 
 def test_rule_bot_guard_guess_skips_ruled_out_values():
-    state = start(2, hands={0: GUARD, 1: KING}, draws=[GUARD], face_up=[HANDMAID, HANDMAID, BARON])
+    # We hold Baron + Guard with Handmaid, Handmaid, Prince face up: of the values a Guard
+    # may name, the Priest is the one favourite by count (2 unseen, every other value 1).
+    # A failed Guard has ruled it out, so whatever the tie-break among the rest, the bot
+    # never names it (a bot that ignored the ruling would name it every time).
+    state = start(2, hands={0: BARON, 1: KING}, draws=[GUARD], face_up=[HANDMAID, HANDMAID, PRINCE])
     view = seat_view(state, 0)
-    likeliest = max((v for v in range(2, 9)), key=lambda v: view.unseen[v])
-    state.ruled_out[1] = 1 << likeliest
-    guess = ACTIONS[_rule(state)].guess
-    assert guess != likeliest
-    assert view.unseen[guess] == max(view.unseen[v] for v in range(2, 9) if v != likeliest)
+    assert view.unseen[PRIEST] == 2 and all(view.unseen[v] <= 1 for v in range(BARON, PRINCESS + 1))
+    state.ruled_out[1] = 1 << PRIEST
+    legal = list(engine.legal_actions(state))
+    guesses = Counter()
+    for seed in range(40):
+        action = rule_action(seat_view(state, 0), legal, random.Random(seed))
+        assert ACTIONS[action].card == GUARD
+        guesses[ACTIONS[action].guess] += 1
+    assert set(guesses) <= {BARON, PRINCE, KING, COUNTESS, PRINCESS}
+    assert len(guesses) > 1  # the five-way tie is broken by the generator, not by a fixed order
 
 
 # Beliefs and determinization ---------------------------------------------------------

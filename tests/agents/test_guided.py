@@ -155,9 +155,30 @@ def test_a_missing_checkpoint_is_named(tmp_path: Path):
         resolve_agent(f"guided:policy={SHIPPED},iteration=5")
 
 
-def test_a_spec_string_works_in_evaluation():
+def test_a_spec_string_works_in_evaluation(monkeypatch):
     spec = f"guided:policy={SHIPPED},iterations=16"
     agent = resolve_agent(spec, seed=1)
     assert isinstance(agent, GuidedSearchAgent) and agent.iterations == 16
+    # Every move the guided agent plays with a choice to make is its search's choice.
+    searched, moves = [], []
+    search, act = GuidedSearchAgent.search, GuidedSearchAgent.act
+
+    def spied_search(self, view, vector, legal):
+        searched.append(search(self, view, vector, legal))
+        return searched[-1]
+
+    def spied_act(self, observation):
+        before = len(searched)
+        action = act(self, observation)
+        choices = int(np.count_nonzero(observation["action_mask"]))
+        moves.append((choices, searched[before:], action))
+        return action
+
+    monkeypatch.setattr(GuidedSearchAgent, "search", spied_search)
+    monkeypatch.setattr(GuidedSearchAgent, "act", spied_act)
     result = evaluate([spec, "random"], num_players=2, rounds=6, seed=0, workers=1)
+    assert result.agents[0] == spec and result.episodes == 6
     assert sum(result.win_rate) == pytest.approx(1.0, abs=0.2)
+    assert sum(choices > 1 for choices, _, _ in moves) >= 6
+    for choices, searches, action in moves:
+        assert searches == ([action] if choices > 1 else [])

@@ -13,13 +13,12 @@ from loveletter_env import engine
 from loveletter_env.actions import ACTION_CARD
 from loveletter_env.agents import make_agent
 from loveletter_env.agents.base import hand_distribution
-from loveletter_env.agents.belief import action_scores, hand_posterior
+from loveletter_env.agents.belief import hand_posterior
 from loveletter_env.agents.ismcts import seat_view
 from loveletter_env.agents.opponent_model import (
     decision_view,
     play_likelihoods,
     posterior,
-    view_legal_actions,
 )
 from loveletter_env.cards import (
     BARON,
@@ -93,23 +92,42 @@ def test_the_countess_rule_is_read_exactly():
 
 
 def test_likelihood_is_the_models_choice():
-    # Whatever they kept, the likelihood of their play is 1 exactly when the model,
-    # rebuilt on their view holding both cards, plays that card.
-    state = start(2, hands={0: PRIEST, 1: BARON}, draws=[HANDMAID, PRINCE, GUARD])
+    """Worked by hand, not by asking the model's own functions. We hold a Priest and play a
+    Handmaid; they hold a Guard, draw a Baron and play the Baron with no one to choose (we
+    are sheltered); we draw the other Priest. Both Priests are ours, so they kept one of
+    Guard, Baron, Handmaid, Prince, King, Countess, Princess. For each, with noise 0, the
+    likelihood is 1 when the card-counting bot holding {Baron, kept}, with us sheltered,
+    plays the Baron, else 0. Sheltered, a Guard, Baron or King has no one to choose and does
+    nothing, and a Prince must choose its own player, so the choice is which card to keep:
+
+    * Baron: both copies are the same play, 1.
+    * Princess: discarding it loses the round, so the Baron, 1.
+    * Countess, King: neither play does anything; the bot keeps the higher card (7 or 6
+      against 3 at the showdown), so the Baron, 1.
+    * Prince: the Prince on themselves trades the Baron for a random card; the Baron keeps a
+      known 5, which the bot prefers, 1.
+    * Guard: neither play does anything; a kept Guard cannot be named by our Guard and
+      threatens a guess next turn, which the bot values over a Baron, 1.
+    * Handmaid: the Handmaid shelters them for our turn at no cost, the Baron does nothing,
+      so the Handmaid, 0.
+
+    A model that forgot our shelter would see Guard, Baron, Prince and King plays on us:
+    there the bot holding a Guard or a Prince plays it on us rather than the Baron, so those
+    two readings go to 0."""
+    state = start(2, hands={0: PRIEST, 1: GUARD}, draws=[HANDMAID, BARON, PRIEST])
     engine.step(state, act(HANDMAID))
-    engine.step(state, act(PRINCE, 0))  # they Prince themselves (we are sheltered)
+    engine.step(state, act(BARON))  # no one to choose: the Baron does nothing
     view = seat_view(state, 0)
-    likelihoods = play_likelihoods(view, 1, noise=0.0)
-    played = view.discards[1][-1]
-    for kept, chance in likelihoods.items():
-        if kept == played:
-            assert chance == 1.0
-            continue
-        then = decision_view(view, 1, kept)
-        scores = action_scores(then, list(view_legal_actions(then)))
-        best = max(scores.values())
-        plays_it = {ACTION_CARD[a] for a, s in scores.items() if s >= best - 1e-9}
-        assert (chance > 0) == (played in plays_it)
+    assert view.hand == (PRIEST, PRIEST) and view.discards[1] == (BARON,) and state.hands[1] == GUARD
+    assert play_likelihoods(view, 1, noise=0.0) == {
+        GUARD: 1.0,
+        BARON: 1.0,
+        HANDMAID: 0.0,
+        PRINCE: 1.0,
+        KING: 1.0,
+        COUNTESS: 1.0,
+        PRINCESS: 1.0,
+    }
 
 
 def test_model_reading_names_a_belief_players_card_better_than_counting():

@@ -4,8 +4,10 @@ the same observation vector exactly when a player in that seat could not tell th
 The vector is checked against an independent partition of histories, the *table key*: what a
 player at the table remembers of the round (:func:`deal_key`, then one :func:`move_key` per
 move). It is the information state of the OpenSpiel game's former ``information="full"``
-observer, copied here, with one correction: that observer kept the player's hand sorted, so it
-forgot which card was dealt and which drawn (:func:`test_the_table_tells_the_dealt_card_from_the_one_drawn`).
+observer, copied here, with two corrections: that observer kept the player's hand sorted, so it
+forgot which card was dealt and which drawn (:func:`test_the_table_tells_the_dealt_card_from_the_one_drawn`);
+and it read the cards the player knew others held from the engine's own knowledge table, so a
+leak in that table showed on both sides. The key is built from the moves as announced and shown.
 On the whole ``mini6`` and ``mini7`` game trees every decision node is checked for both seats;
 at 3 and 4 players, many random rounds.
 """
@@ -69,16 +71,21 @@ def deal_key(state: GameState, seat: int, ordered: bool = True) -> tuple:
 
 
 def move_key(after: GameState, seat: int, discarded_before: tuple[int, ...], ordered: bool = True) -> tuple:
-    """The last move of ``after`` as ``seat`` remembers it: the announcement, then its hand,
-    the cards it knows others hold, and the cards each seat put face up during the move."""
+    """The last move of ``after`` as ``seat`` remembers it: the announcement, then its hand
+    and the cards each seat put face up during the move.
+
+    Nothing here reads the engine's knowledge tables (``known``, ``seen``, ``ruled_out``):
+    what a seat knows of the others' hands is whatever follows from the moves it heard and
+    the cards it was shown, and the key keeps all of those. A table that kept (or dropped)
+    a fact the moves do not prove would then show in the observation and not in the key.
+    """
     n = after.num_players
-    known = tuple((p, after.known[seat][p]) for p in range(n) if p != seat and after.known[seat][p])
     discarded = tuple(
         (p, tuple(after.discards[p][discarded_before[p] :]))
         for p in range(n)
         if len(after.discards[p]) > discarded_before[p]
     )
-    return announcement(after.history[-1], seat), hand_key(after, seat, ordered), known, discarded
+    return announcement(after.history[-1], seat), hand_key(after, seat, ordered), discarded
 
 
 def discard_counts(state: GameState) -> tuple[int, ...]:
@@ -175,8 +182,9 @@ def test_observation_partitions_the_whole_tree_as_the_table_does(rules):
     """At every decision node of the whole tree and for both seats, two nodes share an
     observation vector exactly when they share the seat's table key (the
     reference partition: the deal the seat saw, then each move as announced and shown to
-    it, its cards after it in the order received, the cards it knew others held and the
-    cards put face up)."""
+    it, its cards after it in the order received and the cards put face up; never the
+    engine's knowledge tables). The counts are pinned too: a table that kept a fact the
+    moves do not prove would split some sets, and the counts would move."""
     game = pyspiel.load_game(GAME_NAME, {"players": 2, "rules": rules})
     partitions = Partitions(2)
     walk_tree(game, partitions.add)
@@ -204,6 +212,8 @@ def test_the_table_tells_the_dealt_card_from_the_one_drawn():
 def test_observation_partitions_random_rounds_as_the_table_does(num_players):
     """Random rounds at 3 and 4 players (classic rules), checked as the trees are: any two
     nodes met with equal observation bytes have equal table keys, and the other way round.
+    The key holds only what the table announced and showed the seat, so a knowledge table
+    that remembered more than that (a leak) splits an information set here.
 
     Rounds come in groups sharing a base deck and the random numbers that pick actions, each
     round with the set-aside card and the bottom of the deck shuffled anew: until someone

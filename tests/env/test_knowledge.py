@@ -203,11 +203,16 @@ def test_failed_guard_guesses_accumulate_until_that_player_draws():
 
 
 def test_failed_guard_guesses_clear_when_the_player_is_chosen_by_a_prince():
-    state = start(3, hands={0: GUARD, 1: PRINCE, 2: BARON}, draws=[HANDMAID, KING])
-    engine.step(state, act(GUARD, 2, COUNTESS))
-    assert ruled_out(state, 1, 2) == {COUNTESS}
-    engine.step(state, act(PRINCE, 1))
-    assert ruled_out(state, 1, 2) == frozenset()
+    """The Prince clears the rulings itself: its target (player_3) is not the next to act,
+    so no draw of its own has cleared them when they are checked."""
+    state = start(4, hands={0: GUARD, 1: PRINCE, 2: PRIEST, 3: BARON}, draws=[HANDMAID, KING, GUARD, PRIEST])
+    engine.step(state, act(GUARD, 3, COUNTESS))
+    assert ruled_out(state, 1, 3) == {COUNTESS}
+    engine.step(state, act(PRINCE, 2))  # player_1 chooses player_3, who discards the Baron and draws a Guard
+    assert state.discards[3] == [BARON] and state.hands[3] == GUARD
+    assert state.current == 2  # player_3 has not begun a turn since the Guard missed
+    assert ruled_out(state, 2, 3) == frozenset()
+    assert ruled_out(state, 0, 3) == frozenset()
 
 
 def test_failed_guard_guesses_clear_when_the_player_is_out():

@@ -435,7 +435,8 @@ def _narration(replay, seat):
 
 
 def test_narration_from_a_seat_shows_only_what_it_saw():
-    replay, _ = play_recorded(num_players=2, seed=1, episode="round", agent_names=("belief", "belief"))
+    # Seed 5: each player plays a Priest on the other, and each sees a Prince.
+    replay, _ = play_recorded(num_players=2, seed=5, episode="round", agent_names=("belief", "belief"))
     open_text = _narration(replay, None)
     seat_text = _narration(replay, 0)
     assert "set aside" in open_text and "hands: player_0" in open_text
@@ -444,10 +445,21 @@ def test_narration_from_a_seat_shows_only_what_it_saw():
     # Seat 0's view shows its own reasoning, never seat 1's.
     assert "thinks player_1 holds" in seat_text and "thinks player_0 holds" not in seat_text
     assert "thinks player_0 holds" in open_text
-    # A Priest look by the other player is narrated without the card.
-    for line in seat_text.splitlines():
-        if line.strip().startswith("player_1 played Priest"):
-            assert "saw" not in line
+
+    # A Priest look is narrated with the card to its player only: seat 0 reads its own look
+    # with the card, player_1's look at it without, and the open narration names neither.
+    def priest_lines(text: str) -> list[str]:
+        return [line.strip() for line in text.splitlines() if "played Priest on" in line]
+
+    assert priest_lines(seat_text) == [
+        "You played Priest on player_1 and saw Prince.",
+        "player_1 played Priest on you.",
+    ]
+    assert priest_lines(_narration(replay, 1)) == [
+        "player_0 played Priest on you.",
+        "You played Priest on player_0 and saw Prince.",
+    ]
+    assert priest_lines(open_text) == ["player_0 played Priest on player_1.", "player_1 played Priest on player_0."]
 
 
 def test_narration_shows_the_face_up_cards_at_every_table_size_that_has_them():

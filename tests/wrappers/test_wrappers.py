@@ -230,11 +230,29 @@ def test_bad_constructor_arguments_name_the_problem(tmp_path):
 def test_checkpoint_opponents_are_loaded_through_training(tmp_path):
     torch = pytest.importorskip("torch")
     from training.learn.checkpoint import model_payload, save_checkpoint
+    from training.learn.policy_agent import PolicyAgent
     from training.learn.ppo import ActorCritic
 
-    path = save_checkpoint(tmp_path / "best.pt", {"model": model_payload(ActorCritic(generator=torch.Generator()))})
-    # A checkpoint file, and a run folder (whose best.pt is loaded).
-    env = gymnasium.make(GYM_ENV_ID, num_players=3, opponents=[str(path), str(tmp_path)])
+    def saved(path, seed):
+        """A checkpoint at ``path`` of a network drawn from ``seed``; returns its weights."""
+        weights = model_payload(ActorCritic(generator=torch.Generator().manual_seed(seed)))
+        save_checkpoint(path, {"model": weights})
+        return weights["state_dict"]
+
+    # A checkpoint file, and a run folder whose best.pt is loaded, not its latest.pt.
+    file_weights = saved(tmp_path / "file.pt", 1)
+    best_weights = saved(tmp_path / "run" / "best.pt", 2)
+    latest_weights = saved(tmp_path / "run" / "latest.pt", 3)
+    env = gymnasium.make(GYM_ENV_ID, num_players=3, opponents=[str(tmp_path / "file.pt"), str(tmp_path / "run")])
+    opponents = env.unwrapped.opponents
+    assert [type(agent) for agent in opponents] == [PolicyAgent, PolicyAgent]
+
+    def plays_with(agent, weights) -> bool:
+        state = agent.model.state_dict()
+        return state.keys() == weights.keys() and all(torch.equal(state[k].cpu(), weights[k]) for k in weights)
+
+    assert plays_with(opponents[0], file_weights)
+    assert plays_with(opponents[1], best_weights) and not plays_with(opponents[1], latest_weights)
     trajectory = play_out(env, seed=2, rng=np.random.default_rng(2))
     assert trajectory[-1][2] in (-1.0, 1.0)
 
