@@ -2,8 +2,9 @@
 
 Both sides build the same seeded trainer (``configs/rung_equilibrium.yaml`` on a rung, one
 torch thread), play one rollout and time ``ppo_update`` on it, in their own processes, the
-two taking turns so that a change in the machine's load falls on both. Prints each side's
-fastest update and their ratio: speed work on the trainer quotes it, beside
+two taking turns so that a change in the machine's load falls on both. An update is timed in
+CPU seconds of its process (one thread), which another job on the machine barely moves.
+Prints each side's fastest update and their ratio: speed work on the trainer quotes it, beside
 ``python scripts/same_weights.py REV`` for the weights.
 
     python scripts/update_speed.py HEAD --rules mini8
@@ -35,9 +36,9 @@ with tempfile.TemporaryDirectory() as folder:
     for repeat in range(repeats):
         model, optimizer = copy.deepcopy((trainer.model, trainer.optimizer))  # the optimizer on the copy's weights
         model.train()
-        began = time.perf_counter()
+        began = time.process_time()
         ppo_update(model, optimizer, batch, config.ppo, torch.Generator().manual_seed(repeat), magnet=trainer.magnet)
-        fastest = min(fastest, time.perf_counter() - began)
+        fastest = min(fastest, time.process_time() - began)
     trainer.release()
 print(json.dumps({"decisions": len(batch), "seconds": fastest}))
 """
@@ -62,14 +63,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.repeats < 1:
         parser.error("--rounds and --repeats must be at least 1")
-    with revision_files(args.revision) as other:
+    from tqdm import tqdm
+
+    from loveletter_env.rules import check_rules_for_table
+
+    try:  # before any child process starts, whose traceback would be all the answer
+        check_rules_for_table(args.rules, 2)
+    except ValueError as err:
+        parser.error(f"--rules: {err}")
+    with revision_files(args.revision) as other, tqdm(total=2 * args.rounds, desc="timing", unit="side") as bar:
         best = {"here": float("inf"), args.revision: float("inf")}
         for _ in range(args.rounds):
             for side, code in (("here", ROOT), (args.revision, other)):
                 timed = fastest_update(code, args.rules, args.repeats)
                 best[side] = min(best[side], timed["seconds"])
+                bar.update()
     tries = args.rounds * args.repeats
-    print(f"one PPO update on {timed['decisions']:,} decisions of {args.rules} (one thread, fastest of {tries}):")
+    what = f"{timed['decisions']:,} decisions of {args.rules}"
+    print(f"one PPO update on {what} (one thread, CPU time, fastest of {tries}):")
     for side, seconds in best.items():
         print(f"  {side}: {seconds * 1000:.0f} ms")
     print(f"  {args.revision} / here: {best[args.revision] / best['here']:.2f}")

@@ -22,7 +22,7 @@ def test_times_both_sides_and_prints_their_ratio():
     assert done.returncode == 0, done.stdout + done.stderr
     times = dict(re.findall(r"^  (here|HEAD): (\d+) ms$", done.stdout, re.M))
     assert set(times) == {"here", "HEAD"} and all(int(ms) > 0 for ms in times.values()), done.stdout
-    assert re.search(r"decisions of mini6 \(one thread, fastest of 1\)", done.stdout)
+    assert re.search(r"decisions of mini6 \(one thread, CPU time, fastest of 1\)", done.stdout)
     ratio = float(re.search(r"HEAD / here: ([\d.]+)$", done.stdout, re.M).group(1))
     assert abs(ratio - int(times["HEAD"]) / int(times["here"])) < 0.02
 
@@ -33,3 +33,11 @@ def test_a_revision_git_cannot_read_is_named():
     )
     assert done.returncode == 2
     assert "git cannot read revision 'no-such-revision'" in done.stderr
+
+
+def test_rules_that_are_no_2_player_game_are_refused_before_any_timing():
+    done = subprocess.run(
+        [sys.executable, SCRIPT, "HEAD", "--rules", "mini8_3p"], capture_output=True, text=True, env=subprocess_env()
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--rules:" in done.stderr and "mini8_3p" in done.stderr

@@ -284,3 +284,16 @@ def test_the_seconds_class_measures_what_the_docs_quote(tmp_path):
     command = [sys.executable, str(ROOT / "scripts" / "figures.py"), "--cost", "seconds", "--exact-only"]
     done = subprocess.run([*command, "--no-progress"], capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, f"python scripts/figures.py --cost seconds:\n{done.stdout}\n{done.stderr}"
+
+
+def test_the_record_size_the_docs_quote_is_the_cores():
+    """The pages quoted a 190-byte record long after it had grown: each quote is checked."""
+    from loveletter_env.core.layout import RECORD_SIZE
+
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pattern = re.compile(r"row of (\d+) bytes|(\d+)-byte record|uint8 \[N, (\d+)\]")
+    quoted = [
+        (page.name, int(next(g for g in m.groups() if g))) for page in pages for m in pattern.finditer(page.read_text())
+    ]
+    assert quoted, "the pages quote the record size somewhere"
+    assert [q for q in quoted if q[1] != RECORD_SIZE] == [], f"the core's record is {RECORD_SIZE} bytes"

@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ray-timeout",
         type=float,
-        default=DEFAULT_CONNECT_TIMEOUT,
+        default=None,
         metavar="SECONDS",
         help=f"with --ray: how long to wait for the cluster to answer (default {DEFAULT_CONNECT_TIMEOUT:g})",
     )
@@ -152,6 +152,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--save-replays-every goes with --save-replays DIR: without it no replay is saved")
     if args.out is not None and not (args.league or args.exact):
         parser.error("--out goes with --league or --exact: a plain evaluation prints its result (use --json)")
+    if args.ray_timeout is not None and args.ray is None:
+        parser.error("--ray-timeout goes with --ray: without it no cluster is asked for")
     if args.ray and _names_an_agent(args.ray):
         parser.error(f"--ray took the agent {args.ray!r} for a cluster address: put --ray after the agents")
     for name in ("rounds", "games", "workers", "save_replays_every"):
@@ -194,7 +196,15 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     progress = not args.no_progress
     workers = args.workers or 1
     try:
-        cluster = None if args.ray is None else RayCluster(args.ray or None, args.workers, args.ray_timeout)
+        cluster = (
+            None
+            if args.ray is None
+            else RayCluster(
+                args.ray or None,
+                args.workers,
+                DEFAULT_CONNECT_TIMEOUT if args.ray_timeout is None else args.ray_timeout,
+            )
+        )
     except ValueError as err:  # only the timeout can fail here (--workers was checked above)
         parser.error(f"--ray-{err}")
     # What a league and a plain evaluation share; the league passes it to every group.

@@ -246,6 +246,16 @@ def _play_on_ray_worker(key: str, setup: MatchSetup, chunk: range) -> list[Episo
         raise portable_error(exc) from None
 
 
+def _worker_failure(exc: Exception) -> RuntimeError:
+    """A Ray worker's own failure (not the agents'), named in one line: Ray's text runs to a
+    page of its internals. A node without this project cannot import it, the usual cause."""
+    first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[-1].strip()
+    return RuntimeError(
+        f"a Ray worker failed: {first_line[:300]}; every node of the cluster needs this project "
+        "installed (the same version) and its Python packages"
+    )
+
+
 class RayRunner:
     """Plays chunks of episodes as Ray tasks (one CPU each) on the cluster this process is
     connected to (see :func:`ray_connection`), at most ``workers`` at a time."""
@@ -289,9 +299,11 @@ class RayRunner:
             records: list[EpisodeRecord] = ray.get(ref)
         except ray.exceptions.RayTaskError as exc:
             cause = getattr(exc, "cause", None)
-            raise (cause if isinstance(cause, Exception) else RuntimeError(str(exc))) from None
+            if isinstance(cause, Exception) and not isinstance(cause, ray.exceptions.RayError):
+                raise cause from None  # the agents' own error, as without Ray
+            raise _worker_failure(cause if isinstance(cause, Exception) else exc) from None
         except ray.exceptions.RayError as exc:
-            raise RuntimeError(f"a Ray worker failed: {exc}") from None
+            raise _worker_failure(exc) from None
         return records
 
     def close(self) -> None:

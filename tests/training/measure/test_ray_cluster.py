@@ -163,6 +163,27 @@ def test_an_address_that_answers_but_is_no_ray_head_fails_within_the_timeout():
     assert time.monotonic() - started < 30
 
 
+def test_a_worker_that_cannot_import_what_it_is_sent_is_named_in_a_line(cluster_address, tmp_path, monkeypatch):
+    """A node without the project cannot unpickle its tasks: one line that says so, not Ray's page."""
+    from types import SimpleNamespace
+
+    from training.measure.ray_cluster import RayRunner
+
+    (tmp_path / "driver_only_module.py").write_text("class Thing:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the driver's path only: Ray's workers never see it
+    import driver_only_module
+
+    @ray.remote
+    def touch(thing):
+        return []
+
+    with pytest.raises(RuntimeError) as failure:
+        RayRunner._result(SimpleNamespace(_ray=ray), touch.remote(driver_only_module.Thing()))
+    message = str(failure.value)
+    assert message.startswith("a Ray worker failed: ") and "No module named 'driver_only_module'" in message
+    assert "every node of the cluster needs this project installed" in message and "\n" not in message
+
+
 def test_bad_ray_arguments_are_refused_clearly():
     swallowed = _run("--ray", str(CHECKPOINT), "rule")
     assert swallowed.returncode == 2 and "put --ray after the agents" in swallowed.stderr
@@ -173,3 +194,5 @@ def test_bad_ray_arguments_are_refused_clearly():
             RayCluster(timeout=timeout)
     endless = _run("rule", "--ray", "--ray-timeout", "inf")
     assert endless.returncode == 2 and "--ray-timeout must be a positive, finite number" in endless.stderr
+    alone = _run("rule", "random", "--rounds", "5", "--ray-timeout", "5")
+    assert alone.returncode == 2 and "--ray-timeout goes with --ray" in alone.stderr
