@@ -76,6 +76,23 @@ def test_round_trip_loads_with_weights_only(saved, model):
 
 def test_save_is_atomic_and_leaves_no_temporary_files(saved):
     assert sorted(p.name for p in saved.parent.iterdir()) == ["latest.pt"]
+    before = saved.read_bytes()
+
+    class Crash(Exception):
+        pass
+
+    for error in (Crash, KeyboardInterrupt):  # a crash, or Ctrl-C, mid-write
+
+        def half_a_write(f, error=error):
+            f.write(b"half a checkpoint")
+            f.flush()
+            raise error
+
+        with pytest.raises(error):
+            checkpoint_module.write_atomically(saved, half_a_write)
+        # The good file is still there, byte for byte, and the half-written one is gone.
+        assert saved.read_bytes() == before
+        assert sorted(p.name for p in saved.parent.iterdir()) == ["latest.pt"]
 
 
 def test_missing_file(tmp_path):
@@ -373,15 +390,27 @@ def test_loaded_agent_plays_legal_moves(saved, greedy):
             env.step(action)
 
 
-def test_greedy_agent_is_deterministic_and_sampling_is_seeded(saved):
+def test_greedy_agent_is_deterministic_and_sampling_is_seeded(saved, model):
     env = make_env(num_players=2, episode="round")
     env.reset(seed=0)
     obs = env.observe(env.agent_selection)
-    assert len({load_agent(saved).act(obs) for _ in range(5)}) == 1
-    first, second = (load_agent(saved, greedy=False, seed=4) for _ in range(2))
-    picks = [first.act(obs) for _ in range(20)]
-    assert picks == [second.act(obs) for _ in range(20)]
+    legal = np.flatnonzero(obs["action_mask"])
+    assert len(legal) > 1  # a decision with a choice, on a network with a near-flat policy
+    # Greedy: always the legal action of the highest logit, computed here from the network.
+    logits, _ = model(torch.as_tensor(obs["observation"], dtype=torch.float32).unsqueeze(0))
+    best = int(masked_logits(logits, torch.as_tensor(obs["action_mask"], dtype=torch.bool).unsqueeze(0)).argmax())
+    assert {load_agent(saved).act(obs) for _ in range(5)} == {best}
+    # Sampling: the same seed repeats the same draws, another seed draws others.
+    first, second, other = (load_agent(saved, greedy=False, seed=s) for s in (4, 4, 5))
+    picks = [first.act(obs) for _ in range(400)]
+    assert picks == [second.act(obs) for _ in range(400)]
+    assert picks != [other.act(obs) for _ in range(400)]
     assert all(np.asarray(obs["action_mask"])[a] == 1 for a in picks)
+    # ... and draws the masked policy: every legal action, at about its probability.
+    assert set(picks) == set(legal.tolist())
+    probabilities = first.action_probabilities(obs)
+    for action in legal:
+        assert abs(picks.count(action) / len(picks) - probabilities[action]) < 0.08, action
 
 
 def with_eval_greedy(tmp_path, saved, greedy) -> object:
@@ -406,7 +435,12 @@ def test_a_checkpoint_plays_as_its_run_evaluated_it_unless_told(tmp_path, saved)
     env.reset(seed=0)
     obs = env.observe(env.agent_selection)
     by_default, told = load_agent(sampling, seed=4), load_agent(saved, greedy=False, seed=4)
-    assert [by_default.act(obs) for _ in range(20)] == [told.act(obs) for _ in range(20)]
+    played = [by_default.act(obs) for _ in range(50)]
+    assert len(set(played)) > 1  # it samples (the network's policy here is near flat)
+    assert played == [told.act(obs) for _ in range(50)]
+    # ... seeded by the seed it was given: another seed draws other actions.
+    reseeded = load_agent(sampling, seed=5)
+    assert played != [reseeded.act(obs) for _ in range(50)]
 
 
 def test_checkpoint_specs_play_as_the_checkpoint_or_the_spec_says(tmp_path, saved):

@@ -124,12 +124,20 @@ def test_ctrl_c_in_selfplay_saves_the_update_and_says_how_to_resume(tmp_path):
 
 
 def test_second_ctrl_c_in_selfplay_stops_at_once_without_a_traceback(tmp_path):
-    process = start(selfplay_args(tmp_path))
-    wait_for_lines(process.stdout, r"^update \d+ ", count=1)
+    # Updates of seconds (an evaluation of 1000 rounds each), and both presses a moment into
+    # update 2: the first asks to stop after it, the second must stop at once, not let it end.
+    process = start([*selfplay_args(tmp_path), "--set", "eval.rounds=1000"])
+    wait_for_lines(process.stdout, r"^update 1 ", count=1)
+    time.sleep(0.5)  # past update 1's last steps (its line is printed before its metrics row)
     out, err = ctrl_c(process, times=2)
     assert process.returncode == EXIT_INTERRUPTED, err
     assert "Traceback" not in err
-    assert "stopped at once" in err or "interrupted: saved update" in err  # the first may finish the update
+    assert "Ctrl-C: stopping after this update" in err  # the first press
+    # The second: update 2 is dropped rather than finished and saved, and as nothing had been
+    # saved yet (save_every=1000) there is nothing to resume.
+    assert "stopped at once, before the first save: nothing to resume" in err
+    assert "interrupted: saved update" not in err
+    assert not (tmp_path / "r" / "latest.pt").exists()
 
 
 def test_a_run_has_imported_its_plotting_before_it_takes_over_ctrl_c(tmp_path):

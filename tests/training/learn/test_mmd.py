@@ -305,8 +305,17 @@ def test_a_stage_that_turns_the_magnet_on_pulls_towards_recent_weights(tmp_path)
         "ppo.magnet_every=2",
         "schedule=[{at_step: 256, set: {ppo.magnet_coef: 0.5}}]",
     ]
-    trainer = SelfPlayTrainer(load_config(None, overrides), tmp_path / "staged", progress=False)
+    after = {}  # update -> (the model, the magnet) right after it
+
+    def record(trainer: SelfPlayTrainer) -> None:
+        after[trainer.update] = (copy.deepcopy(trainer.model), copy.deepcopy(trainer.magnet))
+
+    trainer = SelfPlayTrainer(load_config(None, overrides), tmp_path / "staged", progress=False, after_update=record)
     start = copy.deepcopy(trainer.model)
     trainer.train()
-    assert trainer.update == 3 and trainer.active.ppo.magnet_coef == 0.5
-    assert not same_weights(trainer.magnet, start) and not same_weights(trainer.magnet, trainer.model)
+    assert trainer.update == 3 and trainer.active.ppo.magnet_coef == 0.5 and sorted(after) == [1, 2, 3]
+    assert same_weights(after[1][1], start)  # not yet refreshed after update 1
+    # Refreshed with the weights update 2 left (not those from before it), and kept through update 3.
+    assert not same_weights(after[2][0], after[1][0]) and not same_weights(after[2][0], trainer.model)
+    assert same_weights(after[2][1], after[2][0])
+    assert same_weights(trainer.magnet, after[2][0])

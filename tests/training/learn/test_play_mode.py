@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
 import torch
 from conftest import ROOT
 
@@ -61,9 +62,26 @@ def test_a_config_that_gives_no_way_of_playing_samples(tmp_path):
 
 
 def test_a_policy_agent_samples_unless_told_to_play_greedily():
+    from loveletter_env import env as make_env
+
     model = ActorCritic(hidden_sizes=(8,), generator=torch.Generator().manual_seed(0))
-    assert PolicyAgent(model).greedy is False
-    assert PolicyAgent(model, greedy=True).greedy is True
+    sampling, greedy = PolicyAgent(model), PolicyAgent(model, greedy=True)
+    assert sampling.greedy is False
+    assert greedy.greedy is True
+    # What each plays, many times over one decision (a fresh network's policy is near flat).
+    game = make_env(num_players=2, episode="round")
+    game.reset(seed=0)
+    obs = game.observe(game.agent_selection)
+    legal = np.flatnonzero(obs["action_mask"])
+    assert len(legal) > 1
+    logits, _ = model(torch.as_tensor(obs["observation"], dtype=torch.float32).unsqueeze(0))
+    best = int(legal[logits[0, legal].argmax()])
+    assert {greedy.act(obs) for _ in range(20)} == {best}
+    picks = [sampling.act(obs) for _ in range(800)]
+    assert set(picks) == set(legal.tolist())  # every legal action, none other
+    probabilities = sampling.action_probabilities(obs)
+    for action in legal:
+        assert abs(picks.count(action) / len(picks) - probabilities[action]) < 0.06, action
 
 
 def test_the_shipped_networks_keep_their_bytes_and_play_greedily_as_recorded():

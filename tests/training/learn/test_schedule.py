@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -107,20 +108,47 @@ def test_resume_extends_a_finished_run_and_records_the_new_length(tmp_path: Path
     assert learning_rates(run)[2:] == pytest.approx([2e-4 * (1 - 128 / 384), 2e-4 * (1 - 256 / 384)])
 
 
-def test_the_result_is_named_and_picked_on_more_rounds(tmp_path: Path, capsys: pytest.CaptureFixture):
+@pytest.mark.parametrize(
+    ("final_rates", "picked"),
+    [({"best.pt": 0.6, "latest.pt": 0.4}, "best.pt"), ({"best.pt": 0.5, "latest.pt": 0.5}, "latest.pt")],
+    ids=["best_wins_more", "tie_keeps_latest"],
+)
+def test_the_result_is_named_and_picked_on_more_rounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, final_rates, picked
+):
+    """The evaluations' win rates are set here: update 1 scores best (so best.pt is an earlier
+    update than the final weights), and the final 30 rounds give each candidate its rate in
+    ``final_rates``; best.pt is the result only when it wins more of them."""
+    real_play_bots = SelfPlayTrainer._play_bots
+    played = []
+
+    def play_bots(trainer, model, name, rounds, seed, index):
+        result = real_play_bots(trainer, model, name, rounds, seed, index)
+        if rounds == trainer.config.eval.final_rounds:
+            best = load_checkpoint(trainer.run_dir / "best.pt")["model"]["state_dict"]
+            weights = model.state_dict()
+            label = "best.pt" if all(torch.equal(weights[k].cpu(), best[k]) for k in best) else "latest.pt"
+            rate = final_rates[label]
+            played.append(label)
+        else:
+            rate = 0.8 if trainer.update == 1 else 0.2
+        return dataclasses.replace(result, win_rate=[rate, *result.win_rate[1:]])
+
+    monkeypatch.setattr(SelfPlayTrainer, "_play_bots", play_bots)
     summary = main(args(tmp_path, "run_name=picked", "eval.every=1", "eval.rounds=4", "eval.final_rounds=30"))
     run = tmp_path / "picked"
+    assert load_checkpoint(run / "best.pt")["update"] == 1 and load_checkpoint(run / "latest.pt")["update"] == 2
+    assert sorted(played) == ["best.pt", "latest.pt"]  # both played the final rounds
     result = summary["result"]
     assert result["path"] == str(run / "result.pt")
+    assert {label: fig["rounds"] for label, fig in result["figures"].items()} == {"latest.pt": 30, "best.pt": 30}
+    assert {label: fig["win_rate"] for label, fig in result["figures"].items()} == final_rates
+    assert result["source"] == picked
     chosen = torch.load(run / "result.pt", weights_only=True)
-    source = load_checkpoint(run / result["source"])
-    assert chosen["update"] == source["update"]
+    source = load_checkpoint(run / picked)
+    assert chosen["update"] == source["update"] == {"best.pt": 1, "latest.pt": 2}[picked]
     for name, weights in chosen["model"]["state_dict"].items():
         assert torch.equal(weights, source["model"]["state_dict"][name])
-    if result["figures"]:  # best.pt was an earlier update: both played 30 more rounds
-        assert {label: fig["rounds"] for label, fig in result["figures"].items()} == {"latest.pt": 30, "best.pt": 30}
-        rates = {label: fig["win_rate"] for label, fig in result["figures"].items()}
-        assert result["source"] == ("best.pt" if rates["best.pt"] > rates["latest.pt"] else "latest.pt")
     assert f"result: {run / 'result.pt'}" in capsys.readouterr().out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 import typing
 from pathlib import Path
@@ -147,9 +148,31 @@ def test_odd_evaluation_lengths_are_fine_without_duplicate_deals():
 
 
 def test_periodic_and_final_evaluations_play_duplicate_deals(tmp_path):
-    trainer = SelfPlayTrainer(load_config(None, TINY + ["total_steps=128"]), tmp_path, progress=False)
-    trainer.train()
+    config = load_config(None, [*TINY, "eval.final_rounds=8"])
+    trainer = SelfPlayTrainer(config, tmp_path, progress=False)
+    # Update 1 scores best, so best.pt is an earlier update than the final weights and the
+    # final pick has both play eval.final_rounds more rounds.
+    periodic = trainer.evaluate
+
+    def evaluate():
+        rate = 1.0 if trainer.update == 1 else 0.0
+        return {k: dataclasses.replace(r, win_rate=[rate, *r.win_rate[1:]]) for k, r in periodic().items()}
+
+    played = []
+    play_bots = trainer._play_bots
+
+    def recording(*args, **kwargs):
+        played.append(play_bots(*args, **kwargs))
+        return played[-1]
+
+    trainer.evaluate, trainer._play_bots = evaluate, recording
+    summary = trainer.train()
+    assert load_checkpoint(tmp_path / "best.pt")["update"] == 1 and trainer.update == 2
+    assert set(summary["result"]["figures"]) == {"best.pt", "latest.pt"}  # the final pick ran
+    final = [r for r in played if r.episodes == 8]
+    assert len(final) == 2 and len(played) == 2 + 2 * len(config.eval.opponents)
     assert trainer.last_eval and all(r.duplicate and r.decided_by_seat is not None for r in trainer.last_eval.values())
+    assert all(r.duplicate and r.decided_by_seat is not None for r in final)
     plain = SelfPlayTrainer(load_config(None, TINY + ["eval.duplicate=false"]), tmp_path / "plain", progress=False)
     assert not plain.evaluate()["rule"].duplicate
 

@@ -13,7 +13,9 @@ from conftest import ROOT
 
 from loveletter_env.agents import RandomAgent, make_agent
 from loveletter_env.agents.specs import resolve_agent
+from loveletter_env.replay import load_replay
 from training.measure.evaluation import EvaluationResult, evaluate
+from training.measure.matches import episode_seeds
 from training.measure.stats import wilson_interval
 
 
@@ -38,12 +40,25 @@ def test_result_figures_are_consistent():
     json.dumps(result.to_dict())
 
 
-def test_lineup_is_filled_with_the_last_agent_and_seats_rotate():
-    result = evaluate(["rule", "random"], num_players=4, rounds=40, seed=2)
+def test_lineup_is_filled_with_the_last_agent_and_seats_rotate(tmp_path: Path):
+    result = evaluate(["rule", "random"], num_players=4, rounds=40, seed=2, save_replays=tmp_path)
     assert result.agents == ["rule", "random", "random", "random"]
     assert len(result.win_rate) == 4
     # Identical random players in rotating seats: every slot wins sometimes.
     assert all(w > 0 for w in result.wins)
+    # The seating the replays record: episode k puts slot i at seat (i + k) % 4, each slot's
+    # agent seeded with the slot's seed for the episode (the first of episode_seeds is the deal's).
+    wins = [0] * 4
+    for k in range(40):
+        replay = load_replay(tmp_path / f"episode_{k:06d}.json")
+        slot_at = [(seat - k) % 4 for seat in range(4)]
+        assert [a.name for a in replay.agents] == [result.agents[slot] for slot in slot_at]
+        assert [a.name for a in replay.agents].index("rule") == k % 4
+        seeds = episode_seeds(2, k, 5)
+        assert [a.seed for a in replay.agents] == [seeds[slot + 1] for slot in slot_at]
+        for seat in replay.result["winners"]:
+            wins[slot_at[seat]] += 1
+    assert wins == result.wins  # and each win is counted for the slot that sat there
 
 
 def test_an_agent_object_filling_several_seats_is_copied_per_seat():
