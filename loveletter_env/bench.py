@@ -27,6 +27,7 @@ from . import engine
 from .actions import NUM_ACTIONS
 from .aec import OBSERVATION_HIGH, DeckShuffler
 from .aec import env as make_env
+from .core.layout import RECORD_SIZE
 from .core.sampling import GOLDEN, MIX1, MIX2
 from .observation import OBSERVATION_SIZE
 from .validation import MAX_SEED
@@ -379,6 +380,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Host memory one game of the batched benchmark takes: its record, its byte observation, its mask.
+_BYTES_PER_GAME = RECORD_SIZE + OBSERVATION_SIZE + NUM_ACTIONS
+
+
+def _physical_memory() -> int | None:
+    """Bytes of memory this machine has, where the system says (``None`` elsewhere)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def _check_and_prepare(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:
     """Refuse non-positive sizes and a missing CUDA device, and set the thread counts before
     anything is timed; returns whether ``--vs-pgx`` was asked for without pgx installed."""
@@ -386,6 +399,12 @@ def _check_and_prepare(parser: argparse.ArgumentParser, args: argparse.Namespace
         parser.error("--turns and --repeats must be positive")
     if args.batch <= 0:
         parser.error("--batch must be positive")
+    need, memory = args.batch * _BYTES_PER_GAME, _physical_memory()
+    if (args.batched or args.vs_pgx) and memory is not None and need > memory:
+        parser.error(
+            f"--batch {args.batch:,} needs about {need / 2**30:,.1f} GiB ({_BYTES_PER_GAME:,} bytes a game: "
+            f"its record, observation and mask), more than this machine's {memory / 2**30:,.1f} GiB"
+        )
     if args.threads <= 0:
         parser.error("--threads must be positive")
     if not 0 <= args.seed <= MAX_SEED - args.repeats:  # repeat r plays seed + r

@@ -868,6 +868,17 @@ def test_unvalidated_cpu_env_still_refuses_what_the_core_cannot_take():
     env.step(_sample(mask, torch.Generator().manual_seed(0)))
 
 
+def test_bench_refuses_a_batch_larger_than_the_machine_before_allocating_it(monkeypatch, capsys):
+    from loveletter_env import bench
+
+    monkeypatch.setattr(bench, "_physical_memory", lambda: 2**30)  # a machine of 1 GiB
+    games = 2**30 // bench._BYTES_PER_GAME + 1
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--batched", "--batch", str(games), "--turns", "300", "--repeats", "1"])
+    assert exit_info.value.code == 2
+    assert f"--batch {games:,} needs about 1.0 GiB" in capsys.readouterr().err
+
+
 def test_bench_vs_pgx_says_how_to_install_pgx_when_missing(monkeypatch, capsys):
     import builtins
 
