@@ -104,10 +104,11 @@ class LiveGame:
         length: ``"round"`` (one round) or ``"game"`` (until someone wins the game).
         max_rounds: with ``"game"``, stop after this many rounds even if nobody has won.
         metadata: kept in the replay.
-        agent_turns_per_call: the most agent moves one call plays (``None``: every move up to
-            the person's turn or the round's end). A server answering one request per call
-            sets it to the number of agents, so that each agent moves at most once per request
-            even once the person is out; :meth:`play_on` then plays the next ones.
+        agent_turns_per_call: the most agent moves one call plays, each agent's once at most
+            (``None``: every move up to the person's turn or the round's end). A server
+            answering one request per call sets it to the number of agents, so that each agent
+            moves at most once per request even once the person is out; :meth:`play_on` then
+            plays the next ones.
 
     The agents play as soon as the round is dealt, so :attr:`log` may already hold moves
     (even the whole round, at a table where the person is put out before their turn).
@@ -255,11 +256,12 @@ class LiveGame:
 
     def _play_agents(self) -> None:
         state = self.state
-        turns = 0
+        moved: set[int] = set()
         while not state.round_over and state.current != self.seat:
-            if self.agent_turns_per_call is not None and turns == self.agent_turns_per_call:
-                return  # the rest waits for play_on
-            turns += 1
+            capped = self.agent_turns_per_call is not None
+            if capped and (len(moved) == self.agent_turns_per_call or state.current in moved):
+                return  # the rest waits for play_on: with the person out, two agents left alternate
+            moved.add(state.current)
             player = state.current
             agent = self.agents[player]
             label = f"{self.infos[player].name} at player_{player}"

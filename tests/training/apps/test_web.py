@@ -199,6 +199,33 @@ def test_each_bot_moves_at_most_once_per_request_even_when_the_person_is_out(cli
     assert_refused(client.post(f"/api/games/{game['id']}/play-on"), 409, "this game is over")
 
 
+def test_no_bot_moves_twice_in_one_request_when_two_bots_are_left():
+    """At 4 players with the person and one bot out, the two bots left alternate: a cap on
+    moves alone let one of them move twice in a request, twice its cost."""
+    from training.apps.web.games import HumanGame, OpponentCatalog
+
+    catalog = OpponentCatalog({}, lambda path, seed: None)
+    repeats_checked = 0
+    for seed in range(12):
+        game = HumanGame([catalog.choose("random", 4)] * 3, 4, 0, "classic", "game", seed, lambda g, r: None)
+        rng = np.random.default_rng(seed)
+        steps = 0
+        while True:  # the new game's request first, then every later one
+            played = [step.player for r in game.recorder.rounds for step in r.steps]
+            call, steps = [p for p in played[steps:] if p != 0], len(played)
+            assert len(call) == len(set(call)), f"seed {seed}: one request moved seats {call}"
+            repeats_checked += len(call) >= 2
+            if game.finished:
+                break
+            if game.state.round_over:
+                game.next_round()
+            elif game.agents_to_move:
+                game.play_on()
+            else:
+                game.move(int(rng.choice([m["action"] for m in game.view()["legal"]])))
+    assert repeats_checked, "some requests moved several bots"
+
+
 def test_play_on_is_refused_while_it_is_the_persons_turn(client):
     game = new_game(client, seed=1)
     assert not game["waiting"] and game["legal"]

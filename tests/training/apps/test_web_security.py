@@ -103,7 +103,9 @@ def test_an_allowed_host_is_the_name_a_request_gives(given, name):
     assert allowed_host_name(given) == name
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1:8000", "localhost:8000", "LOCALHOST", "[::1]:8000", "127.0.0.1"])
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1:8000", "localhost:8000", "LOCALHOST", "[::1]:8000", "[0:0:0:0:0:0:0:1]:8000", "127.0.0.1"]
+)
 def test_this_machines_names_are_accepted(client, host):
     assert client.get("/api/meta", headers={"host": host}).status_code == 200
 
@@ -201,6 +203,15 @@ def test_the_refusal_of_costly_bots_names_a_remedy_that_works(client):
     assert client.post("/api/games", json=fitted).status_code == 201
     deep = client.post("/api/games", json={"players": 4, "opponents": ["ismcts:iterations=2000,tree_depth=4"]})
     assert_refused(deep, 400, "use tree_depth=1")
+    # A cheap search beside costly ones is never told to go below one iteration.
+    mixed = [
+        "ismcts:iterations=1500,tree_depth=3",
+        "ismcts:iterations=2,tree_depth=3",
+        "ismcts:iterations=2000,tree_depth=3",
+    ]
+    answer = client.post("/api/games", json={"players": 4, "opponents": mixed})
+    assert_refused(answer, 400, "ismcts:iterations=2,tree_depth=3: iterations<=1")
+    assert "iterations<=0" not in answer.json()["error"]
 
 
 @pytest.mark.parametrize(

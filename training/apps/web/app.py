@@ -99,11 +99,16 @@ def _error(message: str, status: int, **extra: Any) -> JSONResponse:
 
 
 def _host_name(netloc: str) -> str:
-    """The host name of ``host[:port]`` (``[::1]:8000`` gives ``::1``), lower case."""
+    """The host name of ``host[:port]`` (``[::1]:8000`` gives ``::1``), lower case; an IPv6
+    address in its short form (``[0:0:0:0:0:0:0:1]`` gives ``::1``), as ``--allow-host`` keeps it."""
     try:
-        return (urlsplit(f"//{netloc}").hostname or "").lower()
+        name = (urlsplit(f"//{netloc}").hostname or "").lower()
     except ValueError:
         return ""
+    try:
+        return str(ipaddress.IPv6Address(name))
+    except ValueError:
+        return name
 
 
 def allowed_host_name(value: str) -> str:

@@ -285,7 +285,7 @@ def check_work(choices: list[OpponentChoice], players: int) -> None:
         scale = MAX_REQUEST_SECONDS / seconds
         fits = sorted(
             {
-                f"{c.spec}: iterations<={math.floor(bot_setting(c.name, c.options, 'iterations') * scale)}"
+                f"{c.spec}: iterations<={max(1, math.floor(bot_setting(c.name, c.options, 'iterations') * scale))}"
                 for c in searching
             }
         )
