@@ -98,33 +98,36 @@ def _error(message: str, status: int, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
-def _host_name(netloc: str) -> str:
-    """The host name of ``host[:port]`` (``[::1]:8000`` gives ``::1``), lower case; an IPv6
-    address in its short form (``[0:0:0:0:0:0:0:1]`` gives ``::1``), as ``--allow-host`` keeps it."""
+def _one_spelling(name: str) -> str:
+    """A host name as the allowed names and a request's are compared: lower case, without
+    brackets, an IPv6 address in its short form (``0:0:0:0:0:0:0:1`` gives ``::1``)."""
+    bare = name.lower().strip("[]")
     try:
-        name = (urlsplit(f"//{netloc}").hostname or "").lower()
+        return str(ipaddress.IPv6Address(bare))
+    except ValueError:
+        return bare
+
+
+def _host_name(netloc: str) -> str:
+    """The host name of ``host[:port]`` (``[::1]:8000`` gives ``::1``), in :func:`_one_spelling`."""
+    try:
+        return _one_spelling(urlsplit(f"//{netloc}").hostname or "")
     except ValueError:
         return ""
-    try:
-        return str(ipaddress.IPv6Address(name))
-    except ValueError:
-        return name
 
 
 def allowed_host_name(value: str) -> str:
-    """``value`` (an ``--allow-host``) as the host name a request's ``Host`` header must name,
-    lower case (``*``: any). Raises ``ValueError`` for a value with a scheme, a port or a
-    path (``myhost:8000``, ``http://myhost``), which no request's host name would ever equal."""
+    """``value`` (an ``--allow-host``) as the host name a request's ``Host`` header must name
+    (``*``: any), in :func:`_one_spelling`. Raises ``ValueError`` for a value with a scheme, a
+    port or a path (``myhost:8000``, ``http://myhost``), which no request's host name would
+    ever equal."""
     if value == "*":
         return value
-    bare = value.lower().strip("[]")
-    try:
-        return str(ipaddress.IPv6Address(bare))  # ::1 written without its brackets
-    except ValueError:
-        pass
-    if not bare or _host_name(bare) != bare:
+    name = _one_spelling(value)
+    # Read back as a Host header would give it (an IPv6 address in brackets): anything else is lost.
+    if name != _host_name(f"[{name}]" if ":" in name else name) or not name:
         raise ValueError(f"--allow-host takes a host name alone (no scheme, port or path), got {value!r}")
-    return bare
+    return name
 
 
 class RequestGuard:
@@ -141,7 +144,7 @@ class RequestGuard:
     def __init__(self, app: ASGIApp, allowed_hosts: tuple[str, ...]):
         self.app = app
         self.any_host = "*" in allowed_hosts
-        self.allowed_hosts = {h.lower().strip("[]") for h in allowed_hosts}
+        self.allowed_hosts = {_one_spelling(h) for h in allowed_hosts}
 
     def refusal(self, scope: Scope) -> tuple[str, int] | None:
         """Why the request is refused and the status to answer, or ``None``."""
