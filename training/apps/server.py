@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from loveletter_env.validation import check_writable
@@ -39,25 +39,24 @@ TRAINING_LEFTOVERS = ("snapshots",)
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
-def offer(found: dict[str, Path], name: str, path: Path) -> None:
-    """Add ``path`` (absolute) to ``found`` as ``name``, or, when another file already has that
-    name, as the shortest longer name its own path gives (``run2/best`` beside ``best``), so
-    that no file named or found is left out. A file already offered is not offered twice."""
-    if path in found.values():
-        return
-    parts = path.with_suffix("").relative_to(path.anchor).parts
-    longer = ("/".join(parts[-k:]) for k in range(len(name.split("/")) + 1, len(parts) + 1))
-    found[next((c for c in (name, *longer) if c not in found), path.as_posix())] = path
-
-
-def check_offer_count(found: dict[str, Path]) -> dict[str, Path]:
-    """``found``, refused with a ``ValueError`` when it offers more than :data:`MAX_CHECKPOINTS`
-    networks (none is left out unsaid)."""
-    if len(found) > MAX_CHECKPOINTS:
+def offered(named: Iterable[tuple[str, Path]]) -> dict[str, Path]:
+    """Display name -> path for ``(name, absolute path)`` pairs: each file once, under its
+    first name, or, when another file already has that name, under the shortest longer name
+    its own path gives (``run2/best`` beside ``best``), so that no file named or found is left
+    out. Raises ``ValueError`` for more than :data:`MAX_CHECKPOINTS` files."""
+    first_names: dict[Path, str] = {}
+    for name, path in named:
+        first_names.setdefault(path, name)  # a file named twice keeps its first name
+    if len(first_names) > MAX_CHECKPOINTS:
         raise ValueError(
-            f"{len(found)} checkpoints found, and the server offers at most {MAX_CHECKPOINTS}: "
+            f"{len(first_names)} checkpoints found, and the server offers at most {MAX_CHECKPOINTS}: "
             "name fewer files or folders"
         )
+    found: dict[str, Path] = {}
+    for path, name in first_names.items():
+        parts = path.with_suffix("").relative_to(path.anchor).parts
+        longer = ("/".join(parts[-k:]) for k in range(len(name.split("/")) + 1, len(parts) + 1))
+        found[next((c for c in (name, *longer) if c not in found), path.as_posix())] = path
     return found
 
 
@@ -70,19 +69,19 @@ def find_checkpoints(paths: Sequence[Path]) -> dict[str, Path]:
     ``snapshots/`` are skipped (name such a file directly to offer it). Raises ``ValueError``
     for a path that does not exist, and for more than :data:`MAX_CHECKPOINTS` files.
     """
-    found: dict[str, Path] = {}
+    named: list[tuple[str, Path]] = []
     for root in paths:
         if root.is_file():
-            offer(found, root.stem, root.resolve())
+            named.append((root.stem, root.resolve()))
         elif root.is_dir():
             for path in sorted(root.rglob("*.pt")):
                 relative = path.relative_to(root)
                 if any(part in TRAINING_LEFTOVERS for part in relative.parts[:-1]):
                     continue
-                offer(found, relative.with_suffix("").as_posix(), path.resolve())
+                named.append((relative.with_suffix("").as_posix(), path.resolve()))
         else:
             raise ValueError(f"checkpoint path {str(root)!r} does not exist")
-    return check_offer_count(found)
+    return offered(named)
 
 
 def default_checkpoints() -> dict[str, Path]:
@@ -103,15 +102,15 @@ def find_runs(folders: Sequence[Path]) -> dict[str, Path]:
     holding one of :data:`RUN_FILES`; the first it holds), named ``FOLDER/RUN``. Nothing
     deeper is searched, so a run's snapshots and other leftovers are never offered. Raises
     ``ValueError`` for a folder that does not exist."""
-    found: dict[str, Path] = {}
+    named: list[tuple[str, Path]] = []
     for folder in folders:
         if not folder.is_dir():
             raise ValueError(f"--runs folder {str(folder)!r} does not exist")
         for run in sorted(path for path in folder.iterdir() if path.is_dir()):
             file = next((run / name for name in RUN_FILES if (run / name).is_file()), None)
             if file is not None:
-                offer(found, f"{folder.resolve().name}/{run.name}", file.resolve())
-    return check_offer_count(found)
+                named.append((f"{folder.resolve().name}/{run.name}", file.resolve()))
+    return offered(named)
 
 
 def is_solved_policy(path: Path) -> bool:
@@ -295,11 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if checkpoint_paths is None:
         checkpoint_paths = [folder for folder in DEFAULT_CHECKPOINTS if folder.is_dir()]
     try:
-        checkpoints = find_runs(args.runs)
         named = default_checkpoints() if args.checkpoints is None else find_checkpoints(checkpoint_paths)
-        for name, path in named.items():
-            offer(checkpoints, name, path)
-        check_offer_count(checkpoints)
+        checkpoints = offered([*find_runs(args.runs).items(), *named.items()])
         policies = load_policies(args.policies)
         allowed_hosts = [allowed_host_name(value) for value in args.allow_host]
     except ValueError as exc:
