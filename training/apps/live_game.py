@@ -256,10 +256,10 @@ class LiveGame:
 
     def _play_agents(self) -> None:
         state = self.state
+        cap = self.agent_turns_per_call
         moved: set[int] = set()
         while not state.round_over and state.current != self.seat:
-            capped = self.agent_turns_per_call is not None
-            if capped and (len(moved) == self.agent_turns_per_call or state.current in moved):
+            if cap is not None and (len(moved) == cap or state.current in moved):
                 return  # the rest waits for play_on: with the person out, two agents left alternate
             moved.add(state.current)
             player = state.current

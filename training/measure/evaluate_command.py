@@ -196,15 +196,8 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     progress = not args.no_progress
     workers = args.workers or 1
     try:
-        cluster = (
-            None
-            if args.ray is None
-            else RayCluster(
-                args.ray or None,
-                args.workers,
-                DEFAULT_CONNECT_TIMEOUT if args.ray_timeout is None else args.ray_timeout,
-            )
-        )
+        timeout = DEFAULT_CONNECT_TIMEOUT if args.ray_timeout is None else args.ray_timeout
+        cluster = None if args.ray is None else RayCluster(args.ray or None, args.workers, timeout)
     except ValueError as err:  # only the timeout can fail here (--workers was checked above)
         parser.error(f"--ray-{err}")
     # What a league and a plain evaluation share; the league passes it to every group.

@@ -249,9 +249,10 @@ def _play_on_ray_worker(key: str, setup: MatchSetup, chunk: range) -> list[Episo
 def _worker_failure(exc: Exception) -> RuntimeError:
     """A Ray worker's own failure (not the agents'), named in one line: Ray's text runs to a
     page of its internals. A node without this project cannot import it, the usual cause."""
-    first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[-1].strip()
+    # Ray's text ends with the worker's own error ("ModuleNotFoundError: No module named ...").
+    last_line = (str(exc).strip().splitlines() or [type(exc).__name__])[-1].strip()
     return RuntimeError(
-        f"a Ray worker failed: {first_line[:300]}; every node of the cluster needs this project "
+        f"a Ray worker failed: {last_line[:300]}; every node of the cluster needs this project "
         "installed (the same version) and its Python packages"
     )
 
