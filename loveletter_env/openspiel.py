@@ -152,9 +152,15 @@ class LoveLetterGame(pyspiel.Game):
         """The state :meth:`LoveLetterState.serialize` wrote: its actions, one integer a line,
         replayed through ``apply_action`` on a new round, so every one is checked as it is played.
 
-        Anything else is a ``ValueError`` naming the line; nothing is ever unpickled (OpenSpiel's
+        Anything else (text that is no ``str`` too) is a ``ValueError`` naming the line or the
+        type; nothing is ever unpickled (OpenSpiel's
         default for a Python game unpickles what follows ``__dict__=``, which can run any code).
         """
+        if not isinstance(text, str):  # bytes or None would fail inside split() with no word of the state
+            raise ValueError(
+                f"love_letter reads a state from text (a str, as serialize() writes it), got {type(text).__name__} "
+                f"{shown(text)}"
+            )
         state = self.new_initial_state()
         for number, line in enumerate(text.split("\n"), 1):
             line = line.strip()
@@ -288,7 +294,15 @@ class LoveLetterState(pyspiel.State):
                     f"chance outcome {action} is not a card: outcome v - 1 deals card value v, 0..{NUM_CARD_TYPES - 1}"
                 )
             return f"deal {card_name(int(action) + 1)}"
-        return describe_action(int(action), player, self._round.plan.num_players)
+        num_players = self._round.plan.num_players
+        # A move names its target by seat, counted from the mover: a seat outside the table
+        # (or the terminal player, the default once the round is over) would name a wrong one.
+        if not 0 <= player < num_players:
+            raise ValueError(
+                f"player {player} makes no moves: action_to_string takes a seat 0..{num_players - 1} "
+                f"or the chance player ({int(pyspiel.PlayerId.CHANCE)})"
+            )
+        return describe_action(int(action), player, num_players)
 
     def serialize(self) -> str:
         """The round's actions, chance outcomes and moves, one integer a line, as OpenSpiel's C++

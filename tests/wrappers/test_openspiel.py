@@ -273,6 +273,21 @@ def test_a_finished_round_refuses_every_action_in_openspiels_words():
         assert (state.history(), state.returns(), str(state)) == was
 
 
+def test_a_move_is_named_only_for_a_seat_at_the_table():
+    """A move's target is counted from its mover's seat: a player outside the table (the
+    terminal player too, the default once the round is over) is refused, not given a seat."""
+    state = dealt(load(2), deal_deck(2, hands={0: PRIEST, 1: BARON}, draws=[GUARD]))
+    guard_on_next = loveletter_env.encode_action(GUARD, 1, PRINCE)
+    assert state.action_to_string(0, guard_on_next) == "Guard on player_1, naming Prince"
+    assert state.action_to_string(1, guard_on_next) == "Guard on player_0, naming Prince"
+    for player in (2, 7, pyspiel.PlayerId.TERMINAL, pyspiel.PlayerId.SIMULTANEOUS):
+        with pytest.raises(ValueError, match=f"player {int(player)} makes no moves: .*a seat 0..1 or the chance"):
+            state.action_to_string(player, guard_on_next)
+    final = play_randomly(load(2).new_initial_state(), random.Random(5))[-1]
+    with pytest.raises(ValueError, match="player -4 makes no moves"):
+        final.action_to_string(guard_on_next)  # the current player of a finished round
+
+
 def test_a_chance_outcome_that_is_not_a_card_has_no_name():
     state = load(2).new_initial_state()
     assert state.action_to_string(pyspiel.PlayerId.CHANCE, 7) == "deal Princess"
@@ -341,6 +356,12 @@ def test_a_pickled_state_string_is_refused_and_never_unpickled(tmp_path):
 )
 def test_a_bad_state_string_is_refused_by_line(text, message):
     with pytest.raises(ValueError, match=message):
+        load(2).deserialize_state(text)
+
+
+@pytest.mark.parametrize("text", [None, b"7\n", 7, ["7"]])
+def test_a_state_that_is_not_text_is_refused_by_type(text):
+    with pytest.raises(ValueError, match=f"reads a state from text \\(a str, .*got {type(text).__name__} "):
         load(2).deserialize_state(text)
 
 
@@ -537,7 +558,54 @@ def test_full_information_states_are_every_move_and_the_observation_after_it():
     forward = {}
     for string, actions in legal:  # what a player may do follows from what it knows
         assert forward.setdefault(string, actions) == actions
-    assert len({s for s, _ in strings}) > 900  # the walk reached the whole tree (995 information sets)
+    assert len({s for s, _ in strings}) == 1800  # the walk reached the whole tree (OpenSpiel's CFR counts 1,800)
+
+
+def _what_a_player_was_told(state, player) -> tuple:
+    """What ``player`` holds and what the table shows it, from the engine directly (not the
+    observation): its cards in the order it got them, the discards, who is out or protected,
+    whose turn it is and the cards left."""
+    game = state.engine
+    return (
+        game.hand_of(player),
+        tuple(map(tuple, game.discards)),
+        tuple(game.out),
+        tuple(game.protected),
+        game.current,
+        game.deck_remaining,
+    )
+
+
+@pytest.mark.parametrize(("players", "rules", "information_states"), [(2, "mini6", 2520), (3, "mini6_3p", 994)])
+def test_no_information_state_holds_what_its_player_was_not_shown(players, rules, information_states):
+    """Over the whole tree, every player's information state at every decision node is exactly
+    what it was told turn by turn (its cards, the table, each move as narrated to it), an
+    account built without the observation: a hidden card that changed the state would split
+    one account into two information states."""
+    from loveletter_env.render import narrate
+
+    game = load(players, rules)
+    pairs = []
+
+    def walk(state, told):
+        if state.is_chance_node():
+            for action, _ in state.chance_outcomes():
+                walk(state.child(action), told)
+            return
+        if told is None:
+            told = tuple((_what_a_player_was_told(state, p),) for p in range(players))
+        if state.is_terminal():
+            return
+        for p in range(players):
+            account = (p, told[p], tuple(narrate(event, p) for event in state.engine.history))
+            pairs.append((state.information_state_string(p), account))
+        for action in state.legal_actions():
+            child = state.child(action)
+            walk(child, tuple(told[p] + (_what_a_player_was_told(child, p),) for p in range(players)))
+
+    walk(game.new_initial_state(), None)
+    _same_partition(pairs)
+    assert len({info for info, _ in pairs}) == information_states  # the walk reached the whole tree
 
 
 # The cross-check with training.solve -------------------------------------------------------
