@@ -307,6 +307,50 @@ def decision_details(agent: Any, observation: Mapping[str, Any], actor: int, num
     return details or None
 
 
+class _ReplayParts(BaseModel):
+    """A replay's metadata and one step's details as the file holds them: the rules
+    :func:`load_replay` reads them by (JSON types only, no NaN or infinity, no unknown details key)."""
+
+    model_config = _FILE_RULES
+
+    metadata: dict[str, JsonValue] = {}
+    details: Details | None = None
+
+
+def _checked_part(name: str, value: Any) -> Any:
+    try:
+        return getattr(_ReplayParts.model_validate({name: value}), name)
+    except ValidationError as exc:
+        raise ReplayError(f"{name} cannot be written to a replay: {explain(exc, _where)}") from None
+
+
+def checked_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``metadata`` as a replay file holds it (numpy numbers as plain ones), checked when given:
+    a value the file cannot hold would otherwise surface only when the episode is saved, and
+    lose the whole replay.
+
+    Raises:
+        ReplayError: naming the field that is no finite JSON value.
+    """
+    return dict(_checked_part("metadata", dict(metadata or {})))
+
+
+def checked_details(details: Mapping[str, Any], state: GameState | None, where: str) -> Details:
+    """``details`` for the move about to be played on ``state``, as a replay file holds them
+    (with no ``state``, no move to come, their form alone is checked).
+
+    Raises:
+        ReplayError: naming the problem: an unknown key, a number that is not finite, or
+            probabilities or beliefs of moves or seats the file could not replay.
+    """
+    if not isinstance(details, Mapping):
+        raise ReplayError(f"{where}: details must be a dict such as {{'value': 0.5}}, got {shown(details)}")
+    checked = cast(Details, _checked_part("details", dict(details)))
+    if state is not None:
+        _check_details(checked, state, where)
+    return checked
+
+
 def _check_details(details: Details, state: GameState, where: str) -> None:
     """Details may name only the legal moves and the other seats (their types are the schema's)."""
     probabilities = details.get("probabilities") or {}
@@ -356,7 +400,7 @@ class ReplayRecorder:
         self.agents = list(agents) if agents is not None else [AgentInfo(f"player_{i}") for i in range(num_players)]
         if len(self.agents) != num_players:
             raise ValueError(f"{len(self.agents)} agent entries for {num_players} seats")
-        self.metadata = dict(metadata or {})
+        self.metadata = checked_metadata(metadata)
         self.rounds: list[RoundRecord] = []
 
     def start_round(self, state: GameState) -> None:

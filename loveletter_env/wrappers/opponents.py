@@ -11,10 +11,11 @@ evaluations played it; ``"checkpoint:path=FILE,greedy=False"`` samples), a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from ..agents.base import Agent
+from ..agents.errors import AgentTypeError
 from ..agents.specs import AgentSpec, resolve_agent
 from ..validation import shown
 
@@ -24,6 +25,12 @@ OpponentSpec = AgentSpec
 
 def make_opponent(spec: OpponentSpec, seed: int | None = None) -> Agent:
     """One agent from a spec (bot name with options, checkpoint path, factory or agent object)."""
+    if isinstance(spec, type):
+        # A class has ``act`` too, but calling it unbound fails only at the opponent's first
+        # turn, with a message about a missing argument.
+        raise AgentTypeError(
+            f"an opponent must be an agent object, not the class {spec.__name__}: pass {spec.__name__}()"
+        )
     return resolve_agent(spec, seed=seed, role="opponent")
 
 
@@ -37,6 +44,12 @@ def make_opponents(spec: OpponentSpec | Sequence[OpponentSpec], count: int, seed
     if isinstance(spec, str) or hasattr(spec, "__fspath__") or callable(getattr(spec, "act", None)):
         specs = [spec] * count
     else:
+        if isinstance(spec, Set):
+            # A set has no order: which seat each opponent takes would change with the hash seed.
+            raise ValueError(
+                f"opponents must be a list or tuple, one per other seat in turn order, not a set (it has no order); "
+                f"got {shown(spec)}"
+            )
         if isinstance(spec, (bytes, Mapping)) or not isinstance(spec, Iterable):
             raise ValueError(
                 f"opponents must be an agent spec (a bot name such as 'rule', a checkpoint path, an agent) or a "

@@ -20,7 +20,8 @@ from typing import Any
 from pettingzoo import AECEnv
 from pettingzoo.utils.wrappers import BaseWrapper
 
-from ..replay import AgentInfo, Replay, ReplayRecorder, save_replay
+from ..aec import check_reset_seed
+from ..replay import AgentInfo, Replay, ReplayRecorder, checked_details, checked_metadata, save_replay
 from ..validation import check_writable
 
 
@@ -34,7 +35,8 @@ class RecordReplay(BaseWrapper):
         directory: when given, every finished episode is saved there as
             ``{prefix}_{index:05d}.json``.
         prefix: file name prefix.
-        metadata: copied into every replay's ``metadata``.
+        metadata: copied into every replay's ``metadata`` (JSON values: strings, finite
+            numbers, booleans, ``None``, lists and string-keyed dicts of them).
 
     The finished episode is :attr:`last_replay`. :meth:`set_details` attaches what an agent
     reported about its next move (see :func:`~loveletter_env.replay.decision_details`).
@@ -64,7 +66,7 @@ class RecordReplay(BaseWrapper):
             check_writable("RecordReplay directory", directory, folder=True) if directory is not None else None
         )
         self.prefix = prefix
-        self.metadata = dict(metadata or {})
+        self.metadata = checked_metadata(metadata)
         self.episodes_saved = 0
         self.last_replay: Replay | None = None
         self.last_path: Path | None = None
@@ -74,14 +76,26 @@ class RecordReplay(BaseWrapper):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self.env.reset(seed=seed, options=options)
         base = self.env.unwrapped
+        # The env took the seed, so it is an integer, but maybe numpy's, which JSON cannot hold.
+        seed = check_reset_seed(seed)
         metadata = {**self.metadata, "seed": seed} if seed is not None else dict(self.metadata)
         self._recorder = ReplayRecorder(base.num_players, base.rules, base.episode, self.seat_agents, metadata)
         self._recorder.start_round(base.game)
         self._details = None
 
     def set_details(self, details: Mapping[str, Any] | None) -> None:
-        """Attach ``details`` (the replay's JSON form) to the next recorded step."""
-        self._details = dict(details) if details else None
+        """Attach ``details`` (the replay's JSON form) to the next recorded step.
+
+        Raises :class:`~loveletter_env.replay.ReplayError` (a ``ValueError``), and attaches
+        nothing, for details the replay file cannot hold: an unknown key, a value that is
+        not a finite JSON number, or probabilities of moves that are not legal now.
+        """
+        if not details:
+            self._details = None
+            return
+        game = self.env.unwrapped.game
+        move_to_come = game if game is not None and not game.round_over else None
+        self._details = dict(checked_details(details, move_to_come, "set_details"))
 
     def step(self, action: Any) -> None:
         base = self.env.unwrapped
@@ -99,12 +113,12 @@ class RecordReplay(BaseWrapper):
         except (TypeError, ValueError):
             self.env.step(action)  # no action at all (None, a string): the env refuses it in its own words
             raise
-        self._details = None
         try:
             self.env.step(action)
         except BaseException:
-            recorder.discard_last()  # the env refused the move and changed nothing
+            recorder.discard_last()  # the env refused the move and changed nothing, details included
             raise
+        self._details = None
         if all(base.terminations.values()):
             self._finish(game)
         elif game.round != round_before:

@@ -56,9 +56,11 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         rules: a preset name or a :class:`~loveletter_env.rules.Rules` object.
         episode: ``"game"`` (rounds until the token target) or ``"round"``.
         learner_seat: fix the learner's seat; ``None`` draws it at every reset.
-        illegal_action: ``"lose"`` ends the episode with reward -1 and
-            ``info["illegal_action"] = True`` (so unmasked samplers such as
+        illegal_action: what a legal-mask violation does: ``"lose"`` ends the episode with
+            reward -1 and ``info["illegal_action"] = True`` (so unmasked samplers such as
             ``check_env`` work); ``"raise"`` raises the AEC env's ``IllegalActionError``.
+            Either way an action outside ``0..40`` (or not an integer) is a ``ValueError``
+            that changes nothing.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
 
     Observations are the AEC env's float32 vectors seen from the learner's seat. The
@@ -153,9 +155,11 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
             raise RuntimeError(f"step() needs an episode in progress: {why}call reset() first")
         if isinstance(action, np.ndarray) and action.shape == ():
             action = action.item()
-        if not is_int(action):
+        # An index outside the action space is no move at all (a -1 sentinel, an off-by-one), not
+        # an illegal move: "lose" would end the episode on a bug of the caller's, so it is refused.
+        if not is_int(action) or not 0 <= action < NUM_ACTIONS:
             raise ValueError(f"action must be an integer index in 0..{NUM_ACTIONS - 1}, got {action!r}")
-        legal = 0 <= action < NUM_ACTIONS and self.action_masks()[action] == 1
+        legal = self.action_masks()[action] == 1
         if not legal and self.illegal_action == "lose":
             self._done = True
             info = self._info()

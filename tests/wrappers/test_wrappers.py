@@ -16,10 +16,12 @@ from gymnasium.utils.env_checker import check_env
 import loveletter_env
 from loveletter_env import env as make_env
 from loveletter_env.agents.base import AgentError
+from loveletter_env.agents.errors import AgentTypeError
 from loveletter_env.cards import FULL_DECK
 from loveletter_env.engine import IllegalActionError
 from loveletter_env.observation import OBSERVATION_SIZE
-from loveletter_env.wrappers import GYM_ENV_ID, PETTINGZOO_ENV_ID, LoveLetterGymEnv, RLlibLoveLetterEnv
+from loveletter_env.replay import ReplayError, load_replay
+from loveletter_env.wrappers import GYM_ENV_ID, PETTINGZOO_ENV_ID, LoveLetterGymEnv, RecordReplay, RLlibLoveLetterEnv
 from loveletter_env.wrappers._extras import MissingExtraError, require
 from loveletter_env.wrappers.tianshou import NumericInfoWrapper
 
@@ -152,6 +154,18 @@ def test_opponents_that_are_no_spec_nor_list_are_named(opponents):
         LoveLetterGymEnv(opponents=opponents)
 
 
+def test_opponents_in_a_set_are_refused_as_they_have_no_seat_order():
+    # The seats would follow the hash seed: another process, another seating.
+    with pytest.raises(ValueError, match=r"^opponents must be a list or tuple, .* not a set"):
+        LoveLetterGymEnv(num_players=3, opponents={"rule", "random"})
+
+
+@pytest.mark.parametrize("opponents", [FirstLegal, [FirstLegal, "rule"]])
+def test_an_agent_class_given_for_an_instance_is_named_before_any_play(opponents):
+    with pytest.raises(AgentTypeError, match=r"not the class FirstLegal: pass FirstLegal\(\)"):
+        LoveLetterGymEnv(num_players=3, opponents=opponents)
+
+
 @pytest.mark.parametrize("config", ["rule", 3, [("opponents", "rule")]])
 def test_an_rllib_config_that_is_no_dict_is_named(config):
     with pytest.raises(ValueError, match=r"^config is a dict of LoveLetterGymEnv's arguments"):
@@ -202,12 +216,18 @@ def test_illegal_action_loses_by_default_and_raises_on_request():
     strict.step(int(np.flatnonzero(info["action_mask"])[0]))  # still the learner's turn
 
 
-@pytest.mark.parametrize("action", [41, -1, 2.5, "3", None])
-def test_out_of_range_or_non_integer_actions(action):
-    env = LoveLetterGymEnv(opponents="random", illegal_action="raise")
-    env.reset(seed=0)
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("illegal_action", ["raise", "lose"])
+@pytest.mark.parametrize("action", [41, -1, np.int64(99), 2.5, "3", None])
+def test_out_of_range_or_non_integer_actions_are_refused_and_change_nothing(action, illegal_action):
+    # No move at all, in either mode: "lose" would end the episode on the caller's bug.
+    env = LoveLetterGymEnv(opponents="random", illegal_action=illegal_action)
+    _, info = env.reset(seed=0)
+    before = (env._done, env._observation().tobytes(), env.action_masks().tobytes())
+    with pytest.raises(ValueError, match=r"action must be an integer index in 0\.\.40"):
         env.step(action)
+    assert (env._done, env._observation().tobytes(), env.action_masks().tobytes()) == before
+    _, _, _, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))  # still the learner's turn
+    assert not info.get("illegal_action")
 
 
 def test_bad_constructor_arguments_name_the_problem(tmp_path):
@@ -517,3 +537,75 @@ def test_an_opponent_whose_reset_fails_leaves_no_episode_to_step():
         env.reset(seed=0)
     with pytest.raises(RuntimeError, match=r"failed in reset\(\) \(RuntimeError: no network\); call reset"):
         env.step(0)
+
+
+# Recording replays ------------------------------------------------------------------------
+def record_episode(env, seed) -> list[int]:
+    """Play one episode of ``env`` (a :class:`RecordReplay`) with first legal actions; its actions."""
+    env.reset(seed=seed)
+    actions = []
+    for _agent in env.agent_iter():
+        obs, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            env.step(None)
+            continue
+        actions.append(int(np.flatnonzero(obs["action_mask"])[0]))
+        env.step(actions[-1])
+    return actions
+
+
+def test_recorder_saves_an_episode_seeded_with_a_numpy_integer(tmp_path):
+    # The env takes numpy seeds; the replay records it as a plain int, which JSON can hold.
+    env = RecordReplay(loveletter_env.env(num_players=2, episode="round"), directory=tmp_path)
+    actions = record_episode(env, np.int64(3))
+    replay = load_replay(env.last_path)
+    assert replay.metadata["seed"] == 3 and type(replay.metadata["seed"]) is int
+    assert [step.action for step in replay.rounds[0].steps] == actions
+
+
+@pytest.mark.parametrize(
+    "metadata, problem",
+    [
+        ({"lr": np.float32(0.1)}, r"metadata\.lr input was not a valid JSON value"),
+        ({"score": float("nan")}, r"metadata\.score must be a finite number"),
+        ({1: "x"}, r"must be a string"),
+    ],
+)
+def test_recorder_refuses_metadata_a_replay_cannot_hold_before_any_move(tmp_path, metadata, problem):
+    with pytest.raises(ReplayError, match=rf"^metadata cannot be written to a replay: .*{problem}"):
+        RecordReplay(loveletter_env.env(num_players=2), directory=tmp_path, metadata=metadata)
+
+
+@pytest.mark.parametrize(
+    "details, problem",
+    [
+        ({"bogus": 1}, r"details\.bogus is not a known key"),
+        ({"value": float("nan")}, r"details\.value must be a finite number"),
+        ({"probabilities": {"40": 1.0}}, r"details\.probabilities must map legal actions"),
+    ],
+)
+def test_recorder_refuses_details_a_replay_cannot_hold_and_keeps_the_episode(tmp_path, details, problem):
+    env = RecordReplay(loveletter_env.env(num_players=2, episode="round"), directory=tmp_path)
+    env.reset(seed=0)
+    with pytest.raises(ReplayError, match=problem):
+        env.set_details(details)
+    # Nothing was attached: the episode plays on and its replay is saved and loads.
+    actions = record_episode(env, 0)
+    replay = load_replay(env.last_path)
+    assert [step.action for step in replay.rounds[0].steps] == actions
+    assert all(step.details is None for step in replay.rounds[0].steps)
+
+
+def test_recorder_keeps_the_details_of_a_refused_move_for_the_next_one(tmp_path):
+    env = RecordReplay(loveletter_env.env(num_players=2, episode="round"), directory=tmp_path)
+    env.reset(seed=0)
+    mask = env.observe(env.agent_selection)["action_mask"]
+    legal, illegal = int(np.flatnonzero(mask)[0]), int(np.flatnonzero(mask == 0)[0])
+    env.set_details({"value": 0.25})
+    with pytest.raises(IllegalActionError):
+        env.step(illegal)
+    env.step(legal)
+    while not all(env.terminations.values()):
+        env.step(int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])[0]))
+    first = load_replay(env.last_path).rounds[0].steps[0]
+    assert (first.action, first.details) == (legal, {"value": 0.25})
