@@ -70,7 +70,8 @@ class ParameterSpec(StrictModel):
             ``categorical`` (one of ``choices``, which may be lists, e.g. layer widths).
         low, high: the range's ends.
         log: draw the range on a log scale (``low`` must then be above 0).
-        step: draw only ``low``, ``low + step``, ... (not with ``log``).
+        step: draw only ``low``, ``low + step``, ... up to ``high``, which it must reach in whole
+            steps (not with ``log``).
         choices: the values of a categorical key.
     """
 
@@ -104,6 +105,15 @@ class ParameterSpec(StrictModel):
             raise ValueError(f"log: true needs low above 0 (a log scale has no 0), got low {self.low}")
         if self.log and self.step is not None:
             raise ValueError("log and step do not go together: a step is even on a linear scale only")
+        if self.step is not None:
+            # Optuna would move high down to the last step below it, with a warning at the first
+            # trial, and the trials would never draw the high this file names.
+            steps = (self.high - self.low) / self.step
+            if not math.isclose(steps, round(steps), abs_tol=1e-9):
+                raise ValueError(
+                    f"high must be low plus a whole number of steps, got low {self.low}, high {self.high} "
+                    f"and step {self.step}"
+                )
         return self
 
     def values_to_check(self) -> list[Any]:
@@ -275,7 +285,8 @@ def load_search_space(
         ConfigError: the file is missing, not YAML, or holds an unknown key, a value of the wrong
             type, a range that cannot be (``low`` not below ``high``, ``log`` from 0), a key the
             config does not have or the sweep sets itself, a value the config refuses, or a
-            ``rules`` that is no 2-player rung; the message names the file and the key.
+            ``rules`` that is no ladder rung or is played at a table size the trials never
+            train at; the message names the file and the key.
     """
     source = f"search file {str(path)!r}"
     raw = read_yaml(path)
@@ -335,6 +346,16 @@ def load_search_space(
     if not PRESETS[rung].is_rung:
         rungs = [name for name, preset in PRESETS.items() if preset.is_rung]
         raise ConfigError(f"{source}: rules must be a ladder rung, one of {rungs} (exact exploitability), got {rung!r}")
+    players = PRESETS[rung].rung_players
+    sizes = _table_sizes(base, spec.space)
+    if players not in sizes:
+        # A network measured at a table size it never trained at: every trial would train to
+        # the end and be worth a figure that says nothing of its recipe.
+        raise ConfigError(
+            f"{source}: rules {rung!r} is played by {players} players, but the trials train at table sizes "
+            f"{sorted(sizes)} (env.num_players): measure on a rung of a size they train at, or train at "
+            f"{players} players"
+        )
 
     enqueue = [_enqueued_point(source, index, point, spec.space, base) for index, point in enumerate(spec.enqueue)]
     total = int(base["total_steps"])
@@ -347,6 +368,26 @@ def load_search_space(
         "space": {key: parameter.model_dump() for key, parameter in spec.space.items()},
     }
     return SearchSpace(str(path), base, rung, spec.seeds, spec.trials, every, dict(spec.space), definition, enqueue)
+
+
+def _table_sizes(base: dict[str, Any], space: dict[str, ParameterSpec]) -> set[int]:
+    """Every table size a trial may train at: ``env.num_players`` of the base config, of each
+    of its schedule's stages, and of every value the space may give it."""
+    config = from_dict(TrainConfig, base)
+    sizes: set[int] = set(config.env.num_players)
+    for stage in config.schedule:
+        sizes.update(config.at_step(stage.at_step).env.num_players)
+    for key, parameter in space.items():
+        if key.split("[")[0] != "env.num_players":
+            continue
+        if parameter.type == "int":  # every size of the range, not only its ends
+            assert parameter.low is not None and parameter.high is not None
+            values: list[Any] = list(range(int(parameter.low), int(parameter.high) + 1, int(parameter.step or 1)))
+        else:
+            values = parameter.values_to_check()
+        for value in values:
+            sizes.update(int(v) for v in (value if isinstance(value, list) else [value]))
+    return sizes
 
 
 def _enqueued_point(

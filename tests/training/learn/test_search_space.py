@@ -91,6 +91,8 @@ def test_a_base_config_that_extends_another_is_read_whole(tmp_path):
         ("ppo.learning_rate: {type: float, low: 0, high: 0.1, log: true}", "log: true needs low above 0"),
         ("ppo.learning_rate: {type: float, low: 1.0e-4, high: 2.0}", "ppo.learning_rate must be <= 1, got 2.0"),
         ("ppo.update_epochs: {type: int, low: 1.5, high: 4}", "an int key needs whole numbers"),
+        ("ppo.update_epochs: {type: int, low: 1, high: 4, step: 2}", "high must be low plus a whole number of steps"),
+        ("ppo.ent_coef: {type: float, low: 0.0, high: 0.05, step: 0.04}", "high must be low plus a whole number"),
         ("ppo.update_epochs: {type: int, low: 0, high: 4}", "ppo.update_epochs must be >= 1, got 0"),
         ("ppo.anneal_lr: {type: categorical}", "a categorical key needs choices"),
         ("ppo.anneal_lr: {type: categorical, choices: [true, true]}", "choices must differ"),
@@ -126,6 +128,16 @@ def test_a_bad_space_is_named_before_anything_trains(tmp_path, space, message):
         ("space: {}", "space must hold at least 1 item"),
         ("rules: mini6\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}\ntrails: 3", "trails"),
         ("space: {ppo.ent_coef: {type: float, low: 0, high: 1}}", "say which rung the objective is measured on"),
+        # A 2-player network measured at a 3-player table.
+        (
+            "set: {env.rules: mini6}\nrules: mini6_3p\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}",
+            "rules 'mini6_3p' is played by 3 players, but the trials train at table sizes [2] (env.num_players)",
+        ),
+        (
+            "set: {env.rules: classic, env.num_players: [3, 4]}\nrules: mini6\n"
+            "space: {ppo.ent_coef: {type: float, low: 0, high: 1}}",
+            "rules 'mini6' is played by 2 players, but the trials train at table sizes [3, 4]",
+        ),
         (
             "set: {env.rules: [mini6, mini7]}\nrules: mini7\n"
             "space: {'env.rules_weights[2]': {type: float, low: 1, high: 2}}",
@@ -142,6 +154,19 @@ def test_a_bad_file_is_named(tmp_path, text, message):
     with pytest.raises(ConfigError, match="search file") as error:
         load_search_space(write(tmp_path, text))
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "set: {env.rules: classic, env.num_players: [2, 3]}",  # a mix that holds the rung's size
+        "set: {env.rules: classic, env.num_players: [2], schedule: [{at_step: 100, set: {env.num_players: [3]}}]}",
+        "set: {env.rules: classic, env.num_players: [2]}\nspace: {env.num_players: {type: int, low: 2, high: 4}}",
+    ],
+)
+def test_the_rung_may_be_any_table_size_the_trials_train_at(tmp_path, table):
+    space = "" if "space:" in table else "\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}"
+    assert load_search_space(write(tmp_path, f"{table}\nrules: mini6_3p{space}")).rules == "mini6_3p"
 
 
 def test_a_missing_file_is_named(tmp_path):
