@@ -590,6 +590,10 @@ class SelfPlayTrainer:
             self.stop_signal = stop.signal or self.stop_signal
             bar.close()
             log.close()
+        # A stop asked after the loop's last check (in the last update, whose end was saved)
+        # still stops the run: its notice promised so, and a caller such as the sweep must
+        # learn of it rather than go on to the next trial.
+        self.interrupted = self.interrupted or stop.requested
         return self._summary(log, began)
 
     def _open_log(self) -> MetricsLog:

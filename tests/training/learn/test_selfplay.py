@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import re
+import signal
 import typing
 from pathlib import Path
 
@@ -672,3 +673,24 @@ def test_no_progress_prints_one_line_per_evaluation(tmp_path, capsys):
     assert len(lines) == summary["update"] == 3
     for update, line in enumerate(lines, 1):
         assert re.match(rf"update {update} \([\d,]+ turns\): win rate vs random \d+\.\d%", line), line
+
+
+def test_a_stop_asked_after_the_last_updates_check_still_stops_the_run(tmp_path, monkeypatch):
+    """Ctrl-C in the last update, after the loop last looked: the run is saved whole and ends
+    as interrupted (no result picked), as the notice promised, not as a finished run."""
+    from training.learn.interrupt import StopRequest
+
+    real_uninstall = StopRequest.uninstall
+
+    def signal_lands_just_before_uninstall(self):
+        if self._previous and not self.requested:
+            self._handle(signal.SIGINT, None)
+        real_uninstall(self)
+
+    monkeypatch.setattr(StopRequest, "uninstall", signal_lands_just_before_uninstall)
+    config = load_config(None, TINY + [f"out_dir={tmp_path}", "run_name=late", "eval.every=0"])
+    trainer = SelfPlayTrainer(config, tmp_path / "late", progress=False)
+    summary = trainer.train()
+    assert trainer.interrupted and summary["interrupted"]
+    assert load_checkpoint(tmp_path / "late" / "latest.pt")["global_step"] == 256
+    assert not (tmp_path / "late" / "result.pt").exists()
