@@ -24,8 +24,10 @@ says otherwise. A sampling player draws from the softmax of ``logits``; a greedy
 ``action``. :class:`OnnxAgent` plays as the file says. The graph always takes the current
 observation (``OBSERVATION_SIZE`` entries), whatever layout the network was trained on: a
 network of observation version 1 reads the first 646 entries inside the graph, so a
-server feeds every exported policy the same vectors. After writing the file the CLI
-checks it with onnxruntime against torch on observations from seeded random games.
+server feeds every exported policy the same vectors. The CLI writes the file under a
+temporary name and checks it with onnxruntime against torch on observations from seeded
+random games before renaming it into place: a file that disagrees never lands at ``--onnx``,
+nor replaces one already there.
 """
 
 from __future__ import annotations
@@ -155,8 +157,10 @@ class OnnxAgent:
         seed: seeds the agent's own generator (used only when sampling).
 
     Raises:
-        ValueError: a ``greedy`` that is not ``None``, ``True`` or ``False``, a bad seed, or a
-            file whose inputs or play metadata are not an exported policy's.
+        FileNotFoundError: no file at ``path``.
+        ValueError: a ``greedy`` that is not ``None``, ``True`` or ``False``, a bad seed, a
+            folder, a file onnxruntime cannot read, or one whose inputs, outputs (names, types,
+            shapes) or play metadata are not an exported policy's; the message names the file.
     """
 
     def __init__(self, path: str | Path, greedy: bool | None = None, seed: int = 0):
@@ -164,12 +168,20 @@ class OnnxAgent:
         if greedy is not None and not isinstance(greedy, bool):
             raise ValueError(f"greedy must be True, False or None (the file's own way), got {greedy!r}")
         self.rng = np.random.default_rng(check_seed(seed))
+        if Path(path).is_dir():
+            raise ValueError(f"ONNX policy {str(path)!r} is a folder, not an ONNX file")
         if not Path(path).is_file():
             raise FileNotFoundError(f"ONNX policy {str(path)!r} does not exist")
-        self.session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        names = tuple(i.name for i in self.session.get_inputs())
-        if names != INPUT_NAMES:
-            raise ValueError(f"{str(path)!r} takes inputs {names}, not an exported Love Letter policy {INPUT_NAMES}")
+        try:
+            self.session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        except Exception as err:  # onnxruntime raises its own types (InvalidProtobuf, Fail...), none a ValueError
+            raise ValueError(
+                f"{str(path)!r} is not an ONNX policy: onnxruntime cannot read it (corrupt, truncated, or another "
+                f"kind of file): {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}"
+            ) from None
+        problem = _interface_problem(self.session)
+        if problem is not None:
+            raise ValueError(f"{str(path)!r} is not an exported Love Letter policy: {problem}")
         self.greedy = recorded_greedy(self.session, path) if greedy is None else greedy
 
     def reset(self, seed: int | None = None) -> None:
@@ -197,6 +209,38 @@ class OnnxAgent:
         scores = out["logits"][0, legal].astype(np.float64)
         probabilities = np.exp(scores - scores.max())
         return int(self.rng.choice(legal, p=probabilities / probabilities.sum()))
+
+
+#: What :func:`export_onnx` writes: each input's and output's element type and shape after the
+#: batch axis (the batch axis is dynamic, named by the exporter).
+_INTERFACE = {
+    "observation": ("tensor(float)", [OBSERVATION_SIZE]),
+    "action_mask": ("tensor(int8)", [NUM_ACTIONS]),
+    "action": ("tensor(int64)", []),
+    "logits": ("tensor(float)", [NUM_ACTIONS]),
+    "value": ("tensor(float)", []),
+}
+
+
+def _interface_problem(session: Any) -> str | None:
+    """What in ``session``'s inputs and outputs differs from an exported policy's (names, types
+    and shapes: a graph of another observation layout, or outputs of another meaning, would fail
+    only at its first move, in onnxruntime's words), or ``None``."""
+    for kind, expected, found in (
+        ("inputs", INPUT_NAMES, session.get_inputs()),
+        ("outputs", OUTPUT_NAMES, session.get_outputs()),
+    ):
+        names = tuple(entry.name for entry in found)
+        if names != expected:
+            return f"its {kind} are {names}, where an exported policy's are {expected}"
+        for entry in found:
+            dtype, shape = _INTERFACE[entry.name]
+            if entry.type != dtype or len(entry.shape) != 1 + len(shape) or list(entry.shape[1:]) != shape:
+                return (
+                    f"its {entry.name} is a {entry.type} of shape {entry.shape}, where an exported policy's is a "
+                    f"{dtype} of shape {['batch', *shape]}"
+                )
+    return None
 
 
 def recorded_greedy(session: Any, path: str | Path = "the file") -> bool:
@@ -302,18 +346,31 @@ def main(argv: Sequence[str] | None = None) -> Path:
         parser.error(str(err))
     greedy = True if args.greedy else False if args.sampled else plays_greedily(checkpoint)
     how = "--greedy" if args.greedy else "--sampled" if args.sampled else "as the checkpoint records"
-    path = export_onnx(model, args.onnx, greedy=greedy)
+    path = Path(args.onnx)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Written and checked under a temporary name, renamed into place only when it passes: an export
+    # that disagrees with torch neither lands at --onnx nor replaces an earlier file there.
+    with replacing(path) as partial:
+        export_onnx(model, partial, greedy=greedy)
+        size = partial.stat().st_size
+        if not args.no_verify:
+            report = verify_onnx(model, partial, count=args.verify_samples)
+            checked = (
+                f"onnxruntime vs torch on {args.verify_samples} observations: "
+                f"{report['action_agreement']:.1%} same actions, max logit gap {report['max_logit_gap']:.2e}, "
+                f"max value gap {report['max_value_gap']:.2e}"
+            )
+            gap = max(report["max_logit_gap"], report["max_value_gap"])
+            if report["clear_mismatches"] or gap > VERIFY_TOLERANCE:
+                kept = "left as it was" if path.exists() else "not written"
+                raise SystemExit(
+                    f"{checked}\nthe exported policy disagrees with torch, so {str(path)!r} is {kept}; please "
+                    "report this with the checkpoint"
+                )
     plays = "plays greedily" if greedy else "samples its policy"
-    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB) from {source}; it {plays} ({how})")
+    print(f"wrote {path} ({size / 1024:.0f} KiB) from {source}; it {plays} ({how})")
     if not args.no_verify:
-        report = verify_onnx(model, path, count=args.verify_samples)
-        print(
-            f"onnxruntime vs torch on {args.verify_samples} observations: "
-            f"{report['action_agreement']:.1%} same actions, max logit gap {report['max_logit_gap']:.2e}, "
-            f"max value gap {report['max_value_gap']:.2e}"
-        )
-        if report["clear_mismatches"] or max(report["max_logit_gap"], report["max_value_gap"]) > VERIFY_TOLERANCE:
-            raise SystemExit("the exported policy disagrees with torch; please report this with the checkpoint")
+        print(checked)
     return path
 
 

@@ -229,10 +229,12 @@ def _read_torch_file(path: Path, map_location: str | torch.device) -> Any:
     except Exception as err:  # torch raises many types for a bad file: unpickling, zip, EOF...
         # Torch's own messages suggest weights_only=False, which would run the file's code:
         # never the right advice for a file that is supposed to be a checkpoint.
-        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
+        # Torch words a global outside its allow-list one way, and one of a module it blocks outright
+        # (os, posix, subprocess...: the code a malicious file calls) another; both name it.
+        found = re.search(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) (\S+)", str(err))
         if found:
             raise CheckpointError(
-                f"{str(path)!r} is not a checkpoint: it holds a {found.group(1)} object, which only Python code "
+                f"{str(path)!r} is not a checkpoint: it holds a Python object ({found.group(1)}) that only code "
                 f"can rebuild, and checkpoints are read without running any"
             ) from None
         raise CheckpointError(
@@ -247,7 +249,8 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     Raises :class:`CheckpointError` if the file is unreadable, not a checkpoint of this
     project, damaged (its ``sha256`` digest does not match), was trained on an observation
     layout this code does not know (any version of ``LAYOUT_SIZES`` loads) or for another
-    action layout, or holds a network this code would not build or that would not play: more
+    action layout, records a way of playing (its config's ``eval.greedy``) that is not ``True`` or
+    ``False``, or holds a network this code would not build or that would not play: more
     than ``MAX_HIDDEN_LAYERS`` layers or wider than ``MAX_HIDDEN_SIZE`` (the bounds of
     :mod:`training.learn.config`), weights that do not fit it, weights that are not dense
     tensors of real floating-point numbers (:data:`WEIGHT_DTYPES`: no complex, integer,
@@ -275,6 +278,11 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             raise CheckpointError(f"{str(path)!r} is damaged: its {DIGEST_KEY} integrity digest is missing")
         try:
             digest = checkpoint_digest(data)
+        except RecursionError:  # a RuntimeError too: caught first, as its cause is no tensor
+            raise CheckpointError(
+                f"{str(path)!r} is malformed: it holds values nested deeper than Python can walk, which no "
+                "checkpoint holds"
+            ) from None
         except (RuntimeError, NotImplementedError, TypeError):
             # Sparse, quantized and meta tensors have no plain bytes to digest, and no checkpoint holds one.
             raise CheckpointError(
@@ -308,6 +316,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             f"{str(path)!r} was trained for num_actions={shown_value(data['num_actions'])}, but this environment has "
             f"num_actions={NUM_ACTIONS!r}: retrain, or use the package version it was made with"
         )
+    _check_recorded_play(path, data)
     model = data.get("model")
     if not isinstance(model, dict) or "state_dict" not in model or "hidden_sizes" not in model:
         raise CheckpointError(f"{str(path)!r} has no model weights")
@@ -332,6 +341,19 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise CheckpointError(f"{str(path)!r}: {err}") from None
     _check_network(path, network)
     return data
+
+
+def _check_recorded_play(path: Path, data: dict[str, Any]) -> None:
+    """Refuse a recorded way of playing (the config's ``eval.greedy``) that is not ``True`` or
+    ``False``: :func:`plays_greedily` would read it as "not recorded" and play greedily, a pure
+    strategy, where the run may have sampled."""
+    config = data.get("config")
+    section = config.get("eval") if isinstance(config, dict) else None
+    if isinstance(section, dict) and "greedy" in section and not isinstance(section["greedy"], bool):
+        raise CheckpointError(
+            f"{str(path)!r} is malformed: its config's eval.greedy (how the network plays) is "
+            f"{shown_value(section['greedy'])}, not a boolean (true or false)"
+        )
 
 
 def _weight_kind(weight: torch.Tensor) -> str | None:

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.agents.base import action_mask_of
 from loveletter_env.validation import check_seed
 from training.learn.ppo import masked_logits, sample_actions
@@ -77,9 +78,12 @@ class PolicyAgent:
     @torch.no_grad()
     def action_probabilities_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """float64 [B, 41]: :meth:`action_probabilities` for a batch (``observations`` [B, OBSERVATION_SIZE],
-        ``masks`` [B, 41]): the masked softmax when sampling, the argmax when greedy."""
-        obs = torch.as_tensor(np.asarray(observations, dtype=np.float32), device=self.device)
-        legal = torch.as_tensor(np.asarray(masks).astype(bool), device=self.device)
+        ``masks`` [B, 41]): the masked softmax when sampling, the argmax when greedy. A batch of other
+        shapes, a mask that is no action mask or has no legal action, or an observation that is not
+        finite raises ``ValueError``, as :meth:`act` does for one observation."""
+        vectors, legal_masks = _checked_batch(observations, masks)
+        obs = torch.as_tensor(vectors, device=self.device)
+        legal = torch.as_tensor(legal_masks, device=self.device)
         logits, _ = self.model(obs)
         if self.greedy:
             best = masked_logits(logits, legal).argmax(-1)
@@ -99,6 +103,29 @@ def _checked(observation: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         vector = np.asarray(observation["observation"], dtype=np.float32)
     except (KeyError, TypeError, ValueError):
         raise ValueError("an agent needs the env's observation dict with a numeric 'observation' entry") from None
+    if vector.ndim != 1:  # a batch would fail deep in sampling, with no word of the observation
+        raise ValueError(f"an agent acts on one observation vector, got one of shape {vector.shape}")
     if not np.isfinite(vector).all():
         raise ValueError("the observation holds a value that is not a finite number (NaN or infinity)")
     return vector, mask
+
+
+def _checked_batch(observations: Any, masks: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A batch's observations (float32 [B, n]) and masks (bool [B, 41]), refused with a
+    ``ValueError`` as :func:`_checked` refuses one observation: a row whose mask has no legal
+    action would get a policy over illegal moves only (every action, at equal odds)."""
+    vectors = np.asarray(observations, dtype=np.float32)
+    raw = np.asarray(masks)
+    if vectors.ndim != 2 or raw.shape != (len(vectors), NUM_ACTIONS):
+        raise ValueError(
+            f"a batch is observations [B, n] and action masks [B, {NUM_ACTIONS}], got shapes {vectors.shape} "
+            f"and {raw.shape}"
+        )
+    if raw.dtype.kind not in "biuf" or not ((raw == 0) | (raw == 1)).all():
+        raise ValueError(f"action masks hold entries of 0 or 1, got dtype {raw.dtype} with other values")
+    legal = raw.astype(bool)
+    if not legal.any(axis=1).all():
+        raise ValueError(f"row {int(np.flatnonzero(~legal.any(axis=1))[0])} of the action masks has no legal action")
+    if not np.isfinite(vectors).all():
+        raise ValueError("the observations hold a value that is not a finite number (NaN or infinity)")
+    return vectors, legal

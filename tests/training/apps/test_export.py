@@ -287,3 +287,100 @@ def test_onnx_agent_refuses_what_is_no_action_mask_as_every_agent_does(exported,
     obs, _ = export.sample_observations(1, seed=0)
     with pytest.raises(ValueError, match=fault):
         export.OnnxAgent(onnx_path).act({"observation": obs[0], "action_mask": mask})
+
+
+# Files that are not an exported policy --------------------------------------------------
+
+
+def _graph_file(path, observation_width=None, output_names=export.OUTPUT_NAMES):
+    """A small ONNX graph with an exported policy's input names: observations of
+    ``observation_width`` entries (the current size by default), outputs named ``output_names``."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from loveletter_env.observation import OBSERVATION_SIZE
+
+    width = observation_width or OBSERVATION_SIZE
+    inputs = [
+        helper.make_tensor_value_info("observation", TensorProto.FLOAT, ["B", width]),
+        helper.make_tensor_value_info("action_mask", TensorProto.INT8, ["B", 41]),
+    ]
+    action, logits, value = output_names
+    nodes = [
+        helper.make_node("Cast", ["action_mask"], [logits], to=TensorProto.FLOAT),
+        helper.make_node("ArgMax", [logits], [action], axis=1, keepdims=0),
+        helper.make_node("ReduceSum", ["observation"], [value], keepdims=0, axes=[1]),
+    ]
+    outputs = [
+        helper.make_tensor_value_info(action, TensorProto.INT64, ["B"]),
+        helper.make_tensor_value_info(logits, TensorProto.FLOAT, ["B", 41]),
+        helper.make_tensor_value_info(value, TensorProto.FLOAT, ["B"]),
+    ]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", inputs, outputs), opset_imports=[helper.make_opsetid("", 12)]
+    )
+    model.ir_version = 7
+    onnx.save(model, str(path))
+    return path
+
+
+def test_onnx_agent_refuses_files_that_are_not_an_exported_policy_naming_them(exported, tmp_path):
+    """Such files were taken (an ONNX graph with the input names) or failed in onnxruntime's own
+    exception types; a graph of another observation width failed only at its first move."""
+    _, onnx_path, _ = exported
+    good = onnx_path.read_bytes()
+    cases = {
+        "garbage.onnx": b"not an onnx file",
+        "truncated.onnx": good[: len(good) // 2],
+        "empty.onnx": b"",
+        "checkpoint.onnx": (ROOT / "checkpoints" / "shipped" / "ppo_2p.pt").read_bytes(),
+    }
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ValueError, match=rf"{name}' is not an ONNX policy: onnxruntime cannot read it"):
+            export.OnnxAgent(tmp_path / name)
+    narrow = _graph_file(tmp_path / "narrow.onnx", observation_width=646)
+    with pytest.raises(
+        ValueError,
+        match=r"narrow.onnx' is not an exported .*its observation is a tensor\(float\) of shape \['B', 646\]",
+    ):
+        export.OnnxAgent(narrow)
+    renamed = _graph_file(tmp_path / "renamed.onnx", output_names=("a", "l", "v"))
+    with pytest.raises(ValueError, match=r"renamed.onnx' is not an exported .*its outputs are \('a', 'l', 'v'\)"):
+        export.OnnxAgent(renamed)
+    assert export.OnnxAgent(_graph_file(tmp_path / "same.onnx")).greedy is True  # the interface is all it checks
+    with pytest.raises(ValueError, match="is a folder, not an ONNX file"):
+        export.OnnxAgent(tmp_path)
+
+
+def test_an_export_that_fails_its_check_leaves_the_earlier_file(exported, tmp_path, monkeypatch, capsys):
+    """The file was written, then checked: one that disagreed with torch replaced the earlier
+    export (with --force) and stayed at --onnx."""
+    checkpoint, onnx_path, _ = exported
+    earlier = tmp_path / "policy.onnx"
+    earlier.write_bytes(onnx_path.read_bytes())
+    report = {"action_agreement": 0.5, "clear_mismatches": 3, "max_logit_gap": 1.0, "max_value_gap": 0.0}
+    monkeypatch.setattr(export, "verify_onnx", lambda *args, **kwargs: report)
+    for target, force, kept in [(earlier, ["--force"], "left as it was"), (tmp_path / "new.onnx", [], "not written")]:
+        with pytest.raises(SystemExit, match=f"disagrees with torch, so '{target}' is {kept}"):
+            export.main(["--checkpoint", str(checkpoint), "--onnx", str(target), "--greedy", *force])
+    assert earlier.read_bytes() == onnx_path.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["policy.onnx"]  # no new file, no temporary one
+    assert "wrote" not in capsys.readouterr().out
+
+
+def test_an_export_that_fails_mid_write_leaves_the_earlier_file(exported, tmp_path, monkeypatch):
+    checkpoint, onnx_path, _ = exported
+    earlier = tmp_path / "policy.onnx"
+    earlier.write_bytes(onnx_path.read_bytes())
+
+    def half_written(self, destination, *args, **kwargs):
+        with open(destination, "wb") as f:
+            f.write(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch.onnx.ONNXProgram, "save", half_written)
+    with pytest.raises(OSError, match="No space left"):
+        export.main(["--checkpoint", str(checkpoint), "--onnx", str(earlier), "--force", "--no-verify"])
+    assert earlier.read_bytes() == onnx_path.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["policy.onnx"]

@@ -195,6 +195,50 @@ def test_file_needing_pickled_code_is_refused(tmp_path):
     assert "weights_only" not in str(info.value)
 
 
+class _RunsCode:
+    """Pickles as a call to ``os.system``, which a loader that ran pickled code would make."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def test_a_file_that_would_run_a_command_is_named_as_such_and_runs_nothing(tmp_path):
+    """Torch words a global of a module it blocks (os, posix, subprocess) otherwise than one outside
+    its allow-list: such a file was called corrupt, not one holding code."""
+    path, marker = tmp_path / "code.pt", tmp_path / "ran"
+    torch.save({"format": "loveletter-ppo", "obj": _RunsCode(marker)}, path)
+    with pytest.raises(
+        CheckpointError,
+        match=r"code.pt' is not a checkpoint: it holds a Python object \((posix|nt)\.system\) that only code",
+    ) as info:
+        load_agent(path)
+    assert "weights_only" not in str(info.value)
+    assert not marker.exists()
+
+
+def test_values_nested_too_deep_to_digest_are_named(tmp_path):
+    """A file nesting lists deeper than Python's recursion limit was refused as holding a tensor
+    that is not dense (the digest's RecursionError is a RuntimeError)."""
+    import zipfile
+
+    base = tmp_path / "base.pt"
+    torch.save({"format": "loveletter-ppo", "format_version": 2, "sha256": "0" * 64, "evaluation": "MARKER"}, base)
+    deep = tmp_path / "deep.pt"
+    depth = 20 * sys.getrecursionlimit()
+    with zipfile.ZipFile(base) as source, zipfile.ZipFile(deep, "w") as target:
+        for name in source.namelist():
+            content = source.read(name)
+            if name.endswith("data.pkl"):  # the string "MARKER" becomes a list nested `depth` deep
+                assert content.count(b"X\x06\x00\x00\x00MARKER") == 1
+                content = content.replace(b"X\x06\x00\x00\x00MARKER", b"]" * depth + b"a" * (depth - 1))
+            target.writestr(name, content)
+    with pytest.raises(CheckpointError, match=r"deep.pt' is malformed: it holds values nested deeper than Python"):
+        load_checkpoint(deep)
+
+
 def test_plain_pickle_is_not_a_checkpoint_and_no_unsafe_advice(tmp_path):
     path = tmp_path / "plain.pkl"
     path.write_bytes(pickle.dumps({"a": 1}))
@@ -427,9 +471,12 @@ def test_a_checkpoint_plays_as_its_run_evaluated_it_unless_told(tmp_path, saved)
     # An explicit choice wins either way.
     assert load_agent(sampling, greedy=True).greedy is True
     assert load_agent(saved, greedy=False).greedy is False
-    # No eval section (or a malformed one) in the recorded config: greedy, as before the setting was read.
+    # No eval section in the recorded config: greedy, as before the setting was read.
     assert load_agent(saved).greedy is True
-    assert load_agent(with_eval_greedy(tmp_path, saved, "no")).greedy is True
+    # A recorded way that is no boolean is refused: "no" was read as not recorded, so greedy.
+    for recorded in ("no", None, 0):
+        with pytest.raises(CheckpointError, match=r"eval_greedy_.*\.pt' is malformed: its config's eval.greedy"):
+            load_agent(with_eval_greedy(tmp_path, saved, recorded))
     # The default-sampling agent is the seeded sampling agent, not a greedy one.
     env = make_env(num_players=2, episode="round")
     env.reset(seed=0)

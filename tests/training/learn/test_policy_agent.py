@@ -67,3 +67,30 @@ def test_the_network_names_an_input_that_is_no_real_tensor():
         network(np.zeros((1, OBSERVATION_SIZE), np.float32))
     with pytest.raises(TypeError, match="got a torch.complex64 tensor"):
         network(torch.zeros(1, OBSERVATION_SIZE, dtype=torch.complex64))
+
+
+@pytest.mark.parametrize("greedy", [False, True])
+def test_batched_probabilities_refuse_what_is_no_batch_of_decisions(greedy):
+    """A row whose mask had no legal action got every action at equal odds (or action 0 when
+    greedy), illegal ones included: the one-observation methods refuse such a mask."""
+    agent = PolicyAgent(ActorCritic(hidden_sizes=(16,)), greedy=greedy, seed=0)
+    observations, masks = np.zeros((3, OBSERVATION_SIZE), np.float32), np.eye(NUM_ACTIONS, dtype=np.int8)[[3, 4, 5]]
+    assert agent.action_probabilities_batch(observations, masks).shape == (3, NUM_ACTIONS)
+    empty_row = masks.copy()
+    empty_row[1] = 0
+    for args, message in [
+        ((observations, empty_row), "row 1 of the action masks has no legal action"),
+        ((observations, masks * 2), "entries of 0 or 1"),
+        ((observations, masks[:2]), r"got shapes \(3, 1382\) and \(2, 41\)"),
+        ((observations, np.ones((3, 50), np.int8)), r"and \(3, 50\)"),
+        ((observations[0], masks[0]), r"got shapes \(1382,\) and \(41,\)"),
+        ((np.full_like(observations, np.nan), masks), "not a finite number"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            agent.action_probabilities_batch(*args)
+
+
+def test_act_refuses_a_batch_for_one_observation():
+    agent = PolicyAgent(ActorCritic(hidden_sizes=(16,)), seed=0)
+    with pytest.raises(ValueError, match=r"one observation vector, got one of shape \(2, 1382\)"):
+        agent.act(_observation(observation=np.zeros((2, OBSERVATION_SIZE), np.float32)))
