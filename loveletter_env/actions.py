@@ -6,10 +6,11 @@ order, ...). ``NO_TARGET`` marks the "played with no effect" actions.
 
 from __future__ import annotations
 
+import operator
 from typing import NamedTuple
 
 from .cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS, card_name
-from .validation import check_int
+from .validation import check_int, check_num_players, check_seat, is_int, shown
 
 NUM_ACTIONS = 41
 NO_TARGET = -1
@@ -72,19 +73,31 @@ ACTION_GUESS: tuple[int, ...] = tuple(a.guess for a in ACTIONS)
 
 
 def decode_action(index: int) -> Action:
-    """Decode an action index into an :class:`Action`. Raises ``ValueError`` if out of range."""
-    if not isinstance(index, (int,)) and not hasattr(index, "__index__"):
-        raise ValueError(f"action must be an integer in [0, {NUM_ACTIONS}), got {index!r}")
-    i = int(index)
+    """Decode an action index into an :class:`Action`.
+
+    Raises ``ValueError`` for anything but an integer in 0..40 (Python or numpy, or a 0-d
+    integer array): ``True`` is no action 1, and ``int()`` would truncate ``np.array(3.5)``
+    into action 3.
+    """
+    try:
+        i = None if isinstance(index, bool) else operator.index(index)
+    except TypeError:
+        i = None
+    if i is None:
+        raise ValueError(f"action must be an integer in [0, {NUM_ACTIONS}), got {shown(index)}")
     if not 0 <= i < NUM_ACTIONS:
         raise ValueError(f"action {i} is out of range: actions are 0..{NUM_ACTIONS - 1}")
     return ACTIONS[i]
 
 
 def encode_action(card: int, offset: int = NO_TARGET, guess: int = 0) -> int:
-    """Encode a card play into its action index. Raises ``ValueError`` if no such action."""
+    """Encode a card play into its action index. Raises ``ValueError`` if no such action,
+    and for arguments that are no integers (``1.0`` and ``True`` equal 1 as table keys)."""
+    for name, value in (("card", card), ("offset", offset), ("guess", guess)):
+        if not is_int(value):
+            raise ValueError(f"encode_action's {name} must be an integer, got {shown(value)}")
     try:
-        return _INDEX[Action(card, offset, guess)]
+        return _INDEX[Action(int(card), int(offset), int(guess))]
     except KeyError:
         raise ValueError(f"no action plays {card_name(card)} with offset {offset} and guess {guess}") from None
 
@@ -92,17 +105,30 @@ def encode_action(card: int, offset: int = NO_TARGET, guess: int = 0) -> int:
 def describe_action(index: int, actor: int | None = None, num_players: int | None = None) -> str:
     """Describe an action in words, e.g. ``"Guard on player_1, naming Priest"``.
 
-    With ``actor`` and ``num_players`` the target is named as a seat (``player_k``);
-    without them it is named by its offset (``"next player"``, ``"+2"``).
+    With ``actor`` and ``num_players`` (given together, and checked) the target is named
+    as a seat (``player_k``); an offset past the table is named as such, never wrapped
+    onto a seat it does not point at (illegal actions are described in error messages).
+    Without them it is named by its offset (``"next player"``, ``"+2"``).
     """
     a = decode_action(index)
+    if (actor is None) != (num_players is None):
+        raise ValueError(
+            f"describe_action takes actor and num_players together, got actor={shown(actor)} and "
+            f"num_players={shown(num_players)}"
+        )
+    if actor is not None and num_players is not None:
+        num_players = check_num_players(num_players)
+        actor = check_seat("actor", actor, num_players)
     text = card_name(a.card)
     if a.offset == NO_TARGET:
         if a.card in (GUARD, PRIEST, BARON, KING):
             text += " (no one can be chosen: no effect)"
         return text
     if actor is not None and num_players is not None:
-        target = f"player_{(actor + a.offset) % num_players}"
+        if a.offset >= num_players:
+            target = f"seat +{a.offset}, past the {num_players}-player table"
+        else:
+            target = f"player_{(actor + a.offset) % num_players}"
         if a.offset == 0:
             target += " (yourself)"
     else:

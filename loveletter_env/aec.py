@@ -342,8 +342,8 @@ class raw_env(AECEnv):
         record = self._require_reset()
         try:
             seat = self.agent_name_mapping[agent]
-        except KeyError:
-            raise ValueError(f"unknown agent {agent!r}; agents are {self.possible_agents}") from None
+        except (KeyError, TypeError):  # TypeError: an unhashable value such as a list of names
+            raise ValueError(f"unknown agent {shown(agent)}; agents are {self.possible_agents}") from None
         observation = np.empty(OBSERVATION_SIZE, dtype=np.float32)
         mask = np.empty(NUM_ACTIONS, dtype=np.int8)
         kernels.observe_seat(record, seat, observation, mask)
@@ -351,7 +351,8 @@ class raw_env(AECEnv):
 
     def action_mask(self, agent: str | None = None) -> np.ndarray:
         """The legal-action mask of ``agent`` (default: the agent to act)."""
-        return self.observe(agent or self.agent_selection)["action_mask"]
+        self._require_reset()  # before reading agent_selection, which reset() sets
+        return self.observe(self.agent_selection if agent is None else agent)["action_mask"]
 
     # Rendering ---------------------------------------------------------------------
     def render(self) -> str | None:

@@ -451,8 +451,9 @@ def observation_for_layout(observation, version: int):
 def decode_observation(vector) -> ObservationView:
     """Turn an observation vector (or the env's observation dict) into an :class:`ObservationView`.
 
-    Raises ``ValueError`` for a vector of another shape, or with an entry that no observation
-    holds (one that is no whole number in 0..:data:`OBSERVATION_HIGH`), naming the first.
+    Raises ``ValueError`` for a vector of another shape or dtype (a bool vector has lost its
+    counts), with an entry that no observation holds (one that is no whole number in
+    0..:data:`OBSERVATION_HIGH`), naming the first, or with no table size (a blank vector).
     """
     if isinstance(vector, dict):
         if "observation" not in vector:
@@ -462,8 +463,11 @@ def decode_observation(vector) -> ObservationView:
     if v.ndim != 1:
         raise ValueError(f"an observation vector has shape ({OBSERVATION_SIZE},), got {v.shape}")
     check_observation_size(v.shape[0])
-    if v.dtype.kind not in "biuf":
-        raise ValueError(f"an observation vector holds numbers, got dtype {v.dtype}")
+    if v.dtype.kind not in "iuf":
+        # A bool vector is a lossy cast: a deck of 9 cards or 3 tokens would read as 1.
+        raise ValueError(
+            f"an observation vector holds numbers (counts up to {OBSERVATION_HIGH:g}), got dtype {v.dtype}"
+        )
     # A count of 1e7 would make a hand of ten million cards (1e30: a hang), not an error.
     bad = np.flatnonzero(~((v >= 0) & (v <= OBSERVATION_HIGH) & (v == np.round(v))))
     if bad.size:
@@ -472,6 +476,13 @@ def decode_observation(vector) -> ObservationView:
             f"0..{OBSERVATION_HIGH:g}"
         )
     f = {name: v[s].reshape(field.shape) for field, (name, s) in zip(LAYOUT, SLICES.items())}
+    # Every observation names its table size; argmax of a blank field would read as 2 players.
+    if sorted(f["num_players"].tolist()) != [0, 0, 1]:
+        where = SLICES["num_players"]
+        raise ValueError(
+            f"entries {where.start}..{where.stop - 1} of the observation (num_players, one-hot 2, 3, 4) are "
+            f"{[int(x) for x in f['num_players']]}: every observation has exactly one 1 there"
+        )
     n = int(np.argmax(f["num_players"])) + 2
     discards = tuple(tuple(int(np.argmax(row)) + 1 for row in f["discards"][k] if row.any()) for k in range(n))
     known = (0,) + tuple(

@@ -1,4 +1,4 @@
-"""Action numbers (loveletter_env.actions): encoding and decoding, and the refusal of what is no action."""
+"""Action numbers (loveletter_env.actions): encoding, decoding and naming, and the refusal of what is no action."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import re
 import numpy as np
 import pytest
 
-from loveletter_env.actions import ACTIONS, decode_action, encode_action, guard_action
-from loveletter_env.cards import GUARD, PRIEST
+import loveletter_env
+from loveletter_env.actions import ACTIONS, decode_action, describe_action, encode_action, guard_action
+from loveletter_env.cards import FULL_DECK, GUARD, PRIEST
+from loveletter_env.engine import IllegalActionError
 
 
 @pytest.mark.parametrize("bad", [41, -1, 100, "3", None], ids=repr)
@@ -49,3 +51,77 @@ def test_guard_action_covers_every_guard_play_once():
     assert sorted(indices) == list(range(21))
     assert all(ACTIONS[i] == (GUARD, o, g) for i, (o, g) in indices.items())
     assert guard_action(np.int64(2), np.int8(5)) == guard_action(2, 5)
+
+
+# Refusing what is no action, and naming actions -------------------------------------
+
+
+@pytest.mark.parametrize("bad", [True, False, 3.0, np.float64(3.0), np.array(3.5), np.array([3])], ids=repr)
+def test_decode_action_refuses_bools_floats_and_arrays_not_truncates_them(bad):
+    """``True`` is no action 1, and ``int(np.array(3.5))`` would have been action 3."""
+    with pytest.raises(ValueError, match=r"^action must be an integer in \[0, 41\), got "):
+        decode_action(bad)
+    with pytest.raises(ValueError, match=r"^action must be an integer"):
+        describe_action(bad)
+
+
+def test_decode_action_takes_python_and_numpy_integers():
+    assert decode_action(np.int64(22)) == decode_action(22) == decode_action(np.array(22)) == (PRIEST, 1, 0)
+
+
+@pytest.mark.parametrize(
+    "args, name",
+    [
+        ((True, 1, 2), "card"),
+        ((1.0, 1, 2), "card"),
+        ((PRIEST, 1.0), "offset"),
+        ((GUARD, 1, True), "guess"),
+        (([1],), "card"),
+    ],
+    ids=repr,
+)
+def test_encode_action_refuses_arguments_that_are_no_integers(args, name):
+    """``1.0`` and ``True`` hash as 1: a table lookup alone took them (and a list was a TypeError)."""
+    with pytest.raises(ValueError, match=rf"^encode_action's {name} must be an integer, got "):
+        encode_action(*args)
+    assert encode_action(np.int64(PRIEST), np.int64(1)) == 22
+
+
+@pytest.mark.parametrize(
+    "action, num_players, words",
+    [
+        (23, 2, "Priest on seat +2, past the 2-player table"),
+        (24, 3, "Priest on seat +3, past the 3-player table"),
+        (33, 2, "Prince on seat +2, past the 2-player table"),
+        (7, 2, "Guard on seat +2, past the 2-player table, naming Priest"),
+    ],
+)
+def test_an_offset_past_the_table_is_never_named_as_a_seat(action, num_players, words):
+    """Offset 2 at a 2-player table wrapped onto the actor: "Priest on player_0", in the very
+    error that refuses it."""
+    assert describe_action(action, 0, num_players) == words
+    assert describe_action(22, 1, 2) == "Priest on player_0"  # an offset of the table names its seat
+
+
+def test_an_illegal_offset_past_the_table_is_named_as_such_in_the_error():
+    env = loveletter_env.env(num_players=2)
+    env.reset(seed=0, options={"deck": list(FULL_DECK), "first_player": 0})
+    with pytest.raises(IllegalActionError, match=r"^action 23 \(Priest on seat \+2, past the 2-player table\) is not"):
+        env.step(23)
+
+
+@pytest.mark.parametrize(
+    "actor, num_players, message",
+    [
+        (5, 2, "actor must be a seat in 0..1, got 5"),
+        (True, 2, "actor must be a seat in 0..1, got True"),
+        (0, 7, "num_players must be 2, 3 or 4, got 7"),
+        (0, 0, "num_players must be 2, 3 or 4, got 0"),  # was a ZeroDivisionError
+        (0, None, "describe_action takes actor and num_players together, got actor=0 and num_players=None"),
+        (None, 3, "describe_action takes actor and num_players together, got actor=None and num_players=3"),
+    ],
+)
+def test_describe_action_refuses_a_seat_or_table_that_is_none(actor, num_players, message):
+    for action in (22, 25):  # with a target, and with none
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            describe_action(action, actor, num_players)

@@ -388,6 +388,8 @@ def test_raw_env_before_reset_says_to_reset():
         env.step(HANDMAID_ACTION)
     with pytest.raises(RuntimeError, match=r"reset\(\)"):
         env.observe("player_0")
+    with pytest.raises(RuntimeError, match=r"reset\(\)"):  # was an AttributeError on agent_selection
+        env.action_mask()
 
 
 @pytest.mark.parametrize("action", [30.0, np.float32(30), True, "30"], ids=repr)
@@ -403,3 +405,6 @@ def test_unknown_agent_is_named():
     env = make_env(2, DECK)
     with pytest.raises(ValueError, match="unknown agent 'player_7'"):
         env.observe("player_7")
+    # An unhashable value was a bare TypeError from the name lookup.
+    with pytest.raises(ValueError, match=r"unknown agent \['player_0'\]; agents are \['player_0', 'player_1'\]"):
+        env.observe(["player_0"])

@@ -497,6 +497,28 @@ def test_decode_observation_refuses_an_entry_no_observation_holds(value, shown):
         decode_observation({"obs": np.zeros(OBSERVATION_SIZE)})
 
 
+def test_decode_observation_refuses_a_bool_vector_that_lost_its_counts():
+    """``astype(bool)`` turns a deck of 9 cards into 1: it decoded without a word."""
+    env = loveletter_env.env(num_players=3)
+    env.reset(seed=1)
+    vector = env.observe(env.agent_selection)["observation"]
+    assert decode_observation(vector).deck_size > 1
+    with pytest.raises(ValueError, match=r"^an observation vector holds numbers \(counts up to 16\), got dtype bool$"):
+        decode_observation(vector.astype(bool))
+
+
+@pytest.mark.parametrize("num_players", [(0, 0, 0), (1, 1, 0), (0, 2, 0)], ids=str)
+def test_decode_observation_refuses_a_vector_with_no_table_size(num_players):
+    """A blank vector (padding, say) decoded as a 2-player table: argmax of zeros is 0."""
+    from loveletter_env.observation import SLICES
+
+    vector = np.zeros(OBSERVATION_SIZE, np.float32)
+    vector[SLICES["num_players"]] = num_players
+    expected = f"entries 97..99 of the observation (num_players, one-hot 2, 3, 4) are {list(num_players)}"
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}: every observation has exactly one 1 there$"):
+        decode_observation(vector)
+
+
 def test_decode_observation_refuses_a_move_naming_a_seat_outside_the_table():
     """A bot indexes its seats by a move's actor, target and who went out."""
     from loveletter_env.observation import MOVE_SLICES, SLICES
