@@ -86,7 +86,7 @@ def decode_action(index: int) -> Action:
     if i is None:
         raise ValueError(f"action must be an integer in [0, {NUM_ACTIONS}), got {shown(index)}")
     if not 0 <= i < NUM_ACTIONS:
-        raise ValueError(f"action {i} is out of range: actions are 0..{NUM_ACTIONS - 1}")
+        raise ValueError(f"action {shown(i)} is out of range: actions are 0..{NUM_ACTIONS - 1}")
     return ACTIONS[i]
 
 

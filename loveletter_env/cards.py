@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import operator
 
+from .validation import shown
+
 GUARD, PRIEST, BARON, HANDMAID, PRINCE, KING, COUNTESS, PRINCESS = range(1, 9)
 
 #: Card values in order; 0 is never a card and stands for "no card" / "unknown".
@@ -59,9 +61,9 @@ def validate_deck(deck) -> tuple[int, ...]:
         items = list(deck)
         cards = tuple(map(operator.index, items))
     except TypeError:
-        raise ValueError(f"deck must be a sequence of 16 integer card values 1..8, got {deck!r}") from None
+        raise ValueError(f"deck must be a sequence of 16 integer card values 1..8, got {shown(deck)}") from None
     if any(isinstance(card, bool) for card in items):  # True would pass as a Guard
-        raise ValueError(f"deck must hold integer card values 1..8, not booleans, got {items!r}")
+        raise ValueError(f"deck must hold integer card values 1..8, not booleans, got {shown(items)}")
     if len(cards) == DECK_SIZE and sorted(cards) == _SORTED_DECK:
         return cards  # the common case, settled in one comparison
     if len(cards) != DECK_SIZE:

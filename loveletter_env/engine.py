@@ -50,7 +50,7 @@ from .cards import (
 from .cards import validate_deck as validate_deck  # re-exported: callers check decks through the engine
 from .rules import CLASSIC, Rules, check_rules_for_table, resolve_rules
 from .rules import FACE_UP_CARDS_2P as FACE_UP_CARDS_2P  # re-exported: the kernels read it here
-from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players, check_seat, is_int
+from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players, check_seat, is_int, shown
 
 
 class IllegalActionError(ValueError):
@@ -64,8 +64,8 @@ class IllegalActionError(ValueError):
             if not is_int(action):
                 raise ValueError
             what = f"action {action} ({describe_action(action, player, num_players)})"
-        except ValueError:
-            what = f"action {action!r} (actions are integers 0..40)"
+        except ValueError:  # shown: a 100,000-character string or a 5,000-digit number is not echoed whole
+            what = f"action {shown(action)} (actions are integers 0..40)"
         legal_words = ", ".join(f"{a} ({describe_action(a, player, num_players)})" for a in self.legal)
         self.num_players = num_players
         super().__init__(f"{what} is not legal for player_{player}; legal actions: {legal_words}")

@@ -18,3 +18,9 @@ def test_a_boolean_is_not_a_guard(flag):
     aec = make_env(num_players=2)
     with pytest.raises(ValueError, match="integer card values"):
         aec.reset(options={"deck": deck})
+
+
+def test_a_huge_bad_deck_is_not_echoed_whole():
+    with pytest.raises(ValueError, match=r"^deck must be a sequence of 16 integer card values") as err:
+        validate_deck([0.5] * 100_000)
+    assert len(str(err.value)) < 500

@@ -408,3 +408,17 @@ def test_unknown_agent_is_named():
     # An unhashable value was a bare TypeError from the name lookup.
     with pytest.raises(ValueError, match=r"unknown agent \['player_0'\]; agents are \['player_0', 'player_1'\]"):
         env.observe(["player_0"])
+
+
+@pytest.mark.parametrize("action", [10**5000, "x" * 100_000], ids=["5000-digit number", "long string"])
+def test_a_huge_illegal_action_is_named_short_and_changes_nothing(action):
+    """Neither a 5,000-digit number (Python refuses to print it) nor a long string is echoed
+    whole: the error is still the env's IllegalActionError, a few hundred characters long."""
+    env = loveletter_env.env()
+    env.reset(seed=1)
+    before = env.agent_selection, env.observe(env.agent_selection)["observation"].copy()
+    with pytest.raises(IllegalActionError, match=r"\(actions are integers 0\.\.40\) is not legal for player_") as err:
+        env.step(action)
+    assert len(str(err.value)) < 1000
+    assert env.agent_selection == before[0]
+    assert (env.observe(env.agent_selection)["observation"] == before[1]).all()
