@@ -12,6 +12,7 @@ raise :class:`ConfigError` naming the key.
 from __future__ import annotations
 
 import argparse
+import copy
 import difflib
 import json
 import re
@@ -89,9 +90,13 @@ def _folder_name(name: str) -> str:
     return name
 
 
-def _no_nul(path: str) -> str:
+def _path_text(path: str) -> str:
     if "\0" in path:
         raise ValueError(f"must be a path without NUL characters, got {shown(path)}")
+    if not path.strip():
+        # An empty value (``--set out_dir=$DIR`` with DIR unset) would otherwise mean the working
+        # folder, or for model.init_from no checkpoint at all, and the run would go on without a word.
+        raise ValueError(f"must name a file or folder, got {shown(path)}")
     return path
 
 
@@ -111,7 +116,7 @@ def _bot_specs(specs: list[str]) -> list[str]:
 
 BotSpecs = Annotated[OneOrMore[str], AfterValidator(_bot_specs)]
 FolderName = Annotated[str, Field(max_length=255), AfterValidator(_folder_name)]
-PathText = Annotated[str, AfterValidator(_no_nul)]
+PathText = Annotated[str, AfterValidator(_path_text)]
 Positive = Annotated[WholeNumber, Field(ge=1)]
 NonNegative = Annotated[WholeNumber, Field(ge=0)]
 RulesWeight = Annotated[float, Field(gt=0, le=MAX_RULES_WEIGHT, allow_inf_nan=False)]
@@ -164,6 +169,7 @@ class ModelConfig(StrictModel):
         hidden_sizes: widths of the shared trunk's layers.
         init_from: a checkpoint (file or run folder) whose weights start the run, e.g. a
             2-player agent to fine-tune on mixed table sizes; its ``hidden_sizes`` must match.
+            ``None`` (not an empty path): the run starts from fresh weights.
         average_from: from this fraction of ``total_steps`` on, the trainer also keeps the
             running mean of the network's weights after every update, and that mean, not the
             last weights, is the run's final network (``result.pt``). Self-play's last
@@ -374,7 +380,9 @@ class TrainConfig(StrictModel):
             previous = stage.at_step
             for key in stage.set:
                 if key not in SCHEDULABLE_KEYS:
-                    hint = "" if key in _dotted_keys(TrainConfig) else " (no such key)"
+                    close = difflib.get_close_matches(key, SCHEDULABLE_KEYS, n=2)
+                    guess = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+                    hint = "" if key in _dotted_keys(TrainConfig) else f" (no such key{guess})"
                     raise ValueError(
                         f"{where}.set: {key!r} cannot change during a run{hint}; "
                         f"a stage may set {list(SCHEDULABLE_KEYS)}"
@@ -581,6 +589,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key = key.strip()
     if not sep or not key:
         raise ConfigError(f"an override looks like section.key=value, got {text!r}")
+    if not all(part.strip() for part in key.split(".")):  # `ppo..gamma`, `.seed`: a key named ''
+        raise ConfigError(f"an override's key is names joined by single dots (section.key=value), got {text!r}")
     return key.split("."), _load_yaml(raw, f"override {shown(text)}", key) if raw.strip() else ""
 
 
@@ -682,9 +692,28 @@ def read_config(path: str | Path) -> dict:
 
 def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -> TrainConfig:
     """Defaults, then the YAML file at ``path`` (if any, with the file it extends: :func:`read_config`),
-    then dotted ``overrides``; validated."""
+    then dotted ``overrides``; validated.
+
+    A bad key or value that the file holds is a :class:`ConfigError` naming the file as well as
+    the key (a run's ``config.yaml`` edited by hand reads as that file's mistake, not a ``--set``'s);
+    one that only the overrides bring in names the key alone, as the override does.
+    """
     data = read_config(path) if path is not None else {}
-    return from_dict(TrainConfig, apply_overrides(data, overrides))
+    overrides = list(overrides)
+    merged = apply_overrides(copy.deepcopy(data), overrides)
+    try:
+        return from_dict(TrainConfig, merged)
+    except ConfigError as err:
+        if path is None:
+            raise
+        problem = str(err)
+    try:
+        from_dict(TrainConfig, data)
+    except ConfigError as own:
+        # The file is wrong on its own: name it, and say when the overrides changed the problem.
+        where = f"config file {str(path)!r}" + ("" if str(own) == problem else " with its overrides")
+        raise ConfigError(f"{where}: {problem}") from None
+    raise ConfigError(problem)  # the file is fine: an override is at fault, and names its key
 
 
 #: An example of ``--set`` for the options' help.

@@ -97,7 +97,7 @@ def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
     run_dir = Path(args.resume)
     allowed = ("total_steps", *MACHINE_KEYS)  # how long and where it runs do not change what the run is
     extend = [o for o in args.overrides if o.partition("=")[0].strip() in allowed]
-    if args.config or args.run_name or len(extend) != len(args.overrides):
+    if args.config or args.run_name is not None or len(extend) != len(args.overrides):
         parser.error(
             "--resume continues a run with its own config.yaml; drop --config/--run-name and every --set "
             "but --set total_steps=N (which extends the run) and the machine's keys "
@@ -116,6 +116,16 @@ def _new_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple
     run_dir = Path(config.out_dir) / config.run_name
     if holds_run(run_dir):  # said here with the way to continue it; the trainer checks again, owning the folder
         parser.error(f"{str(run_dir)!r} already holds a run: pass --resume {run_dir} or another --run-name")
+    late = [stage.at_step for stage in config.schedule if stage.at_step >= config.total_steps]
+    if late:
+        # Said, not refused: a shortened staged recipe is the first part of the whole one, which
+        # --resume --set total_steps=N extends (each stage anneals up to the next one's at_step).
+        print(
+            f"note: {len(late)} schedule stage(s) start at or after total_steps={config.total_steps:,} "
+            f"(at_step {', '.join(f'{step:,}' for step in late)}): this run ends before they begin, "
+            "unless --resume --set total_steps=N extends it",
+            file=sys.stderr,
+        )
     return config, run_dir
 
 
@@ -123,7 +133,7 @@ def new_run_overrides(args: argparse.Namespace) -> list[str]:
     """A new run's ``--set`` overrides, then its shorthands (``--run-name``, ``--device``) as
     overrides of their own."""
     overrides = list(args.overrides)
-    if args.run_name:
+    if args.run_name is not None:  # an empty name is refused as run_name, not dropped for "default"
         overrides.append(text_override("run_name", args.run_name))
     if args.device:
         overrides.append(f"device={args.device}")

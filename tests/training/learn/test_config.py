@@ -39,6 +39,10 @@ from training.selfplay import main as selfplay_main
         ('run_name="a\\0b"', r"run_name must be a plain folder name .*got 'a\\x00b'"),
         ('out_dir="runs\\0"', r"out_dir must be a path without NUL characters"),
         (f"run_name={'x' * 300}", r"run_name must be at most 255 characters long, got 'x+\.\.\.x+'$"),
+        # Empty paths (`--set out_dir=$DIR` with DIR unset) meant the working folder, or no init at all.
+        ("out_dir=", r"out_dir must name a file or folder, got ''"),
+        ("model.init_from=", r"model.init_from must name a file or folder, got ''"),
+        ("ppo..gamma=0.9", r"an override's key is names joined by single dots .*got 'ppo..gamma=0.9'"),
     ],
 )
 def test_bad_config_values_are_a_config_error_before_training(tmp_path, capsys, override, message):
@@ -192,6 +196,65 @@ def test_a_run_name_is_taken_as_given(name):
 
     args = build_parser().parse_args(["--run-name", name])
     assert load_config(None, new_run_overrides(args)).run_name == name
+
+
+def test_an_empty_run_name_is_refused_not_replaced_by_the_default(tmp_path, capsys):
+    """``--run-name ""`` (an unset shell variable) once trained into ``default`` without a word."""
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(["--no-progress", "--set", f"out_dir={tmp_path}", "--run-name", ""])
+    assert exit_info.value.code == 2
+    assert "run_name must be a plain folder name (no '/', '\\' or NUL, not '.' or '..'), got ''" in (
+        capsys.readouterr().err
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "overrides", "message"),
+    [
+        ("ppo:\n  learning_rate: abc\n", [], r": ppo.learning_rate must be a finite number, got 'abc'$"),
+        ("ppo:\n  learnig_rate: 1\n", [], r": unknown config key\(s\) \['ppo.learnig_rate'\] \(did you mean"),
+        # Another problem from an override is said beside the file's.
+        (
+            "seed: -1\n",
+            ["ppo.gamma=2"],
+            r" with its overrides: seed must be >= 0, got -1; ppo.gamma must be <= 1, got 2",
+        ),
+    ],
+    ids=["bad value", "unknown key", "with an override"],
+)
+def test_a_bad_config_file_is_named_with_its_key(tmp_path, capsys, text, overrides, message):
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    named = re.escape(f"config file {str(path)!r}") + message
+    with pytest.raises(ConfigError, match=named):
+        load_config(path, overrides)
+    out = tmp_path / "runs"
+    with pytest.raises(SystemExit):
+        selfplay_main(["--config", str(path), "--set", f"out_dir={out}", *(a for o in overrides for a in ("--set", o))])
+    assert re.search(named, capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_an_override_that_breaks_a_good_file_is_named_by_its_key_alone(tmp_path):
+    with pytest.raises(ConfigError, match=r"^ppo.gamma must be <= 1, got 2$"):
+        load_config(ROOT / "configs" / "default.yaml", ["ppo.gamma=2"])
+
+
+def test_a_resumed_runs_edited_config_is_named(tmp_path, capsys):
+    """``--resume`` of a run whose config.yaml was edited into a bad one names that file, and
+    leaves the folder as it was."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "latest.pt").write_bytes(b"not read: the config is checked first")
+    (run / "config.yaml").write_text("ppo:\n  learning_rate: -1\n")
+    before = {p.name: p.stat().st_mtime_ns for p in run.iterdir()}
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(["--resume", str(run), "--no-progress", "--set", "total_steps=512"])
+    assert exit_info.value.code == 2
+    expected = f"config file {str(run / 'config.yaml')!r}: ppo.learning_rate must be > 0, got -1"
+    assert expected in capsys.readouterr().err
+    assert {p.name: p.stat().st_mtime_ns for p in run.iterdir()} == before
 
 
 def test_the_commands_that_train_read_config_and_set_alike():

@@ -69,7 +69,10 @@ def test_the_entropy_weight_anneals_within_each_stage_and_is_logged(tmp_path: Pa
         ("[{at_step: 0, set: {ppo.learning_rate: 1.0e-4}}]", "at_step must be > 0"),
         ("[{at_step: 50, set: {ppo.ent_coef: 0.0}}, {at_step: 50, set: {ppo.ent_coef: 0.1}}]", "above the previous"),
         ("[{at_step: 50, set: {seed: 3}}]", "'seed' cannot change during a run"),
-        ("[{at_step: 50, set: {ppo.learnin_rate: 3}}]", "'ppo.learnin_rate' cannot change during a run .no such key"),
+        (
+            "[{at_step: 50, set: {ppo.learnin_rate: 3}}]",
+            r"'ppo.learnin_rate' cannot change during a run \(no such key; did you mean 'ppo.learning_rate'\?\)",
+        ),
         ("[{at_step: 50, set: {ppo.learning_rate: -1}}]", r"schedule\[0\] \(from turn 50\): ppo.learning_rate"),
         ("[{at_step: 50, set: {env.num_players: [5]}}]", r"schedule\[0\] \(from turn 50\): env.num_players"),
         ("[{at_step: 50, set: {}}]", r"schedule\[0\].set must hold at least 1 item"),
@@ -79,6 +82,20 @@ def test_the_entropy_weight_anneals_within_each_stage_and_is_logged(tmp_path: Pa
 def test_bad_stages_are_named_before_anything_runs(stage: str, message: str):
     with pytest.raises(ConfigError, match=message):
         load_config(None, [*TINY, f"schedule={stage}"])
+
+
+def test_a_stage_the_run_ends_before_is_said_not_refused(tmp_path: Path, capsys: pytest.CaptureFixture):
+    """A shortened staged recipe is the first part of the whole one (``--resume --set
+    total_steps=N`` extends it), so its later stages are allowed, but never silently."""
+    from training.learn.selfplay_command import _new_run, build_parser
+
+    parser = build_parser()
+    late = "schedule=[{at_step: 100, set: {ppo.gamma: 0.9}}, {at_step: 256, set: {ppo.gamma: 0.8}}]"
+    for stage, noted in ((late, "1 schedule stage(s) start at or after total_steps=256 (at_step 256)"), (STAGE, "")):
+        _new_run(parser, parser.parse_args(args(tmp_path, stage)))
+        err = capsys.readouterr().err
+        assert noted in err and ("note:" in err) == bool(noted)
+    assert list(tmp_path.iterdir()) == []  # said before the run folder exists
 
 
 def test_shipped_agent_configs_are_valid_schedules():
