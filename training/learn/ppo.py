@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from pydantic import Field
 from torch import nn
+from torch.nn.utils import skip_init
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import (
@@ -211,6 +212,9 @@ class ActorCritic(nn.Module):
     takes the current observation and reads the entries of its own layout
     (:func:`~loveletter_env.observation.observation_for_layout`). So a network of an
     older layout plays wherever a network plays, and nothing outside it slices.
+
+    ``generator`` draws the initial weights (a generator seeded 0 when none is given), so
+    building a network never draws from torch's global generator.
     """
 
     def __init__(
@@ -229,18 +233,21 @@ class ActorCritic(nn.Module):
         self.num_actions = num_actions
         layers: list[nn.Module] = []
         width = self.obs_size
+        # Built without torch's default init, which draws from the global generator (and which
+        # reset_parameters replaces anyway): building a network touches no global random state.
         for h in self.hidden_sizes:
-            layers += [(ObservationLinear if not layers else nn.Linear)(width, h), nn.ReLU()]
+            layers += [skip_init(ObservationLinear if not layers else nn.Linear, width, h), nn.ReLU()]
             width = h
         self.trunk = nn.Sequential(*layers)
-        self.policy_head = nn.Linear(width, num_actions)
-        self.value_head = nn.Linear(width, 1)
-        self.reset_parameters(generator)
+        self.policy_head = skip_init(nn.Linear, width, num_actions)
+        self.value_head = skip_init(nn.Linear, width, 1)
+        self.reset_parameters(torch.Generator().manual_seed(0) if generator is None else generator)
 
     @torch.no_grad()
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Orthogonal init (CleanRL's choice): a small policy head so the first policy is
-        near uniform over legal actions, and zero biases."""
+        near uniform over legal actions, and zero biases. ``generator`` draws the weights
+        (``None``: torch's global generator; the constructor passes its own, seed 0 unless given)."""
         gains = [(m, np.sqrt(2)) for m in self.trunk if isinstance(m, nn.Linear)]
         gains += [(self.policy_head, 0.01), (self.value_head, 1.0)]
         for layer, gain in gains:

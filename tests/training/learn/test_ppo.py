@@ -389,3 +389,15 @@ def test_the_old_name_policy_network_still_works_with_a_deprecation_warning():
             assert where.PolicyNetwork is ActorCritic
         assert caught[0].filename == __file__, "the warning points at the code that used the old name"
     assert "PolicyNetwork" not in dir(training) and not hasattr(ppo, "PolicyNetworks")
+
+
+def test_building_a_network_leaves_torchs_global_generator_alone():
+    """nn.Linear's own init draws from the global generator; the network never uses that
+    init, so building one (as every checkpoint load does) must not advance it."""
+    before = torch.random.get_rng_state()
+    ActorCritic(hidden_sizes=(16, 8))
+    ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(5))
+    assert torch.equal(torch.random.get_rng_state(), before)
+    assert torch.equal(
+        ActorCritic(hidden_sizes=(16,)).trunk[0].weight, ActorCritic(hidden_sizes=(16,)).trunk[0].weight
+    )
