@@ -167,13 +167,14 @@ class SelfPlayTrainer:
 
         # The folder is this trainer's from here until train() returns: checked writable, not
         # in use by another run and, for a new run, holding none to overwrite.
+        # The starting weights are read first: a missing or foreign file leaves no folder behind.
+        if not resume and config.model.init_from:
+            self._initialise_from(config.model.init_from)
         self.run_lock = claim_run_folder(self.run_dir, resume=resume)
         try:
             if resume:
                 self._restore(load_checkpoint(self.run_dir / "latest.pt", map_location="cpu"))
             else:
-                if config.model.init_from:
-                    self._initialise_from(config.model.init_from)
                 if len(self.pool) == 0:  # the starting weights are the first past opponent
                     self.pool.add(self.model, label=0)
             save_config(config, self.run_dir / "config.yaml")

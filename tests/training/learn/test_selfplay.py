@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from loveletter_env.rules import PRESETS
 from loveletter_env.validation import EPISODE_KINDS, PLAYER_COUNTS
 from training import load_agent
-from training.learn.checkpoint import DIGEST_KEY, load_checkpoint, save_checkpoint
+from training.learn.checkpoint import DIGEST_KEY, CheckpointError, load_checkpoint, save_checkpoint
 from training.learn.config import ConfigError, EnvConfig, TableSize, TrainConfig, load_config, to_dict
 from training.learn.selfplay_command import SelfPlayTrainer, main
 from training.learn.trainer import default_env_factory
@@ -542,6 +542,11 @@ def test_init_from_starts_with_the_given_weights(tmp_path):
     wider = load_config(None, TINY + [f"model.init_from={tmp_path / 'source'}", "model.hidden_sizes=[64]"])
     with pytest.raises(ConfigError, match="hidden_sizes"):
         SelfPlayTrainer(wider, tmp_path / "wider", progress=False)
+    assert not (tmp_path / "wider").exists()  # refused before the run folder is made
+    missing = load_config(None, TINY + [f"model.init_from={tmp_path / 'none.pt'}"])
+    with pytest.raises(CheckpointError, match="does not exist"):
+        SelfPlayTrainer(missing, tmp_path / "missing", progress=False)
+    assert not (tmp_path / "missing").exists()
 
 
 V1_2P = ROOT / "checkpoints" / "v1" / "ppo_2p.pt"
