@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from loveletter_env.validation import check_int
 from loveletter_env.wrappers import rllib_multi_agent_env
 from loveletter_env.wrappers._extras import MissingExtraError, require
 from training.learn.checkpoint import model_payload, save_checkpoint
@@ -106,6 +107,10 @@ def _check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         parser.error(f"--hidden-sizes must be positive, got {args.hidden_sizes}")
     if args.batch_size < args.env_runners:
         parser.error(f"--batch-size ({args.batch_size}) must be at least --env-runners ({args.env_runners})")
+    try:  # RLlib seeds numpy's global generator (below 2**32) with it, plus the runner's index
+        check_int("--seed", args.seed, 0, 2**32 - 1 - args.env_runners)
+    except ValueError as err:
+        parser.error(str(err))
 
 
 def env_config(num_players: int) -> dict[str, Any]:

@@ -20,6 +20,8 @@ import torch
 from tqdm import tqdm
 
 import loveletter_env  # noqa: F401  (registers "loveletter/LoveLetter-v0")
+from loveletter_env.agents.specs import resolve_agent
+from loveletter_env.validation import check_int, check_writable
 from loveletter_env.wrappers import GYM_ENV_ID
 from loveletter_env.wrappers._extras import require
 
@@ -115,6 +117,26 @@ def evaluate(
     return wins / played
 
 
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Name a bad argument before training (``parser.error``, exit status 2), not as a
+    traceback from inside SB3 or after the minutes of training it would lose."""
+    for name in ("timesteps", "eval_episodes", "torch_threads", "num_envs", "n_steps"):
+        if getattr(args, name) <= 0:
+            parser.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.n_steps * args.num_envs < 2:
+        # A rollout of one step normalises its one advantage by a spread of 0: NaN weights.
+        parser.error("--n-steps times --num-envs must be at least 2 (a PPO batch of one step has no advantage spread)")
+    try:
+        # SB3 seeds numpy's global generator (below 2**32) with the seed, and env k with seed + k.
+        check_int("--seed", args.seed, 0, 2**32 - args.num_envs)
+        resolve_agent(args.opponents, seed=0, role="opponent")  # as the env will, before training
+        if args.save:
+            # SB3 adds .zip to a name without it: check the file it will write.
+            check_writable("--save", args.save if str(args.save).endswith(".zip") else f"{args.save}.zip")
+    except (ValueError, FileNotFoundError) as err:  # AgentSpecError among them; a checkpoint that is not there
+        parser.error(f"--opponents: {err}" if isinstance(err, FileNotFoundError) else str(err))
+
+
 def main(argv: Sequence[str] | None = None) -> float:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--timesteps", type=int, default=100_000, help="learner decisions to train on")
@@ -134,8 +156,7 @@ def main(argv: Sequence[str] | None = None) -> float:
     )
     parser.add_argument("--save", default=None, help="where to save the trained model (.zip)")
     args = parser.parse_args(argv)
-    if args.timesteps <= 0 or args.eval_episodes <= 0 or args.torch_threads <= 0:
-        parser.error("--timesteps, --eval-episodes and --torch-threads must be positive")
+    check_arguments(parser, args)
     torch.set_num_threads(args.torch_threads)
 
     model = train(args.timesteps, args.opponents, args.players, args.episode, args.num_envs, args.seed, args.n_steps)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from loveletter_env.validation import MAX_SEED, check_int
 from loveletter_env.wrappers._extras import require
 from loveletter_env.wrappers.tianshou import tianshou_env
 
@@ -130,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if min(args.epochs, args.steps_per_epoch, args.num_envs, args.eval_episodes) <= 0:
         parser.error("--epochs, --steps-per-epoch, --num-envs and --eval-episodes must be positive")
+    try:  # the test envs are seeded from seed + 10,000, env k of each with its seed + k
+        check_int("--seed", args.seed, 0, MAX_SEED - 10_000 - args.num_envs)
+    except ValueError as err:
+        parser.error(str(err))
     out = train(
         args.epochs, args.steps_per_epoch, args.num_envs, args.players, args.episode, args.seed, args.eval_episodes
     )

@@ -23,6 +23,7 @@ from tqdm import tqdm
 import loveletter_env
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import OBSERVATION_SIZE
+from loveletter_env.validation import check_seed
 from loveletter_env.wrappers._extras import require
 
 require("torchrl", "torchrl")
@@ -134,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, float]]:
     args = parser.parse_args(argv)
     if args.iterations <= 0 or args.frames_per_batch <= 0:
         parser.error("--iterations and --frames-per-batch must be positive")
+    try:  # named here, not as a traceback from inside the env
+        check_seed(args.seed, "--seed")
+    except ValueError as err:
+        parser.error(str(err))
     history = train(args.iterations, args.frames_per_batch, args.players, args.episode, seed=args.seed)
     episodes = sum(h["episodes"] for h in history)
     print(

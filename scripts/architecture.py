@@ -18,6 +18,7 @@ from html import escape
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # loveletter_env.atomic_files, from a checkout not installed
 PAGE = ROOT / "docs" / "architecture.md"
 PICTURE = ROOT / "docs" / "assets" / "architecture.svg"
 PACKAGES = ("loveletter_env", "training")
@@ -263,7 +264,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PICTURE.relative_to(ROOT)} is out of date: run python scripts/architecture.py", file=sys.stderr)
             return 1
         return 0
-    PICTURE.write_text(drawn, encoding="utf-8")
+    from loveletter_env.atomic_files import replacing
+
+    with replacing(PICTURE) as temporary:  # whole or not at all: never half a picture on the page
+        temporary.write_text(drawn, encoding="utf-8")
     print(f"wrote {PICTURE.relative_to(ROOT)}")
     return 0
 

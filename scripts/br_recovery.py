@@ -42,8 +42,28 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Two-sided 95% quantiles of Student's t by degrees of freedom (seeds - 1).
+sys.path.insert(0, str(ROOT))
+#: Two-sided 95% quantiles of Student's t by degrees of freedom (seeds - 1), where the
+#: expansion of :func:`t_95` is the less accurate.
 T_95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+#: The two-sided 95% quantile of the normal distribution.
+Z_975 = 1.959963984540054
+
+
+def t_95(degrees: int) -> float:
+    """The two-sided 95% quantile of Student's t with ``degrees`` degrees of freedom (at least 1):
+    the table up to 9, then the Cornish-Fisher expansion in ``1 / degrees``, within 1e-5 of the
+    exact quantile from 10 on (so that a measurement over more than ten seeds can be drawn)."""
+    if degrees in T_95:
+        return T_95[degrees]
+    z, v = Z_975, float(degrees)
+    return (
+        z
+        + (z**3 + z) / (4 * v)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+        + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / (92160 * v**4)
+    )
 
 
 def _cell_name(target: str, rules: str, steps: int, seed: int) -> str:
@@ -139,9 +159,30 @@ def _search_cell(
     }
 
 
+def read_cells(path: Path) -> list[dict[str, Any]]:
+    """The measured cells of ``path``. Raises :class:`ValueError` naming the file when it cannot
+    be read, holds no JSON, or holds something other than a list of cells."""
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise ValueError(f"{str(path)!r} cannot be read as measured cells: {err}") from None
+    needed = ("target", "rules", "seed", "exact_gain_recovered")
+    if not isinstance(cells, list) or not all(isinstance(c, dict) and all(k in c for k in needed) for c in cells):
+        raise ValueError(f"{str(path)!r} holds no list of measured cells (each with {', '.join(needed)})")
+    try:
+        for cell in cells:
+            budget_of(cell)
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{str(path)!r} holds a cell without its budget (steps, or iterations for search)") from None
+    return cells
+
+
 def measure(args: argparse.Namespace) -> None:
+    from loveletter_env.atomic_files import replacing
+
     out = Path(args.out)
-    cells: list[dict[str, Any]] = json.loads(out.read_text()) if out.is_file() else []
+    cells: list[dict[str, Any]] = read_cells(out) if out.is_file() else []
+    out.parent.mkdir(parents=True, exist_ok=True)  # a search makes no run folder there first
     tool = "search" if args.search else "learned"
     done = {(tool_of(c), c["target"], c["rules"], budget_of(c), c["seed"]) for c in cells}
     exact: dict[str, dict[str, Any]] = {}
@@ -156,7 +197,11 @@ def measure(args: argparse.Namespace) -> None:
                     if target not in exact:  # one exact measure per target, however many cells
                         exact[target] = _exact_report(args.rules, target)
                     cells.append(_search_cell(args, target, budget, seed, exact[target]))
-                out.write_text(json.dumps(cells, indent=1) + "\n")
+                # A budget or seed named twice is measured once, as a resumed measurement skips it.
+                done.add((tool, target, args.rules, budget, seed))
+                # Whole or not at all: a kill mid-write must not lose the cells measured before.
+                with replacing(out) as temporary:
+                    temporary.write_text(json.dumps(cells, indent=1) + "\n")
                 print(
                     f"{tool} {target} {args.rules} {budget} s{seed}: recovered "
                     f"{cells[-1]['exact_gain_recovered']:.3f} ({cells[-1]['seconds']} s)",
@@ -177,7 +222,7 @@ def summary(cells: Sequence[dict[str, Any]]) -> Summary:
     for key, by_budget in groups.items():
         for budget, values in sorted(by_budget.items()):
             mean = statistics.fmean(values)
-            half = T_95[len(values) - 1] * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0
+            half = t_95(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0
             rows.setdefault(key, []).append((budget, mean, mean - half, mean + half, len(values)))
     return rows
 
@@ -214,7 +259,7 @@ def _table(cells: Sequence[dict[str, Any]], rows: Summary, tool: str) -> None:
 
 
 def draw(args: argparse.Namespace) -> None:
-    cells = [c for path in args.files for c in json.loads(Path(path).read_text())]
+    cells = [c for path in args.files for c in read_cells(Path(path))]
     rows = summary(cells)
     tools = [tool for tool in BUDGETS if any(key[0] == tool for key in rows)]
     if args.table:
@@ -268,7 +313,13 @@ def draw(args: argparse.Namespace) -> None:
             # Below the panel: a dozen lines would cover the points they label.
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
         fig.tight_layout()
-        fig.savefig(args.out, dpi=110)
+        from loveletter_env.atomic_files import replacing
+
+        # Whole or not at all; the format named, as the temporary name's suffix says none.
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        with replacing(args.out) as temporary:
+            fig.savefig(temporary, dpi=110, format=Path(args.out).suffix.lstrip(".").lower() or "png")
+        plt.close(fig)
         print(f"written: {args.out}")
 
 
@@ -297,7 +348,37 @@ def main(argv: Sequence[str] | None = None) -> None:
     show.add_argument("--out", help="the picture to write")
     show.add_argument("--table", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
-    (measure if args.command == "measure" else draw)(args)
+    try:
+        check_arguments(args)
+        (measure if args.command == "measure" else draw)(args)
+    except ValueError as err:
+        parser.error(str(err))
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse, naming it, an argument that the work would fail on only after minutes (or
+    hours) of measuring, or that would change what is measured without saying so."""
+    from loveletter_env.validation import check_seed, check_writable
+
+    if args.command == "draw":
+        if not args.out and not args.table:
+            raise ValueError("draw writes a picture (--out) or a table (--table): name one")
+        if args.out:
+            check_writable("--out", args.out)
+            suffix = Path(args.out).suffix.lstrip(".").lower()
+            if suffix not in ("", "png", "svg", "pdf"):
+                raise ValueError(f"--out {args.out!r}: a picture is a .png, .svg or .pdf file, not .{suffix}")
+        return
+    for name in ("iterations" if args.search else "steps", "rounds"):
+        values = getattr(args, name)
+        for value in values if isinstance(values, list) else [values]:
+            if value < 1:
+                raise ValueError(f"--{name} must be at least 1, got {value}")
+    for seed in args.seeds:
+        check_seed(seed, "--seeds")
+    check_writable("--out", args.out)
+    if Path(args.out).is_file():
+        read_cells(Path(args.out))  # an earlier file that cannot be resumed is named before any cell
 
 
 if __name__ == "__main__":

@@ -227,7 +227,11 @@ class Runner:
             self._say(f"      reused the output of: {command}")
         else:
             step = self._run(command, folder)
-            saved.write_text(json.dumps(step.__dict__), encoding="utf-8")
+            from loveletter_env.atomic_files import replacing
+
+            # Whole or not at all: --reuse reads it later as a command that finished.
+            with replacing(saved) as temporary:
+                temporary.write_text(json.dumps(step.__dict__), encoding="utf-8")
         self.done[command] = step
         return step
 
@@ -477,6 +481,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.reuse and not args.work:
         parser.error("--reuse reads the outputs kept in --work DIR: give --work")
+    if args.work and not args.list:
+        from loveletter_env.validation import check_writable
+
+        try:  # before the first command, whose minutes a folder that cannot be made would waste
+            check_writable("--work", args.work, folder=True)
+        except ValueError as err:
+            parser.error(str(err))
     try:
         figures = select(load_figures(args.figures), args.cost or (COSTS if args.list else ("seconds",)), args.only)
     except FigureError as err:

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from loveletter_env.actions import NUM_ACTIONS  # noqa: E402
 from loveletter_env.tree import build_tree, key_to_observation, rung_rules  # noqa: E402
-from loveletter_env.validation import check_new_file  # noqa: E402
+from loveletter_env.validation import check_new_file, check_seed  # noqa: E402
 from training.exploitability.cfr import TreeWorkspace  # noqa: E402
 from training.exploitability.solver import check_target, check_two_player_rung, solve  # noqa: E402
 from training.learn.checkpoint import build_model, load_checkpoint, model_payload, save_checkpoint  # noqa: E402
@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     if not 0 < args.lr <= 1:
         parser.error(f"--lr must be in (0, 1], got {args.lr}")
+    try:  # torch would wrap a negative seed round, and refuse one past 2**64 only after the solve
+        check_seed(args.seed, "--seed")
+    except ValueError as err:
+        parser.error(str(err))
     try:
         check_two_player_rung(args.rules)
     except ValueError as err:

@@ -20,6 +20,7 @@ seeds start from different weights, and the mean of their weights plays nothing 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -29,6 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from loveletter_env.atomic_files import temporary_beside  # noqa: E402
 from loveletter_env.validation import check_new_file, check_seed  # noqa: E402
 from training.learn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
 from training.learn.config import MAX_TORCH_THREADS, load_config, save_config  # noqa: E402
@@ -66,11 +68,19 @@ def fork(run: Path, fork_dir: Path, seed: int, torch_threads: int | None = None)
     state["update_generator"] = torch.Generator().manual_seed(derive_seed(seed, 2, update)).get_state()
     state["numpy_rng"] = np.random.default_rng(derive_seed(seed, 3, update)).bit_generator.state
     state["act_device"] = "cpu"  # a run resumed on CUDA seeds its own stream from the seed and update
-    fork_dir.mkdir(parents=True)
-    save_checkpoint(fork_dir / "latest.pt", checkpoint)
-    save_config(config, fork_dir / "config.yaml")
-    if metrics is not None:
-        (fork_dir / "metrics.csv").write_bytes(metrics)
+    # Made whole aside, then renamed into place: a failure part way (a full disk, Ctrl-C) leaves
+    # no half fork, which could not be resumed and would refuse the next try as already there.
+    fork_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = temporary_beside(fork_dir)
+    try:
+        staging.mkdir()
+        save_checkpoint(staging / "latest.pt", checkpoint)
+        save_config(config, staging / "config.yaml")
+        if metrics is not None:
+            (staging / "metrics.csv").write_bytes(metrics)
+        staging.rename(fork_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return update
 
 

@@ -28,12 +28,12 @@ def _record(out: Path, **row: Any) -> None:
 
 
 def _steps_for(batch: int, steps: int) -> int:
-    return max(1, steps) * batch
+    return steps * batch
 
 
 def _variant(text: str) -> Any:
     """A kernel variant from ``THREADS,RECORDS,OBSERVATIONS[,rREGISTERS]`` (e.g.
-    ``64,shared,zeroed`` or ``64,global,zeroed,r64``)."""
+    ``64,shared,zeroed`` or ``64,global,zeroed,r64``); ``--variants``' argument type."""
     from loveletter_env.core.gpu import KernelVariant
 
     fields = text.split(",")
@@ -45,11 +45,40 @@ def _variant(text: str) -> Any:
         or fields[2] not in ("zeroed", "whole")
         or (registers is not None and not (registers[:1] == "r" and registers[1:].isdigit()))
     ):
-        raise SystemExit(f"a variant is THREADS,shared|global,zeroed|whole[,rREGISTERS], got {text!r}")
+        raise argparse.ArgumentTypeError(f"a variant is THREADS,shared|global,zeroed|whole[,rREGISTERS], got {text!r}")
     threads, records, observations = fields
-    return KernelVariant(
-        int(threads), records == "shared", observations == "zeroed", int(registers[1:]) if registers else None
-    )
+    try:  # the variant's own bounds (threads a multiple of 32, registers a thread), in its words
+        return KernelVariant(
+            int(threads), records == "shared", observations == "zeroed", int(registers[1:]) if registers else None
+        )
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+
+
+def _positive(text: str) -> int:
+    """A count of games, steps or repeats: an integer of at least 1 (none would be no measure,
+    and a measure of other sizes than asked would be recorded as the sizes asked)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer of at least 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer of at least 1, got {text}")
+    return value
+
+
+def _device(text: str) -> str:
+    """``cpu`` or a CUDA device (``cuda``, ``cuda:1``): another would fail every measurement,
+    each only printed, and the step would exit 0."""
+    import torch
+
+    try:
+        kind = torch.device(text).type
+    except (RuntimeError, ValueError):
+        kind = None
+    if kind not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"must be cpu or cuda (cuda:N), got {text!r}")
+    return text
 
 
 def _variant_name(variant: Any) -> str:
@@ -86,7 +115,7 @@ def bench_env(args: argparse.Namespace) -> None:
     from loveletter_env.bench import bench_batched
     from loveletter_env.core.gpu import DEFAULT_VARIANT
 
-    variants = [_variant(v) for v in args.variants] if args.variants else [DEFAULT_VARIANT]
+    variants = args.variants or [DEFAULT_VARIANT]  # parsed by _variant
     for variant in variants:
         attributes = _kernel_attributes(variant, args.device)
         if attributes:
@@ -266,13 +295,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("env", "pgx"):
         p = sub.add_parser(name)
-        p.add_argument("--sizes", type=int, nargs="+", required=True)
-        p.add_argument("--steps", type=int, default=20, help="timed steps per measurement")
-        p.add_argument("--repeats", type=int, default=3)
+        p.add_argument("--sizes", type=_positive, nargs="+", required=True)
+        p.add_argument("--steps", type=_positive, default=20, help="timed steps per measurement")
+        p.add_argument("--repeats", type=_positive, default=3)
         if name == "env":
-            p.add_argument("--device", default="cuda")
+            p.add_argument("--device", type=_device, default="cuda")
             p.add_argument(
                 "--variants",
+                type=_variant,
                 nargs="*",
                 default=None,
                 metavar="THREADS,RECORDS,OBSERVATIONS[,rREGISTERS]",
@@ -286,6 +316,21 @@ def main(argv: list[str] | None = None) -> int:
     for p in sub.choices.values():
         p.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    from loveletter_env.validation import check_writable
+
+    try:  # each named before the step's measuring, not as a traceback after it
+        check_writable("--out", args.out, folder=True)
+        if args.command == "training":
+            if not (args.run_dir / "metrics.csv").is_file():
+                raise ValueError(
+                    f"--run-dir {str(args.run_dir)!r} holds no metrics.csv: it is no training run's folder"
+                )
+            if args.wall is not None and not 0 < args.wall < float("inf"):
+                raise ValueError(f"--wall must be a positive number of seconds, got {args.wall}")
+            if args.export is not None:
+                check_writable("--export", args.export)
+    except ValueError as err:
+        sub.choices[args.command].error(str(err))
     args.out.mkdir(parents=True, exist_ok=True)
     {"env": bench_env, "pgx": bench_pgx, "training": training, "table": table}[args.command](args)
     return 0

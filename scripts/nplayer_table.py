@@ -79,6 +79,7 @@ def measure(
 ) -> list[dict[str, Any]]:
     """Measure every row on every rung (``ismcts`` on ``ismcts_rungs`` only), writing ``out``
     after each cell; returns the cells."""
+    from loveletter_env.atomic_files import replacing
     from loveletter_env.tree import build_tree
     from training.exploitability.exact_response import agent_playing, exact_exploitability
 
@@ -107,7 +108,9 @@ def measure(
             if not report["exact_probabilities"]:
                 cell["samples_per_decision"] = report["samples_per_decision"]
             cells.append(cell)
-            out.write_text(json.dumps(cells, indent=1) + "\n")
+            # Whole or not at all: a kill mid-write must not lose the cells measured before.
+            with replacing(out) as temporary:
+                temporary.write_text(json.dumps(cells, indent=1) + "\n")
             print(
                 f"{rung} {label}: nash_conv {cell['nash_conv']:.5f}, exploitability {cell['exploitability']:.5f} "
                 f"({cell['seconds']:.0f} s)",

@@ -58,6 +58,11 @@ def test_bad_arguments_are_named_before_any_work(tmp_path):
     assert done.returncode == 2 and "--rules must be a 2-player rung, got 'mini8_3p' (3 players)" in done.stderr
     done = run(NETWORK, "--rules", "mini6", "--solve-target", "2")
     assert done.returncode == 2 and "--solve-target: target must be a number between 0 and 0.5" in done.stderr
+    # A seed torch would wrap round (-1 seeds as 2**64 - 1) or refuse only after the solve.
+    for seed in ("-1", str(2**64)):
+        done = run(NETWORK, "--rules", "mini6", "--seed", seed)
+        assert done.returncode == 2 and f"--seed must be a non-negative integer below 2**63, got {seed}" in done.stderr
+        assert "solved" not in done.stdout
     # An --out that cannot be written is named before the fitting, not after it.
     unwritable = tmp_path / "file" / "fitted.pt"
     (tmp_path / "file").write_text("a file, not a folder")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,25 @@ def test_bad_forks_are_named(forked, tmp_path):
         done = fork_run("fork", str(base / "trunk"), str(tmp_path / "f"), "--seed", seed)
         assert done.returncode == 2 and f"seed must be a non-negative integer below 2**63, got {seed}" in done.stderr
     assert not (tmp_path / "f").exists()
+
+
+def test_a_fork_that_fails_part_way_leaves_no_half_fork(forked, tmp_path):
+    """A fork is made whole or not at all: a write cut short (a full disk, here a file size
+    limit below the checkpoint's size) leaves no folder that cannot be resumed and would
+    refuse the next try as already there."""
+    base = forked[0]
+    size = (base / "trunk" / "latest.pt").stat().st_size
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size // 2, size // 2))
+
+    command = [sys.executable, SCRIPT, "fork", str(base / "trunk"), str(tmp_path / "f"), "--seed", "5"]
+    cut = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(), preexec_fn=limited, timeout=300)
+    assert cut.returncode == 2 and "File too large" in cut.stderr, cut.stderr
+    assert list(tmp_path.iterdir()) == []
+    done = fork_run("fork", str(base / "trunk"), str(tmp_path / "f"), "--seed", "5")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == ["config.yaml", "latest.pt", "metrics.csv"]
 
 
 def test_the_average_is_the_mean_of_the_weights(forked, tmp_path):

@@ -6,6 +6,7 @@ their shape, not their names."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -56,3 +57,53 @@ def test_smoke_run_checks_times_and_trains(tmp_path):
     network = load_checkpoint(tmp_path / "network.pt")
     assert "model" in network and "training" not in network
     assert "self-play:" in result.stdout
+
+
+def _gpu_check_module():
+    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "scripts" / "gpu_check.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bad_arguments_are_named_before_any_measure(tmp_path, capsys):
+    """Each step's arguments, checked on the CPU: a bad one is named (exit status 2), never
+    measured as something else (--steps 0 as 1), failed measure by measure with exit status 0
+    (a size of 0, an unknown device), or met as a traceback (--repeats 0, a missing run)."""
+    script = _gpu_check_module()
+    (tmp_path / "notes").write_text("x")
+    out = str(tmp_path / "out")
+    for argv, message in [
+        (
+            ["env", "--device", "cpu", "--sizes", "4", "--repeats", "0"],
+            "--repeats: must be an integer of at least 1, got 0",
+        ),
+        (
+            ["env", "--device", "cpu", "--sizes", "4", "--steps", "0"],
+            "--steps: must be an integer of at least 1, got 0",
+        ),
+        (["env", "--device", "cpu", "--sizes", "4", "0"], "--sizes: must be an integer of at least 1, got 0"),
+        (["env", "--device", "nonsense", "--sizes", "4"], "--device: must be cpu or cuda (cuda:N), got 'nonsense'"),
+        (["env", "--device", "cpu", "--sizes", "4", "--variants", "0,shared,zeroed"], "threads_per_block must be"),
+        (["env", "--device", "cpu", "--sizes", "4", "--variants", "64,bad,zeroed"], "a variant is THREADS,shared"),
+        (["pgx", "--sizes", "-4"], "--sizes: must be an integer of at least 1, got -4"),
+        (["training", "--run-dir", str(tmp_path)], f"--run-dir '{tmp_path}' holds no metrics.csv"),
+        (["table", "--out", str(tmp_path / "notes")], "is a file, not a folder"),
+    ]:
+        if "--out" not in argv:
+            argv = [*argv, "--out", out]
+        with pytest.raises(SystemExit) as stop:
+            script.main(argv)
+        assert stop.value.code == 2, argv
+        assert message in capsys.readouterr().err, argv
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "metrics.csv").write_text("global_step,elapsed_s\n")
+    for argv, message in [
+        (["--wall", "-1"], "--wall must be a positive number of seconds, got -1.0"),
+        (["--export", str(tmp_path / "notes" / "network.pt")], "--export "),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            script.main(["training", "--run-dir", str(tmp_path / "run"), "--out", out, *argv])
+        assert stop.value.code == 2 and message in capsys.readouterr().err, argv

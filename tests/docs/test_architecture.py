@@ -11,10 +11,12 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import resource
+import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, subprocess_env
 
 from loveletter_env import cards
 
@@ -214,3 +216,29 @@ def test_the_files_naming_the_king_options_record_byte_are_the_listed_ones():
 
 def test_the_script_says_when_the_picture_is_out_of_date(capsys):
     assert architecture.main(["--check"]) == 0
+
+
+def test_a_write_that_fails_part_way_leaves_the_old_picture(tmp_path):
+    """The picture is written whole or not at all: a write cut short (a full disk, here a file
+    size limit below the picture's size) leaves the old file as it was."""
+    picture = tmp_path / "architecture.svg"
+    picture.write_text("old picture")
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import architecture as s\n"
+        f"s.PICTURE = s.Path({str(picture)!r}); s.ROOT = s.PICTURE.parent; sys.exit(s.main([]))\n"
+    )
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+
+    cut = subprocess.run(
+        [sys.executable, "-c", code],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=120,
+    )
+    assert cut.returncode != 0 and "File too large" in cut.stderr
+    assert picture.read_text() == "old picture"
+    assert [p.name for p in tmp_path.iterdir()] == ["architecture.svg"]  # no temporary file left beside it

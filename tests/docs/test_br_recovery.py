@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import resource
+import statistics
+import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, subprocess_env
 
 _spec = importlib.util.spec_from_file_location("br_recovery", ROOT / "scripts" / "br_recovery.py")
 assert _spec is not None and _spec.loader is not None
@@ -60,3 +63,94 @@ def test_checkpoints_of_one_name_in_two_folders_train_in_two_run_folders():
     names = {script._cell_name(t, "mini9", 1_000_000, 0) for t in
              ["checkpoints/v1/ppo_2p.pt", "checkpoints/shipped/ppo_2p.pt", "rule"]}  # fmt: skip
     assert names == {"br_v1_ppo_2p_mini9_1000000_s0", "br_shipped_ppo_2p_mini9_1000000_s0", "br_rule_mini9_1000000_s0"}
+
+
+def test_more_than_ten_seeds_get_student_s_t_interval():
+    """The table of quantiles stops at 9 degrees of freedom; eleven seeds are summarised too."""
+    cells = [{"target": "rule", "rules": "mini6", "steps": 10, "seed": s, "exact_gain_recovered": s / 10} for s in
+             range(11)]  # fmt: skip
+    [(_, mean, low, high, seeds)] = script.summary(cells)[("learned", "rule", "mini6")]
+    sd = statistics.stdev(c["exact_gain_recovered"] for c in cells)
+    # t(0.975, 10) = 2.228139 (scipy.stats.t.ppf), t(0.975, 30) = 2.042272, t(0.975, 200) = 1.971896.
+    assert seeds == 11 and high - mean == pytest.approx(2.228139 * sd / 11**0.5, rel=1e-5)
+    assert script.t_95(30) == pytest.approx(2.042272, abs=1e-5)
+    assert script.t_95(200) == pytest.approx(1.971896, abs=1e-5)
+
+
+def _fake_cell(padding: int) -> str:
+    """Code that replaces the training of a best response with a cell of ``padding`` characters."""
+    return (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import br_recovery as s\n"
+        "s._learned_cell = lambda args, target, steps, seed: {'target': target, 'rules': args.rules, "
+        f"'steps': steps, 'seed': seed, 'exact_gain_recovered': 0.5, 'seconds': 0, 'padding': 'x' * {padding}}}\n"
+    )
+
+
+def test_a_write_that_fails_part_way_keeps_the_cells_measured_before(tmp_path):
+    """Each cell rewrites the whole file: a write cut short (a full disk, here a file size
+    limit) must leave the earlier cells as they were, not half a file that cannot be resumed."""
+    out = tmp_path / "cells.json"
+    code = _fake_cell(4000) + f"s.main(['measure', '--out', {str(out)!r}, '--targets', 'rule', '--steps', '10', "
+    done = subprocess.run([sys.executable, "-c", code + "'--seeds', '0'])"], env=subprocess_env(), timeout=120)
+    assert done.returncode == 0
+    before = out.read_bytes()
+    limit = len(before) + 1000  # room for the first cell, not for two
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    cut = subprocess.run(
+        [sys.executable, "-c", code + "'--seeds', '0', '1'])"],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=120,
+    )
+    assert cut.returncode != 0 and "File too large" in cut.stderr
+    assert out.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["cells.json"]  # no temporary file left beside it
+
+
+def test_a_seed_named_twice_is_measured_once(tmp_path):
+    out = tmp_path / "cells.json"
+    code = _fake_cell(0) + f"s.main(['measure', '--out', {str(out)!r}, '--targets', 'rule', '--steps', '10', '10', "
+    done = subprocess.run(
+        [sys.executable, "-c", code + "'--seeds', '0', '0'])"], env=subprocess_env(), timeout=120, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(out.read_text())) == 1
+
+
+def test_bad_arguments_and_files_are_named_before_any_work(tmp_path, capsys):
+    (tmp_path / "notes").write_text("x")
+    broken = tmp_path / "broken.json"
+    broken.write_text("[{")
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"target": "rule"}')
+    for argv, message in [
+        (["measure", "--out", str(tmp_path / "notes" / "a.json")], "notes' is a file, not a folder"),
+        (["measure", "--out", str(broken)], f"'{broken}' cannot be read as measured cells"),
+        (["measure", "--out", str(wrong)], f"'{wrong}' holds no list of measured cells"),
+        (["measure", "--out", str(tmp_path / "a.json"), "--steps", "0"], "--steps must be at least 1, got 0"),
+        (["measure", "--out", str(tmp_path / "a.json"), "--search", "--iterations", "-1"], "--iterations must be"),
+        (["measure", "--out", str(tmp_path / "a.json"), "--rounds", "0"], "--rounds must be at least 1, got 0"),
+        (["measure", "--out", str(tmp_path / "a.json"), "--seeds", "-1"], "--seeds must be a non-negative integer"),
+        (["draw", str(tmp_path / "none.json"), "--table"], f"'{tmp_path / 'none.json'}' cannot be read"),
+        (["draw", str(DATA)], "draw writes a picture (--out) or a table (--table): name one"),
+        (["draw", str(DATA), "--out", str(tmp_path / "notes" / "p.png")], "cannot be written"),
+        (["draw", str(DATA), "--out", str(tmp_path / "p.txt")], "a picture is a .png, .svg or .pdf file, not .txt"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            script.main(argv)
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err, argv
+    assert broken.read_text() == "[{" and not (tmp_path / "a.json").exists()
+
+
+def test_the_picture_is_written_whole_in_its_format(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "new" / "recovered.png"
+    script.main(["draw", str(DATA), "--out", str(out)])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in out.parent.iterdir()] == ["recovered.png"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -275,6 +276,40 @@ def test_the_script_reuses_kept_outputs_and_names_unknown_figures(tmp_path):
     assert unknown.returncode == 2 and "no figure named 'cuont' (--list names them)" in unknown.stderr
     listed = _run_script(tmp_path, entries, "--list")
     assert listed.returncode == 0 and "count  [seconds; exact]" in listed.stdout and not (tmp_path / "n").exists()
+
+
+def test_a_work_folder_that_cannot_be_made_is_named_before_any_command(tmp_path):
+    entries = {
+        "count": _entry(figure="1", command='echo x >> "$WORK/n"; wc -l < "$WORK/n"', measure={"pattern": r"(\d+)"})
+    }
+    (tmp_path / "notes").write_text("x")
+    for work in (tmp_path / "notes", tmp_path / "notes" / "work"):
+        done = _run_script(tmp_path, entries, "--work", str(work))
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert f"--work '{work}' cannot be written:" in done.stderr and "is a file, not a folder" in done.stderr
+    assert (tmp_path / "notes").read_text() == "x"
+
+
+def test_a_saved_output_cut_short_is_not_read_again(tmp_path):
+    """A command's saved output is written whole or not at all: a write cut short (a full disk,
+    here a file size limit between the command's output and the saved record of it) leaves no
+    record for --reuse to read, and the command runs again."""
+    entries = {
+        "count": _entry(figure="1", command="printf 'x%.0s' $(seq 2000); echo; echo 1", measure={"pattern": r"^(\d+)$"})
+    }
+    work = tmp_path / "work"
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2040, 2040))
+
+    figures = tmp_path / "figures.yaml"
+    figures.write_text(yaml.safe_dump(entries, allow_unicode=True), encoding="utf-8")
+    command = [sys.executable, str(ROOT / "scripts" / "figures.py"), "--figures", str(figures), "--work", str(work)]
+    cut = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path, preexec_fn=limited)
+    assert cut.returncode != 0 and "File too large" in cut.stderr, cut.stderr
+    again = _run_script(tmp_path, entries, "--work", str(work), "--reuse")
+    assert again.returncode == 0, again.stderr
+    assert "reused the output of" not in again.stderr and "running: printf" in again.stderr, again.stderr
 
 
 @pytest.mark.slow

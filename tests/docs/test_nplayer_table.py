@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import resource
+import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, subprocess_env
 
 from training import exploit
 
@@ -97,3 +99,33 @@ def test_measure_keeps_an_earlier_file_and_names_a_bad_one_before_measuring(tmp_
             script.main(["measure", *argv])
         assert stop.value.code == 2 and message in capsys.readouterr().err
     assert earlier.read_text() == "[]\n" and not (tmp_path / "new.json").exists()
+
+
+def test_a_write_that_fails_part_way_keeps_the_cells_measured_before(tmp_path):
+    """Each cell rewrites the whole file: a write cut short (a full disk, here a file size limit)
+    must leave the cells measured before as they were, not half a file."""
+    out = tmp_path / "cells.json"
+    # The measure replaced by a report of 4,000 characters a cell: room for one cell, not two.
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import nplayer_table as s\n"
+        "from training.exploitability import exact_response as e\n"
+        "e.agent_playing = lambda spec, greedy, seed: (None, spec)\n"
+        "e.exact_exploitability = lambda *a, **k: {'num_players': 3, 'nash_conv': 0.1, 'exploitability': 0.03, "
+        "'gain': 'x' * 4000, 'profile_score': 0, 'exact_probabilities': True, 'seconds': 0}\n"
+        f"s.measure(['mini6_3p'], s.ROWS[:2], s.Path({str(out)!r}))\n"
+    )
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))
+
+    cut = subprocess.run(
+        [sys.executable, "-c", code],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=300,
+    )
+    assert cut.returncode != 0 and "File too large" in cut.stderr
+    assert [cell["row"] for cell in json.loads(out.read_text())] == [script.ROWS[0].label]
+    assert [p.name for p in tmp_path.iterdir()] == ["cells.json"]  # no temporary file left beside it

@@ -123,6 +123,32 @@ def test_sb3_example_trains_maskable_ppo_and_reports_a_win_rate(capsys):
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "args", "message"),
+    [
+        ("sb3_maskable_ppo", ["--num-envs", "0"], "--num-envs must be positive, got 0"),
+        ("sb3_maskable_ppo", ["--n-steps", "0"], "--n-steps must be positive, got 0"),
+        # One step a rollout: its advantage normalised by a spread of 0 would train on NaN.
+        ("sb3_maskable_ppo", ["--n-steps", "1", "--num-envs", "1"], "--n-steps times --num-envs must be at least 2"),
+        ("sb3_maskable_ppo", ["--seed", "-1"], "--seed must be an integer in 0..4294967292, got -1"),
+        ("sb3_maskable_ppo", ["--seed", str(2**32)], "--seed must be an integer in 0..4294967292, got 4294967296"),
+        ("sb3_maskable_ppo", ["--opponents", "rool"], "unknown agent 'rool'"),
+        ("sb3_maskable_ppo", ["--opponents", "none.pt"], "--opponents: checkpoint 'none.pt' does not exist"),
+        ("sb3_maskable_ppo", ["--save", "/proc/none/model.zip"], "--save '/proc/none/model.zip' cannot be written"),
+        ("tianshou_dqn", ["--seed", "-1"], "--seed must be an integer in 0..9223372036854765803, got -1"),
+        ("torchrl_reinforce", ["--seed", "-1"], "--seed must be a non-negative integer below 2**63, got -1"),
+    ],
+)
+def test_example_arguments_are_named_before_training(name, args, message, capsys):
+    """A bad argument is a usage error (exit status 2) before any training, not a traceback
+    from inside the library, nor one after the training whose model it would lose."""
+    _need({"tianshou_dqn": "tianshou", "torchrl_reinforce": "torchrl"}.get(name, "sb3_contrib"))
+    with pytest.raises(SystemExit) as stop:
+        _load_example(name).main(args)
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 # TorchRL -------------------------------------------------------------------------------
 def test_torchrl_reinforce_loop_learns_from_legal_self_play():
     _need("torchrl")

@@ -125,6 +125,8 @@ def test_export_refuses_weights_of_another_shape():
         (["--iterations", "0"], "--iterations must be at least 1"),
         (["--batch-size", "1", "--env-runners", "2"], "--batch-size (1) must be at least --env-runners (2)"),
         (["--hidden-sizes", "0"], "--hidden-sizes must be positive"),
+        (["--seed", "-1"], "--seed must be an integer in 0..4294967293, got -1"),
+        (["--seed", str(2**32), "--env-runners", "1"], "--seed must be an integer in 0..4294967294, got 4294967296"),
     ],
 )
 def test_bad_arguments_are_clear_errors(args, message, capsys):
