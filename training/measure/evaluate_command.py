@@ -22,8 +22,8 @@ from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
 from loveletter_env.validation import MAX_SEED, check_writable
 from training.measure.evaluation import evaluate
-from training.measure.league import league, league_markdown, write_league
-from training.measure.matches import PlayInterrupted, check_duplicate_rounds
+from training.measure.league import LEAGUE_FILES, league, league_markdown, write_league
+from training.measure.matches import MAX_EPISODES, PlayInterrupted, check_duplicate_rounds
 from training.measure.ray_cluster import DEFAULT_CONNECT_TIMEOUT, RayCluster
 from training.measure.stats import complete_deals, summarize
 
@@ -160,10 +160,17 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    for name in ("rounds", "games"):
+        value = getattr(args, name)
+        if value is not None and value > MAX_EPISODES:
+            parser.error(f"--{name} must be at most {MAX_EPISODES:,} (one run's episodes), got {value}")
     # Where the results go is checked before the play, not after it.
     try:
         if args.league:
-            check_writable("--out", args.out or DEFAULT_LEAGUE_DIR, folder=True)
+            out = args.out or DEFAULT_LEAGUE_DIR
+            check_writable("--out", out, folder=True)
+            for name in LEAGUE_FILES:  # a folder in a file's place would fail only once the league is played
+                check_writable("--out", out / name)
         if args.save_replays is not None:
             check_writable("--save-replays", args.save_replays, folder=True)
             if any(args.save_replays.glob("episode_*.json")) and not args.force:
@@ -230,8 +237,14 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     except PlayInterrupted as stop:
         _report_interruption(args, stop, episode)
         raise
-    except KeyboardInterrupt:
-        print("\ninterrupted before any episode was played; nothing was written", file=sys.stderr)
+    except KeyboardInterrupt:  # outside a group's play: a league may have played groups by then
+        if args.league:
+            print(
+                f"\ninterrupted: the league was not finished, nothing was written to {args.out or DEFAULT_LEAGUE_DIR}",
+                file=sys.stderr,
+            )
+        else:
+            print("\ninterrupted before any episode was played; nothing was written", file=sys.stderr)
         raise
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
     return 0

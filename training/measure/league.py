@@ -22,11 +22,15 @@ from pathlib import Path
 
 from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent
 from loveletter_env.atomic_files import replacing_together
+from loveletter_env.validation import MAX_SEED, check_seed
 from training.measure.matches import MatchSetup, play_matches
 from training.measure.plotting import load_plotting
 from training.measure.ratings import BASE_RATING, fit_ratings
 from training.measure.ray_cluster import RayCluster, ray_connection
 from training.measure.stats import percentages
+
+#: The files :func:`write_league` writes into its folder: the table, the CSV and the chart.
+LEAGUE_FILES = ("league.md", "league.csv", "league.png")
 
 
 @dataclass
@@ -67,6 +71,7 @@ def league(
     first (by win rate, which orders the ratings alike). With ``ray``, every group plays on
     that Ray cluster, connected once for the whole league; with ``duplicate``, each group
     plays every deal once in each seat rotation (``rounds`` a multiple of ``num_players``)."""
+    seed = check_seed(seed)  # named now, not by numpy when the first group is seeded
     if len(agents) < num_players:
         raise ValueError(f"a {num_players}-player league needs at least {num_players} agents, got {len(agents)}")
     labels = [agent_label(a) for a in agents]
@@ -82,9 +87,10 @@ def league(
     with ray_connection(ray) if ray is not None else nullcontext():
         for group_index, group in enumerate(itertools.combinations(range(len(agents)), num_players)):
             names = [labels[i] for i in group]
-            setup = MatchSetup.of(
-                [agents[i] for i in group], num_players, episode, rules, seed + group_index, duplicate
-            )
+            # Each group its own seed; near the top of the range they wrap round rather than
+            # step past it, which would stop the league at its second group.
+            group_seed = (seed + group_index) % (MAX_SEED + 1)
+            setup = MatchSetup.of([agents[i] for i in group], num_players, episode, rules, group_seed, duplicate)
             _, records = play_matches(setup, rounds, workers, progress, ray)
             for record in records:
                 winners = [names[slot] for slot in record.winners]
@@ -140,7 +146,7 @@ def write_league(table: Sequence[LeagueEntry], out_dir: Path) -> list[Path]:
     plt = load_plotting()
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    md, csv_path, png = out_dir / "league.md", out_dir / "league.csv", out_dir / "league.png"
+    md, csv_path, png = (out_dir / name for name in LEAGUE_FILES)
     with replacing_together([md, csv_path, png]) as (md_aside, csv_aside, png_aside):
         md_aside.write_text(league_markdown(table) + "\n")
         with csv_aside.open("w", newline="") as f:

@@ -40,9 +40,15 @@ from loveletter_env.agents import Agent
 from loveletter_env.agents.base import checked_act
 from loveletter_env.agents.specs import AgentSpec, accepts_seed, agent_label, resolve_agent
 from loveletter_env.replay import AgentInfo, decision_details, save_replay
-from loveletter_env.validation import check_episode, check_int, check_num_players
+from loveletter_env.rules import check_rules_for_table
+from loveletter_env.validation import check_episode, check_int, check_num_players, check_seed
 from loveletter_env.wrappers.recorder import RecordReplay
 from training.measure.stats import EpisodeRecord
+
+#: The most episodes one run plays: a hundred million take hours even for the fastest bots,
+#: and their records alone gigabytes; a count past it is a typo, refused before anything is
+#: played rather than left to exhaust the memory.
+MAX_EPISODES = 100_000_000
 
 
 class PlayInterrupted(KeyboardInterrupt):
@@ -170,6 +176,12 @@ class MatchSetup:
         ``agents`` filled to ``num_players`` slots (the replay folder is made when play starts)."""
         check_num_players(num_players)
         check_episode(episode)
+        # Named here, before any worker starts: a worker that failed to build its env would be
+        # replaced by the pool again and again, and the run would never end.
+        check_rules_for_table(rules, num_players)
+        seed = check_seed(seed)  # None would draw fresh entropy per episode: no duplicate deals, no reproducibility
+        if not isinstance(duplicate, bool):
+            raise ValueError(f"duplicate must be True or False, got {duplicate!r}")
         lineup = _lineup(agents, num_players)
         replays = None
         if save_replays is not None:
@@ -252,13 +264,23 @@ class InProcessRunner:
 
 #: A pool worker's player (set by :func:`_init_pool_worker` in worker processes only).
 _POOL_PLAYER: dict[str, EpisodePlayer] = {}
+#: Why a pool worker could not build its player (set by :func:`_init_pool_worker`).
+_POOL_ERROR: dict[str, Exception] = {}
 
 
 def _init_pool_worker(setup: MatchSetup) -> None:
-    _POOL_PLAYER["player"] = EpisodePlayer(setup)
+    # An initializer that raises is not reported: the pool starts another worker in its place,
+    # which fails alike, for ever (the run hangs, printing tracebacks). The error is kept and
+    # raised by the first chunk instead, which ends the run with it.
+    try:
+        _POOL_PLAYER["player"] = EpisodePlayer(setup)
+    except Exception as exc:
+        _POOL_ERROR["error"] = portable_error(exc)
 
 
 def _play_in_pool_worker(chunk: range) -> list[EpisodeRecord]:
+    if "error" in _POOL_ERROR:
+        raise _POOL_ERROR["error"]
     try:
         return _POOL_PLAYER["player"].play(chunk)
     except Exception as exc:
@@ -362,15 +384,16 @@ def play_matches(
 ) -> tuple[list[str], list[EpisodeRecord]]:
     """Play ``rounds`` episodes of ``setup`` in ``workers`` processes (or on ``ray``); return
     the slot labels and every episode's record (see :func:`training.measure.evaluation.evaluate`)."""
-    check_int("rounds", rounds, low=1)
+    check_int("rounds", rounds, low=1, high=MAX_EPISODES)
     check_int("workers", workers, low=1)
     if setup.duplicate:
         check_duplicate_rounds(rounds, setup.num_players)
     labels = setup.labels
+    # Resolve once here so a bad spec fails fast, before any worker starts (and before the
+    # replay folder is made, so a bad spec leaves no empty folder behind).
+    resolved = [resolve_agent(s) for s in setup.lineup]
     if setup.replays is not None:
         setup.replays.directory.mkdir(parents=True, exist_ok=True)
-    # Resolve once here so a bad spec fails fast, before any worker starts.
-    resolved = [resolve_agent(s) for s in setup.lineup]
     if ray is not None:
         with ray.runner(setup, progress) as remote:
             return labels, run_episodes(remote, rounds, labels, progress, setup.episode)

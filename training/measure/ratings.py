@@ -46,18 +46,33 @@ def fit_ratings(
         max_iterations: upper bound on the iterations.
 
     Raises:
-        ValueError: an episode names an unknown agent or has no winner in its group.
+        ValueError: fewer than two agents; an episode that names an unknown agent, names one
+            twice, has fewer than two agents, or has no winner in its group.
     """
     known = set(names)
     if len(known) != len(names):
         raise ValueError(f"agent names must be distinct, got {list(names)}")
+    if len(names) < 2:  # a rating says how agents compare: one alone has none (the fit would divide by zero)
+        raise ValueError(f"ratings need at least two agents, got {list(names)}")
     # Episodes of the same group are interchangeable: count them and sum the win credit.
     played: dict[tuple[str, ...], float] = defaultdict(float)
     credit: dict[str, float] = dict.fromkeys(names, 0.0)
     for group, winners in episodes:
         members = tuple(sorted(group))
-        if not set(members) <= known or not winners or not set(winners) <= set(members):
-            raise ValueError(f"an episode must be a group of known agents and its winners, got {group!r}, {winners!r}")
+        # A name twice would count an agent as two players, or one win as two shares of it; a
+        # group of one agent is no contest: such episodes are mistakes, not data.
+        if (
+            len(set(members)) != len(members)
+            or len(members) < 2
+            or not set(members) <= known
+            or not winners
+            or len(set(winners)) != len(winners)
+            or not set(winners) <= set(members)
+        ):
+            raise ValueError(
+                f"an episode must be a group of two or more distinct known agents and its distinct winners, "
+                f"got {group!r}, {winners!r}"
+            )
         played[members] += 1.0
         for winner in winners:
             credit[winner] += 1.0 / len(winners)

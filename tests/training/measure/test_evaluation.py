@@ -15,7 +15,7 @@ from loveletter_env.agents import RandomAgent, make_agent
 from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.replay import load_replay
 from training.measure.evaluation import EvaluationResult, evaluate
-from training.measure.matches import episode_seeds
+from training.measure.matches import MAX_EPISODES, episode_seeds
 from training.measure.stats import wilson_interval
 
 
@@ -98,12 +98,58 @@ def test_agent_specs():
         ({"agents": ["rule", "rule", "rule"]}, ValueError, "3 agents given for a 2-player table"),
         ({"agents": [object()]}, ValueError, "act"),
         ({"agents": ["ismcts:iterations"]}, ValueError, "key=value"),
+        # No seed would draw fresh entropy for every episode: not reproducible, and no deal shared
+        # by its rotations with duplicate deals; numpy's own refusal of -1 names no argument.
+        ({"agents": ["rule"], "seed": None, "duplicate": True}, ValueError, "seed must be a non-negative integer"),
+        ({"agents": ["rule"], "seed": -1}, ValueError, "seed must be a non-negative integer"),
+        ({"agents": ["rule"], "duplicate": "yes"}, ValueError, "duplicate must be True or False"),
+        ({"agents": ["rule"], "rounds": MAX_EPISODES + 1}, ValueError, "rounds must be an integer in 1..100000000"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, error, match):
     kwargs.setdefault("rounds", 2)
     with pytest.raises(error, match=match):
         evaluate(**kwargs)
+
+
+# Run in a child of its own: before the fix the pool replaced its failing workers for ever, and
+# the test must end (killing the child's whole group) rather than hang with them.
+_POOL_SETUP_FAILS = """
+from training.measure.matches import MatchSetup, play_matches
+setup = MatchSetup(("rule", "random"), 2, "round", "no-such-rules", 0)  # unchecked: a worker's env fails
+try:
+    play_matches(setup, rounds=8, workers=2)
+except ValueError as err:
+    print("refused:", err)
+"""
+
+
+def test_a_worker_that_cannot_set_up_ends_the_run_with_its_error():
+    import os
+    import signal
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", _POOL_SETUP_FAILS],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        pytest.fail("the run hung: the pool kept starting workers that could not set up")
+    assert child.returncode == 0, err
+    assert "refused: unknown rules preset 'no-such-rules'" in out
+
+
+def test_rules_the_table_cannot_play_are_named_before_workers_start():
+    # Checked by the setup itself, so the pool never starts (its workers would fail to build an env).
+    with pytest.raises(ValueError, match="ladder rung, played by 2 players only"):
+        evaluate(["rule"], num_players=4, rounds=4, rules="mini6", workers=2)
 
 
 def test_wilson_interval():
@@ -160,6 +206,8 @@ def test_where_results_go_is_checked_before_anything_is_played(tmp_path: Path, c
     (tmp_path / "notes").write_text("x")
     held = tmp_path / "held"
     held.mkdir()
+    blocked = tmp_path / "blocked"
+    (blocked / "league.csv").mkdir(parents=True)
     (held / "episode_000000.json").write_text("{}")
     for argv, message in [
         (["--league", "random", "rule", "--out", str(tmp_path / "notes")], "is a file, not a folder"),
@@ -169,10 +217,14 @@ def test_where_results_go_is_checked_before_anything_is_played(tmp_path: Path, c
         (["rule", "random", "--save-replays", ""], "--save-replays: needs a folder, got ''"),
         (["rule", "random", "--force"], "--force goes with --save-replays DIR"),
         (["rule", "random", "--seed", str(2**63)], "--seed must be in 0..2**63 - 1, got 9223372036854775808"),
+        # A folder where a league file goes used to fail only once the whole league was played.
+        (["--league", "random", "rule", "--out", str(blocked)], "league.csv' cannot be written: it is a folder"),
+        (["rule", "random", "--rounds", str(10**12)], "--rounds must be at most 100,000,000"),
     ]:
         with pytest.raises(SystemExit) as stop:
-            main([*argv, "--rounds", "4", "--no-progress"])
+            main(["--rounds", "4", *argv, "--no-progress"])  # a --rounds in argv comes last and counts
         assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert not (blocked / "league.md").exists()
     assert (held / "episode_000000.json").read_text() == "{}"
     main(["rule", "random", "--rounds", "4", "--no-progress", "--save-replays", str(held), "--force"])
     assert (held / "episode_000000.json").read_text() != "{}"

@@ -43,3 +43,29 @@ def test_league_output_goes_to_an_ignored_folder_by_default():
         pytest.skip("not a git checkout")
     ignored = subprocess.run(["git", "check-ignore", "-q", str(out / "league.md")], cwd=ROOT)
     assert ignored.returncode == 0, f"{out} is not ignored by git"
+
+
+def test_a_seed_at_the_top_of_the_range_seeds_every_group():
+    from loveletter_env.validation import MAX_SEED
+
+    # Group seeds wrap round past the top of the range (the second group used to get 2**63).
+    table = league(["random", "rule", "belief"], rounds=2, seed=MAX_SEED)
+    assert sum(e.episodes for e in table) == 3 * 2 * 2
+    with pytest.raises(ValueError, match="seed must be a non-negative integer below 2"):
+        league(["random", "rule"], rounds=2, seed=-1)
+
+
+def test_ctrl_c_after_groups_were_played_does_not_say_nothing_was_played(tmp_path, monkeypatch, capsys):
+    from training.evaluate import main
+    from training.learn.interrupt import EXIT_INTERRUPTED
+    from training.measure import evaluate_command
+
+    def interrupted_while_writing(table, out_dir):  # matplotlib's import alone takes a second or more
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate_command, "write_league", interrupted_while_writing)
+    argv = ["--league", "random", "rule", "--rounds", "4", "--out", str(tmp_path / "out"), "--no-progress"]
+    assert main(argv) == EXIT_INTERRUPTED
+    err = capsys.readouterr().err
+    assert "the league was not finished, nothing was written to" in err
+    assert "before any episode was played" not in err

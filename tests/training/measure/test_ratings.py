@@ -42,3 +42,19 @@ def test_ratings_stay_finite_for_an_agent_that_never_wins_and_split_shared_wins(
     assert all(math.isfinite(r) for r in ratings.values()) and ratings["a"] > ratings["b"]
     with pytest.raises(ValueError, match="known agents"):
         fit_ratings(["a", "b"], [(("a", "c"), ("a",))])
+
+
+@pytest.mark.parametrize(
+    "names, episodes, match",
+    [
+        ([], [], "at least two agents"),  # used to divide by zero
+        (["a"], [], "at least two agents"),
+        # Each used to be fitted as if it were data.
+        (["a", "b"], [(("a", "a"), ("a",))], "two or more distinct known agents"),
+        (["a", "b"], [(("a",), ("a",))], "two or more distinct known agents"),
+        (["a", "b"], [(("a", "b"), ("a", "a"))], "distinct winners"),
+    ],
+)
+def test_episodes_that_are_no_contest_are_refused(names, episodes, match):
+    with pytest.raises(ValueError, match=match):
+        fit_ratings(names, episodes)
