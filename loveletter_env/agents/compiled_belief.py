@@ -586,6 +586,10 @@ def search_deals(record, deals, pool, hidden, banned, weighted, likelihoods, fac
                     else:
                         weights[i] = 1.0
                     total += weights[i]
+                if total <= 0.0 and attempt == SAMPLING_TRIES:  # count cards only, as sample_deal does
+                    for i in range(left):
+                        weights[i] = 1.0
+                    total = float(left)
                 if total <= 0.0:
                     ok = False
                     break

@@ -67,6 +67,9 @@ def determinize(
     failed Guard ruled out for them; each unseen copy of value ``v`` is weighted by
     ``likelihoods[k][v]`` for seat offset ``k`` (how likely ``v`` makes their last play,
     :func:`~loveletter_env.agents.opponent_model.play_likelihoods`; missing: plain counting).
+    Deals are drawn again while a seat has no card of positive weight left; when none of
+    the tries deals every seat, the last ignores the rulings and, for a seat whose cards all
+    weigh 0, the likelihoods.
     The remaining unseen cards are shuffled into the set-aside card and the draw pile.
     ``old_card`` (the card the others may know we hold, 0 if unknown) only fills the
     knowledge table.
@@ -106,6 +109,11 @@ def sample_deal(
             weight_of = likelihoods.get(k) if likelihoods else None
             weights = [0.0 if v in banned else (weight_of.get(v, 0.0) if weight_of else 1.0) for v in rest]
             total = sum(weights)
+            if total <= 0.0 and attempt == _SAMPLING_TRIES:
+                # No card left makes their last play likely (a model_noise of 0 and a play the
+                # model never makes): count cards only, as the posterior does, rather than call
+                # a consistent view inconsistent.
+                weights, total = [1.0] * len(rest), float(len(rest))
             if total <= 0.0:
                 ok = False
                 break

@@ -76,6 +76,7 @@ from ..actions import NUM_ACTIONS
 from ..observation import OBSERVATION_SIZE
 from ..strict_json import read_json
 from ..tree import KEY_VALUE_RANGE, observation_key
+from ..validation import check_seed
 from .base import legal_actions_of
 
 FORMAT = "loveletter-solved-policy"
@@ -612,7 +613,11 @@ class SolvedAgent:
 
     Args:
         path: a policy file written by ``python -m training.solve``.
-        seed: seed of the agent's sampling generator.
+        seed: seed of the agent's sampling generator (``None``: fresh entropy), an integer in
+            ``0..MAX_SEED`` (:func:`~loveletter_env.validation.check_seed`), as every bot's.
+
+    Raises:
+        ValueError: a bad ``seed`` (a float, a bool, a string, a negative or too large integer).
     """
 
     name = "solved"
@@ -620,21 +625,23 @@ class SolvedAgent:
     remembers_round = False
 
     def __init__(self, path: str | os.PathLike[str], seed: int | None = None):
+        # Checked first, as the bots check theirs: random.Random takes any float, str or huge
+        # integer as a seed, so 1.5 would silently sample another stream than 1.
+        self._seed = check_seed(seed, allow_none=True)
         self.path = os.fspath(path)
         self.policy = SolvedPolicy.load(path)
         self._index = {self.policy.key(i): i for i in range(self.policy.num_infosets)}
-        self._seed = seed
-        self.rng = random.Random(seed)
+        self.rng = random.Random(self._seed)
 
     @property
     def rules(self) -> str:
         return str(self.policy.meta.get("rules", "?"))
 
     def reset(self, seed: int | None = None) -> None:
-        """Start a new episode; with ``seed``, reseed the sampling generator."""
+        """Start a new episode; with ``seed`` (checked as in the constructor), reseed the sampling generator."""
         if seed is not None:
-            self._seed = seed
-            self.rng = random.Random(seed)
+            self._seed = check_seed(seed)
+            self.rng = random.Random(self._seed)
 
     def infoset(self, observation: Mapping[str, Any]) -> int:
         """The information set of this observation."""

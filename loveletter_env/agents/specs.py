@@ -21,7 +21,8 @@ spec is one of:
   (``greedy`` is optional);
 * ``"package.module:factory"``: a callable called with ``seed=`` (when it takes one) that
   returns an agent;
-* an object with ``act(observation) -> int``, returned as it is.
+* an object with ``act(observation) -> int``, returned as it is (an agent *class* is
+  refused: it has ``act`` too, but would fail only at its first move).
 
 Checkpoints go through :mod:`~loveletter_env.agents.checkpoint_loading` (this package does
 not depend on the training code; ``training`` registers the loaders it uses).
@@ -99,6 +100,10 @@ def _from_factory(text: str, module_name: str, attribute: str, seed: int | None)
     except ValueError:  # no signature to check (some builtins): the call itself says
         pass
     agent = factory(**kwargs)
+    if isinstance(agent, type):  # a class has act() too, and would fail only at its first move
+        raise AgentSpecError(
+            f"agent spec {text!r}: the factory returned the class {agent.__name__}, not an agent object"
+        )
     if not callable(getattr(agent, "act", None)):
         raise AgentSpecError(f"agent spec {text!r}: the factory returned {agent!r}, which has no act() method")
     return agent
@@ -168,10 +173,17 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent")
     Raises:
         AgentSpecError: (a ``ValueError``) the spec names nothing known, or options the bot
             does not take (``seed`` among them).
-        AgentTypeError: (also a ``TypeError``) ``spec`` is neither a spec nor an agent.
+        AgentTypeError: (also a ``TypeError``) ``spec`` is neither a spec nor an agent, or is an
+            agent class rather than an agent object.
         ValueError: a bad ``seed``.
         FileNotFoundError: a checkpoint path that does not exist.
     """
+    if isinstance(spec, type):
+        # A class has ``act`` too, but calling it unbound fails only at the agent's first
+        # move, with a message about a missing positional argument.
+        raise AgentTypeError(
+            f"an {role} must be an agent object, not the class {spec.__name__}: pass {spec.__name__}()"
+        )
     if not isinstance(spec, (str, os.PathLike)):
         if callable(getattr(spec, "act", None)):
             return spec

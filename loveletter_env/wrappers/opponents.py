@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from ..agents.base import Agent
-from ..agents.errors import AgentTypeError
 from ..agents.specs import AgentSpec, resolve_agent
 from ..validation import shown
 
@@ -25,12 +24,6 @@ OpponentSpec = AgentSpec
 
 def make_opponent(spec: OpponentSpec, seed: int | None = None) -> Agent:
     """One agent from a spec (bot name with options, checkpoint path, factory or agent object)."""
-    if isinstance(spec, type):
-        # A class has ``act`` too, but calling it unbound fails only at the opponent's first
-        # turn, with a message about a missing argument.
-        raise AgentTypeError(
-            f"an opponent must be an agent object, not the class {spec.__name__}: pass {spec.__name__}()"
-        )
     return resolve_agent(spec, seed=seed, role="opponent")
 
 

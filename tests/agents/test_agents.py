@@ -16,6 +16,7 @@ from loveletter_env.aec import raw_env
 from loveletter_env.agents import AGENT_NAMES, ISMCTSAgent, determinize, make_agent
 from loveletter_env.agents.belief import hand_posterior, play_likelihood
 from loveletter_env.agents.ismcts import seat_view
+from loveletter_env.agents.opponent_model import play_likelihoods
 from loveletter_env.agents.rule import rule_action
 from loveletter_env.agents.specs import resolve_agent
 from loveletter_env.cards import (
@@ -277,6 +278,23 @@ def test_determinizations_agree_with_the_view():
                 assert det.hands[k] not in view.ruled_out[k]
             sampled += 1
     assert sampled > 100
+
+
+def test_a_play_the_model_never_makes_leaves_the_search_counting_cards():
+    """With model_noise=0, a Prince the card-counting bot would never have played (none left
+    unseen to say it was the other copy) gives every card its player may hold likelihood 0.
+    The deals are then drawn by counting alone, on the compiled loop and the Python one alike,
+    instead of an "inconsistent view" error on a view that is consistent."""
+    state = engine.new_game(2, [1, 5, 2, 6, 3, 1, 5, 1, 8, 2, 4, 1, 3, 4, 7, 1], 0)
+    engine.step(state, act(PRINCE, 1))
+    obs = observation(state, 1)
+    assert set(play_likelihoods(seat_view(state, 1), 1, noise=0.0).values()) == {0.0}
+    moves = []
+    for use_core in (True, False):
+        agent = ISMCTSAgent(seed=0, iterations=20, model_noise=0.0)
+        agent.use_core = use_core
+        moves.append(agent.act(obs))
+    assert obs["action_mask"][moves[0]] and moves[0] == moves[1]
 
 
 def test_ismcts_finds_the_winning_guard():

@@ -440,3 +440,17 @@ def test_a_policy_written_before_the_digest_loads_and_plays(policy_path, tmp_pat
 )
 def test_a_stored_digest_must_be_that_of_the_file_s_information_sets(policy_path, tmp_path, digest, problem):
     assert problem in _refusal(_with_meta(policy_path, tmp_path / "meta.npz", **{DIGEST_KEY: digest}))
+
+
+# Seeds ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [1.9, "1", True, -1, 2**63], ids=repr)
+def test_a_solved_agent_refuses_a_seed_that_is_no_seed_as_the_bots_do(policy_path, seed):
+    # random.Random takes any of these, so each would sample a stream the caller never asked for.
+    with pytest.raises(ValueError, match=r"^seed must be None or a non-negative integer below 2\*\*63, got"):
+        SolvedAgent(policy_path, seed=seed)
+    agent = SolvedAgent(policy_path, seed=1)
+    with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
+        agent.reset(seed=seed)  # as evaluations reseed agents at every episode
+    assert agent._seed == 1

@@ -7,6 +7,7 @@ import ast
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import gymnasium
@@ -16,7 +17,7 @@ from conftest import ROOT
 
 import loveletter_env  # noqa: F401  (registers the Gymnasium id)
 from loveletter_env.agents import ISMCTSAgent, RandomAgent, RuleAgent, checkpoint_loading, specs
-from loveletter_env.agents.specs import AgentSpecError, agent_label, resolve_agent
+from loveletter_env.agents.specs import AgentSpecError, AgentTypeError, agent_label, resolve_agent
 from loveletter_env.wrappers.opponents import make_opponents
 
 
@@ -139,6 +140,23 @@ def test_factories_objects_and_labels():
     assert agent_label(agent) == "random" and agent_label(object()) == "object"
     mixed = make_opponents(["rule", "ismcts:iterations=3"], 2, seed=0)
     assert isinstance(mixed[0], RuleAgent) and mixed[1].iterations == 3
+
+
+@pytest.mark.parametrize("role", ["agent", "opponent"])
+def test_an_agent_class_is_refused_where_an_agent_object_is_expected(role):
+    # A class has act() too; resolved as is, it would fail only at its first move with a
+    # "missing positional argument" error. Every caller (evaluate, the env) resolves here.
+    message = rf"^an {role} must be an agent object, not the class RuleAgent: pass RuleAgent\(\)$"
+    with pytest.raises(AgentTypeError, match=message):
+        resolve_agent(RuleAgent, role=role)
+
+
+def test_a_factory_that_returns_an_agent_class_is_named(monkeypatch):
+    module = types.ModuleType("agent_factories")
+    module.rule_class = lambda: RuleAgent  # forgot to call it
+    monkeypatch.setitem(sys.modules, "agent_factories", module)
+    with pytest.raises(AgentSpecError, match=r"the factory returned the class RuleAgent, not an agent object$"):
+        resolve_agent("agent_factories:rule_class")
 
 
 def test_the_environment_package_never_imports_training():
