@@ -398,6 +398,4 @@ def test_building_a_network_leaves_torchs_global_generator_alone():
     ActorCritic(hidden_sizes=(16, 8))
     ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(5))
     assert torch.equal(torch.random.get_rng_state(), before)
-    assert torch.equal(
-        ActorCritic(hidden_sizes=(16,)).trunk[0].weight, ActorCritic(hidden_sizes=(16,)).trunk[0].weight
-    )
+    assert torch.equal(ActorCritic(hidden_sizes=(16,)).trunk[0].weight, ActorCritic(hidden_sizes=(16,)).trunk[0].weight)
