@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 import random
+import resource
 import signal
+import subprocess
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,6 +44,22 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     """This process's environment for a subprocess that imports the repository's code: the
     repository first on ``PYTHONPATH`` (whichever copy is installed) and ``extra`` set."""
     return {**os.environ, **extra, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def run_cut_short(
+    command: Sequence[str], limit: int, timeout: float = 120, **options: object
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` with files capped at ``limit`` bytes (a full disk, or a kill mid-write,
+    at a known point) and check that a write was cut short ("File too large"); the caller
+    then checks what the cut left behind."""
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    options.setdefault("env", subprocess_env())
+    done = subprocess.run(list(command), capture_output=True, text=True, preexec_fn=capped, timeout=timeout, **options)  # type: ignore[call-overload]
+    assert done.returncode != 0 and "File too large" in done.stderr, done.stderr
+    return done
 
 
 # Decks ------------------------------------------------------------------------------

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import resource
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT, TINY_TRAINING, subprocess_env
+from conftest import ROOT, TINY_TRAINING, run_cut_short, subprocess_env
 
 from training.learn.checkpoint import load_checkpoint
 from training.learn.config import load_config
@@ -92,13 +91,8 @@ def test_a_fork_that_fails_part_way_leaves_no_half_fork(forked, tmp_path):
     refuse the next try as already there."""
     base = forked[0]
     size = (base / "trunk" / "latest.pt").stat().st_size
-
-    def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size // 2, size // 2))
-
     command = [sys.executable, SCRIPT, "fork", str(base / "trunk"), str(tmp_path / "f"), "--seed", "5"]
-    cut = subprocess.run(command, capture_output=True, text=True, env=subprocess_env(), preexec_fn=limited, timeout=300)
-    assert cut.returncode == 2 and "File too large" in cut.stderr, cut.stderr
+    assert run_cut_short(command, limit=size // 2, timeout=300).returncode == 2
     assert list(tmp_path.iterdir()) == []
     done = fork_run("fork", str(base / "trunk"), str(tmp_path / "f"), "--seed", "5")
     assert done.returncode == 0, done.stderr

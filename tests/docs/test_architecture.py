@@ -11,12 +11,10 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
-import resource
-import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, subprocess_env
+from conftest import ROOT, run_cut_short
 
 from loveletter_env import cards
 
@@ -227,18 +225,6 @@ def test_a_write_that_fails_part_way_leaves_the_old_picture(tmp_path):
         f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import architecture as s\n"
         f"s.PICTURE = s.Path({str(picture)!r}); s.ROOT = s.PICTURE.parent; sys.exit(s.main([]))\n"
     )
-
-    def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
-
-    cut = subprocess.run(
-        [sys.executable, "-c", code],
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        preexec_fn=limited,
-        timeout=120,
-    )
-    assert cut.returncode != 0 and "File too large" in cut.stderr
+    run_cut_short([sys.executable, "-c", code], limit=1000)
     assert picture.read_text() == "old picture"
     assert [p.name for p in tmp_path.iterdir()] == ["architecture.svg"]  # no temporary file left beside it

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import resource
 import statistics
 import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, subprocess_env
+from conftest import ROOT, run_cut_short, subprocess_env
 
 _spec = importlib.util.spec_from_file_location("br_recovery", ROOT / "scripts" / "br_recovery.py")
 assert _spec is not None and _spec.loader is not None
@@ -95,19 +94,7 @@ def test_a_write_that_fails_part_way_keeps_the_cells_measured_before(tmp_path):
     assert done.returncode == 0
     before = out.read_bytes()
     limit = len(before) + 1000  # room for the first cell, not for two
-
-    def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    cut = subprocess.run(
-        [sys.executable, "-c", code + "'--seeds', '0', '1'])"],
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        preexec_fn=limited,
-        timeout=120,
-    )
-    assert cut.returncode != 0 and "File too large" in cut.stderr
+    run_cut_short([sys.executable, "-c", code + "'--seeds', '0', '1'])"], limit=limit)
     assert out.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["cells.json"]  # no temporary file left beside it
 

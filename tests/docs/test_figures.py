@@ -20,7 +20,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, run_cut_short
 
 _spec = importlib.util.spec_from_file_location("figures_script", ROOT / "scripts" / "figures.py")
 assert _spec is not None and _spec.loader is not None
@@ -299,14 +298,10 @@ def test_a_saved_output_cut_short_is_not_read_again(tmp_path):
     }
     work = tmp_path / "work"
 
-    def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (2040, 2040))
-
     figures = tmp_path / "figures.yaml"
     figures.write_text(yaml.safe_dump(entries, allow_unicode=True), encoding="utf-8")
     command = [sys.executable, str(ROOT / "scripts" / "figures.py"), "--figures", str(figures), "--work", str(work)]
-    cut = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path, preexec_fn=limited)
-    assert cut.returncode != 0 and "File too large" in cut.stderr, cut.stderr
+    run_cut_short(command, limit=2040, cwd=tmp_path)
     again = _run_script(tmp_path, entries, "--work", str(work), "--reuse")
     assert again.returncode == 0, again.stderr
     assert "reused the output of" not in again.stderr and "running: printf" in again.stderr, again.stderr

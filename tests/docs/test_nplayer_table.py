@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import resource
-import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, subprocess_env
+from conftest import ROOT, run_cut_short
 
 from training import exploit
 
@@ -114,18 +112,6 @@ def test_a_write_that_fails_part_way_keeps_the_cells_measured_before(tmp_path):
         "'gain': 'x' * 4000, 'profile_score': 0, 'exact_probabilities': True, 'seconds': 0}\n"
         f"s.measure(['mini6_3p'], s.ROWS[:2], s.Path({str(out)!r}))\n"
     )
-
-    def limited() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (6000, 6000))
-
-    cut = subprocess.run(
-        [sys.executable, "-c", code],
-        env=subprocess_env(),
-        capture_output=True,
-        text=True,
-        preexec_fn=limited,
-        timeout=300,
-    )
-    assert cut.returncode != 0 and "File too large" in cut.stderr
+    run_cut_short([sys.executable, "-c", code], limit=6000, timeout=300)
     assert [cell["row"] for cell in json.loads(out.read_text())] == [script.ROWS[0].label]
     assert [p.name for p in tmp_path.iterdir()] == ["cells.json"]  # no temporary file left beside it
