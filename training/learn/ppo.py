@@ -36,7 +36,6 @@ import numpy as np
 import torch
 from pydantic import Field
 from torch import nn
-from torch.nn.utils import skip_init
 
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.observation import (
@@ -213,8 +212,8 @@ class ActorCritic(nn.Module):
     (:func:`~loveletter_env.observation.observation_for_layout`). So a network of an
     older layout plays wherever a network plays, and nothing outside it slices.
 
-    ``generator`` draws the initial weights (a generator seeded 0 when none is given), so
-    building a network never draws from torch's global generator.
+    ``generator`` draws the initial weights (without one, a copy of torch's global generator's
+    state does, and the global generator is left as it was).
     """
 
     def __init__(
@@ -233,21 +232,24 @@ class ActorCritic(nn.Module):
         self.num_actions = num_actions
         layers: list[nn.Module] = []
         width = self.obs_size
-        # Built without torch's default init, which draws from the global generator (and which
-        # reset_parameters replaces anyway): building a network touches no global random state.
-        for h in self.hidden_sizes:
-            layers += [skip_init(ObservationLinear if not layers else nn.Linear, width, h), nn.ReLU()]
-            width = h
-        self.trunk = nn.Sequential(*layers)
-        self.policy_head = skip_init(nn.Linear, width, num_actions)
-        self.value_head = skip_init(nn.Linear, width, 1)
-        self.reset_parameters(torch.Generator().manual_seed(0) if generator is None else generator)
+        # nn.Linear's own init, which reset_parameters replaces, draws from torch's global
+        # generator, and so does reset_parameters without a generator: the global state is put
+        # back afterwards, so building a network (every run, every checkpoint load) leaves it as
+        # it was. (It works on the meta device too, where the config counts parameters.)
+        with torch.random.fork_rng(devices=[]):
+            for h in self.hidden_sizes:
+                layers += [(ObservationLinear if not layers else nn.Linear)(width, h), nn.ReLU()]
+                width = h
+            self.trunk = nn.Sequential(*layers)
+            self.policy_head = nn.Linear(width, num_actions)
+            self.value_head = nn.Linear(width, 1)
+            self.reset_parameters(generator)
 
     @torch.no_grad()
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Orthogonal init (CleanRL's choice): a small policy head so the first policy is
         near uniform over legal actions, and zero biases. ``generator`` draws the weights
-        (``None``: torch's global generator; the constructor passes its own, seed 0 unless given)."""
+        (``None``: torch's global generator)."""
         gains = [(m, np.sqrt(2)) for m in self.trunk if isinstance(m, nn.Linear)]
         gains += [(self.policy_head, 0.01), (self.value_head, 1.0)]
         for layer, gain in gains:

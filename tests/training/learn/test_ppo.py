@@ -392,8 +392,8 @@ def test_the_old_name_policy_network_still_works_with_a_deprecation_warning():
 
 
 def test_building_a_network_leaves_torchs_global_generator_alone():
-    """nn.Linear's own init draws from the global generator; the network never uses that
-    init, so building one (as every checkpoint load does) must not advance it."""
+    """nn.Linear's own init and an init without a generator draw from the global generator;
+    building a network (as every run and checkpoint load does) must leave it as it was."""
     before = torch.random.get_rng_state()
     ActorCritic(hidden_sizes=(16, 8))
     ActorCritic(hidden_sizes=(16,), generator=torch.Generator().manual_seed(5))
