@@ -67,6 +67,25 @@ def _gpu_check_module():
     return module
 
 
+def _refused(script, argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as stop:
+        script.main(argv)
+    assert stop.value.code == 2, argv
+    return capsys.readouterr().err
+
+
+def test_bad_kernel_variants_are_named(tmp_path, capsys):
+    """A variant is parsed into the CUDA core's own KernelVariant, which needs numba-cuda (the
+    cuda extra) but no GPU."""
+    pytest.importorskip("numba_cuda")
+    script = _gpu_check_module()
+    bad = [("0,shared,zeroed", "threads_per_block must be"), ("64,bad,zeroed", "a variant is THREADS,")]
+    for variant, message in bad:
+        argv = ["env", "--device", "cpu", "--sizes", "4", "--variants", variant, "--out", str(tmp_path / "out")]
+        assert message in _refused(script, argv, capsys), argv
+    assert not (tmp_path / "out").exists()
+
+
 def test_bad_arguments_are_named_before_any_measure(tmp_path, capsys):
     """Each step's arguments, checked on the CPU: a bad one is named (exit status 2), never
     measured as something else (--steps 0 as 1), failed measure by measure with exit status 0
@@ -85,18 +104,13 @@ def test_bad_arguments_are_named_before_any_measure(tmp_path, capsys):
         ),
         (["env", "--device", "cpu", "--sizes", "4", "0"], "--sizes: must be an integer of at least 1, got 0"),
         (["env", "--device", "nonsense", "--sizes", "4"], "--device: must be cpu or cuda (cuda:N), got 'nonsense'"),
-        (["env", "--device", "cpu", "--sizes", "4", "--variants", "0,shared,zeroed"], "threads_per_block must be"),
-        (["env", "--device", "cpu", "--sizes", "4", "--variants", "64,bad,zeroed"], "a variant is THREADS,shared"),
         (["pgx", "--sizes", "-4"], "--sizes: must be an integer of at least 1, got -4"),
         (["training", "--run-dir", str(tmp_path)], f"--run-dir '{tmp_path}' holds no metrics.csv"),
         (["table", "--out", str(tmp_path / "notes")], "is a file, not a folder"),
     ]:
         if "--out" not in argv:
             argv = [*argv, "--out", out]
-        with pytest.raises(SystemExit) as stop:
-            script.main(argv)
-        assert stop.value.code == 2, argv
-        assert message in capsys.readouterr().err, argv
+        assert message in _refused(script, argv, capsys), argv
     assert not (tmp_path / "out").exists()
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "metrics.csv").write_text("global_step,elapsed_s\n")
