@@ -34,6 +34,7 @@ import ast
 import importlib
 import inspect
 import os
+from pathlib import Path
 from typing import Any, Union
 
 from ..validation import check_seed
@@ -44,6 +45,7 @@ from .checkpoint_loading import (
     CHECKPOINT_SUFFIXES,
     CheckpointLoader,
     NetworkLoader,
+    checkpoint_file,
     is_checkpoint_path,
     load_checkpoint_agent,
     load_checkpoint_network,
@@ -218,6 +220,33 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent")
     )
 
 
+def spec_files(spec: AgentSpec) -> list[Path]:
+    """The files an agent spec reads its play from: a checkpoint's file (a run folder's
+    ``best.pt`` or ``latest.pt``), and every file or run folder an option names
+    (``guided:policy=FILE``, ``solved:path=FILE``); none for a bot or an agent object.
+
+    A tool that keeps an agent's results compares these files' bytes to tell whether the
+    agent behind a spec is still the same one.
+
+    Raises:
+        AgentSpecError: the spec is malformed (see :func:`checkpoint_spec`).
+        FileNotFoundError: a checkpoint it names does not exist.
+    """
+    checkpoint = checkpoint_spec(spec)
+    if checkpoint is not None:
+        return [checkpoint_file(checkpoint[0])]
+    if not isinstance(spec, str):
+        return []
+    name, colon, rest = spec.partition(":")
+    if not colon or name not in (*AGENT_NAMES, SOLVED):
+        return []
+    files = []
+    for value in parse_options(rest, spec).values():
+        if isinstance(value, str) and os.path.exists(value):
+            files.append(checkpoint_file(value) if os.path.isdir(value) else Path(value))
+    return files
+
+
 def agent_label(spec: AgentSpec) -> str:
     """A short display name for an agent spec: the spec as written, but ``FILE (sampling)`` or
     ``FILE (greedy)`` for a ``checkpoint:`` spec that sets how it plays."""
@@ -252,4 +281,5 @@ __all__ = [
     "parse_options",
     "register_checkpoint_loader",
     "resolve_agent",
+    "spec_files",
 ]

@@ -189,3 +189,20 @@ def test_a_seed_in_an_agent_spec_is_refused_with_a_reason(spec):
         resolve_agent(spec, seed=1)
     with pytest.raises(AgentSpecError, match="seed is not an option"):
         resolve_agent(spec)
+
+
+def test_spec_files_are_the_files_an_agent_plays_from(tmp_path: Path):
+    from loveletter_env.agents.specs import spec_files
+
+    network = ROOT / "checkpoints" / "v1" / "ppo_2p.pt"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "latest.pt").write_bytes(b"weights")
+    assert spec_files("rule") == [] and spec_files("ismcts:iterations=5") == [] and spec_files(RandomAgent()) == []
+    assert spec_files(str(network)) == [network]
+    assert spec_files(f"checkpoint:path={network},greedy=False") == [network]
+    assert spec_files(str(run)) == [run / "latest.pt"]  # a run folder: the file it stands for
+    assert spec_files(f"guided:policy={run},iterations=5") == [run / "latest.pt"]
+    assert spec_files(f"solved:path={network}") == [network]
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        spec_files(str(tmp_path / "gone.pt"))

@@ -22,7 +22,7 @@ from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
 from loveletter_env.validation import MAX_SEED, check_writable
 from training.measure.evaluation import evaluate
-from training.measure.league import LEAGUE_FILES, league, league_markdown, write_league
+from training.measure.league import GROUPS_FILE, LEAGUE_FILES, GroupsFile, league, league_markdown, write_league
 from training.measure.matches import MAX_EPISODES, PlayInterrupted, check_duplicate_rounds
 from training.measure.ray_cluster import DEFAULT_CONNECT_TIMEOUT, RayCluster
 from training.measure.stats import complete_deals, summarize
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --ray HEAD:6379\n"
         "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt ismcts --rounds 4000 --duplicate\n"
         "  python -m training.evaluate --league random rule belief --out runs/league-3bots\n"
+        "  python -m training.evaluate --league random rule belief --out runs/league-3bots --resume\n"
         "  python -m training.evaluate checkpoints/shipped/ppo_2p.pt rule --exact --rules mini8\n"
         "  python -m training.evaluate rule belief random --exact --rules mini6_3p",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -123,7 +124,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="save the episodes as replay files in DIR (one holding none)",
     )
-    parser.add_argument("--force", action="store_true", help="with --save-replays: replace the replays DIR holds")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help=f"with --league: take the groups a stopped league kept in --out ({GROUPS_FILE}) instead of playing "
+        "them again, and play the rest (the same agents and options; the table is an unbroken run's)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="with --save-replays: replace the replays DIR holds; with --league: start again, over the groups an "
+        "unfinished league kept in --out",
+    )
     parser.add_argument(
         "--save-replays-every", type=int, metavar="K", help="with --save-replays: every K-th episode only (default 1)"
     )
@@ -146,8 +158,12 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(f"--seed must be in 0..2**63 - 1, got {args.seed}")
     if args.league and args.save_replays:
         parser.error("--save-replays works with a plain evaluation, not with --league")
-    if args.force and args.save_replays is None:
-        parser.error("--force goes with --save-replays DIR: it lets the run replace the replays DIR holds")
+    if args.force and args.save_replays is None and not args.league:
+        parser.error("--force goes with --save-replays DIR (or --league): it lets the run replace what DIR holds")
+    if args.resume and not args.league:
+        parser.error("--resume goes with --league: it goes on from the groups a stopped league kept")
+    if args.resume and args.force:
+        parser.error("--resume goes on from the groups kept, --force starts again: give one of them")
     if args.save_replays_every is not None and args.save_replays is None:
         parser.error("--save-replays-every goes with --save-replays DIR: without it no replay is saved")
     if args.out is not None and not (args.league or args.exact):
@@ -169,8 +185,9 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         if args.league:
             out = args.out or DEFAULT_LEAGUE_DIR
             check_writable("--out", out, folder=True)
-            for name in LEAGUE_FILES:  # a folder in a file's place would fail only once the league is played
+            for name in (*LEAGUE_FILES, GROUPS_FILE):  # a folder in a file's place would fail only once played
                 check_writable("--out", out / name)
+            _check_kept_groups(parser, args, out / GROUPS_FILE)
         if args.save_replays is not None:
             check_writable("--save-replays", args.save_replays, folder=True)
             if any(args.save_replays.glob("episode_*.json")) and not args.force:
@@ -180,6 +197,46 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
                 )
     except ValueError as err:
         parser.error(str(err))
+
+
+def _check_kept_groups(parser: argparse.ArgumentParser, args: argparse.Namespace, path: Path) -> None:
+    """A league neither loses the groups a stopped run kept nor resumes from nothing."""
+    if args.resume:
+        if not path.is_file():
+            parser.error(f"--resume: nothing to go on from, {str(path)!r} does not exist")
+        return
+    if args.force or not path.is_file():
+        return
+    try:
+        kept, total = GroupsFile.progress_of(path)
+    except (ValueError, OSError) as err:
+        parser.error(f"--out holds a groups file that cannot be read ({err}): --force starts the league again")
+    if kept < total:
+        parser.error(
+            f"--out {str(path.parent)!r} holds {kept} of {total} groups of an unfinished league ({GROUPS_FILE}): "
+            "--resume plays the rest, --force starts again"
+        )
+
+
+def _report_league_interruption(args: argparse.Namespace) -> None:
+    """Ctrl-C in a league: what it kept, and how to go on."""
+    out = args.out or DEFAULT_LEAGUE_DIR
+    path = out / GROUPS_FILE
+    try:
+        kept, total = GroupsFile.progress_of(path)
+    except (ValueError, OSError):
+        kept, total = 0, 0
+    if kept:
+        print(
+            f"\ninterrupted: the league was not finished and its table was not written; {kept} of {total} groups are "
+            f"kept in {path}: the same command with --resume goes on from them",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            "\ninterrupted: the league was not finished before its first group ended; no group was kept",
+            file=sys.stderr,
+        )
 
 
 def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -221,8 +278,10 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     )
     try:
         if args.league:
-            table = league(args.league, **common)
-            paths = write_league(table, args.out or DEFAULT_LEAGUE_DIR)
+            out = args.out or DEFAULT_LEAGUE_DIR
+            out.mkdir(parents=True, exist_ok=True)
+            table = league(args.league, **common, groups_file=out / GROUPS_FILE, resume=args.resume)
+            paths = write_league(table, out)
             if args.json:
                 print(json.dumps([asdict(e) for e in table], indent=2))
             else:
@@ -239,10 +298,7 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         raise
     except KeyboardInterrupt:  # outside a group's play: a league may have played groups by then
         if args.league:
-            print(
-                f"\ninterrupted: the league was not finished, nothing was written to {args.out or DEFAULT_LEAGUE_DIR}",
-                file=sys.stderr,
-            )
+            _report_league_interruption(args)
         else:
             print("\ninterrupted before any episode was played; nothing was written", file=sys.stderr)
         raise
@@ -258,14 +314,11 @@ def _names_an_agent(value: str) -> bool:
 def _report_interruption(args: argparse.Namespace, stop: PlayInterrupted, episode: str) -> None:
     """Ctrl-C: say what was played; a plain evaluation shows the figures of the episodes
     it finished (the first ones of the same seeded run; with duplicate deals, those of the
-    deals played in every seat rotation), a league writes nothing."""
+    deals played in every seat rotation); a league says which groups it kept."""
     unit = "rounds" if episode == "round" else "games"
     counted = complete_deals(stop.records, args.players) if args.duplicate else stop.records
     if args.league:
-        print(
-            f"\ninterrupted: the league was not finished, nothing was written to {args.out or DEFAULT_LEAGUE_DIR}",
-            file=sys.stderr,
-        )
+        _report_league_interruption(args)
     elif not stop.records:
         print(f"\ninterrupted before the first {unit[:-1]} ended; no figures", file=sys.stderr)
     elif not counted:

@@ -67,5 +67,96 @@ def test_ctrl_c_after_groups_were_played_does_not_say_nothing_was_played(tmp_pat
     argv = ["--league", "random", "rule", "--rounds", "4", "--out", str(tmp_path / "out"), "--no-progress"]
     assert main(argv) == EXIT_INTERRUPTED
     err = capsys.readouterr().err
-    assert "the league was not finished, nothing was written to" in err
+    assert "the league was not finished and its table was not written; 1 of 1 groups are kept" in err
     assert "before any episode was played" not in err
+    assert not (tmp_path / "out" / "league.md").exists()
+
+
+def _stopping_at_group(monkeypatch, stop_at: int) -> list[int]:
+    """Make the league's ``stop_at``-th group (0-based) stop as Ctrl-C stops it; returns the
+    list the played groups' seeds go into."""
+    from training.measure import league as league_module
+    from training.measure.matches import play_matches as real
+
+    played: list[int] = []
+
+    def play(setup, *args, **kwargs):
+        if len(played) == stop_at:
+            raise KeyboardInterrupt
+        played.append(setup.seed)
+        return real(setup, *args, **kwargs)
+
+    monkeypatch.setattr(league_module, "play_matches", play)
+    return played
+
+
+def test_a_stopped_league_goes_on_from_the_groups_it_kept(tmp_path, monkeypatch, capsys):
+    from training.evaluate import main
+    from training.learn.interrupt import EXIT_INTERRUPTED
+    from training.measure.league import GROUPS_FILE
+
+    agents = ["random", "rule", "belief"]
+    common = ["--league", *agents, "--rounds", "6", "--seed", "5", "--no-progress"]
+    assert main([*common, "--out", str(tmp_path / "whole")]) == 0
+    whole = (tmp_path / "whole" / "league.md").read_text()
+
+    out = tmp_path / "stopped"
+    played = _stopping_at_group(monkeypatch, 2)
+    assert main([*common, "--out", str(out)]) == EXIT_INTERRUPTED
+    assert played == [5, 6]
+    assert "2 of 3 groups are kept in" in capsys.readouterr().err
+    with (out / GROUPS_FILE).open("a") as f:
+        f.write('{"group": 2, "winn')  # the append a kill cut short: that group plays again
+
+    # The same command again would replace the groups kept: it is refused.
+    with pytest.raises(SystemExit):
+        main([*common, "--out", str(out)])
+    assert "holds 2 of 3 groups of an unfinished league" in capsys.readouterr().err
+
+    played = _stopping_at_group(monkeypatch, 99)
+    assert main([*common, "--out", str(out), "--resume"]) == 0
+    assert played == [7]  # only the group not kept, with its own seed
+    assert (out / "league.md").read_text() == whole
+
+
+def test_resume_refuses_the_groups_of_another_league(tmp_path):
+    from training.measure.league import GROUPS_FILE, GroupsFile, league, league_key
+
+    groups = tmp_path / GROUPS_FILE
+    league(["random", "rule"], rounds=4, seed=0, groups_file=groups)
+    with pytest.raises(ValueError, match="another league .*differs in rounds"):
+        league(["random", "rule"], rounds=6, seed=0, groups_file=groups, resume=True)
+    with pytest.raises(ValueError, match="differs in agent_files, agents"):
+        league(["random", "belief"], rounds=4, seed=0, groups_file=groups, resume=True)
+    with pytest.raises(FileNotFoundError, match="nothing to resume"):
+        league(["random", "rule"], rounds=4, groups_file=tmp_path / "none.jsonl", resume=True)
+
+    # A checkpoint whose bytes changed is another agent, whatever its path.
+    network = tmp_path / "net.pt"
+    network.write_bytes((ROOT / "checkpoints" / "v1" / "ppo_2p.pt").read_bytes())
+    key = league_key([str(network), "rule"], 2, 4, "round", "classic", 0, False)
+    GroupsFile(groups, key).start()
+    network.write_bytes(network.read_bytes() + b"\0")
+    changed = league_key([str(network), "rule"], 2, 4, "round", "classic", 0, False)
+    with pytest.raises(ValueError, match="differs in agent_files"):
+        GroupsFile(groups, changed).kept()
+    # A damaged line before the last is named, not skipped.
+    groups.write_text(groups.read_text() + "{oops\n" + '{"group": 0, "winners": [[0]]}\n')
+    with pytest.raises(ValueError, match="line 2 is damaged"):
+        GroupsFile(groups, key).kept()
+
+
+def test_league_resume_and_force_are_checked_before_any_play(tmp_path, capsys):
+    from training.evaluate import main
+
+    def refused(*argv: str) -> str:
+        with pytest.raises(SystemExit) as exit_info:
+            main(list(argv))
+        assert exit_info.value.code == 2
+        return capsys.readouterr().err
+
+    out = str(tmp_path / "out")
+    assert "--resume goes with --league" in refused("random", "rule", "--resume")
+    assert "nothing to go on from" in refused("--league", "random", "rule", "--out", out, "--resume")
+    assert "give one of them" in refused("--league", "random", "rule", "--out", out, "--resume", "--force")
+    assert "--force goes with --save-replays DIR (or --league)" in refused("random", "rule", "--force")
