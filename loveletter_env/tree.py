@@ -137,11 +137,43 @@ def observation_key(observation: np.ndarray) -> bytes:
     return out[:n].tobytes()
 
 
-def key_to_observation(entries: np.ndarray) -> np.ndarray:
-    """The observation vector (float32 [OBSERVATION_SIZE], tokens zero) a key was made from."""
-    entries = np.asarray(entries, dtype=np.int64)
+@njit(cache=True)
+def _key_into(entries, out):
+    """Write the observation of key ``entries`` (int64) into ``out`` (float32 [OBSERVATION_SIZE],
+    zeros); return -1, or the position of the first entry no key holds (its index out of range,
+    in ``tokens`` or not after the previous one, or its value 0)."""
+    previous = -1
+    for j in range(entries.shape[0]):
+        index = entries[j] // KEY_VALUE_RANGE
+        value = entries[j] % KEY_VALUE_RANGE
+        if entries[j] < 0 or index >= OBSERVATION_SIZE or index <= previous or value == 0:
+            return j
+        if _TOKENS_START <= index < _TOKENS_STOP:
+            return j
+        out[index] = value
+        previous = index
+    return -1
+
+
+def key_to_observation(entries: np.ndarray | bytes) -> np.ndarray:
+    """The observation vector (float32 [OBSERVATION_SIZE], tokens zero) a key was made from:
+    its entries as an integer array (:meth:`GameTree.key`) or as the bytes of
+    :func:`observation_key`. A ``ValueError`` for an entry no key holds (an index out of
+    range, in ``tokens`` or not ascending, a value of 0), which would otherwise give another
+    observation silently (numpy takes a negative index from the end)."""
+    if isinstance(entries, bytes):
+        entries = np.frombuffer(entries, dtype=np.uint16)
+    array = np.asarray(entries)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+        raise ValueError(f"a key is a 1-d array of integers, got shape {array.shape} and dtype {array.dtype}")
     vector = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
-    vector[entries // KEY_VALUE_RANGE] = entries % KEY_VALUE_RANGE
+    bad = _key_into(array.astype(np.int64), vector)
+    if bad >= 0:
+        raise ValueError(
+            f"not an observation key: entry {bad} is {int(array[bad])}, and a key's entries are "
+            f"index * {KEY_VALUE_RANGE} + value, indices ascending in 0..{OBSERVATION_SIZE - 1} outside tokens, "
+            f"values 1..{KEY_VALUE_RANGE - 1}"
+        )
     return vector
 
 

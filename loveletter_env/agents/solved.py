@@ -73,7 +73,9 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..actions import NUM_ACTIONS
+from ..atomic_files import replacing
 from ..observation import OBSERVATION_SIZE
+from ..rules import PRESETS
 from ..strict_json import read_json
 from ..tree import KEY_VALUE_RANGE, observation_key
 from ..validation import check_seed
@@ -129,11 +131,14 @@ class SolvedPolicy:
         return out
 
     def save(self, path: str | os.PathLike[str] | BinaryIO) -> None:
-        """Write the policy in the documented format (``.npz``) to a path or an open binary file."""
+        """Write the policy in the documented format (``.npz``) to a path or an open binary file.
+
+        A path is written whole or not at all (:func:`~loveletter_env.atomic_files.replacing`):
+        a failure or Ctrl-C while writing leaves the file already there as it was."""
         if not isinstance(path, (str, os.PathLike)):
             self._write(path)
             return
-        with open(path, "wb") as f:
+        with replacing(path) as temporary, open(temporary, "wb") as f:
             self._write(f)
 
     def _write(self, f: BinaryIO) -> None:
@@ -483,6 +488,13 @@ def _read_policy(entries: _Entries) -> dict[str, Any]:
             )
     if not np.isin(arrays["infoset_player"], range(num_players)).all():
         raise refuse(f"has an infoset_player outside the seats 0..{num_players - 1} of its {num_players}-player rung")
+    players = PRESETS[rules].rung_players
+    if num_players != players:
+        # The digest covers the arrays, not the meta: a num_players larger than the rung's
+        # (its seats all within it) would load unseen, and the policy say another table size.
+        raise refuse(
+            f"has meta num_players {num_players}, but {rules}, the rung its meta names, is played by {players} players"
+        )
     # Ranges from the extremes, without a wider copy (mini9 has 208 million key entries).
     keys = arrays["key_entries"]
     if int(keys.min()) < 0 or int(keys.max()) >= OBSERVATION_SIZE * KEY_VALUE_RANGE:

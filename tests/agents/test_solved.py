@@ -193,6 +193,38 @@ def test_a_full_disk_while_writing_a_solve_leaves_the_previous_one_whole(folder,
     SolvedPolicy.load(folder / "policy.npz")
 
 
+def test_a_failed_rename_of_the_record_names_the_files_already_replaced(folder, another_solve, monkeypatch):
+    from training.learn.checkpoint import CheckpointWriteError
+
+    real_replace = solve_cli.os.replace
+
+    def replace_but_the_record(source, target):
+        if os.path.basename(target) == "result.json":
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(source, target)
+
+    monkeypatch.setattr(solve_cli.os, "replace", replace_but_the_record)
+    with pytest.raises(CheckpointWriteError, match="policy.npz and convergence.png replaced, the rest not"):
+        solve_cli.save_outputs(another_solve, folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["convergence.png", "policy.npz", "result.json"]
+    assert "mixes two solves: policy.npz and convergence.png changed" in _refusal(folder / "policy.npz")
+
+
+def test_saving_a_policy_over_a_file_is_whole_or_nothing(solved, another_solve, tmp_path, monkeypatch):
+    path = solved.save_policy(tmp_path / "policy_of_mine.npz")
+    before = path.read_bytes()
+
+    def killed_mid_write(self, f):
+        f.write(b"half a file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SolvedPolicy, "_write", killed_mid_write)
+    with pytest.raises(KeyboardInterrupt):
+        another_solve.save_policy(path)
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [path.name]
+    SolvedPolicy.load(path)
+
+
 def test_a_record_of_an_earlier_version_is_checked_by_its_figures(folder, another_solve):
     record = json.loads((folder / "result.json").read_text())
     del record[MANIFEST_KEY]
