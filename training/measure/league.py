@@ -16,6 +16,7 @@ alike. In a 2-player league, ``league.md`` also gives every pair's head-to-head 
 from __future__ import annotations
 
 import csv
+import hashlib
 import itertools
 import json
 import os
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from loveletter_env.agents.solved import file_sha256
 from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent, spec_files
@@ -40,25 +42,48 @@ LEAGUE_FILES = ("league.md", "league.csv", "league.png")
 GROUPS_FILE = "league_groups.jsonl"
 #: The first line of a groups file: what it is, in what layout.
 GROUPS_FORMAT = {"format": "loveletter league groups", "version": 1}
+#: What a group's results depend on besides its agents: a groups file's header keeps them, and
+#: a league resumes only from groups played with the same.
+LEAGUE_SETTINGS = ("players", "rounds", "episode", "rules", "seed", "duplicate")
+
+
+def group_seed(seed: int, names: Sequence[str]) -> int:
+    """The seed of the group of agents ``names`` (in their seats' order) in a league seeded
+    ``seed``: a function of the two alone, so a group plays the same episodes whatever other
+    agents the league holds, and a league can take in a new agent without changing the groups
+    it has played."""
+    digest = hashlib.sha256("\n".join([str(seed), *names]).encode()).digest()
+    return int.from_bytes(digest[:8], "big") % (MAX_SEED + 1)
+
+
+def agent_files(agent: AgentSpec) -> dict[str, str]:
+    """The SHA-256 of every file ``agent`` plays from (:func:`spec_files`), by path: a checkpoint
+    trained again under the same path is another agent. Empty for an agent object."""
+    if not isinstance(agent, (str, os.PathLike)):
+        return {}
+    return {os.fspath(f): file_sha256(f) for f in spec_files(agent)}
 
 
 class GroupsFile:
-    """The groups of one league played so far, one JSON line each after a header line that
-    says which league they belong to: its agents (with the digest of every file an agent reads
-    its play from), table size, episodes, rules, seed and deals. Workers, Ray and progress bars
-    are not part of it: they do not change a group's results.
+    """The groups a league has played, kept as each one ends: one JSON line each (the group's
+    agents in their seats' order, the digest of every file they play from, and each episode's
+    winning seats), after a header line with the league's settings (:data:`LEAGUE_SETTINGS`).
+    Workers, Ray and progress bars are not part of it: they do not change a group's results.
 
     Each group's line is appended and flushed to disk when the group ends, so a league stopped
     by Ctrl-C or a crash keeps every group it finished; a line cut short by the stop is dropped
-    when the file is read. An agent given as an object, not a spec, is known by its label only.
+    when the file is read. Since a group's seed depends on its agents alone
+    (:func:`group_seed`), a league that resumes with more agents takes every group it kept and
+    plays only the new agents' groups. An agent given as an object, not a spec, is known by its
+    label only.
     """
 
-    def __init__(self, path: Path, league_key: dict[str, object]):
+    def __init__(self, path: Path, settings: dict[str, object], agents: Sequence[str], groups: int):
         self.path = Path(path)
-        self.header = {**GROUPS_FORMAT, **league_key}
+        self.header = {**GROUPS_FORMAT, **settings, "agents": list(agents), "groups": groups}
 
     @staticmethod
-    def read_lines(path: Path) -> list[dict[str, object]]:
+    def read_lines(path: Path) -> list[dict[str, Any]]:
         """The file's records, header first; a last line cut short is left out.
 
         Raises:
@@ -83,69 +108,50 @@ class GroupsFile:
 
     @classmethod
     def progress_of(cls, path: Path) -> tuple[int, int]:
-        """``(groups kept, groups in the league)`` of the groups file at ``path``."""
+        """``(groups kept, groups in the league)`` of the league whose groups file is at ``path``."""
         records = cls.read_lines(path)
-        return len(records) - 1, int(records[0].get("groups", 0))  # type: ignore[call-overload]
+        agents = set(records[0].get("agents") or ())
+        kept = {tuple(r.get("agents") or ()) for r in records[1:]}
+        return sum(1 for names in kept if set(names) <= agents), int(records[0].get("groups", 0))
 
-    def kept(self) -> dict[int, list[list[int]]]:
-        """The groups kept by a stopped run of this same league, by index: each its episodes'
-        winning slots. The file is rewritten without a line a stop cut short.
+    def kept(self) -> dict[tuple[str, ...], tuple[dict[str, dict[str, str]], list[list[int]]]]:
+        """The groups kept in the file, by their agents: the digests of the files those agents
+        played from, and each episode's winning seats. The file is rewritten with this league's
+        header and without a line a stop cut short; groups of agents no longer in the league stay.
 
         Raises:
-            ValueError: the file belongs to another league (naming what differs) or is damaged.
+            ValueError: the file's groups were played with other settings (naming them) or it is damaged.
         """
         records = self.read_lines(self.path)
-        differ = sorted(k for k in set(self.header) | set(records[0]) if self.header.get(k) != records[0].get(k))
+        differ = [k for k in LEAGUE_SETTINGS if self.header.get(k) != records[0].get(k)]
         if differ:
             raise ValueError(
-                f"{self.path} keeps the groups of another league (it differs in {', '.join(differ)}): "
-                "run the league with the same agents and options, or start it again without --resume"
+                f"{self.path} keeps the groups of a league with another {', '.join(differ)}: run the league with "
+                "the same options, or start it again without --resume"
             )
-        groups: dict[int, list[list[int]]] = {}
+        groups: dict[tuple[str, ...], tuple[dict[str, dict[str, str]], list[list[int]]]] = {}
         for record in records[1:]:
-            index, winners = record.get("group"), record.get("winners")
-            if not isinstance(index, int) or not isinstance(winners, list):
-                raise ValueError(f"{self.path}: a group's line lacks its index or winners")
-            groups[index] = winners
-        self._write(records)
+            names, files, winners = record.get("agents"), record.get("files"), record.get("winners")
+            if not isinstance(names, list) or not isinstance(files, dict) or not isinstance(winners, list):
+                raise ValueError(f"{self.path}: a group's line lacks its agents, files or winners")
+            groups[tuple(names)] = (files, winners)
+        self._write([self.header, *records[1:]])
         return groups
 
     def start(self) -> None:
         """Begin the file afresh: the header, and no group."""
         self._write([self.header])
 
-    def add(self, index: int, winners: list[list[int]]) -> None:
-        """Keep group ``index``'s results: appended, flushed and synced before the next group."""
+    def add(self, names: Sequence[str], files: dict[str, dict[str, str]], winners: list[list[int]]) -> None:
+        """Keep a group's results: appended, flushed and synced before the next group."""
         with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"group": index, "winners": winners}) + "\n")
+            f.write(json.dumps({"agents": list(names), "files": files, "winners": winners}) + "\n")
             f.flush()
             os.fsync(f.fileno())
 
-    def _write(self, records: list[dict[str, object]]) -> None:
+    def _write(self, records: list[dict[str, Any]]) -> None:
         with replacing(self.path) as aside:
             aside.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-
-
-def league_key(
-    agents: Sequence[AgentSpec], num_players: int, rounds: int, episode: str, rules: str, seed: int, duplicate: bool
-) -> dict[str, object]:
-    """What makes a league's results what they are (a :class:`GroupsFile`'s header)."""
-    files = {
-        agent_label(a): {os.fspath(f): file_sha256(f) for f in spec_files(a)}
-        for a in agents
-        if isinstance(a, (str, os.PathLike))
-    }
-    return {
-        "agents": [agent_label(a) for a in agents],
-        "agent_files": files,
-        "players": num_players,
-        "rounds": rounds,
-        "episode": episode,
-        "rules": rules,
-        "seed": seed,
-        "duplicate": duplicate,
-        "groups": len(list(itertools.combinations(range(len(agents)), num_players))),
-    }
 
 
 @dataclass
@@ -189,13 +195,18 @@ def league(
     that Ray cluster, connected once for the whole league; with ``duplicate``, each group
     plays every deal once in each seat rotation (``rounds`` a multiple of ``num_players``).
 
+    Each group seats its agents in the order of their labels and has its own seed, a function
+    of ``seed`` and its agents (:func:`group_seed`): the table does not depend on the order the
+    agents are given in, and a group plays the same episodes in any league that holds it.
+
     With ``groups_file``, every group's results are kept there as the group ends
-    (:class:`GroupsFile`); with ``resume`` too, the groups that file already keeps for this
-    same league are taken from it instead of played again. Each group has its own seed, so
-    the table is the same as an unbroken run's.
+    (:class:`GroupsFile`). With ``resume`` too, every group that file keeps for agents of this
+    league, played with the same settings and from the same files, is taken from it instead
+    of played again: a stopped league goes on where it stopped, and one given more agents
+    plays only their groups. Either way the table is the one a league played at once gives.
 
     Raises:
-        ValueError: bad arguments, or (``resume``) a groups file of another league.
+        ValueError: bad arguments, or (``resume``) a groups file of other settings.
         FileNotFoundError: ``resume`` without a groups file to go on from.
     """
     seed = check_seed(seed)  # named now, not by numpy when the first group is seeded
@@ -206,10 +217,16 @@ def league(
         raise ValueError(f"league agents must be distinct, got {labels}")
     for agent in agents:  # a bad spec is named now, not when the first of its groups comes up
         resolve_agent(agent)
-    kept: dict[int, list[list[int]]] = {}
+    # Every group seats its agents in the order of their labels, so a league's table does not
+    # depend on the order the agents are given in, and a group is known by its agents alone.
+    by_label = sorted(range(len(agents)), key=lambda i: labels[i])
+    groups = list(itertools.combinations(by_label, num_players))
+    files = {labels[i]: agent_files(agents[i]) for i in range(len(agents))}
+    kept: dict[tuple[str, ...], tuple[dict[str, dict[str, str]], list[list[int]]]] = {}
     store = None
     if groups_file is not None:
-        store = GroupsFile(Path(groups_file), league_key(agents, num_players, rounds, episode, rules, seed, duplicate))
+        settings = dict(zip(LEAGUE_SETTINGS, (num_players, rounds, episode, rules, seed, duplicate), strict=True))
+        store = GroupsFile(Path(groups_file), settings, labels, len(groups))
         if resume:
             if not store.path.is_file():
                 raise FileNotFoundError(f"nothing to resume: {store.path} does not exist")
@@ -224,24 +241,19 @@ def league(
     pair_won: dict[tuple[str, str], float] = {}
     # One connection for every group (play_matches uses it rather than connecting again).
     with ray_connection(ray) if ray is not None else nullcontext():
-        for group_index, group in enumerate(itertools.combinations(range(len(agents)), num_players)):
+        for group in groups:
             names = [labels[i] for i in group]
-            # Each group its own seed; near the top of the range they wrap round rather than
-            # step past it, which would stop the league at its second group.
-            group_seed = (seed + group_index) % (MAX_SEED + 1)
-            if group_index in kept:
-                group_winners = kept[group_index]
-                if len(group_winners) != rounds or not all(
-                    isinstance(w, list) and w and all(type(s) is int and 0 <= s < num_players for s in w)
-                    for w in group_winners
-                ):
-                    raise ValueError(f"{groups_file}: group {group_index}'s results are damaged")
+            group_files = {name: files[name] for name in names}
+            if tuple(names) in kept and kept[tuple(names)][0] == group_files:
+                group_winners = _checked_winners(kept[tuple(names)][1], rounds, num_players, names, groups_file)
             else:
-                setup = MatchSetup.of([agents[i] for i in group], num_players, episode, rules, group_seed, duplicate)
+                setup = MatchSetup.of(
+                    [agents[i] for i in group], num_players, episode, rules, group_seed(seed, names), duplicate
+                )
                 _, records = play_matches(setup, rounds, workers, progress, ray)
                 group_winners = [list(record.winners) for record in records]
                 if store is not None:
-                    store.add(group_index, group_winners)
+                    store.add(names, group_files, group_winners)
             for slots in group_winners:
                 winners = [names[slot] for slot in slots]
                 episodes.append((names, winners))
@@ -252,7 +264,8 @@ def league(
                     if num_players == 2:
                         other = names[1] if name == names[0] else names[0]
                         pair_won[name, other] = pair_won.get((name, other), 0.0) + share
-    ratings = fit_ratings(labels, episodes)
+    in_order = sorted(labels)  # the fit and the ties alike whatever order the agents came in
+    ratings = fit_ratings(in_order, episodes)
     table = [
         LeagueEntry(
             name,
@@ -260,11 +273,22 @@ def league(
             won[name] / played[name],
             won[name],
             played[name],
-            {other: pair_won[name, other] / rounds for other in labels if (name, other) in pair_won},
+            {other: pair_won[name, other] / rounds for other in in_order if (name, other) in pair_won},
         )
-        for name in labels
+        for name in in_order
     ]
-    return sorted(table, key=lambda e: (e.win_rate, e.rating), reverse=True)
+    return sorted(table, key=lambda e: (-e.win_rate, -e.rating, e.agent))
+
+
+def _checked_winners(
+    winners: list[list[int]], rounds: int, num_players: int, names: Sequence[str], path: object
+) -> list[list[int]]:
+    """A kept group's episodes, each a list of winning seats, checked before they count."""
+    if len(winners) != rounds or not all(
+        isinstance(w, list) and w and all(type(s) is int and 0 <= s < num_players for s in w) for w in winners
+    ):
+        raise ValueError(f"{path}: the results kept for {', '.join(names)} are damaged")
+    return winners
 
 
 def league_markdown(table: Sequence[LeagueEntry]) -> str:

@@ -72,18 +72,18 @@ def test_ctrl_c_after_groups_were_played_does_not_say_nothing_was_played(tmp_pat
     assert not (tmp_path / "out" / "league.md").exists()
 
 
-def _stopping_at_group(monkeypatch, stop_at: int) -> list[int]:
+def _stopping_at_group(monkeypatch, stop_at: int) -> list[tuple[str, ...]]:
     """Make the league's ``stop_at``-th group (0-based) stop as Ctrl-C stops it; returns the
-    list the played groups' seeds go into."""
+    list the played groups' agents go into."""
     from training.measure import league as league_module
     from training.measure.matches import play_matches as real
 
-    played: list[int] = []
+    played: list[tuple[str, ...]] = []
 
     def play(setup, *args, **kwargs):
         if len(played) == stop_at:
             raise KeyboardInterrupt
-        played.append(setup.seed)
+        played.append(tuple(setup.labels))
         return real(setup, *args, **kwargs)
 
     monkeypatch.setattr(league_module, "play_matches", play)
@@ -95,55 +95,72 @@ def test_a_stopped_league_goes_on_from_the_groups_it_kept(tmp_path, monkeypatch,
     from training.learn.interrupt import EXIT_INTERRUPTED
     from training.measure.league import GROUPS_FILE
 
-    agents = ["random", "rule", "belief"]
-    common = ["--league", *agents, "--rounds", "6", "--seed", "5", "--no-progress"]
-    assert main([*common, "--out", str(tmp_path / "whole")]) == 0
+    common = ["--rounds", "6", "--seed", "5", "--no-progress"]
+    assert main(["--league", "random", "rule", "belief", *common, "--out", str(tmp_path / "whole")]) == 0
     whole = (tmp_path / "whole" / "league.md").read_text()
 
     out = tmp_path / "stopped"
     played = _stopping_at_group(monkeypatch, 2)
-    assert main([*common, "--out", str(out)]) == EXIT_INTERRUPTED
-    assert played == [5, 6]
+    # Another order of the same agents: the same groups, seats and seeds.
+    league = ["--league", "rule", "random", "belief", *common, "--out", str(out)]
+    assert main(league) == EXIT_INTERRUPTED
+    assert played == [("belief", "random"), ("belief", "rule")]
     assert "2 of 3 groups are kept in" in capsys.readouterr().err
     with (out / GROUPS_FILE).open("a") as f:
-        f.write('{"group": 2, "winn')  # the append a kill cut short: that group plays again
+        f.write('{"agents": ["random", "rule"], "winn')  # the append a kill cut short: that group plays again
 
     # The same command again would replace the groups kept: it is refused.
     with pytest.raises(SystemExit):
-        main([*common, "--out", str(out)])
+        main(league)
     assert "holds 2 of 3 groups of an unfinished league" in capsys.readouterr().err
 
     played = _stopping_at_group(monkeypatch, 99)
-    assert main([*common, "--out", str(out), "--resume"]) == 0
-    assert played == [7]  # only the group not kept, with its own seed
+    assert main([*league, "--resume"]) == 0
+    assert played == [("random", "rule")]  # only the group not kept
     assert (out / "league.md").read_text() == whole
 
 
-def test_resume_refuses_the_groups_of_another_league(tmp_path):
-    from training.measure.league import GROUPS_FILE, GroupsFile, league, league_key
+def test_a_league_resumed_with_a_new_agent_plays_only_its_groups(tmp_path, monkeypatch):
+    from training.measure.league import GROUPS_FILE, league
+
+    groups = tmp_path / GROUPS_FILE
+    league(["random", "rule"], rounds=6, seed=3, groups_file=groups)
+    played = _stopping_at_group(monkeypatch, 99)
+    bigger = league(["random", "rule", "belief"], rounds=6, seed=3, groups_file=groups, resume=True)
+    assert played == [("belief", "random"), ("belief", "rule")]
+    monkeypatch.undo()
+    assert bigger == league(["belief", "rule", "random"], rounds=6, seed=3)  # as if played at once
+
+
+def test_resume_refuses_the_groups_of_other_settings(tmp_path, monkeypatch):
+    from training.measure.league import GROUPS_FILE, GroupsFile, agent_files, league
 
     groups = tmp_path / GROUPS_FILE
     league(["random", "rule"], rounds=4, seed=0, groups_file=groups)
-    with pytest.raises(ValueError, match="another league .*differs in rounds"):
+    with pytest.raises(ValueError, match="a league with another rounds"):
         league(["random", "rule"], rounds=6, seed=0, groups_file=groups, resume=True)
-    with pytest.raises(ValueError, match="differs in agent_files, agents"):
-        league(["random", "belief"], rounds=4, seed=0, groups_file=groups, resume=True)
+    with pytest.raises(ValueError, match="a league with another rules, seed"):
+        league(["random", "rule"], rounds=4, seed=1, rules="mini6", groups_file=groups, resume=True)
     with pytest.raises(FileNotFoundError, match="nothing to resume"):
         league(["random", "rule"], rounds=4, groups_file=tmp_path / "none.jsonl", resume=True)
 
-    # A checkpoint whose bytes changed is another agent, whatever its path.
+    # A checkpoint whose bytes changed is another agent, whatever its path: its groups play again.
     network = tmp_path / "net.pt"
     network.write_bytes((ROOT / "checkpoints" / "v1" / "ppo_2p.pt").read_bytes())
-    key = league_key([str(network), "rule"], 2, 4, "round", "classic", 0, False)
-    GroupsFile(groups, key).start()
-    network.write_bytes(network.read_bytes() + b"\0")
-    changed = league_key([str(network), "rule"], 2, 4, "round", "classic", 0, False)
-    with pytest.raises(ValueError, match="differs in agent_files"):
-        GroupsFile(groups, changed).kept()
+    before = agent_files(str(network))
+    assert list(before) == [str(network)] and len(before[str(network)]) == 64
+    league([str(network), "rule"], rounds=2, seed=0, groups_file=groups)
+    played = _stopping_at_group(monkeypatch, 99)
+    league([str(network), "rule"], rounds=2, seed=0, groups_file=groups, resume=True)
+    assert played == []
+    network.write_bytes((ROOT / "checkpoints" / "shipped" / "ppo_2p.pt").read_bytes())
+    league([str(network), "rule"], rounds=2, seed=0, groups_file=groups, resume=True)
+    assert played == [(str(network), "rule")]
+
     # A damaged line before the last is named, not skipped.
-    groups.write_text(groups.read_text() + "{oops\n" + '{"group": 0, "winners": [[0]]}\n')
-    with pytest.raises(ValueError, match="line 2 is damaged"):
-        GroupsFile(groups, key).kept()
+    groups.write_text(groups.read_text() + "{oops\n" + '{"agents": [], "files": {}, "winners": []}\n')
+    with pytest.raises(ValueError, match="line 4 is damaged"):
+        GroupsFile.read_lines(groups)
 
 
 def test_league_resume_and_force_are_checked_before_any_play(tmp_path, capsys):
