@@ -291,3 +291,43 @@ def test_the_front_page_counts_the_bots():
     assert f"{words[len(AGENT_NAMES)]} bots of" in text
     for other in set(words.values()) - {words[len(AGENT_NAMES)]}:
         assert f"{other} bots" not in text
+
+
+def test_the_install_page_lists_every_extra_and_what_ci_installs():
+    """docs/install.md's table of extras has a row for every extra of pyproject.toml that
+    installs something, and its ``libraries`` row names every other extra .ci/run installs."""
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    rows = {
+        name: row
+        for row in re.findall(r"^\| (`[^|]*`) \|.*$", text, flags=re.MULTILINE)
+        for name in re.findall(r"`([\w-]+)`", row)
+    }
+    for extra, requirements in _extras().items():
+        if requirements:  # the empty `sb3` extra installs nothing: it stays for old install commands
+            assert extra in rows, f"docs/install.md's table of extras has no row for {extra!r}"
+    line = next(line for line in text.splitlines() if line.startswith("| `libraries` |"))
+    said = set(re.findall(r"`([\w-]+)`", line.split("what CI installs beside", 1)[1]))
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    installed = re.search(r'python -m pip install [^"\n]*-e "\.\[([\w,-]+)\]"', ci)
+    assert installed, ".ci/run installs no extras into its main environment"
+    assert said == set(installed[1].split(",")) - {"libraries"}, line
+
+
+def test_the_libraries_page_names_masks_that_the_gymnasium_env_gives():
+    """Each mask the first table of docs/libraries.md names for ``gymnasium.make`` evaluates,
+    on what ``gymnasium.make`` returns (wrappers and all), to the legal actions of the reset."""
+    import gymnasium
+    import numpy as np
+
+    import loveletter_env  # noqa: F401  (registers the id)
+
+    text = LIBRARIES_PAGE.read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| one learner against fixed opponents"))
+    expressions = re.findall(r"`([^`]*mask[^`]*)`", row.rsplit("|", 2)[1])
+    assert expressions, row
+    env = gymnasium.make("loveletter/LoveLetter-v0")
+    _, info = env.reset(seed=0)
+    legal = np.flatnonzero(env.unwrapped.action_masks())
+    for expression in expressions:
+        mask = eval(expression, {"env": env, "info": info})  # noqa: S307  (the page's own code)
+        assert np.array_equal(np.flatnonzero(mask), legal), expression

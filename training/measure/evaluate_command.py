@@ -29,6 +29,8 @@ from training.measure.stats import complete_deals, summarize
 
 #: Where league tables go by default: under runs/, which git ignores, rather than the working folder itself.
 DEFAULT_LEAGUE_DIR = Path("runs") / "league"
+#: The replay files ``--save-replays DIR`` writes into DIR (``episode_<index>.json``).
+REPLAY_FILES = "episode_*.json"
 #: The file ``--exact --out DIR`` writes its result to, in DIR.
 EXACT_RESULT = "exact.json"
 
@@ -133,8 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="with --save-replays: replace the replays DIR holds; with --league: start again, over the groups an "
-        "unfinished league kept in --out",
+        help="with --save-replays: replace the replays DIR holds (they are removed before play); with --league: "
+        "start again, over the groups an unfinished league kept in --out",
     )
     parser.add_argument(
         "--save-replays-every", type=int, metavar="K", help="with --save-replays: every K-th episode only (default 1)"
@@ -190,7 +192,7 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             _check_kept_groups(parser, args, out / GROUPS_FILE)
         if args.save_replays is not None:
             check_writable("--save-replays", args.save_replays, folder=True)
-            if any(args.save_replays.glob("episode_*.json")) and not args.force:
+            if any(args.save_replays.glob(REPLAY_FILES)) and not args.force:
                 parser.error(
                     f"--save-replays {str(args.save_replays)!r} already holds replays, which this run's would "
                     "replace or mix with: give a new folder, or pass --force"
@@ -216,6 +218,16 @@ def _check_kept_groups(parser: argparse.ArgumentParser, args: argparse.Namespace
             f"--out {str(path.parent)!r} holds {kept} of {total} groups of an unfinished league ({GROUPS_FILE}): "
             "--resume plays the rest, --force starts again"
         )
+
+
+def _remove_earlier_replays(folder: Path) -> None:
+    """``--force``: the replays an earlier run left in ``folder`` go, so that it holds this run's
+    alone (a shorter run would otherwise leave the earlier run's later episodes beside its own)."""
+    earlier = sorted(folder.glob(REPLAY_FILES))
+    for path in earlier:
+        path.unlink()
+    if earlier:
+        print(f"--force: removed {len(earlier)} replays of an earlier run from {folder}", file=sys.stderr)
 
 
 def _report_league_interruption(args: argparse.Namespace) -> None:
@@ -288,6 +300,8 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
                 print(league_markdown(table))
                 print("written: " + ", ".join(str(p) for p in paths))
             return 0
+        if args.force and args.save_replays is not None:
+            _remove_earlier_replays(args.save_replays)
         result = evaluate(
             args.agents, save_replays=args.save_replays, save_replays_every=args.save_replays_every or 1, **common
         )

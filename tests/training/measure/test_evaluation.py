@@ -226,8 +226,13 @@ def test_where_results_go_is_checked_before_anything_is_played(tmp_path: Path, c
         assert stop.value.code == 2 and message in capsys.readouterr().err
     assert not (blocked / "league.md").exists()
     assert (held / "episode_000000.json").read_text() == "{}"
+    (held / "episode_000009.json").write_text("{}")  # an earlier, longer run's: it must not stay beside this run's
+    (held / "notes.txt").write_text("mine")
     main(["rule", "random", "--rounds", "4", "--no-progress", "--save-replays", str(held), "--force"])
     assert (held / "episode_000000.json").read_text() != "{}"
+    assert sorted(p.name for p in held.glob("episode_*.json")) == [f"episode_00000{i}.json" for i in range(4)]
+    assert (held / "notes.txt").read_text() == "mine"  # only replays go
+    assert "--force: removed 2 replays of an earlier run" in capsys.readouterr().err
 
 
 def test_cli_league_writes_table_csv_and_chart(tmp_path: Path):
