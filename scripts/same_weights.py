@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     with revision_files(args.revision) as other, tempfile.TemporaryDirectory() as tmp:
         train(ROOT, Path(tmp) / "here.pt")
         train(other, Path(tmp) / "other.pt")
-        here, there = (torch.load(Path(tmp) / f, weights_only=False) for f in ("here.pt", "other.pt"))
+        here, there = (torch.load(Path(tmp) / f, weights_only=True) for f in ("here.pt", "other.pt"))
     differ = [name for name in RUNS if not same(here[name], there[name])]
     for name in RUNS:
         print(f"{name}: {'DIFFERENT' if name in differ else 'same weights and Adam state'}")
