@@ -543,6 +543,11 @@ def test_an_opponent_whose_reset_fails_leaves_no_episode_to_step():
 def record_episode(env, seed) -> list[int]:
     """Play one episode of ``env`` (a :class:`RecordReplay`) with first legal actions; its actions."""
     env.reset(seed=seed)
+    return play_on(env)
+
+
+def play_on(env) -> list[int]:
+    """Play the episode ``env`` is in to its end with first legal actions, without a reset; its actions."""
     actions = []
     for _agent in env.agent_iter():
         obs, _, terminated, truncated, _ = env.last()
@@ -589,8 +594,9 @@ def test_recorder_refuses_details_a_replay_cannot_hold_and_keeps_the_episode(tmp
     env.reset(seed=0)
     with pytest.raises(ReplayError, match=problem):
         env.set_details(details)
-    # Nothing was attached: the episode plays on and its replay is saved and loads.
-    actions = record_episode(env, 0)
+    # Nothing was attached: the same episode (no reset, which would clear any details) plays on
+    # and its replay is saved and loads.
+    actions = play_on(env)
     replay = load_replay(env.last_path)
     assert [step.action for step in replay.rounds[0].steps] == actions
     assert all(step.details is None for step in replay.rounds[0].steps)

@@ -146,8 +146,15 @@ def test_a_worker_that_cannot_set_up_ends_the_run_with_its_error():
     assert "refused: unknown rules preset 'no-such-rules'" in out
 
 
-def test_rules_the_table_cannot_play_are_named_before_workers_start():
-    # Checked by the setup itself, so the pool never starts (its workers would fail to build an env).
+def test_rules_the_table_cannot_play_are_named_before_workers_start(monkeypatch):
+    # Checked by the setup itself, so the pool never starts (its workers would fail to build an env,
+    # and now end the run with the same error: only a pool that is never made tells the two apart).
+    from training.measure import matches
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a pool of workers was started for rules the table cannot play")
+
+    monkeypatch.setattr(matches, "ProcessPoolRunner", no_pool)
     with pytest.raises(ValueError, match="ladder rung, played by 2 players only"):
         evaluate(["rule"], num_players=4, rounds=4, rules="mini6", workers=2)
 

@@ -48,7 +48,8 @@ def test_league_output_goes_to_an_ignored_folder_by_default():
 def test_a_seed_at_the_top_of_the_range_seeds_every_group():
     from loveletter_env.validation import MAX_SEED
 
-    # Group seeds wrap round past the top of the range (the second group used to get 2**63).
+    # Every group's seed stays inside the seed range, whatever the league's seed (one past the
+    # top had stopped a league at its second group).
     table = league(["random", "rule", "belief"], rounds=2, seed=MAX_SEED)
     assert sum(e.episodes for e in table) == 3 * 2 * 2
     with pytest.raises(ValueError, match="seed must be a non-negative integer below 2"):
