@@ -20,7 +20,8 @@ from .cards import (
     card_name,
 )
 from .engine import GameState, TurnEvent, legal_actions
-from .rules import CLASSIC, Rules
+from .rules import CLASSIC, Rules, resolve_rules
+from .validation import check_seat
 
 #: What each card does when played, in a line (the rules page says it at length).
 CARD_EFFECTS: dict[int, str] = {
@@ -35,11 +36,13 @@ CARD_EFFECTS: dict[int, str] = {
 }
 
 
-def card_rows(rules: Rules = CLASSIC) -> list[tuple[int, str, int, int, str]]:
-    """Every card under ``rules``: value, name, copies a round can deal into play, copies
+def card_rows(rules: str | Rules = CLASSIC) -> list[tuple[int, str, int, int, str]]:
+    """Every card under ``rules`` (a :class:`Rules` or a preset name; anything else raises
+    ``ValueError``): value, name, copies a round can deal into play, copies
     always face up (on a ladder rung, the cards not in play; 0 off the ladder, where the
     shuffle decides) and effect (as these rules change it). The terminal's and the web
     page's card references are both made from these rows."""
+    rules = resolve_rules(rules)  # a preset name read as a Rules object raised AttributeError
     face_up = Counter(rules.face_up_cards or ())
     rows = []
     for value in CARD_VALUES:
@@ -52,8 +55,10 @@ def card_rows(rules: Rules = CLASSIC) -> list[tuple[int, str, int, int, str]]:
     return rows
 
 
-def card_reference(rules: Rules = CLASSIC) -> str:
-    """A table of every card: value, name, copies in play (and, on a ladder rung, face up) and effect."""
+def card_reference(rules: str | Rules = CLASSIC) -> str:
+    """A table of every card: value, name, copies in play (and, on a ladder rung, face up) and effect
+    (``rules``: a :class:`Rules` or a preset name)."""
+    rules = resolve_rules(rules)
     rows = card_rows(rules)
     if not rules.is_rung:
         lines = ["value  card      copies  effect"]
@@ -72,10 +77,29 @@ def _names(cards) -> str:
 
 
 def render_seat_view(state: GameState, seat: int, moves: Sequence[int] | None = None) -> str:
-    """What ``seat`` sees: tokens, discards, flags, face-up cards, own hand, known cards,
-    and its legal moves when it is to act (``moves``, when given: the legal moves to list).
-    Never another player's hidden card."""
+    """What ``seat`` sees: tokens, discards, flags, face-up cards, own hand, known cards, the
+    values a failed Guard ruled out for each other player, who knows its card, and its legal
+    moves when it is to act (``moves``, when given: the legal moves to list). That is what its
+    observation holds, never another player's hidden card.
+
+    Raises ``ValueError`` for a seat outside the table, and for ``moves`` given when ``seat`` is
+    not to act or holding a move that is not legal.
+    """
     n = state.num_players
+    seat = check_seat("seat", seat, n)  # -1 would index the last seat and show its hand as "your hand"
+    to_act = not state.round_over and state.current == seat
+    legal = list(legal_actions(state)) if to_act else []
+    if moves is not None:
+        try:
+            listed = list(moves)
+        except TypeError:
+            raise ValueError(f"moves must be a sequence of legal actions, got {moves!r}") from None
+        if not to_act:
+            raise ValueError(f"moves were given for seat {seat}, which is not to act")
+        illegal = [a for a in listed if a not in legal]
+        if illegal:
+            raise ValueError(f"moves {illegal} are not legal for seat {seat}; its legal actions are {legal}")
+        legal = listed
     lines = [
         (
             f"Round {state.round}, over after {state.turn} turns"
@@ -96,6 +120,10 @@ def render_seat_view(state: GameState, seat: int, moves: Sequence[int] | None = 
         who = f"player_{p}" + (" (you)" if p == seat else "")
         known = state.known[seat][p] if p != seat else 0
         extra = f" - you know they hold {card_name(known)}" if known else ""
+        if p != seat:  # what the observation adds of them: a failed Guard's proof, and whether they saw us
+            ruled_out = [v for v in CARD_VALUES if state.ruled_out[p] >> v & 1]
+            extra += f" - a Guard ruled out: {_names(ruled_out)}" if ruled_out else ""
+            extra += " - they know your card" if state.seen[p][seat] else ""
         lines.append(
             f"  {who:<16} tokens {state.tokens[p]}/{state.tokens_to_win}"
             f"{' [' + ', '.join(flags) + ']' if flags else ''} discards: {_names(state.discards[p])}{extra}"
@@ -103,10 +131,9 @@ def render_seat_view(state: GameState, seat: int, moves: Sequence[int] | None = 
     lines.append(f"Your hand: {_names(state.hand_of(seat))}")
     if state.round_over:
         lines.append(f"Round over - winners: {', '.join(f'player_{p}' for p in state.round_winners)}")
-    elif state.current == seat:
+    elif to_act:
         lines.append("Legal moves:")
-        listed = legal_actions(state) if moves is None else moves
-        lines += [f"  {a:>2}: {describe_action(a, seat, n)}" for a in listed]
+        lines += [f"  {a:>2}: {describe_action(a, seat, n)}" for a in legal]
     return "\n".join(lines)
 
 

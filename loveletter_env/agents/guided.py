@@ -62,7 +62,7 @@ from ..observation import (
     rule_flags,
 )
 from ..validation import check_int, check_number
-from .checkpoint_loading import load_checkpoint_network
+from .checkpoint_loading import load_checkpoint_network, network_output_problem
 from .ismcts import MAX_SEARCH_ITERATIONS, determinize, model_action
 from .kept_card import KeptCardSearchAgent
 from .opponent_model import model_play_probability, play_likelihoods, posterior, view_legal_actions
@@ -84,6 +84,17 @@ def load_policy_network(path: str | os.PathLike[str]) -> Any:
     finite on real observations (:func:`~loveletter_env.agents.checkpoint_loading.network_output_problem`):
     the search would otherwise rank moves by NaN."""
     return load_checkpoint_network(path)
+
+
+def passed_network_problem(network: Any) -> str | None:
+    """What is wrong with a network passed in as ``policy``, as a phrase that follows "the policy
+    network <class>": its outputs on real observations
+    (:func:`~loveletter_env.agents.checkpoint_loading.network_output_problem`), or that it cannot be
+    run on them at all; ``None`` when it gives finite logits ``[B, 41]`` and values ``[B]``."""
+    try:
+        return network_output_problem(network)
+    except Exception as error:  # any failure to run it is the problem to name, whatever its type
+        return f"cannot be run on observations [B, {OBSERVATION_SIZE}] ({type(error).__name__}: {error})"
 
 
 class GuidedSearchAgent(KeptCardSearchAgent):
@@ -111,7 +122,9 @@ class GuidedSearchAgent(KeptCardSearchAgent):
             play the best mean).
 
     Raises:
-        ValueError: a missing policy or an option out of range, named in the message.
+        ValueError: a missing policy, a network that cannot be run on observations or gives outputs
+            that are not finite logits and values of the right shape, or an option out of range,
+            named in the message.
     """
 
     name = "guided"
@@ -140,11 +153,17 @@ class GuidedSearchAgent(KeptCardSearchAgent):
         if isinstance(policy, (str, os.PathLike)):
             self.policy_source = os.fspath(policy)
             network = load_policy_network(policy)
-        elif callable(policy):
+        elif callable(policy) and not isinstance(policy, type):
+            # Checked here as a checkpoint's network is when loaded: a network that does not fit
+            # (or NaN outputs) otherwise fails at the first decision with torch's words, or ranks by NaN.
+            problem = passed_network_problem(policy)
+            if problem:
+                raise ValueError(f"the policy network {type(policy).__name__} {problem}")
             self.policy_source = type(policy).__name__
             network = policy
         else:
-            raise ValueError(f"policy must be a checkpoint path or a network module, got {policy!r}")
+            # A class is callable too: it would be "run" by constructing it, at the first decision.
+            raise ValueError(f"policy must be a checkpoint path or a network module (an instance), got {policy!r}")
         super().__init__(seed)
         self.network = network
         self.iterations = iterations

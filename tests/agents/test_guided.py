@@ -132,6 +132,11 @@ def test_observation_views_encode_back_to_the_same_vector():
     [
         ({}, "needs a network: policy=PATH"),
         ({"policy": 42}, "policy must be a checkpoint path or a network module"),
+        # A class, a network that does not fit and one with NaN outputs were taken, and failed (or
+        # ranked moves by NaN) only at the first decision.
+        ({"policy": FixedNetwork}, r"network module \(an instance\), got <class"),
+        ({"policy": nn.Linear(3, 3)}, r"the policy network Linear cannot be run on observations \[B, 1382\]"),
+        ({"policy": FixedNetwork(value=float("nan"))}, "FixedNetwork gives value estimates that are not finite"),
         ({"policy": SHIPPED, "iterations": 0}, r"iterations must be an integer in 1\.\.10000000"),
         ({"policy": SHIPPED, "iterations": 2**64}, r"iterations must be an integer in 1\.\.10000000"),
         ({"policy": SHIPPED, "width": -1}, "width must be a non-negative integer"),

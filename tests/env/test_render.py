@@ -1,14 +1,19 @@
-"""Text for people (``loveletter_env.render``): narration that says whose card is whose, and
-the card reference."""
+"""Text for people (``loveletter_env.render``): narration that says whose card is whose, the
+card reference, and a seat's view that shows exactly what its observation holds."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from conftest import act, start
 
-from loveletter_env.cards import BARON, CARD_COUNTS, CARD_VALUES, KING, PRINCESS, card_name
+import loveletter_env
+from loveletter_env import engine
+from loveletter_env.cards import BARON, CARD_COUNTS, CARD_VALUES, GUARD, HANDMAID, KING, PRIEST, PRINCESS, card_name
 from loveletter_env.engine import TurnEvent
-from loveletter_env.render import CARD_EFFECTS, card_reference, narrate
-from loveletter_env.rules import PRESETS
+from loveletter_env.observation import decode_observation
+from loveletter_env.render import CARD_EFFECTS, card_reference, card_rows, narrate, render_seat_view
+from loveletter_env.rules import LADDER, PRESETS
 
 
 @pytest.mark.parametrize(
@@ -33,3 +38,101 @@ def test_card_reference_lists_every_card_with_value_copies_and_effect():
         assert CARD_EFFECTS[value] in line
     assert "Handmaid does not protect from the King" in card_reference(PRESETS["king_ignores_handmaid"])
     assert "Handmaid does not protect" not in text
+
+
+# What a seat sees ------------------------------------------------------------------------
+
+
+def _player_lines(text: str, num_players: int) -> list[str]:
+    """The table's lines, by seat."""
+    lines = text.splitlines()
+    return [next(line for line in lines if line.strip().startswith(f"player_{p} ")) for p in range(num_players)]
+
+
+@pytest.mark.parametrize(
+    "num_players, rules",
+    [(2, "classic"), (3, "classic"), (4, "classic"), *[(r.rung_players, r.name) for r in LADDER]],
+)
+def test_the_render_shows_exactly_what_the_seat_observes(num_players: int, rules: str):
+    """Own hand, known cards, Guard rulings, who saw our card, discards, flags and legal moves,
+    read off the seat's own observation at every turn of random games."""
+    shown = {"ruled out": 0, "seen": 0}
+    for seed in range(4):
+        env = loveletter_env.env(num_players=num_players, rules=rules, episode="game", render_mode="ansi")
+        env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        for _ in range(120):
+            if not env.agents:
+                break
+            obs, _, terminated, truncated, _ = env.last()
+            seat = env.unwrapped.agent_name_mapping[env.agent_selection]
+            view = decode_observation(obs["observation"])
+            text = env.render()
+            hand = next(line for line in text.splitlines() if line.startswith("Your hand: "))
+            assert hand == f"Your hand: {', '.join(map(card_name, view.hand)) or '-'}" or sorted(
+                hand.removeprefix("Your hand: ").split(", ")
+            ) == sorted(map(card_name, view.hand))
+            for k in range(num_players):
+                line = _player_lines(text, num_players)[(seat + k) % num_players]
+                assert f"discards: {', '.join(map(card_name, view.discards[k])) or '-'}" in line
+                assert ("[out" in line or " out" in line.split("discards:")[0]) == view.out[k]
+                assert ("protected" in line) == view.protected[k]
+                known = view.known_cards[k]
+                assert ("you know they hold" in line) == bool(known)
+                assert not known or f"you know they hold {card_name(known)}" in line
+                ruled_out = ", ".join(card_name(v) for v in sorted(view.ruled_out[k]))
+                assert ("a Guard ruled out" in line) == bool(k and ruled_out), line
+                assert not (k and ruled_out) or f"a Guard ruled out: {ruled_out}" in line
+                assert ("they know your card" in line) == bool(k and view.seen_by[k]), line
+                shown["ruled out"] += bool(k and ruled_out)
+                shown["seen"] += bool(k and view.seen_by[k])
+            legal = [] if terminated or truncated else [int(a) for a in np.flatnonzero(obs["action_mask"])]
+            moves = text.split("Legal moves:\n")[1].splitlines() if "Legal moves:" in text else []
+            assert [int(line.split(":")[0]) for line in moves] == legal
+            env.step(None if terminated or truncated else int(rng.choice(legal)))
+    # At 2 players a ruling is rarely seen: the ruled-out player draws at once, which voids it.
+    assert shown["seen"] > 0 and (shown["ruled out"] > 0 or num_players == 2)
+
+
+def test_the_render_shows_a_guards_ruling_and_who_saw_your_card():
+    # player_0 names a Baron at player_2's Priest (a miss, which everyone sees); player_1 then looks
+    # at player_0's Handmaid with a Priest.
+    state = start(3, hands={0: GUARD, 1: PRIEST, 2: PRIEST}, draws=[HANDMAID, GUARD])
+    engine.step(state, act(GUARD, 2, BARON))
+    for seat in (0, 1):
+        assert _player_lines(render_seat_view(state, seat), 3)[2].endswith("discards: - - a Guard ruled out: Baron")
+    assert "ruled out" not in render_seat_view(state, 2)
+    engine.step(state, act(PRIEST, 2))  # player_1 looks at player_0's Handmaid
+    assert _player_lines(render_seat_view(state, 0), 3)[1].endswith("discards: Priest - they know your card")
+    assert "know your card" not in render_seat_view(state, 2)
+    assert _player_lines(render_seat_view(state, 1), 3)[0].endswith("you know they hold Handmaid")
+
+
+@pytest.mark.parametrize("seat", [-1, 2, True, "0", 1.0, None])
+def test_a_seat_outside_the_table_is_refused(seat):
+    # -1 used to render the last seat's hand as "Your hand".
+    state = start(2, hands={0: GUARD, 1: PRINCESS}, draws=[HANDMAID])
+    with pytest.raises(ValueError, match=r"seat must be a seat in 0\.\.1"):
+        render_seat_view(state, seat)
+
+
+def test_listed_moves_must_be_legal_moves_of_the_seat_to_act():
+    state = start(2, hands={0: GUARD, 1: PRINCESS}, draws=[HANDMAID])
+    listed = render_seat_view(state, 0, [act(HANDMAID)])
+    assert listed.endswith(f"Legal moves:\n  {act(HANDMAID):>2}: Handmaid")
+    with pytest.raises(ValueError, match=r"moves \[40\] are not legal for seat 0"):
+        render_seat_view(state, 0, [act(PRINCESS)])  # player_0 does not hold the Princess
+    with pytest.raises(ValueError, match="moves were given for seat 1, which is not to act"):
+        render_seat_view(state, 1, [act(HANDMAID)])
+    with pytest.raises(ValueError, match="moves must be a sequence of legal actions"):
+        render_seat_view(state, 0, act(HANDMAID))
+
+
+def test_the_card_reference_takes_a_preset_name_and_refuses_anything_else():
+    assert card_reference("king_ignores_handmaid") == card_reference(PRESETS["king_ignores_handmaid"])
+    assert card_rows("mini6") == card_rows(PRESETS["mini6"])
+    for bad in (None, 3):
+        with pytest.raises(ValueError, match="rules must be a preset name or a Rules object"):
+            card_reference(bad)
+    with pytest.raises(ValueError, match="unknown rules preset"):
+        card_rows("clasic")
