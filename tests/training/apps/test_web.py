@@ -732,3 +732,28 @@ def test_guided_searches_with_the_network_for_the_table_size_by_default():
     # The Play page preselects the same networks.
     page = (ROOT / "training" / "apps" / "web" / "static" / "app.js").read_text()
     assert f'players === 2 ? "{DEFAULT_NETWORKS[2]}" : "{DEFAULT_NETWORKS[4]}"' in page
+
+
+def test_the_view_says_who_has_seen_the_persons_card():
+    # player_1 looks at player_0's Handmaid with a Priest: player_0's view says so, as player_0's
+    # observation does; no one else's view, nor a spectator's, says it of anyone.
+    from conftest import act, start
+
+    from loveletter_env import engine
+    from loveletter_env.cards import BARON, GUARD, HANDMAID, PRIEST
+    from loveletter_env.observation import decode_observation, encode_observation
+    from training.apps.web.views import state_view
+
+    state = start(3, hands={0: GUARD, 1: PRIEST, 2: PRIEST}, draws=[HANDMAID, GUARD])
+    engine.step(state, act(GUARD, 2, BARON))  # a miss
+    engine.step(state, act(PRIEST, 2))  # player_1's Priest on offset 2 from it: player_0
+    names = ["you", "bot 1", "bot 2"]
+    for viewer in (0, 1, 2, None):
+        view = state_view(state, viewer, names)
+        says = [p["seat"] for p in view["players"] if p["knows_your_card"]]
+        if viewer is None:
+            assert says == []
+            continue
+        observed = decode_observation(encode_observation(state, viewer))
+        assert says == [(viewer + offset) % 3 for offset in range(1, 3) if observed.seen_by[offset]], viewer
+    assert [p["seat"] for p in state_view(state, 0, names)["players"] if p["knows_your_card"]] == [1]

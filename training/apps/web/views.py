@@ -91,6 +91,9 @@ def state_view(state: GameState, viewer: int | None, names: list[str], reveal: b
                 "hand_size": len(state.hand_of(p)),
                 "known": state.known[viewer][p] if viewer is not None and not own else 0,
                 "ruled_out": _bits(state.ruled_out[p]),
+                # Whether this player has seen the viewer's card (a Priest, a Baron), as the
+                # viewer's observation says: the person sees what an agent in the seat would.
+                "knows_your_card": viewer is not None and not own and bool(state.seen[p][viewer]),
             }
         )
     view: dict[str, Any] = {

@@ -92,6 +92,7 @@ function playerBox(p, view) {
   const known = [];
   if (p.known) known.push(el("div", {}, "You know they hold: ", el("strong", {}, cardName(p.known))));
   if (p.ruled_out.length) known.push(el("div", { class: "hint" }, "A Guard proved they hold no ", p.ruled_out.map(cardName).join(", ")));
+  if (p.knows_your_card) known.push(el("div", { class: "hint" }, "They have seen your card"));
   return el("div", { class: "player" + (p.to_act ? " to-act" : "") + (p.out ? " out" : "") + (p.you ? " you" : ""), dataset: { seat: p.seat } },
     el("div", {}, el("span", { class: "name" }, p.you ? `You (player_${p.seat})` : p.name), ...flags),
     el("div", { class: "tokens", title: `${p.tokens} of ${plural(view.tokens_to_win, "token")}` }, "♥".repeat(p.tokens) + "♡".repeat(Math.max(0, view.tokens_to_win - p.tokens))),
