@@ -39,16 +39,23 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def replacing_together(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]]:
+def replacing_together(
+    paths: Sequence[str | os.PathLike[str]], replaced: list[Path] | None = None
+) -> Iterator[list[Path]]:
     """Temporary files to write, one per path, which replace ``paths`` together when the block
     ends without an error: a failure while writing any of them leaves every path as it was, so a
-    folder never holds one run's table beside another's chart."""
+    folder never holds one run's table beside another's chart.
+
+    The renames go in the order of ``paths``; each path renamed is appended to ``replaced`` when
+    given, so that a caller whose rename failed part of the way can say which files changed."""
     targets = [Path(path) for path in paths]
     temporaries = [temporary_beside(target) for target in targets]
     try:
         yield temporaries
         for temporary, target in zip(temporaries, targets, strict=True):
             os.replace(temporary, target)
+            if replaced is not None:
+                replaced.append(target)
     finally:
         for temporary in temporaries:
             temporary.unlink(missing_ok=True)

@@ -157,19 +157,23 @@ def test_the_refusal_names_every_file_that_changed(folder, another_solve, tmp_pa
     assert "mixes two solves: convergence.png (missing) changed since" in _refusal(folder / "policy.npz")
 
 
+def _renames_failing_at(monkeypatch, name: str) -> None:
+    """Make the rename of the solve's file ``name`` into place fail, as a dying disk would; the
+    renames before it go through."""
+    real_replace = solve_cli.os.replace
+
+    def replace(source, target):
+        if os.path.basename(target) == name:
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(source, target)
+
+    monkeypatch.setattr(solve_cli.os, "replace", replace)
+
+
 def test_a_solve_killed_between_its_renames_leaves_a_folder_that_is_refused(folder, another_solve, monkeypatch):
     from training.learn.checkpoint import CheckpointWriteError
 
-    real_replace = solve_cli.os.replace
-    renamed = []
-
-    def replace_once(source, target):
-        if renamed:
-            raise OSError(errno.EIO, "Input/output error")
-        renamed.append(target)
-        real_replace(source, target)
-
-    monkeypatch.setattr(solve_cli.os, "replace", replace_once)
+    _renames_failing_at(monkeypatch, "convergence.png")  # the second rename: the policy's went through
     with pytest.raises(CheckpointWriteError, match="policy.npz replaced, the rest not: solve again with --force"):
         solve_cli.save_outputs(another_solve, folder)
     assert sorted(p.name for p in folder.iterdir()) == ["convergence.png", "policy.npz", "result.json"]
@@ -196,14 +200,7 @@ def test_a_full_disk_while_writing_a_solve_leaves_the_previous_one_whole(folder,
 def test_a_failed_rename_of_the_record_names_the_files_already_replaced(folder, another_solve, monkeypatch):
     from training.learn.checkpoint import CheckpointWriteError
 
-    real_replace = solve_cli.os.replace
-
-    def replace_but_the_record(source, target):
-        if os.path.basename(target) == "result.json":
-            raise OSError(errno.EIO, "Input/output error")
-        real_replace(source, target)
-
-    monkeypatch.setattr(solve_cli.os, "replace", replace_but_the_record)
+    _renames_failing_at(monkeypatch, "result.json")
     with pytest.raises(CheckpointWriteError, match="policy.npz and convergence.png replaced, the rest not"):
         solve_cli.save_outputs(another_solve, folder)
     assert sorted(p.name for p in folder.iterdir()) == ["convergence.png", "policy.npz", "result.json"]

@@ -58,3 +58,22 @@ def test_the_temporary_name_is_a_hidden_sibling_of_this_process(tmp_path):
     assert temporary.parent == tmp_path
     assert temporary.name.startswith(".latest.pt.")
     assert str(os.getpid()) in temporary.name
+
+
+def test_a_rename_that_fails_part_of_the_way_says_which_files_were_replaced(tmp_path, monkeypatch):
+    paths = [tmp_path / name for name in ("a", "b", "c")]
+    real_replace = os.replace
+
+    def replace(source, target):
+        if os.path.basename(target) == "b":
+            raise OSError("the disk died")
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    replaced: list = []
+    with pytest.raises(OSError, match="the disk died"), replacing_together(paths, replaced) as asides:
+        for aside in asides:
+            aside.write_text("new")
+    assert replaced == [paths[0]] and paths[0].read_text() == "new"
+    assert not paths[1].exists() and not paths[2].exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]  # no temporary file left
