@@ -221,7 +221,8 @@ def league(
     # depend on the order the agents are given in, and a group is known by its agents alone.
     by_label = sorted(range(len(agents)), key=lambda i: labels[i])
     groups = list(itertools.combinations(by_label, num_players))
-    files = {labels[i]: agent_files(agents[i]) for i in range(len(agents))}
+    # Only a league that keeps its groups needs to know its agents' files (a hash of each).
+    files = {labels[i]: agent_files(agents[i]) if groups_file is not None else {} for i in range(len(agents))}
     kept: dict[tuple[str, ...], tuple[dict[str, dict[str, str]], list[list[int]]]] = {}
     store = None
     if groups_file is not None:
