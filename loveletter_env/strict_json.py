@@ -61,6 +61,11 @@ def _reject_constant(name: str) -> Any:
 
 
 def _finite_float(text: str) -> float:
+    # Bounded as integers are (the docstring's promise), though reading a long float costs
+    # linear time: a number of more digits than any float holds is not one this reader takes.
+    digits = len(text) - sum(text.count(mark) for mark in "-+.eE")
+    if digits > MAX_JSON_DIGITS:
+        raise ValueError(f"a number of {digits} digits; at most {MAX_JSON_DIGITS} are read")
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text[:50]} is out of range for a number")

@@ -102,7 +102,10 @@ def check_number(name: str, value: Any, low: float | None = None, high: float | 
         rule = "a finite number"
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise _fail(name, rule, value)
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int or a Fraction past any float (an agent spec reads "1000...0" as one)
+        raise _fail(name, rule, value) from None
     if not math.isfinite(number) or (low is not None and number < low) or (high is not None and number > high):
         raise _fail(name, rule, value)
     return number
@@ -170,12 +173,19 @@ def check_writable(name: str, path: str | os.PathLike[str], folder: bool = False
     path = Path(path)
     if "\0" in str(path):  # the system refuses such names, and pathlib with an unhelpful message
         raise ValueError(f"{name} {str(path)!r} cannot be written: it contains a NUL character")
-    if not folder and path.is_dir():
+    try:
+        # Looking a path up can fail itself (a name too long for the system, a folder that may
+        # not be searched): the tools catch ValueError, so the OSError is worded as one.
+        is_folder = path.is_dir()
+        existing = path if folder else path.parent
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        existing_is_folder = existing.is_dir()
+    except OSError as err:
+        raise ValueError(f"{name} {str(path)!r} cannot be written: looking it up fails ({err.strerror})") from None
+    if not folder and is_folder:
         raise ValueError(f"{name} {str(path)!r} cannot be written: it is a folder")
-    existing = path if folder else path.parent
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
+    if not existing_is_folder:
         raise ValueError(f"{name} {str(path)!r} cannot be written: {str(existing)!r} is a file, not a folder")
     probe = existing / f".write-check.{os.getpid()}.tmp"
     try:

@@ -161,6 +161,12 @@ def test_strings_of_quotes_backslashes_and_brackets_do_not_count_as_nesting(enco
         ('"\ud800"', "a string holds a lone UTF-16 surrogate"),
         ("[" * 40 + "]" * 40, "nested 40 levels deep; at most 32 are read"),
         ("[" * 5000, "nested 5000 levels deep; at most 32 are read"),
+        ("9" * 41, "a number of 41 digits; at most 40 are read"),
+        ("0." + "1" * 100, "a number of 101 digits; at most 40 are read"),
+        ("[-" + "1" * 60 + ".5e-3]", "a number of 62 digits; at most 40 are read"),
+        ("NaN", "NaN is not a number (JSON has no NaN or Infinity)"),
+        ("[1e400]", "1e400 is out of range for a number"),
+        ('{"a": 1, "a": 2}', "the key 'a' is given twice in one object"),
     ],
 )
 def test_refusals_name_the_problem_once(text, message):
@@ -172,3 +178,10 @@ def test_refusals_name_the_problem_once(text, message):
 
 def test_surrogate_pairs_and_escaped_backslashes_before_u_are_text():
     assert read_json('["\\ud83d\\ude00", "\\\\ud800"]') == ["\U0001f600", "\\ud800"]
+
+
+def test_every_float_json_writes_is_read_back():
+    """The digit bound refuses no float that ``json.dumps`` writes (17 significant digits, a
+    3-digit exponent at most)."""
+    values = [5e-324, -2.2250738585072014e-308, 1.7976931348623157e308, 0.1 + 0.2, -1 / 3, 123456789.12345679]
+    assert read_json(json.dumps(values)) == values

@@ -6,6 +6,7 @@ import math
 import os
 import re
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,15 @@ def test_a_huge_bad_value_is_echoed_cut_short(value):
     assert str(refused.value) == f"rounds must be a positive integer, got {shown(value)}"
     assert len(shown(value)) <= 100
     assert shown("x" * 70) == repr("x" * 70) and shown([1, 2]) == "[1, 2]" and shown(2**64) == str(2**64)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), Fraction(10**400, 3)], ids=["1e400", "-1e400", "fraction"])
+def test_a_number_past_any_float_is_refused_by_name_not_overflow(value):
+    # float() of such a value raises OverflowError; an agent spec reads "exploration=1000...0" as one.
+    with pytest.raises(ValueError, match=r"^exploration must be a number >= 0, got "):
+        check_number("exploration", value, low=0)
+    with pytest.raises(ValueError, match=r"^lr must be a finite number, got "):
+        check_number("lr", value)
 
 
 @pytest.mark.parametrize("key", ["observation_version", "observation_size", "num_actions"])
@@ -184,3 +194,12 @@ def test_a_folder_that_takes_no_new_files_is_refused():
     with pytest.raises(ValueError, match=r"cannot be written: creating a file in '/proc' fails \(No such file"):
         check_writable("replay file", "/proc/x.json")
     assert not os.path.exists("/proc/x.json") and not Path("/proc/nested").exists()
+
+
+@pytest.mark.parametrize("folder", [False, True])
+def test_a_name_too_long_for_the_system_is_refused_by_name(tmp_path, folder):
+    # The system refuses it (ENAMETOOLONG) when pathlib asks whether it exists: the tools catch
+    # ValueError, so an OSError here would end them with a traceback.
+    for path in (tmp_path / ("a" * 300), tmp_path / ("a" * 300) / "game.json"):
+        with pytest.raises(ValueError, match=r"cannot be written: .*File name too long"):
+            check_writable("--out", path, folder=folder)
