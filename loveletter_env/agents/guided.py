@@ -44,7 +44,8 @@ from __future__ import annotations
 import math
 import os
 import random
-from typing import Any, Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ from ..validation import check_int, check_number
 from .checkpoint_loading import load_checkpoint_network, network_output_problem
 from .ismcts import MAX_SEARCH_ITERATIONS, determinize, model_action
 from .kept_card import KeptCardSearchAgent
-from .opponent_model import model_play_probability, play_likelihoods, posterior, view_legal_actions
+from .opponent_model import model_play_probabilities, play_likelihoods, posterior, view_legal_actions
 
 #: The card each action plays, by action index.
 _ACTION_CARDS = np.array(ACTION_CARD)
@@ -237,15 +238,17 @@ class GuidedSearchAgent(KeptCardSearchAgent):
         """For each opponent, P(their last play | the card they kept) for each card they may hold
         (:func:`~loveletter_env.agents.opponent_model.play_likelihoods`), their play read through the
         network's policy (``reading="network"``) or the card-counting bot (``"belief"``)."""
-        model = self._network_play_probability if self.reading == "network" else model_play_probability
+        model = self._network_play_probabilities if self.reading == "network" else model_play_probabilities
         return {k: play_likelihoods(view, k, held, self.model_noise, model) for k in range(1, view.num_players)}
 
-    def _network_play_probability(self, view: ObservationView, card: int) -> float:
-        """P(the network, on ``view``, plays ``card``) under its policy over the legal moves."""
-        mask = np.zeros((1, NUM_ACTIONS), dtype=bool)
-        mask[0, list(view_legal_actions(view))] = True
-        logits, _ = self._forward([encode_view(view)])
-        return float(_masked_softmax(logits, mask)[0, np.equal(_ACTION_CARDS, card)].sum())
+    def _network_play_probabilities(self, views: Sequence[ObservationView], card: int) -> list[float]:
+        """For each view, P(the network, on it, plays ``card``) under its policy over the legal
+        moves: one batched pass for all of them."""
+        masks = np.zeros((len(views), NUM_ACTIONS), dtype=bool)
+        for row, view in zip(masks, views):
+            row[list(view_legal_actions(view))] = True
+        logits, _ = self._forward([encode_view(view) for view in views])
+        return _masked_softmax(logits, masks)[:, np.equal(_ACTION_CARDS, card)].sum(axis=1).tolist()
 
     @staticmethod
     def _strata(

@@ -21,7 +21,7 @@ which at three or four players includes the other opponents' plays.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from .. import engine
 from ..actions import ACTION_CARD
@@ -112,34 +112,57 @@ def model_play_probability(view: ObservationView, card: int) -> float:
     return sum(ACTION_CARD[a] == card for a in best) / len(best)
 
 
+#: A model of play, asked once per reading: ``model(views, card)`` gives, for each view, the
+#: probability that its player plays ``card``. One call takes every view, so that a network
+#: reads them in one batched pass.
+PlayModel = Callable[[Sequence[ObservationView], int], Sequence[float]]
+
+
+def one_view_at_a_time(play_probability: Callable[[ObservationView, int], float]) -> PlayModel:
+    """A :data:`PlayModel` from ``play_probability(view, card)``, which reads one view."""
+
+    def model(views: Sequence[ObservationView], card: int) -> list[float]:
+        return [play_probability(view, card) for view in views]
+
+    return model
+
+
+#: The card-counting bot as a :data:`PlayModel`: the default reading.
+model_play_probabilities: PlayModel = one_view_at_a_time(model_play_probability)
+
+
 def play_likelihoods(
     view: ObservationView,
     offset: int,
     our_card: int = 0,
     noise: float = 0.1,
-    play_probability: Callable[[ObservationView, int], float] = model_play_probability,
+    play_model: PlayModel = model_play_probabilities,
 ) -> dict[int, float]:
     """For each value seat ``offset`` may hold, P(their last play | they kept it), with
     ``noise`` the floor for players who stray from the model (1.0 reads nothing).
-    ``play_probability(view_then, card)`` is the model: by default the card-counting bot
-    (:func:`model_play_probability`); the network-guided search passes its network's policy.
+    ``play_model`` is the model (a :data:`PlayModel`, asked once with every rebuilt view): by
+    default the card-counting bot; the network-guided search passes its network's policy.
 
     Empty when there is nothing to read (no play yet, or the hand is known).
     """
     if not view.in_round(offset) or view.known_cards[offset] or not view.discards[offset]:
         return {}
     played = view.discards[offset][-1]
-    likelihoods = {}
+    chances: dict[int, float] = {}
+    rebuilt: dict[int, ObservationView] = {}  # kept card -> the view they played from, holding it
     for kept in CARD_VALUES:
         if not view.unseen[kept] or kept in view.ruled_out[offset]:
             continue
         if kept == played:
-            chance = 1.0  # either copy played is the same play
-        else:
-            then = decision_view(view, offset, kept, our_card)
-            chance = 0.0 if then is None else play_probability(then, played)
-        likelihoods[kept] = noise + (1.0 - noise) * chance
-    return likelihoods
+            chances[kept] = 1.0  # either copy played is the same play
+            continue
+        then = decision_view(view, offset, kept, our_card)
+        chances[kept] = 0.0
+        if then is not None:
+            rebuilt[kept] = then
+    if rebuilt:
+        chances.update(zip(rebuilt, play_model(list(rebuilt.values()), played)))
+    return {kept: noise + (1.0 - noise) * float(chance) for kept, chance in chances.items()}
 
 
 def posterior(view: ObservationView, offset: int, likelihoods: Mapping[int, float]) -> dict[int, float]:

@@ -55,7 +55,7 @@ from ..validation import check_int
 from .guided import encode_view
 from .ismcts import check_search_settings, deal_state, kept_and_drawn, sample_deal
 from .kept_card import KeptCardSearchAgent
-from .opponent_model import play_likelihoods, view_legal_actions
+from .opponent_model import one_view_at_a_time, play_likelihoods, view_legal_actions
 
 _HANDS = layout.HANDS
 _DECK = layout.DECK
@@ -196,9 +196,8 @@ class SearchBestResponse(KeptCardSearchAgent):
         old_card = self.memory.old_card(view)
         held = self.memory.last_kept(view)
         n = view.num_players
-        likelihoods = {
-            k: play_likelihoods(view, k, held, self.model_noise, self.policy.play_probability) for k in range(1, n)
-        }
+        play_model = one_view_at_a_time(self.policy.play_probability)  # one at a time: its answers are cached per view
+        likelihoods = {k: play_likelihoods(view, k, held, self.model_noise, play_model) for k in range(1, n)}
         # Everything but the hidden cards is the same in every deal: one record, rewritten per deal.
         hands = [kept_and_drawn(view)[0]] + [view.known_cards[k] if view.in_round(k) else 0 for k in range(1, n)]
         base = record_from_state(deal_state(view, hands, _PLACEHOLDER_DECK, old_card))

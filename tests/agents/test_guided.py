@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, act, play_legal_episode, start
+from conftest import ROOT, act, deal_deck, make_env, play_legal_episode, start
 from torch import nn
 
 import loveletter_env
@@ -18,7 +18,7 @@ from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.agents import GuidedSearchAgent, make_agent
 from loveletter_env.agents.guided import encode_view
 from loveletter_env.agents.specs import resolve_agent
-from loveletter_env.cards import BARON, COUNTESS, GUARD, PRIEST, PRINCESS
+from loveletter_env.cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from loveletter_env.observation import decode_observation, encode_observation
 from training.measure.evaluation import evaluate
 
@@ -187,3 +187,50 @@ def test_a_spec_string_works_in_evaluation(monkeypatch):
     assert sum(choices > 1 for choices, _, _ in moves) >= 6
     for choices, searches, action in moves:
         assert searches == ([action] if choices > 1 else [])
+
+
+class CountingNetwork(nn.Module):
+    """The shipped network, counting its forward passes."""
+
+    def __init__(self, network: nn.Module):
+        super().__init__()
+        self.network = network
+        self.batch_sizes: list[int] = []
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        self.batch_sizes.append(obs.shape[0])
+        return self.network(obs)
+
+
+@pytest.mark.parametrize("num_players", [2, 4])
+def test_reading_a_play_through_the_network_is_one_batched_pass(num_players):
+    """Each opponent's last play is read from every card they may have kept in one network pass,
+    with the likelihoods that reading each rebuilt view on its own gives."""
+    from loveletter_env.agents.guided import load_policy_network
+    from loveletter_env.agents.opponent_model import one_view_at_a_time, play_likelihoods
+
+    network = CountingNetwork(load_policy_network(SHIPPED))
+    agent = GuidedSearchAgent(network, seed=0, iterations=8)
+    # Seat 0 hides behind a Handmaid; every other seat then plays a card that shows nothing of its hand.
+    if num_players == 2:
+        deck = deal_deck(2, hands={0: HANDMAID, 1: BARON}, draws=[GUARD, PRIEST, GUARD])
+        plays = [act(HANDMAID), act(PRIEST)]
+    else:
+        deck = deal_deck(
+            4, hands={0: HANDMAID, 1: BARON, 2: KING, 3: PRINCE}, draws=[GUARD, GUARD, PRIEST, COUNTESS, GUARD]
+        )
+        plays = [act(HANDMAID), act(GUARD, 1, PRINCESS), act(PRIEST, 1), act(COUNTESS)]
+    env = make_env(num_players, deck)
+    for action in plays:
+        env.step(action)
+    view = decode_observation(env.last()[0]["observation"])
+    network.batch_sizes.clear()
+    batched = agent.read_plays(view, held=0)
+    assert [k for k in range(1, num_players) if batched[k]] == list(range(1, num_players))
+    assert len(network.batch_sizes) == num_players - 1  # one pass per opponent
+    assert min(network.batch_sizes) > 1
+    one_at_a_time = one_view_at_a_time(lambda view, card: agent._network_play_probabilities([view], card)[0])
+    for k in range(1, num_players):
+        single = play_likelihoods(view, k, 0, agent.model_noise, one_at_a_time)
+        assert batched[k].keys() == single.keys()
+        np.testing.assert_allclose(list(batched[k].values()), list(single.values()), rtol=1e-5)
