@@ -152,7 +152,8 @@ def _folder(text: str) -> Path:
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse, through ``parser.error``, the combinations no run of the command accepts."""
+    """Refuse, through ``parser.error``, the combinations no run of the command accepts, and
+    give a league its default folder (``args.out``), so that every later step reads one value."""
     if bool(args.agents) == bool(args.league):
         which = "not both" if args.agents else "none were given"
         parser.error(f"give the agents to evaluate, or --league AGENT AGENT ... ({which})")
@@ -185,7 +186,7 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     # Where the results go is checked before the play, not after it.
     try:
         if args.league:
-            out = args.out or DEFAULT_LEAGUE_DIR
+            out = args.out = args.out or DEFAULT_LEAGUE_DIR
             check_writable("--out", out, folder=True)
             for name in (*LEAGUE_FILES, GROUPS_FILE):  # a folder in a file's place would fail only once played
                 check_writable("--out", out / name)
@@ -232,8 +233,7 @@ def _remove_earlier_replays(folder: Path) -> None:
 
 def _report_league_interruption(args: argparse.Namespace) -> None:
     """Ctrl-C in a league: what it kept, and how to go on."""
-    out = args.out or DEFAULT_LEAGUE_DIR
-    path = out / GROUPS_FILE
+    path = args.out / GROUPS_FILE
     try:
         kept, total = GroupsFile.progress_of(path)
     except (ValueError, OSError):
@@ -290,7 +290,7 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     )
     try:
         if args.league:
-            out = args.out or DEFAULT_LEAGUE_DIR
+            out = args.out
             out.mkdir(parents=True, exist_ok=True)
             table = league(args.league, **common, groups_file=out / GROUPS_FILE, resume=args.resume)
             paths = write_league(table, out)
