@@ -302,13 +302,13 @@ class BatchedLoveLetter:
             if self._gpu is not None:
                 actions = actions.long()
                 if self.validate_actions:
-                    self._check_actions_legal(actions, self._require_reset())
-            elif kernels.first_illegal(self._legal, actions.numpy().astype(np.int64, copy=False)) >= 0:
+                    self._check_actions_legal(actions, self._checked_masks())
+            elif not self._all_legal(actions):
                 # Always checked (one compiled pass over a private copy of the masks, which callers
                 # cannot change): an illegal action never reaches the kernels.
-                self._check_actions_legal(actions.long(), self._legal_masks())
+                self._check_actions_legal(actions.long(), self._checked_masks())
         n, device = self.num_games, self.device
-        rewards = torch.empty(n, MAX_SEATS, device=device)
+        rewards = torch.empty(n, MAX_SEATS, dtype=torch.float32, device=device)  # not torch's default dtype
         dones = torch.empty(n, dtype=torch.bool, device=device)
         if read_ends:
             ends = self._new_ends()
@@ -397,6 +397,21 @@ class BatchedLoveLetter:
             self._check_out(out)
         return self._observe(seats, out)
 
+    def _all_legal(self, actions: torch.Tensor) -> bool:
+        """CPU: whether every action is legal in its game, by one compiled pass over the core's
+        private masks (no mask tensor built). On CUDA always False: check against
+        :meth:`_checked_masks` instead."""
+        if self._gpu is not None:
+            return False
+        return bool(kernels.first_illegal(self._legal, actions.numpy().astype(np.int64, copy=False)) < 0)
+
+    def _checked_masks(self) -> torch.Tensor:
+        """bool [N, 41]: the masks actions are checked against. On CPU the core's private copy:
+        the masks handed out (or written into ``mask_out``) are the caller's, who may write
+        into them; on CUDA the last masks written (reading the private bits would sync)."""
+        mask = self._require_reset()
+        return mask if self._gpu is not None else self._legal_masks()
+
     def _legal_masks(self) -> torch.Tensor:
         """bool [N, 41]: the masks the core last wrote, from its private copy (CPU)."""
         bits = torch.from_numpy(self._legal.astype(np.int64))
@@ -426,7 +441,8 @@ class BatchedLoveLetter:
         return torch.from_numpy(decks.astype(np.int8))
 
     def _random_first_players(self) -> torch.Tensor:
-        u = torch.rand(self.num_games, generator=self.generator, device=self.device)
+        # float32 whatever torch's default dtype: a float64 draw takes other bits, other seats.
+        u = torch.rand(self.num_games, generator=self.generator, dtype=torch.float32, device=self.device)
         return (u * self._players).long().clamp(max=MAX_SEATS - 1)
 
     # Input checks ----------------------------------------------------------------------

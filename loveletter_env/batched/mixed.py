@@ -95,12 +95,14 @@ class MixedRulesBatched:
         validate_actions: bool = True,
     ):
         num_games = check_int("num_games", num_games, 1)
-        if isinstance(rules, (str, Rules)) or len(rules) == 0:
+        if not _is_list(rules) or isinstance(rules, Rules) or len(rules) == 0:
             raise ValueError(f"rules must be a non-empty list of rule sets, got {rules!r}")
         resolved = [resolve_rules(r) for r in rules]
         names = [r.name for r in resolved]
         if len(set(names)) != len(names):
             raise ValueError(f"rules must name each rule set once, got {names}")
+        if weights is not None and not _is_list(weights):
+            raise ValueError(f"weights must be a list of one weight per rule set, got {weights!r}")
         weights = [1.0] * len(resolved) if weights is None else list(weights)
         if len(weights) != len(resolved):
             raise ValueError(f"weights must give one weight per rule set ({len(resolved)}), got {len(weights)}")
@@ -140,8 +142,8 @@ class MixedRulesBatched:
 
     @property
     def num_players(self) -> torch.Tensor:
-        """long [N]: each game's table size."""
-        return self._players
+        """long [N]: each game's table size (a copy, as :attr:`BatchedLoveLetter.num_players`)."""
+        return self._players.clone()
 
     @property
     def action_mask(self) -> torch.Tensor:
@@ -230,7 +232,12 @@ class MixedRulesBatched:
             raise ValueError(f"actions must be on {self.device}, got {actions.device}")
         # The whole batch is checked before any block moves: a refused batch changes nothing,
         # and the error names games by their place in the whole batch.
-        check_actions_legal(actions, self.action_mask, self.current_player, self.num_players)
+        # Against the blocks' own masks, not the tensor the last step handed out, which is the
+        # caller's to write into: a block's own check must never be the one that refuses.
+        if all(env._all_legal(actions[block]) for env, block in zip(self.envs, self.blocks)):
+            return
+        masks = torch.cat([env._checked_masks() for env in self.envs])
+        check_actions_legal(actions, masks, self.current_player, self._players)
 
     def _check_out(self, out: Any) -> None:
         # The whole batch's shape, type, device and layout, so that a block's own check (of its
@@ -250,6 +257,14 @@ class MixedRulesBatched:
 
     def _new_observations(self) -> torch.Tensor:
         return torch.empty(self.num_games, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=self.device)
+
+
+def _is_list(values: Any) -> bool:
+    """Whether ``values`` is a list-like of items (a sequence or a 1-D array, not a string):
+    what ``len`` and iteration take without a Python error that names nothing."""
+    if isinstance(values, np.ndarray):
+        return values.ndim == 1
+    return isinstance(values, Sequence) and not isinstance(values, (str, bytes))
 
 
 def _cat_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ def compiled_draws_match_torch() -> bool:
     uniforms, draws = np.empty(games, np.float32), np.empty((len(highs), games), np.int64)
     mt19937.deal_draws(state.numpy(), uniforms, draws, highs, np.empty((len(highs) + 1) * games, np.uint32))
     ours.set_state(state)
-    same = np.array_equal(uniforms, torch.rand(games, generator=theirs).numpy())
+    same = np.array_equal(uniforms, torch.rand(games, generator=theirs, dtype=torch.float32).numpy())
     for row, high in zip(draws, highs.tolist()):
         same = same and np.array_equal(row, torch.randint(high, (games,), generator=theirs).numpy())
     return bool(same and torch.equal(ours.get_state(), theirs.get_state()))

@@ -919,6 +919,39 @@ def test_bench_refuses_bad_sizes_and_seeds_before_timing_anything(argv, message,
     assert stop.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_bench_times_the_aec_env_after_the_kernels_are_loaded(monkeypatch):
+    """The first reset of a process loads the compiled core's kernels (about 0.4 s of CPU, the
+    time of some 25,000 turns): rows (b) and (c) time play only, after an untimed turn, or a
+    bench of few repeats (``--repeats 1``) reports that loading as a slower env. On a clock
+    that only the env moves: a microsecond a step, 1,000 s for the first reset."""
+    from loveletter_env import bench
+
+    clock = [0.0]
+    monkeypatch.setattr(bench.time, "process_time", lambda: clock[0])
+    real_make_env = bench.make_env
+
+    def loading_on_first_reset(**kwargs):
+        env = real_make_env(**kwargs)
+        reset, step, loaded = env.reset, env.step, []
+
+        def first_reset_loads(*args, **reset_kwargs):
+            if not loaded:
+                clock[0] += 1000.0
+                loaded.append(True)
+            return reset(*args, **reset_kwargs)
+
+        def timed_step(action):
+            clock[0] += 1e-6
+            return step(action)
+
+        env.reset, env.step = first_reset_loads, timed_step
+        return env
+
+    monkeypatch.setattr(bench, "make_env", loading_on_first_reset)
+    rate, _ = bench.bench_aec(2, 200, seed=3)
+    assert rate > 0.5e6  # a million turns a second, end-of-episode steps aside
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("episode", ("round", "game"))
 def test_random_steps_play_what_the_sampler_draws_from_the_masks(episode, device):
@@ -992,3 +1025,33 @@ def test_the_batched_engine_takes_numpy_seeds_as_the_same_int():
     first, second = BatchedLoveLetter(num_games=4, seed=np.int64(9)), BatchedLoveLetter(num_games=4, seed=9)
     assert torch.equal(first.reset()[0], second.reset()[0])
     BatchedLoveLetter(num_games=1, seed=2**63 - 1).reset()
+
+
+def test_deals_and_reward_dtype_ignore_torchs_default_dtype():
+    """Torch's global default dtype is the caller's business: it must neither change which
+    first players a seed deals (``torch.rand`` draws other values as float64) nor make
+    rewards anything but float32, nor disable the compiled draws for the whole process."""
+    from loveletter_env.batched.torch_draws import compiled_draws_match_torch
+
+    def play() -> list[torch.Tensor]:
+        env = BatchedLoveLetter(16, [2, 3, 4, 3] * 4, episode="game", seed=3)
+        obs, mask = env.reset()
+        out = [env.current_player.clone(), obs]
+        generator = torch.Generator().manual_seed(1)
+        for _ in range(40):
+            obs, mask, rewards, dones, _ = env.step(_sample(mask, generator))
+            out += [obs, rewards, dones]
+        return out
+
+    expected = play()
+    compiled_draws_match_torch.cache_clear()
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        got = play()
+        assert compiled_draws_match_torch()
+    finally:
+        torch.set_default_dtype(previous)
+        compiled_draws_match_torch.cache_clear()
+    assert got[3].dtype == torch.float32  # rewards
+    assert all(torch.equal(a, b) for a, b in zip(expected, got))

@@ -180,3 +180,41 @@ def test_a_curriculum_run_trains_on_every_rule_set_and_a_stage_can_change_it(tmp
     summary = trainer.train()
     assert summary["global_step"] == 512
     assert isinstance(trainer.env, BatchedLoveLetter) and trainer.env.rules.name == "mini7"
+
+
+def test_a_refused_step_moves_no_block_even_after_the_caller_wrote_into_its_masks():
+    """The whole-batch check reads the games' own masks, not the tensor the last step handed
+    out (the caller's to reuse): a refused step must change no block and name the game by
+    its place in the whole batch, whatever the caller wrote there."""
+    mixed = MixedRulesBatched(4, rules=["classic", "pegasus"], seed=0)
+    _, mask = mixed.reset()
+    _, mask, *_ = mixed.step(_random_actions(mask, torch.Generator().manual_seed(0)))
+    bad = _random_actions(mask, torch.Generator().manual_seed(1))
+    bad[3] = int((~mask[3]).nonzero()[0])  # a game of the second block
+    before = [env.state for env in mixed.envs]
+    mask.fill_(True)
+    with pytest.raises(BatchedIllegalActionError) as caught:
+        mixed.step(bad)
+    assert list(caught.value.games) == [3]
+    for env, state in zip(mixed.envs, before):
+        for name, value in env.state.tensors().items():
+            assert torch.equal(value, state.tensors()[name]), name
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rules": 3}, "rules must be a non-empty list of rule sets, got 3"),
+        ({"rules": (r for r in ["classic"])}, "rules must be a non-empty list of rule sets"),
+        ({"rules": ["classic"], "weights": 1.0}, "weights must be a list of one weight per rule set, got 1.0"),
+    ],
+)
+def test_rules_and_weights_that_are_not_lists_are_refused_by_name(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        MixedRulesBatched(4, **kwargs)
+
+
+def test_the_table_sizes_handed_out_are_a_copy():
+    mixed = MixedRulesBatched(4, num_players=[2, 3, 2, 2], rules=["classic", "mini6"], seed=0)
+    mixed.num_players.fill_(4)
+    assert mixed.num_players.tolist() == [2, 3, 2, 2]
