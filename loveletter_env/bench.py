@@ -57,7 +57,13 @@ def bench_engine(num_players: int, turns: int, seed: int = 0) -> tuple[float, fl
 
 def _aec_loop(env, turns: int, seed: int) -> tuple[float, float]:
     """Random legal play through ``agent_iter``/``last``/``step`` for at least ``turns``
-    turns; returns turns per second and the mean number of turns per episode."""
+    turns; returns turns per second and the mean number of turns per episode. One turn is
+    played first, untimed: a process's first reset and step load the compiled core's kernels
+    (about 0.4 s of CPU, thousands of turns' worth), which a bench of few repeats would
+    otherwise report as a slower env."""
+    env.reset(seed=seed)
+    observation = env.last()[0]
+    env.step(int(np.flatnonzero(observation["action_mask"])[0]))
     rng = random.Random(seed)
     done = episodes = 0
     start = time.process_time()

@@ -21,18 +21,21 @@ from typing import Any
 from tqdm import tqdm
 
 from ..aec import raw_env
+from ..validation import MAX_SEED
 from .belief import BeliefAgent
 from .ismcts import ISMCTSAgent
 
 
 def positions(num_players: int, count: int, seed: int) -> list[Mapping[str, Any]]:
-    """``count`` observations of the player to act, from rounds of ``belief`` bots seeded from ``seed``."""
+    """``count`` observations of the player to act, from rounds of ``belief`` bots seeded from ``seed``:
+    the bots ``seed``, ``seed + 1``, ..., the rounds likewise. :class:`ValueError` naming ``--seed``
+    where one of those seeds would pass 2**63 - 1."""
     found: list[Mapping[str, Any]] = []
     env = raw_env(num_players=num_players, episode="round")
-    bots = [BeliefAgent(seed=seed + s) for s in range(num_players)]
+    bots = [BeliefAgent(seed=_seed_after(seed, s)) for s in range(num_players)]
     episode = 0
     while len(found) < count:
-        env.reset(seed=seed + episode)
+        env.reset(seed=_seed_after(seed, episode))
         for bot in bots:
             bot.reset()
         episode += 1
@@ -42,6 +45,17 @@ def positions(num_players: int, count: int, seed: int) -> list[Mapping[str, Any]
                 found.append(observation)
             env.step(bots[int(env.agent_selection.rsplit("_", 1)[1])].act(observation))
     return found
+
+
+def _seed_after(seed: int, offset: int) -> int:
+    """``seed + offset``, the seed of a bot or of a round (a round may offer no choice, so how many
+    rounds the positions take is known only once played)."""
+    if not 0 <= seed <= MAX_SEED - offset:
+        raise ValueError(
+            f"--seed {seed}: the positions' bots and rounds are seeded from it on, up to {seed} + {offset} here, "
+            f"and a seed must be in 0..2**63 - 1; give a smaller --seed"
+        )
+    return seed + offset
 
 
 def first_decision_seconds(observation: Mapping[str, Any], iterations: int) -> float:
@@ -83,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     mismatches = 0
     first = None
     for num_players in args.players:
-        observations = positions(num_players, args.positions, args.seed)
+        try:
+            observations = positions(num_players, args.positions, args.seed)
+        except ValueError as err:
+            parser.error(str(err))
         if first is None:
             first = first_decision_seconds(observations[0], args.iterations)
             print(f"  first compiled decision in this process (kernels loaded or compiled): {first:.2f} s")

@@ -213,3 +213,13 @@ def test_bench_command_compares_both_paths(capsys):
     assert ismcts_bench.main(["--players", "3", "--positions", "3", "--iterations", "12", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "3 players: compiled" in out and "moves differ at 0 of 3 positions" in out
+
+
+@pytest.mark.parametrize("seed", [2**63 - 1, 2**64])
+def test_bench_command_names_a_seed_its_bots_and_rounds_cannot_take(seed, capsys):
+    """The positions' bots and rounds are seeded ``seed``, ``seed + 1``, ...: a ``--seed`` whose
+    followers pass 2**63 - 1 is named as the command's error, not a traceback from a bot."""
+    with pytest.raises(SystemExit) as stop:
+        ismcts_bench.main(["--players", "2", "--positions", "2", "--iterations", "5", "--seed", str(seed)])
+    assert stop.value.code == 2
+    assert f"--seed {seed}" in capsys.readouterr().err
