@@ -447,6 +447,22 @@ def test_replay_list_and_views(client, saved_game):
     assert seat_view["frames"][-1]["view"]["round_over"]
 
 
+def test_replays_of_the_same_time_are_listed_by_name_under_the_cap(client, replay_dir, saved_game, monkeypatch):
+    import os
+
+    import training.apps.web.app as web_app
+
+    monkeypatch.setattr(web_app, "MAX_LISTED_REPLAYS", 3)
+    data = (replay_dir / saved_game).read_bytes()
+    names = ["d.json", "b.json", "e.json", "a.json", "c.json"]  # created in no sorted order
+    for name in names:
+        (replay_dir / name).write_bytes(data)
+        os.utime(replay_dir / name, (1_000_000_000, 1_000_000_000))
+    os.utime(replay_dir / saved_game, (2_000_000_000, 2_000_000_000))
+    files = client.get("/api/replays").json()["files"]
+    assert [f["name"] for f in files] == [saved_game, "a.json", "b.json"]
+
+
 def test_bad_replay_requests(client, replay_dir, saved_game):
     (replay_dir.parent / "secret.json").write_text("{}")
     (replay_dir / "notes.txt").write_text("hello")

@@ -353,7 +353,8 @@ def _replay_path(replay_dir: Path | None, name: str) -> Path:
 
 
 def _list_replays(replay_dir: Path | None) -> list[dict[str, Any]]:
-    """The replay files in the folder, newest first."""
+    """The replay files in the folder, newest first; files of the same time by name, so that the
+    list, and which files the cap leaves out, do not follow the file system's order."""
     found = []
     if replay_dir is not None and replay_dir.is_dir():
         root = replay_dir.resolve()
@@ -366,7 +367,7 @@ def _list_replays(replay_dir: Path | None) -> list[dict[str, Any]]:
                     found.append((stat.st_mtime, path.relative_to(root).as_posix(), stat.st_size))
             except (OSError, RuntimeError):
                 continue
-    found.sort(key=lambda entry: entry[0], reverse=True)
+    found.sort(key=lambda entry: (-entry[0], entry[1]))
     return [{"name": name, "size": size} for _, name, size in found[:MAX_LISTED_REPLAYS]]
 
 
