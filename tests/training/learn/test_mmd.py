@@ -262,6 +262,9 @@ def test_curve_refuses_what_is_not_a_run(tmp_path, capsys):
     with pytest.raises(SystemExit):
         curve.main([str(tmp_path), "--rules", "mini6", "--mean-from", "1.5"])
     assert "--mean-from must be a fraction of the run between 0 and 1, got 1.5" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # two different networks: one would be measured silently
+        curve.main([str(tmp_path), "--rules", "mini6", "--mean", "--mean-from", "0.5"])
+    assert "--mean and --mean-from measure different networks: give one" in capsys.readouterr().err
     # Two runs of one name would be one curve: each needs its own label.
     (tmp_path / "b" / "run").mkdir(parents=True)
     with pytest.raises(SystemExit):
