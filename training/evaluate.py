@@ -10,10 +10,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from training.exploitability.exact_command import run_exact
-from training.learn.compile_notice import announce_kernel_compilation
-from training.learn.interrupt import EXIT_INTERRUPTED, run_command
-from training.measure.evaluate_command import build_parser, check_arguments, run_evaluation
+from training.learn.interrupt import EXIT_INTERRUPTED, loading_command, run_command
+
+with loading_command(__name__):  # Ctrl-C while main loads (seconds): a message, not a traceback
+    from training.exploitability.exact_command import run_exact
+    from training.learn.compile_notice import announce_kernel_compilation
+    from training.measure.evaluate_command import build_parser, check_arguments, run_evaluation
 
 __all__ = ["build_parser", "main"]
 

@@ -2,8 +2,10 @@
 
 import sys
 
-from training.learn.interrupt import run_command
-from training.learn.selfplay_command import main
+from training.learn.interrupt import loading_command, run_command
+
+with loading_command(__name__):  # Ctrl-C while main loads (seconds): a message, not a traceback
+    from training.learn.selfplay_command import main
 
 if __name__ == "__main__":
     run_command(main, sys.argv[1:])

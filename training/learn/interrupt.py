@@ -31,18 +31,25 @@ may land inside one. A string ``exec`` that completes clears the flag again, so
 catches it and ends the command the same way. The same start-up of numba loses some
 Ctrl-Cs outright (a ``KeyboardInterrupt`` raised in a ``__del__`` or a ctypes callback is
 printed and dropped); :func:`run_command` sends those again.
+
+A command's life has two more windows that :func:`run_command` cannot cover by itself: the
+seconds its module spends importing its ``main`` (torch, numba, optuna) before
+:func:`run_command` is called, which :func:`loading_command` covers, and Python's shutdown
+once ``main`` has returned, when late on SIGINT has its default action again (see
+:func:`run_command`).
 """
 
 from __future__ import annotations
 
 import _thread
+import contextlib
 import functools
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType, TracebackType
 from typing import Any, NoReturn
 
@@ -91,22 +98,89 @@ def run_command(main: Callable[[list[str]], object], argv: Sequence[str]) -> Non
     escapes ``main`` and would end the process with a traceback and by the signal. It ends
     here instead, with the status of the signal (a :class:`RunInterrupted` names it).
 
-    Meanwhile a Ctrl-C that Python drops is sent again (see :func:`_resend_lost_ctrl_c`).
+    Meanwhile a Ctrl-C that Python drops is sent again (see :func:`_resend_lost_ctrl_c`), and one
+    that a library turned into an error of its own ends the command as a Ctrl-C too (see
+    :func:`_stop_behind`).
+
+    Once ``main`` has returned, the stop signals are ignored: the work is done, and Python's
+    shutdown takes moments (seconds once torch is loaded), late in which it puts back SIGINT's
+    default action, so a Ctrl-C there would end a finished command by the signal (status
+    -2, a failure to a shell or CI) instead of with the status it returned.
     """
-    previous_hook = sys.unraisablehook
-    sys.unraisablehook = functools.partial(_resend_lost_ctrl_c, previous_hook)
     try:
-        status = main(list(argv))
+        with _resending_lost_ctrl_c():
+            status = main(list(argv))
+            if threading.current_thread() is threading.main_thread():
+                _ignore_stop_signals()  # finished: nothing left that a stop could keep
     except KeyboardInterrupt as stop:
         print("\ninterrupted", file=sys.stderr)
         exit_interrupted(getattr(stop, "signum", signal.SIGINT))
     except BrokenPipeError:
         _end_with_closed_output()
-    finally:
-        sys.unraisablehook = previous_hook
+    except Exception as error:
+        behind = _stop_behind(error)
+        if behind is None:
+            raise
+        print("\ninterrupted", file=sys.stderr)
+        exit_interrupted(getattr(behind, "signum", signal.SIGINT))
     if type(status) is int and status - 128 in STOP_SIGNALS:
         exit_interrupted(status - 128)  # a main that caught its stop and returned its status
     sys.exit(status if type(status) is int else 0)
+
+
+@contextlib.contextmanager
+def loading_command(module_name: str) -> Iterator[None]:
+    """Around the imports of a command module (``python -m training.NAME``) that load its
+    ``main``: they take seconds (torch, numba, optuna), and :func:`run_command` is not running
+    yet, so a Ctrl-C then would end the command with a traceback and by the signal.
+
+    Run as the program (``module_name``, the module's ``__name__``, is ``"__main__"``), a
+    Ctrl-C inside ends it as :func:`run_command` does: a one-line message and status 130;
+    one that Python drops is sent again. Imported (``from training.selfplay import main``),
+    it does nothing: a Ctrl-C then is the importer's.
+    """
+    if module_name != "__main__":
+        yield
+        return
+    try:
+        with _resending_lost_ctrl_c():
+            yield
+    except KeyboardInterrupt:
+        print("\ninterrupted while the command started; nothing was done", file=sys.stderr)
+        exit_interrupted()
+
+
+@contextlib.contextmanager
+def _resending_lost_ctrl_c() -> Iterator[None]:
+    """Inside the block, a Ctrl-C that Python drops is sent again (see :func:`_resend_lost_ctrl_c`)."""
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_resend_lost_ctrl_c, previous_hook)
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous_hook
+
+
+def _stop_behind(error: BaseException) -> KeyboardInterrupt | None:
+    """The ``KeyboardInterrupt`` that ``error`` was raised from or while handling, if any.
+
+    A Ctrl-C can land in a library's lazy import, and the library then fails on its
+    half-imported module while it handles it and raises an error of its own: torch's ONNX
+    exporter, whose ``except torch._dynamo.exc...`` clause fails on ``torch._dynamo`` when the
+    Ctrl-C broke off that import, and which wraps that in its ``TorchExportError``. The
+    command was stopped, not broken: it ends as stopped, not with the library's traceback.
+    """
+    seen: set[int] = set()
+    waiting: list[BaseException | None] = [error]
+    while waiting:
+        current = waiting.pop()
+        if current is None or id(current) in seen:
+            continue
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        waiting += [current.__cause__, current.__context__]
+    return None
 
 
 def _end_with_closed_output() -> NoReturn:

@@ -414,3 +414,114 @@ def test_every_command_line_runs_through_run_command(command):
     source = (ROOT / "training" / f"{command}.py").read_text()
     main_block = source.split('if __name__ == "__main__":', 1)[1]
     assert main_block.strip() == "run_command(main, sys.argv[1:])"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_ctrl_c_while_a_command_loads_exits_130_without_a_traceback(command):
+    # A command module imports its main (torch, numba, optuna: seconds) before run_command
+    # runs; a Ctrl-C in those seconds used to end it with a traceback and by SIGINT (-2).
+    # The signal is sent as the module's first import of the project's code begins.
+    script = textwrap.dedent(
+        """
+        import importlib.abc, os, runpy, signal, sys, time
+        import training.learn.interrupt  # as the command's first import of the project's code
+
+        command = sys.argv.pop()
+
+        class CtrlC(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name.startswith("training.") and name != command:
+                    sys.meta_path.remove(self)
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(5)  # the KeyboardInterrupt is raised here, in the import
+                return None
+
+        sys.meta_path.insert(0, CtrlC())
+        runpy.run_module(command, run_name="__main__", alter_sys=True)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, f"training.{command}"],
+        cwd=ROOT,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == EXIT_INTERRUPTED, done.stderr
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("interrupted")
+
+
+def test_ctrl_c_while_a_finished_command_shuts_down_does_not_kill_it(tmp_path):
+    # A finished command's work is done, but Python's shutdown takes moments (seconds once
+    # torch is loaded), and late in it SIGINT has its default action again: a Ctrl-C then
+    # ended the process by the signal (-2, a failure to a shell or CI) instead of status 0.
+    result = run_module(
+        tmp_path,
+        """
+        import os, signal, sys
+        from training.learn.interrupt import run_command
+
+        class Finalized:
+            def __del__(self):  # runs late in the shutdown, after SIGINT's default action is back
+                os.kill(os.getpid(), signal.SIGINT)
+
+        def main(argv):
+            global late
+            late = Finalized()
+            print("done")
+            return 0
+
+        run_command(main, sys.argv[1:])
+        """,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "done\n" and result.stderr == ""
+
+
+def test_a_ctrl_c_that_a_library_turned_into_another_error_still_exits_130(tmp_path):
+    # torch's ONNX exporter imports torch._dynamo on first use; a Ctrl-C inside that import
+    # made an `except torch._dynamo.exc...` clause fail on the half-imported module, and the
+    # exporter raised its own error from that: `training.export` ended with sixty lines of
+    # traceback and status 1, as if the export had failed.
+    result = run_module(
+        tmp_path,
+        """
+        import sys
+        from training.learn.interrupt import run_command
+
+        def main(argv):
+            try:
+                try:
+                    raise KeyboardInterrupt  # the Ctrl-C, inside the library's import
+                except KeyboardInterrupt:
+                    half_imported.exc  # the library's except clause fails on it
+            except NameError as err:
+                raise RuntimeError("Failed to export the model with torch.export") from err
+
+        run_command(main, sys.argv[1:])
+        """,
+    )
+    assert result.returncode == EXIT_INTERRUPTED, result.stderr
+    assert result.stderr == "\ninterrupted\n"
+
+
+def test_an_error_with_no_ctrl_c_behind_it_still_shows_its_traceback(tmp_path):
+    result = run_module(
+        tmp_path,
+        """
+        import sys
+        from training.learn.interrupt import run_command
+
+        def main(argv):
+            try:
+                {}["missing"]
+            except KeyError as err:
+                raise RuntimeError("a real failure") from err
+
+        run_command(main, sys.argv[1:])
+        """,
+    )
+    assert result.returncode == 1
+    assert "Traceback" in result.stderr and "RuntimeError: a real failure" in result.stderr
