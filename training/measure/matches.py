@@ -20,6 +20,7 @@ inside another (an agent that evaluates while it plays). Pool workers keep their
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing
 import os
@@ -351,14 +352,26 @@ def run_episodes(
             if bar:
                 bar.update(len(chunk))
     except KeyboardInterrupt:
+        # A second Ctrl-C while the workers stop stops the waiting, not the report: the records
+        # are played and kept, and without them the command would say it played nothing.
+        # Workers left behind are daemons, which end with this process.
+        with contextlib.suppress(KeyboardInterrupt):
+            _close(runner, bar)
         raise PlayInterrupted(list(labels), records, rounds) from None
-    finally:
-        try:
-            runner.close()
-        finally:
-            if bar:
-                bar.close()
+    except BaseException:
+        _close(runner, bar)
+        raise
+    _close(runner, bar)
     return records
+
+
+def _close(runner: EpisodeRunner, bar: Any) -> None:
+    """Close the runner, then the progress bar (if any), whatever the runner's close raises."""
+    try:
+        runner.close()
+    finally:
+        if bar:
+            bar.close()
 
 
 def _lineup(agents: Sequence[AgentSpec], num_players: int) -> list[AgentSpec]:

@@ -289,3 +289,35 @@ def test_an_evaluation_can_run_inside_another():
     assert result.episodes == 6 and nested.inner is not None and nested.inner.episodes == 3
     plain = evaluate([make_agent("rule", seed=0), "rule"], rounds=6, seed=2)
     assert result.wins == plain.wins  # the inner evaluation changed nothing in the outer one
+
+
+class _StoppedRunner:
+    """A runner that plays two chunks, is stopped by a Ctrl-C, and is stopped again while it closes."""
+
+    workers = 2
+
+    def __init__(self, second_ctrl_c: bool):
+        self.second_ctrl_c = second_ctrl_c
+        self.closed = 0
+
+    def map(self, chunks):
+        yield [f"record {i}" for i in chunks[0]]
+        yield [f"record {i}" for i in chunks[1]]
+        raise KeyboardInterrupt
+
+    def close(self):
+        self.closed += 1
+        if self.second_ctrl_c:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("second_ctrl_c", [False, True])
+def test_a_second_ctrl_c_while_the_workers_stop_keeps_the_played_records(second_ctrl_c):
+    from training.measure.matches import PlayInterrupted, episode_chunks, run_episodes
+
+    runner = _StoppedRunner(second_ctrl_c)
+    chunks = episode_chunks(100, runner.workers)
+    with pytest.raises(PlayInterrupted) as stop:
+        run_episodes(runner, 100, ["a", "b"])
+    assert len(stop.value.records) == len(chunks[0]) + len(chunks[1]) > 0
+    assert runner.closed == 1
