@@ -21,6 +21,7 @@ from loveletter_env.cards import CARD_VALUES, card_name
 from loveletter_env.engine import GameState
 from loveletter_env.render import narrate, round_summary
 from loveletter_env.replay import Replay, ReplayError, Step, load_replay, replay_frames
+from loveletter_env.validation import check_seat
 
 
 def _hands(state: GameState) -> str:
@@ -56,9 +57,15 @@ def _printable(text: str) -> str:
 
 
 def narrate_replay(replay: Replay, seat: int | None = None, out: TextIO | None = None) -> None:
-    """Print ``replay`` to ``out`` (default: standard output) as ``seat`` saw it (``None``: every card open)."""
+    """Print ``replay`` to ``out`` (default: standard output) as ``seat`` saw it (``None``: every card open).
+
+    Raises ``ValueError`` for a ``seat`` that is not a seat of the replay's table, before anything is printed.
+    """
     out = out if out is not None else sys.stdout
     n = replay.num_players
+    if seat is not None:
+        # -1 would read the last seat's hand as "your hand" (hands[-1]); past the table, an IndexError mid-game.
+        seat = check_seat("seat", seat, n)
     print(f"{n} players, rules {replay.rules.name}, {replay.episode} replay", file=out)
     for p, agent in enumerate(replay.agents):
         you = " (you)" if p == seat else ""
