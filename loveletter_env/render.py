@@ -138,7 +138,9 @@ def render_seat_view(state: GameState, seat: int, moves: Sequence[int] | None = 
 
 
 def narrate(event: TurnEvent, viewer: int) -> str:
-    """One turn in words, as ``viewer`` experienced it (private reveals only to those who saw them)."""
+    """One turn in words, as ``viewer`` experienced it: what everyone saw (a card discarded face up
+    by whoever goes out), and private reveals only to those who saw them (a Priest's card, a Baron's
+    or King's cards, the card a Prince's target drew)."""
     who = "You" if event.player == viewer else f"player_{event.player}"
     tgt = "" if event.target < 0 else ("you" if event.target == viewer else f"player_{event.target}")
     if event.target == event.player:
@@ -165,13 +167,20 @@ def narrate(event: TurnEvent, viewer: int) -> str:
                 text += ": a tie"
         elif event.card == PRINCE:
             text += f", who discarded {card_name(event.target_card)}"
+            if viewer == event.target and event.replacement:
+                text += f" and drew {card_name(event.replacement)}"  # the target's alone to know
         elif event.card == KING and viewer in (event.player, event.target):
             gave, got = (event.actor_card, event.target_card)
             if viewer == event.target:
                 gave, got = got, gave
             text += f": you gave {card_name(gave)} and received {card_name(got)}"
+    # A player who goes out discards face up: say the card, unless the text has named it (a
+    # Guard's right guess, a Prince's discard, both cards of a Baron to the two who compared).
+    named = event.card in (GUARD, PRINCE) or (event.card == BARON and viewer in (event.player, event.target))
     for p in event.eliminated:
         text += f". {'You are' if p == viewer else f'player_{p} is'} out"
+        if event.discarded and not named:
+            text += f", discarding {card_name(event.discarded)}"
     return text + "."
 
 

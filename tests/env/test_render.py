@@ -9,7 +9,18 @@ from conftest import act, start
 
 import loveletter_env
 from loveletter_env import engine
-from loveletter_env.cards import BARON, CARD_COUNTS, CARD_VALUES, GUARD, HANDMAID, KING, PRIEST, PRINCESS, card_name
+from loveletter_env.cards import (
+    BARON,
+    CARD_COUNTS,
+    CARD_VALUES,
+    GUARD,
+    HANDMAID,
+    KING,
+    PRIEST,
+    PRINCE,
+    PRINCESS,
+    card_name,
+)
 from loveletter_env.engine import TurnEvent
 from loveletter_env.observation import decode_observation
 from loveletter_env.render import CARD_EFFECTS, card_reference, card_rows, narrate, render_seat_view
@@ -28,6 +39,40 @@ from loveletter_env.rules import LADDER, PRESETS
 def test_baron_narration_says_whose_card_is_whose(viewer, expected):
     event = TurnEvent(round=1, player=0, card=BARON, target=1, actor_card=KING, target_card=PRINCESS, eliminated=(0,))
     assert narrate(event, viewer) == expected
+
+
+@pytest.mark.parametrize("num_players", [3, 4])
+def test_whoever_goes_out_is_told_discarding_their_card_to_every_seat(num_players):
+    """A Baron's loser and a Princess's player discard face up: every seat reads the card,
+    once (the two who compared a Baron read it in the comparison)."""
+    hands = {0: BARON, 1: KING, 2: GUARD} | ({3: HANDMAID} if num_players == 4 else {})
+    state = start(num_players, hands=hands, draws=[PRIEST, PRINCESS, GUARD, GUARD])
+    baron = engine.step(state, act(BARON, 2))  # player_0 keeps a Priest; player_2's Guard loses
+    princess = engine.step(state, act(PRINCESS))  # player_1 discards her and their King
+    assert baron.eliminated == (2,) and princess.eliminated == (1,)
+    for viewer in range(num_players):
+        baron_text = narrate(baron, viewer)
+        assert baron_text.count("Guard") == 1, baron_text
+        if viewer not in (0, 2):
+            assert baron_text == "player_0 played Baron on player_2. player_2 is out, discarding Guard."
+        princess_text = narrate(princess, viewer)
+        you = viewer == 1
+        expected = f"{'You' if you else 'player_1'} played Princess. {'You are' if you else 'player_1 is'} out"
+        assert princess_text == expected + ", discarding King."
+
+
+def test_a_princes_target_alone_is_told_the_card_it_drew():
+    state = start(3, hands={0: PRINCE, 1: BARON, 2: GUARD}, draws=[HANDMAID, PRIEST])
+    event = engine.step(state, act(PRINCE, 1))
+    assert event.replacement == PRIEST
+    assert narrate(event, 1) == "player_0 played Prince on you, who discarded Baron and drew Priest."
+    assert narrate(event, 0) == "You played Prince on player_1, who discarded Baron."
+    assert narrate(event, 2) == "player_0 played Prince on player_1, who discarded Baron."
+    own = start(2, hands={0: PRINCE, 1: GUARD}, draws=[KING, PRIEST])
+    assert (
+        narrate(engine.step(own, act(PRINCE, 0)), 0)
+        == "You played Prince on yourself, who discarded King and drew Priest."
+    )
 
 
 def test_card_reference_lists_every_card_with_value_copies_and_effect():
