@@ -392,10 +392,17 @@ class BatchedLoveLetter:
         is on (the check synchronises a CUDA device)."""
         self._require_reset()
         # The compiled core always checks seats on CPU: out-of-range ones must never reach it.
-        seats = self._check_seats(seats, "seats", values=self.validate_actions or self._gpu is None)
+        seats = self._check_seats(seats, "seats", values=self._checks_values)
         if out is not None:
             self._check_out(out)
         return self._observe(seats, out)
+
+    @property
+    def _checks_values(self) -> bool:
+        """Whether a step's actions and an observation's seats are checked against the games:
+        always on CPU (a compiled pass; the core must never see a bad one), and on CUDA only
+        with ``validate_actions`` (reading the answer back synchronises the device)."""
+        return self.validate_actions or self._gpu is None
 
     def _all_legal(self, actions: torch.Tensor) -> bool:
         """CPU: whether every action is legal in its game, by one compiled pass over the core's

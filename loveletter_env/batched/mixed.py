@@ -216,7 +216,7 @@ class MixedRulesBatched:
         if out is not None:
             self._check_out(out)
         for env, block in zip(self.envs, self.blocks):  # every block's seats before any row is written
-            env._check_seats(seats[block], "seats")
+            env._check_seats(seats[block], "seats", values=env._checks_values)
         obs = self._new_observations() if out is None else out
         for env, block in zip(self.envs, self.blocks):
             env.observe(seats[block], out=obs[block])
@@ -230,6 +230,8 @@ class MixedRulesBatched:
             raise TypeError(f"actions must have an integer dtype, got {actions.dtype}")
         if actions.device != self.device:
             raise ValueError(f"actions must be on {self.device}, got {actions.device}")
+        if not self.envs[0]._checks_values:
+            return  # CUDA without validate_actions: reading the batch's legality back would synchronise
         # The whole batch is checked before any block moves: a refused batch changes nothing,
         # and the error names games by their place in the whole batch.
         # Against the blocks' own masks, not the tensor the last step handed out, which is the

@@ -497,6 +497,27 @@ def test_cuda_never_synchronises_without_validation():
     assert fast_mask.any(1).all()
 
 
+@pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")
+def test_cuda_mixed_rules_never_synchronise_without_validation():
+    """The same for a batch of several rule sets: its whole-batch checks are skipped too."""
+    from loveletter_env.batched.mixed import MixedRulesBatched
+
+    fast = MixedRulesBatched(4096, rules=["mini6", "classic"], device="cuda", seed=1, validate_actions=False)
+    fast_mask = fast.reset()[1]
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    buffer = torch.empty(4096, OBSERVATION_SIZE, dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(20):
+            keys = torch.rand(fast_mask.shape, generator=generator, device="cuda")
+            fast_mask = fast.step(keys.masked_fill(~fast_mask, -1.0).argmax(1), out=buffer)[1]
+            fast.observe((fast.current_player + 1) % fast.num_players, out=buffer)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert fast_mask.any(1).all()
+
+
 def _record_launches(env: BatchedLoveLetter) -> list[tuple[str, tuple]]:
     """Every direct launch of ``env``'s kernels from now on, as (kernel, arguments)."""
     launches: list[tuple[str, tuple]] = []
