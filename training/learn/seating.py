@@ -144,6 +144,11 @@ class Seating:
         """Redraw opponent kind, learner seat and bots for ``games`` (new episodes)."""
         o = self.config
         weights = np.array([o.current, o.past if pool_size else 0.0, o.bots], dtype=float)
+        if weights.max() > np.finfo(float).max / len(weights):
+            # Relative weights near the float limit (1e308 each) could overflow their sum to
+            # inf and every share to 0; scaled by the largest they keep their ratios. Only
+            # then: other weights keep the shares (and a seeded run's draws) they always had.
+            weights /= weights.max()
         if weights.sum() == 0:  # only "past" was asked for and the pool is empty
             weights[OpponentKind.CURRENT] = 1.0
         kinds = rng.choice(len(OpponentKind), size=len(games), p=weights / weights.sum())
