@@ -2,7 +2,8 @@
 
 ``python -m training.sweep SPACE.yaml`` reads a file such as ``configs/sweeps/sweep_mini6.yaml``::
 
-    config: configs/mini8_mmd.yaml        # the base config (default: the built-in defaults)
+    config: configs/mini8_mmd.yaml        # the base config (default: the built-in defaults), from
+                                          # the folder the command runs in, as --config reads it
     set:                                  # keys every trial shares, dotted as --set writes them
       env.rules: mini6
       total_steps: 1000000
