@@ -3,9 +3,9 @@
 Positions come from seeded rounds of ``belief`` bots; at each one, an ``ismcts`` agent
 seeded with the position's index decides twice, once with its playouts on the compiled
 core and once with the Python reference loop (``use_core=False``), in the same run. Both
-must make the same move (a mismatch is reported and fails the command). The first
-compiled decision of the process is timed apart: it includes loading (or, with an empty
-cache, compiling) the kernels.
+must make the same move (a mismatch is reported and fails the command). The process's
+first round and compiled decision are timed apart, before anything else runs: they include
+loading (or, with an empty cache, compiling) the env's and the search's kernels.
 
     python -m loveletter_env.agents.ismcts_bench --players 2 4 --positions 40
 """
@@ -58,9 +58,17 @@ def _seed_after(seed: int, offset: int) -> int:
     return seed + offset
 
 
-def first_decision_seconds(observation: Mapping[str, Any], iterations: int) -> float:
-    """Seconds of one compiled decision; the first in a process includes loading the kernels."""
+def first_use_seconds(num_players: int, iterations: int) -> float:
+    """Seconds of a process's first round dealt and first compiled decision, before anything
+    else of the env or the search has run: with numba's cache filled, what loading the env's and
+    the search's kernels takes (the first use of all compiles them)."""
     start = time.perf_counter()
+    env = raw_env(num_players=num_players, episode="round")
+    env.reset(seed=0)
+    observation = env.observe(env.agent_selection)
+    while observation["action_mask"].sum() == 1:  # a forced move involves no search
+        env.step(int(observation["action_mask"].argmax()))
+        observation = env.observe(env.agent_selection)
     ISMCTSAgent(seed=0, iterations=iterations).act(observation)
     return time.perf_counter() - start
 
@@ -95,15 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     progress = not args.no_progress
     print(f"ismcts, {args.iterations} iterations, {args.positions} positions per table")
     mismatches = 0
-    first = None
+    # Timed before the positions are played, which would load the env's kernels untimed.
+    first = first_use_seconds(args.players[0], args.iterations)
+    print(f"  first round and compiled decision in this process (kernels loaded or compiled): {first:.2f} s")
     for num_players in args.players:
         try:
             observations = positions(num_players, args.positions, args.seed)
         except ValueError as err:
             parser.error(str(err))
-        if first is None:
-            first = first_decision_seconds(observations[0], args.iterations)
-            print(f"  first compiled decision in this process (kernels loaded or compiled): {first:.2f} s")
         label = f"{num_players} players"
         core_ms, core_moves = time_decisions(observations, args.iterations, True, progress, label + ", compiled")
         python_ms, python_moves = time_decisions(observations, args.iterations, False, progress, label + ", python")
