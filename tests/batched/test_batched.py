@@ -16,6 +16,7 @@ from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
 from loveletter_env.aec import raw_env
 from loveletter_env.batched import BatchedIllegalActionError, BatchedLoveLetter
+from loveletter_env.batched.mixed import MixedRulesBatched
 from loveletter_env.cards import FULL_DECK, GUARD, PRINCESS
 from loveletter_env.observation import OBSERVATION_SIZE, encode_observation
 from loveletter_env.rules import LADDER, resolve_rules
@@ -477,37 +478,26 @@ def test_observe_rejects_bad_seats():
         env.observe(torch.tensor([0, 0]))
 
 
+def _plain_batch(device: str) -> BatchedLoveLetter:
+    return BatchedLoveLetter(4096, 3, device=device, seed=1, validate_actions=False)
+
+
+def _mixed_rules_batch(device: str) -> MixedRulesBatched:
+    return MixedRulesBatched(4096, rules=["mini6", "classic"], device=device, seed=1, validate_actions=False)
+
+
 @pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")
-def test_cuda_never_synchronises_without_validation():
+@pytest.mark.parametrize("make", [_plain_batch, _mixed_rules_batch], ids=["one rule set", "mixed rule sets"])
+def test_cuda_never_synchronises_without_validation(make):
     """With ``validate_actions=False`` a CUDA loop of steps and observations never waits for
-    the device: kernels are launched on torch's stream and write into its tensors."""
-    fast = BatchedLoveLetter(4096, 3, device="cuda", seed=1, validate_actions=False)
+    the device: kernels are launched on torch's stream and write into its tensors (a batch of
+    several rule sets skips its whole-batch checks too)."""
+    fast = make("cuda")
     fast_mask = fast.reset()[1]
     generator = torch.Generator(device="cuda").manual_seed(0)
     buffer = torch.empty(4096, OBSERVATION_SIZE, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")  # any host synchronisation inside step raises
-    try:
-        for _ in range(20):
-            keys = torch.rand(fast_mask.shape, generator=generator, device="cuda")
-            fast_mask = fast.step(keys.masked_fill(~fast_mask, -1.0).argmax(1), out=buffer)[1]
-            fast.observe((fast.current_player + 1) % fast.num_players, out=buffer)
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-    assert fast_mask.any(1).all()
-
-
-@pytest.mark.skipif(not _cuda_ready(), reason="needs a CUDA device")
-def test_cuda_mixed_rules_never_synchronise_without_validation():
-    """The same for a batch of several rule sets: its whole-batch checks are skipped too."""
-    from loveletter_env.batched.mixed import MixedRulesBatched
-
-    fast = MixedRulesBatched(4096, rules=["mini6", "classic"], device="cuda", seed=1, validate_actions=False)
-    fast_mask = fast.reset()[1]
-    generator = torch.Generator(device="cuda").manual_seed(0)
-    buffer = torch.empty(4096, OBSERVATION_SIZE, dtype=torch.uint8, device="cuda")
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
     try:
         for _ in range(20):
             keys = torch.rand(fast_mask.shape, generator=generator, device="cuda")
