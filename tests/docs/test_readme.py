@@ -148,20 +148,24 @@ def _skip_or_fail_without_extras(block: Block, in_ci: bool) -> None:
         pytest.skip(reason)
 
 
-def _run(block: Block, monkeypatch) -> None:
+def _run(block: Block, monkeypatch, scratch: Path) -> None:
     if block.skip_reason is not None:
         pytest.skip(f"{block.where}: {block.skip_reason}")
     _skip_or_fail_without_extras(block, IN_CI)
+    # The pages write to /tmp/... as a reader would; each test run writes to a folder of its
+    # own instead, so that two runs on one machine (a CI clone beside a checkout) never read
+    # or replace each other's files.
+    code = block.code.replace("/tmp/", f"{scratch}/")
     if block.lang == "python":
         monkeypatch.chdir(ROOT)
-        exec(compile(block.code, block.where, "exec"), {"__name__": "__docs__"})
+        exec(compile(code, block.where, "exec"), {"__name__": "__docs__"})
         return
     # `python` in a bash block is the interpreter running the tests.
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block.code],
+        ["bash", "-euo", "pipefail", "-c", code],
         cwd=ROOT,
-        env={**os.environ, "PATH": path},
+        env={**os.environ, "PATH": path, "TMPDIR": str(scratch)},
         capture_output=True,
         text=True,
         timeout=600,
@@ -172,8 +176,8 @@ def _run(block: Block, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.where for b in BLOCKS])
-def test_docs_block_runs(block, monkeypatch, capsys):
-    _run(block, monkeypatch)
+def test_docs_block_runs(block, monkeypatch, capsys, tmp_path):
+    _run(block, monkeypatch, tmp_path)
 
 
 class _NotInstalled:
