@@ -152,9 +152,9 @@ def _run(block: Block, monkeypatch, scratch: Path) -> None:
     if block.skip_reason is not None:
         pytest.skip(f"{block.where}: {block.skip_reason}")
     _skip_or_fail_without_extras(block, IN_CI)
-    # The pages write to /tmp/... as a reader would; each test run writes to a folder of its
-    # own instead, so that two runs on one machine (a CI clone beside a checkout) never read
-    # or replace each other's files.
+    # The pages write to fixed /tmp/... paths as a reader would; each test writes to a folder of
+    # its own instead, so that two runs on one machine (a CI clone beside a checkout) never read
+    # or replace each other's files (mktemp makes names of its own already).
     code = block.code.replace("/tmp/", f"{scratch}/")
     if block.lang == "python":
         monkeypatch.chdir(ROOT)
@@ -165,7 +165,7 @@ def _run(block: Block, monkeypatch, scratch: Path) -> None:
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", code],
         cwd=ROOT,
-        env={**os.environ, "PATH": path, "TMPDIR": str(scratch)},
+        env={**os.environ, "PATH": path},  # not TMPDIR: Ray's socket paths under pytest's tmp_path pass 107 bytes
         capture_output=True,
         text=True,
         timeout=600,
