@@ -34,8 +34,9 @@ from .validation import MAX_SEED
 
 
 def bench_engine(num_players: int, turns: int, seed: int = 0) -> tuple[float, float]:
-    """Turns per second of the bare engine under uniform random legal play, one round
-    per game, and the mean number of turns in a round."""
+    """Turns per second of the bare engine under uniform random legal play, and the mean
+    number of turns in a round. It plays whole games, round after round (each from a fresh
+    deck; a new game once one is won), in whole rounds until at least ``turns`` turns."""
     rng = random.Random(seed)
     decks = DeckShuffler(np.random.default_rng(seed))
     done = rounds = 0
@@ -150,7 +151,9 @@ class NullAECEnv(AECEnv):
 
 def bench_null_aec(num_players: int, turns: int, episode_length: int, seed: int = 0) -> float:
     """Turns per second of :class:`NullAECEnv` through the same wrapper and loop, with
-    episodes as long as the real env's rounds (resets and end-of-episode steps cost too)."""
+    episodes of ``episode_length`` turns: the bench passes the real AEC env's mean episode
+    length (a round or a whole game, as ``--episode`` says), since resets and end-of-episode
+    steps cost too."""
     env = wrappers.OrderEnforcingWrapper(NullAECEnv(num_players, episode_length))
     return _aec_loop(env, turns, seed)[0]
 

@@ -300,13 +300,13 @@ class BatchedLoveLetter:
         if sampler is None:
             actions = self._check_tensor(actions, "actions", (self.num_games,))
             if self._gpu is not None:
-                actions = actions.long()
                 if self.validate_actions:
                     self._check_actions_legal(actions, self._checked_masks())
+                actions = actions.long()
             elif not self._all_legal(actions):
                 # Always checked (one compiled pass over a private copy of the masks, which callers
                 # cannot change): an illegal action never reaches the kernels.
-                self._check_actions_legal(actions.long(), self._checked_masks())
+                self._check_actions_legal(actions, self._checked_masks())
         n, device = self.num_games, self.device
         rewards = torch.empty(n, MAX_SEATS, dtype=torch.float32, device=device)  # not torch's default dtype
         dones = torch.empty(n, dtype=torch.bool, device=device)
@@ -486,15 +486,16 @@ class BatchedLoveLetter:
 
     def _check_seats(self, seats: Any, name: str, values: bool = True) -> torch.Tensor:
         """Shape, dtype and device; with ``values``, also that each seat exists (a host sync)."""
-        seats = self._check_tensor(seats, name, (self.num_games,)).long()
+        given = self._check_tensor(seats, name, (self.num_games,))
+        seats = given.long()
         if not values:
             return seats
         bad = (seats < 0) | (seats >= self._players)
         if bool(bad.any()):
             games = bad.nonzero().flatten().tolist()
             listed = ", ".join(
-                f"game {g + self.first_game}: {int(seats[g])} (table of {int(self._players[g])})"
-                for g in games[:_MAX_LISTED]
+                f"game {g + self.first_game}: {seat} (table of {int(self._players[g])})"
+                for g, seat in zip(games[:_MAX_LISTED], _given_values(given, games[:_MAX_LISTED]))
             )
             raise ValueError(f"{name} must be a seat of each game's table; bad in {len(games)} game(s): {listed}")
         return seats
@@ -527,15 +528,21 @@ class BatchedLoveLetter:
 def check_actions_legal(
     actions: torch.Tensor, mask: torch.Tensor, current_player: torch.Tensor, num_players: torch.Tensor
 ) -> None:
-    """Raise :class:`BatchedIllegalActionError` naming every game whose action ``mask`` refuses."""
-    in_range = (actions >= 0) & (actions < NUM_ACTIONS)
-    legal = in_range & mask.gather(1, actions.long().clamp(0, NUM_ACTIONS - 1)[:, None]).squeeze(1)
+    """Raise :class:`BatchedIllegalActionError` naming every game whose action ``mask`` refuses.
+
+    ``actions`` may have any integer dtype; the error names the values as given."""
+    # Compared as int64 (torch has no comparisons for uint16/32/64 tensors): a uint64 past
+    # int64's range wraps negative there, so it is out of range all the same.
+    wide = actions.long()
+    in_range = (wide >= 0) & (wide < NUM_ACTIONS)
+    legal = in_range & mask.gather(1, wide.clamp(0, NUM_ACTIONS - 1)[:, None]).squeeze(1)
     if bool(legal.all()):
         return
     games = (~legal).nonzero().flatten().tolist()
+    given = _given_values(actions, games)
     lines = []
-    for g in games[:_MAX_LISTED]:
-        a, player, n = int(actions[g]), int(current_player[g]), int(num_players[g])
+    for g, a in zip(games[:_MAX_LISTED], given):
+        player, n = int(current_player[g]), int(num_players[g])
         what = describe_action(a, player, n) if 0 <= a < NUM_ACTIONS else "out of range 0..40"
         allowed = ", ".join(str(i) for i in mask[g].nonzero().flatten().tolist())
         lines.append(f"game {g}: action {a} ({what}) for player_{player}; legal: [{allowed}]")
@@ -545,8 +552,14 @@ def check_actions_legal(
         + "\n  ".join(lines)
         + more,
         games,
-        [int(actions[g]) for g in games],
+        given,
     )
+
+
+def _given_values(x: torch.Tensor, rows: Sequence[int]) -> list[int]:
+    """``x[rows]`` as Python ints, as the caller gave them: ``int()`` of an element (or of
+    its int64 copy) would fail or wrap for a uint64 past int64's range."""
+    return x.cpu()[list(rows)].tolist()
 
 
 def _ends_info(ends: tuple[torch.Tensor, ...]) -> dict[str, Any]:

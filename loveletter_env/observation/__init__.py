@@ -453,7 +453,8 @@ def decode_observation(vector) -> ObservationView:
 
     Raises ``ValueError`` for a vector of another shape or dtype (a bool vector has lost its
     counts), with an entry that no observation holds (one that is no whole number in
-    0..:data:`OBSERVATION_HIGH`), naming the first, or with no table size (a blank vector).
+    0..:data:`OBSERVATION_HIGH`), naming the first, with no table size (a blank vector), or
+    naming a seat outside the table (the player to act, or one in a move).
     """
     if isinstance(vector, dict):
         if "observation" not in vector:
@@ -491,7 +492,14 @@ def decode_observation(vector) -> ObservationView:
     ruled: tuple[frozenset[int], ...] = (frozenset(),) + tuple(
         frozenset(int(i) + 1 for i in np.flatnonzero(f["ruled_out"][k - 1])) for k in range(1, n)
     )
-    to_act = int(np.argmax(f["to_act"])) if f["to_act"].any() else None
+    # A bot compares to_act with its seats: like a move's, it must name one seat of the table
+    # (argmax would read a seat beyond it, or hide a second 1).
+    acting = np.flatnonzero(f["to_act"]).tolist()
+    if len(acting) > 1:
+        raise ValueError(f"to_act of the observation names seat offsets {acting}: at most one player is to act")
+    if acting and acting[0] >= n:
+        raise ValueError(f"to_act of the observation names seat offset {acting[0]}, at a {n}-player table")
+    to_act = acting[0] if acting else None
     return ObservationView(
         num_players=n,
         hand=_values(f["hand"]),

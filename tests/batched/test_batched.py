@@ -250,6 +250,22 @@ def test_illegal_actions_are_named_and_change_nothing(device):
     env.step(actions)  # the legal actions still go through
 
 
+@pytest.mark.parametrize("dtype", (torch.uint64, torch.uint32, torch.uint16, torch.uint8, torch.int8))
+def test_an_out_of_range_action_is_named_as_given_whatever_its_integer_dtype(dtype):
+    """The check compares the actions as int64, where a uint64 past int64's range wraps
+    negative: the error must still name the value the caller gave, not the wrapped one."""
+    env = BatchedLoveLetter(2, 2, seed=0)
+    _, mask = env.reset()
+    big = torch.iinfo(dtype).max
+    bad = torch.from_numpy(np.array([big, mask[1].nonzero()[0].item()], dtype=str(dtype).removeprefix("torch.")))
+    with pytest.raises(BatchedIllegalActionError, match=rf"game 0: action {big} \(out of range 0..40\)") as err:
+        env.step(bad)
+    assert err.value.games == (0,) and err.value.actions == (big,)
+    seats = torch.from_numpy(np.array([big, 0], dtype=str(dtype).removeprefix("torch.")))
+    with pytest.raises(ValueError, match=rf"game 0: {big} \(table of 2\)"):
+        env.observe(seats)
+
+
 @pytest.mark.parametrize(
     "actions, error",
     [
@@ -658,6 +674,40 @@ def test_shuffled_decks_are_uniform():
     # A joint event across the two halves of the construction: Princess on top, a Guard last.
     joint = ((decks[:, 0] == PRINCESS) & (decks[:, 15] == GUARD)).double().mean().item()
     assert abs(joint - 1 / 16 * 5 / 15) < 5 * (joint * (1 - joint) / len(decks)) ** 0.5
+
+
+def test_bench_engine_plays_whole_games_round_after_round_as_its_docstring_says(monkeypatch):
+    """Row (a) of the bench times whole games (a new one only once one is won), not one
+    round per game: its docstring must say what the timed loop plays."""
+    from loveletter_env import bench
+
+    games = []
+    new_game = bench.engine.new_game
+    monkeypatch.setattr(bench.engine, "new_game", lambda *a, **k: games.append(1) or new_game(*a, **k))
+    _, round_length = bench.bench_engine(2, turns=3000, seed=0)
+    rounds = 3000 / round_length  # at least 3000 turns, in whole rounds
+    assert rounds > 2 * len(games)  # a 2-player game takes several rounds
+    doc = " ".join(bench.bench_engine.__doc__.split())
+    assert "one round per game" not in doc and "whole games" in doc, doc
+
+
+def test_bench_null_env_episodes_are_as_long_as_the_aec_episodes_as_its_docstring_says(monkeypatch):
+    """Row (c) mirrors row (b): its episodes last as long as the real AEC env's episodes (a
+    whole game by default, ``--episode``), not as long as a round, and its docstring says so."""
+    import argparse
+
+    from loveletter_env import bench
+
+    lengths = []
+    null = bench.bench_null_aec
+    monkeypatch.setattr(
+        bench, "bench_null_aec", lambda n, t, length, seed=0: lengths.append(length) or null(n, t, length, seed)
+    )
+    args = argparse.Namespace(players=2, turns=500, repeats=1, batched=False, vs_pgx=False, seed=0, episode="game")
+    measured = bench._measure(args, pgx_missing=True)
+    assert lengths == [round(measured.episode_length)] and measured.episode_length > 2 * measured.round_length
+    doc = " ".join((null.__doc__ or "").split())
+    assert "real env's rounds" not in doc and "episode" in doc, doc
 
 
 def test_bench_batched_runs():

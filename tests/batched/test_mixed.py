@@ -112,6 +112,23 @@ def test_an_illegal_action_is_named_by_its_place_in_the_whole_batch_and_nothing_
     assert torch.equal(mixed.action_mask, mask) and torch.equal(mixed.observe(mixed.current_player), obs)
 
 
+@pytest.mark.parametrize("dtype", (torch.uint64, torch.uint32, torch.uint16))
+def test_an_out_of_range_unsigned_action_is_named_as_given_and_nothing_moves(dtype):
+    """Torch compares no uint16/32/64 tensors: the check must not fail with torch's own
+    error, and must name the value given, not the one an int64 copy wraps it to."""
+    mixed = MixedRulesBatched(6, rules=RULES, seed=1)
+    obs, mask = mixed.reset()
+    big = torch.iinfo(dtype).max
+    bad = _random_actions(mask, torch.Generator().manual_seed(0)).numpy().astype(str(dtype).removeprefix("torch."))
+    bad[5] = big
+    with pytest.raises(
+        BatchedIllegalActionError, match=rf"(?s)1 of 6 games.*game 5: action {big} \(out of range"
+    ) as caught:
+        mixed.step(torch.from_numpy(bad))
+    assert caught.value.games == (5,) and caught.value.actions == (big,)
+    assert torch.equal(mixed.action_mask, mask) and torch.equal(mixed.observe(mixed.current_player), obs)
+
+
 def test_a_wrong_out_buffer_is_refused_before_anything_moves():
     mixed = MixedRulesBatched(6, rules=RULES, seed=1)
     _, mask = mixed.reset()

@@ -539,6 +539,31 @@ def test_decode_observation_refuses_a_move_naming_a_seat_outside_the_table():
         decode_observation(no_actor)
 
 
+@pytest.mark.parametrize(
+    ("seats", "problem"),
+    [
+        ((3,), "seat offset 3, at a 2-player table"),
+        ((2,), "seat offset 2, at a 2-player table"),
+        ((0, 1), "seat offsets [0, 1]: at most one player is to act"),  # argmax would read 0
+    ],
+    ids=str,
+)
+def test_decode_observation_refuses_a_player_to_act_outside_the_table(seats, problem):
+    """A bot compares ``to_act`` with its seats: one beyond the table (or a second 1 that
+    argmax would hide) is no observation, refused by name as a move's seats are."""
+    from loveletter_env.observation import SLICES
+
+    env = loveletter_env.env(num_players=2)
+    env.reset(seed=0)
+    vector = env.observe(env.agent_selection)["observation"].astype(np.float32)
+    assert decode_observation(vector).to_act == 0
+    where = SLICES["to_act"]
+    vector[where] = 0
+    vector[[where.start + k for k in seats]] = 1
+    with pytest.raises(ValueError, match=f"^{re.escape(f'to_act of the observation names {problem}')}$"):
+        decode_observation(vector)
+
+
 @pytest.mark.parametrize("observer", [-1, 2, True, 1.0])
 def test_encode_observation_refuses_a_seat_outside_the_table(observer):
     env = loveletter_env.env(num_players=2)
