@@ -33,7 +33,8 @@ class RecordReplay(BaseWrapper):
         agents: who plays each seat, for the replay's ``agents`` entry (names, or
             :class:`~loveletter_env.replay.AgentInfo`); default ``player_0 ... player_{n-1}``.
         directory: when given, every finished episode is saved there as
-            ``{prefix}_{index:05d}.json``.
+            ``{prefix}_{index:05d}.json``, at the lowest index not taken yet: a replay
+            already in the folder (an earlier run's, another recorder's) is never replaced.
         prefix: file name prefix.
         metadata: copied into every replay's ``metadata`` (JSON values: strings, finite
             numbers, booleans, ``None``, lists and string-keyed dicts of them).
@@ -68,6 +69,7 @@ class RecordReplay(BaseWrapper):
         self.prefix = prefix
         self.metadata = checked_metadata(metadata)
         self.episodes_saved = 0
+        self._next_index = 0  # the first file index that may still be free
         self.last_replay: Replay | None = None
         self.last_path: Path | None = None
         self._recorder: ReplayRecorder | None = None
@@ -108,6 +110,7 @@ class RecordReplay(BaseWrapper):
             return
         game = base.game
         round_before = game.round
+        before = (game.round, game.turn)
         try:
             recorder.record(game, action, self._details)
         except (TypeError, ValueError):
@@ -116,19 +119,49 @@ class RecordReplay(BaseWrapper):
         try:
             self.env.step(action)
         except BaseException:
-            recorder.discard_last()  # the env refused the move and changed nothing, details included
+            # A refused move changes nothing (details included), but an error raised after the move
+            # was made (Ctrl-C while a "human" render prints, a wrapper between) must not drop it:
+            # the rest of the episode would no longer replay.
+            if (game.round, game.turn) == before:
+                recorder.discard_last()
+            else:
+                self._moved(game, round_before)
             raise
+        self._moved(game, round_before)
+
+    def _moved(self, game: Any, round_before: int) -> None:
+        """Bookkeeping after a recorded move: finish the episode or note the next round's deal."""
+        assert self._recorder is not None
         self._details = None
-        if all(base.terminations.values()):
+        if all(self.env.unwrapped.terminations.values()):
             self._finish(game)
         elif game.round != round_before:
-            recorder.start_round(game)
+            self._recorder.start_round(game)
 
     def _finish(self, game: Any) -> None:
         assert self._recorder is not None
         self.last_replay = self._recorder.finish(game)
         if self.directory is not None:
-            self.last_path = save_replay(
-                self.last_replay, self.directory / f"{self.prefix}_{self.episodes_saved:05d}.json"
-            )
+            self.last_path = self._save(self.last_replay, self.directory)
             self.episodes_saved += 1
+
+    def _save(self, replay: Replay, directory: Path) -> Path:
+        """Save ``replay`` under the lowest free ``{prefix}_{index:05d}.json``, never over a file.
+
+        Each recorder counts from 0, so a rerun or a second recorder on the same folder would
+        replace the replays already there; the name is claimed by creating it exclusively
+        (atomic, so recorders in other processes cannot take it too), then written over whole.
+        """
+        while True:
+            path = directory / f"{self.prefix}_{self._next_index:05d}.json"
+            self._next_index += 1
+            path.parent.mkdir(parents=True, exist_ok=True)  # as save_replay does: the folder may be gone
+            try:
+                path.open("x").close()
+            except FileExistsError:
+                continue
+            try:
+                return save_replay(replay, path)
+            except BaseException:
+                path.unlink(missing_ok=True)  # leave no empty file claiming the name
+                raise

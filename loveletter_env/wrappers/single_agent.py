@@ -33,7 +33,7 @@ from ..aec import (
 from ..agents.base import checked_act
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules
-from ..validation import is_int
+from ..validation import is_int, shown
 from .opponents import OpponentSpec, make_opponents
 
 if TYPE_CHECKING:
@@ -121,6 +121,13 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         seat = options.pop("learner_seat", self.fixed_learner_seat)
         self._check_seat(seat, "learner_seat")
         check_reset_options(options, self.num_players, self.aec.rules)
+        # Named here, not by the AEC env: its warning would leave out "learner_seat", and come
+        # again for every deal replayed below.
+        unknown = [key for key in options if key not in RESET_OPTIONS]
+        if unknown:
+            known = [*RESET_OPTIONS, "learner_seat"]
+            gymnasium.logger.warn(f"ignoring unknown reset option(s) {shown(unknown)}; known options: {known}")
+        options = {key: value for key, value in options.items() if key in RESET_OPTIONS}
         super().reset(seed=seed)
         rng = self.np_random
         self.learner_seat = int(rng.integers(self.num_players)) if seat is None else int(seat)
@@ -139,7 +146,7 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
             if not self._done:
                 break
             # Replaying the same deck and first player would end the same way.
-            options = {k: v for k, v in options.items() if k not in RESET_OPTIONS}
+            options = {}
             unplayed.append(self._learner_reward())
         info = self._info()
         if unplayed:

@@ -3,6 +3,7 @@ input to them refused before anything changes."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 
@@ -427,6 +428,17 @@ def test_refused_gym_reset_changes_nothing(options):
     assert first_choice_trail(env, 4) == first_choice_trail(untouched, 4)
 
 
+def test_an_unknown_gym_reset_option_is_named_once_beside_every_known_one():
+    # The AEC env's warning lists its own options only; the learner's seat is this env's, and a
+    # misspelt "learner_seat" must not be answered with a list that leaves it out.
+    env = LoveLetterGymEnv(num_players=2, opponents="rule", episode="round")
+    seed = next(s for s in range(100) if "unplayed_rewards" in env.reset(seed=s)[1])  # a deal replayed in reset
+    with pytest.warns(UserWarning) as caught:
+        env.reset(seed=seed, options={"learnerseat": 1})
+    assert len(caught) == 1
+    assert "['learnerseat']; known options: ['deck', 'first_player', 'learner_seat']" in str(caught[0].message)
+
+
 @pytest.mark.parametrize("seed", [-1, 1.5, True, "3", np.float64(2.0), 2**63, 2**64])
 def test_bad_seeds_are_a_value_error_naming_the_seed(seed):
     message = r"seed must be None or a non-negative integer below 2\*\*63, got"
@@ -615,3 +627,43 @@ def test_recorder_keeps_the_details_of_a_refused_move_for_the_next_one(tmp_path)
         env.step(int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])[0]))
     first = load_replay(env.last_path).rounds[0].steps[0]
     assert (first.action, first.details) == (legal, {"value": 0.25})
+
+
+def test_recorder_never_replaces_a_replay_already_in_its_folder(tmp_path):
+    # A second recorder on the same folder (a rerun of a script, a second env beside the
+    # first) starts its count at 0 too: it must take the next free name, not overwrite.
+    first = RecordReplay(loveletter_env.env(num_players=2, episode="round"), directory=tmp_path)
+    record_episode(first, 1)
+    kept = first.last_path.read_text()
+    second = RecordReplay(loveletter_env.env(num_players=2, episode="round"), directory=tmp_path)
+    actions = record_episode(second, 2)
+    assert first.last_path.read_text() == kept
+    assert second.last_path == tmp_path / "episode_00001.json"
+    assert [step.action for step in load_replay(second.last_path).rounds[0].steps] == actions
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episode_00000.json", "episode_00001.json"]
+
+
+def test_recorder_keeps_a_move_the_env_made_before_an_interruption(tmp_path):
+    # Ctrl-C while the env prints the table (render_mode="human") comes after the move was
+    # made: the recorder must keep it, or the rest of the episode no longer replays.
+    env = RecordReplay(loveletter_env.env(num_players=2, episode="round", render_mode="human"), directory=tmp_path)
+    renders = 0
+
+    def interrupted_render() -> None:
+        nonlocal renders
+        renders += 1
+        if renders == 2:  # the first move's table (the first is reset's)
+            raise KeyboardInterrupt
+
+    env.unwrapped.render = interrupted_render
+    env.reset(seed=2)  # a round of 9 moves
+    actions = []
+    for _agent in env.agent_iter():
+        obs, _, terminated, truncated, _ = env.last()
+        action = None if terminated or truncated else int(np.flatnonzero(obs["action_mask"])[0])
+        with contextlib.suppress(KeyboardInterrupt):  # a notebook user carries on with the episode
+            env.step(action)
+        if action is not None:
+            actions.append(action)
+    assert renders > 2
+    assert [step.action for step in load_replay(env.last_path).rounds[0].steps] == actions
