@@ -192,8 +192,12 @@ class OnnxAgent:
     def run(self, observation: np.ndarray, action_mask: np.ndarray) -> dict[str, np.ndarray]:
         """Outputs ``action``, ``logits`` and ``value`` for a batch ``[B, OBSERVATION_SIZE]`` / ``[B, 41]``.
 
-        An observation of another layout raises ``ValueError`` naming both layouts."""
+        An observation of another layout raises ``ValueError`` naming both layouts, and one that
+        is not finite (NaN or infinity) a ``ValueError`` too, as the torch agent's does."""
         check_observation_size(np.shape(observation)[-1])
+        if not np.isfinite(observation).all():
+            # NaN logits: the graph's argmax would answer action 0, legal or not, and sampling fail in numpy.
+            raise ValueError("the observation holds a value that is not a finite number (NaN or infinity)")
         feeds = {
             "observation": np.ascontiguousarray(observation, dtype=np.float32),
             "action_mask": np.ascontiguousarray(action_mask, dtype=np.int8),
@@ -332,14 +336,18 @@ def main(argv: Sequence[str] | None = None) -> Path:
             require("onnxruntime", "onnx")
     except MissingExtraError as err:
         parser.error(str(err))
-    if Path(args.onnx).resolve() == Path(args.checkpoint).resolve():
+    try:
+        source = resolve_checkpoint_path(args.checkpoint)  # a run folder's best.pt, else its latest.pt
+    except CheckpointError as err:
+        parser.error(str(err))
+    # The file a run folder resolves to, not the folder: --onnx RUN/best.pt --force would replace it.
+    if Path(args.onnx).resolve() == Path(source).resolve():
         parser.error(f"--onnx {args.onnx!r} is the checkpoint being exported: write the ONNX file elsewhere")
     try:
         check_new_file("--onnx", args.onnx, replace=args.force)
     except ValueError as err:
         parser.error(str(err))
     try:
-        source = resolve_checkpoint_path(args.checkpoint)  # a run folder's best.pt, else its latest.pt
         checkpoint = load_checkpoint(source)
         model = build_model(checkpoint)
     except CheckpointError as err:

@@ -6,7 +6,7 @@ an action index or any unique part of a move's description (``guard on player_1,
 naming priest``, ``handmaid``, ``31``). Moves are read from standard input, so a script
 can play too::
 
-    printf '0\n1\n' | python -m training.play rule --seed 3 --rounds 1
+    printf 'prince on player_1\\n' | python -m training.play rule --seed 3 --rounds 1
 
 Commands at the prompt: ``help`` shows your view, your moves and what every card does;
 ``quit`` leaves (exit status 0; input that runs out mid-game exits with 1). At a terminal,
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import secrets
 import sys
 from collections.abc import Sequence
@@ -34,7 +35,7 @@ from loveletter_env.engine import GameState
 from loveletter_env.render import card_reference, render_seat_view
 from loveletter_env.replay import save_replay
 from loveletter_env.rules import PRESETS, check_rules_for_table
-from loveletter_env.validation import check_new_file, check_num_players, check_seed, is_int
+from loveletter_env.validation import check_int, check_new_file, check_num_players, check_seed, is_int
 from training.apps.live_game import SEEN_GUESS_REASON, BotFailed, LiveGame, Opponent, unseen_guesses
 from training.learn.compile_notice import announce_kernel_compilation
 
@@ -69,7 +70,8 @@ def parse_move(text: str, legal: Sequence[int], seat: int, num_players: int) -> 
     answer = " ".join(text.strip().lower().split())
     if not answer:
         raise ValueError("type a move number or part of its description")
-    if answer.lstrip("-").isdigit():
+    # ASCII digits only: str.isdigit is true for "²", which int() cannot read.
+    if re.fullmatch(r"-?[0-9]+", answer):
         index = int(answer)
         if index in legal:
             return index
@@ -191,6 +193,8 @@ def play(
     num_players = check_num_players(num_players)
     check_rules_for_table(rules, num_players)
     seed = check_seed(seed, allow_none=True)
+    if rounds is not None:  # 0 would still play a round; "2" would fail once the first round ends
+        rounds = check_int("rounds", rounds, low=1)
     drawn_seed = seed is None
     if drawn_seed:  # drawn here, so that it can be shown and recorded: the same deals can be played again
         seed = secrets.randbelow(2**31)

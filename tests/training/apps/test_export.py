@@ -384,3 +384,32 @@ def test_an_export_that_fails_mid_write_leaves_the_earlier_file(exported, tmp_pa
         export.main(["--checkpoint", str(checkpoint), "--onnx", str(earlier), "--force", "--no-verify"])
     assert earlier.read_bytes() == onnx_path.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["policy.onnx"]
+
+
+def test_cli_refuses_to_write_over_the_checkpoint_a_run_folder_resolves_to(tmp_path, capsys):
+    """``--checkpoint RUN`` exports ``RUN/best.pt``: ``--onnx RUN/best.pt --force`` replaced that
+    checkpoint with the ONNX file, where the same file named directly was refused."""
+    shipped = (ROOT / "checkpoints" / "shipped" / "ppo_2p.pt").read_bytes()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "best.pt").write_bytes(shipped)
+    with pytest.raises(SystemExit) as stop:
+        export.main(["--checkpoint", str(run), "--onnx", str(run / "best.pt"), "--force", "--no-verify"])
+    assert stop.value.code == 2 and "is the checkpoint being exported" in capsys.readouterr().err
+    assert (run / "best.pt").read_bytes() == shipped
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+def test_onnx_agent_refuses_an_observation_that_is_not_finite_as_the_torch_agent_does(exported, greedy):
+    """A NaN entry made every logit NaN: greedily the graph's argmax answered action 0, illegal
+    here, and sampling failed in numpy's words."""
+    _, onnx_path, _ = exported
+    observations, masks = export.sample_observations(40, seed=0)
+    row = next(i for i in range(len(masks)) if not masks[i, 0])  # action 0 is illegal here
+    observation = observations[row].copy()
+    observation[5] = np.nan
+    agent = export.OnnxAgent(onnx_path, greedy=greedy)
+    with pytest.raises(ValueError, match="not a finite number"):
+        agent.act({"observation": observation, "action_mask": masks[row]})
+    with pytest.raises(ValueError, match="not a finite number"):
+        agent.run(observation[None], masks[row][None])

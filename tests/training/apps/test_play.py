@@ -393,3 +393,37 @@ def test_play_ends_quietly_when_its_reader_leaves():
     _, err = command.communicate(("0\n" * 41 * 200).encode(), timeout=120)
     assert command.returncode == 1, err.decode()
     assert b"Broken pipe" not in err and b"Traceback" not in err
+
+
+@pytest.mark.parametrize("answer", ["²", "--1", "3²"])
+def test_a_number_that_is_no_move_index_is_named_in_the_players_words(answer):
+    """``str.isdigit`` is true for superscripts, which ``int`` cannot read: the player was
+    told ``invalid literal for int() with base 10``."""
+    legal = [encode_action(PRINCE, 0), encode_action(PRINCE, 1), PRINCESS_ACTION]
+    with pytest.raises(ValueError, match=f"no legal move matches '{answer}'"):
+        parse_move(answer, legal, seat=0, num_players=2)
+
+
+@pytest.mark.parametrize("rounds", [0, -2, "2", 1.5, True])
+def test_play_refuses_a_rounds_count_that_is_not_a_positive_integer(rounds):
+    """``rounds=0`` played a round, ``"2"`` failed with a TypeError once the first round ended."""
+    with pytest.raises(ValueError, match="rounds must be a positive integer"):
+        play(["rule"], seed=1, rounds=rounds, stdin=io.StringIO(_every_index(40)), out=io.StringIO())
+
+
+def test_the_scripted_game_of_the_modules_docstring_plays_its_round():
+    """The docstring's ``printf ... | python -m training.play ...`` answered moves that were not
+    legal in that deal, so the example ended with "no more input" and exit status 1; and its
+    ``\\n`` were read as line breaks, splitting the command over three lines in ``help()``."""
+    import shlex
+
+    import training.apps.terminal as terminal
+
+    example = next(line.strip() for line in terminal.__doc__.splitlines() if line.strip().startswith("printf "))
+    assert " | python -m training.play " in example, f"the example is not one command line: {example!r}"
+    answers, command = example.split(" | ")
+    script = shlex.split(answers)[1].encode().decode("unicode_escape")
+    arguments = shlex.split(command)[3:]  # after `python -m training.play`
+    run = _run(arguments, script)
+    assert run.returncode == 0, run.stdout[-300:] + run.stderr
+    assert "Round 1 won by" in run.stdout and "Try again" not in run.stdout
