@@ -40,7 +40,13 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loveletter_env.agents.specs import register_checkpoint_loader
+from training.learn.interrupt import loading_package
+
+# `python -m training.NAME` imports this package (numba and numpy, through the specs: most of
+# a second) before NAME's own `with loading_command` line: a Ctrl-C meanwhile ends the command
+# the same way, a message and status 130. Imported as a library, nothing changes.
+with loading_package(__name__):
+    from loveletter_env.agents.specs import register_checkpoint_loader
 
 if TYPE_CHECKING:
     from training.learn.checkpoint import CheckpointError, load_agent, load_checkpoint

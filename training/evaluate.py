@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from training.learn.interrupt import EXIT_INTERRUPTED, loading_command, run_command
+from training.learn.interrupt import loading_command, run_command, sigterm_interrupts, stop_signal
 
 with loading_command(__name__):  # Ctrl-C while main loads (seconds): a message, not a traceback
     from training.exploitability.exact_command import run_exact
@@ -25,12 +25,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     announce_kernel_compilation()
     check_arguments(parser, args)
-    if args.exact:
-        return run_exact(parser, args)
-    try:
-        return run_evaluation(parser, args)
-    except KeyboardInterrupt:  # run_evaluation has said what was played
-        return EXIT_INTERRUPTED  # run_command ends the process by exit_interrupted
+    # SIGTERM (a scheduler, `kill`, `timeout`) stops the work as Ctrl-C does, reported the same way.
+    with sigterm_interrupts():
+        if args.exact:
+            return run_exact(parser, args)
+        try:
+            return run_evaluation(parser, args)
+        except KeyboardInterrupt as stop:  # run_evaluation has said what was played
+            return 128 + stop_signal(stop)  # run_command ends the process by exit_interrupted
 
 
 if __name__ == "__main__":

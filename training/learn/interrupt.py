@@ -34,9 +34,14 @@ printed and dropped); :func:`run_command` sends those again.
 
 A command's life has two more windows that :func:`run_command` cannot cover by itself: the
 seconds its module spends importing its ``main`` (torch, numba, optuna) before
-:func:`run_command` is called, which :func:`loading_command` covers, and Python's shutdown
-once ``main`` has returned, when late on SIGINT has its default action again (see
-:func:`run_command`).
+:func:`run_command` is called, which :func:`loading_command` covers (and
+:func:`loading_package` the import of the package ``training`` itself, which ``python -m``
+runs first), and Python's shutdown once ``main`` has returned, when late on SIGINT has its
+default action again (see :func:`run_command`).
+
+SIGTERM's default action ends a process at once, by the signal. Commands whose work has no
+safe point to reach (an evaluation, a solve) stop on it as on Ctrl-C inside
+:func:`sigterm_interrupts`: what they kept is reported, and they exit with status 143.
 """
 
 from __future__ import annotations
@@ -61,8 +66,10 @@ EXIT_INTERRUPTED = 128 + signal.SIGINT
 STOP_SIGNALS: dict[int, Any] = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
 
 
-def exit_interrupted(signum: int = signal.SIGINT) -> NoReturn:
-    """End a command stopped by ``signum`` (Ctrl-C by default) with status 128 + ``signum``.
+def exit_interrupted(signum: int | None = None) -> NoReturn:
+    """End a command stopped by ``signum`` with status 128 + ``signum``; by default the
+    signal behind the ``KeyboardInterrupt`` being handled (see :func:`stop_signal`), so a
+    command's ``except KeyboardInterrupt`` ends a SIGTERM with 143 and a Ctrl-C with 130.
 
     Further stop signals are ignored on the way out: the stop is already under way, and
     one that lands after Python has put back the system's default handler (late in its
@@ -70,6 +77,8 @@ def exit_interrupted(signum: int = signal.SIGINT) -> NoReturn:
     unhandled ``KeyboardInterrupt`` is then cleared, or ``python -m`` would still end by
     SIGINT (see the module's docstring).
     """
+    if signum is None:
+        signum = stop_signal(sys.exc_info()[1])
     if threading.current_thread() is threading.main_thread():
         _ignore_stop_signals()
     exec("", {})  # clears the mark; only a string exec does (see the module's docstring)
@@ -114,7 +123,7 @@ def run_command(main: Callable[[list[str]], object], argv: Sequence[str]) -> Non
                 _ignore_stop_signals()  # finished: nothing left that a stop could keep
     except KeyboardInterrupt as stop:
         print("\ninterrupted", file=sys.stderr)
-        exit_interrupted(getattr(stop, "signum", signal.SIGINT))
+        exit_interrupted(stop_signal(stop))
     except BrokenPipeError:
         _end_with_closed_output()
     except Exception as error:
@@ -122,7 +131,7 @@ def run_command(main: Callable[[list[str]], object], argv: Sequence[str]) -> Non
         if behind is None:
             raise
         print("\ninterrupted", file=sys.stderr)
-        exit_interrupted(getattr(behind, "signum", signal.SIGINT))
+        exit_interrupted(stop_signal(behind))
     if type(status) is int and status - 128 in STOP_SIGNALS:
         exit_interrupted(status - 128)  # a main that caught its stop and returned its status
     sys.exit(status if type(status) is int else 0)
@@ -148,6 +157,26 @@ def loading_command(module_name: str) -> Iterator[None]:
     except KeyboardInterrupt:
         print("\ninterrupted while the command started; nothing was done", file=sys.stderr)
         exit_interrupted()
+
+
+def loading_package(package: str) -> contextlib.AbstractContextManager[None]:
+    """:func:`loading_command` around the imports of a package of commands (``training``):
+    ``python -m training.NAME`` imports the package (numba, numpy: most of a second) before
+    NAME's own :func:`loading_command` runs. Imported any other way, the package is a
+    library's, and a Ctrl-C while it loads is the importer's."""
+    return loading_command("__main__" if _imported_by_python_m(package) else package)
+
+
+def _imported_by_python_m(package: str) -> bool:
+    """Whether ``python -m PACKAGE.NAME`` imports ``package`` now, on its way to NAME.
+
+    While ``python -m`` imports the packages above the module it runs, ``sys.argv[0]`` is
+    still ``"-m"`` (it becomes the module's path once the module is found); the module is
+    named in ``sys.orig_argv``, alone or glued to ``-m`` (``-mtraining.selfplay``).
+    """
+    if sys.argv[:1] != ["-m"]:
+        return False
+    return any(arg.removeprefix("-m").startswith(f"{package}.") for arg in sys.orig_argv[1:])
 
 
 @contextlib.contextmanager
@@ -223,6 +252,62 @@ def signal_name(signum: int) -> str:
     return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
+def stop_signal(stop: BaseException | None) -> int:
+    """The signal that raised ``stop``, a ``KeyboardInterrupt`` or one raised while handling
+    one (an evaluation's report of the rounds it played): the ``signum`` of a
+    :class:`RunInterrupted` in its chain, else SIGINT (Ctrl-C)."""
+    seen: set[int] = set()
+    while stop is not None and id(stop) not in seen:
+        seen.add(id(stop))
+        if isinstance(stop, RunInterrupted):
+            return stop.signum
+        stop = stop.__cause__ or stop.__context__
+    return signal.SIGINT
+
+
+class _SigtermInterrupts:
+    """SIGTERM's handler inside :func:`sigterm_interrupts` (a class, so that
+    :class:`StopRequest` knows it): raises a :class:`RunInterrupted` naming SIGTERM."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != self.pid:
+            # A child forked inside the block inherits the handler: an evaluation's pool
+            # worker, which its parent ends with SIGTERM. It must die by it, as before.
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise RunInterrupted("SIGTERM", signum)
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Inside the block, SIGTERM stops the command as Ctrl-C does: it raises a
+    :class:`RunInterrupted` (a ``KeyboardInterrupt``) whose ``signum`` is SIGTERM, which the
+    command handles as a Ctrl-C (it reports what it kept) and :func:`exit_interrupted` ends
+    with status 143. SIGTERM's own action would end the process by the signal at once,
+    without a word (an evaluation's figures and its workers lost, the workers left running).
+
+    Only where SIGTERM still has its starting action, and in the main thread (signals are
+    set there); a :class:`StopRequest` inside takes SIGTERM over as usual.
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+    handler = _SigtermInterrupts()
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is handler:  # not once a stop ignores further signals
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 class RunInterrupted(KeyboardInterrupt):
     """A command's run stopped by a signal after it saved what it had; the message says where.
 
@@ -240,9 +325,10 @@ class StopRequest:
     becomes True, ``signal`` records which, and ``notice`` is printed to stderr); the second
     raises ``KeyboardInterrupt``.
 
-    It only takes over a signal that still has Python's starting handler, and only in the
-    main thread (signal handlers can only be set there); elsewhere it does nothing and
-    ``requested`` stays False, so the signal behaves as it did.
+    It only takes over a signal that still has Python's starting handler (or SIGTERM's of
+    :func:`sigterm_interrupts`), and only in the main thread (signal handlers can only be set
+    there); elsewhere it does nothing and ``requested`` stays False, so the signal behaves as
+    it did.
     """
 
     def __init__(self, notice: str = "stopping at the next safe point; press Ctrl-C again to stop at once"):
@@ -263,8 +349,9 @@ class StopRequest:
         """Take over SIGINT and SIGTERM (where allowed, see the class); :meth:`uninstall` gives them back."""
         if threading.current_thread() is threading.main_thread():
             for signum, default in STOP_SIGNALS.items():
-                if signal.getsignal(signum) is default:
-                    self._previous[signum] = default
+                current = signal.getsignal(signum)
+                if current is default or isinstance(current, _SigtermInterrupts):
+                    self._previous[signum] = current
                     signal.signal(signum, self._handle)
         return self
 

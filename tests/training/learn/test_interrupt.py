@@ -21,7 +21,7 @@ import pytest
 from conftest import ROOT, TINY_TRAINING, subprocess_env
 
 from training.learn.checkpoint import load_checkpoint
-from training.learn.interrupt import EXIT_INTERRUPTED
+from training.learn.interrupt import EXIT_INTERRUPTED, RunInterrupted, StopRequest, sigterm_interrupts, stop_signal
 
 TRAIN = [
     *TINY_TRAINING,
@@ -74,6 +74,18 @@ def ctrl_c(process: subprocess.Popen, times: int = 1, gap: float = 0.05) -> tupl
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
     return out, err
+
+
+def stop(process: subprocess.Popen, signum: int) -> tuple[str, str]:
+    """``signum`` to the command alone (a scheduler's SIGTERM, ``kill PID``), or Ctrl-C to its group."""
+    if signum == signal.SIGINT:
+        return ctrl_c(process)
+    process.send_signal(signum)
+    try:
+        return process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def no_process_left(process: subprocess.Popen) -> bool:
@@ -197,8 +209,12 @@ def test_ctrl_c_in_exploit_saves_the_best_response_and_measures_nothing(tmp_path
     assert "nothing was measured" in err and not (tmp_path / "br" / "exploit.json").exists()
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_ctrl_c_in_evaluate_reports_the_rounds_played(workers):
+@pytest.mark.parametrize(
+    ("workers", "signum"), [(1, signal.SIGINT), (2, signal.SIGINT), (2, signal.SIGTERM)], ids=["1", "2", "2-sigterm"]
+)
+def test_ctrl_c_in_evaluate_reports_the_rounds_played(workers, signum):
+    # SIGTERM (a scheduler, `kill`, `timeout`) used to end the evaluation by the signal (-15):
+    # no figures, and its pool workers left running, each printing a BrokenPipeError.
     process = start(
         ["training.evaluate", "rule", "random", "--rounds", "1000000", "--workers", str(workers), "--seed", "3"]
     )
@@ -210,13 +226,57 @@ def test_ctrl_c_in_evaluate_reports_the_rounds_played(workers):
         char = process.stderr.read(1)
         assert char, seen
         seen += char
-    out, err = ctrl_c(process)
-    assert process.returncode == EXIT_INTERRUPTED, err
-    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    out, err = stop(process, signum)
+    assert process.returncode == 128 + signum, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err and "Error" not in err
     played = int(re.search(r"interrupted after (\d+) of 1000000 rounds", err).group(1))
     assert played > 0
     assert f"{played} rounds, 2 players, seed 3" in out and "slot 0  rule" in out
     assert no_process_left(process), "worker processes outlived the command"
+
+
+def test_sigterm_interrupts_raises_a_run_interrupted_and_yields_to_a_stop_request():
+    with sigterm_interrupts():
+        with pytest.raises(RunInterrupted) as raised:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        assert stop_signal(raised.value) == signal.SIGTERM
+        # Inside, a safe point's StopRequest takes SIGTERM over (the solve writing its files).
+        with StopRequest("finishing first") as stop:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)
+        assert stop.requested and stop.signal == signal.SIGTERM
+        with pytest.raises(RunInterrupted):  # given back once the safe point ends
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_process_forked_inside_sigterm_interrupts_still_dies_by_sigterm():
+    # An evaluation's pool workers are forked inside the block and stopped with SIGTERM by
+    # their parent (Pool.terminate): raised in them, the stop would print a traceback each.
+    with sigterm_interrupts():
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child
+            try:
+                time.sleep(30)
+            finally:
+                os._exit(3)
+        time.sleep(0.2)
+        os.kill(child, signal.SIGTERM)
+        _, status = os.waitpid(child, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+
+
+def test_stop_signal_finds_the_signal_behind_a_report_of_the_stop():
+    try:
+        try:
+            raise RunInterrupted("SIGTERM", signal.SIGTERM)
+        except KeyboardInterrupt:
+            raise KeyboardInterrupt("what was played") from None  # as PlayInterrupted is raised
+    except KeyboardInterrupt as report:
+        assert stop_signal(report) == signal.SIGTERM
+    assert stop_signal(KeyboardInterrupt()) == signal.SIGINT
 
 
 def solve_files(folder: Path) -> list[str]:
@@ -267,7 +327,9 @@ def test_ctrl_c_while_building_a_tree_stops_at_once(tmp_path, command, presses):
 
 
 @pytest.mark.usefixtures("compiled_tree_kernels")
-def test_ctrl_c_during_cfr_plus_writes_nothing_and_keeps_the_previous_solve(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_during_cfr_plus_writes_nothing_and_keeps_the_previous_solve(tmp_path, signum):
+    # SIGTERM used to end the solve by the signal (-15), without a word of what was kept.
     out = tmp_path / "solved"
     out.mkdir()
     (out / "result.json").write_text('{"kept": true}')
@@ -275,8 +337,8 @@ def test_ctrl_c_during_cfr_plus_writes_nothing_and_keeps_the_previous_solve(tmp_
         ["training.solve", "mini8", "--target", "0", "--iterations", "100000", "--out", str(out), "--force"]
     )
     wait_for_lines(process.stdout, r"^\s+\d+\s+[\d.]+(\s+[\d.]+e[-+]\d+)+$", count=2)  # two measurements
-    _, err = ctrl_c(process)
-    assert process.returncode == EXIT_INTERRUPTED, err
+    _, err = stop(process, signum)
+    assert process.returncode == 128 + signum, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert re.search(r"interrupted after [\d,]+ CFR\+ iterations; nothing was written", err), err
     assert solve_files(out) == ["result.json"] and (out / "result.json").read_text() == '{"kept": true}'
@@ -451,6 +513,48 @@ def test_ctrl_c_while_a_command_loads_exits_130_without_a_traceback(command):
     assert done.returncode == EXIT_INTERRUPTED, done.stderr
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("interrupted")
+
+
+CTRL_C_AT_FIRST_PROJECT_IMPORT = """
+import importlib.abc, os, signal, sys, time
+
+class CtrlC(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "loveletter_env":  # the training package's first import of the project's code
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)  # the KeyboardInterrupt is raised here, in the import
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+"""
+
+
+def run_with_ctrl_c_at_first_project_import(tmp_path: Path, args: list[str]) -> subprocess.CompletedProcess:
+    """``python ARGS`` with a Ctrl-C sent as the first import of the project's code begins (a
+    ``sitecustomize`` installs the trigger before ``python -m`` imports anything of the project)."""
+    (tmp_path / "sitecustomize.py").write_text(CTRL_C_AT_FIRST_PROJECT_IMPORT)
+    env = subprocess_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", ["selfplay", "evaluate"])
+def test_ctrl_c_while_the_training_package_loads_exits_130_without_a_traceback(tmp_path, command):
+    # `python -m training.NAME` imports the package `training` (numba and numpy through the
+    # agent specs: most of a second) before NAME's own `with loading_command` line runs; a
+    # Ctrl-C then used to end the command with a traceback and by SIGINT (-2).
+    done = run_with_ctrl_c_at_first_project_import(tmp_path, ["-m", f"training.{command}", "--help"])
+    assert done.returncode == EXIT_INTERRUPTED, done.stderr
+    assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr
+    assert done.stderr.strip().splitlines() == ["interrupted while the command started; nothing was done"]
+
+
+def test_ctrl_c_while_training_is_imported_as_a_library_is_the_importers(tmp_path):
+    # The package's guard is for its commands alone: a program that imports it gets its Ctrl-C.
+    done = run_with_ctrl_c_at_first_project_import(tmp_path, ["-c", "import training"])
+    assert done.returncode == -signal.SIGINT, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "KeyboardInterrupt"
 
 
 def test_ctrl_c_while_a_finished_command_shuts_down_does_not_kill_it(tmp_path):
