@@ -309,7 +309,8 @@ def win_rate(results: Sequence[dict[str, Any]]) -> str:
     rounds them); several are pooled: their wins and rounds added, the Wilson interval over all.
 
     Raises:
-        FigureError: no result, or several that cannot be pooled (duplicate deals, other agents).
+        FigureError: no result, or several that cannot be pooled (duplicate deals, other agents, table,
+            episodes or rules, a seed repeated).
     """
     # Imported here: the training package loads the agents, seconds that --list and --help need not wait.
     from training.measure.stats import percentages, wilson_interval
@@ -320,8 +321,14 @@ def win_rate(results: Sequence[dict[str, Any]]) -> str:
         (result,) = results
         low, high = result["ci95"][0]
         return f"{percentages(result['win_rate'])[0]} ({low * 100:.1f}–{high * 100:.1f})"
-    if any(r["duplicate"] for r in results) or len({(tuple(r["agents"]), r["num_players"]) for r in results}) > 1:
-        raise FigureError("only evaluations of the same agents without duplicate deals can be pooled")
+    kinds = {(tuple(r["agents"]), r["num_players"], r["episode"], r.get("rules", "classic")) for r in results}
+    if any(r["duplicate"] for r in results) or len(kinds) > 1:
+        raise FigureError(
+            "only evaluations of the same agents, table, episodes and rules without duplicate deals can be pooled"
+        )
+    seeds = [r["seed"] for r in results]
+    if len(set(seeds)) < len(seeds):  # the same deals counted twice would narrow the interval with no new data
+        raise FigureError(f"evaluations on the same seed cannot be pooled: seeds {seeds}")
     wins = sum(r["wins"][0] for r in results)
     rounds = sum(r["episodes"] for r in results)
     low, high = wilson_interval(wins, rounds)

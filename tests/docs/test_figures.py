@@ -189,6 +189,12 @@ def test_a_win_rate_is_read_as_the_docs_write_it_and_pooled_over_commands():
     assert not script.compare(script.check_entry("stale", _entry(figure="52.1% (51.0–53.1)")), steps).ok
     with pytest.raises(script.FigureError, match="duplicate deals"):
         script.compare(pooled, [step(_evaluation(10, 20, 1, duplicate=True), 1, 1)] * 2)
+    # The same deals twice would narrow the interval with no new data; a rung's rounds are other rounds.
+    with pytest.raises(script.FigureError, match=r"same seed cannot be pooled: seeds \[1, 1\]"):
+        script.compare(pooled, [step(_evaluation(10, 20, 1), 1, 1)] * 2)
+    on_a_rung = _evaluation(10, 20, 2).replace('"rules": "classic"', '"rules": "mini6"')
+    with pytest.raises(script.FigureError, match="table, episodes and rules"):
+        script.compare(pooled, [step(_evaluation(10, 20, 1), 1, 1), step(on_a_rung, 1, 1)])
     with pytest.raises(script.FigureError, match="no output of python -m training.evaluate --json"):
         script.compare(figure, [step("done: 1,000 turns\n", 1.0, 1.0)])
 

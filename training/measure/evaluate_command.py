@@ -348,7 +348,7 @@ def _report_interruption(args: argparse.Namespace, stop: PlayInterrupted, episod
             f"{len(counted)} {unit} of the same run{deals} (rerun for the full count)",
             file=sys.stderr,
         )
-        result = summarize(counted, stop.labels, args.players, episode, args.seed, args.duplicate)
+        result = summarize(counted, stop.labels, args.players, episode, args.seed, args.duplicate, args.rules)
         print(json.dumps(result.to_dict(), indent=2) if args.json else result.summary())
     if args.save_replays:
         print(f"replays of the finished {unit} are in {args.save_replays}", file=sys.stderr)

@@ -78,7 +78,7 @@ def evaluate(
     """
     setup = MatchSetup.of(agents, num_players, episode, rules, seed, duplicate, save_replays, save_replays_every)
     labels, records = play_matches(setup, rounds, workers, progress, ray)
-    return summarize(records, labels, num_players, episode, seed, duplicate)
+    return summarize(records, labels, num_players, episode, seed, duplicate, rules)
 
 
 # Command line -----------------------------------------------------------------------

@@ -392,15 +392,22 @@ def _lineup(agents: Sequence[AgentSpec], num_players: int) -> list[AgentSpec]:
     return list(agents) + extra
 
 
+def check_counts(setup: MatchSetup, rounds: int, workers: int) -> None:
+    """Raise ``ValueError`` unless ``rounds`` episodes of ``setup`` can be played in ``workers``
+    processes: a count in ``1 .. MAX_EPISODES`` (whole deals with duplicate deals), a positive
+    worker count. :func:`play_matches` checks them, and a league before its first group."""
+    check_int("rounds", rounds, low=1, high=MAX_EPISODES)
+    check_int("workers", workers, low=1)
+    if setup.duplicate:
+        check_duplicate_rounds(rounds, setup.num_players)
+
+
 def play_matches(
     setup: MatchSetup, rounds: int = 1000, workers: int = 1, progress: bool = False, ray: Cluster | None = None
 ) -> tuple[list[str], list[EpisodeRecord]]:
     """Play ``rounds`` episodes of ``setup`` in ``workers`` processes (or on ``ray``); return
     the slot labels and every episode's record (see :func:`training.measure.evaluation.evaluate`)."""
-    check_int("rounds", rounds, low=1, high=MAX_EPISODES)
-    check_int("workers", workers, low=1)
-    if setup.duplicate:
-        check_duplicate_rounds(rounds, setup.num_players)
+    check_counts(setup, rounds, workers)
     labels = setup.labels
     # Resolve once here so a bad spec fails fast, before any worker starts (and before the
     # replay folder is made, so a bad spec leaves no empty folder behind).

@@ -32,7 +32,9 @@ def wilson_interval(successes: float, trials: int, z: float = Z_95) -> tuple[flo
     denom = 1.0 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denom
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # The interval holds the observed rate; rounding alone can leave it out at 0 or at every win
+    # (2000 wins of 2000 had an upper bound of 0.9999999999999998), so the bounds are kept to it.
+    return (max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half)))
 
 
 def percentages(shares: Sequence[float], decimals: int = 1) -> list[str]:
@@ -133,6 +135,8 @@ class EvaluationResult:
     rates may add up to a little more than 1; ``shared_rate`` is the share of episodes
     with several winners.
 
+    ``rules`` is the rule preset the episodes were played under.
+
     ``duplicate`` says whether every deal was played once in each seat rotation; the intervals
     are then those of :func:`per_deal_interval`, and ``decided_by_seat`` is the share of deals
     the same seat won in every rotation (:func:`decided_by_seat`; ``None`` otherwise).
@@ -153,6 +157,7 @@ class EvaluationResult:
     first_seat_ci95: tuple[float, float]
     duplicate: bool = False
     decided_by_seat: float | None = None
+    rules: str = "classic"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every figure."""
@@ -174,7 +179,9 @@ class EvaluationResult:
     def summary(self) -> str:
         """A human-readable table of the figures."""
         unit = "rounds" if self.episode == "round" else "games"
-        lines = [f"{self.episodes} {unit}, {self.num_players} players, seed {self.seed}"]
+        # The preset is named unless classic: figures of a ladder rung are no full-game figures.
+        rules = "" if self.rules == "classic" else f", rules {self.rules}"
+        lines = [f"{self.episodes} {unit}, {self.num_players} players{rules}, seed {self.seed}"]
         width = max(len(a) for a in self.agents)
         rates = percentages(self.win_rate)  # the slots' figures add up to 100% (more with shared wins)
         for i, name in enumerate(self.agents):
@@ -207,6 +214,7 @@ def summarize(
     episode: str,
     seed: int,
     duplicate: bool = False,
+    rules: str = "classic",
 ) -> EvaluationResult:
     """Aggregate episode records into an :class:`EvaluationResult`.
 
@@ -219,6 +227,7 @@ def summarize(
         duplicate: the records come in deals of ``num_players`` seat rotations (see
             :func:`deal_groups`); the intervals are then taken over per-deal scores, the first
             player's included, as every rotation of a deal starts from the same seat.
+        rules: the rule preset the episodes were played under (reported as is).
 
     Raises:
         ValueError: with ``duplicate``, records that do not make whole deals.
@@ -252,4 +261,5 @@ def summarize(
         first_seat_ci95=first_seat_ci95,
         duplicate=duplicate,
         decided_by_seat=seat_decided,
+        rules=rules,
     )

@@ -180,6 +180,16 @@ def test_cli_json_matches_function_api():
     assert data == json.loads(json.dumps(evaluate(["rule", "random"], rounds=40, seed=3).to_dict()))
 
 
+def test_an_evaluation_names_the_rules_it_was_played_under():
+    """A rung's figures are no full-game figures: the text and the JSON say which preset."""
+    rung = _cli("rule", "random", "--rounds", "20", "--seed", "0", "--rules", "mini6", "--no-progress")
+    assert rung.returncode == 0, rung.stderr
+    assert rung.stdout.splitlines()[0] == "20 rounds, 2 players, rules mini6, seed 0"
+    data = json.loads(_cli("rule", "random", "--rounds", "20", "--rules", "mini6", "--json", "--no-progress").stdout)
+    assert data["rules"] == "mini6"
+    assert evaluate(["rule", "random"], rounds=4, seed=0).rules == "classic"
+
+
 def test_cli_text_and_errors():
     run = _cli("belief", "random", "--players", "3", "--rounds", "20", "--no-progress")
     assert run.returncode == 0, run.stderr

@@ -178,3 +178,21 @@ def test_league_resume_and_force_are_checked_before_any_play(tmp_path, capsys):
     assert "nothing to go on from" in refused("--league", "random", "rule", "--out", out, "--resume")
     assert "give one of them" in refused("--league", "random", "rule", "--out", out, "--resume", "--force")
     assert "--force goes with --save-replays DIR (or --league)" in refused("random", "rule", "--force")
+
+
+@pytest.mark.parametrize(
+    "settings, match",
+    [
+        (dict(rounds=5, duplicate=True), "rounds must be a multiple of 2"),
+        (dict(rounds=0), "rounds"),
+        (dict(rounds=4, workers=0), "workers"),
+        (dict(rounds=4, episode="set"), "episode"),
+    ],
+)
+def test_a_league_refuses_bad_play_settings_before_it_starts_its_groups_file(tmp_path, settings, match):
+    # Refused only when its first group came to play, a league had already begun its groups file,
+    # and the command then took the folder for an unfinished league's ("holds 0 of 3 groups").
+    groups = tmp_path / "league_groups.jsonl"
+    with pytest.raises(ValueError, match=match):
+        league(["random", "rule", "belief"], groups_file=groups, **settings)
+    assert not groups.exists()

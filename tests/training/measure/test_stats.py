@@ -36,3 +36,16 @@ def test_a_pair_shows_the_same_figures_in_either_order(pair):
     forward, backward = percentages(list(pair)), percentages(list(pair[::-1]))
     assert forward == backward[::-1]
     assert sum(float(p[:-1]) for p in forward) == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("trials", [1, 2, 7, 10, 100, 2000, 10**6])
+def test_the_wilson_interval_holds_the_observed_rate_at_no_wins_and_all_wins(trials):
+    from training.measure.stats import wilson_interval
+
+    # At 0 and at every win the bound on the observed side is exactly the rate: rounding had left
+    # 2000 wins of 2000 with an interval that stops below 100% (and 0 of 2000 one above 0%).
+    assert wilson_interval(0, trials)[0] == 0.0
+    assert wilson_interval(trials, trials)[1] == 1.0
+    for wins in {0, 1, trials // 3, trials - 1, trials}:
+        low, high = wilson_interval(wins, trials)
+        assert 0.0 <= low <= wins / trials <= high <= 1.0
