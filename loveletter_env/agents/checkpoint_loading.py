@@ -67,7 +67,8 @@ def checkpoint_file(path: str | os.PathLike[str]) -> Path:
     its ``best.pt`` or else ``latest.pt``.
 
     Raises:
-        FileNotFoundError: naming the path, when there is no such file or the folder holds neither.
+        FileNotFoundError: naming the path, when there is no such file (or the path is a symbolic
+            link to none, or no regular file: a pipe, a device) or the folder holds neither.
     """
     path = Path(path)
     if path.is_dir():
@@ -76,8 +77,18 @@ def checkpoint_file(path: str | os.PathLike[str]) -> Path:
                 return path / name
         raise FileNotFoundError(f"run folder {str(path)!r} holds none of {list(RUN_DIR_FILES)}")
     if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+        raise FileNotFoundError(f"checkpoint {str(path)!r} {_not_a_file(path)}")
     return path
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path``, which is neither a folder nor a regular file, holds no checkpoint, as the
+    end of a sentence: "does not exist" would send the user looking for a path that is there."""
+    if path.is_symlink():  # exists() follows the link: False for a loop or a missing target
+        return "is a symbolic link that leads to no file (its target is missing, or the links form a loop)"
+    if path.exists():
+        return "is not a regular file (a pipe, a socket or a device)"
+    return "does not exist"
 
 
 def is_checkpoint_path(spec: str | os.PathLike[str]) -> bool:
@@ -91,8 +102,8 @@ def is_checkpoint_path(spec: str | os.PathLike[str]) -> bool:
 
 
 def _checkpoint_loader(kind: str, path: Path) -> Callable[..., Any]:
-    if not path.exists():
-        raise FileNotFoundError(f"checkpoint {str(path)!r} does not exist")
+    if not path.is_dir():  # (a run folder is resolved by the loader)
+        checkpoint_file(path)  # a path that is no file is named before any loader is imported
     if kind not in _loaders:
         try:
             importlib.import_module(CHECKPOINT_LOADER_PACKAGE)

@@ -490,6 +490,19 @@ def test_narration_prints_names_from_a_file_as_text_never_as_lines_or_terminal_c
     assert repr(forged) in text
 
 
+def test_narration_prints_the_rules_name_from_a_file_as_text_too(game_replay):
+    # The rules name is anyone's text as well (any string up to 64 characters, fields given in full).
+    data = game_replay[0].to_dict()
+    forged = "x\n=== Round 1: player_1 starts ===\x1b[2J"
+    data["rules"]["name"] = forged
+    text = _narration(parse_replay(json.dumps(data)), None)
+    assert "\x1b" not in text
+    assert [line for line in text.splitlines() if line.startswith("=== Round 1")] == [
+        "=== Round 1: player_0 starts ==="
+    ]
+    assert repr(forged) in text
+
+
 def test_cli(tmp_path, capsys, game_replay):
     replay, _ = game_replay
     path = save_replay(replay, tmp_path / "g.json")

@@ -66,7 +66,7 @@ def narrate_replay(replay: Replay, seat: int | None = None, out: TextIO | None =
     if seat is not None:
         # -1 would read the last seat's hand as "your hand" (hands[-1]); past the table, an IndexError mid-game.
         seat = check_seat("seat", seat, n)
-    print(f"{n} players, rules {replay.rules.name}, {replay.episode} replay", file=out)
+    print(f"{n} players, rules {_printable(replay.rules.name)}, {replay.episode} replay", file=out)
     for p, agent in enumerate(replay.agents):
         you = " (you)" if p == seat else ""
         print(

@@ -159,10 +159,23 @@ def _feed(digest: Any, value: Any) -> None:
         digest.update((b"L" if isinstance(value, list) else b"U") + struct.pack("<Q", len(value)))
         for item in value:
             _feed(digest, item)
+    elif isinstance(value, (set, frozenset)):
+        # A set comes back from the file in another order (strings hash differently in every
+        # process), so its repr would not match itself: its items go in sorted by their own digests.
+        digest.update((b"E" if isinstance(value, set) else b"F") + struct.pack("<Q", len(value)))
+        for item_digest in sorted(_item_digest(item) for item in value):
+            digest.update(item_digest)
     else:
         # Scalars and text: the type name keeps 1, 1.0, True and "1" apart; repr is exact for floats.
         text = f"{type(value).__qualname__}:{value!r}".encode()
         digest.update(b"S" + struct.pack("<Q", len(text)) + text)
+
+
+def _item_digest(value: Any) -> bytes:
+    """The SHA-256 digest of ``value`` alone, in :func:`_feed`'s encoding."""
+    digest = hashlib.sha256()
+    _feed(digest, value)
+    return digest.digest()
 
 
 def checkpoint_digest(data: dict[str, Any]) -> str:
@@ -260,9 +273,13 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     scaled far beyond any trained range overflow). The networks kept for ``--resume`` (opponent
     pool, magnet) get the same weight checks. A valid digest only says the file is as written,
     not that what was written makes sense. Every refusal names the file and the problem.
+
+    A ``map_location`` that is not a device this machine has (see
+    :func:`~training.learn.runtime.check_device`) raises ``ValueError`` naming it.
     """
     path = resolve_checkpoint_path(path)
-    data = _read_torch_file(path, map_location)
+    # Checked first: torch.load fails on a device this machine lacks, and that would read as a corrupt file.
+    data = _read_torch_file(path, check_device(map_location))
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CheckpointError(f"{str(path)!r} is a torch file but not a {FORMAT} checkpoint")
     version = data.get("format_version")

@@ -21,6 +21,7 @@ from conftest import ROOT
 import training.learn.checkpoint as checkpoint_module
 from loveletter_env import engine
 from loveletter_env import env as make_env
+from loveletter_env.agents import checkpoint_loading
 from loveletter_env.cards import FULL_DECK
 from loveletter_env.observation import (
     OBSERVATION_SIZE,
@@ -100,6 +101,31 @@ def test_missing_file(tmp_path):
         load_checkpoint(tmp_path / "nope.pt")
 
 
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("loop", "symbolic link that leads to no file"),
+        ("dangling", "symbolic link that leads to no file"),
+        ("fifo", "not a regular file"),
+    ],
+)
+def test_a_path_that_is_no_file_is_named_for_what_it_is(tmp_path, kind, message):
+    # "does not exist" would send the user looking for a file that is there.
+    path = tmp_path / "model.pt"
+    if kind == "loop":
+        path.symlink_to(path)
+    elif kind == "dangling":
+        path.symlink_to(tmp_path / "moved_away.pt")
+    else:
+        os.mkfifo(path)
+    with pytest.raises(CheckpointError, match=message):
+        load_checkpoint(path)
+    with pytest.raises(FileNotFoundError, match=message):
+        checkpoint_loading.load_checkpoint_agent(path)
+    with pytest.raises(FileNotFoundError, match=message):
+        checkpoint_loading.load_checkpoint_network(path)
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty"])
 def test_corrupt_file_gives_a_clear_error(tmp_path, saved, damage):
     bad = tmp_path / "bad.pt"
@@ -160,6 +186,21 @@ def test_edited_content_is_refused(tmp_path, saved, edit):
 def test_digest_survives_a_load_and_save(tmp_path, saved):
     again = save_checkpoint(tmp_path / "again.pt", load_checkpoint(saved))
     assert torch.load(again, weights_only=True)[DIGEST_KEY] == torch.load(saved, weights_only=True)[DIGEST_KEY]
+
+
+def test_a_checkpoint_holding_a_set_loads_back(tmp_path, saved):
+    # A set comes back from the file in another order (and strings hash differently in each
+    # process): its digest must not depend on that, or the file is refused as damaged forever.
+    data = load_checkpoint(saved)
+    data["evaluation"] = {"opponents": {"rule", "random", "belief", "ismcts", "guided", 3, (1, "a")}}
+    path = save_checkpoint(tmp_path / "with_set.pt", data)
+    assert load_checkpoint(path)["evaluation"] == data["evaluation"]
+    # ... in a fresh process too (another string hash seed).
+    code = "import sys; from training.learn.checkpoint import load_checkpoint; load_checkpoint(sys.argv[1])"
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
+        done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
 
 
 def test_legacy_version_1_files_without_digest_still_load(tmp_path, saved, model):
@@ -804,3 +845,12 @@ def test_a_device_this_machine_lacks_is_named_not_blamed_on_the_file():
         assert "checkpoint" not in str(error.value)
     with pytest.raises(CheckpointError, match="build_model takes a checkpoint as load_checkpoint returns it"):
         build_model({})
+
+
+def test_load_checkpoint_names_a_device_this_machine_lacks_not_the_file():
+    # The same device check as load_agent's: torch.load's failure had read as a corrupt file.
+    shipped = ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
+    for device in ("gpu", "meta", *([] if torch.cuda.is_available() else ["cuda"])):
+        with pytest.raises(ValueError, match=f"device.*{device}") as error:
+            load_checkpoint(shipped, map_location=device)
+        assert not isinstance(error.value, CheckpointError) and "not a checkpoint" not in str(error.value)
