@@ -674,6 +674,9 @@ class SolvedAgent:
         """Nothing to remember: the next observation recalls ``action``."""
 
     def act(self, observation: Mapping[str, Any]) -> int:
+        # The mask first, as the bots check it: a seat that is not to act has no information
+        # set either, and "not the rung it was solved for" would blame the wrong thing.
+        legal_actions_of(observation)
         infoset = self.infoset(observation)
         lo, hi = self.policy.action_offsets[infoset], self.policy.action_offsets[infoset + 1]
         actions, probs = self.policy.actions[lo:hi], self.policy.probabilities[lo:hi]

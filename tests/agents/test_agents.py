@@ -131,6 +131,77 @@ def test_bots_do_not_read_hidden_cards(name: str):
     assert checked >= 20
 
 
+def _what_seat_knows(state, seat: int) -> tuple:
+    """Everything ``seat`` has been told this round, written from the rules (SPEC) rather
+    than from the observation: the public part of every move, its own draws and dealt card,
+    and what it was shown (its own Priest, either side of its Baron or King)."""
+    moves = []
+    for e in state.history:
+        shown = 0
+        if e.player == seat and e.card in (PRIEST, BARON, KING) and e.target not in (-1, seat):
+            shown = e.target_card
+        elif e.target == seat and e.player != seat and e.card in (BARON, KING):
+            shown = e.actor_card
+        public = (e.player, e.card, e.target, e.guess, tuple(sorted(e.eliminated)), e.discarded)
+        moves.append((*public, e.drawn if e.player == seat else 0, e.replacement if e.target == seat else 0, shown))
+    drawn = state.drawn if state.current == seat else 0
+    return state.face_up, state.dealt[seat], tuple(sorted(state.hand_of(seat))), drawn, tuple(moves)
+
+
+@pytest.mark.parametrize("num_players", [2, 4])
+@pytest.mark.parametrize("name", ["random", "rule", "batched rule", "belief", "ismcts"])
+def test_bots_play_alike_on_deals_their_seat_cannot_tell_apart(name: str, num_players: int):
+    """Two deals that differ only by cards swapped in the deck (the set-aside card, the
+    draw pile, others' hands): every bot at the table plays both through the AEC env, the
+    other seats' moves are copied from the first deal to the second, and while one seat has
+    been told the same things in both (another seat's Priest, a Baron or a King between
+    others, are not told to it), it sees the same observation and, with the same seed and
+    the same memory of its earlier turns, plays the same move."""
+    from loveletter_env.agents.batched_bots import BatchedRuleBots
+
+    rng = random.Random(num_players)
+    compared = 0
+    for trial in range(60 if name == "ismcts" else 200):
+        first, seat = rng.randrange(num_players), rng.randrange(num_players)
+        decks = [list(FULL_DECK)]
+        rng.shuffle(decks[0])
+        swapped = decks[0][:]
+        i, j = rng.sample([0, *range(4 if num_players == 2 else 1, 16)], 2)  # face-up cards are public
+        swapped[i], swapped[j] = swapped[j], swapped[i]
+        decks.append(swapped)
+        envs = [raw_env(num_players=num_players, episode="round") for _ in decks]
+        states = [engine.new_game(num_players, deck, first) for deck in decks]
+        for env, deck in zip(envs, decks):
+            env.reset(seed=0, options={"deck": deck, "first_player": first})
+        if name == "batched rule":
+            tables = [BatchedRuleBots([100 * trial + p for p in range(num_players)]) for _ in decks]
+
+            def move(table, p, obs):
+                return int(table.act(np.array([p]), obs["observation"][None], obs["action_mask"][None])[0])
+        else:
+            tables = [[build(name, seed=100 * trial + p) for p in range(num_players)] for _ in decks]
+
+            def move(table, p, obs):
+                return table[p].act(obs)
+
+        while not any(state.round_over for state in states) and states[0].current == states[1].current:
+            current = states[0].current
+            observations = [env.observe(env.possible_agents[current]) for env in envs]
+            if current == seat and _what_seat_knows(states[0], seat) != _what_seat_knows(states[1], seat):
+                break  # told apart: from here the seat may play otherwise
+            moves = [move(table, current, obs) for table, obs in zip(tables, observations)]
+            if current == seat:
+                np.testing.assert_array_equal(observations[0]["observation"], observations[1]["observation"])
+                assert moves[0] == moves[1], (decks, seat)
+                compared += 1
+            if moves[0] not in engine.legal_actions(states[1]):
+                break
+            for env, state in zip(envs, states):
+                env.step(moves[0])
+                engine.step(state, moves[0])
+    assert compared >= (25 if name == "ismcts" else 100)
+
+
 def test_make_agent_rejects_unknown_names_and_arguments():
     with pytest.raises(ValueError, match="unknown agent 'alphazero'"):
         make_agent("alphazero")

@@ -483,3 +483,18 @@ def test_a_solved_agent_refuses_a_seed_that_is_no_seed_as_the_bots_do(policy_pat
     with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
         agent.reset(seed=seed)  # as evaluations reseed agents at every episode
     assert agent._seed == 1
+
+
+# Playing ----------------------------------------------------------------------------------
+
+
+def test_a_solved_agent_asked_to_act_out_of_turn_says_so_as_the_bots_do(policy_path):
+    # The observation of a seat that is not to act is no information set of the rung either;
+    # blaming the rung would send the caller looking for the wrong policy.
+    agent = SolvedAgent(policy_path, seed=0)
+    env = raw_env(num_players=2, rules="mini6", episode="round")
+    env.reset(seed=0)
+    waiting = env.observe(next(a for a in env.agents if a != env.agent_selection))
+    for method in (agent.act, agent.action_probabilities):
+        with pytest.raises(ValueError, match="^the action mask has no legal action: this agent is not the one to act"):
+            method(waiting)
