@@ -206,6 +206,15 @@ def warm_compiled_bots() -> None:
     make_agent("ismcts", seed=0, iterations=1).act(observation_of(state, 0))
 
 
+def browser_address(host: str, port: int) -> str:
+    """The address to open in a browser for a server bound to ``host``: this machine's own
+    (``127.0.0.1``, ``[::1]``) for a wildcard, which no browser's ``Host`` header may name
+    (the server answers it 403), and an IPv6 address in brackets, as a URL must write it."""
+    if host in WILDCARD_HOSTS:
+        host = "::1" if ":" in host else "127.0.0.1"
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m training.serve",
@@ -313,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.replays.mkdir(parents=True, exist_ok=True)
     hosts = (*LOCAL_HOSTS, *([args.host] if args.host not in WILDCARD_HOSTS else []), *allowed_hosts)
     app = create_app(ServerConfig(args.replays, args.league, checkpoints, hosts, policies=policies))
-    print(f"Love Letter: open http://{args.host}:{args.port}/ in a browser (Ctrl+C stops the server)")
+    print(f"Love Letter: open {browser_address(args.host, args.port)} in a browser (Ctrl+C stops the server)")
     print(f"  replays: {args.replays}; checkpoints offered: {', '.join(checkpoints) or 'none'}")
     if policies:
         print(f"  solved policies offered: {', '.join(f'{name} ({p.rules})' for name, p in policies.items())}")

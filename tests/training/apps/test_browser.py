@@ -174,11 +174,12 @@ def test_play_a_round_then_watch_its_replay(server, browser, screenshot):
     log = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#log li")]
     assert any("Round 1 won by" in line for line in log)
     assert len([line for line in log if line.startswith("You played")]) == moves
-    # At the end of the round the hands of the players still in are shown.
-    assert all(
-        p.find_elements(By.CSS_SELECTOR, ".hand .card.small:not(.back)") or "out" in p.text
-        for p in driver.find_elements(By.CSS_SELECTOR, "#board .player")
-    )
+    # The person discarded the Princess: the last player in wins without a showdown, so no
+    # hand is shown (only a showdown shows the hands still in).
+    players = driver.find_elements(By.CSS_SELECTOR, "#board .player")
+    assert [bool(p.find_elements(By.CSS_SELECTOR, ".flag.out")) for p in players] == [True, False]
+    assert players[1].find_elements(By.CSS_SELECTOR, ".hand .card.back")
+    assert not players[1].find_elements(By.CSS_SELECTOR, ".hand .card.small:not(.back)")
     assert console_errors(driver) == []
 
     # The finished game was saved: open its replay and step through it.

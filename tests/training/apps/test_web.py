@@ -163,6 +163,33 @@ def test_a_round_against_a_checkpoint_is_saved_as_a_replay(client, replay_dir):
     assert any("Round 1 won by" in line for line in game["log"])
 
 
+def test_a_round_won_by_the_last_player_in_keeps_their_hand_hidden(client, replay_dir):
+    # Seed 2: the rule bot's Guard puts the person out on its first turn, deck still full.
+    # Nobody shows a hand then (only a showdown reveals them), as the terminal game and
+    # the person's observation have it; the replay from the person's seat keeps it hidden too.
+    game = new_game(client, seed=2)
+    game = finish(client, game)
+    winner = game["view"]["players"][1]
+    assert game["view"]["players"][0]["out"] and not winner["out"] and game["view"]["deck_remaining"] > 0
+    assert winner["hand"] is None and winner["hand_size"] == 1
+    assert not any(line.startswith("Showdown") for line in game["log"])
+    seat_view = client.get(f"/api/replays/file/{game['replay_file']}?seat=0").json()
+    assert seat_view["frames"][-1]["view"]["players"][1]["hand"] is None
+    open_view = client.get(f"/api/replays/file/{game['replay_file']}?seat=open").json()
+    assert open_view["frames"][-1]["view"]["players"][1]["hand"]  # every card open: shown
+
+
+def test_a_showdown_shows_the_hands_still_in(client):
+    for seed in range(60):
+        game = finish(client, new_game(client, seed=seed))
+        view = game["view"]
+        if not any(p["out"] for p in view["players"]):
+            assert all(p["hand"] for p in view["players"]), view
+            assert any(line.startswith("Showdown") for line in game["log"])
+            return
+    pytest.fail("no seed of 0..59 ended in a showdown")
+
+
 def test_a_whole_game_with_three_players(client, replay_dir):
     game = new_game(client, players=3, opponents=["belief", "ismcts:iterations=20"], length="game", seed=5)
     assert [p["name"] for p in game["view"]["players"]] == ["player_0 (you)", "player_1 (belief)", "player_2 (ismcts)"]
@@ -562,6 +589,28 @@ def test_serve_warms_the_compiled_search_before_it_answers(tmp_path, monkeypatch
     monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: happened.append("serve"))
     assert serve_main(["--checkpoints", "--replays", str(tmp_path / "r")]) == 0
     assert happened == ["warm", "serve"]
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0", "::", "::1", "localhost"])
+def test_serve_prints_an_address_the_server_answers(host, tmp_path, monkeypatch, capsys):
+    """The printed address is one a browser can open (an IPv6 address in brackets, this
+    machine's for a wildcard) and the server answers it (not 403 for its Host)."""
+    import re
+    from urllib.parse import urlsplit
+
+    import uvicorn
+
+    from training.apps import server
+
+    apps = []
+    monkeypatch.setattr(server, "warm_compiled_bots", lambda: None)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: apps.append(app))
+    assert serve_main(["--host", host, "--port", "8123", "--checkpoints", "--replays", str(tmp_path / "r")]) == 0
+    address = re.search(r"open (\S+) in a browser", capsys.readouterr().out).group(1)
+    parts = urlsplit(address)
+    assert parts.scheme == "http" and parts.port == 8123 and parts.path == "/", address
+    with TestClient(apps[0], base_url=address.rstrip("/")) as c:
+        assert c.get("/api/meta").status_code == 200, address
 
 
 def test_serve_cli_errors(capsys, tmp_path):

@@ -70,13 +70,16 @@ def _bits(mask: int) -> list[int]:
 def state_view(state: GameState, viewer: int | None, names: list[str], reveal: bool = False) -> dict[str, Any]:
     """The table as ``viewer`` sees it (``None``: every card open).
 
-    ``reveal`` also shows the hands of players still in (the end-of-round showdown).
+    ``reveal`` (the round is over) also shows the hands of the players still in when there
+    was a showdown: more than one player left. A round won by the last player in shows no
+    hand (the rules reveal none then, and the narration's round summary names none).
     """
     n = state.num_players
+    showdown = reveal and sum(not out for out in state.out) > 1
     players = []
     for p in range(n):
         own = p == viewer
-        hand = list(state.hand_of(p)) if (own or viewer is None or (reveal and not state.out[p])) else None
+        hand = list(state.hand_of(p)) if (own or viewer is None or (showdown and not state.out[p])) else None
         players.append(
             {
                 "seat": p,
