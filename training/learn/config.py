@@ -30,6 +30,7 @@ from loveletter_env.rules import PRESETS
 from loveletter_env.schema import StrictModel, WholeNumber, dotted, explain, shown
 from loveletter_env.validation import MAX_SEED
 from training.learn.ppo import PPOConfig
+from training.measure.matches import MAX_EPISODES
 
 Device = Literal["auto", "cpu", "cuda"]
 DEVICES: tuple[str, ...] = typing.get_args(Device)
@@ -221,7 +222,8 @@ class EvalConfig(StrictModel):
 
     Attributes:
         every: evaluate every this many updates (and at the end); 0 disables.
-        rounds: rounds per opponent, seats rotated.
+        rounds: rounds per opponent, seats rotated (at most
+            :data:`~training.measure.matches.MAX_EPISODES`, as every evaluation).
         opponents: one evaluation per name; the learner plays against ``num_players - 1`` copies.
         num_players: table size of the evaluation.
         rules: rule preset of the evaluation (default: the first of ``env.rules``).
@@ -240,13 +242,15 @@ class EvalConfig(StrictModel):
     """
 
     every: NonNegative = 20
-    rounds: Positive = 300
+    # At most what one evaluation plays (MAX_EPISODES): a larger count would be refused only
+    # when the run first evaluates, or for final_rounds at its end, after the training time.
+    rounds: Annotated[Positive, Field(le=MAX_EPISODES)] = 300
     opponents: BotSpecs = ["random", "rule"]
     num_players: TableSize = 2
     rules: RulesName | None = None
     best_by: str = "rule"
     greedy: bool = False
-    final_rounds: NonNegative = 2000
+    final_rounds: Annotated[NonNegative, Field(le=MAX_EPISODES)] = 2000
     duplicate: bool = True
 
 

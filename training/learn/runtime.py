@@ -26,6 +26,9 @@ from training.learn.config import ConfigError
 LOCK_FILE = ".lock"
 #: The file whose presence means a folder holds a run (what ``--resume`` continues from).
 RUN_MARKER = "latest.pt"
+#: Files a run writes beside its config.yaml, metrics.csv (which a new run writes anew) and
+#: latest.pt. A run that dies before its first save leaves some (best.pt, TensorBoard events).
+RUN_OUTPUTS = ("best.pt", "result.pt", "learning_curve.png", "tb/events.out.tfevents.*", "snapshots/*_*.pt")
 
 if sys.platform == "win32":
     import msvcrt
@@ -159,8 +162,10 @@ def claim_run_folder(run_dir: str | os.PathLike[str], resume: bool = False) -> R
 
     - the folder can be created and written in;
     - no other process owns it (two runs started together with one run name);
-    - unless ``resume``, it holds no run yet: a new run would overwrite its ``latest.pt``.
-      This is checked once the lock is held, so no run can finish in between.
+    - unless ``resume``, it holds no run yet: a new run would overwrite its ``latest.pt``,
+      nor what a run that died before its first save left (:data:`RUN_OUTPUTS`), which the new
+      run's files would mix with. This is checked once the lock is held, so no run can finish
+      in between.
 
     Raises :class:`RunFolderError`, whose message names the folder and the problem.
     """
@@ -178,5 +183,13 @@ def claim_run_folder(run_dir: str | os.PathLike[str], resume: bool = False) -> R
         raise RunFolderError(
             f"run folder {str(run_dir)!r} already holds a run (its {RUN_MARKER}), which a new run would overwrite: "
             "pick another run name"
+        )
+    leftovers = sorted({str(path.relative_to(run_dir)) for pattern in RUN_OUTPUTS for path in run_dir.glob(pattern)})
+    if not resume and leftovers:
+        lock.release()
+        listed = ", ".join(leftovers[:5]) + (f" and {len(leftovers) - 5} more" if len(leftovers) > 5 else "")
+        raise RunFolderError(
+            f"run folder {str(run_dir)!r} holds what a run that stopped before its first save left ({listed}), "
+            "which a new run's files would mix with: remove those files or pick another run name"
         )
     return lock

@@ -28,6 +28,10 @@ from training.selfplay import main as selfplay_main
         (f"model.hidden_sizes={[8] * 17}", r"model.hidden_sizes must hold at most 16 items"),
         ("model.hidden_sizes=[60000,60000]", r"model.hidden_sizes must give a network of at most 100,000,000"),
         ("torch_threads=100000000", r"torch_threads must be <= 1024"),
+        # Evaluations play at most MAX_EPISODES rounds a call: more failed with a traceback at the
+        # first evaluation, or at the run's end for final_rounds, after the training time was spent.
+        ("eval.rounds=200000000", r"eval.rounds must be <= 100000000, got 200000000"),
+        ("eval.final_rounds=200000000", r"eval.final_rounds must be <= 100000000, got 200000000"),
         ("learning_rate=1e-3", r"unknown config key\(s\) \['learning_rate'\] \(did you mean 'ppo.learning_rate'\?\)"),
         ("ppo.learnin_rate=1e-3", r"did you mean 'ppo.learning_rate'\?"),
         ("model=&m [*m]", r"model\[0\] refers to itself \(a recursive YAML alias\)"),

@@ -242,6 +242,26 @@ class StopAfter:
         return env
 
 
+def test_a_new_run_refuses_what_a_run_that_died_before_its_first_save_left(tmp_path, capsys):
+    """A folder without latest.pt holds no run, but what the dead run wrote before its first
+    save (best.pt, TensorBoard events) would pass for the new run's: a new run that never
+    evaluates kept the dead run's best.pt and mixed its curves with its own. It is refused,
+    naming the files, and nothing is removed."""
+    overrides = TINY + [f"out_dir={tmp_path}", "run_name=dead", "total_steps=512", "save_every=100"]
+    run = tmp_path / "dead"
+    trainer = SelfPlayTrainer(load_config(None, overrides), run, env_factory=StopAfter(2 * 8 + 3), progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.train()  # killed during update 3: evaluated twice, never saved
+    assert (run / "best.pt").is_file() and not (run / "latest.pt").exists()
+    events = sorted((run / "tb").iterdir())
+    with pytest.raises(SystemExit) as refused:
+        main(tiny_args(tmp_path, "run_name=dead", "eval.every=0"))
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert "holds what a run that stopped before its first save left (best.pt, tb/events.out.tfevents." in err
+    assert (run / "best.pt").is_file() and sorted((run / "tb").iterdir()) == events
+
+
 def test_resume_continues_from_the_last_save(tmp_path):
     overrides = TINY + [f"out_dir={tmp_path}", "run_name=crash", "total_steps=512", "save_every=2", "eval.every=0"]
     config = load_config(None, overrides)
