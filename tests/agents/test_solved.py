@@ -498,3 +498,18 @@ def test_a_solved_agent_asked_to_act_out_of_turn_says_so_as_the_bots_do(policy_p
     for method in (agent.act, agent.action_probabilities):
         with pytest.raises(ValueError, match="^the action mask has no legal action: this agent is not the one to act"):
             method(waiting)
+
+
+def test_an_evaluation_or_league_refuses_a_solved_policy_of_other_rules_before_playing(policy_path, tmp_path):
+    """Refused at its first move, a league had already started its groups file by then."""
+    from training.measure.evaluation import evaluate
+    from training.measure.league import league
+
+    spec = f"solved:path={policy_path}"
+    with pytest.raises(ValueError, match=r"plays mini6, the rung it was solved for, not mini7: give --rules mini6"):
+        evaluate([spec, "rule"], rounds=2, rules="mini7")
+    groups = tmp_path / "league_groups.jsonl"
+    with pytest.raises(ValueError, match="not mini7"):
+        league([spec, "rule", "random"], rounds=2, rules="mini7", groups_file=groups)
+    assert not groups.exists()
+    assert evaluate([spec, "rule"], rounds=4, rules="mini6").episodes == 4

@@ -392,6 +392,20 @@ def _lineup(agents: Sequence[AgentSpec], num_players: int) -> list[AgentSpec]:
     return list(agents) + extra
 
 
+def check_agents_play(agents: Sequence[Any], rules: str) -> None:
+    """``ValueError`` for an agent that can only play other rules: a solved policy plays the
+    rung it was solved for, and would otherwise be refused at its first move, once the match
+    (and a league's groups file) had started."""
+    from loveletter_env.agents.solved import SolvedAgent
+
+    for agent in agents:
+        if isinstance(agent, SolvedAgent) and agent.rules != rules:
+            raise ValueError(
+                f"solved policy {agent.path!r} plays {agent.rules}, the rung it was solved for, not {rules}: "
+                f"give --rules {agent.rules}"
+            )
+
+
 def check_counts(setup: MatchSetup, rounds: int, workers: int) -> None:
     """Raise ``ValueError`` unless ``rounds`` episodes of ``setup`` can be played in ``workers``
     processes: a count in ``1 .. MAX_EPISODES`` (whole deals with duplicate deals), a positive
@@ -412,6 +426,7 @@ def play_matches(
     # Resolve once here so a bad spec fails fast, before any worker starts (and before the
     # replay folder is made, so a bad spec leaves no empty folder behind).
     resolved = [resolve_agent(s) for s in setup.lineup]
+    check_agents_play(resolved, setup.rules)
     if setup.replays is not None:
         setup.replays.directory.mkdir(parents=True, exist_ok=True)
     if ray is not None:
