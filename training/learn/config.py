@@ -425,6 +425,11 @@ class TrainConfig(StrictModel):
                 set_dotted(data, key.split("."), value, f"schedule stage at_step={stage.at_step}: {key}")
         return from_dict(TrainConfig, data)
 
+    def stages(self) -> list[TrainConfig]:
+        """This config, then the one in force from each stage of its ``schedule`` on
+        (:meth:`at_step`): every setting the run may train with."""
+        return [self, *(self.at_step(stage.at_step) for stage in self.schedule)]
+
     # -- derived values ---------------------------------------------------------------
     @property
     def eval_rules(self) -> str:

@@ -374,10 +374,7 @@ def load_search_space(
 def _table_sizes(base: dict[str, Any], space: dict[str, ParameterSpec]) -> set[int]:
     """Every table size a trial may train at: ``env.num_players`` of the base config, of each
     of its schedule's stages, and of every value the space may give it."""
-    config = from_dict(TrainConfig, base)
-    sizes: set[int] = set(config.env.num_players)
-    for stage in config.schedule:
-        sizes.update(config.at_step(stage.at_step).env.num_players)
+    sizes: set[int] = {size for stage in from_dict(TrainConfig, base).stages() for size in stage.env.num_players}
     for key, parameter in space.items():
         if key.split("[")[0] != "env.num_players":
             continue
