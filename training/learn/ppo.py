@@ -62,7 +62,8 @@ class PPOConfig(StrictModel):
         gamma: discount per decision of the same player. Rounds are short, so 1.0 works.
         gae_lambda: GAE bias/variance trade-off.
         update_epochs: passes over each rollout.
-        num_minibatches: minibatches per pass.
+        num_minibatches: minibatches per pass (with ``norm_adv``, fewer when the batch holds
+            under two decisions for each: a lone decision's normalised advantage is 0).
         clip_coef: PPO ratio clip range.
         clip_vloss: also clip the value update around the old value estimate.
         ent_coef: entropy bonus weight (at the start of the run when ``ent_coef_end`` is set).
@@ -577,7 +578,9 @@ def ppo_update(
         with torch.no_grad():
             magnet_logits, _ = magnet(batch.obs)
         batch = dataclasses.replace(batch, magnet_log_probs=masked_log_probs(magnet_logits, batch.masks))
-    minibatch = max(1, size // cfg.num_minibatches)
+    # One decision's normalised advantage is 0: minibatches of one row would train the value
+    # and never the policy. So a batch of fewer than two decisions per minibatch takes fewer.
+    minibatch = max(min(size, 2) if cfg.norm_adv else 1, size // cfg.num_minibatches)
     # Summed on the tensors' device in float64 (the precision of the Python floats they
     # replace) and read back once at the end: reading them per minibatch would make the
     # host wait for the device at every gradient step.
@@ -598,8 +601,10 @@ def ppo_update(
             steps += 1
         if cfg.target_kl is not None and float(stats["approx_kl"]) > cfg.target_kl:
             break
-    var_returns = batch.returns.var()
-    unexplained = (batch.returns - batch.values).var()
+    # Population variances: their ratio is the sample variances', and one decision gives 0
+    # (no spread to explain) rather than torch's "degrees of freedom" warning.
+    var_returns = batch.returns.var(correction=0)
+    unexplained = (batch.returns - batch.values).var(correction=0)
     explained = torch.where(var_returns > 0, 1 - unexplained / var_returns, 0.0)
     *summed, explained_variance = torch.stack([*totals.values(), explained.double()]).tolist()
     return {**{k: val / steps for k, val in zip(totals, summed)}, "explained_variance": explained_variance}

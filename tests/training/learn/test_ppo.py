@@ -358,6 +358,41 @@ def test_network_reads_sparse_observations_as_the_bytes_they_hold_bit_for_bit():
         model(SparseObservations.from_dense(obs[:, :100]))
 
 
+@pytest.mark.parametrize("rows", [2, 9, 15])
+def test_a_batch_smaller_than_two_rows_per_minibatch_still_trains_the_policy(rows):
+    # Fewer than 2 * num_minibatches decisions made every minibatch one row, whose
+    # normalised advantage is 0: the policy loss and its gradient were exactly 0, every update.
+    torch_gen = torch.Generator().manual_seed(0)
+    model = ActorCritic(hidden_sizes=(16,), generator=torch_gen)
+    obs = torch.rand(rows, OBSERVATION_SIZE, generator=torch_gen)
+    mask = torch.zeros(rows, NUM_ACTIONS, dtype=torch.bool)
+    mask[:, [3, 7]] = True
+    actions = torch.tensor([3, 7] * rows)[:rows]
+    advantages = torch.where(actions == 3, 1.0, -1.0)
+    with torch.no_grad():
+        logits, values = model(obs)
+        old_logp = action_log_prob(logits, mask, actions)
+    batch = RolloutBatch(obs, mask, actions, old_logp, values, advantages, advantages + values)
+    cfg = PPOConfig(num_minibatches=8, update_epochs=2, ent_coef=0.0, magnet_coef=0.0)
+    head = model.policy_head.weight.clone()
+    ppo_update(model, torch.optim.Adam(model.parameters(), lr=1e-3), batch, cfg, torch.Generator().manual_seed(1))
+    assert not torch.equal(model.policy_head.weight, head)
+
+
+def test_an_update_on_one_decision_warns_of_nothing(recwarn):
+    # Its explained variance has no spread to explain (0); torch's sample variance of one
+    # value warned "degrees of freedom is <= 0" at every such update of a run.
+    model = ActorCritic(hidden_sizes=(8,), generator=torch.Generator().manual_seed(0))
+    obs = torch.zeros(1, OBSERVATION_SIZE)
+    mask = torch.ones(1, NUM_ACTIONS, dtype=torch.bool)
+    one = torch.ones(1)
+    batch = RolloutBatch(obs, mask, torch.zeros(1, dtype=torch.long), -one, one * 0.5, one, one)
+    cfg = PPOConfig(magnet_coef=0.0)
+    stats = ppo_update(model, torch.optim.Adam(model.parameters()), batch, cfg, torch.Generator())
+    assert stats["explained_variance"] == 0.0
+    assert not [w for w in recwarn if "degrees of freedom" in str(w.message)]
+
+
 def test_update_refuses_an_empty_batch():
     model = ActorCritic(hidden_sizes=(8,))
     empty = RolloutBatch(
