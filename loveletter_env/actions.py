@@ -7,7 +7,7 @@ order, ...). ``NO_TARGET`` marks the "played with no effect" actions.
 from __future__ import annotations
 
 import operator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS, card_name
 from .validation import check_int, check_num_players, check_seat, is_int, shown
@@ -72,17 +72,28 @@ ACTION_OFFSET: tuple[int, ...] = tuple(a.offset for a in ACTIONS)
 ACTION_GUESS: tuple[int, ...] = tuple(a.guess for a in ACTIONS)
 
 
+def action_index(value: Any) -> int | None:
+    """``value`` as an ``int`` if it holds one integer: a Python or numpy integer, or a 0-d
+    integer array (all of which ``Discrete(41).contains`` admits); ``None`` for anything else.
+    The range is not checked. Bools are no actions (``True`` is no action 1), and ``int()``
+    would truncate ``np.array(3.5)`` into action 3.
+
+    The one test of "is this an action?" for the engine, the env and :func:`decode_action`.
+    """
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # refuses floats, strings, numpy bools and arrays of other shapes
+    except TypeError:
+        return None
+
+
 def decode_action(index: int) -> Action:
     """Decode an action index into an :class:`Action`.
 
-    Raises ``ValueError`` for anything but an integer in 0..40 (Python or numpy, or a 0-d
-    integer array): ``True`` is no action 1, and ``int()`` would truncate ``np.array(3.5)``
-    into action 3.
+    Raises ``ValueError`` for anything but an integer in 0..40 (see :func:`action_index`).
     """
-    try:
-        i = None if isinstance(index, bool) else operator.index(index)
-    except TypeError:
-        i = None
+    i = action_index(index)
     if i is None:
         raise ValueError(f"action must be an integer in [0, {NUM_ACTIONS}), got {shown(index)}")
     if not 0 <= i < NUM_ACTIONS:

@@ -64,7 +64,6 @@ its :class:`raw_env`, as PettingZoo's own games name theirs.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
@@ -76,7 +75,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from . import engine
-from .actions import NUM_ACTIONS
+from .actions import NUM_ACTIONS, action_index
 from .cards import FULL_DECK
 from .core import kernels, new_records
 from .core.layout import CURRENT, GAME_OVER, ROUND_OVER
@@ -298,10 +297,12 @@ class raw_env(AECEnv):
             return
         # Checked here, before any compiled code sees it: an illegal action changes nothing.
         if type(action) is not int:
-            # numpy integers are welcome; floats and bools are not silently truncated.
-            if isinstance(action, (bool, np.bool_)) or not isinstance(action, numbers.Integral):
+            # numpy integers and 0-d integer arrays (members of the action space) are welcome;
+            # floats and bools are not silently truncated.
+            index = action_index(action)
+            if index is None:
                 self._refuse(action)
-            action = int(action)
+            action = index
         if not 0 <= action < NUM_ACTIONS or not kernels.play_if_legal(record, action):
             self._refuse(action)
         self._cumulative_rewards[agent] = 0.0

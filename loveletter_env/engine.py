@@ -34,6 +34,7 @@ from .actions import (
     PRIEST_NO_TARGET,
     PRINCE_BASE,
     PRINCESS_ACTION,
+    action_index,
     describe_action,
 )
 from .cards import (
@@ -50,7 +51,7 @@ from .cards import (
 from .cards import validate_deck as validate_deck  # re-exported: callers check decks through the engine
 from .rules import CLASSIC, Rules, check_rules_for_table, resolve_rules
 from .rules import FACE_UP_CARDS_2P as FACE_UP_CARDS_2P  # re-exported: the kernels read it here
-from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players, check_seat, is_int, shown
+from .validation import MAX_PLAYERS, MIN_PLAYERS, check_num_players, check_seat, shown
 
 
 class IllegalActionError(ValueError):
@@ -60,10 +61,11 @@ class IllegalActionError(ValueError):
         self.action = action
         self.legal = tuple(legal)
         self.player = player
+        index = action_index(action)
         try:
-            if not is_int(action):
+            if index is None:
                 raise ValueError
-            what = f"action {action} ({describe_action(action, player, num_players)})"
+            what = f"action {index} ({describe_action(index, player, num_players)})"
         except ValueError:  # shown: a 100,000-character string or a 5,000-digit number is not echoed whole
             what = f"action {shown(action)} (actions are integers 0..40)"
         legal_words = ", ".join(f"{a} ({describe_action(a, player, num_players)})" for a in self.legal)
@@ -251,10 +253,17 @@ def start_round(state: GameState, deck: Sequence[int], first_player: int | None 
     :meth:`~loveletter_env.rules.Rules.check_deck`).
 
     ``first_player`` defaults to the previous round's winner (the lowest seat among
-    several). Tokens carry over; everything else about the round starts afresh.
+    several). Tokens carry over; everything else about the round starts afresh. Raises
+    ``ValueError`` while a round is still being played (it ends with a winner and a token,
+    not by being dealt over) and once the game is over.
     """
     if state.game_over:
         raise ValueError("the game is over; start a new game instead of a new round")
+    if not state.round_over:
+        raise ValueError(
+            f"round {state.round} is still being played (turn {state.turn}, player_{state.current} to act): "
+            "finish it before dealing the next one"
+        )
     n = state.num_players
     if first_player is None:
         if not state.round_winners:
@@ -404,10 +413,11 @@ def step(state: GameState, action: int) -> TurnEvent:
         raise ValueError("the round is over; call start_round() to deal the next one")
     legal = state.legal if state.legal is not None else legal_actions(state)
     if type(action) is not int:
-        # numpy integers are welcome; floats and bools are not silently truncated.
-        if not is_int(action):
+        # numpy integers and 0-d integer arrays are welcome; floats and bools are not truncated.
+        index = action_index(action)
+        if index is None:
             raise IllegalActionError(action, legal, state.current, state.num_players)
-        action = int(action)
+        action = index
     if action not in legal:
         raise IllegalActionError(action, legal, state.current, state.num_players)
     n = state.num_players

@@ -47,6 +47,19 @@ def min_in_play(num_players: int) -> int:
 
 #: The fewest cards a 2-player rung may keep in play.
 MIN_IN_PLAY = min_in_play(2)
+#: The most turns a round holds: every turn begins with a draw, and the printed rules leave
+#: the most cards to draw at 3 players (16 less the set-aside card and 3 hands: 12). Records
+#: and observations keep one move slot per turn (``observation.MAX_MOVES`` is this bound).
+MAX_TURNS = DECK_SIZE - 1 - 3
+
+
+def max_in_play(num_players: int) -> int:
+    """The most cards a rung of ``num_players`` may keep in play: the set-aside card, a hand
+    per player and at most :data:`MAX_TURNS` to draw (15 at 2 players: the whole deck would
+    leave 13 turns, one more than a round's move slots), and never more than the deck."""
+    return min(DECK_SIZE, 1 + num_players + MAX_TURNS)
+
+
 #: The largest token target. The target and every seat's tokens (never more than the target)
 #: are observation entries, and the observation space bounds every entry by 16
 #: (``loveletter_env.aec.OBSERVATION_HIGH``) whatever the rules. The core's byte records
@@ -88,8 +101,9 @@ class Rules:
         king_ignores_handmaid: the King may choose a player protected by a Handmaid
             (``True`` or ``False``).
         in_play: a ladder rung: the cards that stay in play, the set-aside card, every
-            hand and the draw pile (stored sorted). Every other card is dealt face up
-            before play, the same cards every round. ``None`` (the printed rules): the
+            hand and the draw pile (stored sorted): from :func:`min_in_play` to
+            :func:`max_in_play` cards (15 at 2 players, 16 at 3 and 4). Every other card is
+            dealt face up before play, the same cards every round. ``None`` (the printed rules): the
             whole deck is shuffled and, at 2 players, 3 cards go face up.
         rung_players: the one table size a rung is played at (an ``int``: 2, 3 or 4); 2 off
             the ladder, where it means nothing (every table size plays).
@@ -236,11 +250,12 @@ def _check_in_play(value: Any, players: int) -> tuple[int, ...]:
     if too_many:
         words = ", ".join(f"{CARD_NAMES[v]} x{cards.count(v)} (the deck has {CARD_COUNTS[v]})" for v in too_many)
         raise ValueError(f"in_play holds more copies than the deck: {words}")
-    fewest = min_in_play(players)
-    if not fewest <= len(cards) <= DECK_SIZE:
+    fewest, most = min_in_play(players), max_in_play(players)
+    if not fewest <= len(cards) <= most:
         raise ValueError(
-            f"in_play must keep {fewest} to {DECK_SIZE} cards in play at {players} players (the set-aside "
-            f"card, {players} hands and at least one to draw), got {len(cards)}"
+            f"in_play must keep {fewest} to {most} cards in play at {players} players (the set-aside "
+            f"card, {players} hands and 1 to {most - 1 - players} to draw: a round holds "
+            f"at most {MAX_TURNS} turns), got {len(cards)}"
         )
     return tuple(cards)
 

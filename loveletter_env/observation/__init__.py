@@ -32,14 +32,13 @@ import numpy as np
 
 from ..cards import BARON, CARD_COUNTS, CARD_VALUES, DECK_SIZE, KING, PRIEST
 from ..engine import MAX_PLAYERS, GameState, TurnEvent
-from ..rules import Rules
+from ..rules import MAX_TURNS, Rules
 from ..validation import check_seat, is_int, shown
 
 #: A seat never discards more than the 16 cards in play, so 16 slots can never overflow.
 MAX_DISCARDS = DECK_SIZE
-#: The most moves a round can hold: every turn begins with a draw, and the fewest cards
-#: leave the pile before play at 3 players (the set-aside card and 3 dealt: 12 left to draw).
-MAX_MOVES = DECK_SIZE - 1 - 3
+#: The most moves a round can hold: one per turn (:data:`~loveletter_env.rules.MAX_TURNS`).
+MAX_MOVES = MAX_TURNS
 OBSERVATION_VERSION = 2
 
 

@@ -21,7 +21,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from ..actions import NUM_ACTIONS
+from ..actions import NUM_ACTIONS, action_index
 from ..aec import (
     OBSERVATION_HIGH,
     RESET_OPTIONS,
@@ -160,12 +160,12 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         if self._done:
             why = f"the last episode was abandoned when {self._abandoned}; " if self._abandoned else ""
             raise RuntimeError(f"step() needs an episode in progress: {why}call reset() first")
-        if isinstance(action, np.ndarray) and action.shape == ():
-            action = action.item()
         # An index outside the action space is no move at all (a -1 sentinel, an off-by-one), not
         # an illegal move: "lose" would end the episode on a bug of the caller's, so it is refused.
-        if not is_int(action) or not 0 <= action < NUM_ACTIONS:
+        index = action_index(action)  # numpy integers and 0-d integer arrays too
+        if index is None or not 0 <= index < NUM_ACTIONS:
             raise ValueError(f"action must be an integer index in 0..{NUM_ACTIONS - 1}, got {action!r}")
+        action = index
         legal = self.action_masks()[action] == 1
         if not legal and self.illegal_action == "lose":
             self._done = True

@@ -212,3 +212,15 @@ def test_starting_a_round_after_the_game_is_over_is_refused():
     assert state.game_over
     with pytest.raises(ValueError, match="game is over"):
         engine.start_round(state, FULL_DECK)
+
+
+@pytest.mark.parametrize("first_player", [None, 1])
+def test_dealing_a_round_while_one_is_being_played_is_refused(first_player):
+    """A round ends with a winner and tokens: dealing over one in play dropped it silently
+    (with a first player), or asked for the first player of a "first round" that was not."""
+    state = start(2, hands={0: HANDMAID, 1: GUARD}, draws=[PRIEST])
+    engine.step(state, HANDMAID_ACTION)
+    before = snapshot(state)
+    with pytest.raises(ValueError, match=r"round 1 is still being played .*turn 1"):
+        engine.start_round(state, FULL_DECK, first_player)
+    assert snapshot(state) == before

@@ -80,6 +80,23 @@ def test_different_seeds_deal_different_games():
     assert len(decks) == 8
 
 
+@pytest.mark.parametrize("scripted", [False, True], ids=["shuffled", "scripted deck"])
+def test_round_1s_first_player_is_drawn_from_the_seeded_generator(num_players, scripted):
+    """SPEC: round 1's first player is chosen at random from the seeded generator, a scripted
+    deck or not: every seat starts some seed's game, and a seed always picks the same one."""
+    options = {"deck": list(FULL_DECK)} if scripted else None
+
+    def first(seed: int) -> str:
+        env = loveletter_env.env(num_players=num_players)
+        env.reset(seed=seed, options=options)
+        assert env.unwrapped.game.current == env.agent_name_mapping[env.agent_selection]
+        return env.agent_selection
+
+    firsts = [first(seed) for seed in range(40)]
+    assert set(firsts) == set(loveletter_env.env(num_players=num_players).possible_agents)
+    assert [first(seed) for seed in range(40)] == firsts
+
+
 def test_unseeded_resets_continue_the_seeded_generator():
     a, b = loveletter_env.env(num_players=4), loveletter_env.env(num_players=4)
     a.reset(seed=123)
@@ -399,6 +416,43 @@ def test_non_integer_actions_are_refused_not_truncated(action):
     with pytest.raises(IllegalActionError, match="actions are integers"):
         env.step(action)
     assert env_state(env) == before
+
+
+@pytest.mark.parametrize("wrap", [np.array, lambda a: np.array(a, dtype=np.uint8)], ids=["int64", "uint8"])
+def test_a_0d_integer_array_in_the_action_space_is_played(wrap):
+    """``Discrete(41).contains`` takes a 0-d integer array (what ``predict`` or ``argmax``
+    often hands back), and so does ``decode_action``: the env and the engine play it as the
+    integer it holds, where they refused it as illegal while listing it among the legal ones."""
+    env = make_env(2, DECK)
+    action = wrap(HANDMAID_ACTION)
+    assert env.action_space("player_0").contains(action)
+    env.step(action)
+    assert env.agent_selection == "player_1"
+    assert env.unwrapped.game.discards[0] == [HANDMAID]
+
+    state = start(2, hands={0: HANDMAID, 1: GUARD}, draws=[PRIEST])
+    engine.step(state, wrap(HANDMAID_ACTION))
+    assert state.discards[0] == [HANDMAID]
+
+
+@pytest.mark.parametrize("action", [np.array(act(GUARD, 1, PRINCESS)), np.array(41)], ids=["illegal", "out of range"])
+def test_an_illegal_0d_integer_array_is_named_by_its_number(action):
+    env = make_env(2, DECK)
+    before = env_state(env)
+    with pytest.raises(IllegalActionError, match=rf"^action {int(action)} .*is not legal for player_0"):
+        env.step(action)
+    assert env_state(env) == before
+
+
+@pytest.mark.parametrize("action", [np.array(True), np.array(30.0), np.array([30])], ids=repr)
+def test_arrays_that_hold_no_single_integer_are_refused(action):
+    env = make_env(2, DECK)
+    before = env_state(env)
+    with pytest.raises(IllegalActionError, match="actions are integers"):
+        env.step(action)
+    assert env_state(env) == before
+    with pytest.raises(IllegalActionError, match="actions are integers"):
+        engine.step(start(2, hands={0: HANDMAID, 1: GUARD}, draws=[PRIEST]), action)
 
 
 def test_unknown_agent_is_named():

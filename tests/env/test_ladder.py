@@ -20,6 +20,7 @@ from conftest import ROOT
 
 import loveletter_env
 from loveletter_env import engine
+from loveletter_env.actions import ACTIONS
 from loveletter_env.aec import DeckShuffler
 from loveletter_env.batched import BatchedLoveLetter
 from loveletter_env.cards import (
@@ -36,8 +37,8 @@ from loveletter_env.cards import (
 )
 from loveletter_env.core import kernels, new_records
 from loveletter_env.core.decks import deck_tables
-from loveletter_env.core.layout import CURRENT, ROUND_OVER
-from loveletter_env.observation import OBSERVATION_SIZE, SLICES, decode_observation, encode_observation
+from loveletter_env.core.layout import CURRENT, FACE_UP, FACE_UP_FIXED, ROUND_OVER
+from loveletter_env.observation import MAX_MOVES, OBSERVATION_SIZE, SLICES, decode_observation, encode_observation
 from loveletter_env.replay import ReplayError, rules_from_dict, rules_to_dict
 from loveletter_env.rules import (
     CLASSIC,
@@ -45,6 +46,7 @@ from loveletter_env.rules import (
     LADDER_2P,
     LADDER_3P,
     LADDER_4P,
+    MAX_TURNS,
     MINI6,
     MINI7,
     MINI8,
@@ -113,7 +115,7 @@ def test_rungs_keep_the_cards_the_ladder_names_in_play():
     "in_play, message",
     [
         ((PRINCESS, PRINCESS, GUARD, GUARD), "more copies than the deck: Princess x2"),
-        ((GUARD, GUARD, PRIEST), "4 to 16 cards in play"),
+        ((GUARD, GUARD, PRIEST), "4 to 15 cards in play"),
         ((GUARD, GUARD, PRIEST, 9), "card values 1..8"),
         ((True, GUARD, PRIEST, BARON), "card values 1..8"),
         ("abc", "card values 1..8"),
@@ -133,6 +135,46 @@ def test_a_rung_for_more_players_needs_a_card_more_per_hand():
             Rules(name="bad", in_play=MINI6.in_play, rung_players=players)
     with pytest.raises(ValueError, match="rung_players=3 needs in_play"):
         Rules(name="bad", rung_players=3)
+
+
+@pytest.mark.parametrize("players, most", [(2, 15), (3, 16), (4, 16)])
+def test_a_rung_leaves_no_more_cards_to_draw_than_a_round_has_move_slots(players, most):
+    """Every turn begins with a draw, and records and observations keep 12 move slots
+    (``MAX_MOVES``): the whole deck in play at 2 players left 13 to draw, and its 13th turn
+    wrote past the move log, over the record's face-up count (the next round dealt a card
+    face up that the rules do not) and past the record's end."""
+    assert MAX_TURNS == MAX_MOVES
+    deck = list(FULL_DECK)
+    assert len(Rules(name="most", in_play=deck[: most - 1] + [PRINCESS], rung_players=players).in_play) == most
+    if most < len(deck):
+        with pytest.raises(ValueError, match=rf"{players + 2} to {most} cards in play at {players} players .*got 16"):
+            Rules(name="whole deck", in_play=deck, rung_players=players)
+
+
+def test_the_longest_2_player_rung_round_fills_the_move_log_and_no_more():
+    """15 cards in play at 2 players: one face up, 12 to draw, 12 quiet turns (each player
+    keeps a Prince and plays every card it draws), the record's game fields untouched."""
+    rules = Rules(name="fifteen", in_play=_without(FULL_DECK, PRIEST))
+    draws = [GUARD, BARON, HANDMAID, GUARD, KING, GUARD, COUNTESS, GUARD, BARON, HANDMAID, GUARD, PRIEST]
+    deck = [PRINCESS, PRIEST, PRINCE, PRINCE, *draws]
+    env = loveletter_env.env(num_players=2, rules=rules, episode="game")
+    env.reset(seed=0, options={"deck": deck, "first_player": 1})
+    raw = env.unwrapped
+    fixed = raw._record[FACE_UP : FACE_UP_FIXED + 1].copy()
+    for card in draws:
+        mask = env.observe(env.agent_selection)["action_mask"]
+        env.step(next(int(a) for a in np.flatnonzero(mask) if ACTIONS[a].card == card and ACTIONS[a].guess != PRINCE))
+    game = raw.game
+    # The Princes tie; player_1's discards (G H K C B G = 22) beat player_0's (B G G G H P = 12).
+    assert game.round == 2 and game.tokens == [0, 1]
+    np.testing.assert_array_equal(raw._record[FACE_UP : FACE_UP_FIXED + 1], fixed)
+    assert game.face_up == (PRIEST,)
+
+
+def _without(cards, card):
+    rest = list(cards)
+    rest.remove(card)
+    return rest
 
 
 def test_rules_objects_and_replays_keep_the_cards_in_play():

@@ -345,7 +345,7 @@ def test_countess_must_be_played_beside_a_king_or_a_prince(hand, draw):
     assert legal_from_mask(env.observe("player_0")["action_mask"]) == [COUNTESS_ACTION]
 
 
-@pytest.mark.parametrize("other", [GUARD, BARON, HANDMAID, PRINCESS])
+@pytest.mark.parametrize("other", [GUARD, PRIEST, BARON, HANDMAID, PRINCESS])
 def test_countess_is_optional_beside_other_cards(other):
     state = start(2, hands={0: COUNTESS, 1: PRIEST}, draws=[other])
     assert COUNTESS_ACTION in legal(state)
@@ -910,10 +910,12 @@ QUICK_WIN = {
 }
 
 
-@pytest.mark.parametrize("num_players, target", [(3, 5), (4, 4)])
-def test_classic_game_ends_when_a_player_reaches_the_table_sizes_token_target(monkeypatch, num_players, target):
+@pytest.mark.parametrize(
+    "rules, num_players, target", [("classic", 3, 5), ("classic", 4, 4), ("pegasus", 3, 4), ("pegasus", 4, 3)]
+)
+def test_a_game_ends_when_a_player_reaches_the_table_sizes_token_target(monkeypatch, rules, num_players, target):
     deck, actions = QUICK_WIN[num_players]
-    env = make_env(num_players, deck, episode="game")
+    env = make_env(num_players, deck, episode="game", rules=rules)
     decks = ScriptedDecks(deck)
     monkeypatch.setattr(env.unwrapped, "_decks", decks)
     game = env.unwrapped.game
@@ -947,3 +949,75 @@ def test_king_ignores_handmaid_at_3_and_4_players_lets_only_the_king_choose_a_pr
     protected = act(KING, num_players - 1)
     env.step(protected)  # the variant's env: the King trades with the protected player_0
     assert env.unwrapped.game.hands[:2] == [other, PRIEST]
+
+
+# The rare rules again, in the env (the compiled core), each on a scripted deck ----------
+
+
+def test_env_prince_on_an_empty_deck_hands_its_target_the_set_aside_card():
+    deck = deal_deck(
+        2,
+        set_aside=PRINCESS,
+        face_up=(KING, COUNTESS, BARON),
+        hands={0: BARON, 1: PRINCE},
+        draws=[HANDMAID, GUARD, HANDMAID, GUARD, GUARD, GUARD, GUARD, PRIEST, PRIEST, PRINCE],
+    )
+    env = make_env(2, deck, episode="round")
+    play_round(
+        env,
+        [HANDMAID_ACTION, GUARD_NO_TARGET, HANDMAID_ACTION, GUARD_NO_TARGET, act(GUARD, 1, KING)]
+        + [act(GUARD, 1, PRINCESS), act(GUARD, 1, KING), act(PRIEST, 1), act(PRIEST, 1)],
+    )
+    game = env.unwrapped.game
+    assert game.deck_remaining == 0 and env.agent_selection == "player_1"
+    env.step(act(PRINCE, 1))
+    assert game.set_aside_drawn and game.discards[0][-1] == BARON
+    assert game.hands == [PRINCESS, PRINCE]  # the set-aside Princess, then the showdown
+    assert game.round_winners == (0,) and env.rewards == {"player_0": 1, "player_1": -1}
+
+
+def test_env_prince_forcing_the_princess_out_at_3_players_draws_nothing_and_skips_her_holder():
+    env = make_env(3, deal_deck(3, hands={0: PRINCE, 1: PRINCESS, 2: GUARD}, draws=[BARON, KING]), episode="round")
+    game = env.unwrapped.game
+    remaining = game.deck_remaining
+    env.step(act(PRINCE, 1))
+    assert game.out == [False, True, False] and game.hands[1] == 0
+    assert game.discards[1] == [PRINCESS] and game.deck_remaining == remaining - 1  # player_2's draw only
+    assert env.agent_selection == "player_2" and not any(env.terminations.values())
+    view_2 = view_env(env, "player_2")
+    assert view_2.out[2] and view_2.hand == (GUARD, KING)  # player_1 sits at offset 2 from player_2
+    assert "player_1" in env.agents
+
+
+@pytest.mark.parametrize("other", [GUARD, PRIEST, BARON, PRINCE])
+@pytest.mark.parametrize("rules", ["classic", "king_ignores_handmaid"])
+def test_env_masks_when_every_other_player_is_protected_or_out_at_4_players(rules, other):
+    """player_0 catches player_3, player_1 and player_2 hide behind Handmaids: player_0's
+    King and ``other`` have no one to choose (the King's variant may choose the hidden two)."""
+    deck = deal_deck(4, hands={0: GUARD, 1: HANDMAID, 2: HANDMAID, 3: PRIEST}, draws=[KING, BARON, COUNTESS, other])
+    env = make_env(4, deck, rules=rules, episode="round")
+    play_round(env, [act(GUARD, 3, PRIEST), HANDMAID_ACTION, HANDMAID_ACTION])
+    game = env.unwrapped.game
+    assert game.out == [False, False, False, True] and game.protected == [False, True, True, False]
+    other_actions = [act(PRINCE, 0)] if other == PRINCE else [NO_TARGET_ACTION[other]]
+    king_actions = [act(KING, 1), act(KING, 2)] if rules == "king_ignores_handmaid" else [KING_NO_TARGET]
+    assert legal_from_mask(env.observe("player_0")["action_mask"]) == sorted(other_actions + king_actions)
+
+    if other != PRINCE:
+        hands = game.hands[:]
+        env.step(NO_TARGET_ACTION[other])  # played with no effect
+        assert game.discards[0][-1] == other and game.hands == [KING] + hands[1:]
+        assert game.out == [False, False, False, True] and env.agent_selection == "player_1"
+        assert game.protected == [False, False, True, False]  # player_1's turn ended its protection
+
+
+def test_env_next_round_starts_with_the_single_winner_not_the_seat_after_the_last_first(monkeypatch):
+    # player_0 plays the Princess; player_1's Guard misses player_2, whose Baron (keeping a
+    # King) then beats player_1's Guard: player_2 wins a round player_0 started.
+    deck = deal_deck(3, hands={0: PRINCESS, 1: GUARD, 2: BARON}, draws=[HANDMAID, GUARD, KING])
+    env = make_env(3, deck, episode="game")
+    monkeypatch.setattr(env.unwrapped, "_decks", ScriptedDecks(deal_deck(3)))
+    play_round(env, [PRINCESS_ACTION, act(GUARD, 1, PRINCESS), act(BARON, 2)])
+    game = env.unwrapped.game
+    assert game.round == 2 and game.tokens == [0, 0, 1]
+    assert game.current == 2 and env.agent_selection == "player_2"
