@@ -222,6 +222,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, policy_lib.Policy]:
     policies = {}
     for name, run in (("mccfr", run_mccfr), ("nfsp", run_nfsp)):
         if args.algorithm in (name, "both"):
+            # OpenSpiel's MCCFR and NFSP draw from these global generators (the project's own
+            # code never does): seeding them is the only way to make the example repeat.
             np.random.seed(args.seed)
             torch.manual_seed(args.seed)
             policies[name] = run(game, args)
