@@ -30,10 +30,14 @@ class KeptCardMemory:
         self._kept = 0
         self._deck_size = -1
         self._discards = -1
+        self._tokens = -1
 
     def old_card(self, view: ObservationView) -> int:
         """The card held before this turn's draw when it is still the one kept last turn, else 0."""
-        kept = self.last_kept(view)
+        # The deck check alone, not :meth:`last_kept`'s round check: at a first turn of a new round
+        # after a Prince's discard this can still name last round's card, but the bots' published
+        # figures and their compiled twin (bot_decisions) were measured with exactly this rule.
+        kept = self._kept if 0 <= view.deck_size < self._deck_size else 0
         # Any discard of mine since last turn other than my own play means a Prince hit me.
         untouched = len(view.discards[0]) == self._discards
         return kept if untouched and kept in view.hand else 0
@@ -41,13 +45,18 @@ class KeptCardMemory:
     def last_kept(self, view: ObservationView) -> int:
         """The card kept at my last turn of this round (what I held while the others
         played since), 0 at my first turn."""
-        return self._kept if 0 <= view.deck_size < self._deck_size else 0
+        # Every round gives at least one token, so an unchanged token total is the same round: the
+        # deck alone cannot tell, as a new round's deck can be smaller than at my last turn of the
+        # one before (a round I left early).
+        same_round = sum(view.tokens) == self._tokens
+        return self._kept if same_round and 0 <= view.deck_size < self._deck_size else 0
 
     def remember(self, view: ObservationView, kept: int) -> None:
         """Call after choosing: ``kept`` is the card left in hand after this play."""
         self._kept = kept
         self._deck_size = view.deck_size
         self._discards = len(view.discards[0]) + 1
+        self._tokens = sum(view.tokens)
 
 
 class _RemembersKeptCard(SeededAgent):

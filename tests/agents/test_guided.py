@@ -234,3 +234,20 @@ def test_reading_a_play_through_the_network_is_one_batched_pass(num_players):
         single = play_likelihoods(view, k, 0, agent.model_noise, one_at_a_time)
         assert batched[k].keys() == single.keys()
         np.testing.assert_allclose(list(batched[k].values()), list(single.values()), rtol=1e-5)
+
+
+def test_the_card_kept_last_round_is_not_read_as_kept_this_round():
+    """At a seat's first turn of a new round its memory has no card kept "at its last turn of this
+    round" (``KeptCardMemory.last_kept``), even when the deck is now smaller than at its last turn
+    of the round before: there it held a Baron it had to play, and lost to a Princess."""
+    agent = GuidedSearchAgent(FixedNetwork(), seed=0, iterations=8)
+    deck = deal_deck(2, hands={0: BARON, 1: PRINCESS}, draws=[BARON])
+    env = make_env(2, deck, episode="game")
+    assert agent.act(env.last()[0]) == act(BARON, 1)  # forced: the only target, and both cards are Barons
+    env.step(act(BARON, 1))
+    while env.agent_selection != "player_0":  # the winner starts round 2: play its first turn
+        env.step(int(np.flatnonzero(env.last()[0]["action_mask"])[0]))
+    view = decode_observation(env.last()[0]["observation"])
+    assert view.tokens == (0, 1) and not view.discards[0] and view.deck_size < 9  # the other seat won round 1
+    assert agent.memory.last_kept(view) == 0
+    assert agent.memory.old_card(view) == 0
