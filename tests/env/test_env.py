@@ -409,13 +409,19 @@ def test_raw_env_before_reset_says_to_reset():
         env.action_mask()
 
 
-@pytest.mark.parametrize("action", [30.0, np.float32(30), True, "30"], ids=repr)
-def test_non_integer_actions_are_refused_not_truncated(action):
+@pytest.mark.parametrize(
+    "action",
+    [30.0, np.float32(30), True, "30", np.array(True), np.array(30.0), np.array([30])],
+    ids=repr,
+)
+def test_actions_that_hold_no_single_integer_are_refused_not_truncated(action):
     env = make_env(2, DECK)
     before = env_state(env)
     with pytest.raises(IllegalActionError, match="actions are integers"):
         env.step(action)
     assert env_state(env) == before
+    with pytest.raises(IllegalActionError, match="actions are integers"):
+        engine.step(start(2, hands={0: HANDMAID, 1: GUARD}, draws=[PRIEST]), action)
 
 
 @pytest.mark.parametrize("wrap", [np.array, lambda a: np.array(a, dtype=np.uint8)], ids=["int64", "uint8"])
@@ -442,17 +448,6 @@ def test_an_illegal_0d_integer_array_is_named_by_its_number(action):
     with pytest.raises(IllegalActionError, match=rf"^action {int(action)} .*is not legal for player_0"):
         env.step(action)
     assert env_state(env) == before
-
-
-@pytest.mark.parametrize("action", [np.array(True), np.array(30.0), np.array([30])], ids=repr)
-def test_arrays_that_hold_no_single_integer_are_refused(action):
-    env = make_env(2, DECK)
-    before = env_state(env)
-    with pytest.raises(IllegalActionError, match="actions are integers"):
-        env.step(action)
-    assert env_state(env) == before
-    with pytest.raises(IllegalActionError, match="actions are integers"):
-        engine.step(start(2, hands={0: HANDMAID, 1: GUARD}, draws=[PRIEST]), action)
 
 
 def test_unknown_agent_is_named():
