@@ -184,8 +184,10 @@ def claim_run_folder(run_dir: str | os.PathLike[str], resume: bool = False) -> R
             f"run folder {str(run_dir)!r} already holds a run (its {RUN_MARKER}), which a new run would overwrite: "
             "pick another run name"
         )
+    if resume:  # a resumed run's own files, snapshots and all: nothing to look for
+        return lock
     leftovers = sorted({str(path.relative_to(run_dir)) for pattern in RUN_OUTPUTS for path in run_dir.glob(pattern)})
-    if not resume and leftovers:
+    if leftovers:
         lock.release()
         listed = ", ".join(leftovers[:5]) + (f" and {len(leftovers) - 5} more" if len(leftovers) > 5 else "")
         raise RunFolderError(
