@@ -17,9 +17,11 @@ its own pages.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from loveletter_env.validation import check_writable
 from training.apps.web.games import OfferedPolicy
@@ -215,6 +217,27 @@ def browser_address(host: str, port: int) -> str:
     return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
 
+def listen_on(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port``, as uvicorn binds one (``SO_REUSEADDR``, IPv6 for
+    an address with a colon); ``OSError`` when the port is taken or the address is not this
+    machine's."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+def serve(app: Any, listener: socket.socket) -> None:
+    """Answer ``app``'s requests on the bound ``listener`` until Ctrl+C."""
+    import uvicorn
+
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m training.serve",
@@ -282,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0 < args.port < 65536:
         parser.error(f"--port must be in 1..65535, got {args.port}")
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (the 'web' extra is checked before any work; serve uses it)
 
         from training.apps.web.app import LOCAL_HOSTS, ServerConfig, allowed_host_name, create_app
     except ImportError as exc:
@@ -322,6 +345,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.replays.mkdir(parents=True, exist_ok=True)
     hosts = (*LOCAL_HOSTS, *([args.host] if args.host not in WILDCARD_HOSTS else []), *allowed_hosts)
     app = create_app(ServerConfig(args.replays, args.league, checkpoints, hosts, policies=policies))
+    try:
+        listener = listen_on(args.host, args.port)
+    except OSError as exc:  # before the address is printed: a browser sent there would find another server
+        parser.exit(1, f"{parser.prog}: error: cannot listen on {args.host} port {args.port}: {exc.strerror or exc}\n")
     print(f"Love Letter: open {browser_address(args.host, args.port)} in a browser (Ctrl+C stops the server)")
     print(f"  replays: {args.replays}; checkpoints offered: {', '.join(checkpoints) or 'none'}")
     if policies:
@@ -329,7 +356,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.host not in LOCAL_HOSTS:
         print(f"  note: bound to {args.host}, so other machines can reach it (there is no login)")
         print(f"  requests must address it as one of {', '.join(hosts)} (--allow-host NAME adds a name)")
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    with listener:
+        serve(app, listener)
     return 0
 
 

@@ -579,32 +579,46 @@ def test_no_checkpoint_named_or_found_is_left_out_unsaid(tmp_path):
         find_checkpoints([tmp_path / "many"])
 
 
-def test_serve_warms_the_compiled_search_before_it_answers(tmp_path, monkeypatch):
-    import uvicorn
+def test_serve_warms_the_compiled_search_before_it_answers(tmp_path, monkeypatch, served_apps):
+    from training.apps import server
+
+    monkeypatch.setattr(server, "warm_compiled_bots", lambda: served_apps.append("warm"))
+    assert serve_main(["--checkpoints", "--replays", str(tmp_path / "r")]) == 0
+    assert served_apps[0] == "warm" and len(served_apps) == 2
+
+
+def test_serve_on_a_port_in_use_says_so_before_it_prints_an_address(tmp_path, capsys):
+    """The address was printed, then uvicorn's own error: a browser sent there found the
+    other server."""
+    import socket
 
     from training.apps import server
 
-    happened = []
-    monkeypatch.setattr(server, "warm_compiled_bots", lambda: happened.append("warm"))
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: happened.append("serve"))
-    assert serve_main(["--checkpoints", "--replays", str(tmp_path / "r")]) == 0
-    assert happened == ["warm", "serve"]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as exit_info:
+            serve_main(["--port", str(port), "--checkpoints", "--replays", str(tmp_path / "r")])
+    assert exit_info.value.code == 1
+    out, err = capsys.readouterr()
+    assert "open http" not in out
+    assert f"cannot listen on 127.0.0.1 port {port}: " in err and "in use" in err
+    with server.listen_on("127.0.0.1", port) as free:  # once let go, the same port is served
+        assert free.getsockname()[1] == port
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0", "::", "::1", "localhost"])
-def test_serve_prints_an_address_the_server_answers(host, tmp_path, monkeypatch, capsys):
+def test_serve_prints_an_address_the_server_answers(host, tmp_path, monkeypatch, capsys, served_apps):
     """The printed address is one a browser can open (an IPv6 address in brackets, this
     machine's for a wildcard) and the server answers it (not 403 for its Host)."""
     import re
     from urllib.parse import urlsplit
 
-    import uvicorn
-
     from training.apps import server
 
-    apps = []
+    apps = served_apps
     monkeypatch.setattr(server, "warm_compiled_bots", lambda: None)
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: apps.append(app))
     assert serve_main(["--host", host, "--port", "8123", "--checkpoints", "--replays", str(tmp_path / "r")]) == 0
     address = re.search(r"open (\S+) in a browser", capsys.readouterr().out).group(1)
     parts = urlsplit(address)
@@ -766,10 +780,10 @@ def test_find_runs_offers_one_checkpoint_per_run(tmp_path):
         find_runs([tmp_path / "nowhere"])
 
 
-def test_serve_offers_the_shipped_and_version_1_networks_and_only_the_runs_asked_for(tmp_path, monkeypatch, capsys):
+def test_serve_offers_the_shipped_and_version_1_networks_and_only_the_runs_asked_for(
+    tmp_path, monkeypatch, capsys, served_apps
+):
     import shutil
-
-    import uvicorn
 
     for folder in ("shipped", "v1", "scratch"):
         (tmp_path / "checkpoints" / folder).mkdir(parents=True)
@@ -777,7 +791,6 @@ def test_serve_offers_the_shipped_and_version_1_networks_and_only_the_runs_asked
     shutil.copy(V1 / "ppo_2to4p.pt", tmp_path / "checkpoints" / "v1" / "ppo_2to4p.pt")
     shutil.copy(SHIPPED / "ppo_2p.pt", tmp_path / "checkpoints" / "scratch" / "latest.pt")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: None)
     assert serve_main([]) == 0
     assert "checkpoints offered: shipped/ppo_2p, v1/ppo_2to4p\n" in capsys.readouterr().out
     assert serve_main(["--runs", "checkpoints"]) == 0

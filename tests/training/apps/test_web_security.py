@@ -391,15 +391,12 @@ def _sparse_version_1_checkpoint(path: Path) -> Path:
     return path
 
 
-def test_a_checkpoint_that_fails_to_load_in_a_folder_is_left_out_with_why(tmp_path, capsys, monkeypatch):
+def test_a_checkpoint_that_fails_to_load_in_a_folder_is_left_out_with_why(tmp_path, capsys, served_apps):
     """A sparse tensor in a version 1 file crashed start-up with torch's NotImplementedError."""
-    import uvicorn
-
     from training.learn.checkpoint import CheckpointError
 
     shutil.copy(SHIPPED / "ppo_2p.pt", tmp_path / "good.pt")
     sparse = _sparse_version_1_checkpoint(tmp_path / "sparse.pt")
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: None)
     assert serve_main(["--checkpoints", str(tmp_path), "--replays", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     left_out = [line for line in out.splitlines() if "left out" in line]
