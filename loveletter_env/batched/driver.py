@@ -232,10 +232,7 @@ class BatchedLoveLetter:
         that a loop keeps each in one place; both are checked before anything changes.
         ``mask_out`` is then :attr:`action_mask` until the next step or reset.
         """
-        if out is not None:
-            self._check_out(out)
-        if mask_out is not None:
-            self._check_mask_out(mask_out)
+        check_step_buffers(self.num_games, self.device, out, mask_out)
         obs = self._new_observations() if out is None else out
         if not isinstance(info, (bool, np.bool_)):
             raise ValueError(f"info must be True or False, got {info!r}")
@@ -262,8 +259,7 @@ class BatchedLoveLetter:
 
         Returns ``(actions, obs, mask, rewards, dones, info)``; ``actions`` (long [N]) are
         the actions played."""
-        if out is not None:
-            self._check_out(out)
+        check_step_buffers(self.num_games, self.device, out)
         self._check_sampler(sampler)
         obs = self._new_observations() if out is None else out
         actions = torch.empty(self.num_games, dtype=torch.long, device=self.device)
@@ -393,8 +389,7 @@ class BatchedLoveLetter:
         self._require_reset()
         # The compiled core always checks seats on CPU: out-of-range ones must never reach it.
         seats = self._check_seats(seats, "seats", values=self._checks_values)
-        if out is not None:
-            self._check_out(out)
+        check_step_buffers(self.num_games, self.device, out)
         return self._observe(seats, out)
 
     @property
@@ -469,20 +464,6 @@ class BatchedLoveLetter:
         if x.device != self.device:
             raise ValueError(f"{name} is on {x.device}, the env is on {self.device}")
         return x
-
-    def _check_out(self, out: Any) -> None:
-        shape = (self.num_games, OBSERVATION_SIZE)
-        if not isinstance(out, torch.Tensor) or out.dtype != OBSERVATION_DTYPE or tuple(out.shape) != shape:
-            raise ValueError(f"out must be a uint8 tensor of shape {list(shape)}, got {_describe(out)}")
-        if out.device != self.device or not out.is_contiguous():
-            raise ValueError(f"out must be contiguous and on {self.device}, got {_describe(out)}")
-
-    def _check_mask_out(self, mask_out: Any) -> None:
-        shape = (self.num_games, NUM_ACTIONS)
-        if not isinstance(mask_out, torch.Tensor) or mask_out.dtype != torch.bool or tuple(mask_out.shape) != shape:
-            raise ValueError(f"mask_out must be a bool tensor of shape {list(shape)}, got {_describe(mask_out)}")
-        if mask_out.device != self.device or not mask_out.is_contiguous():
-            raise ValueError(f"mask_out must be contiguous and on {self.device}, got {_describe(mask_out)}")
 
     def _check_seats(self, seats: Any, name: str, values: bool = True) -> torch.Tensor:
         """Shape, dtype and device; with ``values``, also that each seat exists (a host sync)."""
@@ -566,6 +547,26 @@ def _ends_info(ends: tuple[torch.Tensor, ...]) -> dict[str, Any]:
     """A step's ``info`` from its round ends (:meth:`BatchedLoveLetter._new_ends`)."""
     round_over, round_winners, tokens = ends
     return {"round_over": round_over, "round_winners": round_winners, "tokens": tokens}
+
+
+def check_step_buffers(num_games: int, device: torch.device, out: Any = None, mask_out: Any = None) -> None:
+    """That ``out`` and ``mask_out``, where given, can take a step's observations and action
+    masks in place: ``[num_games, OBSERVATION_SIZE]`` uint8 and ``[num_games, NUM_ACTIONS]``
+    bool, contiguous, on ``device``. :class:`~loveletter_env.batched.mixed.MixedRulesBatched`
+    checks its whole batch with it, so that a block's own check (of its rows) never names a
+    shape of its own."""
+    for name, given, dtype, width in (
+        ("out", out, OBSERVATION_DTYPE, OBSERVATION_SIZE),
+        ("mask_out", mask_out, torch.bool, NUM_ACTIONS),
+    ):
+        if given is None:
+            continue
+        shape = (num_games, width)
+        if not isinstance(given, torch.Tensor) or given.dtype != dtype or tuple(given.shape) != shape:
+            kind = str(dtype).removeprefix("torch.")
+            raise ValueError(f"{name} must be a {kind} tensor of shape {list(shape)}, got {_describe(given)}")
+        if given.device != device or not given.is_contiguous():
+            raise ValueError(f"{name} must be contiguous and on {device}, got {_describe(given)}")
 
 
 def _describe(x: Any) -> str:

@@ -23,7 +23,7 @@ from ..cards import DECK_SIZE
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from ..validation import MAX_SEED, check_int, check_seed, shown
-from .driver import OBSERVATION_DTYPE, BatchedLoveLetter, _describe, _table_sizes, check_actions_legal
+from .driver import OBSERVATION_DTYPE, BatchedLoveLetter, _table_sizes, check_actions_legal, check_step_buffers
 
 
 def split_games(num_games: int, weights: Sequence[float]) -> list[int]:
@@ -187,10 +187,7 @@ class MixedRulesBatched:
         info: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any] | None]:
         """As :meth:`BatchedLoveLetter.step`; each block writes its rows of ``out`` and ``mask_out``."""
-        if out is not None:
-            self._check_out(out)
-        if mask_out is not None:
-            self._check_mask_out(mask_out)
+        check_step_buffers(self.num_games, self.device, out, mask_out)
         self._check_actions(actions)
         obs = self._new_observations() if out is None else out
         if mask_out is None:
@@ -213,8 +210,7 @@ class MixedRulesBatched:
         """As :meth:`BatchedLoveLetter.observe`: seat ``seats[g]``'s observation of game ``g``."""
         if not isinstance(seats, torch.Tensor) or seats.shape != (self.num_games,):
             raise ValueError(f"seats must be a tensor of shape ({self.num_games},)")
-        if out is not None:
-            self._check_out(out)
+        check_step_buffers(self.num_games, self.device, out)
         for env, block in zip(self.envs, self.blocks):  # every block's seats before any row is written
             env._check_seats(seats[block], "seats", values=env._checks_values)
         obs = self._new_observations() if out is None else out
@@ -240,22 +236,6 @@ class MixedRulesBatched:
             return
         masks = torch.cat([env._checked_masks() for env in self.envs])
         check_actions_legal(actions, masks, self.current_player, self._players)
-
-    def _check_out(self, out: Any) -> None:
-        # The whole batch's shape, type, device and layout, so that a block's own check (of its
-        # rows) never names a shape of its own.
-        shape = (self.num_games, OBSERVATION_SIZE)
-        if not isinstance(out, torch.Tensor) or out.dtype != OBSERVATION_DTYPE or tuple(out.shape) != shape:
-            raise ValueError(f"out must be a uint8 tensor of shape {list(shape)}, got {_describe(out)}")
-        if out.device != self.device or not out.is_contiguous():
-            raise ValueError(f"out must be contiguous and on {self.device}, got {_describe(out)}")
-
-    def _check_mask_out(self, mask_out: Any) -> None:
-        shape = (self.num_games, NUM_ACTIONS)
-        if not isinstance(mask_out, torch.Tensor) or mask_out.dtype != torch.bool or tuple(mask_out.shape) != shape:
-            raise ValueError(f"mask_out must be a bool tensor of shape {list(shape)}, got {_describe(mask_out)}")
-        if mask_out.device != self.device or not mask_out.is_contiguous():
-            raise ValueError(f"mask_out must be contiguous and on {self.device}, got {_describe(mask_out)}")
 
     def _new_observations(self) -> torch.Tensor:
         return torch.empty(self.num_games, OBSERVATION_SIZE, dtype=OBSERVATION_DTYPE, device=self.device)
