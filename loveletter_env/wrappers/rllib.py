@@ -36,6 +36,19 @@ OBSERVATIONS_KEY = "observations"
 ACTION_MASK_KEY = "action_mask"
 
 
+def _config_kwargs(config: Mapping[str, Any] | None, of: str, example: str) -> dict[str, Any]:
+    """``config`` (RLlib's ``env_config``) as keyword arguments of ``of``; ``None`` for none.
+    ``example`` is a config ``of`` takes, for the error message.
+
+    Raises:
+        ValueError: for a config that is no mapping (``dict()`` would take a list of pairs,
+            and fail on a string with a message that names no config).
+    """
+    if config is not None and not isinstance(config, Mapping):
+        raise ValueError(f"config is a dict of {of}'s arguments, such as {example}, got {config!r}")
+    return dict(config or {})
+
+
 def _rllib_space(observation_space: spaces.Space) -> spaces.Dict:
     return spaces.Dict(
         {OBSERVATIONS_KEY: observation_space, ACTION_MASK_KEY: spaces.Box(0.0, 1.0, (NUM_ACTIONS,), np.float32)}
@@ -51,11 +64,7 @@ class RLlibLoveLetterEnv(gymnasium.ObservationWrapper):
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None):
-        if config is not None and not isinstance(config, Mapping):
-            raise ValueError(
-                f"config is a dict of LoveLetterGymEnv's arguments, such as {{'opponents': 'rule'}}, got {config!r}"
-            )
-        learner_env = LoveLetterGymEnv(**dict(config or {}))
+        learner_env = LoveLetterGymEnv(**_config_kwargs(config, "LoveLetterGymEnv", "{'opponents': 'rule'}"))
         super().__init__(learner_env)
         self._learner_env = learner_env
         self.observation_space = _rllib_space(self.env.observation_space)
@@ -103,5 +112,6 @@ def rllib_multi_agent_env(config: Mapping[str, Any] | None = None) -> Any:
     ``config`` holds the AEC env's keyword arguments. Agent ids are ``player_0`` ...;
     map them all to one module for self-play. For ``ray.tune.registry.register_env``.
     """
+    kwargs = _config_kwargs(config, "loveletter_env.env", "{'num_players': 3}")  # named before Ray is imported
     pettingzoo_env = require("ray.rllib.env.wrappers.pettingzoo_env", "rllib")
-    return pettingzoo_env.PettingZooEnv(RLlibObservationAEC(make_aec_env(**dict(config or {}))))
+    return pettingzoo_env.PettingZooEnv(RLlibObservationAEC(make_aec_env(**kwargs)))

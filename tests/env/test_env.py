@@ -176,6 +176,19 @@ def test_agents_spaces_and_metadata(num_players):
     assert isinstance(env.unwrapped, loveletter_env.raw_env)
 
 
+def test_each_agents_observation_space_is_seeded_alone():
+    """Every agent held the same space object, so seeding one agent's space moved another's
+    samples (PettingZoo's classic envs give each agent its own)."""
+    env = loveletter_env.env(num_players=2)
+    first, second = env.observation_space("player_0"), env.observation_space("player_1")
+    assert first == second
+    first.seed(0)
+    alone = first.sample()["observation"]
+    first.seed(0)
+    second.seed(1)
+    assert np.array_equal(first.sample()["observation"], alone)
+
+
 def test_out_players_stay_in_agents_and_are_skipped():
     env = make_env(3, deal_deck(3, hands={0: GUARD, 1: PRIEST, 2: BARON}, draws=[KING, GUARD, GUARD]))
     env.step(act(GUARD, 1, PRIEST))  # player_1 is out

@@ -352,6 +352,31 @@ def test_rllib_aec_observations_are_renamed_for_every_agent_at_every_step():
         aec.step(None if terminated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
 
 
+def test_rllib_aec_spaces_are_seeded_one_agent_at_a_time():
+    """Seeding one agent's space leaves another's samples as they were (no subspace is shared)."""
+    from loveletter_env.wrappers import RLlibObservationAEC
+
+    aec = RLlibObservationAEC(loveletter_env.env(num_players=2))
+    first, second = aec.observation_space("player_0"), aec.observation_space("player_1")
+    first.seed(0)
+    alone = first.sample()["observations"]
+    first.seed(0)
+    second.seed(1)
+    assert np.array_equal(first.sample()["observations"], alone)
+
+
+@pytest.mark.parametrize("config", ["rule", 3, [("num_players", 3)]])
+def test_an_rllib_multi_agent_config_that_is_no_dict_is_named(config, monkeypatch):
+    import types
+
+    from loveletter_env.wrappers import rllib
+
+    # Without Ray: the config is RLlib's business only once it is a dict of the env's arguments.
+    monkeypatch.setattr(rllib, "require", lambda module, extra: types.SimpleNamespace(PettingZooEnv=lambda env: env))
+    with pytest.raises(ValueError, match=r"^config is a dict of loveletter_env.env's arguments"):
+        rllib.rllib_multi_agent_env(config)
+
+
 def test_numeric_info_wrapper_reports_the_result_as_numbers():
     aec = NumericInfoWrapper(loveletter_env.env(num_players=3, episode="round"))
     aec.reset(seed=0)
