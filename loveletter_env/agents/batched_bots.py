@@ -25,14 +25,16 @@ from typing import Any
 import numpy as np
 
 from ..actions import NUM_ACTIONS
-from ..observation import OBSERVATION_SIZE
+from ..observation import OBSERVATION_SIZE, check_observation_values
+from ..validation import check_seed
 from .bot_decisions import random_actions, rule_actions
 
 _FORGOTTEN = (0, -1, -1)  # a new episode's kept-card memory: no card kept
 
 
 class BatchedBots:
-    """Bots in ``len(seeds)`` slots, slot ``i`` seeded like the Python bot with ``seeds[i]``.
+    """Bots in ``len(seeds)`` slots, slot ``i`` seeded like the Python bot with ``seeds[i]``
+    (a seed it takes: ``None`` for fresh entropy or an integer in ``0..MAX_SEED``).
 
     :meth:`act` decides for a batch of slots at once on the CPU, :meth:`act_on_device` on a
     CUDA device; :meth:`reset` starts new episodes for some slots (as the Python bots'
@@ -48,6 +50,8 @@ class BatchedBots:
     STATE: tuple[str, ...] = ("mt_states",)
 
     def __init__(self, seeds: list[int]):
+        # The seeds the Python bots take, no others: random.Random would take -1 as 1, 1.5 or "1".
+        seeds = [check_seed(s, f"seeds[{i}]", allow_none=True) for i, s in enumerate(seeds)]
         self.mt_states = np.array([random.Random(s).getstate()[1] for s in seeds], dtype=np.uint32)
         self._on_device: Any = None  # the torch CUDA device holding the state, if any
         self._device_state: dict[str, Any] = {}
@@ -57,30 +61,50 @@ class BatchedBots:
 
     def reset(self, slots: np.ndarray) -> None:
         """New episodes for ``slots``."""
+        self._check_slots(slots)
 
     def _check_slots(self, slots: Any) -> np.ndarray:
-        slots = np.asarray(slots, dtype=np.int64)
+        """``slots`` as int64 indices, or ``ValueError``: a cast would read slot 0.9 as 0, and
+        numpy indexing slot -1 as the last one."""
+        slots = np.asarray(slots)
         size = len(self)
-        if slots.ndim != 1 or (len(slots) and (slots.min() < 0 or slots.max() >= size)):
-            raise ValueError(f"slots must be a 1-D array of slot indices in 0..{size - 1}")
-        return slots
+        integral = slots.dtype.kind in "iu" or (slots.size == 0 and slots.dtype.kind == "f")  # [] is float64
+        if slots.ndim != 1 or not integral or (len(slots) and (slots.min() < 0 or slots.max() >= size)):
+            shown = slots.tolist() if slots.size <= 8 else f"shape {list(slots.shape)}"
+            raise ValueError(f"slots must be a 1-D array of slot indices in 0..{size - 1}, got {slots.dtype} {shown}")
+        return slots.astype(np.int64, copy=False)
 
     def act(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """int64 [B]: the moves of ``slots`` (int [B]) given their ``observations``
         ([B, OBSERVATION_SIZE]: the batched env's uint8 or the AEC env's float32) and legal
-        ``masks`` ([B, 41], at least one legal each), on the CPU."""
+        ``masks`` ([B, 41], at least one legal each), on the CPU.
+
+        Raises ``ValueError`` for what the Python bots refuse too: slots that are no slot
+        indices, observations of another shape or that are no observations (a bool or blank
+        vector, an entry that is no whole number in 0..16), masks of another shape or of
+        values other than 0 and 1, a mask with no legal action."""
         slots = self._check_slots(slots)
-        observations = np.asarray(observations)
-        # Bytes (the batched env's) are read as they are, with no float copy of the batch;
-        # the compiled bots read either dtype alike (each entry is a small whole number).
-        dtype = np.uint8 if observations.dtype == np.uint8 else np.float32
-        observations = np.ascontiguousarray(observations, dtype=dtype)
-        masks = np.ascontiguousarray(masks).astype(np.bool_, copy=False)
+        observations, masks = np.asarray(observations), np.asarray(masks)
         if observations.shape != (len(slots), OBSERVATION_SIZE) or masks.shape != (len(slots), NUM_ACTIONS):
             raise ValueError(
                 f"expected observations [{len(slots)}, {OBSERVATION_SIZE}] and masks [{len(slots)}, {NUM_ACTIONS}], "
                 f"got {list(observations.shape)} and {list(masks.shape)}"
             )
+        check_observation_values(observations)
+        # A mask of other values (probabilities, counts) would read "nonzero is legal" and let a
+        # slot play an action the position does not allow; the Python bots refuse it too.
+        if masks.dtype.kind not in "biuf":
+            raise ValueError(f"masks hold 0 or 1 (or bools), got dtype {masks.dtype}")
+        if masks.dtype != np.bool_ and not ((masks == 0) | (masks == 1)).all():
+            row, action = np.argwhere((masks != 0) & (masks != 1))[0]
+            raise ValueError(
+                f"masks hold 0 or 1 (or bools): entry {action} of row {row} is {masks[row, action].item()!r}"
+            )
+        # Bytes (the batched env's) are read as they are, with no float copy of the batch;
+        # the compiled bots read either dtype alike (each entry is a small whole number).
+        dtype = np.uint8 if observations.dtype == np.uint8 else np.float32
+        observations = np.ascontiguousarray(observations, dtype=dtype)
+        masks = np.ascontiguousarray(masks).astype(np.bool_, copy=False)
         if not masks.any(1).all():
             raise ValueError("every mask needs a legal action: a bot only acts on its own turn")
         self.to_host()
@@ -180,12 +204,13 @@ class BatchedRuleBots(BatchedBots):
     def reset(self, slots: np.ndarray) -> None:
         """New episodes for ``slots``: forget the kept cards (on the device, if the state
         is there: a copy of ``slots`` over, no synchronisation)."""
+        slots = self._check_slots(slots)
         if self._on_device is None:
             self.memories[slots] = _FORGOTTEN
             return
         import torch
 
-        index = torch.as_tensor(np.asarray(slots, dtype=np.int64)).to(self._on_device)
+        index = torch.as_tensor(slots).to(self._on_device)
         self._device_state["memories"][index] = torch.tensor(_FORGOTTEN, device=self._on_device)
 
     def _decide(self, slots: np.ndarray, observations: np.ndarray, masks: np.ndarray, actions: np.ndarray) -> None:

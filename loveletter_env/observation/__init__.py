@@ -447,6 +447,39 @@ def observation_for_layout(observation, version: int):
     return observation[..., : layout_size(version)]
 
 
+def check_observation_values(observations: np.ndarray) -> None:
+    """Refuse, with ``ValueError`` naming the first, what no observation holds: one vector
+    ``[OBSERVATION_SIZE]`` or a batch ``[B, OBSERVATION_SIZE]`` (its row named too) of
+    another kind than numbers (a bool vector has lost its counts), an entry that is no whole
+    number in 0..:data:`OBSERVATION_HIGH`, or no table size (a blank vector, which would
+    read as a 2-player table)."""
+    of = "of the observation" if observations.ndim == 1 else "of row {} of the observations"
+    if observations.dtype.kind not in "iuf":
+        # A bool vector is a lossy cast: a deck of 9 cards or 3 tokens would read as 1.
+        kind = "an observation vector holds" if observations.ndim == 1 else "observations hold"
+        raise ValueError(f"{kind} numbers (counts up to {OBSERVATION_HIGH:g}), got dtype {observations.dtype}")
+    # A count of 1e7 would make a hand of ten million cards (1e30: a hang), not an error.
+    if observations.dtype == np.uint8:  # the batched env's bytes, whole and not negative: one reduction
+        bad = None if observations.max(initial=0) <= OBSERVATION_HIGH else observations > OBSERVATION_HIGH
+    else:
+        bad = ~((observations >= 0) & (observations <= OBSERVATION_HIGH) & (observations == np.round(observations)))
+    if bad is not None and bad.any():
+        *row, entry = np.argwhere(bad)[0]
+        raise ValueError(
+            f"entry {entry} {of.format(*row)} is {float(observations[(*row, entry)])!r}: every entry is a whole "
+            f"number in 0..{OBSERVATION_HIGH:g}"
+        )
+    where = SLICES["num_players"]
+    table = observations[..., where]
+    blank = np.argwhere(np.atleast_1d(table.sum(-1) != 1))  # whole and not negative: exactly one 1
+    if blank.size:
+        row = tuple(blank[0][: observations.ndim - 1])
+        raise ValueError(
+            f"entries {where.start}..{where.stop - 1} {of.format(*row)} (num_players, one-hot 2, 3, 4) are "
+            f"{[int(x) for x in table[row]]}: every observation has exactly one 1 there"
+        )
+
+
 def decode_observation(vector) -> ObservationView:
     """Turn an observation vector (or the env's observation dict) into an :class:`ObservationView`.
 
@@ -463,26 +496,8 @@ def decode_observation(vector) -> ObservationView:
     if v.ndim != 1:
         raise ValueError(f"an observation vector has shape ({OBSERVATION_SIZE},), got {v.shape}")
     check_observation_size(v.shape[0])
-    if v.dtype.kind not in "iuf":
-        # A bool vector is a lossy cast: a deck of 9 cards or 3 tokens would read as 1.
-        raise ValueError(
-            f"an observation vector holds numbers (counts up to {OBSERVATION_HIGH:g}), got dtype {v.dtype}"
-        )
-    # A count of 1e7 would make a hand of ten million cards (1e30: a hang), not an error.
-    bad = np.flatnonzero(~((v >= 0) & (v <= OBSERVATION_HIGH) & (v == np.round(v))))
-    if bad.size:
-        raise ValueError(
-            f"entry {bad[0]} of the observation is {float(v[bad[0]])!r}: every entry is a whole number in "
-            f"0..{OBSERVATION_HIGH:g}"
-        )
+    check_observation_values(v)
     f = {name: v[s].reshape(field.shape) for field, (name, s) in zip(LAYOUT, SLICES.items())}
-    # Every observation names its table size; argmax of a blank field would read as 2 players.
-    if sorted(f["num_players"].tolist()) != [0, 0, 1]:
-        where = SLICES["num_players"]
-        raise ValueError(
-            f"entries {where.start}..{where.stop - 1} of the observation (num_players, one-hot 2, 3, 4) are "
-            f"{[int(x) for x in f['num_players']]}: every observation has exactly one 1 there"
-        )
     n = int(np.argmax(f["num_players"])) + 2
     discards = tuple(tuple(int(np.argmax(row)) + 1 for row in f["discards"][k] if row.any()) for k in range(n))
     known = (0,) + tuple(

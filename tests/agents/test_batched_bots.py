@@ -102,3 +102,83 @@ def test_same_guard_guesses_after_a_missed_guard_the_move_record_still_proves():
     )
     assert batched.tolist() == [RuleAgent(seed=s).act(observation) for s in seeds]
     assert act(GUARD, 1, PRIEST) not in batched.tolist()
+
+
+def _first_decision():
+    env = loveletter_env.env(num_players=2, episode="round")
+    env.reset(seed=0)
+    observation = env.observe(env.agent_selection)
+    return observation["observation"], observation["action_mask"]
+
+
+@pytest.mark.parametrize("bot_class", (BatchedRuleBots, BatchedRandomBots))
+def test_masks_that_are_no_action_masks_are_refused(bot_class):
+    """A mask of other values (here probabilities) would be read as "nonzero is legal" and
+    let a slot play an action the position does not allow: refused, as the Python bots
+    refuse it (``base.action_mask_of``)."""
+    obs, mask = _first_decision()
+    probabilities = mask.astype(np.float32) * 0.5
+    probabilities[np.flatnonzero(mask == 0)] = 0.25  # weight on actions that are not legal here
+    with pytest.raises(ValueError, match="0 or 1"):
+        bot_class([1]).act(np.array([0]), obs[None], probabilities[None])
+    with pytest.raises(ValueError, match="0 or 1"):
+        bot_class([1]).act(np.array([0]), obs[None], np.where(mask, 2, 0)[None])
+    with pytest.raises(ValueError, match="dtype"):
+        bot_class([1]).act(np.array([0]), obs[None], mask.astype(str)[None])
+    # Bool and integer masks of 0 and 1 are masks.
+    assert bot_class([1]).act(np.array([0]), obs[None], mask.astype(bool)[None]).tolist() == (
+        bot_class([1]).act(np.array([0]), obs[None], mask[None]).tolist()
+    )
+
+
+@pytest.mark.parametrize("bot_class", (BatchedRuleBots, BatchedRandomBots))
+def test_vectors_that_are_no_observations_are_refused(bot_class):
+    """What ``decode_observation`` refuses for the Python bots, the compiled ones refuse too:
+    a bool vector (its counts lost), a blank one (no table size), entries no observation holds."""
+    obs, mask = _first_decision()
+    bots = bot_class([1, 2])
+    with pytest.raises(ValueError, match="dtype bool"):
+        bots.act(np.array([0]), obs.astype(bool)[None], mask[None])
+    blank = np.stack([obs, np.zeros_like(obs)])
+    with pytest.raises(ValueError, match=r"row 1 .*num_players"):
+        bots.act(np.array([0, 1]), blank, np.stack([mask, mask]))
+    for bad in (-1.0, 0.5, 17.0):
+        odd = obs.copy()
+        odd[3] = bad
+        with pytest.raises(ValueError, match=f"entry 3 of row 0 .*{bad!r}"):
+            bots.act(np.array([0]), odd[None], mask[None])
+    wide = np.where(obs > 0, 200, 0).astype(np.uint8)  # bytes above 16
+    with pytest.raises(ValueError, match="0..16"):
+        bots.act(np.array([0]), wide[None], mask[None])
+
+
+def test_slots_that_are_no_indices_are_refused():
+    """Fractional or bool slots were cast to whole numbers (0.9 acted as slot 0)."""
+    obs, mask = _first_decision()
+    bots = BatchedRuleBots([1, 2])
+    for slots in (np.array([0.9]), np.array([True]), [1.0]):
+        with pytest.raises(ValueError, match="slot indices"):
+            bots.act(slots, obs[None], mask[None])
+    assert bots.act([1], obs[None], mask[None]).tolist() == [
+        RuleAgent(seed=2).act({"observation": obs, "action_mask": mask})
+    ]
+
+
+@pytest.mark.parametrize("bot_class", (BatchedRuleBots, BatchedRandomBots))
+@pytest.mark.parametrize("seed", (-1, 1.5, True, 2**63, "1"))
+def test_seeds_the_python_bots_refuse_are_refused(bot_class, seed):
+    """Slot i is "the Python bot with seeds[i]": a seed that bot refuses would otherwise give
+    some other generator (-1 gave seed 1's)."""
+    with pytest.raises(ValueError, match=r"seeds\[1\]"):
+        bot_class([0, seed])
+
+
+@pytest.mark.parametrize("bot_class", (BatchedRuleBots, BatchedRandomBots))
+def test_reset_refuses_slots_out_of_range(bot_class):
+    """``reset([-1])`` cleared the last slot's memory, and the random bots ignored any slot."""
+    bots = bot_class([1, 2, 3])
+    for slots in (np.array([-1]), np.array([3]), np.array([0.5])):
+        with pytest.raises(ValueError, match="slot indices"):
+            bots.reset(slots)
+    bots.reset(np.array([], dtype=np.int64))
+    bots.reset([0, 2])
