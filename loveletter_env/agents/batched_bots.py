@@ -20,6 +20,7 @@ Python bot would, draw for draw (``tests/agents/test_batched_bots.py``).
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -49,10 +50,10 @@ class BatchedBots:
     #: The names of the per-slot state arrays (uint32 generator states first).
     STATE: tuple[str, ...] = ("mt_states",)
 
-    def __init__(self, seeds: list[int]):
+    def __init__(self, seeds: Sequence[int | None]):
         # The seeds the Python bots take, no others: random.Random would take -1 as 1, 1.5 or "1".
-        seeds = [check_seed(s, f"seeds[{i}]", allow_none=True) for i, s in enumerate(seeds)]
-        self.mt_states = np.array([random.Random(s).getstate()[1] for s in seeds], dtype=np.uint32)
+        checked = [check_seed(s, f"seeds[{i}]", allow_none=True) for i, s in enumerate(seeds)]
+        self.mt_states = np.array([random.Random(s).getstate()[1] for s in checked], dtype=np.uint32)
         self._on_device: Any = None  # the torch CUDA device holding the state, if any
         self._device_state: dict[str, Any] = {}
 

@@ -464,9 +464,9 @@ def check_observation_values(observations: np.ndarray) -> None:
     else:
         bad = ~((observations >= 0) & (observations <= OBSERVATION_HIGH) & (observations == np.round(observations)))
     if bad is not None and bad.any():
-        *row, entry = np.argwhere(bad)[0]
+        index = tuple(np.argwhere(bad)[0])
         raise ValueError(
-            f"entry {entry} {of.format(*row)} is {float(observations[(*row, entry)])!r}: every entry is a whole "
+            f"entry {index[-1]} {of.format(*index[:-1])} is {float(observations[index])!r}: every entry is a whole "
             f"number in 0..{OBSERVATION_HIGH:g}"
         )
     where = SLICES["num_players"]
