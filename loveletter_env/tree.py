@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import sys
 import time
 from collections import Counter, namedtuple
 from collections.abc import Callable
@@ -62,6 +63,7 @@ from .interruptible import run_interruptibly
 from .observation import OBSERVATION_SIZE, SLICES
 from .retired_flags import retire_flag
 from .rules import LADDER, Rules, resolve_rules
+from .validation import is_int
 
 #: Entries of an observation key are ``index * KEY_VALUE_RANGE + value``.
 KEY_VALUE_RANGE = 32
@@ -162,6 +164,8 @@ def key_to_observation(entries: np.ndarray | bytes) -> np.ndarray:
     range, in ``tokens`` or not ascending, a value of 0), which would otherwise give another
     observation silently (numpy takes a negative index from the end)."""
     if isinstance(entries, bytes):
+        if len(entries) % 2:  # np.frombuffer would only say the buffer size is not a multiple of 2
+            raise ValueError(f"not an observation key: {len(entries)} byte(s), and each entry of a key is 2 bytes")
         entries = np.frombuffer(entries, dtype=np.uint16)
     array = np.asarray(entries)
     if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
@@ -216,11 +220,12 @@ def root_records(rules: str | Rules, first_player: int = 0) -> tuple[np.ndarray,
     at the rung's table size, dealt with ``first_player`` to act, and the probability of each (1 / D)."""
     rules = rung_rules(rules)
     seats = range(rules.rung_players)
-    if isinstance(first_player, bool) or first_player not in seats:
+    # is_int: a whole float is in the range too, and the compiled deal fails on it with a typing error.
+    if not is_int(first_player) or first_player not in seats:
         raise ValueError(f"first_player must be a seat of {rules.name!r} (0..{seats[-1]}), got {first_player!r}")
     decks = _deal_decks(rules)
     records = new_records([rules.rung_players] * len(decks), rules)
-    _start_rounds(records, decks, first_player)
+    _start_rounds(records, decks, int(first_player))
     return records, 1.0 / len(decks)
 
 
@@ -572,7 +577,7 @@ def build_tree(
     key_offsets = walked.key_offsets[: n + 1].copy()
     tree = GameTree(
         rules=resolved,
-        first_player=first_player,
+        first_player=int(first_player),
         num_deals=len(roots),
         node_info=info,
         node_child=child,
@@ -593,8 +598,9 @@ def build_tree(
 def record_of(tree: GameTree, node: int, parents: np.ndarray | None = None) -> np.ndarray:
     """The core record of history ``node`` of ``tree``: its deal, replayed along the actions
     that lead to the node (``parents``: :meth:`GameTree.parents`, to reuse across calls)."""
-    if not 0 <= node < tree.num_nodes:
-        raise ValueError(f"node must be in 0..{tree.num_nodes - 1}, got {node!r}")
+    if not is_int(node) or not 0 <= node < tree.num_nodes:
+        raise ValueError(f"node must be an integer in 0..{tree.num_nodes - 1}, got {node!r}")
+    node = int(node)
     parent = tree.parents() if parents is None else parents
     path = []
     while parent[node] >= 0:
@@ -698,13 +704,22 @@ def expected_score(tree: GameTree, strategy: np.ndarray, seat: int = 0) -> float
     """Seat ``seat``'s expected score (player 0 by default) when every player follows
     ``strategy`` (float64 per action, laid out as :attr:`GameTree.actions`;
     :meth:`GameTree.uniform_strategy` is one)."""
-    if isinstance(seat, bool) or seat not in range(tree.num_players):
+    if not is_int(seat) or seat not in range(tree.num_players):
         raise ValueError(f"seat must be a seat of {tree.rules.name!r} (0..{tree.num_players - 1}), got {seat!r}")
     strategy = np.ascontiguousarray(strategy, dtype=np.float64)
     if strategy.shape != tree.actions.shape:
         raise ValueError(
             f"strategy must hold one probability per action of the tree ({tree.actions.shape[0]}), "
             f"got shape {list(strategy.shape)}"
+        )
+    # Anything else weights the children by numbers that are not probabilities, and the
+    # pass returns a score outside 0..1 (or NaN) without a word.
+    sums = np.add.reduceat(strategy, tree.action_offsets[:-1])  # a tree has an action at every set
+    if not (np.isfinite(strategy).all() and (strategy >= 0).all() and np.allclose(sums, 1.0, rtol=0, atol=1e-5)):
+        worst = int(np.argmax(np.abs(np.nan_to_num(sums, nan=np.inf) - 1.0)))
+        raise ValueError(
+            "strategy must give each information set probabilities (finite, non-negative, summing to 1 within 1e-5); "
+            f"set {worst} sums to {float(sums[worst])!r}, and the smallest entry is {float(strategy.min())!r}"
         )
     work = np.empty(tree.num_nodes)
     args = (tree.node_info, tree.node_child, tree.action_offsets, strategy, tree.num_deals, work, seat)
@@ -725,23 +740,44 @@ def main(argv: list[str] | None = None) -> None:
     )
     retire_flag(parser, "--observations-only", nargs=0)
     args = parser.parse_args(argv)
+    # Every rung and the seat are checked before the first walk, which may take minutes.
     for rung in args.rungs:
         try:
-            rung_rules(rung)
-        except TreeError as error:
+            players = rung_rules(rung).rung_players
+        except ValueError as error:  # an unknown name (resolve_rules) or not a rung (TreeError)
             parser.error(str(error))
-    count_tree("mini6")  # compiles the walk first, so the times below are the walks alone
-    print("| rung | deals | decision nodes | terminal nodes | histories | information sets | seconds |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for rung in args.rungs:
-        began = time.perf_counter()
-        with tqdm(total=num_deals(rung), desc=rung, unit="deal", leave=False, dynamic_ncols=True) as bar:
-            size = count_tree(rung, args.first_player, progress=lambda done, _: bar.update(done - bar.n))
-        seconds = time.perf_counter() - began
-        print(
-            f"| {size.rules} | {size.deals:,} | {size.decision_nodes:,} | {size.terminal_nodes:,} "
-            f"| {size.histories:,} | {size.infosets:,} | {seconds:.1f} |",
-            flush=True,
+        if args.first_player >= players:
+            parser.error(
+                f"--first-player {args.first_player} is not a seat of {rung}, played by {players} players "
+                f"(0..{players - 1})"
+            )
+    rung = None
+    try:
+        count_tree("mini6")  # compiles the walk first, so the times below are the walks alone
+        print("| rung | deals | decision nodes | terminal nodes | histories | information sets | seconds |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for rung in args.rungs:
+            began = time.perf_counter()
+            with tqdm(total=num_deals(rung), desc=rung, unit="deal", leave=False, dynamic_ncols=True) as bar:
+                size = count_tree(rung, args.first_player, progress=lambda done, _: bar.update(done - bar.n))
+            seconds = time.perf_counter() - began
+            print(
+                f"| {size.rules} | {size.deals:,} | {size.decision_nodes:,} | {size.terminal_nodes:,} "
+                f"| {size.histories:,} | {size.infosets:,} | {seconds:.1f} |",
+                flush=True,
+            )
+    except KeyboardInterrupt:
+        # A sentence, not a traceback; 130 (128 + SIGINT) is what a shell reports for Ctrl-C.
+        said = (
+            "before the first rung; nothing was counted"
+            if rung is None
+            else f"while counting {rung}; the rows above are complete"
+        )
+        print(f"\ninterrupted {said}", file=sys.stderr)
+        raise SystemExit(130) from None
+    except MemoryError:
+        parser.exit(
+            1, f"{parser.prog}: error: out of memory for the tree of {rung or 'mini6'}; the rows above are complete\n"
         )
 
 

@@ -482,6 +482,83 @@ def test_the_tree_counter_refuses_the_retired_observations_only_flag(capsys):
     assert "error: --observations-only is retired: the observation is the player's information state" in err
 
 
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["nosuch"], "unknown rules preset 'nosuch'"),
+        (
+            ["--first-player", "2", "mini6_3p", "mini6"],
+            "--first-player 2 is not a seat of mini6, played by 2 players (0..1)",
+        ),
+    ],
+)
+def test_the_tree_counter_refuses_a_bad_rung_or_seat_before_counting_anything(argv, message, capsys, monkeypatch):
+    from loveletter_env import tree
+
+    walked: list[object] = []
+    monkeypatch.setattr(tree, "count_tree", lambda *args, **kwargs: walked.append(args))
+    with pytest.raises(SystemExit) as stop:
+        tree.main(argv)
+    assert stop.value.code == 2
+    assert f"error: {message}" in capsys.readouterr().err
+    assert not walked, "a rung was walked before the command line was refused"
+
+
+def test_the_tree_counter_ends_a_ctrl_c_with_a_sentence_and_status_130(capsys, monkeypatch):
+    from loveletter_env import tree
+
+    counted = tree.count_tree
+
+    def count_until_mini7(rules, *args, **kwargs):
+        if rules == "mini7":
+            raise KeyboardInterrupt
+        return counted(rules, *args, **kwargs)
+
+    monkeypatch.setattr(tree, "count_tree", count_until_mini7)
+    with pytest.raises(SystemExit) as stop:
+        tree.main(["mini6", "mini7"])
+    assert stop.value.code == 130
+    out, err = capsys.readouterr()
+    assert "| mini6 | 360 |" in out and "| mini7 |" not in out
+    assert "interrupted while counting mini7; the rows above are complete" in err
+
+
+def test_the_tree_counter_says_when_a_tree_does_not_fit_in_memory(capsys, monkeypatch):
+    from loveletter_env import tree
+
+    def no_room(rules, *args, **kwargs):
+        raise MemoryError("Allocation failed (probably too large).")
+
+    monkeypatch.setattr(tree, "count_tree", no_room)
+    with pytest.raises(SystemExit) as stop:
+        tree.main(["mini9"])
+    assert stop.value.code == 1
+    assert "error: out of memory for the tree of mini6" in capsys.readouterr().err  # the compiling walk
+
+
+def test_tree_functions_refuse_seats_and_nodes_that_are_not_integers():
+    with pytest.raises(ValueError, match=r"first_player must be a seat of 'mini6' \(0..1\), got 1.0"):
+        root_records("mini6", first_player=1.0)
+    assert build_tree("mini6", first_player=np.int64(1)).first_player == 1
+    tree = build_tree("mini6")
+    with pytest.raises(ValueError, match=r"seat must be a seat of 'mini6' \(0..1\), got 1.0"):
+        expected_score(tree, tree.uniform_strategy(), 1.0)
+    with pytest.raises(ValueError, match=r"node must be an integer in 0..27373, got 1.5"):
+        record_of(tree, 1.5)
+
+
+def test_expected_score_refuses_what_is_not_a_strategy():
+    tree = build_tree("mini6")
+    for bad in (np.full(tree.actions.shape[0], 5.0), np.full(tree.actions.shape[0], np.nan), -tree.uniform_strategy()):
+        with pytest.raises(ValueError, match="strategy must give each information set probabilities"):
+            expected_score(tree, bad)
+
+
+def test_a_key_of_bytes_that_are_not_whole_entries_is_refused():
+    with pytest.raises(ValueError, match="not an observation key: 1 byte"):
+        key_to_observation(b"\x01")
+
+
 def test_tree_count_reports_progress_up_to_every_deal():
     seen: list[tuple[int, int]] = []
     whole = count_tree("mini7", progress=lambda done, total: seen.append((done, total)))
