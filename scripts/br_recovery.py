@@ -73,6 +73,19 @@ def _cell_name(target: str, rules: str, steps: int, seed: int) -> str:
     return f"br_{stem}_{rules}_{steps}_s{seed}"
 
 
+def _free_run_name(work: Path, name: str) -> str:
+    """``name``, or else ``name_2``, ``name_3``...: the first that no folder under ``work`` holds.
+
+    A cell's folder is there without its cell when a measurement stopped while it trained (Ctrl-C
+    saves its ``latest.pt``), or when another measurement shares ``--work``; training.exploit
+    refuses a folder that holds a run, which would stop every resumed measurement at that cell."""
+    taken, k = name, 1
+    while (work / taken).exists():
+        k += 1
+        taken = f"{name}_{k}"
+    return taken
+
+
 def tool_of(cell: dict[str, Any]) -> str:
     """``"learned"`` or ``"search"`` (cells measured before the search was added are learned ones)."""
     return str(cell.get("tool", "learned"))
@@ -97,7 +110,8 @@ def _run_json(command: list[str]) -> dict[str, Any]:
 
 
 def _learned_cell(args: argparse.Namespace, target: str, steps: int, seed: int) -> dict[str, Any]:
-    name = _cell_name(target, args.rules, steps, seed)
+    # The runs' out_dir is read from ROOT, where they run.
+    name = _free_run_name(ROOT / args.work, _cell_name(target, args.rules, steps, seed))
     command = [
         sys.executable, "-m", "training.exploit", target, "--rules", args.rules,
         "--steps", str(steps), "--seed", str(seed), "--rounds", str(args.rounds),
@@ -353,6 +367,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         (measure if args.command == "measure" else draw)(args)
     except ValueError as err:
         parser.error(str(err))
+    except KeyboardInterrupt:  # what a measurement had measured is in --out, written cell by cell
+        resume = (
+            f": the cells measured are in {args.out}, and the same command resumes" if args.command == "measure" else ""
+        )
+        print(f"br_recovery.py: interrupted{resume}", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def check_arguments(args: argparse.Namespace) -> None:

@@ -34,7 +34,13 @@ from loveletter_env.tree import build_tree, key_to_observation, rung_rules  # no
 from loveletter_env.validation import check_new_file, check_seed  # noqa: E402
 from training.exploitability.cfr import TreeWorkspace  # noqa: E402
 from training.exploitability.solver import check_target, check_two_player_rung, solve  # noqa: E402
-from training.learn.checkpoint import build_model, load_checkpoint, model_payload, save_checkpoint  # noqa: E402
+from training.learn.checkpoint import (  # noqa: E402
+    build_model,
+    load_checkpoint,
+    model_payload,
+    resolve_checkpoint_path,
+    save_checkpoint,
+)
 from training.learn.ppo import masked_logits  # noqa: E402
 
 MEASURE_BATCH = 16384
@@ -73,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--solve-target: {err}")
     try:
         if args.out:  # named now, before the minutes of fitting whose result it would lose
-            if Path(args.out).resolve() == Path(args.checkpoint).resolve():
+            # A run folder fits the file it loads (its best.pt or latest.pt): that file is the one to spare.
+            if Path(args.out).resolve() == resolve_checkpoint_path(args.checkpoint).resolve():
                 raise ValueError(f"--out {args.out!r} is the checkpoint being fitted: write the fitted one elsewhere")
             check_new_file("--out", args.out, replace=args.force)
         checkpoint = load_checkpoint(args.checkpoint)
@@ -147,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         fitted = copy.deepcopy(checkpoint)
         fitted.pop("sha256", None)
+        fitted.pop("training", None)  # a run's optimizer, pool and magnet belong to the weights before the fit
         fitted["model"] = model_payload(model)
         # What was fitted is a mixed strategy: the file plays it by sampling unless told otherwise.
         config = fitted.get("config") if isinstance(fitted.get("config"), dict) else {}

@@ -32,7 +32,12 @@ sys.path.insert(0, str(ROOT))
 
 from loveletter_env.atomic_files import temporary_beside  # noqa: E402
 from loveletter_env.validation import check_new_file, check_seed  # noqa: E402
-from training.learn.checkpoint import CheckpointError, load_checkpoint, save_checkpoint  # noqa: E402
+from training.learn.checkpoint import (  # noqa: E402
+    CheckpointError,
+    load_checkpoint,
+    resolve_checkpoint_path,
+    save_checkpoint,
+)
 from training.learn.config import MAX_TORCH_THREADS, load_config, save_config  # noqa: E402
 from training.learn.runtime import claim_run_folder, derive_seed  # noqa: E402
 
@@ -143,8 +148,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"forked {args.run} at update {update} into {args.fork} (seed {args.seed})")
             print(f"train it on: python -m training.selfplay --resume {args.fork}")
         else:
-            # A forgotten out would have put the mean over the first checkpoint named.
-            if args.out.resolve() in {path.resolve() for path in args.checkpoints}:
+            # A forgotten out would have put the mean over the first checkpoint named; a run
+            # folder named is the file it loads (its best.pt or latest.pt, training state and all).
+            if args.out.resolve() in {resolve_checkpoint_path(path).resolve() for path in args.checkpoints}:
                 raise ValueError(f"{str(args.out)!r} is one of the checkpoints averaged: name a new file first")
             check_new_file("out", args.out, replace=args.force)
             average(args.out, args.checkpoints)

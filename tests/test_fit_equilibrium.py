@@ -77,6 +77,13 @@ def test_bad_arguments_are_named_before_any_work(tmp_path):
     done = run(NETWORK, "--rules", "mini6", "--out", str(copy))
     assert done.returncode == 2 and f"--out '{copy}' already exists: pass --force to replace it" in done.stderr
     assert copy.read_bytes() == Path(NETWORK).read_bytes()
+    # A run folder fits its best.pt or latest.pt: --out over that file is the checkpoint fitted too.
+    (tmp_path / "run").mkdir()
+    latest = tmp_path / "run" / "latest.pt"
+    latest.write_bytes(Path(NETWORK).read_bytes())
+    done = run(str(tmp_path / "run"), "--rules", "mini6", "--out", str(latest), "--force")
+    assert done.returncode == 2 and "is the checkpoint being fitted" in done.stderr
+    assert "solved" not in done.stdout and latest.read_bytes() == Path(NETWORK).read_bytes()
     missing = tmp_path / "none.pt"
     done = run(str(missing), "--rules", "mini6")
     assert done.returncode == 2 and f"checkpoint '{missing}' does not exist" in done.stderr
@@ -99,3 +106,20 @@ def test_own_reach_is_the_seat_s_own_chance_and_not_the_other_s():
     again = workspace.own_reach(skewed)
     assert not np.allclose(again[seat0], reach[seat0])
     np.testing.assert_allclose(again[~seat0], reach[~seat0])
+
+
+def test_a_network_fitted_from_a_run_leaves_the_run_s_training_state_behind(tmp_path):
+    """The training state (optimizer, opponent pool, magnet) of a run's latest.pt belongs to
+    the weights before the fit: the fitted file kept it, so resuming from it would pair them."""
+    from conftest import TINY_TRAINING
+
+    from training.learn.checkpoint import load_checkpoint
+    from training.learn.selfplay_command import main as selfplay
+
+    overrides = [*TINY_TRAINING, "total_steps=64", f"out_dir={tmp_path}", "run_name=run"]
+    selfplay(["--no-progress", *[a for o in overrides for a in ("--set", o)]])
+    assert "training" in load_checkpoint(tmp_path / "run" / "latest.pt")
+    out = tmp_path / "fitted.pt"
+    done = run(str(tmp_path / "run" / "latest.pt"), "--rules", "mini6", "--epochs", "1", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "training" not in load_checkpoint(out)

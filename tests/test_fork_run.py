@@ -127,3 +127,14 @@ def test_networks_of_other_shapes_are_not_averaged(forked, tmp_path):
     done = fork_run("average", narrow, narrow, str(base / "trunk" / "latest.pt"), "--force")
     assert done.returncode == 2 and "is one of the checkpoints averaged" in done.stderr
     assert Path(narrow).read_bytes() == before
+
+
+def test_an_out_that_a_run_folder_named_among_the_checkpoints_loads_is_refused(forked):
+    """A run folder averaged is its best.pt or latest.pt: an out over that file is one of the
+    checkpoints averaged too, and --force must not put the mean over the run's training state."""
+    base = forked[0]
+    latest = base / "trunk" / "latest.pt"
+    before = latest.read_bytes()
+    done = fork_run("average", str(latest), str(base / "trunk"), str(base / "fork" / "latest.pt"), "--force")
+    assert done.returncode == 2 and "is one of the checkpoints averaged" in done.stderr, done.stdout + done.stderr
+    assert latest.read_bytes() == before

@@ -141,3 +141,43 @@ def test_the_picture_is_written_whole_in_its_format(tmp_path):
     script.main(["draw", str(DATA), "--out", str(out)])
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [p.name for p in out.parent.iterdir()] == ["recovered.png"]
+
+
+def test_a_cell_stopped_part_way_trains_again_in_a_new_run_folder(tmp_path, monkeypatch):
+    """A measurement stopped while a best response trained leaves its run folder (Ctrl-C saves
+    its latest.pt) and no cell: resumed, the cell trains under a run name no folder holds, as
+    training.exploit refuses a folder that holds a run (which the stopped one's would)."""
+    work = tmp_path / "work"
+    (work / "br_rule_mini6_10_s0").mkdir(parents=True)
+    (work / "br_rule_mini6_10_s0" / "latest.pt").write_bytes(b"left by a stopped measurement")
+    (work / "br_rule_mini6_10_s0_2").mkdir()  # and by a second one
+    commands = []
+
+    def report(command):
+        commands.append(command)
+        exact = {"exact_gain_recovered": 0.5, "gain": 0.1, "exact_gain": 0.2, "best_response_value": 0.6}
+        return {"training_turns": 10, "exact": exact, "best_response_win_rate": 0.6}
+
+    monkeypatch.setattr(script, "_run_json", report)
+    out = tmp_path / "cells.json"
+    script.main(
+        ["measure", "--out", str(out), "--targets", "rule", "--steps", "10", "--seeds", "0", "--work", str(work)]
+    )
+    (command,) = commands
+    assert command[command.index("--run-name") + 1] == "br_rule_mini6_10_s0_3"
+    assert "--run-name br_rule_mini6_10_s0_3" in json.loads(out.read_text())[0]["command"]
+
+
+def test_a_measurement_stopped_with_ctrl_c_says_so_without_a_traceback(tmp_path):
+    out = tmp_path / "cells.json"
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import br_recovery as s\n"
+        "def stopped(*args): raise KeyboardInterrupt\n"
+        "s._learned_cell = stopped\n"
+        f"s.main(['measure', '--out', {str(out)!r}, '--targets', 'rule', '--steps', '10', '--seeds', '0'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=subprocess_env(), timeout=120, capture_output=True, text=True
+    )
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert "interrupted" in done.stderr
