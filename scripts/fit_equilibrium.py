@@ -33,7 +33,7 @@ from loveletter_env.actions import NUM_ACTIONS  # noqa: E402
 from loveletter_env.tree import build_tree, key_to_observation, rung_rules  # noqa: E402
 from loveletter_env.validation import check_new_file, check_seed  # noqa: E402
 from training.exploitability.cfr import TreeWorkspace  # noqa: E402
-from training.exploitability.solver import check_target, check_two_player_rung, solve  # noqa: E402
+from training.exploitability.solver import check_rung_and_target, solve  # noqa: E402
 from training.learn.checkpoint import (  # noqa: E402
     build_model,
     load_checkpoint,
@@ -69,14 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         check_seed(args.seed, "--seed")
     except ValueError as err:
         parser.error(str(err))
-    try:
-        check_two_player_rung(args.rules)
-    except ValueError as err:
-        parser.error(f"--rules {err}")
-    try:
-        check_target(args.solve_target)
-    except ValueError as err:
-        parser.error(f"--solve-target: {err}")
+    check_rung_and_target(parser, args.rules, args.solve_target)
     try:
         if args.out:  # named now, before the minutes of fitting whose result it would lose
             # A run folder fits the file it loads (its best.pt or latest.pt): that file is the one to spare.
