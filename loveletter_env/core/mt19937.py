@@ -12,7 +12,8 @@ puts back into the generator whenever torch is to draw from it or someone reads 
 (``BatchedLoveLetter.generator``), so torch and this module take turns on one generator.
 Only the two draws the env makes are reproduced, both from one 32-bit output each:
 ``torch.rand`` (float32: the low 24 bits times 2^-24) and ``torch.randint(high)`` for
-``high`` < 2^32 (the output modulo ``high``). ``tests/batched/test_batched.py`` checks
+0 < ``high`` <= :data:`MAX_HIGH` (the output modulo ``high``; from 2^28 on torch draws 64
+bits a value). ``tests/batched/test_batched.py`` checks
 values and final states against torch.
 
 **CPython** (``random.Random``, over ``getstate()[1]`` as uint32 [MT_WORDS + 1]). The compiled
@@ -39,6 +40,9 @@ _LEFT = 8
 _NEXT = 16
 _STATE = 24
 STATE_BYTES = 5056
+#: The largest ``high`` whose ``torch.randint`` draws one 32-bit output a value (torch draws
+#: two from ``high`` = 2^28 on).
+MAX_HIGH = (1 << 28) - 1
 
 
 @njit(cache=True)
@@ -130,10 +134,13 @@ def deal_draws(
     """What ``torch.rand(n, out=uniforms)`` then ``torch.randint(highs[i], (n,), out=draws[i])``
     for each row ``i`` of ``draws`` (int64 [k, n]) draw from the generator whose state bytes
     are ``state`` (uint8 [STATE_BYTES], from ``get_state().numpy()``), in the same order,
-    advancing ``state`` in place. ``words`` is scratch (uint32 [(k + 1) n]).
+    advancing ``state`` in place. ``words`` is scratch (uint32 [(k + 1) n]). Each of ``highs``
+    is 1 .. :data:`MAX_HIGH` (a ``ValueError`` otherwise: torch would draw other values).
 
     The fields are picked out here, in numpy, so that the compiled code sees plain arrays
     (reinterpreting bytes inside it cost a second of the first compile)."""
+    if not all(0 < high <= MAX_HIGH for high in highs.tolist()):  # 3 bounds: a fraction of a microsecond
+        raise ValueError(f"highs must be 1 .. 2**28 - 1 (torch draws other values beyond), got {highs.tolist()}")
     left = state[_LEFT : _LEFT + 4].view(np.int32)
     index = state[_NEXT : _NEXT + 8].view(np.uint64)
     cursor = np.array([left[0], index[0]], np.int64)

@@ -16,8 +16,9 @@ from ..actions import NUM_ACTIONS
 from ..cards import DECK_SIZE
 from ..engine import GameState, TurnEvent
 from ..rules import Rules
+from ..validation import shown
 from . import kernels, layout
-from .layout import MAX_SEATS
+from .layout import MAX_SEATS, RECORD_SIZE
 
 
 def log_entry(event: TurnEvent) -> list[int]:
@@ -54,6 +55,28 @@ def event_of_entry(entry: np.ndarray, round_number: int) -> TurnEvent:
     )
 
 
+def check_record(record: object) -> np.ndarray:
+    """``record`` if it is one core record (uint8 [RECORD_SIZE], 2 to 4 players), else a
+    ``ValueError`` naming what is wrong.
+
+    Records carry no layout version: their size is what tells a record of another layout
+    apart. Read as it stands, a short record gave a game with a truncated deck and no dealt
+    cards, and the kernels (compiled without bounds checks) read past its end."""
+    if not isinstance(record, np.ndarray):
+        raise ValueError(f"a core record must be a numpy array of uint8 [{RECORD_SIZE}], got {shown(record)}")
+    if record.dtype != np.uint8:
+        raise ValueError(f"a core record must be of dtype uint8, got {record.dtype}")
+    if record.shape != (RECORD_SIZE,):
+        raise ValueError(
+            f"a core record must be one record of {RECORD_SIZE} bytes (uint8 [{RECORD_SIZE}]), got shape "
+            f"{record.shape}: a batch (pass one row) or a record of another layout (make it again with this version)"
+        )
+    players = int(record[layout.NUM_PLAYERS])
+    if not 2 <= players <= MAX_SEATS:
+        raise ValueError(f"a core record must hold a game of 2 to {MAX_SEATS} players, got {players} players")
+    return record
+
+
 def _seats(at: int):
     return property(lambda self: [int(x) for x in self._record[at : at + self.num_players]])
 
@@ -77,6 +100,7 @@ class RecordGameState(GameState):
     _record: np.ndarray
 
     def __init__(self, record: np.ndarray, rules: Rules):
+        check_record(record)
         object.__setattr__(self, "_record", record)
         object.__setattr__(self, "num_players", int(record[layout.NUM_PLAYERS]))
         object.__setattr__(self, "rules", rules)

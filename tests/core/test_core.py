@@ -9,12 +9,14 @@ episodes, plus the scripted edge-case decks of the batched tests.
 from __future__ import annotations
 
 import pickle
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import edge_case_decks, ladder_edge_case_decks, subprocess_env, table_sizes
+from conftest import ROOT, edge_case_decks, ladder_edge_case_decks, subprocess_env, table_sizes
 
 from loveletter_env import engine
 from loveletter_env.actions import NUM_ACTIONS
@@ -379,6 +381,126 @@ def test_kernel_cache_saved_under_another_layout_is_not_loaded(tmp_path):
     assert hits_and_misses() == [1, 0]
 
 
+_DEAL_FROM_KEY = """
+import numpy as np
+from loveletter_env.core import kernels, layout, new_records
+from loveletter_env.core.decks import deck_tables
+from loveletter_env.rules import CLASSIC
+orders, placements = (t.astype(np.uint8) for t in deck_tables())
+record = new_records([2], CLASSIC)[0]
+kernels.deal_from_key(record, orders, placements, np.uint64(12345), 0)
+print(*record[layout.DECK : layout.DECK + 16].tolist(), sum(kernels.deal_from_key.stats.cache_misses.values()))
+"""
+
+
+def _run_in_a_copy(package: Path, cache: Path, code: str) -> list[int]:
+    """The integers ``code`` prints, run on the copy of the package in ``package`` (its
+    kernels cached in ``cache``); the working folder is the copy's, so that it is imported."""
+    env = {**subprocess_env(NUMBA_CACHE_DIR=str(cache)), "PYTHONPATH": str(package)}
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=package, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return [int(word) for word in result.stdout.split()]
+
+
+def _copy_package(tmp_path: Path) -> Path:
+    package = tmp_path / "code"
+    shutil.copytree(ROOT / "loveletter_env", package / "loveletter_env", ignore=shutil.ignore_patterns("__pycache__"))
+    return package
+
+
+def test_kernel_cache_is_not_loaded_after_a_kernel_it_calls_changes(tmp_path):
+    """numba keys a cached kernel on its own file alone, but a kernel carries the compiled
+    code of the kernels it calls from other files of the package (``kernels.deal_from_key``
+    calls ``sampling.pick``): after a change to ``sampling.py`` the cache loaded the old
+    ``pick`` inside ``deal_from_key`` while ``pick`` itself ran the new one."""
+    package = _copy_package(tmp_path)
+
+    def deck_and_misses() -> tuple[list[int], int]:
+        *deck, misses = _run_in_a_copy(package, tmp_path / "cache", _DEAL_FROM_KEY)
+        return deck, misses
+
+    shuffled, misses = deck_and_misses()
+    assert misses == 1 and shuffled != list(FULL_DECK)
+    assert deck_and_misses() == (shuffled, 0)  # loaded
+    with (package / "loveletter_env" / "core" / "sampling.py").open("a") as f:
+        f.write("\n\n@njit(cache=True)\ndef pick(count, counter):\n    return np.int64(0)\n")
+    # Every pick 0: the first order and placement rows, the sorted deck.
+    assert deck_and_misses() == (list(FULL_DECK), 1)
+
+
+_READ_VIEW = """
+import numpy as np
+from loveletter_env.agents.compiled_belief import read_view
+from loveletter_env.cards import FULL_DECK
+from loveletter_env.core import kernels, new_records
+from loveletter_env.rules import CLASSIC
+record = new_records([2], CLASSIC)[0]
+kernels.start_round(record, np.array(FULL_DECK, np.uint8), 0)
+unseen, opponents = np.zeros(9, np.int64), np.zeros(4, np.int64)
+count = read_view(record, 0, unseen, opponents)
+print(count, *unseen.tolist(), sum(read_view.stats.cache_misses.values()))
+"""
+
+
+def test_cache_of_compiled_code_outside_the_core_is_keyed_on_the_layout(tmp_path):
+    """The compiled bots bake in the layout's offsets as the kernels do (``compiled_belief.
+    read_view`` reads ``r[HANDS + seat]``): after a field was inserted, its cache loaded the
+    old offsets and read the new records wrong (no opponent, -2 unseen cards of value 0)."""
+    package = _copy_package(tmp_path)
+    *view, misses = _run_in_a_copy(package, tmp_path / "cache", _READ_VIEW)
+    assert misses == 1 and view[:2] == [1, 0]  # one opponent; value 0 is no card
+    assert _run_in_a_copy(package, tmp_path / "cache", _READ_VIEW) == view + [0]  # loaded
+    source = package / "loveletter_env" / "core" / "layout.py"
+    declaration = 'NUM_PLAYERS = _record.field("NUM_PLAYERS", 1)'
+    assert declaration in source.read_text()
+    source.write_text(source.read_text().replace(declaration, '_PAD = _record.field("PAD", 1)\n' + declaration))
+    assert _run_in_a_copy(package, tmp_path / "cache", _READ_VIEW) == view + [1]  # compiled afresh, read right
+
+
+@pytest.mark.parametrize("kind", ["nbi", "nbc"])
+@pytest.mark.parametrize("damage", ["garbage", "empty"])
+def test_a_corrupt_kernel_cache_file_compiles_afresh(tmp_path, kind, damage):
+    """An unreadable index or data file of a kernel (a disk error, a copy cut short) is a
+    miss, named in a warning, and is overwritten: numba (numba#10434) raised an
+    ``UnpicklingError`` or ``EOFError`` in every later process until the file was deleted."""
+    env = subprocess_env(NUMBA_CACHE_DIR=str(tmp_path))
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", _COMPILE_ONE_KERNEL], env=env, capture_output=True, text=True)
+
+    assert run().stdout.split() == ["0", "1"]
+    (entry,) = tmp_path.rglob(f"kernels.restart_game-*.{kind}")
+    entry.write_bytes(b"\x80\x05garbage" if damage == "garbage" else b"")
+    result = run()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1"] and entry.name in result.stderr and "compil" in result.stderr
+    assert run().stdout.split() == ["1", "0"]  # overwritten: loaded again
+
+
+def test_the_core_imports_and_compiles_where_no_cache_folder_can_be_written(tmp_path):
+    """A read-only install with no writable ``NUMBA_CACHE_DIR`` or user cache folder (a
+    read-only container): numba raised ``RuntimeError: cannot cache function '_mix': no
+    locator available`` on import. Now the kernels compile into a private temporary folder
+    and a warning names ``NUMBA_CACHE_DIR``. (Folders that are files stand in for read-only
+    ones: root may write into those.)"""
+    package = _copy_package(tmp_path)
+    blocked = tmp_path / "a file"
+    blocked.write_text("")
+    for folder in package.rglob("loveletter_env"):
+        for sub in [folder, *folder.rglob("*")]:
+            if sub.is_dir():
+                (sub / "__pycache__").write_text("")  # numba's in-tree cache cannot be made
+    env = {
+        **subprocess_env(NUMBA_CACHE_DIR=str(blocked / "cache"), HOME=str(blocked), XDG_CACHE_HOME=str(blocked)),
+        "PYTHONPATH": str(package),
+    }
+    fallback = "print(cache._CACHE_PATHS.pop().startswith(str(cache._FALLBACK_DIR)))"
+    code = f"{_COMPILE_ONE_KERNEL}from loveletter_env.core import cache\n{fallback}\n"
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=package, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1", "True"] and "NUMBA_CACHE_DIR" in result.stderr
+
+
 @pytest.mark.parametrize("seed", [-1, True, 2**63, 2**64 + 5, 1.0])
 def test_a_sampler_seed_outside_the_packages_seeds_is_refused(seed):
     """2**64 + 5 would have wrapped round onto seed 5's stream."""
@@ -387,3 +509,53 @@ def test_a_sampler_seed_outside_the_packages_seeds_is_refused(seed):
     with pytest.raises(ValueError, match="seed must be a non-negative integer below 2\\*\\*63"):
         new_generator(seed)
     assert new_generator(5).tolist() == [5] and new_generator(2**63 - 1).tolist() == [2**63 - 1]
+
+
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        (lambda r: r[:100].copy(), f"{layout.RECORD_SIZE} bytes"),  # a record of an older or other layout
+        (lambda r: np.concatenate([r, np.zeros(5, np.uint8)]), f"{layout.RECORD_SIZE} bytes"),
+        (lambda r: r.astype(np.int64), "uint8"),
+        (lambda r: r.astype(np.float32), "uint8"),
+        (lambda r: np.stack([r, r]), "one record"),
+        (lambda r: r.tolist(), "numpy array"),
+        (lambda r: np.where(np.arange(r.size) == layout.NUM_PLAYERS, 7, r).astype(np.uint8), "2 to 4 players"),
+        (lambda r: np.zeros_like(r), "2 to 4 players"),
+    ],
+)
+def test_a_record_view_refuses_what_is_no_record(bad, problem):
+    """A record of the wrong size (another layout), dtype or shape is named, not read: a
+    truncated record read as a game with a 5-card deck and no dealt cards, and the kernels
+    (compiled without bounds checks) would read past its end."""
+    from loveletter_env.core.record_view import RecordGameState
+
+    game = engine.new_game(4, list(FULL_DECK), 0, "classic")
+    record = record_from_state(game)
+    with pytest.raises(ValueError, match=problem):
+        state_from_record(bad(record), game.rules)
+    with pytest.raises(ValueError, match=problem):
+        RecordGameState(bad(record), game.rules)
+    assert state_from_record(record, game.rules).deck == game.deck
+
+
+@pytest.mark.parametrize("high", [0, -3, 2**28, 2**31 - 1])
+def test_torch_draws_refuse_bounds_torch_draws_otherwise(high):
+    """From ``high`` = 2**28 torch's ``randint`` draws 64 bits per value, so the one-word
+    copy gave other values than torch (every second one of torch's) and left the generator
+    elsewhere; it was documented for any ``high`` below 2**32. A bound of 0 or less has no value."""
+    torch = pytest.importorskip("torch")
+    from loveletter_env.core import mt19937
+
+    state = torch.Generator().manual_seed(0).get_state().numpy()
+    before = state.copy()
+    highs = np.array([40320, high], np.int64)
+    with pytest.raises(ValueError, match=r"highs must be 1 \.\. 2\*\*28"):
+        mt19937.deal_draws(state, np.empty(4, np.float32), np.empty((2, 4), np.int64), highs, np.empty(12, np.uint32))
+    assert np.array_equal(state, before)
+    # The largest bound still draws what torch draws.
+    ours, theirs = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    state, draws = ours.get_state(), np.empty((1, 9), np.int64)
+    mt19937.deal_draws(state.numpy(), np.empty(9, np.float32), draws, np.array([2**28 - 1]), np.empty(18, np.uint32))
+    torch.rand(9, generator=theirs)
+    assert draws[0].tolist() == torch.randint(2**28 - 1, (9,), generator=theirs).tolist()
