@@ -700,18 +700,32 @@ def expected_score_pass(node_info, node_child, offsets, strategy, num_roots, wor
     return total / num_roots
 
 
+def checked_strategy(tree: GameTree, strategy: np.ndarray) -> np.ndarray:
+    """``strategy`` as the compiled passes over ``tree`` read it: float64, one probability per
+    action (laid out as :attr:`GameTree.actions`).
+
+    The passes run without bounds checks, so a strategy of another length (another rung's, a
+    slice) would be read past its end into figures that are no score; it is refused.
+
+    Raises:
+        ValueError: ``strategy`` is not one number per action of ``tree``.
+    """
+    array = np.ascontiguousarray(strategy, dtype=np.float64)
+    if array.shape != tree.actions.shape:
+        raise ValueError(
+            f"a strategy on the tree of {tree.rules.name!r} is one probability per action "
+            f"({tree.actions.shape[0]}), got an array of shape {array.shape}"
+        )
+    return array
+
+
 def expected_score(tree: GameTree, strategy: np.ndarray, seat: int = 0) -> float:
     """Seat ``seat``'s expected score (player 0 by default) when every player follows
     ``strategy`` (float64 per action, laid out as :attr:`GameTree.actions`;
     :meth:`GameTree.uniform_strategy` is one)."""
     if not is_int(seat) or seat not in range(tree.num_players):
         raise ValueError(f"seat must be a seat of {tree.rules.name!r} (0..{tree.num_players - 1}), got {seat!r}")
-    strategy = np.ascontiguousarray(strategy, dtype=np.float64)
-    if strategy.shape != tree.actions.shape:
-        raise ValueError(
-            f"strategy must hold one probability per action of the tree ({tree.actions.shape[0]}), "
-            f"got shape {list(strategy.shape)}"
-        )
+    strategy = checked_strategy(tree, strategy)
     # Anything else weights the children by numbers that are not probabilities, and the
     # pass returns a score outside 0..1 (or NaN) without a word.
     sums = np.add.reduceat(strategy, tree.action_offsets[:-1])  # a tree has an action at every set

@@ -691,7 +691,7 @@ def test_the_flat_tree_holds_the_walked_tree():
             kernels.play(r, (bits & -bits).bit_length() - 1)  # the lowest legal action
         total += round_score(r, 0) * probability
     assert expected_score(tree, first) == pytest.approx(total, abs=1e-12)
-    with pytest.raises(ValueError, match="strategy must hold one probability per action"):
+    with pytest.raises(ValueError, match="is one probability per action"):
         expected_score(tree, first[:2])
 
 
