@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -44,6 +45,8 @@ from training.measure.stats import EpisodeRecord
 
 #: What to do when the ``ray`` package is missing.
 INSTALL_HINT = "install the ray extra: pip install -e '.[ray]'"
+#: What a worker that cannot run what it is sent lacks, most likely.
+NODE_HINT = "every node of the cluster needs this project installed (the same version) and its Python packages"
 #: Seconds to wait for a cluster (or a new local one) to answer, unless told otherwise.
 DEFAULT_CONNECT_TIMEOUT = 60.0
 #: Seconds to wait for a TCP answer at a cluster's address before calling it unreachable.
@@ -174,6 +177,24 @@ def _connect(ray: ModuleType, address: str, timeout: float) -> None:
 
 
 @contextmanager
+def _keeping_sigterm_handler() -> Iterator[None]:
+    """Put back, at the end of the block, a SIGTERM handler the caller installed (the command's,
+    which stops a run as Ctrl-C does: figures printed, status 143). ``ray.init`` replaces it with
+    its own, ``sys.exit(15)`` (no figures, status 15), and Ray's core installs a C handler that
+    prints a crash dump first, even when connecting from a helper thread. A process that left
+    SIGTERM's default action keeps Ray's handlers, which disconnect before it ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if callable(previous):  # not SIG_DFL, SIG_IGN, or None (a handler set outside Python)
+            signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
 def ray_connection(cluster: RayCluster) -> Iterator[ModuleType]:
     """Connected to ``cluster`` inside the block (yields the ``ray`` module).
 
@@ -189,10 +210,11 @@ def ray_connection(cluster: RayCluster) -> Iterator[ModuleType]:
         yield ray
         return
     target = cluster.target()
-    if target is None or target == "local":
-        _start_local(ray, cluster)
-    else:
-        _connect(ray, target, cluster.timeout)
+    with _keeping_sigterm_handler():
+        if target is None or target == "local":
+            _start_local(ray, cluster)
+        else:
+            _connect(ray, target, cluster.timeout)
     try:
         yield ray
     finally:
@@ -231,12 +253,40 @@ class CheckpointBytes:
 _RAY_PLAYER: dict[str, EpisodePlayer] = {}
 
 
-def _play_on_ray_worker(key: str, setup: MatchSetup, chunk: range) -> list[EpisodeRecord]:
+def _pickled_setup(setup: MatchSetup) -> bytes:
+    """``setup`` pickled here, as Ray would (cloudpickle), so that an agent object that cannot
+    travel is named in one line before any task starts, rather than in Ray's page-long report."""
+    from ray import cloudpickle
+
+    for spec in setup.lineup:
+        try:
+            cloudpickle.dumps(spec)
+        except Exception as exc:
+            raise ValueError(f"agent {spec!r} cannot be sent to the Ray workers: {exc}") from None
+    return cloudpickle.dumps(setup)
+
+
+def _unpickled_setup(data: bytes) -> MatchSetup:
+    """The setup :func:`_pickled_setup` sent, unpickled inside the task: where Ray unpickles a
+    task's argument itself, a failure prints the worker's traceback on the driver's terminal."""
+    from ray import cloudpickle
+
+    try:
+        setup: MatchSetup = cloudpickle.loads(data)
+    except Exception as exc:
+        raise RuntimeError(
+            f"a Ray worker cannot load the agents it was sent ({type(exc).__name__}: {exc}); {NODE_HINT}"
+        ) from None
+    return setup
+
+
+def _play_on_ray_worker(key: str, pickled_setup: bytes, chunk: range) -> list[EpisodeRecord]:
     """A Ray task: play ``chunk`` of run ``key``, building its agents on this worker's first chunk of it."""
     try:
         player = _RAY_PLAYER.get(key)
         if player is None:
             _RAY_PLAYER.clear()  # one run's agents at a time
+            setup = _unpickled_setup(pickled_setup)
             agents = [s.load() if isinstance(s, CheckpointBytes) else resolve_agent(s) for s in setup.lineup]
             if setup.replays is not None:
                 setup.replays.directory.mkdir(parents=True, exist_ok=True)
@@ -251,10 +301,7 @@ def _worker_failure(exc: Exception) -> RuntimeError:
     page of its internals. A node without this project cannot import it, the usual cause."""
     # Ray's text ends with the worker's own error ("ModuleNotFoundError: No module named ...").
     last_line = (str(exc).strip().splitlines() or [type(exc).__name__])[-1].strip()
-    return RuntimeError(
-        f"a Ray worker failed: {last_line[:300]}; every node of the cluster needs this project "
-        "installed (the same version) and its Python packages"
-    )
+    return RuntimeError(f"a Ray worker failed: {last_line[:300]}; {NODE_HINT}")
 
 
 class RayRunner:
@@ -268,7 +315,7 @@ class RayRunner:
             raise RayConnectionError("the Ray cluster has no CPU to play on")
         self.workers = cluster.workers or cpus
         shipped = tuple(CheckpointBytes.read(s) or s for s in setup.lineup)
-        self._setup = ray.put(replace(setup, lineup=shipped))
+        self._setup = ray.put(_pickled_setup(replace(setup, lineup=shipped)))
         self._key = uuid.uuid4().hex
         self._task = ray.remote(num_cpus=1)(_play_on_ray_worker)
         self._pending: dict[Any, int] = {}

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -104,10 +105,12 @@ def make_observation() -> dict:
     return env.observe(env.agent_selection)
 
 
-def test_ctrl_c_on_ray_prints_the_finished_rounds_which_match_one_process(cluster_address):
+def _stop_a_run_on_ray(address: str | None, signum: int) -> tuple[int, str, str, str]:
+    """Start a long run on Ray (a new local cluster where ``address`` is None), send ``signum``
+    once the progress bar has moved; (exit status, stdout, stderr, the stderr seen before the signal)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "training.evaluate", "rule", "random", "--rounds", "1000000", "--seed", "3"]
-        + ["--json", "--ray", cluster_address],
+        + ["--json", "--ray", *([address] if address else [])],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -121,15 +124,32 @@ def test_ctrl_c_on_ray_prints_the_finished_rounds_which_match_one_process(cluste
             char = process.stderr.read(1)
             assert char, seen
             seen += char
-        os.killpg(process.pid, signal.SIGINT)
+        os.killpg(process.pid, signum)
         out, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == EXIT_INTERRUPTED, err
+    return process.returncode, out, err, seen
+
+
+def test_ctrl_c_on_ray_prints_the_finished_rounds_which_match_one_process(cluster_address):
+    code, out, err, seen = _stop_a_run_on_ray(cluster_address, signal.SIGINT)
+    assert code == EXIT_INTERRUPTED, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     played = int(re.search(r"interrupted after (\d+) of 1000000 rounds", err).group(1))
     assert "Ray workers" in seen and played > 0
+    assert json.loads(out) == evaluate(["rule", "random"], rounds=played, seed=3).to_dict()
+
+
+@pytest.mark.parametrize("where", ["a running cluster", "a local cluster of the run's own"])
+def test_sigterm_on_ray_stops_as_ctrl_c_does(cluster_address, where):
+    """ray.init puts its own SIGTERM handler (sys.exit(15)) and Ray's crash dump in place of the
+    command's: the run must still stop with status 143 and the figures of the finished rounds."""
+    address = cluster_address if where == "a running cluster" else None
+    code, out, err, _ = _stop_a_run_on_ray(address, signal.SIGTERM)
+    assert code == 128 + signal.SIGTERM, err
+    assert "SIGTERM received" not in err and "Traceback" not in err  # no crash dump of Ray's
+    played = int(re.search(r"interrupted after (\d+) of 1000000 rounds", err).group(1))
     assert json.loads(out) == evaluate(["rule", "random"], rounds=played, seed=3).to_dict()
 
 
@@ -182,6 +202,48 @@ def test_a_worker_that_cannot_import_what_it_is_sent_is_named_in_a_line(cluster_
     message = str(failure.value)
     assert message.startswith("a Ray worker failed: ") and "No module named 'driver_only_module'" in message
     assert "every node of the cluster needs this project installed" in message and "\n" not in message
+
+
+def test_an_agent_object_a_worker_cannot_import_is_named_in_a_line_without_rays_traceback(cluster_address, tmp_path):
+    """The setup is unpickled by the task itself: Ray would otherwise print the worker's traceback
+    of the failed unpickling (a page) before the command's own message."""
+    (tmp_path / "driver_only_agents.py").write_text(
+        "class Agent:\n"
+        "    def reset(self, seed=None):\n"
+        "        pass\n"
+        "    def act(self, observation):\n"
+        "        return int(observation['action_mask'].nonzero()[0][0])\n"
+    )
+    code = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import driver_only_agents\n"
+        "from training.measure.evaluation import evaluate\n"
+        "from training.measure.ray_cluster import RayCluster\n"
+        "try:\n"
+        f"    evaluate([driver_only_agents.Agent(), 'random'], rounds=20, ray=RayCluster({cluster_address!r}))\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    message = run.stdout.strip()
+    assert "No module named 'driver_only_agents'" in message and "\n" not in message
+    assert "every node of the cluster needs this project installed" in message
+    assert "Traceback" not in run.stderr and "driver_only_agents" not in run.stderr
+
+
+def test_an_agent_object_that_cannot_be_pickled_is_named_before_any_task(cluster_address):
+    class Locked:
+        def __init__(self):
+            self.lock = threading.Lock()
+
+        def act(self, observation):
+            return 0
+
+    with pytest.raises(ValueError) as failure:
+        evaluate([Locked(), "random"], rounds=4, ray=RayCluster())
+    message = str(failure.value)
+    assert "cannot be sent to the Ray workers" in message and "Locked" in message
+    assert "cannot pickle '_thread.lock' object" in message and "\n" not in message
 
 
 def test_bad_ray_arguments_are_refused_clearly():
