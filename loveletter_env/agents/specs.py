@@ -66,6 +66,14 @@ def accepts_seed(fn: Any) -> bool:
     return "seed" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
+def reset_agent(agent: object, seed: int) -> None:
+    """Start ``agent``'s next episode: ``reset(seed=seed)``, or ``reset()`` where its ``reset``
+    takes no seed (the protocol's seed is optional), or nothing for an agent without one."""
+    reset = getattr(agent, "reset", None)
+    if callable(reset):
+        reset(seed=seed) if accepts_seed(reset) else reset()
+
+
 def parse_options(text: str, spec: str) -> dict[str, Any]:
     """``"key=value,key=value"`` as keyword arguments (values read as Python literals when they are)."""
     options: dict[str, Any] = {}
@@ -273,6 +281,7 @@ __all__ = [
     "NetworkLoader",
     "SOLVED",
     "accepts_seed",
+    "reset_agent",
     "agent_label",
     "checkpoint_spec",
     "is_checkpoint_path",

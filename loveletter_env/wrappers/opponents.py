@@ -16,7 +16,7 @@ from typing import Any
 
 from ..agents.base import Agent
 from ..agents.specs import AgentSpec, resolve_agent
-from ..validation import shown
+from ..validation import MAX_SEED, check_seed, is_int, shown
 
 #: One opponent's description (kept under this name for the env's signature).
 OpponentSpec = AgentSpec
@@ -32,7 +32,11 @@ def make_opponents(spec: OpponentSpec | Sequence[OpponentSpec], count: int, seed
 
     With one spec each opponent is built separately (its own generator), except an
     agent object, which is shared: pass a sequence to give each seat its own object.
+    ``seed`` (``None``: fresh entropy) seeds the opponent at position ``i`` with ``seed + i``.
     """
+    if not is_int(count) or count < 1:
+        raise ValueError(f"count must be a positive integer (the number of opponents), got {shown(count)}")
+    seed = check_seed(seed, allow_none=True)
     specs: list[Any]
     if isinstance(spec, str) or hasattr(spec, "__fspath__") or callable(getattr(spec, "act", None)):
         specs = [spec] * count
@@ -51,4 +55,5 @@ def make_opponents(spec: OpponentSpec | Sequence[OpponentSpec], count: int, seed
         specs = list(spec)
         if len(specs) != count:
             raise ValueError(f"expected {count} opponent(s), one per other seat, got {len(specs)}: {specs!r}")
-    return [make_opponent(s, seed=None if seed is None else seed + i) for i, s in enumerate(specs)]
+    # Seat i is seeded seed + i, wrapping past MAX_SEED: a seed near the top stays a valid seed.
+    return [make_opponent(s, seed=None if seed is None else (seed + i) % (MAX_SEED + 1)) for i, s in enumerate(specs)]

@@ -31,6 +31,7 @@ from ..aec import (
     reset_options_dict,
 )
 from ..agents.base import checked_act
+from ..agents.specs import reset_agent
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules
 from ..validation import is_int, shown
@@ -138,9 +139,9 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
             self.aec.reset(seed=int(rng.integers(_SEED_BOUND)), options=options)
             with self._abandon_on_error("reset()"):
                 for opponent in self.opponents:
-                    reset = getattr(opponent, "reset", None)
-                    if callable(reset):
-                        reset(seed=int(rng.integers(_SEED_BOUND)))
+                    if callable(getattr(opponent, "reset", None)):
+                        # Drawn even for a reset that takes no seed: the other draws stay as they are.
+                        reset_agent(opponent, int(rng.integers(_SEED_BOUND)))
                 self._done = False
                 self._play_opponents()
             if not self._done:

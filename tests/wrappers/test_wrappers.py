@@ -24,6 +24,7 @@ from loveletter_env.observation import OBSERVATION_SIZE
 from loveletter_env.replay import ReplayError, load_replay
 from loveletter_env.wrappers import GYM_ENV_ID, PETTINGZOO_ENV_ID, LoveLetterGymEnv, RecordReplay, RLlibLoveLetterEnv
 from loveletter_env.wrappers._extras import MissingExtraError, require
+from loveletter_env.wrappers.opponents import make_opponents
 from loveletter_env.wrappers.tianshou import NumericInfoWrapper
 
 
@@ -396,6 +397,38 @@ def test_missing_extra_names_the_pip_install_line():
         require("surely_not_an_installed_module", "sb3")
 
 
+def test_a_module_that_is_installed_but_fails_to_import_is_not_called_missing(tmp_path, monkeypatch):
+    # An installed library whose own import fails (a dependency of its own missing or broken): "not
+    # installed" would send the user to a pip install that reports everything already installed.
+    (tmp_path / "broken_extra_module.py").write_text("import surely_not_an_installed_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(MissingExtraError) as caught:
+        require("broken_extra_module", "sb3")
+    message = str(caught.value)
+    assert "not installed" not in message
+    assert "'broken_extra_module' is installed but cannot be imported" in message
+    assert "No module named 'surely_not_an_installed_dependency'" in message
+    assert 'pip install "loveletter-env[sb3]"' in message
+    # A missing parent package is the module missing.
+    with pytest.raises(MissingExtraError, match=r"'surely_not_installed\.sub' is not installed"):
+        require("surely_not_installed.sub", "sb3")
+
+
+@pytest.mark.parametrize("count", [0, -1, 1.0, "2", True])
+def test_make_opponents_refuses_a_count_that_is_no_positive_integer(count):
+    with pytest.raises(ValueError, match=r"^count must be a positive integer \(the number of opponents\), got"):
+        make_opponents(["rule", "rule"], count)
+
+
+def test_make_opponents_seeds_every_seat_from_the_largest_seed():
+    # Seat i is seeded seed + i: the error named 2**63, a seed the caller never passed.
+    from loveletter_env.validation import MAX_SEED
+
+    assert len(make_opponents("random", 3, seed=MAX_SEED)) == 3
+    with pytest.raises(ValueError, match=r"got -1$"):
+        make_opponents("random", 3, seed=-1)
+
+
 # Bad input: refused before anything changes -----------------------------------------
 
 
@@ -574,6 +607,37 @@ def test_an_opponent_whose_reset_fails_leaves_no_episode_to_step():
         env.reset(seed=0)
     with pytest.raises(RuntimeError, match=r"failed in reset\(\) \(RuntimeError: no network\); call reset"):
         env.step(0)
+
+
+class SeedlessReset(FirstLegal):
+    """An opponent whose ``reset`` takes no seed (the agent protocol's reset is optional, and so is its seed)."""
+
+    def __init__(self):
+        super().__init__()
+        self.resets = 0
+
+    def reset(self):
+        self.resets += 1
+
+
+class SeededReset(FirstLegal):
+    """The same play, with a reset that takes a seed."""
+
+    def reset(self, seed=None):
+        pass
+
+
+def test_an_opponent_whose_reset_takes_no_seed_is_reset_without_one():
+    # training.evaluate resets such an agent with reset(); the env called reset(seed=...) and failed.
+    opponents = [SeedlessReset(), "rule"]
+    env = LoveLetterGymEnv(num_players=3, opponents=opponents, episode="round")
+    seeded = LoveLetterGymEnv(num_players=3, opponents=[SeededReset(), "rule"], episode="round")
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        # The seeds drawn for the opponents are drawn all the same: the episode is the one a
+        # seeded opponent that plays alike gets.
+        assert obs.tobytes() == seeded.reset(seed=seed)[0].tobytes()
+    assert opponents[0].resets >= 3
 
 
 # Recording replays ------------------------------------------------------------------------

@@ -39,7 +39,7 @@ import numpy as np
 from loveletter_env.aec import raw_env
 from loveletter_env.agents import Agent
 from loveletter_env.agents.base import checked_act
-from loveletter_env.agents.specs import AgentSpec, accepts_seed, agent_label, resolve_agent
+from loveletter_env.agents.specs import AgentSpec, agent_label, reset_agent, resolve_agent
 from loveletter_env.replay import AgentInfo, decision_details, save_replay
 from loveletter_env.rules import check_rules_for_table
 from loveletter_env.validation import check_episode, check_int, check_num_players, check_seed
@@ -116,9 +116,7 @@ def play_episode(
         seeds[0] = duplicate_deal_seed(seed, index, n)
     seat_slot = [(s - index) % n for s in range(n)]
     for slot, agent in enumerate(agents):
-        reset = getattr(agent, "reset", None)
-        if callable(reset):
-            reset(seed=seeds[slot + 1]) if accepts_seed(reset) else reset()
+        reset_agent(agent, seeds[slot + 1])
     replay_path = replays.path(index) if replays else None
     recorder = None
     if replays and replay_path:
