@@ -66,7 +66,13 @@ from ..validation import check_int, check_number
 from .checkpoint_loading import load_checkpoint_network, network_output_problem
 from .ismcts import MAX_SEARCH_ITERATIONS, determinize, model_action
 from .kept_card import KeptCardSearchAgent
-from .opponent_model import model_play_probabilities, play_likelihoods, posterior, view_legal_actions
+from .opponent_model import (
+    check_turn,
+    model_play_probabilities,
+    play_likelihoods,
+    posterior,
+    view_legal_actions,
+)
 
 #: The card each action plays, by action index.
 _ACTION_CARDS = np.array(ACTION_CARD)
@@ -184,6 +190,7 @@ class GuidedSearchAgent(KeptCardSearchAgent):
         )
 
     def choose_by_search(self, observation: Mapping[str, Any], view: ObservationView, legal: list[int]) -> int:
+        check_turn(view, legal)  # a mask of another position would reach the engine as an illegal move
         return self.search(view, np.asarray(observation["observation"], dtype=np.float32), legal)
 
     def search(self, view: ObservationView, vector: np.ndarray, legal: list[int]) -> int:

@@ -100,6 +100,30 @@ def view_legal_actions(view: ObservationView) -> tuple[int, ...]:
     return engine.legal_actions_holding(a, b, choosable, king_choosable)
 
 
+def check_turn(view: ObservationView, legal: Sequence[int]) -> None:
+    """Refuse a decision that is not ``view``'s seat's to make: a ``ValueError`` when the view is
+    not of the seat to act (another seat's turn, no two cards in hand), or when ``legal`` (the
+    action mask's moves) is not exactly the view's legal actions (:func:`view_legal_actions`).
+
+    The env pairs every observation with its own mask, and for those this never raises: it stops a
+    mask paired with another position's observation, on which a search would otherwise fail deep
+    inside (a deal it cannot sample, an engine step it calls illegal) or play a move the mask forbids.
+    """
+    if view.to_act != 0 or len(view.hand) != 2:
+        raise ValueError(
+            "this observation is not of the seat to act (its seat holds "
+            f"{len(view.hand)} card{'s' if len(view.hand) != 1 else ''} and it is "
+            f"{'nobody' if view.to_act is None else 'seat offset ' + str(view.to_act)}'s turn), yet its action "
+            "mask allows a move: the mask belongs to another observation"
+        )
+    expected = view_legal_actions(view)
+    if tuple(legal) != expected:
+        raise ValueError(
+            f"the action mask allows {list(legal)}, but this observation's legal actions are {list(expected)}: "
+            "the mask is not this observation's"
+        )
+
+
 def model_play_probability(view: ObservationView, card: int) -> float:
     """P(the card-counting bot, holding ``view.hand``, plays ``card``): its best-scored
     actions share the probability, as its tie-break does."""

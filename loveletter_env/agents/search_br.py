@@ -55,7 +55,7 @@ from ..validation import check_int
 from .guided import encode_view
 from .ismcts import check_search_settings, deal_state, kept_and_drawn, sample_deal
 from .kept_card import KeptCardSearchAgent
-from .opponent_model import one_view_at_a_time, play_likelihoods, view_legal_actions
+from .opponent_model import check_turn, one_view_at_a_time, play_likelihoods, view_legal_actions
 
 _HANDS = layout.HANDS
 _DECK = layout.DECK
@@ -177,6 +177,7 @@ class SearchBestResponse(KeptCardSearchAgent):
         )
 
     def choose_by_search(self, observation: Mapping[str, Any], view: ObservationView, legal: list[int]) -> int:
+        check_turn(view, legal)  # before the agent is asked about a position that is not this one
         # Where the walks cannot tell actions apart, play what the agent itself would here.
         mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         mask[legal] = 1

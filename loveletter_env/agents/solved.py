@@ -74,7 +74,7 @@ import numpy as np
 
 from ..actions import NUM_ACTIONS
 from ..atomic_files import replacing
-from ..observation import OBSERVATION_SIZE
+from ..observation import OBSERVATION_SIZE, SLICES
 from ..rules import PRESETS
 from ..strict_json import read_json
 from ..tree import KEY_VALUE_RANGE, observation_key
@@ -89,6 +89,8 @@ READABLE_VERSIONS = (3, 4)
 POLICY_PLAYERS = (2, 3, 4)
 #: Largest distance of a policy's per-information-set probability sum from 1.
 SUM_TOLERANCE = 1e-6
+#: The observation entry that is 1 when the observing seat is the one to act (``to_act`` of offset 0).
+_TO_ACT_SELF = SLICES["to_act"].start
 #: The meta key of :func:`infoset_digest` of the policy's information sets.
 DIGEST_KEY = "infosets_sha256"
 #: The files ``python -m training.solve`` writes into its folder, in the order it renames
@@ -656,8 +658,14 @@ class SolvedAgent:
             self.rng = random.Random(self._seed)
 
     def infoset(self, observation: Mapping[str, Any]) -> int:
-        """The information set of this observation."""
-        found = self._index.get(observation_key(observation["observation"]))
+        """The information set of this observation (a ``ValueError`` when it is none of the rung's)."""
+        found = self._index.get(observation_key(observation["observation"]))  # which checks its size
+        if found is None and np.asarray(observation["observation"]).reshape(-1)[_TO_ACT_SELF] != 1:
+            # Every information set is a decision of its seat: this is no rung's, whatever the rules.
+            raise ValueError(
+                f"solved policy {self.path!r}: this observation is not of the seat to act, yet its action mask "
+                "allows a move: the mask belongs to another observation"
+            )
         if found is None:
             raise ValueError(
                 f"solved policy {self.path!r} (rules {self.rules!r}) has no information set for this observation: "
@@ -665,19 +673,35 @@ class SolvedAgent:
             )
         return found
 
+    def _decision(self, observation: Mapping[str, Any]) -> int:
+        """The information set of an observation the agent is to act on, checked.
+
+        Raises:
+            ValueError: the mask has no legal action (the seat is not to act), the observation
+                is of a seat that is not to act though its mask allows a move, it is no
+                information set of the rung, or its mask is not that set's legal actions.
+        """
+        # The mask first, as the bots check it: a seat that is not to act has no information
+        # set either, and "not the rung it was solved for" would blame the wrong thing.
+        legal = legal_actions_of(observation)
+        infoset = self.infoset(observation)
+        lo, hi = self.policy.action_offsets[infoset], self.policy.action_offsets[infoset + 1]
+        if self.policy.actions[lo:hi].tolist() != legal:
+            raise ValueError(
+                f"solved policy {self.path!r}: the action mask allows {legal}, but this observation's legal "
+                f"actions are {self.policy.actions[lo:hi].tolist()}: the mask is not this observation's"
+            )
+        return infoset
+
     def action_probabilities(self, observation: Mapping[str, Any]) -> np.ndarray:
         """float64 [41]: the stored probability of each action here (changes nothing)."""
-        legal_actions_of(observation)
-        return self.policy.distribution(self.infoset(observation))
+        return self.policy.distribution(self._decision(observation))
 
     def replay_action(self, observation: Mapping[str, Any], action: int) -> None:
         """Nothing to remember: the next observation recalls ``action``."""
 
     def act(self, observation: Mapping[str, Any]) -> int:
-        # The mask first, as the bots check it: a seat that is not to act has no information
-        # set either, and "not the rung it was solved for" would blame the wrong thing.
-        legal_actions_of(observation)
-        infoset = self.infoset(observation)
+        infoset = self._decision(observation)
         lo, hi = self.policy.action_offsets[infoset], self.policy.action_offsets[infoset + 1]
         actions, probs = self.policy.actions[lo:hi], self.policy.probabilities[lo:hi]
         u = self.rng.random() * float(probs.sum())

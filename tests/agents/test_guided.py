@@ -251,3 +251,29 @@ def test_the_card_kept_last_round_is_not_read_as_kept_this_round():
     assert view.tokens == (0, 1) and not view.discards[0] and view.deck_size < 9  # the other seat won round 1
     assert agent.memory.last_kept(view) == 0
     assert agent.memory.old_card(view) == 0
+
+
+def mismatched_observations() -> dict[str, dict]:
+    """Observation dicts no search can act on though their masks allow something: the waiting
+    seat's observation with the acting seat's mask, and the acting seat's with a mask of moves
+    its hand does not allow (each a mask paired with another position's observation)."""
+    env = loveletter_env.env(num_players=2, episode="round")
+    env.reset(seed=0)
+    acting = env.observe(env.agent_selection)
+    waiting = env.observe(next(a for a in env.agents if a != env.agent_selection))
+    foreign = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    foreign[[a for a in range(NUM_ACTIONS) if not acting["action_mask"][a]][:2]] = 1
+    return {
+        "out of turn": {"observation": waiting["observation"], "action_mask": acting["action_mask"]},
+        "another mask": {"observation": acting["observation"], "action_mask": foreign},
+    }
+
+
+@pytest.mark.parametrize("case", ["out of turn", "another mask"])
+def test_an_observation_the_search_cannot_act_on_is_refused_by_name(case):
+    # Were taken: the waiting seat's failed inside determinize, and a foreign mask's moves
+    # reached the engine, which called the searched move illegal.
+    agent = GuidedSearchAgent(FixedNetwork(), seed=0, iterations=8)
+    message = "not of the seat to act" if case == "out of turn" else "is not this observation's"
+    with pytest.raises(ValueError, match=message):
+        agent.act(mismatched_observations()[case])

@@ -513,3 +513,21 @@ def test_an_evaluation_or_league_refuses_a_solved_policy_of_other_rules_before_p
         league([spec, "rule", "random"], rounds=2, rules="mini7", groups_file=groups)
     assert not groups.exists()
     assert evaluate([spec, "rule"], rounds=4, rules="mini6").episodes == 4
+
+
+def test_a_solved_agent_refuses_a_mask_that_is_not_its_observation_s(policy_path):
+    # A waiting seat's observation with the acting seat's mask was blamed on the rung; a mask of
+    # other moves was ignored, and the agent played a move the mask forbids.
+    agent = SolvedAgent(policy_path, seed=0)
+    env = raw_env(num_players=2, rules="mini6", episode="round")
+    env.reset(seed=0)
+    acting = env.observe(env.agent_selection)
+    waiting = env.observe(next(a for a in env.agents if a != env.agent_selection))
+    foreign = np.zeros_like(acting["action_mask"])
+    foreign[np.flatnonzero(acting["action_mask"] == 0)[:2]] = 1
+    for method in (agent.act, agent.action_probabilities):
+        with pytest.raises(ValueError, match="this observation is not of the seat to act"):
+            method({"observation": waiting["observation"], "action_mask": acting["action_mask"]})
+        with pytest.raises(ValueError, match=r"the action mask allows \[.*\], but this observation's legal actions"):
+            method({"observation": acting["observation"], "action_mask": foreign})
+    assert acting["action_mask"][agent.act(acting)]
