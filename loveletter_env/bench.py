@@ -14,6 +14,7 @@ import argparse
 import os
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -379,7 +380,8 @@ def _parser() -> argparse.ArgumentParser:
         "--threads",
         type=int,
         default=1,
-        help="torch and XLA CPU threads (default 1: on a busy 2-core machine, 2 threads ran 10x slower)",
+        help="torch CPU threads; 1 (the default) also holds XLA (pgx) to one thread, other counts leave "
+        "XLA its own default (on a busy 2-core machine, 2 threads ran 10x slower)",
     )
     batched.add_argument(
         "--vs-pgx",
@@ -416,8 +418,12 @@ def _check_and_prepare(parser: argparse.ArgumentParser, args: argparse.Namespace
         )
     if args.threads <= 0:
         parser.error("--threads must be positive")
-    if not 0 <= args.seed <= MAX_SEED - args.repeats:  # repeat r plays seed + r
-        parser.error(f"--seed must be in 0..{MAX_SEED - args.repeats} (2**63 - 1 less --repeats), got {args.seed}")
+    largest = MAX_SEED - (args.repeats - 1)  # repeat r plays seed + r, up to seed + repeats - 1
+    if not 0 <= args.seed <= largest:
+        parser.error(
+            f"--seed must be in 0..{largest} (the last repeat plays --seed + --repeats - 1 "
+            f"of at most 2**63 - 1), got {args.seed}"
+        )
     args.batched = args.batched or args.vs_pgx
     pgx_missing = False
     if args.vs_pgx:
@@ -546,7 +552,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
     pgx_missing = _check_and_prepare(parser, args)
-    measured = _measure(args, pgx_missing)
+    try:
+        measured = _measure(args, pgx_missing)
+    except KeyboardInterrupt:
+        # A sentence, not a traceback; 130 (128 + SIGINT) is what a shell reports for Ctrl-C.
+        print(
+            "\ninterrupted before every repeat was timed; nothing is reported (the figures are medians "
+            "over all repeats)",
+            file=sys.stderr,
+        )
+        raise SystemExit(130) from None
     aec = _report_aec(args, measured)
     if not args.batched:
         return

@@ -968,8 +968,13 @@ def test_bench_vs_pgx_says_how_to_install_pgx_when_missing(monkeypatch, capsys):
     ("argv", "message"),
     [
         (["--turns", "0"], "--turns and --repeats must be positive"),
-        (["--seed", "-1"], "--seed must be in 0..9223372036854775802 (2**63 - 1 less --repeats), got -1"),
-        (["--seed", str(2**63 - 2)], "--seed must be in 0..9223372036854775802"),
+        (
+            ["--seed", "-1"],
+            "--seed must be in 0..9223372036854775803 (the last repeat plays --seed + --repeats - 1 "
+            "of at most 2**63 - 1), got -1",
+        ),
+        (["--seed", str(2**63 - 2)], "--seed must be in 0..9223372036854775803"),
+        (["--seed", str(2**63 - 1), "--repeats", "2"], "--seed must be in 0..9223372036854775806"),
     ],
 )
 def test_bench_refuses_bad_sizes_and_seeds_before_timing_anything(argv, message, capsys):
@@ -978,6 +983,53 @@ def test_bench_refuses_bad_sizes_and_seeds_before_timing_anything(argv, message,
     with pytest.raises(SystemExit) as stop:
         bench.main(argv)
     assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_bench_takes_every_seed_whose_repeats_stay_valid_seeds(monkeypatch, capsys):
+    """Repeat ``r`` plays ``--seed + r``: with one repeat, the largest seed (2**63 - 1) is
+    valid; it was refused, the bound taken one repeat too many."""
+    from loveletter_env import bench
+
+    seeds = []
+    monkeypatch.setattr(bench, "bench_engine", lambda n, t, seed: seeds.append(seed) or (1.0, 1.0))
+    monkeypatch.setattr(bench, "bench_aec", lambda n, t, seed, episode: (1.0, 1.0))
+    monkeypatch.setattr(bench, "bench_null_aec", lambda n, t, length, seed: 1.0)
+    bench.main(["--seed", str(2**63 - 1), "--repeats", "1"])
+    bench.main(["--seed", str(2**63 - 3), "--repeats", "3"])
+    assert seeds == [2**63 - 1, 2**63 - 3, 2**63 - 2, 2**63 - 1]
+    assert "do-nothing AEC env" in capsys.readouterr().out
+
+
+def test_bench_help_says_which_thread_counts_reach_xla(monkeypatch):
+    """Only ``--threads 1`` sets XLA's flags (pgx); the help said every count set "torch and XLA
+    CPU threads", while 2 or more left XLA on all the machine's cores."""
+    import os
+
+    from loveletter_env import bench
+
+    monkeypatch.setenv("XLA_FLAGS", "")
+    bench._limit_xla_threads(2)
+    assert os.environ["XLA_FLAGS"] == ""
+    threads = next(a for a in bench._parser()._actions if a.dest == "threads")
+    assert "torch and XLA CPU threads" not in threads.help
+    assert "1 (the default) also holds XLA" in threads.help
+
+
+def test_bench_ends_a_ctrl_c_with_a_sentence_and_status_130(monkeypatch, capsys):
+    """A Ctrl-C in the middle of the measurements: a sentence on standard error and status
+    130 (128 + SIGINT, what a shell reports for Ctrl-C), not a traceback."""
+    from loveletter_env import bench
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench, "bench_aec", interrupted)
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--turns", "300", "--repeats", "2"])
+    assert stop.value.code == 130
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "interrupted before every repeat was timed; nothing is reported" in err
 
 
 def test_bench_times_the_aec_env_after_the_kernels_are_loaded(monkeypatch):

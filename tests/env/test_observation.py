@@ -607,6 +607,44 @@ def test_the_layout_command_prints_the_tables_without_a_warning():
     assert result.stdout == layout_table() + "\n"
 
 
+def test_the_layout_command_explains_itself_and_refuses_arguments(capsys):
+    """``--help`` says what the command prints instead of printing it, and an argument it does
+    not take is refused by name: both used to print the tables as if nothing had been asked."""
+    from loveletter_env.observation.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m loveletter_env.observation") and "| field |" not in out
+    for argv, refused in ((["--version2"], "--version2"), (["extra"], "extra")):
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2
+        out, err = capsys.readouterr()
+        assert f"error: unrecognized arguments: {refused}" in err and out == ""
+
+
+def test_the_layout_command_ends_quietly_when_its_reader_leaves():
+    """``python -m loveletter_env.observation | head -1``: the reader closes the pipe before
+    the tables are written; the command ends with status 1 and no traceback."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)  # a reader that has already left
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "loveletter_env.observation"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (1, "")
+
+
 def test_every_constant_of_the_layout_is_bound_once():
     """A reader finds what ``LAYOUT`` (or any constant of the module) holds where it is
     defined: no name of the module is bound a second time further down."""
