@@ -258,12 +258,15 @@ def _pickled_setup(setup: MatchSetup) -> bytes:
     travel is named in one line before any task starts, rather than in Ray's page-long report."""
     from ray import cloudpickle
 
-    for spec in setup.lineup:
-        try:
-            cloudpickle.dumps(spec)
-        except Exception as exc:
-            raise ValueError(f"agent {spec!r} cannot be sent to the Ray workers: {exc}") from None
-    return cloudpickle.dumps(setup)
+    try:
+        return cloudpickle.dumps(setup)
+    except Exception:
+        for spec in setup.lineup:  # only on failure: a checkpoint's bytes are pickled once
+            try:
+                cloudpickle.dumps(spec)
+            except Exception as exc:
+                raise ValueError(f"agent {spec!r} cannot be sent to the Ray workers: {exc}") from None
+        raise
 
 
 def _unpickled_setup(data: bytes) -> MatchSetup:
