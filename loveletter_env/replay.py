@@ -629,7 +629,13 @@ def parse_replay(text: str | bytes) -> Replay:
     """Parse and re-simulate a replay from JSON text (see :func:`replay_from_dict`), read
     strictly (:func:`loveletter_env.strict_json.read_json`) and at most
     :data:`MAX_REPLAY_BYTES` long."""
-    if len(text) > MAX_REPLAY_BYTES:
+    size = len(text)
+    if isinstance(text, str) and size <= MAX_REPLAY_BYTES:
+        # The limit is in bytes, as a file or upload of this text is measured; a character takes
+        # at least one, so longer text is too large already. A lone surrogate counts its 3 bytes
+        # here and is left for the JSON reader to name.
+        size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_REPLAY_BYTES:
         raise ReplayError(f"the replay is too large: the limit is {MAX_REPLAY_BYTES:,} bytes")
     try:
         data = read_json(text)

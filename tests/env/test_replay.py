@@ -604,3 +604,13 @@ def test_decisions_carry_the_observation_the_env_gave():
         assert decision.player == seat and decision.action == action
         np.testing.assert_array_equal(decision.observation["observation"], obs["observation"])
         np.testing.assert_array_equal(decision.observation["action_mask"], obs["action_mask"])
+
+
+def test_the_size_limit_counts_the_bytes_of_text():
+    """A text replay is measured in the UTF-8 bytes it holds, as a file or upload of it is,
+    not in characters: one of 2 bytes each over half the limit is too large both ways."""
+    text = "é" * (MAX_REPLAY_BYTES // 2 + 1)
+    with pytest.raises(ReplayError, match="the limit is"):
+        parse_replay(text.encode())
+    with pytest.raises(ReplayError, match="the limit is"):
+        parse_replay(text)
