@@ -6,7 +6,8 @@ spec is one of:
 
 * a bot name from :data:`~loveletter_env.agents.AGENT_NAMES`, optionally with options
   as ``name:key=value,key=value`` (``"ismcts:iterations=100,width=3"``); values are read
-  as Python literals (``100``, ``0.5``, ``True``), anything else stays a string. An
+  as Python literals (``100``, ``0.5``, ``True``), anything else stays a string, and a
+  file (``path=``, ``policy=``) stays as written. An
   option the bot does not take is an error that lists the options it does take. ``seed``
   is not an option: whoever seats the agent seeds it (an evaluation reseeds every agent at
   every episode from its own seed), so a seed written in a spec would be overridden;
@@ -74,8 +75,14 @@ def reset_agent(agent: object, seed: int) -> None:
         reset(seed=seed) if accepts_seed(reset) else reset()
 
 
+#: The options whose values name files (``checkpoint:path=``, ``solved:path=``,
+#: ``guided:policy=``): kept as written, so that a file named ``2024`` or ``0x10`` is that file.
+FILE_OPTIONS = ("path", "policy")
+
+
 def parse_options(text: str, spec: str) -> dict[str, Any]:
-    """``"key=value,key=value"`` as keyword arguments (values read as Python literals when they are)."""
+    """``"key=value,key=value"`` as keyword arguments (values read as Python literals when they
+    are, except the :data:`FILE_OPTIONS`, which are paths)."""
     options: dict[str, Any] = {}
     for item in filter(None, (s.strip() for s in text.split(","))):
         key, eq, value = item.partition("=")
@@ -83,6 +90,9 @@ def parse_options(text: str, spec: str) -> dict[str, Any]:
             raise AgentSpecError(f"agent spec {spec!r}: expected name:key=value[,key=value...], got {item!r}")
         if key.strip() in options:  # the label would show both values, the agent play the last
             raise AgentSpecError(f"agent spec {spec!r}: the option {key.strip()!r} is given twice")
+        if key.strip() in FILE_OPTIONS:
+            options[key.strip()] = value.strip()
+            continue
         try:
             options[key.strip()] = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
@@ -287,6 +297,7 @@ __all__ = [
     "is_checkpoint_path",
     "load_checkpoint_agent",
     "load_checkpoint_network",
+    "FILE_OPTIONS",
     "parse_options",
     "register_checkpoint_loader",
     "resolve_agent",

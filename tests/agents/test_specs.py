@@ -206,3 +206,25 @@ def test_spec_files_are_the_files_an_agent_plays_from(tmp_path: Path):
     assert spec_files(f"solved:path={network}") == [network]
     with pytest.raises(FileNotFoundError, match="does not exist"):
         spec_files(str(tmp_path / "gone.pt"))
+
+
+def test_options_that_name_files_keep_the_text_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A file option is a path, never a literal: ``2024`` stays the file ``2024`` and ``0x10``
+    is not read as the file ``16``."""
+    from loveletter_env.agents.specs import spec_files
+
+    calls: list[Path] = []
+
+    def loader(path: Path, seed: int, greedy: bool | None) -> RuleAgent:
+        calls.append(path)
+        return RuleAgent(seed=seed)
+
+    monkeypatch.setattr(checkpoint_loading, "_loaders", {"agent": loader})
+    monkeypatch.chdir(tmp_path)
+    for name in ("2024", "0x10", "1e3", "True"):
+        Path(name).write_bytes(b"weights")
+        assert isinstance(resolve_agent(f"checkpoint:path={name}"), RuleAgent)
+        assert spec_files(f"guided:policy={name},iterations=5") == [Path(name)]
+        assert spec_files(f"solved:path={name}") == [Path(name)]
+    assert calls == [Path("2024"), Path("0x10"), Path("1e3"), Path("True")]
+    assert specs.parse_options("path=0x10,iterations=0x10", "x") == {"path": "0x10", "iterations": 16}
