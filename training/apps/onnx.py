@@ -57,6 +57,7 @@ from training.learn.checkpoint import (
     plays_greedily,
     resolve_checkpoint_path,
 )
+from training.learn.policy_agent import checked_batch
 from training.learn.ppo import masked_logits
 
 #: The exporter's op registry reports at its first use, through this logger, that each of
@@ -192,15 +193,18 @@ class OnnxAgent:
     def run(self, observation: np.ndarray, action_mask: np.ndarray) -> dict[str, np.ndarray]:
         """Outputs ``action``, ``logits`` and ``value`` for a batch ``[B, OBSERVATION_SIZE]`` / ``[B, 41]``.
 
-        An observation of another layout raises ``ValueError`` naming both layouts, and one that
-        is not finite (NaN or infinity) a ``ValueError`` too, as the torch agent's does."""
+        An observation of another layout raises ``ValueError`` naming both layouts; one that is not
+        finite (NaN or infinity), masks of another shape or of values other than 0 and 1, and a row
+        whose mask has no legal action a ``ValueError`` too, as the torch agent's batch does.
+        """
         check_observation_size(np.shape(observation)[-1])
-        if not np.isfinite(observation).all():
-            # NaN logits: the graph's argmax would answer action 0, legal or not, and sampling fail in numpy.
-            raise ValueError("the observation holds a value that is not a finite number (NaN or infinity)")
+        # The torch agent's own checks: a NaN makes every logit NaN and a row without a legal
+        # action every logit the lowest float, and the graph's argmax then answers action 0,
+        # legal or not; masks of another shape fail in onnxruntime's words.
+        vectors, legal = checked_batch(observation, action_mask)
         feeds = {
-            "observation": np.ascontiguousarray(observation, dtype=np.float32),
-            "action_mask": np.ascontiguousarray(action_mask, dtype=np.int8),
+            "observation": np.ascontiguousarray(vectors),
+            "action_mask": np.ascontiguousarray(legal, dtype=np.int8),
         }
         return dict(zip(OUTPUT_NAMES, self.session.run(list(OUTPUT_NAMES), feeds), strict=True))
 

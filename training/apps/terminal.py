@@ -81,6 +81,14 @@ def parse_move(text: str, legal: Sequence[int], seat: int, num_players: int) -> 
     matches = (
         exact or [a for a, w in words.items() if w.startswith(answer)] or [a for a, w in words.items() if answer in w]
     )
+    if len(matches) > 1:
+        # "naming prince" is a part of "naming princess" too: without this, no part of its
+        # description but the whole of it named the Prince. A part that ends where a word of
+        # one move ends, and only mid-word in the others, names that move.
+        whole_words = re.compile(re.escape(answer) + r"(?!\w)")
+        ending_a_word = [a for a in matches if whole_words.search(words[a])]
+        if ending_a_word:
+            matches = ending_a_word
     if len(matches) == 1:
         return matches[0]
     if not matches:
@@ -217,12 +225,18 @@ def play(
     if drawn_seed:
         print(f"Seed {seed} (--seed {seed} deals these cards again).", file=out)
     told = 0
+
+    def tell() -> None:
+        """Print the lines of the log not printed yet."""
+        nonlocal told
+        for i in range(told, len(game.log)):
+            line = game.log[i]
+            print(f"\n=== {line.rstrip('.')} ===" if i in game.round_starts else "  " + line, file=out)
+        told = len(game.log)
+
     try:
         while True:
-            for i in range(told, len(game.log)):
-                line = game.log[i]
-                print(f"\n=== {line.rstrip('.')} ===" if i in game.round_starts else "  " + line, file=out)
-            told = len(game.log)
+            tell()
             if game.finished:
                 break
             if game.state.round_over:
@@ -230,6 +244,9 @@ def play(
             else:
                 game.move(ask_move(game.state, seat, stdin, out))
     except (QuitGame, BotFailed, KeyboardInterrupt):
+        # An agent that fails leaves the moves played before it (the person's among them) and
+        # the line saying why the game stopped in the log, untold.
+        tell()
         if replay_path is not None:
             _save_rounds_played(game, replay_path, out)
         raise

@@ -81,7 +81,7 @@ class PolicyAgent:
         ``masks`` [B, 41]): the masked softmax when sampling, the argmax when greedy. A batch of other
         shapes, a mask that is no action mask or has no legal action, or an observation that is not
         finite raises ``ValueError``, as :meth:`act` does for one observation."""
-        vectors, legal_masks = _checked_batch(observations, masks)
+        vectors, legal_masks = checked_batch(observations, masks)
         obs = torch.as_tensor(vectors, device=self.device)
         legal = torch.as_tensor(legal_masks, device=self.device)
         logits, _ = self.model(obs)
@@ -110,7 +110,7 @@ def _checked(observation: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     return vector, mask
 
 
-def _checked_batch(observations: Any, masks: Any) -> tuple[np.ndarray, np.ndarray]:
+def checked_batch(observations: Any, masks: Any) -> tuple[np.ndarray, np.ndarray]:
     """A batch's observations (float32 [B, n]) and masks (bool [B, 41]), refused with a
     ``ValueError`` as :func:`_checked` refuses one observation: a row whose mask has no legal
     action would get a policy over illegal moves only (every action, at equal odds)."""

@@ -413,3 +413,24 @@ def test_onnx_agent_refuses_an_observation_that_is_not_finite_as_the_torch_agent
         agent.act({"observation": observation, "action_mask": masks[row]})
     with pytest.raises(ValueError, match="not a finite number"):
         agent.run(observation[None], masks[row][None])
+
+
+def test_onnx_agent_run_refuses_masks_that_are_no_action_masks_as_the_torch_agent_does(exported):
+    """A row whose mask has no legal action got action 0, illegal, as its "most likely legal
+    action", and masks of another shape failed in onnxruntime's words; the torch agent's batch
+    refuses both by name."""
+    _, onnx_path, _ = exported
+    agent = export.OnnxAgent(onnx_path)
+    observations, masks = export.sample_observations(4, seed=0)
+    empty = masks.copy()
+    empty[2] = 0
+    with pytest.raises(ValueError, match="row 2 of the action masks has no legal action"):
+        agent.run(observations, empty)
+    with pytest.raises(ValueError, match=r"action masks \[B, 41\]"):
+        agent.run(observations, masks[:3])
+    with pytest.raises(ValueError, match=r"action masks \[B, 41\]"):
+        agent.run(observations, masks[:, :40])
+    with pytest.raises(ValueError, match="entries of 0 or 1"):
+        agent.run(observations, masks * 2)
+    out = agent.run(observations, masks)  # the env's own masks still play
+    assert masks[np.arange(4), out["action"]].all()

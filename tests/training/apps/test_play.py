@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ROOT, act, start
 
@@ -43,6 +44,20 @@ def test_prince_on_yourself_is_named_by_words():
     legal = [encode_action(PRINCE, 0), encode_action(PRINCE, 1)]
     assert parse_move("prince on player_0", legal, seat=0, num_players=2) == encode_action(PRINCE, 0)
     assert parse_move("yourself", legal, seat=0, num_players=2) == encode_action(PRINCE, 0)
+
+
+def test_a_guess_of_the_prince_is_named_by_words_beside_the_princess():
+    """The words "naming prince" begin "naming princess" too: they were refused as matching several
+    moves, so that no part of the description but the whole of it chose the Prince."""
+    legal = [*GUARDS_ON_1, encode_action(BARON, 1)]
+    assert parse_move("naming prince", legal, seat=0, num_players=2) == encode_action(GUARD, 1, PRINCE)
+    assert parse_move("Prince", legal, seat=0, num_players=2) == encode_action(GUARD, 1, PRINCE)
+    assert parse_move("naming princess", legal, seat=0, num_players=2) == encode_action(GUARD, 1, PRINCESS)
+    # Parts that end where a word ends in several moves stay ambiguous.
+    with pytest.raises(ValueError, match="several moves"):
+        parse_move("guard on player_1", legal, seat=0, num_players=2)
+    with pytest.raises(ValueError, match="several moves"):
+        parse_move("prince on", [encode_action(PRINCE, 0), encode_action(PRINCE, 1)], seat=0, num_players=2)
 
 
 def _every_index(times: int) -> str:
@@ -214,6 +229,30 @@ def test_play_stops_the_game_when_an_opponent_fails():
     """An agent that raised ended the terminal game with a traceback."""
     with pytest.raises(BotFailed, match=r"^agent broken at player_1 failed: RuntimeError: lost its way; the game"):
         play([_Broken()], seed=0, stdin=io.StringIO("0\n" * 200), out=io.StringIO(), seat=0)
+
+
+class _FailsAtItsSecondMove:
+    """Plays its first legal move, then raises."""
+
+    def __init__(self) -> None:
+        self.moves = 0
+
+    def act(self, observation):
+        self.moves += 1
+        if self.moves == 2:
+            raise RuntimeError("lost its way")
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+
+def test_a_game_stopped_by_an_agent_tells_the_moves_played_before_it():
+    """The person's last move and the line saying why the game stopped were in the game's log,
+    never printed: the terminal ended on the prompt the move answered."""
+    out = io.StringIO()
+    with pytest.raises(BotFailed):
+        play(["rule", _FailsAtItsSecondMove()], num_players=3, seed=1, stdin=io.StringIO(_every_index(20)), out=out)
+    told = out.getvalue().rstrip("\n").splitlines()
+    assert told[-1] == "  Game stopped: agent _FailsAtItsSecondMove at player_2 failed: RuntimeError: lost its way."
+    assert told[-2].endswith("You played Countess."), told[-2]
 
 
 # Guard guesses ----------------------------------------------------------------------------
