@@ -65,8 +65,16 @@ def _number(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def sentence(error: Any, where: Callable[[Sequence[Any]], str]) -> str:
-    """One pydantic error (an item of ``ValidationError.errors()``) in the project's words."""
+def sentence(
+    error: Any, where: Callable[[Sequence[Any]], str], hint: Callable[[Any], str] | None = None
+) -> str:
+    """One pydantic error (an item of ``ValidationError.errors()``) in the project's words, with
+    ``hint(error)`` after it (`` (did you mean 'high'?)``) where one is given."""
+    text = _sentence(error, where)
+    return text + hint(error) if hint is not None else text
+
+
+def _sentence(error: Any, where: Callable[[Sequence[Any]], str]) -> str:
     loc, kind, ctx = tuple(error["loc"]), error["type"], error.get("ctx") or {}
     if kind == "value_error":  # a validator's own message: "must ...", or one that names its field itself
         message = str(ctx["error"])
@@ -87,9 +95,12 @@ def sentence(error: Any, where: Callable[[Sequence[Any]], str]) -> str:
     return text if kind in _NO_VALUE else f"{text}, got {shown(error['input'])}"
 
 
-def explain(error: ValidationError, where: Callable[[Sequence[Any]], str]) -> str:
-    """Every error of ``error`` as a sentence (at most :data:`MAX_ERRORS_SHOWN`), joined by ``; ``."""
-    sentences = list(dict.fromkeys(sentence(e, where) for e in error.errors(include_url=False)))
+def explain(
+    error: ValidationError, where: Callable[[Sequence[Any]], str], hint: Callable[[Any], str] | None = None
+) -> str:
+    """Every error of ``error`` as a sentence (at most :data:`MAX_ERRORS_SHOWN`), joined by ``; ``
+    (``hint``: see :func:`sentence`)."""
+    sentences = list(dict.fromkeys(sentence(e, where, hint) for e in error.errors(include_url=False)))
     more = len(sentences) - MAX_ERRORS_SHOWN
     return "; ".join(sentences[:MAX_ERRORS_SHOWN]) + (f" (and {more} more)" if more > 0 else "")
 

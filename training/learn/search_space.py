@@ -29,6 +29,7 @@ Optuna, is :mod:`training.exploitability.sweep_study`; this module imports nothi
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import math
 import re
@@ -298,7 +299,7 @@ def load_search_space(
     try:
         spec = SweepFile.model_validate(raw)
     except ValidationError as err:
-        raise ConfigError(f"{source}: {explain(err, _where)}") from None
+        raise ConfigError(f"{source}: {explain(err, _where, _hint)}") from None
 
     for key in spec.set:
         if key.split(".")[0].split("[")[0] in SWEEP_KEYS:
@@ -311,6 +312,12 @@ def load_search_space(
             raise ConfigError(
                 f"{source}: space: {key!r} cannot be searched: every trial runs as long and is evaluated at the "
                 "same turns; fix it under set:"
+            )
+        if key in spec.set:
+            # The space's value would replace the fixed one in every trial, without a word.
+            raise ConfigError(
+                f"{source}: {key!r} is both fixed (set: or --set) and searched (space:): every trial would take "
+                "the searched value; fix it or search it, not both"
             )
 
     try:
@@ -405,6 +412,21 @@ def _enqueued_point(
     except ConfigError as err:
         raise ConfigError(f"{where}: the config refuses these values together: {err}") from None
     return {key: space[key].stored(value) for key, value in point.items()}
+
+
+def _hint(error: Any) -> str:
+    """`` (did you mean 'high'?)`` after an unknown key of the file or of a searched key's spec."""
+    loc = tuple(error["loc"])
+    if error["type"] != "extra_forbidden":
+        return ""
+    if len(loc) == 1:
+        fields = SweepFile.model_fields
+    elif len(loc) == 3 and loc[0] == "space":
+        fields = ParameterSpec.model_fields
+    else:
+        return ""
+    close = difflib.get_close_matches(str(loc[-1]), list(fields), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _where(loc: Any) -> str:

@@ -127,6 +127,21 @@ def test_a_bad_space_is_named_before_anything_trains(tmp_path, space, message):
         ("set: {ppo.lr: 3}\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}", "unknown config key"),
         ("space: {}", "space must hold at least 1 item"),
         ("rules: mini6\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}\ntrails: 3", "trails"),
+        # A misspelt key of the file itself is named with the key it most likely meant.
+        (
+            "rules: mini6\nspace: {ppo.ent_coef: {type: float, low: 0, high: 1}}\nreport_evry: 3",
+            "report_evry is not a known key (did you mean 'report_every'?)",
+        ),
+        (
+            "rules: mini6\nspace: {ppo.ent_coef: {type: float, low: 0, hihg: 1}}",
+            "space['ppo.ent_coef'].hihg is not a known key (did you mean 'high'?)",
+        ),
+        # A key both fixed and searched: the fixed value would be ignored without a word.
+        (
+            "set: {env.rules: mini6, ppo.ent_coef: 0.01}\nrules: mini6\n"
+            "space: {ppo.ent_coef: {type: float, low: 0, high: 1}}",
+            "'ppo.ent_coef' is both fixed (set: or --set) and searched (space:)",
+        ),
         ("space: {ppo.ent_coef: {type: float, low: 0, high: 1}}", "say which rung the objective is measured on"),
         # A 2-player network measured at a 3-player table.
         (
@@ -161,7 +176,7 @@ def test_a_bad_file_is_named(tmp_path, text, message):
     [
         "set: {env.rules: classic, env.num_players: [2, 3]}",  # a mix that holds the rung's size
         "set: {env.rules: classic, env.num_players: [2], schedule: [{at_step: 100, set: {env.num_players: [3]}}]}",
-        "set: {env.rules: classic, env.num_players: [2]}\nspace: {env.num_players: {type: int, low: 2, high: 4}}",
+        "set: {env.rules: classic}\nspace: {env.num_players: {type: int, low: 2, high: 4}}",
     ],
 )
 def test_the_rung_may_be_any_table_size_the_trials_train_at(tmp_path, table):
