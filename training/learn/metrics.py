@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from loveletter_env.atomic_files import replacing
 from training.measure.plotting import load_plotting
 
 #: The columns every row has; each evaluation opponent adds three (win rate and its interval).
@@ -48,7 +49,11 @@ class MetricsLog:
     """One CSV row per update (evaluation columns filled when an evaluation ran) and the
     same scalars in TensorBoard."""
 
-    def __init__(self, run_dir: Path, eval_opponents: Sequence[str], resume_update: int | None):
+    def __init__(
+        self, run_dir: Path, eval_opponents: Sequence[str], resume_update: int | None, resume_step: int = 0
+    ):
+        """Open the run's log; ``resume_update`` and ``resume_step`` are the update and turn
+        count of the checkpoint a resumed run continues from (``resume_update`` None: a new run)."""
         self.path = run_dir / "metrics.csv"
         self.columns = list(TRAIN_COLUMNS)
         for name in eval_opponents:
@@ -62,14 +67,20 @@ class MetricsLog:
         #: ``elapsed_s`` and ``cpu_s`` go on from them, so that a curve against time spans the run.
         self.elapsed_before = _seconds(rows[-1], "elapsed_s") if rows else 0.0
         self.cpu_before = _seconds(rows[-1], "cpu_s") if rows else 0.0
-        self._file = self.path.open("w", newline="")
+        # The kept rows replace the file whole: a rewrite cut short (a full disk, a Ctrl-C)
+        # leaves the old file for the next resume rather than an empty one.
+        with replacing(self.path) as temporary, temporary.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=self.columns)
+            writer.writeheader()
+            writer.writerows(rows)
+        self._file = self.path.open("a", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=self.columns)
-        self._writer.writeheader()
-        self._writer.writerows(rows)
-        self._file.flush()
         from torch.utils.tensorboard import SummaryWriter
 
-        self.tb = SummaryWriter(str(run_dir / "tb"), purge_step=None if resume_update is None else resume_update + 1)
+        # TensorBoard's steps are turn counts (as in write): it hides the events the earlier
+        # process logged after the checkpoint's turn, which the resumed run logs again.
+        purge_step = None if resume_update is None else resume_step + 1
+        self.tb = SummaryWriter(str(run_dir / "tb"), purge_step=purge_step)
 
     def write(self, row: dict[str, Any]) -> None:
         self._writer.writerow({k: row.get(k, "") for k in self.columns})

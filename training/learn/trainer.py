@@ -567,12 +567,15 @@ class SelfPlayTrainer:
                     buffer, roll_stats = self.collect_rollout()
                     batch = buffer.batch(self.active.ppo.gamma, self.active.ppo.gae_lambda)
                 bar.update(min(self.global_step, cfg.total_steps) - bar.n)
-                if len(batch) == 0:
-                    if stop.requested:
+                if len(batch) == 0:  # rollouts this short resolved no decision yet: nothing to learn from
+                    if stop.requested or self.global_step >= cfg.total_steps:
+                        # The turns played since the last update still count: latest.pt holds
+                        # them, so the run ends (or a resume starts) where the summary says.
                         self.save()
+                    if stop.requested:
                         self.interrupted = True
                         break
-                    continue  # rollouts this short resolved no decision yet: nothing to learn from
+                    continue
                 stats = self._learn(batch)
                 if self.after_update is not None:
                     self.after_update(self)
@@ -600,7 +603,8 @@ class SelfPlayTrainer:
     def _open_log(self) -> MetricsLog:
         """``metrics.csv``, continued from the saved update when the run resumes."""
         cfg = self.config
-        return MetricsLog(self.run_dir, cfg.eval.opponents if cfg.eval.every else [], self.update or None)
+        opponents = cfg.eval.opponents if cfg.eval.every else []
+        return MetricsLog(self.run_dir, opponents, self.update or None, resume_step=self.global_step)
 
     def _progress_bar(self) -> tqdm:
         cfg = self.config
