@@ -26,6 +26,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, Validati
 
 from loveletter_env.agents import AGENT_NAMES
 from loveletter_env.agents.specs import resolve_agent
+from loveletter_env.atomic_files import replacing
 from loveletter_env.rules import PRESETS
 from loveletter_env.schema import StrictModel, WholeNumber, dotted, explain, shown
 from loveletter_env.validation import MAX_SEED
@@ -362,6 +363,9 @@ class TrainConfig(StrictModel):
             raise ValueError("opponents.current, opponents.past and opponents.bots are all 0")
         if o.bots > 0 and not o.bot_names:
             raise ValueError("opponents.bot_names must name a bot when opponents.bots > 0, got []")
+        if len(set(v.opponents)) != len(v.opponents):
+            # Evaluations are keyed by the bot's spec: a second one would play again and replace the first.
+            raise ValueError(f"eval.opponents must name each bot once, got {v.opponents}")
         if v.every > 0 and v.best_by not in v.opponents:
             raise ValueError(f"eval.best_by must be one of eval.opponents {v.opponents}, got {v.best_by!r}")
         for key, rounds in (("rounds", v.rounds), ("final_rounds", v.final_rounds)):
@@ -522,6 +526,11 @@ class _YamlLoader(yaml.SafeLoader):
     """PyYAML's safe loader that also reads ``3e-4`` and ``1.0e5`` as numbers, as YAML 1.2 does
     (PyYAML's YAML 1.1 reads them as text). Quoted text (``"1e5"``) stays text.
 
+    Integers are read as YAML 1.2 reads them too: ``010`` is ten, not YAML 1.1's octal 8 (a
+    zero-padded ``--set seed=010`` would run seed 8, and ``08`` be refused as text), octal is
+    written ``0o17``, and ``1:30`` is text, not YAML 1.1's base-60 90. ``0x10`` and ``1_000``
+    still read as numbers.
+
     It refuses a key given twice in one mapping, naming both lines: PyYAML would keep the
     second and drop the first without a word, a whole section when a section is given twice.
     """
@@ -543,12 +552,37 @@ class _YamlLoader(yaml.SafeLoader):
             first_line[key] = line
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """An integer as :data:`_YAML_1_2_INT` matches it: decimal, even with leading zeros,
+        unless it starts ``0x`` or ``0o``."""
+        text = str(self.construct_scalar(node)).replace("_", "")
+        return int(text, 0) if text.lstrip("+-")[:2].lower() in ("0x", "0o") else int(text, 10)
 
-_YamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
+
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+#: Plain scalars read as integers: YAML 1.2's (with ``_`` between digits, as before).
+_YAML_1_2_INT = re.compile(r"^(?:[-+]?[0-9][0-9_]*|[-+]?0x[0-9a-fA-F_]+|[-+]?0o[0-7_]+)$")
+#: Plain scalars read as floats: YAML 1.2's, exponents without a dot included (``3e-4``).
+_YAML_1_2_FLOAT = re.compile(
+    r"^(?:[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
+# PyYAML's YAML 1.1 number patterns (octal 010, base-60 1:30 and 1:30.5, binary 0b1; no 3e-4)
+# are replaced by YAML 1.2's. The float pattern comes second: it also matches every integer.
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag not in (_INT_TAG, _FLOAT_TAG)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_YamlLoader.add_implicit_resolver(_INT_TAG, _YAML_1_2_INT, list("-+0123456789"))
+_YamlLoader.add_implicit_resolver(_FLOAT_TAG, _YAML_1_2_FLOAT, list("-+0123456789."))
+_YamlLoader.add_constructor(_INT_TAG, _YamlLoader.construct_yaml_int)
+
+
+class _YamlDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, quoting the text that :class:`_YamlLoader` would read as something
+    else: it decides by its resolvers, and YAML 1.1's write ``1e5`` and ``08`` unquoted, which
+    read back as numbers (a run named so could not be resumed from its config.yaml)."""
+
+    yaml_implicit_resolvers = _YamlLoader.yaml_implicit_resolvers
 
 
 def _load_yaml(text: str, source: str, key: str = "") -> Any:
@@ -622,9 +656,17 @@ def set_dotted(data: dict, path: list[str], value: Any, source: str) -> None:
 
 
 def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
-    """Set each dotted override into the nested dict ``data`` (in place; also returned)."""
-    for text in overrides:
-        path, value = parse_override(text)
+    """Set each dotted override into the nested dict ``data`` (in place; also returned).
+
+    Overrides that set ``env.rules`` but not ``env.rules_weights`` drop the weights ``data``
+    gives: those were for the rules replaced (as :class:`EnvConfig` drops the defaults' weights),
+    so ``--config configs/default.yaml --set env.rules=mini8`` trains on mini8, as the defaults do.
+    """
+    parsed = [(text, *parse_override(text)) for text in overrides]
+    keys = {".".join(path) for _, path, _ in parsed}
+    if "env.rules" in keys and "env.rules_weights" not in keys and isinstance(data.get("env"), dict):
+        data["env"].pop("rules_weights", None)
+    for text, path, value in parsed:
         set_dotted(data, path, value, f"override {shown(text)}")
     return data
 
@@ -745,5 +787,9 @@ def add_config_options(parser: argparse.ArgumentParser, config_help: str) -> Non
 
 
 def save_config(config: TrainConfig, path: str | Path) -> None:
-    """Write ``config`` as YAML (every key, so the file documents the whole run)."""
-    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
+    """Write ``config`` as YAML (every key, so the file documents the whole run), atomically:
+    ``--resume`` rewrites a run's ``config.yaml``, and a write cut short (Ctrl-C, a full disk)
+    must leave the one that was there, without which the run cannot be resumed."""
+    text = yaml.dump(to_dict(config), Dumper=_YamlDumper, sort_keys=False)
+    with replacing(path) as temporary:
+        temporary.write_text(text)

@@ -4,12 +4,14 @@ key, before training starts."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, subprocess_env
 
-from training.learn.config import MAX_RULES_WEIGHT, ConfigError, load_config
+from training.learn.config import MAX_RULES_WEIGHT, ConfigError, load_config, save_config, text_override
 from training.selfplay import main as selfplay_main
 
 
@@ -344,3 +346,81 @@ def test_each_shipped_network_is_what_its_config_trains(name):
     }
     assert not differ, f"configs/{name}.yaml no longer trains what checkpoints/shipped/{name}.pt recorded: {differ}"
     assert set(recorded) <= set(configured)
+
+
+@pytest.mark.parametrize(
+    "override, value",
+    [("seed=010", 10), ("seed=0o17", 15), ("seed=0x10", 16), ("seed=1_000", 1000), ("seed=+7", 7)],
+)
+def test_integers_read_as_yaml_1_2_does(override, value):
+    """A leading zero is no octal (YAML 1.1 read ``--set seed=010`` as 8, and ``08`` as text)."""
+    assert load_config(None, [override]).seed == value
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("total_steps=1:30", r"total_steps must be an integer, got '1:30'"),
+        ("ppo.gamma=0:0.5", r"ppo.gamma must be a finite number, got '0:0.5'"),
+    ],
+)
+def test_colon_numbers_are_text_not_base_60(override, message):
+    """YAML 1.1 read ``1:30`` as 90 and ``0:0.5`` as 0.5 (base 60); as text they are refused,
+    naming the key."""
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+def test_eval_opponents_are_named_once():
+    """Two evaluations against one bot play twice, and the run keeps only the second's figures
+    (they are keyed by the bot's name, as are the metrics' columns)."""
+    with pytest.raises(ConfigError, match=r"eval.opponents must name each bot once, got \['rule', 'random', 'rule'\]"):
+        load_config(None, ["eval.opponents=[rule, random, rule]"])
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a file-size limit (RLIMIT_FSIZE) is POSIX")
+def test_save_config_leaves_the_old_file_when_a_write_fails(tmp_path):
+    """A write that fails part of the way (a full disk; here a file-size limit) leaves the
+    config.yaml that was there as it was, and no other file: ``--resume`` rewrites a run's
+    config.yaml, and a run whose config.yaml is cut short can no longer be resumed."""
+    path = tmp_path / "config.yaml"
+    save_config(load_config(), path)
+    before = path.read_bytes()
+    script = (
+        "import resource, signal, sys\n"
+        "from training.learn.config import load_config, save_config\n"
+        "config = load_config(None, ['total_steps=6000000'])\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (200, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))\n"
+        "try:\n"
+        "    save_config(config, sys.argv[1])\n"
+        "except OSError:\n"
+        "    sys.exit(3)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, env=subprocess_env(), timeout=120
+    )
+    assert done.returncode == 3, done.stderr
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["config.yaml"]
+
+
+@pytest.mark.parametrize("name", ["1e5", "3e-4", "08", "0o17", "010", "1:30", "true", "null", "2024-01-01"])
+def test_a_saved_config_reads_back_as_it_was(tmp_path, name):
+    """A run's config.yaml is what ``--resume`` reads: a name that reads as a number (``--run-name
+    1e5``) must be written quoted, or the run could not be resumed."""
+    config = load_config(None, [text_override("run_name", name)])
+    save_config(config, tmp_path / "config.yaml")
+    assert load_config(tmp_path / "config.yaml") == config
+
+
+def test_set_rules_drops_the_weights_of_the_files_rules():
+    """``--config configs/default.yaml`` is the built-in defaults (``--help`` says so), and with
+    them ``--set env.rules=mini8`` alone trains on mini8: the file's weights are for its own
+    five rules, as the defaults' are, and go with them unless the overrides give new ones."""
+    default = ROOT / "configs" / "default.yaml"
+    assert load_config(default, ["env.rules=mini8"]) == load_config(None, ["env.rules=mini8"])
+    config = load_config(ROOT / "configs" / "ppo_2p_eq.yaml", ["env.rules=[classic, mini6]"])
+    assert config.env.rules == ["classic", "mini6"] and config.env.rules_weights is None
+    weighted = load_config(default, ["env.rules_weights=[3, 1]", "env.rules=[classic, mini6]"])
+    assert weighted.env.rules_weights == [3, 1]
