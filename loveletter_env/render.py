@@ -186,7 +186,13 @@ def narrate(event: TurnEvent, viewer: int) -> str:
 
 def round_summary(state: GameState, viewer: int | None = None) -> str:
     """The end of a round in words: the showdown hands (when several players were left),
-    the winners and the tokens. ``viewer`` is called "you" (``None``: nobody)."""
+    the winners and the tokens. ``viewer`` is called "you" (``None``: nobody).
+
+    Raises ``ValueError`` for a round still being played: it has no winners yet, and its
+    "showdown" would show every player's hidden hand.
+    """
+    if not state.round_over:
+        raise ValueError(f"round {state.round} is still being played: only a round that is over has a summary")
     names = ["you" if p == viewer else f"player_{p}" for p in range(state.num_players)]
     alive = [p for p in range(state.num_players) if not state.out[p]]
     lines = []

@@ -7,13 +7,18 @@ requires them to agree.
 
 from __future__ import annotations
 
+import itertools
+from collections import defaultdict
+
 import numpy as np
+import pytest
 from conftest import act, make_env, offset_of, play, start, view
 
 from loveletter_env import engine
 from loveletter_env.actions import HANDMAID_ACTION
 from loveletter_env.cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from loveletter_env.engine import GameState
+from loveletter_env.rules import PRESETS
 
 
 def knows(state: GameState, observer: int, player: int) -> int:
@@ -230,3 +235,58 @@ def test_failed_guard_guesses_move_with_a_king_trade():
     assert state.hands[1:] == [BARON, GUARD]
     assert ruled_out(state, 0, 1) == {COUNTESS}
     assert ruled_out(state, 0, 2) == frozenset()
+
+
+# Brute force: every deal of a small rung ----------------------------------------------
+
+
+def _what_they_saw(state: GameState, seat: int) -> tuple:
+    """Everything ``seat`` has seen of the round, built from the move history alone (not the
+    observation, which is what is under test): the deal it got, every announced move and
+    what it made public, and what the seat alone was shown or drew."""
+    seen: list = [state.current if not state.history else state.history[0].player, state.dealt[seat]]
+    for e in state.history:
+        hit = e.card == GUARD and e.target >= 0 and e.target_card == e.guess
+        public = (e.player, e.card, e.target, e.guess, hit, e.eliminated, e.discarded if e.eliminated else 0)
+        public += (e.target_card,) if e.card == PRINCE else ()
+        private: tuple = (e.drawn,) + ((e.target_card,) if e.card == PRIEST else ()) if e.player == seat else ()
+        if e.card in (BARON, KING) and seat in (e.player, e.target):
+            private += (e.actor_card, e.target_card)
+        if e.card == PRINCE and e.target == seat:
+            private += (e.replacement,)
+        seen.append((public, private))
+    if not state.round_over and state.current == seat:
+        seen.append(state.drawn)
+    return tuple(seen)
+
+
+@pytest.mark.parametrize("rules, first_players, every", [("mini6", (0, 1), 1), ("mini7_3p", (0,), 40)])
+def test_the_tables_hold_what_the_observer_can_prove_in_every_deal(rules: str, first_players, every: int):
+    """Deal a rung every way (``every``: one deal in that many, to keep it quick) and play every
+    line of play; group the states a seat cannot tell apart. Within a group, what the seat knows
+    of a player's card (and the Guard rulings it sees, and whether it is told that player knows
+    its own card) is one value, and that value is true in every state of the group."""
+    preset = PRESETS[rules]
+    n = preset.rung_players
+    groups: defaultdict[tuple, list[GameState]] = defaultdict(list)
+    for order in sorted(set(itertools.permutations(preset.in_play)))[::every]:
+        for first in first_players:
+            stack = [engine.new_game(n, preset.deck_from_in_play(order), first, preset)]
+            while stack:
+                state = stack.pop()
+                for seat in range(n):
+                    groups[seat, _what_they_saw(state, seat)].append(state)
+                for action in () if state.round_over else engine.legal_actions(state):
+                    child = state.clone()
+                    engine.step(child, action)
+                    stack.append(child)
+    for (seat, _), states in groups.items():
+        for p in range(n):
+            if p == seat:
+                continue
+            assert len({s.known[seat][p] for s in states}) == 1, (seat, p, states[0].history)
+            assert all(s.hands[p] == s.known[seat][p] for s in states if s.known[seat][p]), (seat, p)
+            assert len({s.ruled_out[p] for s in states}) == 1, (seat, p, states[0].history)
+            assert not any(s.ruled_out[p] >> s.hands[p] & 1 for s in states if not s.out[p]), (seat, p)
+            assert len({s.seen[p][seat] for s in states}) == 1, (seat, p, states[0].history)
+            assert all(s.known[p][seat] == s.hands[seat] for s in states if s.seen[p][seat]), (seat, p)

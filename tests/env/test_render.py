@@ -23,7 +23,7 @@ from loveletter_env.cards import (
 )
 from loveletter_env.engine import TurnEvent
 from loveletter_env.observation import decode_observation
-from loveletter_env.render import CARD_EFFECTS, card_reference, card_rows, narrate, render_seat_view
+from loveletter_env.render import CARD_EFFECTS, card_reference, card_rows, narrate, render_seat_view, round_summary
 from loveletter_env.rules import LADDER, PRESETS
 
 
@@ -181,3 +181,28 @@ def test_the_card_reference_takes_a_preset_name_and_refuses_anything_else():
             card_reference(bad)
     with pytest.raises(ValueError, match="unknown rules preset"):
         card_rows("clasic")
+
+
+# The end of a round ------------------------------------------------------------------------
+
+
+def test_round_summary_tells_the_showdown_the_winners_and_the_tokens():
+    # mini6 (set-aside Princess; hands Guard and Priest; draws Baron, Prince, Guard): the second
+    # turn's Prince draws the last card, so the round ends at a showdown.
+    rules = PRESETS["mini6"]
+    state = engine.new_game(2, rules.deck_from_in_play([PRINCESS, GUARD, PRIEST, BARON, PRINCE, GUARD]), 0, rules)
+    engine.step(state, act(GUARD, 1, KING))
+    engine.step(state, act(PRINCE, 0))  # player_1 discards its Priest and draws the last Guard
+    assert state.round_over and state.round_winners == (0,)
+    assert round_summary(state, 1) == (
+        "Showdown - player_0: Baron, you: Guard\nRound 1 won by player_0. Tokens: player_0 1, you 0 (target 7)"
+    )
+    assert round_summary(state).startswith("Showdown - player_0: Baron, player_1: Guard\n")
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_round_summary_refuses_a_round_in_progress(num_players):
+    """A round still being played has no showdown: summing it up would show every hidden hand."""
+    state = start(num_players, hands={0: GUARD, 1: PRINCESS}, draws=[HANDMAID])
+    with pytest.raises(ValueError, match="round 1 is still being played"):
+        round_summary(state, 0)
