@@ -37,6 +37,12 @@ from .torch_draws import compiled_draws_match_torch
 #: How many faulty games an error message lists before summarising the rest.
 _MAX_LISTED = 8
 
+#: The most games one env takes: 2**40 games need petabytes, more than any machine holds.
+#: The bound refuses by name what would fail further on: torch's size arithmetic overflows
+#: ("Storage size calculation overflowed") naming no argument, and past 2**52 the float
+#: shares of :func:`~loveletter_env.batched.mixed.split_games` no longer sum to the games.
+MAX_GAMES = 2**40
+
 #: The dtype of every batched observation: each entry is a whole number 0..16, so one
 #: byte holds it exactly (a quarter of float32's memory and bandwidth). Networks convert
 #: at their input (``obs.float()``).
@@ -97,8 +103,8 @@ class BatchedLoveLetter:
         seed: int = 0,
         validate_actions: bool = True,
     ):
-        if isinstance(num_games, bool) or not hasattr(num_games, "__index__") or int(num_games) < 1:
-            raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+        if isinstance(num_games, bool) or not hasattr(num_games, "__index__") or not 1 <= int(num_games) <= MAX_GAMES:
+            raise ValueError(f"num_games must be a positive int of at most 2**40, got {num_games!r}")
         num_games = int(num_games)
         check_episode(episode)
         seed = check_seed(seed)
@@ -455,15 +461,7 @@ class BatchedLoveLetter:
         return self._mask
 
     def _check_tensor(self, x: Any, name: str, shape: tuple[int, ...]) -> torch.Tensor:
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-        if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
-            raise TypeError(f"{name} must have an integer dtype, got {x.dtype}")
-        if tuple(x.shape) != shape:
-            raise ValueError(f"{name} must have shape {list(shape)}, got {list(x.shape)}")
-        if x.device != self.device:
-            raise ValueError(f"{name} is on {x.device}, the env is on {self.device}")
-        return x
+        return check_tensor(x, name, shape, self.device)
 
     def _check_seats(self, seats: Any, name: str, values: bool = True) -> torch.Tensor:
         """Shape, dtype and device; with ``values``, also that each seat exists (a host sync)."""
@@ -504,6 +502,22 @@ class BatchedLoveLetter:
 
     def _check_actions_legal(self, actions: torch.Tensor, mask: torch.Tensor) -> None:
         check_actions_legal(actions, mask, self.current_player, self._players)
+
+
+def check_tensor(x: Any, name: str, shape: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """``x`` if it is an integer tensor of ``shape`` on ``device``; else a ``TypeError`` (not a
+    tensor, or not of an integer dtype) or ``ValueError`` (shape, device) naming ``name``.
+    :class:`~loveletter_env.batched.mixed.MixedRulesBatched` checks its whole batch with it,
+    so that both envs refuse the same input the same way."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+        raise TypeError(f"{name} must have an integer dtype, got {x.dtype}")
+    if tuple(x.shape) != shape:
+        raise ValueError(f"{name} must have shape {list(shape)}, got {list(x.shape)}")
+    if x.device != device:
+        raise ValueError(f"{name} is on {x.device}, the env is on {device}")
+    return x
 
 
 def check_actions_legal(

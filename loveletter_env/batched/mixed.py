@@ -23,7 +23,15 @@ from ..cards import DECK_SIZE
 from ..observation import OBSERVATION_SIZE
 from ..rules import Rules, resolve_rules
 from ..validation import MAX_SEED, check_int, check_seed, shown
-from .driver import OBSERVATION_DTYPE, BatchedLoveLetter, _table_sizes, check_actions_legal, check_step_buffers
+from .driver import (
+    MAX_GAMES,
+    OBSERVATION_DTYPE,
+    BatchedLoveLetter,
+    _table_sizes,
+    check_actions_legal,
+    check_step_buffers,
+    check_tensor,
+)
 
 
 def split_games(num_games: int, weights: Sequence[float]) -> list[int]:
@@ -33,8 +41,12 @@ def split_games(num_games: int, weights: Sequence[float]) -> list[int]:
     positive weights split as well as small ones (``[1e308, 1e308]`` as ``[1, 1]``).
 
     Raises:
-        ValueError: a weight that is not a finite positive number, or fewer games than weights.
+        ValueError: a weight that is not a finite positive number, fewer games than weights,
+            or more than :data:`~loveletter_env.batched.driver.MAX_GAMES` (past 2**52 the
+            float shares round, and the counts no longer sum to ``num_games``).
     """
+    if num_games > MAX_GAMES:
+        raise ValueError(f"num_games must be at most {MAX_GAMES}, got {num_games}")
     numbers_given = isinstance(weights, Sequence | np.ndarray) and not isinstance(weights, (str, bytes)) and all(
         isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)) for x in weights
     )  # True or "13" would read as numbers
@@ -94,7 +106,7 @@ class MixedRulesBatched:
         seed: int = 0,
         validate_actions: bool = True,
     ):
-        num_games = check_int("num_games", num_games, 1)
+        num_games = check_int("num_games", num_games, 1, MAX_GAMES)
         if not _is_list(rules) or isinstance(rules, Rules) or len(rules) == 0:
             raise ValueError(f"rules must be a non-empty list of rule sets, got {rules!r}")
         resolved = [resolve_rules(r) for r in rules]
@@ -208,8 +220,7 @@ class MixedRulesBatched:
 
     def observe(self, seats: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """As :meth:`BatchedLoveLetter.observe`: seat ``seats[g]``'s observation of game ``g``."""
-        if not isinstance(seats, torch.Tensor) or seats.shape != (self.num_games,):
-            raise ValueError(f"seats must be a tensor of shape ({self.num_games},)")
+        check_tensor(seats, "seats", (self.num_games,), self.device)
         check_step_buffers(self.num_games, self.device, out)
         for env, block in zip(self.envs, self.blocks):  # every block's seats before any row is written
             env._check_seats(seats[block], "seats", values=env._checks_values)
@@ -219,13 +230,7 @@ class MixedRulesBatched:
         return obs
 
     def _check_actions(self, actions: Any) -> None:
-        if not isinstance(actions, torch.Tensor) or actions.shape != (self.num_games,):
-            shape = tuple(actions.shape) if isinstance(actions, torch.Tensor) else type(actions).__name__
-            raise ValueError(f"actions must be a tensor of shape ({self.num_games},), got {shape}")
-        if actions.dtype.is_floating_point or actions.dtype.is_complex or actions.dtype == torch.bool:
-            raise TypeError(f"actions must have an integer dtype, got {actions.dtype}")
-        if actions.device != self.device:
-            raise ValueError(f"actions must be on {self.device}, got {actions.device}")
+        check_tensor(actions, "actions", (self.num_games,), self.device)
         if not self.envs[0]._checks_values:
             return  # CUDA without validate_actions: reading the batch's legality back would synchronise
         # The whole batch is checked before any block moves: a refused batch changes nothing,

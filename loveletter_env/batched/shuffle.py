@@ -17,6 +17,7 @@ import torch
 from ..cards import FULL_DECK
 from ..core import kernels
 from ..core.decks import deck_tables
+from ..validation import check_int, shown
 
 
 @cache
@@ -28,7 +29,15 @@ def _uint8_tables() -> tuple[np.ndarray, np.ndarray]:
 
 def deck_draws(num: int, generator: torch.Generator, device: torch.device) -> torch.Tensor:
     """long [num, 3]: per game, the rows of the first half's order, the second half's
-    order and the placement that make its deck (see :mod:`loveletter_env.core.decks`)."""
+    order and the placement that make its deck (see :mod:`loveletter_env.core.decks`).
+
+    Raises:
+        TypeError: ``generator`` is not a ``torch.Generator`` (torch would take ``None`` as
+            its global generator: decks that ``torch.manual_seed`` moves, not the caller's seed).
+        ValueError: ``num`` is not a non-negative integer."""
+    check_int("num", num, 0)
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {shown(generator)}")
     orders, placements = deck_tables()
     draw = lambda high: torch.randint(high, (num,), generator=generator, device=device)  # noqa: E731
     return torch.stack([draw(orders.shape[0]), draw(orders.shape[0]), draw(placements.shape[0])], 1)

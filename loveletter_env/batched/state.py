@@ -22,6 +22,7 @@ import torch
 from ..cards import DECK_SIZE, NUM_CARD_TYPES
 from ..core import layout
 from ..core.layout import MAX_SEATS
+from ..validation import shown
 
 
 @dataclass
@@ -84,7 +85,20 @@ class BatchedState:
 
 def state_from_records(records: np.ndarray) -> BatchedState:
     """A :class:`BatchedState` copy of compiled-core records (uint8 [N, RECORD_SIZE], see
-    :mod:`loveletter_env.core.layout`): the same games in this module's representation."""
+    :mod:`loveletter_env.core.layout`): the same games in this module's representation.
+
+    Raises:
+        ValueError: ``records`` is not such an array (another dtype would be cast to the
+            fields' bytes, a value past a byte wrapped, rather than read as records)."""
+    if not (
+        isinstance(records, np.ndarray)
+        and records.dtype == np.uint8
+        and records.ndim == 2
+        and records.shape[1] == layout.RECORD_SIZE
+    ):
+        is_array = isinstance(records, np.ndarray)
+        got = f"{records.dtype} array of shape {list(records.shape)}" if is_array else shown(records)
+        raise ValueError(f"records must be a uint8 array of shape [N, {layout.RECORD_SIZE}], got {got}")
     r = torch.from_numpy(np.ascontiguousarray(records))
     n = r.shape[0]
 

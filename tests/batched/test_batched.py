@@ -1168,3 +1168,118 @@ def test_deals_and_reward_dtype_ignore_torchs_default_dtype():
         compiled_draws_match_torch.cache_clear()
     assert got[3].dtype == torch.float32  # rewards
     assert all(torch.equal(a, b) for a, b in zip(expected, got))
+
+
+@pytest.mark.parametrize("num_games", (2**40 + 1, 2**60, 2**63, 2**70))
+def test_a_batch_too_large_for_any_machine_is_refused_by_name(num_games):
+    """Past any machine's memory torch fails with its own arithmetic ("Storage size
+    calculation overflowed", "Overflow when unpacking long long"), naming no argument."""
+    with pytest.raises(ValueError, match=rf"num_games must be a positive int of at most 2\*\*40, got {num_games}"):
+        BatchedLoveLetter(num_games)
+    with pytest.raises(ValueError, match=rf"num_games must be an integer in 1..{2**40}, got {num_games}"):
+        MixedRulesBatched(num_games, rules=["classic", "mini6"])
+
+
+def test_shuffled_decks_draw_from_the_generator_given_never_from_torchs_global_one():
+    """``generator=None`` made torch draw from its global generator: decks that changed with
+    ``torch.manual_seed`` and moved its state, whatever the caller's seed."""
+    from loveletter_env.batched.shuffle import shuffled_decks
+
+    with pytest.raises(TypeError, match="generator must be a torch.Generator, got None"):
+        shuffled_decks(3, None, torch.device("cpu"))
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match=r"num must be a non-negative integer, got"):
+            shuffled_decks(bad, torch.Generator(), torch.device("cpu"))
+    assert shuffled_decks(0, torch.Generator(), torch.device("cpu")).shape == (0, 16)
+
+
+def test_state_from_records_refuses_what_is_not_a_batch_of_core_records():
+    """A float or int64 array was read as records (values past a byte truncated), and a
+    wrong width or rank failed inside torch's reshape naming no argument."""
+    from loveletter_env.batched.state import state_from_records
+    from loveletter_env.core import RECORD_SIZE, new_records
+
+    records = new_records(np.array([2, 3]), resolve_rules("classic"))
+    assert state_from_records(records).num_players.tolist() == [2, 3]
+    for bad in (
+        records.astype(np.int64),
+        records.astype(np.float32),
+        records[:, :10],
+        records[0],
+        records.tolist(),
+    ):
+        with pytest.raises(ValueError, match=rf"records must be a uint8 array of shape \[N, {RECORD_SIZE}\]"):
+            state_from_records(bad)
+
+
+class _DealtDecks:
+    """Stands in for an AEC env's deck shuffler: deals the deck the batched env dealt."""
+
+    def __init__(self) -> None:
+        self.pending: list[int] | None = None
+
+    def next_array(self) -> np.ndarray:
+        assert self.pending is not None, "the AEC env dealt a round the batched env did not"
+        deck, self.pending = self.pending, None
+        return np.array(deck, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("episode", ("round", "game"))
+@pytest.mark.parametrize("mixed_rules", (False, True))
+def test_episodes_match_the_pettingzoo_env_across_rounds_and_automatic_resets(episode, mixed_rules):
+    """The public AEC env, game by game, with the decks the batched env dealt (later rounds'
+    included): the agent to act, every seat's observation, masks, rewards and terminations,
+    across round ends, game ends and the batched env's automatic resets; mixed tables, and a
+    batch of several rule sets whose rungs seat 2, 3 and 4."""
+    if mixed_rules:
+        rules = ["pegasus", "mini6_3p", "mini7_4p", "mini9"]
+        sizes = [2, 3, 4, 3] + [3] * 2 + [4] * 2 + [2] * 2
+        env: BatchedLoveLetter | MixedRulesBatched = MixedRulesBatched(
+            10, sizes, rules=rules, weights=[2, 1, 1, 1], episode=episode, seed=1
+        )
+        rules_of = env.game_rules
+    else:
+        env = BatchedLoveLetter(10, [2, 3, 4, 2, 3, 4, 2, 3, 4, 4], rules="king_ignores_handmaid", episode=episode)
+        rules_of = ["king_ignores_handmaid"] * 10
+
+    def decks() -> list[list[int]]:
+        return [d for block in getattr(env, "envs", [env]) for d in block.state.deck.tolist()]
+
+    def new_aec(g: int, deck: list[int]) -> raw_env:
+        aec = raw_env(num_players=sizes[g], rules=rules_of[g], episode=episode)
+        aec.reset(options={"deck": deck, "first_player": int(env.current_player[g])})
+        aec._decks = _DealtDecks()
+        return aec
+
+    sizes = env.num_players.tolist()
+    generator = torch.Generator().manual_seed(4)
+    obs, mask = env.reset()
+    aecs = [new_aec(g, deck) for g, deck in enumerate(decks())]
+    ended = {"rounds": 0, "episodes": 0}
+    for _ in range(150):
+        seats = env.current_player.tolist()
+        for k in range(4):
+            seen = obs if k == 0 else env.observe((env.current_player + k) % env.num_players)
+            for g, aec in enumerate(aecs):
+                assert aec.agent_selection == f"player_{seats[g]}"
+                view = aec.observe(f"player_{(seats[g] + k) % sizes[g]}")
+                np.testing.assert_array_equal(seen[g].numpy(), view["observation"])
+                if k == 0:
+                    np.testing.assert_array_equal(mask[g].numpy(), view["action_mask"].astype(bool))
+        actions = _sample(mask, generator)
+        obs, mask, rewards, dones, info = env.step(actions)
+        dealt = decks()
+        for g, aec in enumerate(aecs):
+            aec._decks.pending = dealt[g]
+            aec.step(int(actions[g]))
+            assert bool(dones[g]) == all(aec.terminations.values())
+            assert bool(info["round_over"][g]) == (bool(dones[g]) or aec._decks.pending is None)
+            ended["rounds"] += int(info["round_over"][g])
+            if dones[g]:
+                ended["episodes"] += 1
+                assert rewards[g, : sizes[g]].tolist() == [aec.rewards[a] for a in aec.possible_agents]
+                assert not rewards[g, sizes[g] :].any()
+                aecs[g] = new_aec(g, dealt[g])
+            else:
+                assert not rewards[g].any()
+    assert ended["episodes"] > (100 if episode == "round" else 3) and ended["rounds"] > 100

@@ -235,3 +235,30 @@ def test_the_table_sizes_handed_out_are_a_copy():
     mixed = MixedRulesBatched(4, num_players=[2, 3, 2, 2], rules=["classic", "mini6"], seed=0)
     mixed.num_players.fill_(4)
     assert mixed.num_players.tolist() == [2, 3, 2, 2]
+
+
+def test_split_games_refuses_more_games_than_its_shares_count_exactly():
+    """Past 2**52 games the float shares rounded: 2**60 + 1 games split into counts that
+    summed to 3 more, and one weight took num_games + 1."""
+    with pytest.raises(ValueError, match=rf"num_games must be at most {2**40}, got {2**60 + 1}"):
+        split_games(2**60 + 1, [1, 1, 3])
+    assert sum(split_games(2**40, [1, 1, 3])) == 2**40
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda env: env.step([0] * 6), TypeError, "actions must be a torch.Tensor, got list"),
+        (lambda env: env.advance(torch.zeros(6, 1, dtype=torch.long)), ValueError, r"actions must have shape \[6\]"),
+        (lambda env: env.observe([0] * 6), TypeError, "seats must be a torch.Tensor, got list"),
+        (lambda env: env.observe(torch.zeros(5, dtype=torch.int8)), ValueError, r"seats must have shape \[6\], got"),
+    ],
+)
+def test_malformed_actions_and_seats_are_refused_as_a_plain_batched_env_refuses_them(call, error, message):
+    """One check for both envs: a batch of several rule sets refused a list with a ValueError
+    (the plain env's is a TypeError) and a seat tensor of the wrong shape without saying
+    what it got."""
+    mixed = MixedRulesBatched(6, rules=RULES, seed=1)
+    mixed.reset()
+    with pytest.raises(error, match=message):
+        call(mixed)
