@@ -51,18 +51,25 @@ class RecordReplay(BaseWrapper):
         prefix: str = "episode",
         metadata: Mapping[str, Any] | None = None,
     ):
-        super().__init__(env)
-        base = env.unwrapped
+        # Checked before PettingZoo's wrapper reads the env, which fails on anything else with an AttributeError.
+        base = getattr(env, "unwrapped", env)
         if not hasattr(base, "game") or not hasattr(base, "num_players"):
             raise ValueError(f"RecordReplay wraps a Love Letter env, got {type(base).__name__}")
+        super().__init__(env)
         if isinstance(agents, (str, bytes)):  # a name would be split into one agent per letter
             raise ValueError(f"agents is one name per seat, such as ['rule', 'me'], got {agents!r}")
-        self.seat_agents = (
-            None if agents is None else [a if isinstance(a, AgentInfo) else AgentInfo(str(a)) for a in agents]
-        )
+        if agents is not None and not all(isinstance(a, (str, AgentInfo)) for a in agents):
+            # str() would record None as a player named "None".
+            raise ValueError(f"agents are names or AgentInfo, one per seat, such as ['rule', 'me'], got {agents!r}")
+        self.seat_agents = None if agents is None else [a if isinstance(a, AgentInfo) else AgentInfo(a) for a in agents]
         if self.seat_agents is not None and len(self.seat_agents) != base.num_players:
             raise ValueError(f"{len(self.seat_agents)} agents given for {base.num_players} seats")
         # Checked now: the first save comes with an episode's last move, which the env has made by then.
+        # A separator would save outside the folder (an absolute prefix replaces it whole).
+        if not isinstance(prefix, str) or any(c in prefix for c in ("/", os.sep, os.altsep or "/", "\0")):
+            raise ValueError(
+                f"RecordReplay prefix must be a file name without a folder, such as 'episode', got {prefix!r}"
+            )
         self.directory = (
             check_writable("RecordReplay directory", directory, folder=True) if directory is not None else None
         )

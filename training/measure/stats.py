@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -25,8 +26,19 @@ Z_95 = 1.959963984540054
 
 
 def wilson_interval(successes: float, trials: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion (``(0, 1)`` with no trials)."""
-    if trials <= 0:
+    """The Wilson score interval of a binomial proportion (``(0, 1)`` with no trials).
+
+    ``successes`` may be fractional (a shared win counting ½).
+
+    Raises:
+        ValueError: ``trials`` is no whole number ``>= 0``, or ``successes`` is not in ``[0, trials]``
+            (outside it the formula takes the root of a negative number, or spans a rate no count gives).
+    """
+    if isinstance(trials, bool) or not isinstance(trials, numbers.Integral) or trials < 0:
+        raise ValueError(f"wilson_interval: trials must be a whole number >= 0, got {trials!r}")
+    if isinstance(successes, bool) or not isinstance(successes, numbers.Real) or not 0 <= successes <= trials:
+        raise ValueError(f"wilson_interval: successes must be a number in [0, trials={trials}], got {successes!r}")
+    if trials == 0:
         return (0.0, 1.0)
     p = successes / trials
     denom = 1.0 + z * z / trials
@@ -99,10 +111,19 @@ def per_deal_interval(
     Where every deal scored alike, the sample shows no spread, which is no evidence that there
     is none (a few deals that the seats decided score ½ each): the Wilson interval over the
     deals, each a trial scored in ``[0, 1]``, stands in, never an interval of zero width.
+
+    Raises:
+        ValueError: ``won`` gave a score outside ``[0, 1]`` (NaN included): clipped, it would
+            narrow the interval out of sight.
     """
+    episode_scores = [[float(won(r)) for r in deal] for deal in deals]
+    for deal_scores in episode_scores:
+        for score in deal_scores:
+            if not 0.0 <= score <= 1.0:
+                raise ValueError(f"per_deal_interval: a score must be in [0, 1], got {score!r}")
     if len(deals) < 2:
-        return wilson_interval(sum(won(r) for deal in deals for r in deal), sum(len(deal) for deal in deals), z)
-    scores = [sum(won(r) for r in deal) / len(deal) for deal in deals]
+        return wilson_interval(sum(map(sum, episode_scores)), sum(map(len, episode_scores)), z)
+    scores = [sum(deal_scores) / len(deal_scores) for deal_scores in episode_scores]
     spread = statistics.stdev(scores)
     if spread == 0:
         return wilson_interval(sum(scores), len(scores), z)
@@ -230,8 +251,19 @@ def summarize(
         rules: the rule preset the episodes were played under (reported as is).
 
     Raises:
-        ValueError: with ``duplicate``, records that do not make whole deals.
+        ValueError: one label per player is not given; a record whose winners are no distinct slots of
+            the lineup (a slot out of it would drop its wins unseen) or whose ``first_slot`` is none;
+            with ``duplicate``, records that do not make whole deals.
     """
+    if len(labels) != num_players:
+        raise ValueError(f"summarize: {num_players} players but {len(labels)} labels {labels!r}")
+    slots = f"0..{num_players - 1}"
+    for index, record in enumerate(records):
+        winners = record.winners
+        if not winners or len(set(winners)) != len(winners) or not all(0 <= w < num_players for w in winners):
+            raise ValueError(f"summarize: episode {index} has winners {winners!r}, not distinct slots in {slots}")
+        if not 0 <= record.first_slot < num_players:
+            raise ValueError(f"summarize: episode {index} has first_slot {record.first_slot!r}, not a slot in {slots}")
     n_ep = len(records)
     wins = [sum(1 for r in records if slot in r.winners) for slot in range(len(labels))]
     first_wins = sum(1 for r in records if r.first_slot in r.winners)
