@@ -76,18 +76,22 @@ def _names(cards) -> str:
     return ", ".join(card_name(c) for c in cards) if cards else "-"
 
 
-def render_seat_view(state: GameState, seat: int, moves: Sequence[int] | None = None) -> str:
+def render_seat_view(
+    state: GameState, seat: int, moves: Sequence[int] | None = None, halted: bool = False
+) -> str:
     """What ``seat`` sees: tokens, discards, flags, face-up cards, own hand, known cards, the
     values a failed Guard ruled out for each other player, who knows its card, and its legal
     moves when it is to act (``moves``, when given: the legal moves to list). That is what its
-    observation holds, never another player's hidden card.
+    observation holds, never another player's hidden card. ``halted``: play stopped midway (an
+    episode abandoned), so no seat is shown to act and no moves are listed.
 
     Raises ``ValueError`` for a seat outside the table, and for ``moves`` given when ``seat`` is
     not to act or holding a move that is not legal.
     """
     n = state.num_players
     seat = check_seat("seat", seat, n)  # -1 would index the last seat and show its hand as "your hand"
-    to_act = not state.round_over and state.current == seat
+    someone_acts = not state.round_over and not halted
+    to_act = someone_acts and state.current == seat
     legal = list(legal_actions(state)) if to_act else []
     if moves is not None:
         try:
@@ -115,7 +119,7 @@ def render_seat_view(state: GameState, seat: int, moves: Sequence[int] | None = 
             flags.append("out")
         if state.protected[p]:
             flags.append("protected")
-        if p == state.current and not state.round_over:
+        if p == state.current and someone_acts:
             flags.append("to act")
         who = f"player_{p}" + (" (you)" if p == seat else "")
         known = state.known[seat][p] if p != seat else 0

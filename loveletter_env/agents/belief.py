@@ -186,6 +186,10 @@ class BeliefAgent(KeptCardAgent):
     name = "belief"
 
     def decide(self, view: ObservationView, legal: list[int], old_card: int) -> int:
+        # Imported here: opponent_model reads this module's scores at its own import.
+        from .opponent_model import check_turn
+
+        check_turn(view, legal)  # a mask of another position fails deep in the scoring, or is played from
         return belief_action(view, legal, self.rng, old_card)
 
     def explain(self, observation: Mapping) -> dict:

@@ -48,7 +48,7 @@ from ..validation import check_int, check_number
 from .belief import action_scores, belief_action
 from .compiled_belief import SAMPLING_TRIES, model_weights, search_deals
 from .kept_card import KeptCardSearchAgent
-from .opponent_model import play_likelihoods, posterior
+from .opponent_model import check_turn, play_likelihoods, posterior
 
 #: Rejection-sampling tries before ruled-out values are ignored (only an inconsistent view needs
 #: it); the compiled deal loop bakes the same number in.
@@ -360,6 +360,7 @@ class ISMCTSAgent(KeptCardSearchAgent):
         )
 
     def choose_by_search(self, observation: Mapping[str, Any], view: ObservationView, legal: list[int]) -> int:
+        check_turn(view, legal)  # a mask of another position fails deep in the scoring, or is searched
         return self.search(view, legal)
 
     def search(self, view: ObservationView, legal: list[int]) -> int:

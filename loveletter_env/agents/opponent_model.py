@@ -27,6 +27,7 @@ from .. import engine
 from ..actions import ACTION_CARD
 from ..cards import CARD_COUNTS, CARD_VALUES, HANDMAID, PRIEST
 from ..observation import ObservationView
+from ..rules import Rules
 from .base import hand_distribution
 from .belief import action_scores
 
@@ -87,6 +88,12 @@ def decision_view(view: ObservationView, offset: int, kept: int, our_card: int =
     )
 
 
+#: Rules by ``king_ignores_handmaid``, the one rule of a view that bears on its legal actions:
+#: built once, as building (and checking) ``view.rules()`` cost more than the legal actions
+#: themselves, at every decision of a bot that checks its mask (:func:`check_turn`).
+_KING_RULES = {flag: Rules(king_ignores_handmaid=flag) for flag in (False, True)}
+
+
 def view_legal_actions(view: ObservationView) -> tuple[int, ...]:
     """The legal actions of the seat that ``view`` belongs to, holding ``view.hand``."""
     choosable = king_choosable = 0
@@ -95,7 +102,7 @@ def view_legal_actions(view: ObservationView) -> tuple[int, ...]:
             king_choosable |= 1 << t
             if not view.protected[t]:
                 choosable |= 1 << t
-    king_choosable = view.rules().king_choosable(choosable, king_choosable)
+    king_choosable = _KING_RULES[view.king_ignores_handmaid].king_choosable(choosable, king_choosable)
     a, b = view.hand
     return engine.legal_actions_holding(a, b, choosable, king_choosable)
 

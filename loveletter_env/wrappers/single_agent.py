@@ -33,6 +33,7 @@ from ..aec import (
 from ..agents.base import checked_act
 from ..agents.specs import reset_agent
 from ..observation import OBSERVATION_SIZE
+from ..render import render_seat_view
 from ..rules import Rules
 from ..validation import is_int, shown
 from .opponents import OpponentSpec, make_opponents
@@ -105,7 +106,8 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.learner_seat = 0
         self._done = True
-        #: Why the last episode was abandoned midway (an opponent or its reset raised), else None.
+        #: Why the last episode was abandoned midway (an opponent or its reset raised, or the
+        #: learner played an illegal action under "lose"), else None.
         self._abandoned: str | None = None
 
     # Gymnasium API -------------------------------------------------------------------
@@ -170,8 +172,11 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         legal = self.action_masks()[action] == 1
         if not legal and self.illegal_action == "lose":
             self._done = True
+            self._abandoned = f"the learner played the illegal action {action}"
             info = self._info()
             info["illegal_action"] = True
+            if self.render_mode == "human":  # Gymnasium's human mode renders at every step
+                self.render()
             return self._observation(), ILLEGAL_ACTION_REWARD, True, False, info
         self.aec.step(int(action))  # an illegal action raises here and changes nothing
         with self._abandon_on_error("step()"):
@@ -188,12 +193,18 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
         return self.aec.observe(self._learner)["action_mask"]
 
     def render(self) -> str | None:
-        """The table as the learner's seat sees it (``"ansi"`` returns it, ``"human"`` prints it)."""
+        """The table as the learner's seat sees it (``"ansi"`` returns it, ``"human"`` prints it);
+        after an episode abandoned midway, with no seat to act and no moves, and why it ended."""
         if self.render_mode is None:
             gymnasium.logger.warn("render() was called without a render_mode; pass render_mode='ansi' or 'human'")
             return None
         if self.aec.game is None:  # before the first reset no seat is selected: the AEC env says so
             text = self.aec.render()
+        elif self._abandoned:
+            # The table stopped midway: no seat acts, and step() would refuse every move.
+            seat = self.aec.agent_name_mapping[self._learner]
+            table = render_seat_view(self.aec.game, seat, halted=True)
+            text = f"{table}\nEpisode over: abandoned when {self._abandoned}; call reset()"
         else:
             # Show the learner's view even when an opponent's turn ended the episode.
             selected, self.aec.agent_selection = self.aec.agent_selection, self._learner

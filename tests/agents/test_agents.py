@@ -81,6 +81,40 @@ def test_bots_only_play_legal_actions(name: str, num_players: int):
             env.step(action)
 
 
+def mismatched_observations() -> dict[str, dict]:
+    """Observation dicts whose mask is not their observation's though it allows something: the
+    waiting seat's observation with the acting seat's mask, and the acting seat's with a mask of
+    moves its hand does not allow, or with two of its own legal moves only (as ``test_guided``
+    builds the first two)."""
+    env = raw_env(num_players=2, episode="round")
+    env.reset(seed=0)
+    acting = env.observe(env.agent_selection)
+    waiting = env.observe(next(a for a in env.agents if a != env.agent_selection))
+    foreign = np.zeros(41, dtype=np.int8)
+    foreign[np.flatnonzero(acting["action_mask"] == 0)[:2]] = 1
+    part = acting["action_mask"].copy()
+    part[np.flatnonzero(part)[:-2]] = 0
+    return {
+        "out of turn": {"observation": waiting["observation"], "action_mask": acting["action_mask"]},
+        "another mask": {"observation": acting["observation"], "action_mask": foreign},
+        "part of the mask": {"observation": acting["observation"], "action_mask": part},
+    }
+
+
+@pytest.mark.parametrize("case", ["out of turn", "another mask", "part of the mask"])
+@pytest.mark.parametrize("name", ["belief", "ismcts"])
+def test_a_mask_that_is_not_the_observation_s_is_refused_by_name(name: str, case: str):
+    """As the other searches do (``opponent_model.check_turn``). Were taken: the first two failed
+    with a bare ``KeyError`` deep in the scoring, the last was played from silently."""
+    observation = mismatched_observations()[case]
+    message = "not of the seat to act" if case == "out of turn" else "is not this observation's"
+    agent = build(name)
+    with pytest.raises(ValueError, match=message):
+        agent.act(observation)
+    with pytest.raises(ValueError, match=message):
+        agent.action_probabilities(observation)
+
+
 def _hidden_variants(state, seat: int, rng: random.Random, count: int):
     """States that differ from ``state`` only in cards ``seat`` cannot see: the deck
     order, the set-aside card and the hands of opponents whose card ``seat`` does not

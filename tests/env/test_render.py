@@ -173,6 +173,16 @@ def test_listed_moves_must_be_legal_moves_of_the_seat_to_act():
         render_seat_view(state, 0, act(HANDMAID))
 
 
+def test_a_halted_table_shows_no_seat_to_act_and_no_moves():
+    state = start(2, hands={0: GUARD, 1: PRINCESS}, draws=[HANDMAID])
+    live, halted = render_seat_view(state, 0), render_seat_view(state, 0, halted=True)
+    assert "[to act]" in live and "Legal moves:" in live
+    assert "to act" not in halted and "Legal moves" not in halted
+    assert halted == live.split("\nLegal moves:")[0].replace(" [to act]", "")  # the rest as it was
+    with pytest.raises(ValueError, match="moves were given for seat 0, which is not to act"):
+        render_seat_view(state, 0, [act(HANDMAID)], halted=True)
+
+
 def test_the_card_reference_takes_a_preset_name_and_refuses_anything_else():
     assert card_reference("king_ignores_handmaid") == card_reference(PRESETS["king_ignores_handmaid"])
     assert card_rows("mini6") == card_rows(PRESETS["mini6"])

@@ -286,6 +286,55 @@ def test_render_shows_the_learners_view():
     assert isinstance(text, str) and text
 
 
+def test_render_says_an_episode_an_illegal_action_ended_is_over():
+    """Was: the table still showed the learner "[to act]" with its legal moves, which ``step``
+    refused to play."""
+    env = LoveLetterGymEnv(num_players=3, episode="round", render_mode="ansi")
+    _, info = env.reset(seed=0)
+    before = env.render()
+    assert "[to act]" in before and "Legal moves:" in before
+    illegal = int(np.flatnonzero(info["action_mask"] == 0)[0])
+    assert env.step(illegal)[1:3] == (-1.0, True)
+    text = env.render()
+    assert "[to act]" not in text and "Legal moves:" not in text
+    # The table as it stood, then why it stopped.
+    table = before.split("\nLegal moves:")[0].replace(" [to act]", "")
+    why = f"abandoned when the learner played the illegal action {illegal}; call reset"
+    assert text == f"{table}\nEpisode over: {why}()"
+    with pytest.raises(RuntimeError, match=why):
+        env.step(illegal)
+
+
+def test_human_render_mode_shows_the_table_after_an_illegal_action_too(capsys):
+    """Gymnasium's "human" mode renders at every step: the step an illegal action ended printed nothing."""
+    env = LoveLetterGymEnv(num_players=3, episode="round", render_mode="human")
+    _, info = env.reset(seed=0)
+    capsys.readouterr()
+    env.step(int(np.flatnonzero(info["action_mask"] == 0)[0]))
+    assert "Episode over: abandoned when the learner played the illegal action" in capsys.readouterr().out
+
+
+def test_render_says_an_episode_an_opponent_broke_is_over():
+    opponent = SwitchableAgent()
+    env = LoveLetterGymEnv(num_players=2, opponents=opponent, render_mode="ansi")
+    with pytest.raises(AgentError):
+        env.reset(seed=1, options={"first_player": 0, "learner_seat": 1})
+    text = env.render()
+    assert "[to act]" not in text and "Legal moves:" not in text
+    assert "\nEpisode over: abandoned when an opponent failed in reset() (AgentError: " in text
+    assert text.endswith("; call reset()")
+
+
+def test_render_of_an_episode_played_to_its_end_shows_its_result():
+    env = LoveLetterGymEnv(num_players=2, episode="round", render_mode="ansi")
+    _, info = env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    text = env.render()
+    assert "Round over - winners:" in text and "Episode over" not in text and "Legal moves:" not in text
+
+
 # Vector envs ---------------------------------------------------------------------------
 def test_sync_vector_env_steps_with_the_stacked_masks():
     envs = gymnasium.make_vec(GYM_ENV_ID, num_envs=3, vectorization_mode="sync", opponents="random", episode="round")
@@ -756,3 +805,50 @@ def test_recorder_keeps_a_move_the_env_made_before_an_interruption(tmp_path):
             actions.append(action)
     assert renders > 2
     assert [step.action for step in load_replay(env.last_path).rounds[0].steps] == actions
+
+
+@pytest.mark.parametrize("prefix", ["../outside", "sub/episode", "/tmp/elsewhere", "a\0b", None, 3])
+def test_recorder_refuses_a_prefix_that_is_no_file_name_in_its_folder(tmp_path, prefix):
+    # "../outside" and "/tmp/elsewhere" saved outside the folder (an absolute prefix replaced it
+    # whole), None and 3 became "None_00000.json" and "3_00000.json", and a NUL failed only
+    # when the first episode ended.
+    with pytest.raises(ValueError, match=r"^RecordReplay prefix must be a file name"):
+        RecordReplay(loveletter_env.env(num_players=2), directory=tmp_path / "replays", prefix=prefix)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_recorder_refuses_what_is_no_love_letter_env_in_its_own_words():
+    # A plain object used to fail inside PettingZoo's wrapper with an AttributeError.
+    with pytest.raises(ValueError, match=r"^RecordReplay wraps a Love Letter env, got object"):
+        RecordReplay(object())
+
+
+@pytest.mark.parametrize("agents", [[None, None], ["me", 3], [b"me", "rule"]])
+def test_recorder_refuses_an_agent_that_is_no_name(agents):
+    # None was recorded as a player named "None".
+    with pytest.raises(ValueError, match=r"^agents are names or AgentInfo, one per seat"):
+        RecordReplay(loveletter_env.env(num_players=2), agents=agents)
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+@pytest.mark.parametrize("episode", ["round", "game"])
+def test_recorded_replays_load_back_identically_for_every_reset_option(tmp_path, num_players, episode):
+    env = RecordReplay(loveletter_env.env(num_players=num_players, episode=episode), directory=tmp_path)
+    rng = np.random.default_rng(num_players)
+    deck = list(rng.permutation(FULL_DECK))
+    for seed, options in [(0, None), (1, {"first_player": num_players - 1}), (None, {"deck": deck})]:
+        env.reset(seed=seed, options=options)
+        # Cut short: a reset in the middle of an episode starts a new recording.
+        env.step(int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])[0]))
+        env.reset(seed=seed, options=options)
+        for _agent in env.agent_iter():
+            obs, _, terminated, truncated, _ = env.last()
+            env.step(None if terminated or truncated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+        replay = load_replay(env.last_path)
+        assert replay == env.last_replay and replay.to_dict() == env.last_replay.to_dict()
+        assert replay.metadata == ({} if seed is None else {"seed": seed})
+        if options and "first_player" in options:
+            assert replay.rounds[0].first_player == num_players - 1
+        if options and "deck" in options:
+            assert list(replay.rounds[0].deck) == deck
+    assert env.episodes_saved == 3
