@@ -330,8 +330,10 @@ def checked_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     lose the whole replay.
 
     Raises:
-        ReplayError: naming the field that is no finite JSON value.
+        ReplayError: ``metadata`` is no mapping, or naming the field that is no finite JSON value.
     """
+    if metadata is not None and not isinstance(metadata, Mapping):  # dict() would fail naming nothing
+        raise ReplayError(f"metadata must be a dict of JSON values, got {shown(metadata)}")
     return dict(_checked_part("metadata", dict(metadata or {})))
 
 

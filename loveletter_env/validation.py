@@ -162,7 +162,8 @@ def check_episode(value: Any, name: str = "episode") -> str:
 def check_writable(name: str, path: str | os.PathLike[str], folder: bool = False) -> Path:
     """``path`` as a :class:`~pathlib.Path` if a file can be written there (with ``folder``:
     if ``path`` is a folder, or can be made one, that files can be written in); else
-    ``ValueError("<name> '<path>' cannot be written: <why>")``.
+    ``ValueError("<name> '<path>' cannot be written: <why>")``; ``TypeError`` naming ``name`` for
+    what is no path.
 
     Tools call this before long work whose result goes to ``path``, so that a bad path is
     named before the work, not after it is lost. Missing folders are not created: the
@@ -170,6 +171,8 @@ def check_writable(name: str, path: str | os.PathLike[str], folder: bool = False
     where they would be created (asking the system for permissions would not do: they say
     nothing of read-only or virtual file systems, and all yes to root).
     """
+    if not isinstance(path, (str, os.PathLike)):  # Path(3) would fail naming no argument
+        raise TypeError(f"{name} must be a path (text or os.PathLike), got {shown(path)}")
     path = Path(path)
     if "\0" in str(path):  # the system refuses such names, and pathlib with an unhelpful message
         raise ValueError(f"{name} {str(path)!r} cannot be written: it contains a NUL character")

@@ -614,3 +614,12 @@ def test_the_size_limit_counts_the_bytes_of_text():
         parse_replay(text.encode())
     with pytest.raises(ReplayError, match="the limit is"):
         parse_replay(text)
+
+
+@pytest.mark.parametrize("metadata", [[1], "run", 3])
+def test_metadata_that_is_no_mapping_is_named(metadata):
+    from loveletter_env.replay import checked_metadata
+
+    with pytest.raises(ReplayError, match="^metadata must be a dict of JSON values, got "):
+        checked_metadata(metadata)
+    assert checked_metadata(None) == {} and checked_metadata({"run": 3}) == {"run": 3}

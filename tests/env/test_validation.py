@@ -203,3 +203,9 @@ def test_a_name_too_long_for_the_system_is_refused_by_name(tmp_path, folder):
     for path in (tmp_path / ("a" * 300), tmp_path / ("a" * 300) / "game.json"):
         with pytest.raises(ValueError, match=r"cannot be written: .*File name too long"):
             check_writable("--out", path, folder=folder)
+
+
+@pytest.mark.parametrize("path", [3, None, b"x.json", ["x.json"]])
+def test_check_writable_names_what_is_no_path(path):
+    with pytest.raises(TypeError, match=r"^replay file must be a path \(text or os\.PathLike\), got "):
+        check_writable("replay file", path)
