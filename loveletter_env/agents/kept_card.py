@@ -123,7 +123,8 @@ class KeptCardSearchAgent(_RemembersKeptCard):
     def action_probabilities(self, observation: Mapping[str, Any]) -> np.ndarray:
         """float64 [41]: how often the search picks each action over
         :attr:`probability_samples` searches, each with its generator seeded from the
-        agent's seed and the sample's number (an estimate; changes nothing)."""
+        agent's seed and the sample's number, or from fresh entropy for an agent with no seed
+        (an estimate; changes nothing)."""
         legal = legal_actions_of(observation)
         out = np.zeros(NUM_ACTIONS, dtype=np.float64)
         if len(legal) == 1:
@@ -133,7 +134,8 @@ class KeptCardSearchAgent(_RemembersKeptCard):
         saved = self.rng
         try:
             for sample in range(self.probability_samples):
-                self.rng = random.Random(f"{self._seed}/{sample}")
+                # Unseeded, the agent's draws are fresh ones (as act's are), not "None/0"'s for all.
+                self.rng = random.Random() if self._seed is None else random.Random(f"{self._seed}/{sample}")
                 out[self.choose_by_search(observation, view, legal)] += 1.0
         finally:
             self.rng = saved

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import BAD_SEEDS, ROOT, act, deal_deck, make_env, start
 
+import loveletter_env
 from loveletter_env import engine
 from loveletter_env.actions import ACTIONS
 from loveletter_env.aec import raw_env
@@ -470,3 +471,25 @@ def test_bots_refuse_seeds_that_are_not_integers(name, seed):
     with pytest.raises(ValueError, match=r"^seed must be a non-negative integer below 2\*\*63, got"):
         agent.reset(seed=seed)  # as evaluations reseed agents at every episode
     assert agent._seed == 1
+
+
+def test_a_search_agent_with_no_seed_estimates_its_probabilities_from_fresh_draws():
+    """Seeded, the estimates repeat; unseeded, they are drawn afresh as the agent's moves are
+    (every unseeded agent used to seed them alike, from the text "None/0", "None/1", ...)."""
+    env = loveletter_env.env(num_players=2)
+    env.reset(seed=3)
+    observations = []
+    for _ in env.agent_iter():
+        observation, _, terminated, truncated, _ = env.last()
+        if terminated or truncated or len(observations) == 12:
+            break
+        observations.append(observation)
+        env.step(int(np.flatnonzero(observation["action_mask"])[0]))
+    estimates = {
+        seed: [
+            [make_agent("ismcts", seed=seed, iterations=8).action_probabilities(o) for o in observations] for _ in "ab"
+        ]
+        for seed in (1, None)
+    }
+    assert all(np.array_equal(x, y) for x, y in zip(*estimates[1]))
+    assert not all(np.array_equal(x, y) for x, y in zip(*estimates[None]))
