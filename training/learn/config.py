@@ -771,10 +771,12 @@ def load_config(path: str | Path | None = None, overrides: Iterable[str] = ()) -
 SET_EXAMPLE = "--set ppo.learning_rate=3e-4 --set env.rules=classic --set env.num_players=[2,3,4]"
 
 
-def add_config_options(parser: argparse.ArgumentParser, config_help: str) -> None:
+def add_config_options(parser: argparse.ArgumentParser, config_help: str, set_example: str = SET_EXAMPLE) -> None:
     """Give ``parser`` the options of every command that trains: ``--config FILE``
     (``args.config``) and repeatable ``--set KEY=VALUE`` overrides (``args.overrides``), the two
-    arguments of :func:`load_config`; ``config_help`` says what the file configures."""
+    arguments of :func:`load_config`; ``config_help`` says what the file configures, and
+    ``set_example`` shows overrides the command takes (a command that sets the rules itself
+    refuses the default example's)."""
     parser.add_argument("--config", help=config_help)
     parser.add_argument(
         "--set",
@@ -782,7 +784,7 @@ def add_config_options(parser: argparse.ArgumentParser, config_help: str) -> Non
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help=f"dotted config override, repeatable, e.g. {SET_EXAMPLE}",
+        help=f"dotted config override, repeatable, e.g. {set_example}",
     )
 
 
