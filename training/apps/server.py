@@ -23,15 +23,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from loveletter_env.agents.checkpoint_loading import checkpoint_file
 from loveletter_env.validation import check_writable
 from training.apps.web.games import OfferedPolicy
 
 #: Offered when ``--checkpoints`` is not given, each file named by its folder and stem
 #: (``shipped/ppo_2p``, ``shipped/ppo_2to4p``, ``v1/ppo_2to4p``, ...).
 DEFAULT_CHECKPOINTS = (Path("checkpoints") / "shipped", Path("checkpoints") / "v1")
-#: The file a run folder offers, the first of these it holds: what the run names as its
-#: result, else what :func:`training.learn.checkpoint.resolve_checkpoint_path` would load.
-RUN_FILES = ("result.pt", "best.pt", "latest.pt")
 MAX_CHECKPOINTS = 100
 #: Characters of an unexpected loading error's first line quoted when a checkpoint is left out.
 MAX_FAILURE_CHARS = 200
@@ -101,17 +99,25 @@ def default_checkpoints() -> dict[str, Path]:
 
 def find_runs(folders: Sequence[Path]) -> dict[str, Path]:
     """Display name -> checkpoint for each training run directly inside ``folders`` (a folder
-    holding one of :data:`RUN_FILES`; the first it holds), named ``FOLDER/RUN``. Nothing
+    holding one of :data:`~loveletter_env.agents.checkpoint_loading.RUN_DIR_FILES`; the first
+    it holds, as an agent spec naming the run plays), named ``FOLDER/RUN``. Nothing
     deeper is searched, so a run's snapshots and other leftovers are never offered. Raises
-    ``ValueError`` for a folder that does not exist."""
+    ``ValueError`` for a folder that does not exist, and for a file (a run's checkpoint named
+    instead of the folder holding the runs)."""
     named: list[tuple[str, Path]] = []
     for folder in folders:
+        if folder.is_file():
+            raise ValueError(
+                f"--runs {str(folder)!r} is a file, not a folder of runs; offer a checkpoint file with --checkpoints"
+            )
         if not folder.is_dir():
             raise ValueError(f"--runs folder {str(folder)!r} does not exist")
         for run in sorted(path for path in folder.iterdir() if path.is_dir()):
-            file = next((run / name for name in RUN_FILES if (run / name).is_file()), None)
-            if file is not None:
-                named.append((f"{folder.resolve().name}/{run.name}", file.resolve()))
+            try:
+                file = checkpoint_file(run)
+            except FileNotFoundError:  # a folder that is no run
+                continue
+            named.append((f"{folder.resolve().name}/{run.name}", file.resolve()))
     return offered(named)
 
 

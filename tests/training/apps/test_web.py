@@ -778,6 +778,9 @@ def test_find_runs_offers_one_checkpoint_per_run(tmp_path):
     assert find_runs([runs]) == {"runs/a": (runs / "a/best.pt").resolve(), "runs/b": (runs / "b/result.pt").resolve()}
     with pytest.raises(ValueError, match="--runs folder .* does not exist"):
         find_runs([tmp_path / "nowhere"])
+    # A run's checkpoint named instead of the folder holding runs: it exists, and is no folder.
+    with pytest.raises(ValueError, match=r"--runs .*best\.pt' is a file, not a folder of runs; .*--checkpoints"):
+        find_runs([runs / "a" / "best.pt"])
 
 
 def test_serve_offers_the_shipped_and_version_1_networks_and_only_the_runs_asked_for(

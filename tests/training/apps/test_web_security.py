@@ -346,6 +346,31 @@ def test_long_agent_names_are_refused(client, replay_dir, saved_replay):
     assert post_json(client, "/api/replays", json.dumps(data)).status_code == 201
 
 
+def test_kept_uploads_take_about_the_memory_of_their_text(client, saved_replay):
+    """A replay of 2 MB of ``[{}, {}, ...]`` metadata parses into about 50 MB of objects: the
+    50 uploads kept took 2.5 GB when the parsed replays were kept rather than their text."""
+    import gc
+    import tracemalloc
+
+    data = saved_replay[1]
+    data["metadata"]["padding"] = [{}] * 70_000
+    text = json.dumps(data, separators=(",", ":")).encode()
+    assert post_json(client, "/api/replays", text).status_code == 201  # warms what a first upload loads
+    uploads = 4
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        ids = [post_json(client, "/api/replays", text).json()["id"] for _ in range(uploads)]
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 2 * uploads * len(text), f"{uploads} uploads of {len(text):,} bytes keep {kept:,} bytes"
+    view = client.get(f"/api/uploads/{ids[-1]}?seat=0").json()  # still viewable, as uploaded
+    assert view["viewer"] == 0 and view["metadata"]["padding"] == [{}] * 70_000
+
+
 def test_error_messages_are_cut_short(client, saved_replay):
     data = saved_replay[1]
     data["rounds"][0]["steps"][0]["details"] = {"probabilities": {"x" * 500_000: 0.5}}

@@ -374,7 +374,11 @@ def _list_replays(replay_dir: Path | None) -> list[dict[str, Any]]:
 def _replay_routes(replay_dir: Path | None) -> list[Route]:
     """``/api/replays`` and ``/api/uploads``: the replay folder's files and uploaded replays
     (kept in memory), as views for a seat."""
-    uploads: OrderedDict[str, Replay] = OrderedDict()
+    # An upload is kept as its checked text and parsed again for each view (milliseconds for a
+    # played game): a parsed replay may take 25 times its text (2 MB of ``[{}, ...]`` metadata
+    # is 50 MB of objects), so that the uploads kept would reach gigabytes rather than
+    # MAX_UPLOADS * MAX_REPLAY_BYTES.
+    uploads: OrderedDict[str, bytes] = OrderedDict()
     uploads_lock = threading.Lock()
 
     def list_replays(request: Request) -> Response:
@@ -396,16 +400,17 @@ def _replay_routes(replay_dir: Path | None) -> list[Route]:
             raise RequestError(f"the upload is not a valid replay: {exc}", 422) from None
         upload_id = secrets.token_hex(8)
         with uploads_lock:
-            uploads[upload_id] = replay
+            uploads[upload_id] = raw
             while len(uploads) > MAX_UPLOADS:
                 uploads.popitem(last=False)
         return JSONResponse({"id": upload_id, "num_players": replay.num_players}, status_code=201)
 
     def get_upload(request: Request) -> Response:
         with uploads_lock:
-            replay = uploads.get(request.path_params["upload_id"])
-        if replay is None:
+            raw = uploads.get(request.path_params["upload_id"])
+        if raw is None:
             raise RequestError(f"no uploaded replay with id {request.path_params['upload_id']!r}", 404)
+        replay = parse_replay_upload(raw)  # parsed when it was uploaded: it parses again
         return JSONResponse(replay_view(replay, _viewer(request, replay.num_players)))
 
     return [
