@@ -57,14 +57,14 @@ def register_checkpoint_loader(agent: CheckpointLoader, network: NetworkLoader |
         _loaders["network"] = network
 
 
-#: What a run folder stands for as an agent, in order of preference: the best evaluation's
-#: weights, else the latest.
-RUN_DIR_FILES = ("best.pt", "latest.pt")
+#: What a run folder stands for as an agent, in order of preference: the run's answer
+#: (``result.pt``, once it has finished), else the best evaluation's weights, else the latest.
+RUN_DIR_FILES = ("result.pt", "best.pt", "latest.pt")
 
 
 def checkpoint_file(path: str | os.PathLike[str]) -> Path:
     """The file a checkpoint spec loads: ``path`` itself if it is a file; for a run folder,
-    its ``best.pt`` or else ``latest.pt``.
+    the first of :data:`RUN_DIR_FILES` it holds.
 
     Raises:
         FileNotFoundError: naming the path, when there is no such file (or the path is a symbolic

@@ -240,7 +240,7 @@ def resolve_agent(spec: AgentSpec, seed: int | None = None, role: str = "agent")
 
 def spec_files(spec: AgentSpec) -> list[Path]:
     """The files an agent spec reads its play from: a checkpoint's file (a run folder's
-    ``best.pt`` or ``latest.pt``), and every file or run folder an option names
+    ``result.pt``, ``best.pt`` or ``latest.pt``), and every file or run folder an option names
     (``guided:policy=FILE``, ``solved:path=FILE``); none for a bot or an agent object.
 
     A tool that keeps an agent's results compares these files' bytes to tell whether the

@@ -228,3 +228,16 @@ def test_options_that_name_files_keep_the_text_as_written(tmp_path: Path, monkey
         assert spec_files(f"solved:path={name}") == [Path(name)]
     assert calls == [Path("2024"), Path("0x10"), Path("1e3"), Path("True")]
     assert specs.parse_options("path=0x10,iterations=0x10", "x") == {"path": "0x10", "iterations": 16}
+
+
+def test_a_run_folder_plays_its_answer_once_it_has_one(tmp_path: Path):
+    """A finished run's answer is ``result.pt`` (the web app offers it too); while the run
+    trains, its ``best.pt``, and before any evaluation its ``latest.pt``."""
+    from loveletter_env.agents.specs import spec_files
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("latest.pt", "best.pt", "result.pt"):
+        (run / name).write_bytes(b"weights")
+        assert checkpoint_loading.checkpoint_file(run) == run / name
+        assert spec_files(str(run)) == [run / name]

@@ -341,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     except MissingExtraError as err:
         parser.error(str(err))
     try:
-        source = resolve_checkpoint_path(args.checkpoint)  # a run folder's best.pt, else its latest.pt
+        source = resolve_checkpoint_path(args.checkpoint)  # a run folder: its result.pt, best.pt or latest.pt
     except CheckpointError as err:
         parser.error(str(err))
     # The file a run folder resolves to, not the folder: --onnx RUN/best.pt --force would replace it.

@@ -224,8 +224,9 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
 
 
 def resolve_checkpoint_path(path: str | Path) -> Path:
-    """``path`` itself if it is a file; for a run folder, its ``best.pt`` or else ``latest.pt``
-    (:func:`loveletter_env.agents.specs.checkpoint_file`, with its error as a :class:`CheckpointError`)."""
+    """``path`` itself if it is a file; for a run folder, the first of its ``result.pt``,
+    ``best.pt`` and ``latest.pt`` (:func:`loveletter_env.agents.specs.checkpoint_file`, with
+    its error as a :class:`CheckpointError`)."""
     try:
         return checkpoint_file(path)
     except FileNotFoundError as err:
