@@ -280,7 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PATH",
         help="checkpoint files or folders (searched for .pt files) offered as opponents "
-        "(default: the shipped networks, checkpoints/shipped, and the version 1 ones, checkpoints/v1)",
+        "(default: the shipped networks, checkpoints/shipped, and the version 1 ones, checkpoints/v1; "
+        "--checkpoints with no PATH: no networks, the bots alone)",
     )
     parser.add_argument(
         "--runs",
