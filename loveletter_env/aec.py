@@ -254,10 +254,18 @@ class raw_env(AECEnv):
         return self._game
 
     def observation_space(self, agent: str) -> spaces.Space:
-        return self.observation_spaces[agent]
+        return self.observation_spaces[self.possible_agents[self._seat(agent)]]
 
     def action_space(self, agent: str) -> spaces.Space:
-        return self.action_spaces[agent]
+        return self.action_spaces[self.possible_agents[self._seat(agent)]]
+
+    def _seat(self, agent: str) -> int:
+        """The seat of ``agent``; anything but one of :attr:`possible_agents` (a seat number,
+        a list of names) is a ``ValueError`` naming it and the agents, not a bare dict error."""
+        try:
+            return self.agent_name_mapping[agent]
+        except (KeyError, TypeError):  # TypeError: an unhashable value such as a list of names
+            raise ValueError(f"unknown agent {shown(agent)}; agents are {self.possible_agents}") from None
 
     # Episode control ---------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
@@ -345,10 +353,7 @@ class raw_env(AECEnv):
     # Observation -------------------------------------------------------------------
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         record = self._require_reset()
-        try:
-            seat = self.agent_name_mapping[agent]
-        except (KeyError, TypeError):  # TypeError: an unhashable value such as a list of names
-            raise ValueError(f"unknown agent {shown(agent)}; agents are {self.possible_agents}") from None
+        seat = self._seat(agent)
         observation = np.empty(OBSERVATION_SIZE, dtype=np.float32)
         mask = np.empty(NUM_ACTIONS, dtype=np.int8)
         kernels.observe_seat(record, seat, observation, mask)

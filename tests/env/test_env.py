@@ -484,3 +484,14 @@ def test_a_huge_illegal_action_is_named_short_and_changes_nothing(action):
     assert len(str(err.value)) < 1000
     assert env.agent_selection == before[0]
     assert (env.observe(env.agent_selection)["observation"] == before[1]).all()
+
+
+@pytest.mark.parametrize("space", ["observation_space", "action_space"])
+@pytest.mark.parametrize("agent", ["player_7", 0, ["player_0"]], ids=repr)
+def test_the_space_of_an_unknown_agent_is_refused_naming_it(space, agent):
+    """``observe`` names an unknown agent; the space lookups were a bare ``KeyError: 0`` (a
+    seat number for a name) or ``TypeError: unhashable type: 'list'``, naming no agents."""
+    env = loveletter_env.env(num_players=2)
+    with pytest.raises(ValueError, match=r"unknown agent .*; agents are \['player_0', 'player_1'\]"):
+        getattr(env, space)(agent)
+    assert getattr(env, space)("player_1") is getattr(env.unwrapped, f"{space}s")["player_1"]
