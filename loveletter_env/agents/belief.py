@@ -35,7 +35,7 @@ from ..cards import (
 )
 from ..knowledge import ruled_out_after_play
 from ..observation import ObservationView, decode_observation
-from .base import hand_distribution, move_rulings, other_card, with_move_rulings
+from .base import check_turn, hand_distribution, move_rulings, other_card, with_move_rulings
 from .kept_card import KeptCardAgent
 
 #: Score of putting yourself out: below anything that leaves a chance.
@@ -186,9 +186,6 @@ class BeliefAgent(KeptCardAgent):
     name = "belief"
 
     def decide(self, view: ObservationView, legal: list[int], old_card: int) -> int:
-        # Imported here: opponent_model reads this module's scores at its own import.
-        from .opponent_model import check_turn
-
         check_turn(view, legal)  # a mask of another position fails deep in the scoring, or is played from
         return belief_action(view, legal, self.rng, old_card)
 

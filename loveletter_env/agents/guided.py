@@ -63,16 +63,11 @@ from ..observation import (
     rule_flags,
 )
 from ..validation import check_int, check_number
+from .base import check_turn, view_legal_actions
 from .checkpoint_loading import load_checkpoint_network, network_output_problem
 from .ismcts import MAX_SEARCH_ITERATIONS, determinize, model_action
 from .kept_card import KeptCardSearchAgent
-from .opponent_model import (
-    check_turn,
-    model_play_probabilities,
-    play_likelihoods,
-    posterior,
-    view_legal_actions,
-)
+from .opponent_model import model_play_probabilities, play_likelihoods, posterior
 
 #: The card each action plays, by action index.
 _ACTION_CARDS = np.array(ACTION_CARD)

@@ -45,10 +45,11 @@ from ..engine import GameState
 from ..observation import ObservationView, event_of_move, move_view, view_rule_fields
 from ..rules import FACE_UP_CARDS_2P
 from ..validation import check_int, check_number
+from .base import check_turn
 from .belief import action_scores, belief_action
 from .compiled_belief import SAMPLING_TRIES, model_weights, search_deals
 from .kept_card import KeptCardSearchAgent
-from .opponent_model import check_turn, play_likelihoods, posterior
+from .opponent_model import play_likelihoods, posterior
 
 #: Rejection-sampling tries before ruled-out values are ignored (only an inconsistent view needs
 #: it); the compiled deal loop bakes the same number in.

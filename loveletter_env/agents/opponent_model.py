@@ -23,12 +23,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from .. import engine
 from ..actions import ACTION_CARD
 from ..cards import CARD_COUNTS, CARD_VALUES, HANDMAID, PRIEST
 from ..observation import ObservationView
-from ..rules import Rules
-from .base import hand_distribution
+from .base import hand_distribution, view_legal_actions
 from .belief import action_scores
 
 
@@ -86,49 +84,6 @@ def decision_view(view: ObservationView, offset: int, kept: int, our_card: int =
         drawn=0,
         moves=(),
     )
-
-
-#: Rules by ``king_ignores_handmaid``, the one rule of a view that bears on its legal actions:
-#: built once, as building (and checking) ``view.rules()`` cost more than the legal actions
-#: themselves, at every decision of a bot that checks its mask (:func:`check_turn`).
-_KING_RULES = {flag: Rules(king_ignores_handmaid=flag) for flag in (False, True)}
-
-
-def view_legal_actions(view: ObservationView) -> tuple[int, ...]:
-    """The legal actions of the seat that ``view`` belongs to, holding ``view.hand``."""
-    choosable = king_choosable = 0
-    for t in range(1, view.num_players):
-        if view.in_round(t):
-            king_choosable |= 1 << t
-            if not view.protected[t]:
-                choosable |= 1 << t
-    king_choosable = _KING_RULES[view.king_ignores_handmaid].king_choosable(choosable, king_choosable)
-    a, b = view.hand
-    return engine.legal_actions_holding(a, b, choosable, king_choosable)
-
-
-def check_turn(view: ObservationView, legal: Sequence[int]) -> None:
-    """Refuse a decision that is not ``view``'s seat's to make: a ``ValueError`` when the view is
-    not of the seat to act (another seat's turn, no two cards in hand), or when ``legal`` (the
-    action mask's moves) is not exactly the view's legal actions (:func:`view_legal_actions`).
-
-    The env pairs every observation with its own mask, and for those this never raises: it stops a
-    mask paired with another position's observation, on which a search would otherwise fail deep
-    inside (a deal it cannot sample, an engine step it calls illegal) or play a move the mask forbids.
-    """
-    if view.to_act != 0 or len(view.hand) != 2:
-        raise ValueError(
-            "this observation is not of the seat to act (its seat holds "
-            f"{len(view.hand)} card{'s' if len(view.hand) != 1 else ''} and it is "
-            f"{'nobody' if view.to_act is None else 'seat offset ' + str(view.to_act)}'s turn), yet its action "
-            "mask allows a move: the mask belongs to another observation"
-        )
-    expected = view_legal_actions(view)
-    if tuple(legal) != expected:
-        raise ValueError(
-            f"the action mask allows {list(legal)}, but this observation's legal actions are {list(expected)}: "
-            "the mask is not this observation's"
-        )
 
 
 def model_play_probability(view: ObservationView, card: int) -> float:

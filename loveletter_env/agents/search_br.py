@@ -52,10 +52,11 @@ from ..actions import ACTION_CARD, NUM_ACTIONS
 from ..core import kernels, layout, record_from_state
 from ..observation import OBSERVATION_SIZE, ObservationView
 from ..validation import check_int
+from .base import check_turn, view_legal_actions
 from .guided import encode_view
 from .ismcts import check_search_settings, deal_state, kept_and_drawn, sample_deal
 from .kept_card import KeptCardSearchAgent
-from .opponent_model import check_turn, one_view_at_a_time, play_likelihoods, view_legal_actions
+from .opponent_model import one_view_at_a_time, play_likelihoods
 
 _HANDS = layout.HANDS
 _DECK = layout.DECK

@@ -105,7 +105,7 @@ def mismatched_observations() -> dict[str, dict]:
 @pytest.mark.parametrize("case", ["out of turn", "another mask", "part of the mask"])
 @pytest.mark.parametrize("name", ["belief", "ismcts"])
 def test_a_mask_that_is_not_the_observation_s_is_refused_by_name(name: str, case: str):
-    """As the other searches do (``opponent_model.check_turn``). Were taken: the first two failed
+    """As the other searches do (``base.check_turn``). Were taken: the first two failed
     with a bare ``KeyError`` deep in the scoring, the last was played from silently."""
     observation = mismatched_observations()[case]
     message = "not of the seat to act" if case == "out of turn" else "is not this observation's"

@@ -266,19 +266,25 @@ def test_a_resumed_runs_edited_config_is_named(tmp_path, capsys):
 def test_the_commands_that_train_read_config_and_set_alike():
     """``--config`` and ``--set`` come from :func:`add_config_options` in every command that
     trains: the same words give the same arguments of ``load_config``, with the same help."""
-    from training.exploitability.learned_response import _parser as exploit_parser
+    from training.exploitability import learned_response
     from training.learn.config import SET_EXAMPLE
     from training.learn.selfplay_command import build_parser as selfplay_parser
 
     words = ["--config", "configs/4p.yaml", "--set", "ppo.learning_rate=3e-4", "--set", "env.num_players=[2]"]
-    for parser in (selfplay_parser(), exploit_parser()):
+    examples = {"selfplay": SET_EXAMPLE, "exploit": learned_response.SET_EXAMPLE}
+    for command, parser in (("selfplay", selfplay_parser()), ("exploit", learned_response._parser())):
         args = parser.parse_args(words)
         assert (args.config, args.overrides) == ("configs/4p.yaml", ["ppo.learning_rate=3e-4", "env.num_players=[2]"])
         assert parser.parse_args([]).overrides == []
-        assert SET_EXAMPLE in " ".join(parser.format_help().split())
-    # The help's example works on the built-in defaults, whose curriculum has 2-player rungs.
+        assert examples[command] in " ".join(parser.format_help().split())
+    # Each help's example works: self-play's on the built-in defaults, whose curriculum has
+    # 2-player rungs; the best response's beside the keys it sets itself.
     example = selfplay_parser().parse_args(SET_EXAMPLE.split())
     assert load_config(None, example.overrides).env.num_players == [2, 3, 4]
+    example = learned_response._parser().parse_args(["rule", *learned_response.SET_EXAMPLE.split()])
+    learned_response.refuse_own_keys(example.overrides)
+    overrides = learned_response.exploit_overrides(None, 2, 512, None, rules="mini6", bot="rule")
+    assert load_config(None, [*overrides, *example.overrides]).opponents.current == 0.2
 
 
 def test_a_config_extends_its_base_section_by_section(tmp_path):
