@@ -2,8 +2,10 @@
 
 ``python scripts/architecture.py`` writes ``docs/assets/architecture.svg``: the layers of
 ``loveletter_env`` and the wings of ``training`` as the page declares them (its ``###``
-headings, lowest first, each over a table of its modules), with an arrow for every pair of
-groups one of which imports the other, drawn from the source with :mod:`ast`.
+headings, lowest first, each over a table of its modules), a column of boxes per package,
+each box naming its modules and the groups they import (read from the source with
+:mod:`ast`), an arrow beside each column for the way the imports run (down) and one from
+``training`` to ``loveletter_env``.
 ``--check`` writes nothing and exits 1 when the file on disk is not the one it would write.
 ``tests/docs/test_architecture.py`` reads the same declaration and the same graph.
 """
@@ -257,7 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the picture is out of date")
     args = parser.parse_args(argv)
-    drawn = picture(import_graph(), declared_groups(PAGE.read_text(encoding="utf-8")))
+    try:
+        declared = declared_groups(PAGE.read_text(encoding="utf-8"))
+    except ValueError as err:  # a section renamed on the page: one line naming it, not a traceback
+        parser.error(str(err))
+    drawn = picture(import_graph(), declared)
     if args.check:
         current = PICTURE.read_text(encoding="utf-8") if PICTURE.exists() else ""
         if current != drawn:

@@ -5,7 +5,7 @@ on the project's 2-core CPU (``cost``: ``seconds``, ``minutes`` or ``hours``), h
 figure from their output (``measure``) and how close a new measurement must come (``compare``).
 This script runs the commands of the figures asked for, reads each figure from the output,
 prints a table of quoted against measured figures and exits with status 1 when one differs
-(or a command fails), 0 otherwise:
+(or a command fails), 130 when stopped with Ctrl-C, 0 otherwise:
 
     python scripts/figures.py                       # the seconds class (CI runs it)
     python scripts/figures.py --cost minutes        # the minutes class only
@@ -527,6 +527,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 failed += result != "ok"
                 runner._say(f"      {result} ({_duration(time.perf_counter() - start)}): {measured or '-'}")
             rows.append([figure.name, figure.cost, _rule_text(figure.compare), figure.figure, measured, result])
+    except KeyboardInterrupt:
+        # Ctrl-C: the running command was stopped (Runner._run); a sentence and 130, what a
+        # shell reports for it, not a traceback. Each finished command's output is whole on disk.
+        kept = (
+            f": the outputs of the commands that finished are kept in {work} (--reuse reads them)"
+            if args.work
+            else "; nothing was kept (--work DIR keeps the outputs of the commands that finish)"
+        )
+        print(f"\nfigures.py: interrupted{kept}", file=sys.stderr)
+        return 130
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)

@@ -74,6 +74,12 @@ def command(row: Row, rung: str, samples: int) -> str:
     return f"python -m training.exploit {row.spec.format(rung=rung)} --exact --rules {rung}{extra} --seed {SEED} --json"
 
 
+def measured_on(row: Row, rung: str, ismcts_rungs: Iterable[str]) -> bool:
+    """Whether ``measure`` measures ``row`` on ``rung``: every row on every rung, ``ismcts``
+    (whose cost grows with the information sets) on ``ismcts_rungs`` only."""
+    return row.spec != "ismcts" or rung in ismcts_rungs
+
+
 def measure(
     rungs: Sequence[str], rows: Sequence[Row], out: Path, samples: int = SAMPLES, ismcts_rungs: Iterable[str] = ()
 ) -> list[dict[str, Any]]:
@@ -90,7 +96,7 @@ def measure(
         built = time.perf_counter() - started
         print(f"{rung}: tree built in {built:.1f} s", file=sys.stderr, flush=True)
         for row in rows:
-            if row.spec == "ismcts" and rung not in ismcts_rungs:
+            if not measured_on(row, rung, ismcts_rungs):
                 continue
             agent, label = agent_playing(row.spec.format(rung=rung), row.greedy, seed=SEED)
             searched = samples if row.spec == "ismcts" else None  # the others' probabilities are exact
@@ -125,10 +131,35 @@ def measure(
 
 
 def merged(files: Iterable[Path]) -> list[dict[str, Any]]:
-    """The cells of ``files``, a later file's cell replacing an earlier one of the same row and rung."""
+    """The cells of ``files``, a later file's cell replacing an earlier one of the same row and rung.
+
+    Raises:
+        ValueError: a file holds no list of cells, or a cell the table cannot show (a row or
+            rung that is not the table's, a figure that is no number); the message names it.
+    """
+    labels = {row.label for row in ROWS}
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for path in files:
-        for cell in json.loads(path.read_text()):
+        found = json.loads(path.read_text())
+        if not isinstance(found, list):
+            raise ValueError(f"{path}: a list of cells, got {type(found).__name__}")
+        for number, cell in enumerate(found, start=1):
+            # Checked here, not where the table is written: a cell of another row would be left
+            # out of the table without a word, and one without its figures fail with a KeyError.
+            where = f"{path}: cell {number}"
+            if not isinstance(cell, dict):
+                raise ValueError(f"{where}: a cell is an object, got {cell!r}")
+            missing = [key for key in ("row", "rung", "nash_conv", "exploitability") if key not in cell]
+            if missing:
+                raise ValueError(f"{where}: lacks {', '.join(map(repr, missing))}")
+            if cell["row"] not in labels:
+                raise ValueError(f"{where}: row {cell['row']!r} is no row of the table (ROWS)")
+            if cell["rung"] not in RUNGS:
+                raise ValueError(f"{where}: rung {cell['rung']!r} is no rung of the table ({', '.join(RUNGS)})")
+            for key in ("nash_conv", "exploitability"):
+                value = cell[key]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                    raise ValueError(f"{where}: {key} {value!r} is no number")
             cells[cell["row"], cell["rung"]] = cell
     order = {row.label: k for k, row in enumerate(ROWS)}
     return sorted(cells.values(), key=lambda c: (order.get(c["row"], len(order)), RUNGS.index(c["rung"])))
@@ -222,9 +253,21 @@ def main(argv: list[str] | None = None) -> int:
     drawing.add_argument("files", nargs="*", type=Path, help=f"measured files (none: redraw from {DATA.name})")
     args = parser.parse_args(argv)
     if args.what == "measure":
-        rows = [r for r in ROWS if args.rows is None or r.spec.split(":")[0] in args.rows or r.spec in args.rows]
-        if not rows:
-            parser.error(f"--rows names no row: the rows' specs are {', '.join(sorted({r.spec for r in ROWS}))}")
+
+        def named(row: Row, name: str) -> bool:
+            return name in (row.spec, row.spec.split(":")[0])
+
+        # A name that is no row's, or a row with no cell on these rungs, would measure nothing without a word.
+        for name in args.rows or ():
+            if not any(named(r, name) for r in ROWS):
+                specs = ", ".join(sorted({r.spec for r in ROWS}))
+                parser.error(f"--rows names no row for {name!r}: the rows' specs are {specs}")
+            if not any(named(r, name) and measured_on(r, rung, args.ismcts_rungs) for r in ROWS for rung in args.rungs):
+                parser.error(
+                    f"--rows {name} is measured on --ismcts-rungs only ({', '.join(args.ismcts_rungs) or 'none'}), "
+                    f"none of them in --rungs ({', '.join(args.rungs)})"
+                )
+        rows = [r for r in ROWS if args.rows is None or any(named(r, name) for name in args.rows)]
         if args.samples < 1:
             parser.error(f"--samples must be at least 1, got {args.samples}")
         from loveletter_env.validation import check_new_file
@@ -233,7 +276,16 @@ def main(argv: list[str] | None = None) -> int:
             check_new_file("--out", args.out, replace=args.force)
         except ValueError as err:
             parser.error(str(err))
-        measure(args.rungs, rows, args.out, args.samples, args.ismcts_rungs)
+        replaced = args.out.stat().st_mtime_ns if args.out.exists() else None  # an earlier file, with --force
+        try:
+            measure(args.rungs, rows, args.out, args.samples, args.ismcts_rungs)
+        except KeyboardInterrupt:
+            # A sentence and 130 (what a shell reports for Ctrl-C), not a traceback: each cell
+            # measured before is whole in --out.
+            written = args.out.exists() and args.out.stat().st_mtime_ns != replaced
+            kept = f": the cells measured are in {args.out}" if written else "; no cell was measured"
+            print(f"\nnplayer_table.py: interrupted{kept}", file=sys.stderr)
+            return 130
         return 0
     try:
         cells = merged([DATA, *args.files] if DATA.exists() and args.files else args.files or [DATA])

@@ -6,7 +6,7 @@ and compares the final weights and Adam state. Speed work on the trainer must pa
 
     python scripts/same_weights.py main
 
-Exit status 0 when every run matches, 1 when one differs.
+Exit status 0 when every run matches, 1 when one differs, 130 when stopped with Ctrl-C.
 """
 
 from __future__ import annotations
@@ -99,10 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    with revision_files(args.revision) as other, tempfile.TemporaryDirectory() as tmp:
-        train(ROOT, Path(tmp) / "here.pt")
-        train(other, Path(tmp) / "other.pt")
-        here, there = (torch.load(Path(tmp) / f, weights_only=True) for f in ("here.pt", "other.pt"))
+    try:
+        with revision_files(args.revision) as other, tempfile.TemporaryDirectory() as tmp:
+            train(ROOT, Path(tmp) / "here.pt")
+            train(other, Path(tmp) / "other.pt")
+            here, there = (torch.load(Path(tmp) / f, weights_only=True) for f in ("here.pt", "other.pt"))
+    except KeyboardInterrupt:  # the runs' processes had the Ctrl-C too; a sentence, not a traceback
+        print("\nsame_weights.py: interrupted; nothing was compared", file=sys.stderr)
+        return 130
     differ = [name for name in RUNS if not same(here[name], there[name])]
     for name in RUNS:
         print(f"{name}: {'DIFFERENT' if name in differ else 'same weights and Adam state'}")

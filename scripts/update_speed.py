@@ -71,13 +71,17 @@ def main(argv: list[str] | None = None) -> int:
         check_rules_for_table(args.rules, 2)
     except ValueError as err:
         parser.error(f"--rules: {err}")
-    with revision_files(args.revision) as other, tqdm(total=2 * args.rounds, desc="timing", unit="side") as bar:
-        best = {"here": float("inf"), args.revision: float("inf")}
-        for _ in range(args.rounds):
-            for side, code in (("here", ROOT), (args.revision, other)):
-                timed = fastest_update(code, args.rules, args.repeats)
-                best[side] = min(best[side], timed["seconds"])
-                bar.update()
+    try:
+        with revision_files(args.revision) as other, tqdm(total=2 * args.rounds, desc="timing", unit="side") as bar:
+            best = {"here": float("inf"), args.revision: float("inf")}
+            for _ in range(args.rounds):
+                for side, code in (("here", ROOT), (args.revision, other)):
+                    timed = fastest_update(code, args.rules, args.repeats)
+                    best[side] = min(best[side], timed["seconds"])
+                    bar.update()
+    except KeyboardInterrupt:  # the timing processes had the Ctrl-C too; a sentence, not a traceback
+        print("\nupdate_speed.py: interrupted; no timing is reported", file=sys.stderr)
+        return 130
     tries = args.rounds * args.repeats
     what = f"{timed['decisions']:,} decisions of {args.rules}"
     print(f"one PPO update on {what} (one thread, CPU time, fastest of {tries}):")

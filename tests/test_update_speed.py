@@ -41,3 +41,19 @@ def test_rules_that_are_no_2_player_game_are_refused_before_any_timing():
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--rules:" in done.stderr and "mini8_3p" in done.stderr
+
+
+def test_a_timing_stopped_with_ctrl_c_says_so_without_a_traceback():
+    # The timing replaced by a Ctrl-C, the revision's files by this checkout's.
+    code = (
+        f"import contextlib, sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import update_speed as s\n"
+        "def stopped(*args): raise KeyboardInterrupt\n"
+        "s.fastest_update = stopped\n"
+        "s.revision_files = lambda revision: contextlib.nullcontext(s.ROOT)\n"
+        "sys.exit(s.main(['HEAD', '--rules', 'mini6']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=subprocess_env(), timeout=120, capture_output=True, text=True
+    )
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert "update_speed.py: interrupted; no timing is reported" in done.stderr

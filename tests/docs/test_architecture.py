@@ -14,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, run_cut_short
 
 from loveletter_env import cards
@@ -228,3 +229,14 @@ def test_a_write_that_fails_part_way_leaves_the_old_picture(tmp_path):
     run_cut_short([sys.executable, "-c", code], limit=1000)
     assert picture.read_text() == "old picture"
     assert [p.name for p in tmp_path.iterdir()] == ["architecture.svg"]  # no temporary file left beside it
+
+
+def test_a_page_without_its_sections_is_one_line_of_error(tmp_path, monkeypatch, capsys):
+    page = tmp_path / "architecture.md"
+    page.write_text(PAGE.replace("## The wings of training", "## The parts of training"), encoding="utf-8")
+    monkeypatch.setattr(architecture, "PAGE", page)
+    for argv in ([], ["--check"]):
+        with pytest.raises(SystemExit) as stop:
+            architecture.main(argv)
+        assert stop.value.code == 2
+        assert "architecture.md has no section '## The wings of training'" in capsys.readouterr().err

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -311,6 +312,38 @@ def test_a_saved_output_cut_short_is_not_read_again(tmp_path):
     again = _run_script(tmp_path, entries, "--work", str(work), "--reuse")
     assert again.returncode == 0, again.stderr
     assert "reused the output of" not in again.stderr and "running: printf" in again.stderr, again.stderr
+
+
+def test_ctrl_c_stops_the_commands_and_says_what_was_kept(tmp_path):
+    """Ctrl-C (SIGINT to the whole group, as a terminal sends it) while a command runs: a
+    sentence naming the kept outputs and status 130, not a traceback; the finished command's
+    output is kept for --reuse."""
+    import signal
+    import time
+
+    from conftest import subprocess_env
+
+    entries = {
+        "quick": _entry(figure="1", command="echo 1", measure={"pattern": r"(\d+)"}),
+        "slow": _entry(figure="1", command="sleep 60; echo 1", measure={"pattern": r"(\d+)"}),
+    }
+    figures, work = tmp_path / "figures.yaml", tmp_path / "work"
+    figures.write_text(yaml.safe_dump(entries, allow_unicode=True), encoding="utf-8")
+    command = [sys.executable, str(ROOT / "scripts" / "figures.py"), "--figures", str(figures), "--work", str(work)]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=subprocess_env(), start_new_session=True
+    )
+    deadline = time.monotonic() + 60
+    while not any(p.read_text() == "sleep 60; echo 1\n" for p in work.glob("steps/*/command.sh")):
+        assert time.monotonic() < deadline and process.poll() is None, "the slow command never started"
+        time.sleep(0.1)
+    time.sleep(1.0)  # inside its wait for the command
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    assert f"interrupted: the outputs of the commands that finished are kept in {work}" in stderr, stderr
+    again = _run_script(tmp_path, {"quick": entries["quick"]}, "--work", str(work), "--reuse")
+    assert again.returncode == 0 and "reused the output of: echo 1" in again.stderr
 
 
 @pytest.mark.slow

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, run_cut_short
+from conftest import ROOT, run_cut_short, subprocess_env
 
 from training import exploit
 
@@ -115,3 +116,63 @@ def test_a_write_that_fails_part_way_keeps_the_cells_measured_before(tmp_path):
     run_cut_short([sys.executable, "-c", code], limit=6000, timeout=300)
     assert [cell["row"] for cell in json.loads(out.read_text())] == [script.ROWS[0].label]
     assert [p.name for p in tmp_path.iterdir()] == ["cells.json"]  # no temporary file left beside it
+
+
+def test_rows_that_would_measure_nothing_are_refused_before_measuring(tmp_path, capsys):
+    """A name of --rows that is no row's spec, or ismcts on rungs none of which is in
+    --ismcts-rungs, measured nothing without a word (and ended with status 0, no --out file)."""
+    out = tmp_path / "cells.json"
+    for argv, message in [
+        (["--rows", "rule", "rool"], "--rows names no row for 'rool': the rows' specs are"),
+        (
+            ["--rungs", "mini7_3p", "--rows", "ismcts"],
+            "--rows ismcts is measured on --ismcts-rungs only (mini6_3p, mini7_4p), none of them in --rungs",
+        ),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            script.main(["measure", "--out", str(out), *argv])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_measurement_stopped_with_ctrl_c_says_where_its_cells_are(tmp_path):
+    out = tmp_path / "cells.json"
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import nplayer_table as s\n"
+        "def stopped(rungs, rows, out, *args):\n"
+        "    out.write_text('[]')  # a first cell measured\n"
+        "    raise KeyboardInterrupt\n"
+        "s.measure = stopped\n"
+        f"sys.exit(s.main(['measure', '--rows', 'random', '--out', {str(out)!r}]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=subprocess_env(), timeout=120, capture_output=True, text=True
+    )
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert f"nplayer_table.py: interrupted: the cells measured are in {out}" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("cell", "problem"),
+    [
+        ({"row": "`rule`", "rung": "mini6_3p"}, "lacks 'nash_conv'"),
+        (_cell("`rool`", "mini6_3p", 0.1, 3), "row '`rool`' is no row of the table"),  # was left out without a word
+        (_cell("`rule`", "mini9_3p", 0.1, 3), "rung 'mini9_3p' is no rung of the table"),
+        ({**_cell("`rule`", "mini6_3p", 0.1, 3), "nash_conv": "x"}, "nash_conv 'x' is no number"),
+    ],
+)
+def test_draw_names_a_cell_it_cannot_show_and_writes_nothing(tmp_path, monkeypatch, capsys, cell, problem):
+    measured = tmp_path / "cells.json"
+    measured.write_text(json.dumps([cell]))
+    page = tmp_path / "solving.md"
+    page.write_text(f"{script.START}\nold\n{script.END}\n")
+    # Nothing of the repository is written, whatever happens.
+    monkeypatch.setattr(script, "PAGE", page)
+    monkeypatch.setattr(script, "DATA", tmp_path / "data.json")
+    monkeypatch.setattr(script, "PICTURE", tmp_path / "picture.png")
+    with pytest.raises(SystemExit) as stop:
+        script.main(["draw", str(measured)])
+    assert stop.value.code == 2 and "Traceback" not in (err := capsys.readouterr().err)
+    assert f"{measured}: cell 1: {problem}" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cells.json", "solving.md"]
+    assert page.read_text() == f"{script.START}\nold\n{script.END}\n"
