@@ -18,6 +18,7 @@ import random
 import resource
 import signal
 import subprocess
+import sys
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -44,6 +45,26 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     """This process's environment for a subprocess that imports the repository's code: the
     repository first on ``PYTHONPATH`` (whichever copy is installed) and ``extra`` set."""
     return {**os.environ, **extra, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def run_script_stopped(script: str, patch: str, argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``scripts/<script>.py``'s ``main(argv)`` in a subprocess after ``patch``, lines of
+    Python that replace the script's work (the module is ``s``; ``stop`` raises
+    ``KeyboardInterrupt``, a Ctrl-C mid-work): what the script prints and returns then."""
+    code = (
+        f"import contextlib, sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import {script} as s\n"
+        "def stop(*args, **kwargs): raise KeyboardInterrupt\n"
+        f"{patch}\n"
+        f"sys.exit(s.main({list(argv)!r}))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], env=subprocess_env(), timeout=120, capture_output=True, text=True
+    )
+
+
+#: A ``patch`` of :func:`run_script_stopped` for the scripts that compare against a revision:
+#: the revision's files are this checkout's (no git work).
+SAME_REVISION = "s.revision_files = lambda revision: contextlib.nullcontext(s.ROOT)"
 
 
 def run_cut_short(

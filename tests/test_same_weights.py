@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from conftest import ROOT, subprocess_env
+from conftest import SAME_REVISION, run_script_stopped
 
 
 def test_a_comparison_stopped_with_ctrl_c_says_so_without_a_traceback():
-    # The training of the runs replaced by a Ctrl-C, the revision's files by this checkout's.
-    code = (
-        f"import contextlib, sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import same_weights as s\n"
-        "def stopped(*args): raise KeyboardInterrupt\n"
-        "s.train = stopped\n"
-        "s.revision_files = lambda revision: contextlib.nullcontext(s.ROOT)\n"
-        "sys.exit(s.main(['HEAD']))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=subprocess_env(), timeout=120, capture_output=True, text=True
-    )
+    done = run_script_stopped("same_weights", f"s.train = stop\n{SAME_REVISION}", ["HEAD"])
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
     assert "same_weights.py: interrupted; nothing was compared" in done.stderr

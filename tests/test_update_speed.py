@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from conftest import ROOT, subprocess_env
+from conftest import ROOT, SAME_REVISION, run_script_stopped, subprocess_env
 
 SCRIPT = str(ROOT / "scripts" / "update_speed.py")
 
@@ -44,16 +44,6 @@ def test_rules_that_are_no_2_player_game_are_refused_before_any_timing():
 
 
 def test_a_timing_stopped_with_ctrl_c_says_so_without_a_traceback():
-    # The timing replaced by a Ctrl-C, the revision's files by this checkout's.
-    code = (
-        f"import contextlib, sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import update_speed as s\n"
-        "def stopped(*args): raise KeyboardInterrupt\n"
-        "s.fastest_update = stopped\n"
-        "s.revision_files = lambda revision: contextlib.nullcontext(s.ROOT)\n"
-        "sys.exit(s.main(['HEAD', '--rules', 'mini6']))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=subprocess_env(), timeout=120, capture_output=True, text=True
-    )
+    done = run_script_stopped("update_speed", f"s.fastest_update = stop\n{SAME_REVISION}", ["HEAD", "--rules", "mini6"])
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
     assert "update_speed.py: interrupted; no timing is reported" in done.stderr

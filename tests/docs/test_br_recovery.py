@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, run_cut_short, subprocess_env
+from conftest import ROOT, run_cut_short, run_script_stopped, subprocess_env
 
 _spec = importlib.util.spec_from_file_location("br_recovery", ROOT / "scripts" / "br_recovery.py")
 assert _spec is not None and _spec.loader is not None
@@ -170,14 +170,7 @@ def test_a_cell_stopped_part_way_trains_again_in_a_new_run_folder(tmp_path, monk
 
 def test_a_measurement_stopped_with_ctrl_c_says_so_without_a_traceback(tmp_path):
     out = tmp_path / "cells.json"
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import br_recovery as s\n"
-        "def stopped(*args): raise KeyboardInterrupt\n"
-        "s._learned_cell = stopped\n"
-        f"s.main(['measure', '--out', {str(out)!r}, '--targets', 'rule', '--steps', '10', '--seeds', '0'])"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=subprocess_env(), timeout=120, capture_output=True, text=True
-    )
+    argv = ["measure", "--out", str(out), "--targets", "rule", "--steps", "10", "--seeds", "0"]
+    done = run_script_stopped("br_recovery", "s._learned_cell = stop", argv)
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
     assert "interrupted" in done.stderr

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, run_cut_short, subprocess_env
+from conftest import ROOT, run_cut_short, run_script_stopped
 
 from training import exploit
 
@@ -137,17 +136,9 @@ def test_rows_that_would_measure_nothing_are_refused_before_measuring(tmp_path, 
 
 def test_a_measurement_stopped_with_ctrl_c_says_where_its_cells_are(tmp_path):
     out = tmp_path / "cells.json"
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import nplayer_table as s\n"
-        "def stopped(rungs, rows, out, *args):\n"
-        "    out.write_text('[]')  # a first cell measured\n"
-        "    raise KeyboardInterrupt\n"
-        "s.measure = stopped\n"
-        f"sys.exit(s.main(['measure', '--rows', 'random', '--out', {str(out)!r}]))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=subprocess_env(), timeout=120, capture_output=True, text=True
-    )
+    stopped = "def stopped(rungs, rows, out, *args):\n    out.write_text('[]')  # a first cell measured\n    stop()"
+    argv = ["measure", "--rows", "random", "--out", str(out)]
+    done = run_script_stopped("nplayer_table", f"{stopped}\ns.measure = stopped", argv)
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
     assert f"nplayer_table.py: interrupted: the cells measured are in {out}" in done.stderr
 
