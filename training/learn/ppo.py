@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -45,6 +45,7 @@ from loveletter_env.observation import (
     observation_for_layout,
 )
 from loveletter_env.schema import StrictModel, WholeNumber
+from loveletter_env.validation import is_int
 
 
 # ---------------------------------------------------------------------------------
@@ -225,9 +226,13 @@ class ActorCritic(nn.Module):
         generator: torch.Generator | None = None,
     ):
         super().__init__()
-        if not hidden_sizes or any(int(h) < 1 for h in hidden_sizes):
-            raise ValueError(f"hidden_sizes must be a non-empty list of positive sizes, got {list(hidden_sizes)}")
-        self.hidden_sizes = tuple(int(h) for h in hidden_sizes)
+        # Checked as they are, not through int(): "256" would build layers of 2, 5 and 6 units
+        # and 1.5 one of 1 unit, without a word.
+        listed = isinstance(hidden_sizes, Iterable) and not isinstance(hidden_sizes, (str, bytes))
+        sizes = tuple(hidden_sizes) if listed else ()
+        if not sizes or not all(is_int(h) and h >= 1 for h in sizes):
+            raise ValueError(f"hidden_sizes must be a non-empty list of positive integers, got {hidden_sizes!r}")
+        self.hidden_sizes = tuple(int(h) for h in sizes)
         self.observation_version = observation_version
         self.obs_size = layout_size(observation_version)
         self.num_actions = num_actions
@@ -345,10 +350,14 @@ def _masked_log_probs_and_probs(logits: torch.Tensor, mask: torch.Tensor) -> tup
 def sample_actions(
     logits: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None, greedy: bool = False
 ) -> torch.Tensor:
-    """One legal action per row: the most likely one (``greedy``) or a sample.
+    """One legal action per row: the most likely one (``greedy``, ties to the lowest
+    action) or a sample.
 
-    Sampling uses the Gumbel-max trick with uniforms drawn from ``generator``; masked
-    logits are so low that an illegal action can never win the argmax.
+    Sampling uses the Gumbel-max trick with uniforms drawn from ``generator``, which it
+    needs (``ValueError`` without one: never torch's global generator); masked logits are so
+    low that an illegal action can never win the argmax. A row with no legal action gets
+    any action: the callers' masks come from the env, which always has one, and checking
+    here would make every rollout turn wait for the device.
     """
     return _pick(masked_logits(logits, mask), generator, greedy)
 
@@ -366,8 +375,12 @@ def sample_with_log_prob(
 def _pick(scores: torch.Tensor, generator: torch.Generator | None, greedy: bool) -> torch.Tensor:
     """The argmax of masked ``scores``, after Gumbel noise unless ``greedy``."""
     if not greedy:
+        if generator is None:
+            raise ValueError(
+                "sampling needs a generator (a torch.Generator; never torch's global one, so a seeded run repeats)"
+            )
         uniform = torch.rand(scores.shape, generator=generator, device=scores.device).clamp_(1e-20, 1.0)
-        # Gumbel noise is bounded (~46) while masked scores sit at -3e38: never picked.
+        # Gumbel noise is bounded (about -4..17) while masked scores sit at -3e38: never picked.
         scores = scores - torch.log(-torch.log(uniform))
     return scores.argmax(-1)
 
@@ -412,8 +425,12 @@ def compute_gae(
     tensors' device instead of one transition at a time in Python; it does the same float64
     arithmetic in the same order, so the results are the same to the bit.
 
-    Returns ``(advantages, returns, resolved)``; ``returns = advantages + values``.
+    Returns ``(advantages, returns, resolved)``; ``returns = advantages + values``. Inputs
+    that break these rules (lengths that differ, a successor that is not later, or not in a
+    later block, blocks that do not cover the transitions, a reward that is not a finite
+    number) raise ``ValueError`` naming the first offending transition.
     """
+    _check_links(rewards, values, terminal, next_index, blocks)
     if blocks is not None:
         return _gae_by_block(rewards, values, terminal, next_index, gamma, gae_lambda, blocks)
     n = rewards.shape[0]
@@ -434,6 +451,54 @@ def compute_gae(
         resolved[i] = True
     advantages = torch.tensor(adv, dtype=values.dtype, device=values.device)
     return advantages, advantages + values, torch.tensor(resolved, dtype=torch.bool, device=values.device)
+
+
+def _check_links(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    terminal: torch.Tensor,
+    next_index: torch.Tensor,
+    blocks: Sequence[tuple[int, int]] | None,
+) -> None:
+    """Refuse inputs that :func:`compute_gae` would otherwise turn into wrong advantages
+    without a word (a successor not yet swept, or rows of no block, count as advantage 0).
+    One read from the device, whatever the size."""
+    lengths = [tuple(t.shape) for t in (rewards, values, terminal, next_index)]
+    n = rewards.shape[0] if rewards.ndim == 1 else -1
+    if any(shape != (n,) for shape in lengths):
+        raise ValueError(
+            "compute_gae needs one entry per transition in rewards, values, terminal and next_index, "
+            f"got shapes {', '.join(str(list(shape)) for shape in lengths)}"
+        )
+    rows = torch.arange(n, device=next_index.device)
+    if blocks is None:
+        first_allowed = rows + 1
+    else:
+        bounds = [(int(start), int(end)) for start, end in blocks]
+        edges = [0, *(end for _, end in bounds)]
+        if [start for start, _ in bounds] != edges[:-1] or edges[-1] != n or any(e < s for s, e in bounds):
+            raise ValueError(
+                f"blocks must cover the {n} transitions in order, as consecutive [start, end) runs, got {bounds}"
+            )
+        ends = torch.tensor([end for _, end in bounds], dtype=torch.long, device=next_index.device)
+        sizes = torch.tensor([end - start for start, end in bounds], dtype=torch.long, device=next_index.device)
+        first_allowed = torch.repeat_interleave(ends, sizes, output_size=n)
+    misplaced = (next_index >= 0) & ((next_index < first_allowed) | (next_index >= n))
+    not_finite = ~torch.isfinite(rewards)
+    if not bool((misplaced | not_finite).any()):
+        return
+    if bool(not_finite.any()):
+        i = int(not_finite.nonzero()[0, 0])
+        raise ValueError(
+            f"compute_gae got rewards with a value that is not a finite number at transition {i}: {rewards[i].item()}"
+        )
+    i = int(misplaced.nonzero()[0, 0])
+    j = int(next_index[i])
+    if blocks is None or j <= i or j >= n:
+        raise ValueError(f"compute_gae: transition {i} links to {j}, but a successor must come after it and before {n}")
+    raise ValueError(
+        f"compute_gae: transition {i} links to {j}, in its own block: a successor must lie in a later block"
+    )
 
 
 def _gae_by_block(
@@ -550,6 +615,29 @@ def ppo_losses(model: nn.Module, batch: RolloutBatch, cfg: PPOConfig) -> tuple[t
     }
 
 
+def _check_batch(batch: RolloutBatch) -> None:
+    """Refuse a batch that would make every weight NaN (one value that is not finite, from a
+    NaN reward say) or train on an action its mask forbids (a row with no legal action), before
+    any step. One read from the device."""
+    numbers = {name: getattr(batch, name) for name in ("advantages", "returns", "values", "logprobs")}
+    finite = {name: torch.isfinite(x) for name, x in numbers.items()}
+    legal = batch.masks.gather(-1, batch.actions.unsqueeze(-1)).squeeze(-1)
+    if bool(torch.stack([legal.all(), *(ok.all() for ok in finite.values())]).all()):
+        return
+    for name, ok in finite.items():
+        if not bool(ok.all()):
+            i = int((~ok).nonzero()[0, 0])
+            raise ValueError(
+                f"ppo_update got batch.{name} holding a value that is not a finite number in row {i}: "
+                f"{float(numbers[name][i])} (an update would make every weight NaN)"
+            )
+    i = int((~legal).nonzero()[0, 0])
+    raise ValueError(
+        f"ppo_update got an action its mask calls illegal in row {i} (action {int(batch.actions[i])}, "
+        f"{int(batch.masks[i].sum())} legal actions)"
+    )
+
+
 def ppo_update(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -569,6 +657,7 @@ def ppo_update(
     size = len(batch)
     if size == 0:
         raise ValueError("ppo_update got an empty batch: the rollout resolved no learner decision")
+    _check_batch(batch)
     if isinstance(batch.obs, torch.Tensor):
         # Once for the batch, rather than once per minibatch step inside the network.
         batch = dataclasses.replace(batch, obs=compact_observations(batch.obs))

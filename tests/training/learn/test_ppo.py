@@ -69,6 +69,18 @@ def test_sampling_is_reproducible_with_a_seeded_generator():
     assert torch.equal(a, b)
 
 
+def test_sampling_refuses_torchs_global_generator():
+    # Without a generator the draw came from torch's global one, which seeded runs never use.
+    logits, mask = torch.zeros(3, NUM_ACTIONS), random_masks(3, seed=2)
+    before = torch.random.get_rng_state()
+    with pytest.raises(ValueError, match="generator"):
+        sample_actions(logits, mask)
+    with pytest.raises(ValueError, match="generator"):
+        sample_with_log_prob(logits, mask)
+    assert torch.equal(torch.random.get_rng_state(), before)
+    assert sample_actions(logits, mask, greedy=True).shape == (3,)  # greedy draws nothing
+
+
 def test_sampling_with_its_log_prob_is_sampling_then_the_log_prob_bit_for_bit():
     mask = random_masks(500, seed=6)
     logits = torch.randn(500, NUM_ACTIONS, generator=torch.Generator().manual_seed(7)) * 3
@@ -161,6 +173,39 @@ def test_gae_with_lambda_one_gives_monte_carlo_returns():
     values = torch.tensor([0.2, -0.4, 0.6])
     _, returns, _ = compute_gae(rewards, values, torch.tensor([False, False, True]), torch.tensor([1, 2, -1]), 1.0, 1.0)
     assert torch.allclose(returns, torch.tensor([-1.0, -1.0, -1.0]))
+
+
+@pytest.mark.parametrize(
+    ("next_index", "blocks", "problem"),
+    [
+        ([-1, 0, -1], None, "transition 1 links to 0"),  # a successor before its decision
+        ([0, -1, -1], None, "transition 0 links to 0"),
+        ([5, 2, -1], None, "transition 0 links to 5"),  # past the end
+        ([1, 2, -1], [(0, 2), (2, 3)], "transition 0 links to 1, in its own block"),
+        ([1, 2, -1], [(0, 1)], "blocks must cover"),  # rows 1 and 2 were left at 0, resolved
+        ([1, 2, -1], [(0, 1), (2, 3)], "blocks must cover"),
+    ],
+)
+def test_gae_refuses_links_that_break_its_contract(next_index, blocks, problem):
+    # Each of these came back as advantages without a word: a successor not yet swept, or
+    # rows of no block, counted as advantage 0 (and the rows outside every block as resolved).
+    rewards, values = torch.tensor([0.0, 0.0, 1.0]), torch.tensor([0.1, 0.2, 0.3])
+    terminal = torch.tensor([False, False, True])
+    with pytest.raises(ValueError, match=problem):
+        compute_gae(rewards, values, terminal, torch.tensor(next_index), 1.0, 1.0, blocks=blocks)
+
+
+@pytest.mark.parametrize("blocks", [None, [(0, 1), (1, 2), (2, 3)]])
+def test_gae_refuses_mismatched_lengths_and_rewards_that_are_not_finite(blocks):
+    values, terminal, next_index = (
+        torch.tensor([0.1, 0.2, 0.3]),
+        torch.tensor([False, False, True]),
+        torch.tensor([1, 2, -1]),
+    )
+    with pytest.raises(ValueError, match="one entry per transition"):
+        compute_gae(torch.zeros(2), values, terminal, next_index, 1.0, 1.0, blocks=blocks)
+    with pytest.raises(ValueError, match=r"rewards .*not a finite number.* transition 2"):
+        compute_gae(torch.tensor([0.0, 0.0, math.nan]), values, terminal, next_index, 1.0, 1.0, blocks=blocks)
 
 
 # -- losses ----------------------------------------------------------------------------
@@ -404,6 +449,36 @@ def test_update_refuses_an_empty_batch():
         ppo_update(model, torch.optim.Adam(model.parameters()), empty, PPOConfig(), torch.Generator())
 
 
+def _one_step_batch(rows: int = 8) -> tuple[ActorCritic, RolloutBatch]:
+    model = ActorCritic(hidden_sizes=(8,), generator=torch.Generator().manual_seed(0))
+    obs = torch.zeros(rows, OBSERVATION_SIZE)
+    mask = random_masks(rows, seed=4)
+    with torch.no_grad():
+        logits, values = model(obs)
+    actions, logprobs = sample_with_log_prob(logits, mask, torch.Generator().manual_seed(1))
+    advantages = torch.linspace(-1, 1, rows)
+    return model, RolloutBatch(obs, mask, actions, logprobs, values, advantages, advantages + values)
+
+
+@pytest.mark.parametrize("field", ["advantages", "returns", "values", "logprobs"])
+def test_update_refuses_values_that_are_not_finite_and_keeps_the_weights(field):
+    # One NaN advantage (from a NaN reward, say) made every weight NaN, silently.
+    model, batch = _one_step_batch()
+    getattr(batch, field)[3] = math.nan
+    before = [p.clone() for p in model.parameters()]
+    with pytest.raises(ValueError, match=f"batch.{field} .*not a finite number"):
+        ppo_update(model, torch.optim.Adam(model.parameters()), batch, PPOConfig(magnet_coef=0.0), torch.Generator())
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_update_refuses_an_action_its_mask_calls_illegal():
+    # A row with no legal action (or an action its mask forbids) trained on without a word.
+    model, batch = _one_step_batch()
+    batch.masks[2] = False
+    with pytest.raises(ValueError, match="illegal.* row 2"):
+        ppo_update(model, torch.optim.Adam(model.parameters()), batch, PPOConfig(magnet_coef=0.0), torch.Generator())
+
+
 # -- the network and the agent ---------------------------------------------------------
 def test_network_shapes_and_seeded_init():
     a = ActorCritic(hidden_sizes=(64, 32), generator=torch.Generator().manual_seed(7))
@@ -413,6 +488,14 @@ def test_network_shapes_and_seeded_init():
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
     with pytest.raises(ValueError, match="hidden_sizes"):
         ActorCritic(hidden_sizes=())
+
+
+@pytest.mark.parametrize("sizes", ["256", (1.5,), (True,), (64, 0), (-3,), None, 256, ()])
+def test_network_refuses_hidden_sizes_that_are_not_positive_integers(sizes):
+    # "256" built layers of 2, 5 and 6 units, 1.5 one of 1 unit; None and 256 failed with
+    # "object is not iterable", naming nothing.
+    with pytest.raises(ValueError, match="hidden_sizes"):
+        ActorCritic(hidden_sizes=sizes)
 
 
 def test_the_old_name_policy_network_still_works_with_a_deprecation_warning():
