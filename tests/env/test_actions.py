@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 
+import gymnasium
 import numpy as np
 import pytest
 
 import loveletter_env
-from loveletter_env.actions import ACTIONS, decode_action, describe_action, encode_action, guard_action
-from loveletter_env.cards import FULL_DECK, GUARD, PRIEST
+from loveletter_env.actions import ACTIONS, NO_TARGET, decode_action, describe_action, encode_action, guard_action
+from loveletter_env.cards import BARON, COUNTESS, FULL_DECK, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from loveletter_env.engine import IllegalActionError
 
 
@@ -24,6 +25,44 @@ def test_encode_action_refuses_plays_that_have_no_action():
         encode_action(GUARD, 1, GUARD)
     with pytest.raises(ValueError, match="Priest"):
         encode_action(PRIEST, 0)
+
+
+# SPEC's table ----------------------------------------------------------------------
+
+#: SPEC's action table for indices 21..40, written out (Guard 0..20 follows its formula below).
+SPEC_ACTIONS = {
+    21: (GUARD, NO_TARGET, 0),
+    22: (PRIEST, 1, 0),
+    23: (PRIEST, 2, 0),
+    24: (PRIEST, 3, 0),
+    25: (PRIEST, NO_TARGET, 0),
+    26: (BARON, 1, 0),
+    27: (BARON, 2, 0),
+    28: (BARON, 3, 0),
+    29: (BARON, NO_TARGET, 0),
+    30: (HANDMAID, NO_TARGET, 0),
+    31: (PRINCE, 0, 0),
+    32: (PRINCE, 1, 0),
+    33: (PRINCE, 2, 0),
+    34: (PRINCE, 3, 0),
+    35: (KING, 1, 0),
+    36: (KING, 2, 0),
+    37: (KING, 3, 0),
+    38: (KING, NO_TARGET, 0),
+    39: (COUNTESS, NO_TARGET, 0),
+    40: (PRINCESS, NO_TARGET, 0),
+}
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_the_action_layout_is_specs_table_at_every_table_size(num_players):
+    """Every index means what SPEC's table says: networks and recorded games depend on it."""
+    expected = {(t - 1) * 7 + (g - 2): (GUARD, t, g) for t in (1, 2, 3) for g in range(2, 9)} | SPEC_ACTIONS
+    assert sorted(expected) == list(range(41))
+    assert [tuple(a) for a in ACTIONS] == [expected[i] for i in range(41)]
+    assert all(encode_action(*play) == i for i, play in expected.items())
+    env = loveletter_env.env(num_players=num_players)
+    assert env.action_space("player_0") == gymnasium.spaces.Discrete(41)
 
 
 # Guard actions ----------------------------------------------------------------------

@@ -321,6 +321,30 @@ def test_prince_must_choose_yourself_when_everyone_else_is_protected():
     assert actions_of(state, PRINCE) == [act(PRINCE, 0)]
 
 
+@pytest.mark.parametrize("discarded", [GUARD, PRIEST, BARON, HANDMAID, PRINCE, KING, COUNTESS])
+def test_the_card_a_prince_makes_its_target_discard_has_no_effect(discarded):
+    # 3 players: a Handmaid's protection would outlast player_0's turn and show at player_1's.
+    deal = dict(hands={0: PRINCE, 1: GUARD, 2: discarded}, draws=[BARON, GUARD, GUARD])
+    state = start(3, **deal)
+    event = engine.step(state, act(PRINCE, 2))
+
+    assert (event.target_card, event.replacement, event.eliminated) == (discarded, GUARD, ())
+    assert state.discards == [[PRINCE], [], [discarded]]
+    assert state.hands == [BARON, GUARD, GUARD]  # nobody traded, compared or looked
+    assert state.out == [False] * 3 and state.protected == [False] * 3
+    assert state.known == [[0] * 3 for _ in range(3)]
+    # player_1 may choose player_2 (offset 1) as well as player_0 (offset 2).
+    every_guard = [act(GUARD, t, g) for t in (1, 2) for g in range(PRIEST, PRINCESS + 1)]
+    assert state.current == 1 and legal(state) == every_guard
+
+    env = make_env(3, deal_deck(3, **deal), episode="round")
+    env.step(act(PRINCE, 2))
+    game = env.unwrapped.game
+    assert game.discards == [[PRINCE], [], [discarded]] and game.hands == [BARON, GUARD, GUARD]
+    assert game.out == [False] * 3 and game.protected == [False] * 3
+    assert legal_from_mask(env.observe("player_1")["action_mask"]) == every_guard
+
+
 # King -------------------------------------------------------------------------------
 
 
@@ -343,6 +367,20 @@ def test_countess_must_be_played_beside_a_king_or_a_prince(hand, draw):
 
     env = make_env(2, deal_deck(2, hands={0: hand, 1: GUARD}, draws=[draw]))
     assert legal_from_mask(env.observe("player_0")["action_mask"]) == [COUNTESS_ACTION]
+
+
+@pytest.mark.parametrize("court", [KING, PRINCE])
+def test_countess_must_be_played_beside_a_king_or_a_prince_even_with_no_one_to_choose(court):
+    # player_0 hides behind a Handmaid: player_1's King would have no target, its Prince only itself.
+    deal = dict(hands={0: HANDMAID, 1: COUNTESS}, draws=[PRIEST, court])
+    state = start(2, **deal)
+    engine.step(state, HANDMAID_ACTION)
+    assert state.protected == [True, False] and state.current == 1
+    assert legal(state) == [COUNTESS_ACTION]
+
+    env = make_env(2, deal_deck(2, **deal))
+    env.step(HANDMAID_ACTION)
+    assert legal_from_mask(env.observe("player_1")["action_mask"]) == [COUNTESS_ACTION]
 
 
 @pytest.mark.parametrize("other", [GUARD, PRIEST, BARON, HANDMAID, PRINCESS])
@@ -476,16 +514,20 @@ UNEQUAL_SUMS = [GUARD, GUARD, GUARD, GUARD, GUARD, PRIEST, PRIEST, HANDMAID, HAN
 EQUAL_SUMS = [GUARD, GUARD, GUARD, GUARD, GUARD, PRIEST, PRIEST, HANDMAID, COUNTESS, HANDMAID]
 
 
-def _tied_showdown(draws: list[int], rules: str, first_player: int = 0) -> engine.GameState:
-    state = start(
+def _tied_deck(draws: list[int], first_player: int = 0) -> tuple[int, ...]:
+    """A 2-player deck where both players keep a Baron and play ``draws`` as they come."""
+    return deal_deck(
         2,
-        rules=rules,
         first_player=first_player,
         set_aside=PRINCESS,
         face_up=(PRINCE, PRINCE, KING),
         hands={0: BARON, 1: BARON},
         draws=draws,
     )
+
+
+def _tied_showdown(draws: list[int], rules: str, first_player: int = 0) -> engine.GameState:
+    state = engine.new_game(2, _tied_deck(draws, first_player), first_player, rules)
     play_cards(state, draws)
     assert state.round_over and state.hands == [BARON, BARON]
     return state
@@ -509,6 +551,48 @@ def test_pegasus_showdown_tie_is_shared_without_discard_sum():
     state = _tied_showdown(UNEQUAL_SUMS, "pegasus")
     assert state.round_winners == (0, 1)
     assert state.tokens == [1, 1]
+
+
+def test_discard_sum_counts_only_this_rounds_discards():
+    # Round 1: player_1 wins the tie 15 to 9. Round 2 (player_1 first): 12 each, shared;
+    # with round 1's discards counted too, player_1 would win it alone, 27 to 21.
+    state = _tied_showdown(UNEQUAL_SUMS, "classic")
+    assert state.round_winners == (1,)
+    engine.start_round(state, _tied_deck(EQUAL_SUMS, first_player=1))
+    assert state.current == 1 and state.discards == [[], []]
+    play_cards(state, EQUAL_SUMS)
+    assert [sum(d) for d in state.discards] == [12, 12]
+    assert state.round_winners == (0, 1) and state.tokens == [1, 2]
+
+
+def test_env_discard_sum_counts_only_this_rounds_discards(monkeypatch):
+    env = make_env(2, _tied_deck(UNEQUAL_SUMS), episode="game")
+    monkeypatch.setattr(env.unwrapped, "_decks", ScriptedDecks(_tied_deck(EQUAL_SUMS, first_player=1)))
+    game = env.unwrapped.game
+    play_env_cards(env, UNEQUAL_SUMS)
+    assert game.round == 2 and game.tokens == [0, 1] and env.agent_selection == "player_1"
+    play_env_cards(env, EQUAL_SUMS)
+    assert game.round == 3 and game.tokens == [1, 2]  # round 2 was shared
+
+
+def test_a_new_round_starts_with_no_one_protected():
+    state = _tied_showdown(EQUAL_SUMS, "classic")  # player_1's last play is a Handmaid
+    assert state.protected == [False, True] and state.round_winners == (0, 1)
+    engine.start_round(state, deal_deck(2, hands={0: GUARD, 1: PRIEST}, draws=[HANDMAID]))
+    assert state.current == 0 and state.protected == [False, False]
+    assert act(GUARD, 1, PRIEST) in legal(state)
+
+
+def test_env_a_new_round_starts_with_no_one_protected(monkeypatch):
+    env = make_env(2, _tied_deck(EQUAL_SUMS), episode="game")
+    monkeypatch.setattr(
+        env.unwrapped, "_decks", ScriptedDecks(deal_deck(2, hands={0: GUARD, 1: PRIEST}, draws=[HANDMAID]))
+    )
+    play_env_cards(env, EQUAL_SUMS)
+    game = env.unwrapped.game
+    assert game.round == 2 and game.tokens == [1, 1] and env.agent_selection == "player_0"
+    assert game.protected == [False, False]
+    assert act(GUARD, 1, PRIEST) in legal_from_mask(env.observe("player_0")["action_mask"])
 
 
 # Tokens and the game ----------------------------------------------------------------
@@ -718,6 +802,15 @@ def test_game_episode_rewards_come_only_at_the_end(rules):
 # Helpers ----------------------------------------------------------------------------
 
 
+def play_env_cards(env, cards: list[int]) -> None:
+    """:func:`conftest.play_cards` in the env: each turn, the first legal action playing the given card."""
+    for card in cards:
+        mask = env.observe(env.agent_selection)["action_mask"]
+        choices = [a for a in legal_from_mask(mask) if ACTIONS[a].card == card]
+        assert choices, f"{env.agent_selection} cannot play card {card}"
+        env.step(choices[0])
+
+
 def view_env(env, agent: str):
     """What ``agent`` observes in ``env``, decoded."""
     return decode_observation(env.observe(agent))
@@ -781,6 +874,15 @@ def test_discard_sum_counts_the_cards_a_prince_made_a_player_discard():
     # Without the two Guards the Princes forced out, player_1 (14) would lose to player_0 (15).
     assert game.discards[1] == [PRINCE, GUARD, KING, BARON, GUARD]
     assert game.round_winners == (1,)
+
+
+def test_reference_discard_sum_counts_the_cards_a_prince_made_a_player_discard():
+    state = start(3, set_aside=PRINCESS, hands={0: GUARD, 1: GUARD, 2: GUARD}, draws=THREE_GUARDS_DRAWS)
+    play(state, [*THREE_GUARDS_ACTIONS, LAST_PRINCE])
+    assert state.round_over and state.hands == [GUARD, GUARD, GUARD]
+    assert state.discards[1] == [PRINCE, GUARD, KING, BARON, GUARD]
+    assert [sum(d) for d in state.discards] == [15, 16, 12]
+    assert state.round_winners == (1,)  # 14 without the forced Guards: player_0's 15 would win
 
 
 def test_round_ends_in_the_turn_a_princes_replacement_takes_the_last_card():
