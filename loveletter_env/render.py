@@ -76,9 +76,7 @@ def _names(cards) -> str:
     return ", ".join(card_name(c) for c in cards) if cards else "-"
 
 
-def render_seat_view(
-    state: GameState, seat: int, moves: Sequence[int] | None = None, halted: bool = False
-) -> str:
+def render_seat_view(state: GameState, seat: int, moves: Sequence[int] | None = None, halted: bool = False) -> str:
     """What ``seat`` sees: tokens, discards, flags, face-up cards, own hand, known cards, the
     values a failed Guard ruled out for each other player, who knows its card, and its legal
     moves when it is to act (``moves``, when given: the legal moves to list). That is what its

@@ -65,9 +65,7 @@ def _number(value: Any) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def sentence(
-    error: Any, where: Callable[[Sequence[Any]], str], hint: Callable[[Any], str] | None = None
-) -> str:
+def sentence(error: Any, where: Callable[[Sequence[Any]], str], hint: Callable[[Any], str] | None = None) -> str:
     """One pydantic error (an item of ``ValidationError.errors()``) in the project's words, with
     ``hint(error)`` after it (`` (did you mean 'high'?)``) where one is given."""
     text = _sentence(error, where)

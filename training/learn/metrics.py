@@ -49,9 +49,7 @@ class MetricsLog:
     """One CSV row per update (evaluation columns filled when an evaluation ran) and the
     same scalars in TensorBoard."""
 
-    def __init__(
-        self, run_dir: Path, eval_opponents: Sequence[str], resume_update: int | None, resume_step: int = 0
-    ):
+    def __init__(self, run_dir: Path, eval_opponents: Sequence[str], resume_update: int | None, resume_step: int = 0):
         """Open the run's log; ``resume_update`` and ``resume_step`` are the update and turn
         count of the checkpoint a resumed run continues from (``resume_update`` None: a new run)."""
         self.path = run_dir / "metrics.csv"
