@@ -36,6 +36,7 @@ from training.exploitability.cfr import TreeWorkspace  # noqa: E402
 from training.exploitability.solver import check_rung_and_target, solve  # noqa: E402
 from training.learn.checkpoint import (  # noqa: E402
     build_model,
+    check_not_training_state,
     load_checkpoint,
     model_payload,
     resolve_checkpoint_path,
@@ -72,10 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     check_rung_and_target(parser, args.rules, args.solve_target)
     try:
         if args.out:  # named now, before the minutes of fitting whose result it would lose
-            # A run folder fits the file it loads (its best.pt or latest.pt): that file is the one to spare.
+            # A run folder fits the file it loads (its result.pt, best.pt or latest.pt): that file is the one to spare.
             if Path(args.out).resolve() == resolve_checkpoint_path(args.checkpoint).resolve():
                 raise ValueError(f"--out {args.out!r} is the checkpoint being fitted: write the fitted one elsewhere")
             check_new_file("--out", args.out, replace=args.force)
+            check_not_training_state("--out", args.out)
         checkpoint = load_checkpoint(args.checkpoint)
         tree = build_tree(rung_rules(args.rules))
     except (ValueError, FileNotFoundError) as err:  # CheckpointError and TreeError among them

@@ -34,6 +34,7 @@ from loveletter_env.atomic_files import temporary_beside  # noqa: E402
 from loveletter_env.validation import check_new_file, check_seed  # noqa: E402
 from training.learn.checkpoint import (  # noqa: E402
     CheckpointError,
+    check_not_training_state,
     load_checkpoint,
     resolve_checkpoint_path,
     save_checkpoint,
@@ -149,10 +150,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"train it on: python -m training.selfplay --resume {args.fork}")
         else:
             # A forgotten out would have put the mean over the first checkpoint named; a run
-            # folder named is the file it loads (its best.pt or latest.pt, training state and all).
+            # folder named is the file it loads (its result.pt, best.pt or latest.pt).
             if args.out.resolve() in {resolve_checkpoint_path(path).resolve() for path in args.checkpoints}:
                 raise ValueError(f"{str(args.out)!r} is one of the checkpoints averaged: name a new file first")
             check_new_file("out", args.out, replace=args.force)
+            check_not_training_state("out", args.out)
             average(args.out, args.checkpoints)
             print(f"wrote the mean of {len(args.checkpoints)} networks' weights to {args.out}")
     except (ValueError, OSError) as err:

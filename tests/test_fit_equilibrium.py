@@ -77,7 +77,7 @@ def test_bad_arguments_are_named_before_any_work(tmp_path):
     done = run(NETWORK, "--rules", "mini6", "--out", str(copy))
     assert done.returncode == 2 and f"--out '{copy}' already exists: pass --force to replace it" in done.stderr
     assert copy.read_bytes() == Path(NETWORK).read_bytes()
-    # A run folder fits its best.pt or latest.pt: --out over that file is the checkpoint fitted too.
+    # A run folder fits the file it loads (here its latest.pt): --out over that file is the checkpoint fitted too.
     (tmp_path / "run").mkdir()
     latest = tmp_path / "run" / "latest.pt"
     latest.write_bytes(Path(NETWORK).read_bytes())

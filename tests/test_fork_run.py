@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import ROOT, TINY_TRAINING, run_cut_short, subprocess_env
 
-from training.learn.checkpoint import load_checkpoint
+from training.learn.checkpoint import load_checkpoint, resolve_checkpoint_path
 from training.learn.config import load_config
 from training.learn.selfplay_command import main
 
@@ -130,11 +130,15 @@ def test_networks_of_other_shapes_are_not_averaged(forked, tmp_path):
 
 
 def test_an_out_that_a_run_folder_named_among_the_checkpoints_loads_is_refused(forked):
-    """A run folder averaged is its best.pt or latest.pt: an out over that file is one of the
-    checkpoints averaged too, and --force must not put the mean over the run's training state."""
+    """A run folder averaged is the file it loads: an out over that file is one of the
+    checkpoints averaged too, and --force must not put the mean over a run's training state,
+    whichever file of the run the folder stands for."""
     base = forked[0]
     latest = base / "trunk" / "latest.pt"
     before = latest.read_bytes()
-    done = fork_run("average", str(latest), str(base / "trunk"), str(base / "fork" / "latest.pt"), "--force")
+    loaded = resolve_checkpoint_path(base / "trunk")
+    done = fork_run("average", str(loaded), str(base / "trunk"), str(base / "fork" / "latest.pt"), "--force")
     assert done.returncode == 2 and "is one of the checkpoints averaged" in done.stderr, done.stdout + done.stderr
+    done = fork_run("average", str(latest), str(base / "trunk"), str(base / "fork" / "latest.pt"), "--force")
+    assert done.returncode == 2 and "holds a run's training state" in done.stderr, done.stdout + done.stderr
     assert latest.read_bytes() == before

@@ -23,7 +23,6 @@ from ..actions import NUM_ACTIONS
 from ..cards import CARD_VALUES, GUARD, KING, PRINCE
 from ..knowledge import ruled_out_after_play
 from ..observation import ObservationView, decode_observation
-from ..rules import Rules
 from ..validation import check_seed
 
 
@@ -231,12 +230,6 @@ class SeededAgent:
         return f"{type(self).__name__}(seed={self._seed!r})"
 
 
-#: Rules by ``king_ignores_handmaid``, the one rule of a view that bears on its legal actions:
-#: built once, as building (and checking) ``view.rules()`` cost more than the legal actions
-#: themselves, at every decision of a bot that checks its mask (:func:`check_turn`).
-_KING_RULES = {flag: Rules(king_ignores_handmaid=flag) for flag in (False, True)}
-
-
 def view_legal_actions(view: ObservationView) -> tuple[int, ...]:
     """The legal actions of the seat that ``view`` belongs to, holding ``view.hand``."""
     choosable = king_choosable = 0
@@ -245,7 +238,7 @@ def view_legal_actions(view: ObservationView) -> tuple[int, ...]:
             king_choosable |= 1 << t
             if not view.protected[t]:
                 choosable |= 1 << t
-    king_choosable = _KING_RULES[view.king_ignores_handmaid].king_choosable(choosable, king_choosable)
+    king_choosable = view.rules().king_choosable(choosable, king_choosable)
     a, b = view.hand
     return engine.legal_actions_holding(a, b, choosable, king_choosable)
 

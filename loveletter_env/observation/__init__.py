@@ -25,6 +25,7 @@ places and with the same meanings, so a network trained on version 1 reads the f
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -360,11 +361,20 @@ class ObservationView:
         """Rules that play as the ones this view shows (every table size needing
         ``tokens_to_win``); ``in_play`` as a ladder rung's (played at this view's table), which
         a view does not show."""
-        options = {field: getattr(self, field) for field in _VIEW_RULE_FIELDS}
+        flags = tuple(getattr(self, field) for field in _VIEW_RULE_FIELDS)
         players = 2 if in_play is None else self.num_players
-        return Rules(
-            name=name, tokens_to_win=(self.tokens_to_win,) * 3, in_play=in_play, rung_players=players, **options
-        )
+        return _observed_rules(name, self.tokens_to_win, in_play, players, flags)
+
+
+@functools.lru_cache(maxsize=256)
+def _observed_rules(
+    name: str, tokens_to_win: int, in_play: tuple[int, ...] | None, players: int, flags: tuple[bool, ...]
+) -> Rules:
+    """:meth:`ObservationView.rules`, built once for each set of arguments: building and
+    checking a :class:`Rules` costs more than a bot's legal moves, which ask for it at every
+    decision (``Rules`` is frozen, so one object serves every caller)."""
+    options = dict(zip(_VIEW_RULE_FIELDS, flags, strict=True))
+    return Rules(name=name, tokens_to_win=(tokens_to_win,) * 3, in_play=in_play, rung_players=players, **options)
 
 
 #: The view's fields for the rule options, in the order of :func:`rule_flags`.

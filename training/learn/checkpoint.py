@@ -223,6 +223,23 @@ def write_atomically(path: str | Path, write: Callable[[BinaryIO], object]) -> P
     return path
 
 
+def check_not_training_state(name: str, path: str | Path) -> None:
+    """Refuse to write a network over ``path`` when it holds a run's training state (a run's
+    ``latest.pt``: optimizer, generators, pool), which ``--resume`` needs and which no
+    ``--force`` should replace with bare weights: ``ValueError`` naming ``name``. A file that is
+    no checkpoint of this project, or none at all, passes (other checks name it)."""
+    if not Path(path).is_file():
+        return
+    try:
+        held = "training" in load_checkpoint(path)
+    except CheckpointError:
+        return
+    if held:
+        raise ValueError(
+            f"{name} {str(path)!r} holds a run's training state, which --resume needs: write the network elsewhere"
+        )
+
+
 def resolve_checkpoint_path(path: str | Path) -> Path:
     """``path`` itself if it is a file; for a run folder, the first of its ``result.pt``,
     ``best.pt`` and ``latest.pt`` (:func:`loveletter_env.agents.specs.checkpoint_file`, with
