@@ -305,8 +305,22 @@ class ProcessPoolRunner:
         return self._pool.imap(_play_in_pool_worker, chunks)
 
     def close(self) -> None:
+        # Pool.terminate can wait for ever: a worker it kills while the worker holds the result
+        # queue's lock leaves the pool's task thread blocked on that lock, and terminate joins
+        # that thread (CPython's multiprocessing; seen under load when a worker's error ends a
+        # run). The workers are ended by then, or as daemons at exit, and the pool's threads are
+        # daemons: after a bounded wait the run goes on with its result or its error.
+        closing = threading.Thread(target=self._terminate, name="pool terminate", daemon=True)
+        closing.start()
+        closing.join(TERMINATE_WAIT_S)
+
+    def _terminate(self) -> None:
         self._pool.terminate()
         self._pool.join()
+
+
+#: Seconds :meth:`ProcessPoolRunner.close` waits for the pool to end (it takes well under one).
+TERMINATE_WAIT_S = 10.0
 
 
 def _in_main_thread() -> bool:
