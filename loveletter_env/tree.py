@@ -700,17 +700,17 @@ def expected_score_pass(node_info, node_child, offsets, strategy, num_roots, wor
     return total / num_roots
 
 
-def checked_strategy(tree: GameTree, strategy: np.ndarray) -> np.ndarray:
-    """``strategy`` as the compiled passes over ``tree`` read it: float64, one probability per
-    action (laid out as :attr:`GameTree.actions`).
+def checked_layout(tree: GameTree, values: np.ndarray) -> np.ndarray:
+    """``values`` as float64, one number per action of ``tree`` (laid out as
+    :attr:`GameTree.actions`): a strategy, or one seat's part of a profile.
 
-    The passes run without bounds checks, so a strategy of another length (another rung's, a
+    The passes run without bounds checks, so an array of another length (another rung's, a
     slice) would be read past its end into figures that are no score; it is refused.
 
     Raises:
-        ValueError: ``strategy`` is not one number per action of ``tree``.
+        ValueError: ``values`` is not one number per action of ``tree``.
     """
-    array = np.ascontiguousarray(strategy, dtype=np.float64)
+    array = np.ascontiguousarray(values, dtype=np.float64)
     if array.shape != tree.actions.shape:
         raise ValueError(
             f"a strategy on the tree of {tree.rules.name!r} is one probability per action "
@@ -719,22 +719,43 @@ def checked_strategy(tree: GameTree, strategy: np.ndarray) -> np.ndarray:
     return array
 
 
+def checked_strategy(tree: GameTree, strategy: np.ndarray) -> np.ndarray:
+    """``strategy`` as the compiled passes over ``tree`` read it: float64, one probability per
+    action (:func:`checked_layout`), each information set's summing to 1.
+
+    Numbers that are not probabilities weight the children so that a score or a best response
+    comes out outside 0..1 (or NaN) without a word; they are refused.
+
+    Raises:
+        ValueError: ``strategy`` is not one number per action of ``tree``, or some information
+            set's numbers are not finite, non-negative and summing to 1 within 1e-5.
+    """
+    array = checked_layout(tree, strategy)
+    sums = np.add.reduceat(array, tree.action_offsets[:-1])  # a tree has an action at every set
+    if not (np.isfinite(array).all() and (array >= 0).all() and np.allclose(sums, 1.0, rtol=0, atol=1e-5)):
+        worst = int(np.argmax(np.abs(np.nan_to_num(sums, nan=np.inf) - 1.0)))
+        raise ValueError(
+            "strategy must give each information set probabilities (finite, non-negative, summing to 1 within 1e-5); "
+            f"set {worst} sums to {float(sums[worst])!r}, and the smallest entry is {float(array.min())!r}"
+        )
+    return array
+
+
+def checked_seat(tree: GameTree, seat: object) -> int:
+    """``seat`` if it is a seat of ``tree``'s rung; a ``ValueError`` naming the rung's seats
+    otherwise (the passes read a winner's bit per seat without bounds checks: seat 2 of a
+    2-player rung would score 0)."""
+    if not is_int(seat) or seat not in range(tree.num_players):
+        raise ValueError(f"seat must be a seat of {tree.rules.name!r} (0..{tree.num_players - 1}), got {seat!r}")
+    return int(seat)  # type: ignore[call-overload]
+
+
 def expected_score(tree: GameTree, strategy: np.ndarray, seat: int = 0) -> float:
     """Seat ``seat``'s expected score (player 0 by default) when every player follows
     ``strategy`` (float64 per action, laid out as :attr:`GameTree.actions`;
     :meth:`GameTree.uniform_strategy` is one)."""
-    if not is_int(seat) or seat not in range(tree.num_players):
-        raise ValueError(f"seat must be a seat of {tree.rules.name!r} (0..{tree.num_players - 1}), got {seat!r}")
+    seat = checked_seat(tree, seat)
     strategy = checked_strategy(tree, strategy)
-    # Anything else weights the children by numbers that are not probabilities, and the
-    # pass returns a score outside 0..1 (or NaN) without a word.
-    sums = np.add.reduceat(strategy, tree.action_offsets[:-1])  # a tree has an action at every set
-    if not (np.isfinite(strategy).all() and (strategy >= 0).all() and np.allclose(sums, 1.0, rtol=0, atol=1e-5)):
-        worst = int(np.argmax(np.abs(np.nan_to_num(sums, nan=np.inf) - 1.0)))
-        raise ValueError(
-            "strategy must give each information set probabilities (finite, non-negative, summing to 1 within 1e-5); "
-            f"set {worst} sums to {float(sums[worst])!r}, and the smallest entry is {float(strategy.min())!r}"
-        )
     work = np.empty(tree.num_nodes)
     args = (tree.node_info, tree.node_child, tree.action_offsets, strategy, tree.num_deals, work, seat)
     return float(expected_score_pass(*args))
