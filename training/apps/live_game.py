@@ -26,8 +26,8 @@ from loveletter_env.cards import CARD_COUNTS
 from loveletter_env.engine import GameState
 from loveletter_env.observation import encode_observation
 from loveletter_env.render import narrate, round_summary
-from loveletter_env.replay import AgentInfo, Replay, ReplayRecorder, decision_details
-from loveletter_env.validation import is_int
+from loveletter_env.replay import AgentInfo, Replay, ReplayError, ReplayRecorder, checked_details, decision_details
+from loveletter_env.validation import check_choice, check_int, check_num_players, check_seat, check_seed, is_int, shown
 
 #: How a replay names the person's seat.
 HUMAN = "human"
@@ -92,12 +92,29 @@ class Opponent:
     build: Callable[[int], Any] = field(repr=False)
 
 
+def _checked_explanation(details: dict[str, Any], state: GameState, label: str) -> dict[str, Any]:
+    """``details`` (the agent ``label`` explaining its move on ``state``) as a replay file holds
+    them, else :class:`AgentError` naming what is wrong.
+
+    Checked before the move, as the env's recorder checks them: the replay checks every step again
+    when the game ends, and an explanation naming an illegal move failed there, the game's replay
+    lost and no agent named. The message leaves out the values the agent gave (the failure is
+    chained to it): its probabilities, or the moves they name, would show the agent's hand.
+    """
+    try:
+        return dict(checked_details(details, state, "explain()"))
+    except ReplayError as exc:
+        problem = re.sub(r", got .*", "", str(exc), flags=re.DOTALL)
+        problem = re.sub(r"(details\.probabilities)\.\d+", r"\1", problem)
+        raise AgentError(f"agent {label} explained its move with details a replay cannot hold: {problem}") from exc
+
+
 class LiveGame:
     """One person (at ``seat``) against agents, one round or a whole game.
 
     Args:
         opponents: one per other seat, in seat order.
-        num_players: 2, 3 or 4 (checked by the caller).
+        num_players: 2, 3 or 4.
         seat: the person's seat.
         rules: a preset name.
         seed: seeds the deals and the agents (``None``: fresh entropy).
@@ -112,6 +129,8 @@ class LiveGame:
 
     The agents play as soon as the round is dealt, so :attr:`log` may already hold moves
     (even the whole round, at a table where the person is put out before their turn).
+
+    Raises ``ValueError`` naming an argument that cannot make a game, before any agent is built.
     """
 
     def __init__(
@@ -126,11 +145,24 @@ class LiveGame:
         metadata: Mapping[str, Any] | None = None,
         agent_turns_per_call: int | None = None,
     ):
-        self.seat = seat
-        self.agent_turns_per_call = agent_turns_per_call
-        self.length = length
+        # Checked here, not only by the apps: a bad seat failed as "zip() argument 2 is shorter than
+        # argument 1", a seed True dealt seed 1's cards, max_rounds=0 still played a round, and
+        # agent_turns_per_call=0 left the agents to move forever.
+        num_players = check_num_players(num_players)
+        self.seat = check_seat("seat", seat, num_players)
+        if len(opponents) != num_players - 1:
+            raise ValueError(
+                f"{len(opponents)} opponents given for the {num_players - 1} other seat"
+                f"{'s' * (num_players > 2)} of a {num_players}-player table"
+            )
+        self.agent_turns_per_call = (
+            None if agent_turns_per_call is None else check_int("agent_turns_per_call", agent_turns_per_call, low=1)
+        )
+        self.length = check_choice("length", length, ("round", "game"))
+        if max_rounds is not None:
+            max_rounds = check_int("max_rounds", max_rounds, low=1)
         self.max_rounds = 1 if length == "round" else max_rounds
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(check_seed(seed, allow_none=True))
         others = [p for p in range(num_players) if p != seat]
         agent_seeds = {p: int(self.rng.integers(2**31)) for p in others}
         self.agents = {p: opponent.build(agent_seeds[p]) for p, opponent in zip(others, opponents, strict=True)}
@@ -192,7 +224,8 @@ class LiveGame:
             raise NotNow(f"it is not your turn: player_{self.state.current} is to move")
         legal = engine.legal_actions(self.state)
         if not is_int(action) or action not in legal:
-            raise IllegalMove(f"action {action!r} is not one of your legal moves {list(legal)}")
+            # shown(): a 5,000-digit integer cannot be written out, and a long text is not echoed whole.
+            raise IllegalMove(f"action {shown(action)} is not one of your legal moves {list(legal)}")
         self._play(int(action))
         self._play_agents()
 
@@ -267,9 +300,16 @@ class LiveGame:
             label = f"{self.infos[player].name} at player_{player}"
             start, start_cpu = time.perf_counter(), time.thread_time()
             observation = observation_of(state, player)
+            legal = engine.legal_actions(state)
             try:
                 details = decision_details(agent, observation, player, state.num_players)
+                if details is not None:
+                    details = _checked_explanation(details, state, label)
                 action = checked_act(agent, observation, name=label)
+                if action not in legal:
+                    # Checked against the game, not only the mask the agent was given: an agent that wrote
+                    # into that mask passed checked_act, and the engine's refusal listed its hand.
+                    raise AgentError(f"agent {label} returned action {action}, which is not legal here")
             except Exception as exc:  # any failure of an agent's code: the game cannot go on
                 self._stop(label, exc)
             self.bot_seconds.append(time.perf_counter() - start)
