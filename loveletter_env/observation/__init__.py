@@ -363,6 +363,9 @@ class ObservationView:
         a view does not show."""
         flags = tuple(getattr(self, field) for field in _VIEW_RULE_FIELDS)
         players = 2 if in_play is None else self.num_players
+        if in_play is not None and type(in_play).__hash__ is None:
+            # A list or an array: Rules takes any sequence, but the cache needs a hashable key.
+            in_play = tuple(in_play)
         return _observed_rules(name, self.tokens_to_win, in_play, players, flags)
 
 
@@ -453,6 +456,11 @@ def observation_for_layout(observation, version: int):
     the same places, so a version-1 network reads a prefix (a view, not a copy). Works on
     numpy arrays and torch tensors, batched or not; the last axis must be a current observation.
     """
+    if len(observation.shape) == 0:  # a single number has no last axis: shape[-1] would raise IndexError
+        raise ValueError(
+            f"expected observation version {OBSERVATION_VERSION} ({OBSERVATION_SIZE} entries) on the last axis, "
+            f"got shape {tuple(observation.shape)}"
+        )
     check_observation_size(observation.shape[-1])
     return observation[..., : layout_size(version)]
 
@@ -462,7 +470,13 @@ def check_observation_values(observations: np.ndarray) -> None:
     ``[OBSERVATION_SIZE]`` or a batch ``[B, OBSERVATION_SIZE]`` (its row named too) of
     another kind than numbers (a bool vector has lost its counts), an entry that is no whole
     number in 0..:data:`OBSERVATION_HIGH`, or no table size (a blank vector, which would
-    read as a 2-player table)."""
+    read as a 2-player table). Any other shape is refused first, by name: the checks below
+    index the last axis as an observation's entries and name a row of the first."""
+    if observations.ndim not in (1, 2) or observations.shape[-1] != OBSERVATION_SIZE:
+        raise ValueError(
+            f"expected one observation ({OBSERVATION_SIZE},) or a batch (B, {OBSERVATION_SIZE}), "
+            f"got shape {observations.shape}"
+        )
     of = "of the observation" if observations.ndim == 1 else "of row {} of the observations"
     if observations.dtype.kind not in "iuf":
         # A bool vector is a lossy cast: a deck of 9 cards or 3 tokens would read as 1.

@@ -591,6 +591,37 @@ def test_only_an_integer_names_a_layout_version(version):
         layout_size(version)
 
 
+@pytest.mark.parametrize("observation", [np.float32(3.0), np.zeros((), np.float32)], ids=["scalar", "0-d array"])
+def test_a_single_number_is_refused_as_no_observation(observation):
+    """A 0-d array has no last axis to hold an observation: reading ``shape[-1]`` raised a bare
+    ``IndexError: tuple index out of range`` instead of saying what was wrong."""
+    expected = "expected observation version 2 (1382 entries) on the last axis, got shape ()"
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+        observation_for_layout(observation, 1)
+
+
+@pytest.mark.parametrize("shape", [(), (OBSERVATION_SIZE - 1,), (2, 2, OBSERVATION_SIZE), (3, 646)], ids=str)
+def test_checking_values_refuses_what_is_no_vector_or_batch_of_observations(shape):
+    """``check_observation_values`` reads one vector or a batch of them: a 0-d array raised
+    ``IndexError``, and a short vector was blamed on its (missing) table size, ``[]``."""
+    from loveletter_env.observation import check_observation_values
+
+    expected = f"expected one observation ({OBSERVATION_SIZE},) or a batch (B, {OBSERVATION_SIZE}), got shape {shape}"
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+        check_observation_values(np.zeros(shape, np.float32))
+
+
+def test_a_views_rules_take_the_cards_in_play_as_any_sequence():
+    """``Rules`` takes ``in_play`` as any sequence; the view's cached ``rules`` raised
+    ``TypeError: unhashable type: 'list'`` for a list or an array of the same cards."""
+    from loveletter_env.rules import MINI6
+
+    view = decode_observation(encode_observation(start(2), 0))
+    cards = MINI6.in_play
+    assert view.rules("rung", list(cards)) == view.rules("rung", cards) == view.rules("rung", np.array(cards))
+    assert view.rules("rung", list(cards)).in_play == cards
+
+
 def test_a_huge_version_is_not_echoed_whole():
     for version in ("7" * 5_000_000, 10**5000, [2] * 1_000_000):
         with pytest.raises(ValueError) as refused:
