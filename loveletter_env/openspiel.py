@@ -126,7 +126,7 @@ class LoveLetterGame(pyspiel.Game):
         if not isinstance(rules_name, str) or rules_name not in PRESETS:
             raise ValueError(f"rules must be one of {sorted(PRESETS)}, got {rules_name!r}")
         self.rules: Rules = resolve_rules(rules_name)
-        self.rules.check_num_players(num_players)  # a rung plays at its own table size only
+        self.rules.check_num_players(num_players, "players")  # a rung plays at its own table size only
         self.plan = DealPlan(self.rules, num_players)
         info = pyspiel.GameInfo(
             num_distinct_actions=NUM_ACTIONS,
@@ -138,6 +138,14 @@ class LoveLetterGame(pyspiel.Game):
             max_game_length=self.plan.max_turns,
         )
         super().__init__(_GAME_TYPE, info, {"players": num_players, "rules": rules_name})
+
+    def __reduce__(self) -> tuple[Any, tuple[dict[str, Any]]]:
+        """Pickle (and ``copy``) the game as its parameters, loaded again through pyspiel.
+
+        pyspiel's own pickling of a game keeps only its string and rebuilds the C++ part, so a
+        Python game came back without ``rules`` and ``plan`` and failed on first use.
+        """
+        return _load_game, (self.get_parameters(),)
 
     def new_initial_state(self) -> LoveLetterState:
         """The round before the deal: a chance node."""
@@ -192,6 +200,12 @@ class LoveLetterGame(pyspiel.Game):
                 f"private_info={iig_obs_type.private_info.name}"
             )
         return EnvObservationObserver(exact_strings=iig_obs_type.perfect_recall)
+
+
+def _load_game(parameters: dict[str, Any]) -> LoveLetterGame:
+    """The game with these parameters, as ``pyspiel.load_game`` builds it: what an unpickled
+    game is (this module registers the game, so unpickling imports it first)."""
+    return pyspiel.load_game(GAME_NAME, parameters)
 
 
 class _Round:
@@ -361,10 +375,6 @@ class EnvObservationObserver:
 def _observation_text(observation: np.ndarray) -> str:
     """An observation vector exactly and briefly: its nonzero entries as ``index:value``."""
     return " ".join(f"{i}:{int(observation[i])}" for i in np.flatnonzero(observation))
-
-
-def _cards(cards: Sequence[int]) -> str:
-    return "+".join(card_name(c) for c in cards) if cards else "-"
 
 
 pyspiel.register_game(_GAME_TYPE, LoveLetterGame)

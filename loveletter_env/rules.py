@@ -166,13 +166,14 @@ class Rules:
         then everything after the face-up cards."""
         return (0, *range(1 + self.face_up_count(num_players), DECK_SIZE))
 
-    def check_num_players(self, num_players: int) -> int:
+    def check_num_players(self, num_players: int, name: str = "num_players") -> int:
         """``num_players`` if these rules can be played at that table (a rung only at its
-        own, :attr:`rung_players`); else a ``ValueError`` saying why."""
+        own, :attr:`rung_players`); else a ``ValueError`` saying why, naming the table size
+        as its caller's argument ``name`` does."""
         if self.in_play is not None and num_players != self.rung_players:
             raise ValueError(
                 f"rules {self.name!r} are a ladder rung, played by {self.rung_players} players only; "
-                f"got num_players={num_players!r}"
+                f"got {name}={num_players!r}"
             )
         return num_players
 

@@ -132,7 +132,8 @@ def test_unknown_or_mistyped_parameters_are_refused():
 
 @pytest.mark.parametrize("players", [3, 4])
 def test_a_rung_at_more_than_two_players_is_refused(players):
-    with pytest.raises(ValueError, match="2 players only"):
+    # Named as the game's parameter is, not as the engine's argument (num_players).
+    with pytest.raises(ValueError, match=f"2 players only; got players={players}$"):
         load(players, RUNGS[0])
     with pytest.raises(ValueError, match="mini7_3p' are a ladder rung, played by 3 players only"):
         load({3: 4, 4: 2}[players], "mini7_3p")  # a 3-player rung at 4, then at 2
@@ -314,6 +315,25 @@ def test_a_state_serializes_as_its_actions_and_round_trips(players, rules):
         if not state.is_terminal() and not state.is_chance_node():
             action = state.legal_actions()[-1]
             assert _fingerprint(copy.child(action)) == _fingerprint(state.child(action))
+
+
+@pytest.mark.parametrize("copier", ["pickle", "copy", "deepcopy"])
+def test_a_pickled_or_copied_game_is_the_same_game(copier):
+    """pyspiel pickles a game as its string and rebuilds only the C++ part, so a Python game
+    came back without its attributes (no rules, no deal plan) and failed on first use."""
+    import copy
+    import pickle
+
+    game = load(3, "pegasus")
+    again = {
+        "pickle": lambda g: pickle.loads(pickle.dumps(g)),
+        "copy": copy.copy,
+        "deepcopy": copy.deepcopy,
+    }[copier](game)
+    assert str(again) == str(game) and again.rules is game.rules
+    deck = random_deck("pegasus", random.Random(0))
+    state, twin = dealt(game, deck), dealt(again, deck)
+    assert _fingerprint(twin) == _fingerprint(state)
 
 
 def _pickled_state_text(tmp_path: Path) -> tuple[str, Path]:
