@@ -19,11 +19,26 @@ from pathlib import Path
 from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
-from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
+from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES, resolve_agent
 from loveletter_env.validation import MAX_SEED, check_writable
 from training.measure.evaluation import evaluate
-from training.measure.league import GROUPS_FILE, LEAGUE_FILES, GroupsFile, league, league_markdown, write_league
-from training.measure.matches import MAX_EPISODES, PlayInterrupted, check_duplicate_rounds
+from training.measure.league import (
+    GROUPS_FILE,
+    LEAGUE_FILES,
+    GroupsFile,
+    league,
+    league_markdown,
+    league_settings,
+    write_league,
+)
+from training.measure.matches import (
+    MAX_EPISODES,
+    MatchSetup,
+    PlayInterrupted,
+    check_agents_play,
+    check_counts,
+    check_duplicate_rounds,
+)
 from training.measure.ray_cluster import DEFAULT_CONNECT_TIMEOUT, RayCluster
 from training.measure.stats import complete_deals, summarize
 
@@ -203,22 +218,46 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 
 def _check_kept_groups(parser: argparse.ArgumentParser, args: argparse.Namespace, path: Path) -> None:
-    """A league neither loses the groups a stopped run kept nor resumes from nothing."""
-    if args.resume:
-        if not path.is_file():
-            parser.error(f"--resume: nothing to go on from, {str(path)!r} does not exist")
-        return
+    """A league neither loses the groups a stopped run kept nor resumes from nothing, nor from
+    groups played with other settings (refused by the league only once its agents are loaded)."""
+    if args.resume and not path.is_file():
+        parser.error(f"--resume: nothing to go on from, {str(path)!r} does not exist")
     if args.force or not path.is_file():
         return
+    episode, count = _episodes(args, args.players or 2)
+    settings = league_settings(args.players or 2, count, episode, args.rules, args.seed, args.duplicate)
     try:
+        records = GroupsFile.read_lines(path)
         kept, total = GroupsFile.progress_of(path)
     except (ValueError, OSError) as err:
+        if args.resume:  # the league names the damage
+            return
         parser.error(f"--out holds a groups file that cannot be read ({err}): --force starts the league again")
-    if kept < total:
+    differ = ", ".join(GroupsFile.other_settings(records[0], settings))
+    if args.resume:
+        if differ:
+            parser.error(
+                f"--resume: {str(path)!r} keeps the groups of a league with another {differ}: give the options it "
+                "was played with, or --force to start this one over them"
+            )
+        return
+    if len(records) > 1 and kept < total:  # a league stopped before its first group ended kept nothing to lose
+        played = f" with another {differ}" if differ else ""
+        go_on = "" if differ else "--resume plays the rest, "
         parser.error(
-            f"--out {str(path.parent)!r} holds {kept} of {total} groups of an unfinished league ({GROUPS_FILE}): "
-            "--resume plays the rest, --force starts again"
+            f"--out {str(path.parent)!r} holds {kept} of {total} groups of an unfinished league{played} "
+            f"({GROUPS_FILE}): {go_on}--force starts again"
         )
+
+
+def _episodes(args: argparse.Namespace, players: int) -> tuple[str, int]:
+    """What the run plays (a league: each group): ``("round" or "game", how many)``, the default
+    count rounded up to whole deals with ``--duplicate``."""
+    episode = "game" if args.games else "round"
+    count = args.games or args.rounds or (200 if args.league else 1000)
+    if args.duplicate and not (args.games or args.rounds):
+        count = -(-count // players) * players
+    return episode, count
 
 
 def _remove_earlier_replays(folder: Path) -> None:
@@ -231,11 +270,13 @@ def _remove_earlier_replays(folder: Path) -> None:
         print(f"--force: removed {len(earlier)} replays of an earlier run from {folder}", file=sys.stderr)
 
 
-def _report_league_interruption(args: argparse.Namespace) -> None:
-    """Ctrl-C in a league: what it kept, and how to go on."""
+def _report_league_interruption(args: argparse.Namespace, settings: dict[str, object]) -> None:
+    """Ctrl-C in a league: what it kept, and how to go on. Stopped before it started its groups
+    file, the file in ``--out`` may be an earlier league's: its groups count only if this
+    league's ``settings`` are theirs, as ``--resume`` takes them only then."""
     path = args.out / GROUPS_FILE
     try:
-        kept, total = GroupsFile.progress_of(path)
+        kept, total = GroupsFile.progress_of(path, settings)
     except (ValueError, OSError):
         kept, total = 0, 0
     if kept:
@@ -260,11 +301,8 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         parser.error("--samples goes with --exact")
     if args.players is None:  # --exact takes the rung's table size instead
         args.players = 2
-    episode = "game" if args.games else "round"
-    count = args.games or args.rounds or (200 if args.league else 1000)
+    episode, count = _episodes(args, args.players)
     if args.duplicate:
-        if not (args.games or args.rounds):
-            count = -(-count // args.players) * args.players  # the default, rounded up to whole deals
         try:
             check_duplicate_rounds(count, args.players, "--duplicate", "--games" if args.games else "--rounds")
         except ValueError as err:
@@ -288,10 +326,10 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         ray=cluster,
         duplicate=args.duplicate,
     )
+    settings = league_settings(args.players, count, episode, args.rules, args.seed, args.duplicate)
     try:
         if args.league:
-            out = args.out
-            out.mkdir(parents=True, exist_ok=True)
+            out = args.out  # made by the league once its arguments are checked
             table = league(args.league, **common, groups_file=out / GROUPS_FILE, resume=args.resume)
             paths = write_league(table, out)
             if args.json:
@@ -300,7 +338,8 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
                 print(league_markdown(table))
                 print("written: " + ", ".join(str(p) for p in paths))
             return 0
-        if args.force and args.save_replays is not None:
+        if args.force and args.save_replays is not None and any(args.save_replays.glob(REPLAY_FILES)):
+            _check_play(args.agents, common)  # a typo in an agent must not cost the earlier replays
             _remove_earlier_replays(args.save_replays)
         result = evaluate(
             args.agents, save_replays=args.save_replays, save_replays_every=args.save_replays_every or 1, **common
@@ -308,11 +347,11 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     except (ValueError, OSError, RuntimeError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
     except PlayInterrupted as stop:
-        _report_interruption(args, stop, episode)
+        _report_interruption(args, stop, episode, settings)
         raise
     except KeyboardInterrupt:  # outside a group's play: a league may have played groups by then
         if args.league:
-            _report_league_interruption(args)
+            _report_league_interruption(args, settings)
         else:
             print("\ninterrupted before any episode was played; nothing was written", file=sys.stderr)
         raise
@@ -325,14 +364,27 @@ def _names_an_agent(value: str) -> bool:
     return value.partition(":")[0] in AGENT_NAMES or value.endswith(CHECKPOINT_SUFFIXES) or Path(value).exists()
 
 
-def _report_interruption(args: argparse.Namespace, stop: PlayInterrupted, episode: str) -> None:
+def _check_play(agents: list[str], common: dict[str, Any]) -> None:
+    """Raise ``ValueError`` for what :func:`evaluate` would refuse before its first episode (the
+    lineup, the table and rules, the counts, the agents' specs), so that ``--force`` removes the
+    earlier replays only for a run that plays."""
+    setup = MatchSetup.of(
+        agents, common["num_players"], common["episode"], common["rules"], common["seed"], common["duplicate"]
+    )
+    check_counts(setup, common["rounds"], common["workers"])
+    check_agents_play([resolve_agent(spec) for spec in setup.lineup], setup.rules)
+
+
+def _report_interruption(
+    args: argparse.Namespace, stop: PlayInterrupted, episode: str, settings: dict[str, object]
+) -> None:
     """Ctrl-C: say what was played; a plain evaluation shows the figures of the episodes
     it finished (the first ones of the same seeded run; with duplicate deals, those of the
     deals played in every seat rotation); a league says which groups it kept."""
     unit = "rounds" if episode == "round" else "games"
     counted = complete_deals(stop.records, args.players) if args.duplicate else stop.records
     if args.league:
-        _report_league_interruption(args)
+        _report_league_interruption(args, settings)
     elif not stop.records:
         print(f"\ninterrupted before the first {unit[:-1]} ended; no figures", file=sys.stderr)
     elif not counted:

@@ -47,6 +47,13 @@ GROUPS_FORMAT = {"format": "loveletter league groups", "version": 1}
 LEAGUE_SETTINGS = ("players", "rounds", "episode", "rules", "seed", "duplicate")
 
 
+def league_settings(
+    num_players: int, rounds: int, episode: str, rules: str, seed: int, duplicate: bool
+) -> dict[str, object]:
+    """A league's :data:`LEAGUE_SETTINGS`, by name, as its groups file's header keeps them."""
+    return dict(zip(LEAGUE_SETTINGS, (num_players, rounds, episode, rules, seed, duplicate), strict=True))
+
+
 def group_seed(seed: int, names: Sequence[str]) -> int:
     """The seed of the group of agents ``names`` (in their seats' order) in a league seeded
     ``seed``: a function of the two alone, so a group plays the same episodes whatever other
@@ -104,12 +111,28 @@ class GroupsFile:
             records.append(record)
         if not records or any(records[0].get(k) != v for k, v in GROUPS_FORMAT.items()):
             raise ValueError(f"{path} is not a league's groups file ({GROUPS_FILE})")
+        # Checked here, for every reader: a hand-edited file otherwise ended in a TypeError.
+        if not isinstance(records[0].get("agents"), list) or type(records[0].get("groups")) is not int:
+            raise ValueError(f"{path}: its first line lacks the league's agents or its count of groups")
+        for number, record in enumerate(records[1:], 2):
+            if not isinstance(record.get("agents"), list):
+                raise ValueError(f"{path}: line {number} lacks its group's agents")
         return records
 
+    @staticmethod
+    def other_settings(header: dict[str, Any], settings: dict[str, object]) -> list[str]:
+        """The names of the ``settings`` (:func:`league_settings`) a groups file's ``header`` keeps
+        other values of: a league goes on only from groups played with the same."""
+        return [k for k in LEAGUE_SETTINGS if header.get(k) != settings.get(k)]
+
     @classmethod
-    def progress_of(cls, path: Path) -> tuple[int, int]:
-        """``(groups kept, groups in the league)`` of the league whose groups file is at ``path``."""
+    def progress_of(cls, path: Path, settings: dict[str, object] | None = None) -> tuple[int, int]:
+        """``(groups kept, groups in the league)`` of the league whose groups file is at ``path``.
+        With ``settings`` (:func:`league_settings`), a file of a league played with other settings
+        keeps none: a league with these could not go on from its groups."""
         records = cls.read_lines(path)
+        if settings is not None and cls.other_settings(records[0], settings):
+            return 0, int(records[0].get("groups", 0))
         agents = set(records[0].get("agents") or ())
         kept = {tuple(r.get("agents") or ()) for r in records[1:]}
         return sum(1 for names in kept if set(names) <= agents), int(records[0].get("groups", 0))
@@ -123,7 +146,7 @@ class GroupsFile:
             ValueError: the file's groups were played with other settings (naming them) or it is damaged.
         """
         records = self.read_lines(self.path)
-        differ = [k for k in LEAGUE_SETTINGS if self.header.get(k) != records[0].get(k)]
+        differ = self.other_settings(records[0], self.header)
         if differ:
             raise ValueError(
                 f"{self.path} keeps the groups of a league with another {', '.join(differ)}: run the league with "
@@ -139,7 +162,9 @@ class GroupsFile:
         return groups
 
     def start(self) -> None:
-        """Begin the file afresh: the header, and no group."""
+        """Begin the file afresh: the header, and no group (its folder made now, once the league's
+        arguments are checked, so that a league refused leaves no empty folder)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._write([self.header])
 
     def add(self, names: Sequence[str], files: dict[str, dict[str, str]], winners: list[list[int]]) -> None:
@@ -229,7 +254,7 @@ def league(
     kept: dict[tuple[str, ...], tuple[dict[str, dict[str, str]], list[list[int]]]] = {}
     store = None
     if groups_file is not None:
-        settings = dict(zip(LEAGUE_SETTINGS, (num_players, rounds, episode, rules, seed, duplicate), strict=True))
+        settings = league_settings(num_players, rounds, episode, rules, seed, duplicate)
         store = GroupsFile(Path(groups_file), settings, labels, len(groups))
         if resume:
             if not store.path.is_file():

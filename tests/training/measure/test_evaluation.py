@@ -360,3 +360,24 @@ def test_a_pool_whose_terminate_hangs_still_lets_the_run_end(monkeypatch):
     released.set()
     real_pool.terminate()
     real_pool.join()
+
+
+@pytest.mark.parametrize(
+    ("agents", "message"),
+    [
+        (["random", "wizard"], "unknown agent 'wizard'"),
+        (["random", "ismcts:iterations=0"], "iterations"),
+        (["random", "rule", "belief"], "3 agents given for a 2-player table"),
+    ],
+)
+def test_force_keeps_the_earlier_replays_of_a_run_refused_before_play(tmp_path: Path, agents, message, capsys):
+    from training.evaluate import main
+
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "episode_000000.json").write_text("{}")
+    with pytest.raises(SystemExit) as stop:
+        main([*agents, "--rounds", "4", "--rules", "mini6", "--save-replays", str(held), "--force", "--no-progress"])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    # A typo in an agent is no reason to lose them: --force replaces them with this run's, which never began.
+    assert (held / "episode_000000.json").read_text() == "{}"

@@ -196,3 +196,106 @@ def test_a_league_refuses_bad_play_settings_before_it_starts_its_groups_file(tmp
     with pytest.raises(ValueError, match=match):
         league(["random", "rule", "belief"], groups_file=groups, **settings)
     assert not groups.exists()
+
+
+def test_a_league_stopped_before_its_first_group_ended_can_be_run_again(tmp_path, monkeypatch, capsys):
+    from training.evaluate import main
+    from training.learn.interrupt import EXIT_INTERRUPTED
+    from training.measure.league import GROUPS_FILE
+
+    out = tmp_path / "out"
+    argv = ["--league", "random", "rule", "belief", "--rounds", "4", "--rules", "mini6", "--out", str(out)]
+    _stopping_at_group(monkeypatch, 0)
+    assert main([*argv, "--no-progress"]) == EXIT_INTERRUPTED
+    assert "no group was kept" in capsys.readouterr().err
+    assert (out / GROUPS_FILE).is_file()  # its header alone
+    monkeypatch.undo()
+    # Nothing kept, nothing to lose: the same command plays the league (it was refused, "holds 0 of 3 groups").
+    assert main([*argv, "--no-progress"]) == 0
+    assert (out / "league.md").is_file()
+
+
+def test_ctrl_c_before_a_league_starts_does_not_offer_an_earlier_leagues_groups(tmp_path, monkeypatch, capsys):
+    from training.evaluate import main
+    from training.learn.interrupt import EXIT_INTERRUPTED
+    from training.measure import league as league_module
+
+    out = str(tmp_path / "out")
+    assert main(["--league", "random", "rule", "--rounds", "4", "--rules", "mini6", "--out", out, "--no-progress"]) == 0
+    capsys.readouterr()
+
+    def stopped_while_loading(agents, rules):  # a checkpoint's load takes seconds: Ctrl-C may come then
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(league_module, "check_agents_play", stopped_while_loading)
+    argv = ["--league", "random", "rule", "--rounds", "6", "--rules", "mini6", "--out", out, "--no-progress"]
+    assert main(argv) == EXIT_INTERRUPTED
+    err = capsys.readouterr().err
+    # The groups in --out are the earlier league's, of 4 rounds: --resume could not take them.
+    assert "--resume goes on from them" not in err
+    assert "no group was kept" in err
+
+
+def test_a_league_refused_before_it_starts_leaves_no_folder(tmp_path, capsys):
+    from training.evaluate import main
+
+    for agents in (["rule", "rule"], ["rule"], ["random", "rule", "belief", "--players", "3"]):
+        out = tmp_path / "out"
+        with pytest.raises(SystemExit) as stop:
+            main(["--league", *agents, "--rounds", "4", "--rules", "mini6", "--out", str(out), "--no-progress"])
+        assert stop.value.code == 2 and "error:" in capsys.readouterr().err
+        assert not out.exists(), agents
+
+
+def test_groups_kept_with_other_settings_are_not_offered_to_resume(tmp_path, monkeypatch, capsys):
+    from training.evaluate import main
+    from training.learn.interrupt import EXIT_INTERRUPTED
+    from training.measure.league import GROUPS_FILE
+
+    out = tmp_path / "out"
+    league = ["--league", "random", "rule", "belief", "--rules", "mini6", "--out", str(out), "--no-progress"]
+    _stopping_at_group(monkeypatch, 1)
+    assert main([*league, "--rounds", "4"]) == EXIT_INTERRUPTED
+    monkeypatch.undo()
+    kept = (out / GROUPS_FILE).read_text()
+    capsys.readouterr()
+
+    def refused(*argv: str) -> str:
+        with pytest.raises(SystemExit) as stop:
+            main([*league, *argv])
+        assert stop.value.code == 2
+        return capsys.readouterr().err
+
+    # It said "--resume plays the rest", and --resume then said "start it again without --resume".
+    err = refused("--rounds", "6")
+    assert "holds 1 of 3 groups of an unfinished league with another rounds" in err
+    assert "--resume plays the rest" not in err and "--force starts again" in err
+    err = refused("--rounds", "6", "--resume")
+    assert "with another rounds" in err and "--force" in err and "without --resume" not in err
+    assert (out / GROUPS_FILE).read_text() == kept
+    # With the options it was played with, the league is offered --resume.
+    assert "--resume plays the rest" in refused("--rounds", "4")
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ['{"format": "loveletter league groups", "version": 1, "agents": 5, "groups": 1}'],
+        ['{"format": "loveletter league groups", "version": 1, "agents": ["random", "rule"], "groups": [1]}'],
+        [
+            '{"format": "loveletter league groups", "version": 1, "agents": ["random", "rule"], "groups": 1}',
+            '{"agents": 7, "files": {}, "winners": []}',
+        ],
+    ],
+)
+def test_a_damaged_groups_file_is_named_not_a_traceback(tmp_path, lines, capsys):
+    from training.evaluate import main
+    from training.measure.league import GROUPS_FILE
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / GROUPS_FILE).write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit) as stop:  # a TypeError's traceback before
+        main(["--league", "random", "rule", "--rounds", "4", "--rules", "mini6", "--out", str(out), "--no-progress"])
+    assert stop.value.code == 2
+    assert "--out holds a groups file that cannot be read" in capsys.readouterr().err
