@@ -331,11 +331,11 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         if args.league:
             out = args.out  # made by the league once its arguments are checked
             table = league(args.league, **common, groups_file=out / GROUPS_FILE, resume=args.resume)
-            paths = write_league(table, out)
+            paths = write_league(table, out, settings)
             if args.json:
                 print(json.dumps([asdict(e) for e in table], indent=2))
             else:
-                print(league_markdown(table))
+                print(league_markdown(table, settings))
                 print("written: " + ", ".join(str(p) for p in paths))
             return 0
         if args.force and args.save_replays is not None and any(args.save_replays.glob(REPLAY_FILES)):

@@ -320,9 +320,26 @@ def _checked_winners(
     return winners
 
 
-def league_markdown(table: Sequence[LeagueEntry]) -> str:
-    """The league table in Markdown (and, for 2-player leagues, the head-to-head win rates)."""
-    rows = [
+def describe_settings(settings: dict[str, object]) -> str:
+    """A league's :func:`league_settings` in words, e.g. ``"2 players, rules mini6, 200 rounds
+    a group, seed 0, duplicate deals"``: a rung's table must not read as a full game's."""
+    count, episode = settings["rounds"], settings["episode"]
+    words = [
+        f"{settings['players']} players",
+        f"rules {settings['rules']}",
+        f"{count} {episode}{'s' * (count != 1)} a group",
+        f"seed {settings['seed']}",
+    ]
+    if settings["duplicate"]:
+        words.append("duplicate deals")
+    return ", ".join(words)
+
+
+def league_markdown(table: Sequence[LeagueEntry], settings: dict[str, object] | None = None) -> str:
+    """The league table in Markdown (and, for 2-player leagues, the head-to-head win rates),
+    after a line naming how it was played when ``settings`` (:func:`league_settings`) are given."""
+    rows = [f"Played with {describe_settings(settings)}.", ""] if settings is not None else []
+    rows += [
         "| rank | agent | rating | win rate | episodes |",
         "| --- | --- | --- | --- | --- |",
     ]
@@ -344,14 +361,18 @@ def league_markdown(table: Sequence[LeagueEntry]) -> str:
     return "\n".join(rows)
 
 
-def write_league(table: Sequence[LeagueEntry], out_dir: Path) -> list[Path]:
-    """Write ``league.md``, ``league.csv`` and ``league.png`` (a bar chart) into ``out_dir``."""
+def write_league(
+    table: Sequence[LeagueEntry], out_dir: Path, settings: dict[str, object] | None = None
+) -> list[Path]:
+    """Write ``league.md``, ``league.csv`` and ``league.png`` (a bar chart) into ``out_dir``; the
+    table and the chart name how the league was played when ``settings`` (:func:`league_settings`)
+    are given."""
     plt = load_plotting()
 
     out_dir.mkdir(parents=True, exist_ok=True)
     md, csv_path, png = (out_dir / name for name in LEAGUE_FILES)
     with replacing_together([md, csv_path, png]) as (md_aside, csv_aside, png_aside):
-        md_aside.write_text(league_markdown(table) + "\n")
+        md_aside.write_text(league_markdown(table, settings) + "\n")
         with csv_aside.open("w", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(["rank", "agent", "rating", "win_rate", "episodes"])
@@ -361,7 +382,8 @@ def write_league(table: Sequence[LeagueEntry], out_dir: Path) -> list[Path]:
         ax.bar([e.agent for e in table], [e.rating for e in table], color="tab:blue")
         ax.axhline(BASE_RATING, color="grey", linewidth=0.8)
         ax.set_ylabel("rating (1500: the average agent)")
-        ax.set_title("Love Letter league")
+        played = "" if settings is None else f" ({settings['rules']}, {settings['players']} players)"
+        ax.set_title(f"Love Letter league{played}")
         fig.tight_layout()
         fig.savefig(png_aside, dpi=100, format="png")
         plt.close(fig)

@@ -32,6 +32,20 @@ def test_league_ranking_rating_and_win_rate_tell_one_story(tmp_path):
     assert "Head to head" in paths[0].read_text()
 
 
+def test_the_league_table_names_how_it_was_played(tmp_path, capsys):
+    # A rung's league read like a full game's: nothing in league.md or the output named the rules.
+    from training.evaluate import main
+
+    out = tmp_path / "league"
+    argv = ["--league", "random", "rule", "--rounds", "4", "--rules", "mini6", "--seed", "7", "--duplicate"]
+    assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+    played = "Played with 2 players, rules mini6, 4 rounds a group, seed 7, duplicate deals."
+    assert (out / "league.md").read_text().splitlines()[0] == played
+    assert capsys.readouterr().out.splitlines()[0] == played
+    rows = list(csv.DictReader((out / "league.csv").open()))  # the CSV keeps the columns readers parse
+    assert list(rows[0]) == ["rank", "agent", "rating", "win_rate", "episodes"]
+
+
 def test_league_output_goes_to_an_ignored_folder_by_default():
     from training.measure.evaluate_command import DEFAULT_LEAGUE_DIR
 
@@ -61,7 +75,7 @@ def test_ctrl_c_after_groups_were_played_does_not_say_nothing_was_played(tmp_pat
     from training.learn.interrupt import EXIT_INTERRUPTED
     from training.measure import evaluate_command
 
-    def interrupted_while_writing(table, out_dir):  # matplotlib's import alone takes a second or more
+    def interrupted_while_writing(table, out_dir, settings):  # matplotlib's import alone takes a second or more
         raise KeyboardInterrupt
 
     monkeypatch.setattr(evaluate_command, "write_league", interrupted_while_writing)
