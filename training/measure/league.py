@@ -361,9 +361,7 @@ def league_markdown(table: Sequence[LeagueEntry], settings: dict[str, object] | 
     return "\n".join(rows)
 
 
-def write_league(
-    table: Sequence[LeagueEntry], out_dir: Path, settings: dict[str, object] | None = None
-) -> list[Path]:
+def write_league(table: Sequence[LeagueEntry], out_dir: Path, settings: dict[str, object] | None = None) -> list[Path]:
     """Write ``league.md``, ``league.csv`` and ``league.png`` (a bar chart) into ``out_dir``; the
     table and the chart name how the league was played when ``settings`` (:func:`league_settings`)
     are given."""
