@@ -107,7 +107,9 @@ class GuidedSearchAgent(KeptCardSearchAgent):
             the path of a checkpoint / run folder holding one. Required.
         seed: seed of the agent's generator (deals, sampled replies, tie breaks).
         iterations: positions evaluated per decision, the strength/time budget, shared by
-            the candidates (each sampled deal is played once per candidate).
+            the candidates (each sampled deal is played once per candidate). Every card the
+            stratified opponent may hold gets at least one deal, so a budget below the
+            candidates times those cards is exceeded (``iterations=1`` may evaluate some 30).
         width: how many of the network's most likely legal actions are searched
             (0: every legal action).
         depth: our own decisions played before the leaf value is read (1: the candidate

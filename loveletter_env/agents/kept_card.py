@@ -36,7 +36,8 @@ class KeptCardMemory:
         """The card held before this turn's draw when it is still the one kept last turn, else 0."""
         # The deck check alone, not :meth:`last_kept`'s round check: at a first turn of a new round
         # after a Prince's discard this can still name last round's card, but the bots' published
-        # figures and their compiled twin (bot_decisions) were measured with exactly this rule.
+        # figures and their compiled twin (bot_decisions) were measured with exactly this rule
+        # (the searches' :class:`SearchKeptCardMemory` checks the round).
         kept = self._kept if 0 <= view.deck_size < self._deck_size else 0
         # Any discard of mine since last turn other than my own play means a Prince hit me.
         untouched = len(view.discards[0]) == self._discards
@@ -45,11 +46,14 @@ class KeptCardMemory:
     def last_kept(self, view: ObservationView) -> int:
         """The card kept at my last turn of this round (what I held while the others
         played since), 0 at my first turn."""
+        return self._kept if self._same_round(view) and 0 <= view.deck_size < self._deck_size else 0
+
+    def _same_round(self, view: ObservationView) -> bool:
+        """Whether ``view`` is of the round of my last remembered turn."""
         # Every round gives at least one token, so an unchanged token total is the same round: the
         # deck alone cannot tell, as a new round's deck can be smaller than at my last turn of the
         # one before (a round I left early).
-        same_round = sum(view.tokens) == self._tokens
-        return self._kept if same_round and 0 <= view.deck_size < self._deck_size else 0
+        return sum(view.tokens) == self._tokens
 
     def remember(self, view: ObservationView, kept: int) -> None:
         """Call after choosing: ``kept`` is the card left in hand after this play."""
@@ -59,12 +63,31 @@ class KeptCardMemory:
         self._tokens = sum(view.tokens)
 
 
+class SearchKeptCardMemory(KeptCardMemory):
+    """The memory of the search agents: :meth:`old_card` also checks the round, as
+    :meth:`last_kept` does.
+
+    At a first turn of a new round after a Prince's discard, the bots' rule can name last
+    round's card, and that card may be the one just drawn: a search would then give the
+    opponent who saw my new card (a Priest after the Prince) the wrong one in every deal it
+    samples. The bots keep their rule (see :meth:`KeptCardMemory.old_card`); no figure or
+    compiled twin pins the searches to it.
+    """
+
+    def old_card(self, view: ObservationView) -> int:
+        """The card held before this turn's draw when it is still the one kept at my last turn
+        of this round, else 0."""
+        return super().old_card(view) if self._same_round(view) else 0
+
+
 class _RemembersKeptCard(SeededAgent):
-    """A seeded agent with a :class:`KeptCardMemory` that a new episode clears."""
+    """A seeded agent with a :class:`KeptCardMemory` (of :attr:`memory_class`) that a new episode clears."""
+
+    memory_class: type[KeptCardMemory] = KeptCardMemory
 
     def __init__(self, seed: int | None = None):
         super().__init__(seed)
-        self.memory = KeptCardMemory()
+        self.memory = self.memory_class()
 
     def reset(self, seed: int | None = None) -> None:
         super().reset(seed)
@@ -100,8 +123,11 @@ class KeptCardSearchAgent(_RemembersKeptCard):
 
     The searches read that memory for the deals they sample, so unlike :class:`KeptCardAgent`
     (whose bots skip forced moves, as their published figures were measured) a play with a
-    single legal action still updates it.
+    single legal action still updates it, and its :meth:`~SearchKeptCardMemory.old_card` is
+    never last round's card.
     """
+
+    memory_class = SearchKeptCardMemory
 
     def act(self, observation: Mapping[str, Any]) -> int:
         legal = legal_actions_of(observation)

@@ -63,6 +63,7 @@ import json
 import math
 import os
 import random
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -313,8 +314,18 @@ def _is_sha256(value: Any) -> bool:
 
 
 #: What reading a damaged archive raises (RuntimeError: an encrypted member; NotImplementedError:
-#: a compression method zipfile lacks).
-_DAMAGED = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, RuntimeError, NotImplementedError)
+#: a compression method zipfile lacks; TokenError: a ``.npy`` header whose text is cut short,
+#: which numpy reads with Python's tokenizer).
+_DAMAGED = (
+    OSError,
+    ValueError,
+    EOFError,
+    zipfile.BadZipFile,
+    zlib.error,
+    RuntimeError,
+    NotImplementedError,
+    tokenize.TokenError,
+)
 #: The ``.npy`` header versions read: numpy writes 1.0, and 2.0 for a header over 64 KiB.
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 #: What one compressed byte can inflate to at most (deflate's limit is 1032 to 1), and an
@@ -637,6 +648,8 @@ class SolvedAgent:
     name = "solved"
     #: The observation recalls the round, so the agent keeps no memory of its own.
     remembers_round = False
+    #: Its probabilities are the file's, not estimated (see :class:`~.base.ProbabilisticAgent`).
+    exact_probabilities = True
 
     def __init__(self, path: str | os.PathLike[str], seed: int | None = None):
         # Checked first, as the bots check theirs: random.Random takes any float, str or huge

@@ -277,3 +277,39 @@ def test_an_observation_the_search_cannot_act_on_is_refused_by_name(case):
     message = "not of the seat to act" if case == "out of turn" else "is not this observation's"
     with pytest.raises(ValueError, match=message):
         agent.act(mismatched_observations()[case])
+
+
+def test_a_card_kept_last_round_is_not_taken_for_the_one_the_others_saw(monkeypatch):
+    """At a seat's first turn of a new round, after a Prince made it discard and a Priest then
+    saw its new card, the card it kept at its last turn of the round before may be the one it
+    just drew: the search's deals must give the Priest's player the card it saw (a Baron),
+    not last round's (a Handmaid, drawn now). ``KeptCardMemory.old_card`` named the Handmaid."""
+    from loveletter_env.agents import guided
+
+    agent = GuidedSearchAgent(FixedNetwork(), seed=0, iterations=8)
+    state = start(3, hands={0: GUARD, 1: KING, 2: BARON}, draws=[HANDMAID, GUARD, PRIEST])
+    agent.replay_action(observation(state, 0), act(GUARD, 1, PRINCESS))  # as if it had played it
+    engine.step(state, act(GUARD, 1, PRINCESS))  # keeps the Handmaid; the Guard misses
+    engine.step(state, act(GUARD, 2, HANDMAID))  # seat 1 knocks seat 0 out
+    engine.step(state, act(BARON, 2))  # seat 2's Priest loses to seat 1's King: seat 1 wins round 1
+    assert state.tokens == [0, 1, 0]
+    deck = deal_deck(
+        3, first_player=1, hands={0: GUARD, 1: PRINCE, 2: PRIEST}, draws=[GUARD, BARON, COUNTESS, HANDMAID]
+    )
+    engine.start_round(state, deck)
+    engine.step(state, act(PRINCE, 2))  # seat 1: seat 0 discards its Guard and draws the Baron
+    engine.step(state, act(PRIEST, 1))  # seat 2 sees the Baron
+    view = decode_observation(encode_observation(state, 0))
+    assert state.current == 0 and sorted(view.hand) == [BARON, HANDMAID] and view.drawn == HANDMAID
+    assert view.seen_by[2] and view.deck_size < 11  # smaller than at seat 0's turn of round 1
+    assert agent.memory.old_card(view) == 0
+    deals = []
+
+    def spied(*args, **kwargs):
+        deals.append(guided_determinize(*args, **kwargs))
+        return deals[-1]
+
+    guided_determinize = guided.determinize
+    monkeypatch.setattr(guided, "determinize", spied)
+    agent.act(observation(state, 0))
+    assert deals and all(deal.known[2][0] == BARON for deal in deals)

@@ -316,6 +316,14 @@ def test_an_entry_is_checked_from_its_header_before_it_is_allocated(policy_path,
     assert problem in _refusal(hostile)
 
 
+def test_an_entry_whose_header_text_is_cut_short_is_refused(policy_path, tmp_path):
+    # numpy reads an unclosed header with Python's tokenizer, whose TokenError got through as itself.
+    text = b"{'descr': '<f8', 'fortran_order': False, 'shape': (7157,\n"
+    member = b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text
+    cut = _archive(policy_path, tmp_path / "cut.npz", {"probabilities": member})
+    assert "is damaged or not a solved policy file (" in _refusal(cut)
+
+
 def test_an_entry_claiming_more_than_its_compressed_bytes_hold_is_refused(policy_path, tmp_path):
     data = bytearray(_archive(policy_path, tmp_path / "a.npz", {}).read_bytes())
     # The uncompressed size that the central directory gives the member, made 4 GB.
@@ -531,3 +539,11 @@ def test_a_solved_agent_refuses_a_mask_that_is_not_its_observation_s(policy_path
         with pytest.raises(ValueError, match=r"the action mask allows \[.*\], but this observation's legal actions"):
             method({"observation": acting["observation"], "action_mask": foreign})
     assert acting["action_mask"][agent.act(acting)]
+
+
+def test_a_solved_agent_is_a_probabilistic_agent(policy_path):
+    # The protocol's attributes all there: exact_probabilities was missing, so isinstance said no.
+    from loveletter_env.agents.base import ProbabilisticAgent
+
+    agent = SolvedAgent(policy_path, seed=0)
+    assert isinstance(agent, ProbabilisticAgent) and agent.exact_probabilities and not agent.remembers_round
