@@ -33,7 +33,8 @@ Walking a tree with this module's pieces::
     kernels.observe_into(r, seat, out)      # that seat's observation (float32 [1382])
     round_score(r, seat)                    # 1, 1/k (k winners) or 0 at a terminal node
 
-All of these are numba functions, callable from compiled code as well as from Python.
+All but :func:`root_records` (plain Python, run once) are numba functions, callable from
+compiled code as well as from Python.
 :func:`build_tree` walks the tree once and keeps it as flat arrays (:class:`GameTree`),
 which a solver sweeps many times without replaying a card (the passes of
 :mod:`training.exploitability.cfr`); :func:`count_tree` reports the sizes of the same walk, and
