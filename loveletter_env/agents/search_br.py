@@ -91,8 +91,9 @@ class AgentPolicy:
             )
         self.agent = agent
         self.exact = bool(getattr(agent, "exact_probabilities", True))
+        self.samples = None
         if probability_samples is not None and not self.exact:
-            agent.probability_samples = check_int("probability_samples", probability_samples, low=1)
+            self.samples = check_int("probability_samples", probability_samples, low=1)
         self._batch = getattr(agent, "action_probabilities_batch", None)
         self._cache: dict[bytes, np.ndarray] = {}
         self.queries = 0
@@ -109,10 +110,7 @@ class AgentPolicy:
             else:
                 if hasattr(self.agent, "reset"):
                     self.agent.reset()  # a fresh round's memory: see the module docstring
-                probs = np.asarray(
-                    self.agent.action_probabilities({"observation": obs, "action_mask": mask.astype(np.int8)}),
-                    dtype=np.float64,
-                )
+                probs = self._ask(obs, mask)
             probs = np.where(mask > 0, probs, 0.0)
             total = probs.sum()
             if not total > 0:
@@ -122,6 +120,20 @@ class AgentPolicy:
                 self._cache.clear()
             self._cache[key] = probs
         return probs
+
+    def _ask(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The agent's own ``action_probabilities``, with :attr:`samples` searches per decision
+        where given: set for the question only, as the agent is the caller's, whose later use
+        must find its own setting."""
+        observation = {"observation": obs, "action_mask": mask.astype(np.int8)}
+        if self.samples is None:
+            return np.asarray(self.agent.action_probabilities(observation), dtype=np.float64)
+        own = self.agent.probability_samples
+        self.agent.probability_samples = self.samples
+        try:
+            return np.asarray(self.agent.action_probabilities(observation), dtype=np.float64)
+        finally:
+            self.agent.probability_samples = own
 
     def play_probability(self, view: ObservationView, card: int) -> float:
         """P(the agent, holding ``view.hand``, plays ``card``) (the model
