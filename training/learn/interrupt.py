@@ -228,23 +228,25 @@ def _resend_lost_ctrl_c(previous_hook: Callable[[Any], object], unraisable: Any)
     Python cannot raise an exception out of a ``__del__``, a weakref callback or a ctypes
     callback; it prints it and drops it. A Ctrl-C that lands in one (numba, loading its
     compiled functions, runs many: llvmlite's object cache is a ctypes callback) was lost,
-    and the command ran on. Such a ``KeyboardInterrupt`` is not printed: SIGINT is sent to
-    the main thread again, a moment later, from a thread of its own (sent from here, it
-    would be raised in this hook and dropped too), until it lands where it can be raised.
+    and the command ran on. Such a ``KeyboardInterrupt`` is not printed: its signal (SIGINT,
+    or SIGTERM where :func:`sigterm_interrupts` raised it: a Ray cluster's finalizers run while
+    a run stops, and a SIGTERM resent as SIGINT ended it with 130, not 143) is sent to the main
+    thread again, a moment later, from a thread of its own (sent from here, it would be raised
+    in this hook and dropped too), until it lands where it can be raised.
     """
     if not isinstance(unraisable.exc_value, KeyboardInterrupt):
         previous_hook(unraisable)
         return
-    _thread.start_new_thread(_send_ctrl_c_to_main_thread, ())
+    _thread.start_new_thread(_send_stop_to_main_thread, (stop_signal(unraisable.exc_value),))
 
 
-def _send_ctrl_c_to_main_thread() -> None:
+def _send_stop_to_main_thread(signum: int) -> None:
     time.sleep(0.05)
     main_thread = threading.main_thread().ident
-    # Only while Python handles SIGINT: ignored, the stop is under way; at the system's
+    # Only while Python handles the signal: ignored, the stop is under way; at the system's
     # default (Python finalizing), it would kill the process.
-    if main_thread is not None and callable(signal.getsignal(signal.SIGINT)):
-        signal.pthread_kill(main_thread, signal.SIGINT)
+    if main_thread is not None and callable(signal.getsignal(signum)):
+        signal.pthread_kill(main_thread, signum)
 
 
 def signal_name(signum: int) -> str:

@@ -429,6 +429,37 @@ def test_a_ctrl_c_that_python_drops_is_sent_again(tmp_path):
     assert result.stderr == "interrupted\n"
 
 
+def test_a_sigterm_that_python_drops_is_sent_again_as_sigterm(tmp_path):
+    # A SIGTERM stop raised in a __del__ was sent again as a Ctrl-C, so the run ended with 130,
+    # not 143 (an evaluation on a Ray cluster of its own, whose finalizers run while it stops).
+    result = run_module(
+        tmp_path,
+        """
+        import os, signal, sys, time
+        from training.learn.interrupt import exit_interrupted, run_command, sigterm_interrupts
+
+        class Finalized:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+
+        def main(argv):
+            with sigterm_interrupts():
+                try:
+                    Finalized()
+                    time.sleep(30)
+                    print("ran on", file=sys.stderr)
+                except KeyboardInterrupt:
+                    print("interrupted", file=sys.stderr)
+                    exit_interrupted()
+
+        run_command(main, sys.argv[1:])
+        """,
+    )
+    assert result.returncode == 128 + signal.SIGTERM, result.stderr
+    assert result.stderr == "interrupted\n"
+
+
 @pytest.mark.parametrize(
     ("returned", "status"), [("2", 2), ("0", 0), ("{'report': 1}", 0), ("None", 0), ("130", 130), ("143", 143)]
 )
