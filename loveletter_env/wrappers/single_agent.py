@@ -131,11 +131,16 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
             known = [*RESET_OPTIONS, "learner_seat"]
             gymnasium.logger.warn(f"ignoring unknown reset option(s) {shown(unknown)}; known options: {known}")
         options = {key: value for key, value in options.items() if key in RESET_OPTIONS}
+        # From here the episode before is gone. Until the opponents have played up to the learner's
+        # turn, step() must refuse: a reset cut short (Ctrl-C, an error) would otherwise leave the
+        # last episode's "in progress" beside a new deal, and the learner's action played in the
+        # seat of whoever is to act there.
+        self._done = True
+        self._abandoned = "reset() did not finish"
         super().reset(seed=seed)
         rng = self.np_random
         self.learner_seat = int(rng.integers(self.num_players)) if seat is None else int(seat)
         self._learner = self.aec.possible_agents[self.learner_seat]
-        self._abandoned = None
         unplayed: list[float] = []
         while True:
             self.aec.reset(seed=int(rng.integers(_SEED_BOUND)), options=options)
@@ -151,6 +156,7 @@ class LoveLetterGymEnv(gymnasium.Env[np.ndarray, np.int64]):
             # Replaying the same deck and first player would end the same way.
             options = {}
             unplayed.append(self._learner_reward())
+        self._abandoned = None
         info = self._info()
         if unplayed:
             info["unplayed_rewards"] = unplayed

@@ -643,6 +643,33 @@ def test_an_episode_an_opponent_broke_refuses_to_step_until_reset(illegal_action
     assert not info.get("illegal_action")
 
 
+@pytest.mark.parametrize("illegal_action", ["raise", "lose"])
+def test_a_reset_cut_short_leaves_no_episode_to_step(illegal_action):
+    # The AEC env is dealt, then the reset stops (Ctrl-C, an error) before the opponents have played
+    # up to the learner's turn. The episode before it was in progress: step() played the learner's
+    # action in the opponent's seat ("raise") or called a legal move illegal ("lose").
+    env = LoveLetterGymEnv(num_players=2, opponents="random", illegal_action=illegal_action, learner_seat=0)
+    env.reset(seed=0, options={"first_player": 0})
+    deal = env.aec.reset
+
+    def dealt_then_interrupted(**kwargs):
+        deal(**kwargs)
+        raise KeyboardInterrupt
+
+    env.aec.reset = dealt_then_interrupted
+    with pytest.raises(KeyboardInterrupt):
+        env.reset(seed=1, options={"first_player": 0, "learner_seat": 1})
+    env.aec.reset = deal
+    assert env.aec.agent_selection == "player_0"  # the opponent is to act
+    opponent_move = int(np.flatnonzero(env.aec.observe("player_0")["action_mask"])[0])
+    with pytest.raises(RuntimeError, match=r"abandoned when reset\(\) did not finish; call reset"):
+        env.step(opponent_move)
+    assert env.aec.agent_selection == "player_0"
+    obs, info = env.reset(seed=1, options={"first_player": 0, "learner_seat": 1})
+    _, _, _, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    assert not info.get("illegal_action")
+
+
 class FailingReset(SwitchableAgent):
     fixed = True
 
