@@ -112,7 +112,7 @@ def action_mask_of(observation: Mapping[str, Any]) -> np.ndarray:
     """
     try:
         mask = np.asarray(observation["action_mask"])
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, IndexError):  # IndexError: an array given in place of the dict
         raise ValueError("an agent needs the env's observation dict with an 'action_mask' entry") from None
     # A mask of another length or of other values would let an agent play an action that is none.
     if mask.shape != (NUM_ACTIONS,) or mask.dtype.kind not in "biuf" or not ((mask == 0) | (mask == 1)).all():

@@ -95,3 +95,15 @@ def test_bots_say_an_empty_mask_means_another_seat_acts():
     observation = {**env.observe(env.agent_selection), "action_mask": np.zeros(41, dtype=np.int8)}
     with pytest.raises(ValueError, match="the action mask has no legal action: this agent is not the one to act"):
         make_agent("rule", seed=0).act(observation)
+
+
+@pytest.mark.parametrize("bot", ["random", "rule", "belief"])
+def test_bots_given_the_observation_vector_alone_ask_for_the_dict(bot):
+    # An array in place of the dict failed in numpy's words (only integers ... are valid indices).
+    from loveletter_env.agents import make_agent
+
+    env = make_env(num_players=2)
+    env.reset(seed=0)
+    vector = env.observe(env.agent_selection)["observation"]
+    with pytest.raises(ValueError, match="^an agent needs the env's observation dict with an 'action_mask' entry$"):
+        make_agent(bot, seed=0).act(vector)

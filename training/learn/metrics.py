@@ -18,9 +18,12 @@ from loveletter_env.atomic_files import replacing
 from training.measure.plotting import load_plotting
 
 #: The columns every row has; each evaluation opponent adds three (win rate and its interval).
+#: Every scalar the trainer's row holds needs one: :meth:`MetricsLog.write` keeps only these
+#: in the CSV file (TensorBoard gets every scalar of the row).
 TRAIN_COLUMNS = (
     "update",
     "global_step",
+    "stage",  # the schedule stage in force (0: the base sections, i: schedule[i - 1])
     "elapsed_s",
     "cpu_s",
     "turns_per_s",
@@ -32,6 +35,7 @@ TRAIN_COLUMNS = (
     "entropy",
     "approx_kl",
     "clip_fraction",
+    "magnet_kl",  # KL(policy || magnet), the magnet's loss term (blank when ppo.magnet_coef is 0)
     "explained_variance",
     "win_rate_vs_past",
     "win_rate_vs_bots",

@@ -30,6 +30,11 @@ class PolicyAgent:
     """
 
     def __init__(self, model: nn.Module, greedy: bool = False, seed: int = 0, device: str | torch.device = "cpu"):
+        if not isinstance(model, nn.Module):  # a checkpoint's path or dict failed on "has no attribute 'to'"
+            raise TypeError(
+                f"PolicyAgent takes a network (a torch.nn.Module), got {type(model).__name__}: "
+                "load a checkpoint file with training.load_agent(path)"
+            )
         if not isinstance(greedy, (bool, np.bool_)):  # "no" would read as true: a pure strategy
             raise ValueError(f"greedy must be True or False, got {greedy!r}")
         self.device = check_device(device)
@@ -100,7 +105,7 @@ def _checked(observation: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     a value that is not finite (a NaN one would still give an action)."""
     mask = action_mask_of(observation)
     try:
-        vector = np.asarray(observation["observation"], dtype=np.float32)
+        vector = _real(observation["observation"])
     except (KeyError, TypeError, ValueError):
         raise ValueError("an agent needs the env's observation dict with a numeric 'observation' entry") from None
     if vector.ndim != 1:  # a batch would fail deep in sampling, with no word of the observation
@@ -114,8 +119,16 @@ def checked_batch(observations: Any, masks: Any) -> tuple[np.ndarray, np.ndarray
     """A batch's observations (float32 [B, n]) and masks (bool [B, 41]), refused with a
     ``ValueError`` as :func:`_checked` refuses one observation: a row whose mask has no legal
     action would get a policy over illegal moves only (every action, at equal odds)."""
-    vectors = np.asarray(observations, dtype=np.float32)
-    raw = np.asarray(masks)
+    try:
+        vectors, raw = np.asarray(observations), np.asarray(masks)
+    except ValueError:  # numpy's own words for rows of different lengths name neither argument
+        raise ValueError(
+            f"a batch is observations [B, n] and action masks [B, {NUM_ACTIONS}], got rows of different lengths"
+        ) from None
+    try:
+        vectors = _real(vectors)
+    except ValueError as err:
+        raise ValueError(f"a batch is observations of real numbers, got {err}") from None
     if vectors.ndim != 2 or raw.shape != (len(vectors), NUM_ACTIONS):
         raise ValueError(
             f"a batch is observations [B, n] and action masks [B, {NUM_ACTIONS}], got shapes {vectors.shape} "
@@ -129,3 +142,15 @@ def checked_batch(observations: Any, masks: Any) -> tuple[np.ndarray, np.ndarray
     if not np.isfinite(vectors).all():
         raise ValueError("the observations hold a value that is not a finite number (NaN or infinity)")
     return vectors, legal
+
+
+def _real(values: Any) -> np.ndarray:
+    """``values`` as float32, or ``ValueError`` naming their dtype when they are no real
+    numbers: numpy would cast complex ones to their real part with only a warning."""
+    raw = np.asarray(values)
+    if raw.dtype.kind in "biufO":  # an object array's entries convert, or fail, one by one
+        try:
+            return raw.astype(np.float32)
+        except (TypeError, ValueError):
+            pass
+    raise ValueError(f"dtype {raw.dtype}")

@@ -94,3 +94,29 @@ def test_act_refuses_a_batch_for_one_observation():
     agent = PolicyAgent(ActorCritic(hidden_sizes=(16,)), seed=0)
     with pytest.raises(ValueError, match=r"one observation vector, got one of shape \(2, 1382\)"):
         agent.act(_observation(observation=np.zeros((2, OBSERVATION_SIZE), np.float32)))
+
+
+def test_what_is_no_network_is_refused_naming_load_agent():
+    """A checkpoint's path or its loaded dict failed with "'str' object has no attribute 'to'"."""
+    for model in ("checkpoints/shipped/ppo_2p.pt", {"model": {}}):
+        with pytest.raises(TypeError, match=r"got (str|dict): load a checkpoint file with training\.load_agent"):
+            PolicyAgent(model)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.str_])
+def test_observations_that_are_no_real_numbers_are_refused(dtype):
+    """A complex observation lost its imaginary part with only a warning (the network itself
+    refuses a complex tensor), and a batch of text failed with numpy's own words."""
+    agent = PolicyAgent(ActorCritic(hidden_sizes=(16,)), seed=0)
+    vector = np.zeros(OBSERVATION_SIZE, dtype)
+    with pytest.raises(ValueError, match="numeric 'observation' entry"):
+        agent.act(_observation(observation=vector))
+    with pytest.raises(ValueError, match=rf"observations of real numbers, got dtype {vector.dtype}"):
+        agent.action_probabilities_batch(vector[None], np.eye(NUM_ACTIONS, dtype=np.int8)[[3]])
+
+
+def test_a_batch_of_masks_of_uneven_rows_is_named():
+    agent = PolicyAgent(ActorCritic(hidden_sizes=(16,)), seed=0)
+    masks = [[1] * NUM_ACTIONS, [1] * (NUM_ACTIONS - 1)]
+    with pytest.raises(ValueError, match=r"action masks \[B, 41\], got rows of different lengths"):
+        agent.action_probabilities_batch(np.zeros((2, OBSERVATION_SIZE), np.float32), masks)
