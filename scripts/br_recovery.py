@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -102,7 +103,10 @@ def _shown(command: list[str]) -> str:
 
 
 def _run_json(command: list[str]) -> dict[str, Any]:
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    # Run where the command was typed, so that a relative --targets or --work means what a
+    # relative --out does; this checkout's code is found through PYTHONPATH instead.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if result.returncode:
         sys.exit(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr[-2000:]}")
     report: dict[str, Any] = json.loads(result.stdout)
@@ -110,8 +114,8 @@ def _run_json(command: list[str]) -> dict[str, Any]:
 
 
 def _learned_cell(args: argparse.Namespace, target: str, steps: int, seed: int) -> dict[str, Any]:
-    # The runs' out_dir is read from ROOT, where they run.
-    name = _free_run_name(ROOT / args.work, _cell_name(target, args.rules, steps, seed))
+    # The runs' out_dir is read from the current folder, where they run.
+    name = _free_run_name(Path(args.work), _cell_name(target, args.rules, steps, seed))
     command = [
         sys.executable, "-m", "training.exploit", target, "--rules", args.rules,
         "--steps", str(steps), "--seed", str(seed), "--rounds", str(args.rounds),
@@ -171,6 +175,12 @@ def _search_cell(
         "command": _shown(command),
         "exact_command": exact["command"],
     }
+
+
+def default_targets() -> list[str]:
+    """``rule`` and the shipped 2-player network, named from the current folder: from the
+    repository's root ``checkpoints/shipped/ppo_2p.pt``, the target that the measured cells name."""
+    return ["rule", os.path.relpath(ROOT / "checkpoints" / "shipped" / "ppo_2p.pt")]
 
 
 def read_cells(path: Path) -> list[dict[str, Any]]:
@@ -274,6 +284,8 @@ def _table(cells: Sequence[dict[str, Any]], rows: Summary, tool: str) -> None:
 
 def draw(args: argparse.Namespace) -> None:
     cells = [c for path in args.files for c in read_cells(Path(path))]
+    if not cells:  # else an empty table, or matplotlib's complaint about a picture of no panel
+        raise ValueError(f"{', '.join(map(repr, args.files))} holds no measured cells: nothing to draw")
     rows = summary(cells)
     tools = [tool for tool in BUDGETS if any(key[0] == tool for key in rows)]
     if args.table:
@@ -342,8 +354,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("measure", help="train and score the best responses (or play search ones)")
     run.add_argument("--out", required=True, help="the JSON file of measured cells (extended, resumed)")
-    run.add_argument("--rules", default="mini6")
-    run.add_argument("--targets", nargs="+", default=["rule", "checkpoints/shipped/ppo_2p.pt"])
+    run.add_argument("--rules", default="mini6", help="the ladder rung (default: mini6)")
+    run.add_argument(
+        "--targets",
+        nargs="+",
+        default=default_targets(),
+        help="agent specs (a relative path from the current folder; default: rule and checkpoints/shipped/ppo_2p.pt)",
+    )
     run.add_argument("--steps", nargs="+", type=int, default=[500_000, 1_000_000, 2_000_000])
     run.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     run.add_argument("--search", action="store_true", help="play the search best response instead of training one")
@@ -356,7 +373,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=200,
         help="played rounds of each learned tool's own evaluation; with --search, the rounds it is scored on",
     )
-    run.add_argument("--work", default="runs/br_recovery", help="out_dir of the best responses' runs")
+    run.add_argument(
+        "--work", default="runs/br_recovery", help="out_dir of the best responses' runs (default: runs/br_recovery)"
+    )
     show = commands.add_parser("draw", help="plot (and tabulate) measured cells")
     show.add_argument("files", nargs="+")
     show.add_argument("--out", help="the picture to write")
@@ -378,6 +397,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 def check_arguments(args: argparse.Namespace) -> None:
     """Refuse, naming it, an argument that the work would fail on only after minutes (or
     hours) of measuring, or that would change what is measured without saying so."""
+    from loveletter_env.agents.specs import spec_files
+    from loveletter_env.tree import rung_rules
     from loveletter_env.validation import check_seed, check_writable
 
     if args.command == "draw":
@@ -396,6 +417,18 @@ def check_arguments(args: argparse.Namespace) -> None:
                 raise ValueError(f"--{name} must be at least 1, got {value}")
     for seed in args.seeds:
         check_seed(seed, "--seeds")
+    # Each cell is scored on the rung's tree, which a full game has not: training.exploit would
+    # train its best response and report no exact gain.
+    try:
+        rung_rules(args.rules)
+    except ValueError as err:
+        raise ValueError(f"--rules: {err}") from None
+    # A checkpoint named wrong would fail only at its first cell, after the cells of the targets before it.
+    for target in args.targets:
+        try:
+            spec_files(target)
+        except (ValueError, FileNotFoundError) as err:
+            raise ValueError(f"--targets: {err}") from None
     check_writable("--out", args.out)
     if Path(args.out).is_file():
         read_cells(Path(args.out))  # an earlier file that cannot be resumed is named before any cell

@@ -160,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # a fork is staged aside and a checkpoint written whole: nothing is left half-written
+        print("fork_run.py: interrupted; nothing was written", file=sys.stderr)
+        return 130
     return 0
 
 

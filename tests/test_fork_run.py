@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT, TINY_TRAINING, run_cut_short, subprocess_env
+from conftest import ROOT, TINY_TRAINING, run_cut_short, run_script_stopped, subprocess_env
 
 from training.learn.checkpoint import load_checkpoint, resolve_checkpoint_path
 from training.learn.config import load_config
@@ -142,3 +142,20 @@ def test_an_out_that_a_run_folder_named_among_the_checkpoints_loads_is_refused(f
     done = fork_run("average", str(latest), str(base / "trunk"), str(base / "fork" / "latest.pt"), "--force")
     assert done.returncode == 2 and "holds a run's training state" in done.stderr, done.stdout + done.stderr
     assert latest.read_bytes() == before
+
+
+def test_ctrl_c_says_so_without_a_traceback_and_leaves_nothing_half_written(forked, tmp_path):
+    """Stopped while it writes (here at the fork's config, after its checkpoint; at the mean's
+    save), either command ends with a sentence and status 130, and leaves no fork and no mean."""
+    base = forked[0]
+    for patch, argv, left in [
+        ("s.save_config = stop", ["fork", str(base / "trunk"), str(tmp_path / "f"), "--seed", "9"], tmp_path / "f"),
+        ("s.save_checkpoint = stop",
+         ["average", str(tmp_path / "m.pt"), str(base / "trunk" / "latest.pt"), str(base / "fork" / "latest.pt")],
+         tmp_path / "m.pt"),
+    ]:  # fmt: skip
+        done = run_script_stopped("fork_run", patch, argv)
+        assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+        assert "fork_run.py: interrupted; nothing was written" in done.stderr
+        assert not left.exists()
+    assert list(tmp_path.iterdir()) == []

@@ -8,6 +8,7 @@ import json
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cut_short, run_script_stopped, subprocess_env
@@ -115,6 +116,8 @@ def test_bad_arguments_and_files_are_named_before_any_work(tmp_path, capsys):
     broken.write_text("[{")
     wrong = tmp_path / "wrong.json"
     wrong.write_text('{"target": "rule"}')
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
     for argv, message in [
         (["measure", "--out", str(tmp_path / "notes" / "a.json")], "notes' is a file, not a folder"),
         (["measure", "--out", str(broken)], f"'{broken}' cannot be read as measured cells"),
@@ -123,8 +126,16 @@ def test_bad_arguments_and_files_are_named_before_any_work(tmp_path, capsys):
         (["measure", "--out", str(tmp_path / "a.json"), "--search", "--iterations", "-1"], "--iterations must be"),
         (["measure", "--out", str(tmp_path / "a.json"), "--rounds", "0"], "--rounds must be at least 1, got 0"),
         (["measure", "--out", str(tmp_path / "a.json"), "--seeds", "-1"], "--seeds must be a non-negative integer"),
+        # A full game has no tree to score the best response on: refused, not trained and then lost.
+        (["measure", "--out", str(tmp_path / "a.json"), "--rules", "classic"], "--rules: rules 'classic' are not a"),
+        # A checkpoint named wrong is named before the cells of the targets before it are measured.
+        (
+            ["measure", "--out", str(tmp_path / "a.json"), "--targets", "rule", str(tmp_path / "typo.pt")],
+            f"--targets: checkpoint '{tmp_path / 'typo.pt'}' does not exist",
+        ),
         (["draw", str(tmp_path / "none.json"), "--table"], f"'{tmp_path / 'none.json'}' cannot be read"),
         (["draw", str(DATA)], "draw writes a picture (--out) or a table (--table): name one"),
+        (["draw", str(empty), "--table"], f"'{empty}' holds no measured cells: nothing to draw"),
         (["draw", str(DATA), "--out", str(tmp_path / "notes" / "p.png")], "cannot be written"),
         (["draw", str(DATA), "--out", str(tmp_path / "p.txt")], "a picture is a .png, .svg or .pdf file, not .txt"),
     ]:
@@ -174,3 +185,32 @@ def test_a_measurement_stopped_with_ctrl_c_says_so_without_a_traceback(tmp_path)
     done = run_script_stopped("br_recovery", "s._learned_cell = stop", argv)
     assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
     assert "interrupted" in done.stderr
+
+
+def test_relative_targets_and_work_are_read_from_where_the_command_is_typed(tmp_path):
+    """As --out is: a checkpoint beside the user, and the runs' folder too, not the
+    repository's (which held neither, so training.exploit said the checkpoint did not exist)."""
+    (tmp_path / "mine.pt").write_bytes((ROOT / "checkpoints" / "shipped" / "ppo_2p.pt").read_bytes())
+    argv = ["measure", "--out", "cells.json", "--targets", "mine.pt", "--steps", "100", "--seeds", "0"]
+    argv += ["--rounds", "10", "--work", "br_work"]
+    # The script finds the repository's code itself: nothing on PYTHONPATH, as a user runs it.
+    env = {key: value for key, value in subprocess_env().items() if key != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "br_recovery.py"), *argv],
+        cwd=tmp_path, env=env, timeout=300, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [cell] = json.loads((tmp_path / "cells.json").read_text())
+    assert cell["target"] == "mine.pt" and "--set out_dir=br_work " in cell["command"]
+    assert len(list((tmp_path / "br_work").iterdir())) == 1  # the best response's run
+    assert not (ROOT / "br_work").exists()
+
+
+def test_the_default_target_is_the_shipped_network_from_anywhere(tmp_path, monkeypatch):
+    """Typed from the repository's root, the default reads as it always has (the cells
+    measured so far name it so); from elsewhere, it still names the shipped file."""
+    for where, expected in [(ROOT, "checkpoints/shipped/ppo_2p.pt"), (tmp_path, None)]:
+        monkeypatch.chdir(where)
+        targets = script.default_targets()
+        assert targets[0] == "rule" and Path(targets[1]).resolve() == ROOT / "checkpoints" / "shipped" / "ppo_2p.pt"
+        assert expected is None or targets[1] == expected
