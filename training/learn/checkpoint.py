@@ -522,7 +522,8 @@ def load_agent(
     """An agent with ``act(observation_dict) -> int`` from a checkpoint file or run folder.
 
     Args:
-        path: a ``.pt`` checkpoint, or a run folder (its ``best.pt``, else ``latest.pt``).
+        path: a ``.pt`` checkpoint, or a run folder (the first it holds of ``result.pt``,
+            ``best.pt`` and ``latest.pt``).
         greedy: ``True`` plays the most likely legal action, ``False`` samples from the masked
             policy; ``None`` (the default) plays the way the checkpoint's run evaluated it
             (its config's ``eval.greedy``, see :func:`plays_greedily`), greedily when it does
