@@ -151,8 +151,17 @@ class RunLock:
 
 
 def holds_run(run_dir: str | os.PathLike[str]) -> bool:
-    """Whether ``run_dir`` holds a run (its :data:`RUN_MARKER`), which a new run must not overwrite."""
-    return (Path(run_dir) / RUN_MARKER).exists()
+    """Whether ``run_dir`` holds a run (its :data:`RUN_MARKER`), which a new run must not overwrite.
+
+    :class:`RunFolderError` naming the folder where looking it up fails (a name too long for
+    the file system, a folder that may not be searched): such a folder cannot be said to hold
+    no run, and the bare ``OSError`` would reach the user as a traceback.
+    """
+    try:
+        return (Path(run_dir) / RUN_MARKER).exists()
+    except OSError as err:
+        why = f"looking it up fails ({err.strerror})"
+        raise RunFolderError(f"run folder {str(run_dir)!r} cannot be used: {why}") from None
 
 
 def claim_run_folder(run_dir: str | os.PathLike[str], resume: bool = False) -> RunLock:

@@ -10,7 +10,8 @@ games draws who it plays against (``opponents`` in the config):
   :mod:`loveletter_env.agents` (they act in Python, one game at a time: keep their share small).
 
 Outputs in ``<out_dir>/<run_name>/``: ``config.yaml``, ``latest.pt``, ``best.pt`` (best
-evaluation), ``snapshots/update_<n>.pt`` (and ``mean_<n>.pt``, the running mean, with
+evaluation), ``result.pt`` (the run's answer, which the end message names),
+``snapshots/update_<n>.pt`` (and ``mean_<n>.pt``, the running mean, with
 ``model.average_from``), ``metrics.csv``, ``tb/`` (TensorBoard) and
 ``learning_curve.png``. ``--resume <run folder>`` continues from ``latest.pt``.
 
@@ -103,7 +104,11 @@ def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> t
             "but --set total_steps=N (which extends the run) and the machine's keys "
             f"({', '.join(MACHINE_KEYS)})"
         )
-    if not (run_dir / "latest.pt").is_file() or not (run_dir / "config.yaml").is_file():
+    try:
+        is_run = (run_dir / "latest.pt").is_file() and (run_dir / "config.yaml").is_file()
+    except OSError as err:  # a path too long for the file system, a folder that may not be searched
+        parser.error(f"--resume: {str(run_dir)!r} cannot be looked up ({err.strerror})")
+    if not is_run:
         parser.error(f"--resume: {str(run_dir)!r} is not a run folder (needs config.yaml and latest.pt)")
     # The run's config.yaml is rewritten with the new total_steps, so it keeps saying what the run is.
     config = load_config(run_dir / "config.yaml", [*extend, *([f"device={args.device}"] if args.device else [])])
@@ -115,7 +120,9 @@ def _new_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple
     config = load_config(args.config, new_run_overrides(args))
     run_dir = Path(config.out_dir) / config.run_name
     if holds_run(run_dir):  # said here with the way to continue it; the trainer checks again, owning the folder
-        parser.error(f"{str(run_dir)!r} already holds a run: pass --resume {run_dir} or another --run-name")
+        parser.error(
+            f"{str(run_dir)!r} already holds a run: pass --resume {shlex.quote(str(run_dir))} or another --run-name"
+        )
     late = [stage.at_step for stage in config.schedule if stage.at_step >= config.total_steps]
     if late:
         # Said, not refused: a shortened staged recipe is the first part of the whole one, which

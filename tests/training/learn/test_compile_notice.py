@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numba
+import pytest
 from conftest import ROOT
 
 from training.learn.compile_notice import _NOTICE, COMPILING_KERNELS, announce_kernel_compilation
@@ -51,3 +52,37 @@ def test_the_notice_is_said_once_however_often_it_is_installed(monkeypatch, caps
     assert capsys.readouterr().err == COMPILING_KERNELS + "\n"
     assert thrice(2) == 6
     assert capsys.readouterr().err == ""
+
+
+FORKED_WORKERS = """
+import os, sys
+import numba
+import pytest
+from training.learn.compile_notice import announce_kernel_compilation
+
+announce_kernel_compilation()
+
+@numba.njit
+def double(x):
+    return 2 * x
+
+children = []
+for _ in range(3):  # as training.evaluate --workers 3 forks its pool: each worker compiles for itself
+    pid = os.fork()
+    if pid == 0:
+        double(2)
+        sys.stderr.flush()
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forked workers are POSIX's")
+def test_workers_forked_by_one_command_say_it_once_between_them():
+    # Each worker of `training.evaluate --workers N` on a first run used to print the notice:
+    # the same line N times.
+    run = subprocess.run([sys.executable, "-c", FORKED_WORKERS], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count(COMPILING_KERNELS) == 1, run.stderr

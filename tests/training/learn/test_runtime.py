@@ -154,3 +154,20 @@ def test_a_disk_that_fills_under_metrics_csv_is_named_too(tmp_path, capsys, monk
     err = capsys.readouterr().err
     assert f"error: cannot write in '{tmp_path / 'full'}': the disk is full." in err and "Traceback" not in err
     assert load_checkpoint(tmp_path / "full" / "latest.pt")["update"] == 1
+
+
+def test_a_run_name_too_long_for_the_file_system_is_named_not_a_traceback(tmp_path, capsys):
+    # 200 characters pass run_name's bound, but as UTF-8 they are 400 bytes: more than a file
+    # system's 255-byte names. Looking the folder up fails, which used to end in an OSError traceback.
+    name = "é" * 200
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(tiny_run_args(tmp_path, name))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"run folder '{tmp_path / name}'" in err and os.strerror(errno.ENAMETOOLONG) in err, err
+    with pytest.raises(SystemExit) as exit_info:
+        selfplay_main(["--resume", str(tmp_path / name)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--resume: '{tmp_path / name}'" in err and os.strerror(errno.ENAMETOOLONG) in err, err
+    assert list(tmp_path.iterdir()) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import re
+import shlex
 import signal
 import typing
 from pathlib import Path
@@ -220,6 +221,18 @@ def test_existing_run_is_not_overwritten(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(tiny_args(tmp_path, "run_name=once", "eval.every=0"))
     assert "--resume" in capsys.readouterr().err
+
+
+def test_the_refusal_of_a_taken_run_name_gives_a_resume_command_the_shell_reads_back(tmp_path, capsys):
+    """A run name may hold a space or '#' (``--run-name "trial #2"``): the --resume the refusal
+    suggests must be quoted, or the shell cuts the folder at the space and drops '#2' as a comment."""
+    main(tiny_args(tmp_path, "eval.every=0", "total_steps=128") + ["--run-name", "trial #2"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(tiny_args(tmp_path, "eval.every=0", "total_steps=128") + ["--run-name", "trial #2"])
+    err = capsys.readouterr().err
+    suggested = shlex.split(err.split("pass ", 1)[1].split(" or another", 1)[0], comments=True)
+    assert suggested == ["--resume", str(tmp_path / "trial #2")], err
 
 
 class StopAfter:
