@@ -412,12 +412,18 @@ class ReplayRecorder:
         self.rounds.append(RoundRecord(tuple(state.deck), state.current))
 
     def record(self, state: GameState, action: int, details: Mapping[str, Any] | None = None) -> None:
-        """Note that the player to act on ``state`` plays ``action`` (call before stepping)."""
+        """Note that the player to act on ``state`` plays ``action`` (call before stepping).
+
+        Raises:
+            ReplayError: ``details`` the file cannot hold (see :func:`checked_details`); nothing is
+                recorded. Found only when the episode is saved (or loaded), they would lose the
+                whole replay.
+        """
         if not self.rounds:
             raise ValueError("call start_round() before record()")
-        self.rounds[-1].steps.append(
-            Step(state.current, int(action), cast(Details, dict(details)) if details else None)
-        )
+        steps = self.rounds[-1].steps
+        where = f"round {len(self.rounds)}, step {len(steps) + 1}"
+        steps.append(Step(state.current, int(action), checked_details(details, state, where) if details else None))
 
     def discard_last(self) -> None:
         """Forget the last recorded step (its ``engine.step`` raised, so it never happened)."""
@@ -652,10 +658,11 @@ def read_replay_text(path: str | os.PathLike) -> bytes:
     Raises :class:`ReplayError` saying why a path cannot be read (``"it is not a regular
     file"``, the system's reason)."""
     path = Path(path)
-    if path.exists() and not path.is_file():
-        # Opening a FIFO waits for a writer forever; a device may never end.
-        raise ReplayError("it is not a regular file")
     try:
+        # Looking can fail as reading can (a name too long, a folder without access): both in the try.
+        if path.exists() and not path.is_file():
+            # Opening a FIFO waits for a writer forever; a device may never end.
+            raise ReplayError("it is not a regular file")
         with path.open("rb") as file:
             return file.read(MAX_REPLAY_BYTES + 1)  # at most: a file may grow while it is read
     except OSError as exc:
@@ -698,7 +705,9 @@ def replay_json(replay: Replay, indent: int | None = None) -> str:
     ``None``, the default, for compact text).
 
     Raises :class:`ReplayError` naming the place of a NaN or infinite number (JSON has none, and
-    :func:`load_replay` would refuse the file) or of a value JSON cannot hold at all.
+    :func:`load_replay` would refuse the file), of a value JSON cannot hold at all, or of one the
+    file's schema refuses (an unknown details key, an agent name too long): a replay built in
+    code is written only in a form that loads again.
     """
     data = replay.to_dict()
     found = _first_non_finite(data, ())
@@ -709,10 +718,16 @@ def replay_json(replay: Replay, indent: int | None = None) -> str:
         )
     try:
         if indent is None:
-            return json.dumps(data, separators=(",", ":"), allow_nan=False)
-        return json.dumps(data, indent=indent, allow_nan=False)
+            text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+        else:
+            text = json.dumps(data, indent=indent, allow_nan=False)
     except (TypeError, ValueError) as exc:  # a value of a type JSON has not (a numpy number, a set...)
         raise ReplayError(f"cannot write the replay: {exc}") from None
+    try:
+        _ReplayFile.model_validate(data)  # the schema load_replay reads the file by
+    except ValidationError as exc:
+        raise ReplayError(f"cannot write the replay: {explain(exc, _where)}") from None
+    return text
 
 
 def save_replay(replay: Replay, path: str | os.PathLike) -> Path:

@@ -623,3 +623,73 @@ def test_metadata_that_is_no_mapping_is_named(metadata):
     with pytest.raises(ReplayError, match="^metadata must be a dict of JSON values, got "):
         checked_metadata(metadata)
     assert checked_metadata(None) == {} and checked_metadata({"run": 3}) == {"run": 3}
+
+
+def test_a_path_the_system_cannot_look_at_is_refused_by_name(tmp_path, capsys):
+    """Looking at a path can fail as reading it can (a name too long, a folder without access):
+    the reason is a ReplayError naming the file, and the command's error, never a traceback."""
+    path = tmp_path / ("x" * 300 + ".json")  # longer than a file name may be (255 bytes)
+    with pytest.raises(ReplayError, match=f"^cannot read replay {re.escape(repr(str(path)))}: File name too long$"):
+        load_replay(path)
+    with pytest.raises(SystemExit) as exit_info:
+        replay_main([str(path)])
+    assert exit_info.value.code == 2 and "cannot read replay" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "details, message",
+    [
+        ({"mood": 1}, "details.mood is not a known key"),  # saved, but load_replay refused the file
+        ({"value": float("nan")}, "details.value must be a finite number, got nan"),  # the save failed: game lost
+        ({"probabilities": {"40": 1.0}}, "round 1, step 1: details.probabilities must map legal actions"),
+    ],
+    ids=["unknown key", "nan", "illegal move"],
+)
+def test_the_recorder_refuses_details_a_file_cannot_hold_at_the_move(tmp_path, details, message):
+    """Details are checked when recorded, as metadata is when given: found only at the save (or at
+    the next load) they cost the whole game. The refused step is not recorded; play goes on."""
+    state = engine.new_game(2, [int(c) for c in np.random.default_rng(1).permutation(FULL_DECK)], 0)
+    recorder = ReplayRecorder(2, "classic", "round")
+    recorder.start_round(state)
+    action = engine.legal_actions(state)[0]
+    with pytest.raises(ReplayError, match=re.escape(message)):
+        recorder.record(state, action, details)
+    assert recorder.rounds[0].steps == []
+    while not state.round_over:
+        recorder.record(state, engine.legal_actions(state)[0], {"value": 0.5})
+        engine.step(state, engine.legal_actions(state)[0])
+    replay = recorder.finish(state)
+    assert load_replay(save_replay(replay, tmp_path / "r.json")).to_dict() == replay.to_dict()
+
+
+def test_the_recorder_keeps_numpy_numbers_in_details_as_plain_ones(tmp_path):
+    """A network's float32 value is recorded as the float the file holds (the save failed on it)."""
+    state = engine.new_game(2, [int(c) for c in np.random.default_rng(1).permutation(FULL_DECK)], 0)
+    recorder = ReplayRecorder(2, "classic", "round")
+    recorder.start_round(state)
+    while not state.round_over:
+        action = engine.legal_actions(state)[0]
+        recorder.record(state, action, {"value": np.float32(0.5), "probabilities": {str(action): np.float32(1)}})
+        engine.step(state, action)
+    replay = load_replay(save_replay(recorder.finish(state), tmp_path / "r.json"))
+    assert all(type(step.details["value"]) is float for step in replay.rounds[0].steps)
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda r: _with_first_step_details(r, {"mood": 1}), "round 1, step 1: details.mood is not a known key"),
+        (
+            lambda r: dataclasses.replace(r, agents=[AgentInfo("x" * 5000), *r.agents[1:]]),
+            "agents[0].name must be at most 4096 characters long",
+        ),
+    ],
+    ids=["details key", "long name"],
+)
+def test_save_refuses_a_replay_that_load_would_refuse(tmp_path, game_replay, edit, message):
+    """A replay built in code is written only in the form load_replay reads back: a file every
+    tool writes loads again."""
+    spoiled = edit(game_replay[0])
+    with pytest.raises(ReplayError, match=f"^cannot write the replay: {re.escape(message)}"):
+        save_replay(spoiled, tmp_path / "new" / "game.json")
+    assert list(tmp_path.iterdir()) == []  # no folder, no temporary file
