@@ -325,12 +325,12 @@ def _checked_part(name: str, value: Any) -> Any:
 
 
 def checked_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``metadata`` as a replay file holds it (numpy numbers as plain ones), checked when given:
-    a value the file cannot hold would otherwise surface only when the episode is saved, and
-    lose the whole replay.
+    """``metadata`` as a replay file holds it, checked when given: a value the file cannot hold
+    would otherwise surface only when the episode is saved, and lose the whole replay.
 
     Raises:
-        ReplayError: ``metadata`` is no mapping, or naming the field that is no finite JSON value.
+        ReplayError: ``metadata`` is no mapping, or naming the field that is no finite JSON value
+            (a numpy number among them: give ``int(x)`` or ``float(x)``).
     """
     if metadata is not None and not isinstance(metadata, Mapping):  # dict() would fail naming nothing
         raise ReplayError(f"metadata must be a dict of JSON values, got {shown(metadata)}")
