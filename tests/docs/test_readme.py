@@ -257,6 +257,27 @@ def test_the_rules_page_lists_every_preset_as_the_code_defines_it():
     }
 
 
+def test_the_rules_page_deals_every_rung_as_the_code_does():
+    """The deal section gives, per table size, how many cards the rungs lay face up and leave
+    to draw; the rungs for 3 and 4 players lay face-up cards too, unlike the printed rules there."""
+    from loveletter_env.rules import LADDER, RUNG_PLAYERS
+
+    text = " ".join((ROOT / "docs" / "rules.md").read_text(encoding="utf-8").split())
+    said = {
+        int(players): tuple(map(int, sizes))
+        for players, *sizes in re.findall(
+            r"at (\d) players, (\d+) to (\d+) cards? face up and a draw pile of (\d+) to (\d+)", text
+        )
+    }
+    dealt = {}
+    for players in RUNG_PLAYERS:
+        rungs = [rules for rules in LADDER if rules.rung_players == players]
+        face_up = [rules.face_up_count(players) for rules in rungs]
+        draw = [len(rules.in_play or ()) - 1 - players for rules in rungs]
+        dealt[players] = (min(face_up), max(face_up), min(draw), max(draw))
+    assert said == dealt
+
+
 def test_the_environment_page_shows_the_observation_layout_the_code_defines():
     """The layout tables are generated (python -m loveletter_env.observation): a field added,
     moved or resized without regenerating the page fails here."""
