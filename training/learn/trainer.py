@@ -53,6 +53,8 @@ from training.measure.stats import EvaluationResult
 
 #: Config keys that say where a run executes, not what it computes: --resume may change them.
 MACHINE_KEYS = ("device", "torch_threads", "tf32")
+#: torch's thread count when this module was imported: what ``torch_threads: 0`` means.
+_STARTING_THREADS = torch.get_num_threads()
 
 EnvFactory = Callable[..., Any]
 
@@ -130,8 +132,9 @@ class SelfPlayTrainer:
         self.interrupted = False  # set by train() when Ctrl-C or SIGTERM stopped it
         self.stop_signal: int = signal.SIGINT  # the signal that asked train() to stop
         self.grow_pool = grow_pool
-        if config.torch_threads:
-            torch.set_num_threads(config.torch_threads)
+        # Process-wide: 0 puts back the count the process started with, or a run after another
+        # in the same process (a sweep's trials, a notebook) would inherit that run's count.
+        torch.set_num_threads(config.torch_threads or _STARTING_THREADS)
         if self.device.type == "cuda":
             # Process-wide, like the thread count: TF32 products (config.tf32), or full float32.
             torch.backends.cuda.matmul.allow_tf32 = config.tf32

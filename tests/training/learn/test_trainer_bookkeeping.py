@@ -98,3 +98,21 @@ def test_a_run_too_short_to_resolve_a_decision_can_still_be_extended(tmp_path):
     extended = [item if item != "total_steps=4" else "total_steps=64" for item in overrides]
     summary = SelfPlayTrainer(load_config(None, extended), run, resume=True, progress=False).train()
     assert summary["global_step"] == 64 and summary["update"] >= 1
+
+
+def test_torch_threads_0_is_the_count_the_process_started_with(tmp_path):
+    # The count is process-wide: a run with torch_threads 0 after one with another count kept
+    # that count, so its seeded weights depended on what the process had run before.
+    import torch
+
+    from training.learn import trainer as trainer_module
+
+    starting = trainer_module._STARTING_THREADS
+    before = torch.get_num_threads()
+    try:
+        for threads, expected in ((starting + 1, starting + 1), (0, starting)):
+            config = load_config(None, [*TINY_TRAINING, f"torch_threads={threads}"])
+            SelfPlayTrainer(config, tmp_path / str(threads), progress=False)
+            assert torch.get_num_threads() == expected
+    finally:
+        torch.set_num_threads(before)
