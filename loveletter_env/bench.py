@@ -365,12 +365,51 @@ def _limit_xla_threads(threads: int) -> None:
     os.environ["XLA_FLAGS"] = flags.strip()
 
 
+def machine_load() -> float | None:
+    """The machine's 1-minute load average, where the system reports one (``None`` elsewhere)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def load_line(start: float | None, end: float | None) -> str:
+    """The report's line on the machine's load over a run: absolute rates move with it (the
+    docs quote it beside each run), ratios measured in the same run much less."""
+    if start is None or end is None:
+        return "machine load: not reported by this system"
+    return f"machine load (1-minute average): {start:.2f} at the start, {end:.2f} at the end, on {os.cpu_count()} CPUs"
+
+
+#: The help's last paragraph: what the exit status says (a missed target is no failure).
+_EPILOG = (
+    "Targets are printed beside the ratios they apply to, each measured against a baseline in the "
+    "same run; the command reports them and does not judge them: exit status 0 once every "
+    "measurement ran, whether or not the targets are met, 2 for a bad argument, 130 when "
+    "interrupted (Ctrl-C)."
+)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m loveletter_env.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m loveletter_env.bench", description=__doc__.split("\n\n")[0], epilog=_EPILOG
+    )
     parser.add_argument("--players", type=int, default=2, choices=(2, 3, 4), help="table size (default 2)")
-    parser.add_argument("--turns", type=int, default=100_000, help="turns per measurement (default 100000)")
+    parser.add_argument(
+        "--turns",
+        type=int,
+        default=100_000,
+        help="turns per measurement, at least: the batched rows play whole steps of --batch games, "
+        "10 steps at least (default 100000)",
+    )
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats; medians are reported (default 5)")
-    parser.add_argument("--episode", choices=("game", "round"), default="game", help="AEC episode kind (default game)")
+    parser.add_argument(
+        "--episode",
+        choices=("game", "round"),
+        default="game",
+        help="episode kind of the AEC env and of the batched env's games; the engine alone (a) plays "
+        "whole games (default game)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     batched = parser.add_argument_group("batched engine")
     batched.add_argument("--batched", action="store_true", help="also time the batched engine")
@@ -430,7 +469,9 @@ def _check_and_prepare(parser: argparse.ArgumentParser, args: argparse.Namespace
         _limit_xla_threads(args.threads)
         try:
             import pgx  # noqa: F401
-        except ImportError:
+        except ImportError as err:
+            if err.name not in (None, "pgx"):  # pgx is there, but one of its own imports fails
+                parser.error(f"--vs-pgx: pgx is installed but cannot be imported: {err}")
             pgx_missing = True
     if args.batched:
         import torch
@@ -477,14 +518,16 @@ def _measure(args: argparse.Namespace, pgx_missing: bool) -> _Measurements:
     return _Measurements(engine_rates, aec_rates, null_rates, pgx_rates, batched_rates, round_length, episode_length)
 
 
-def _report_aec(args: argparse.Namespace, measured: _Measurements) -> float:
-    """Print rows (a) to (c); returns the AEC env's median rate, the unit of the batched rows."""
+def _report_aec(args: argparse.Namespace, measured: _Measurements, load: str) -> float:
+    """Print rows (a) to (c) under the run's ``load`` line; returns the AEC env's median rate,
+    the unit of the batched rows."""
     eng, aec, ceiling = (statistics.median(x) for x in (measured.engine, measured.aec, measured.null))
     print(
         f"{args.players} players, random legal play, median of {args.repeats} x {args.turns:,} turns; "
         f"{measured.round_length:.1f} turns per round, {measured.episode_length:.1f} per {args.episode} episode; "
         "rates per second of process CPU time"
     )
+    print(f"  {load}")
     print(f"  (a) engine alone       {eng:>12,.0f} turns/s   {eng / ceiling:5.2f} x ceiling")
     print(f"  (b) AEC env            {aec:>12,.0f} turns/s   {aec / ceiling:5.2f} x ceiling  (target >= 0.7)")
     print(f"  (c) do-nothing AEC env {ceiling:>12,.0f} turns/s   1.00 x ceiling")
@@ -551,9 +594,12 @@ def _report_batched_sizes(num_players: int, device: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = _parser()
     args = parser.parse_args(argv)
-    pgx_missing = _check_and_prepare(parser, args)
     try:
+        # Preparing imports torch (and jax): seconds in which a Ctrl-C is as likely as later.
+        pgx_missing = _check_and_prepare(parser, args)
+        start = machine_load()
         measured = _measure(args, pgx_missing)
+        end = machine_load()
     except KeyboardInterrupt:
         # A sentence, not a traceback; 130 (128 + SIGINT) is what a shell reports for Ctrl-C.
         print(
@@ -562,7 +608,7 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         raise SystemExit(130) from None
-    aec = _report_aec(args, measured)
+    aec = _report_aec(args, measured, load_line(start, end))
     if not args.batched:
         return
     medians = _report_batched(args, measured, aec)

@@ -4,6 +4,7 @@ same ISMCTS moves. The speed itself is measured by ``python -m loveletter_env.ag
 
 from __future__ import annotations
 
+import os
 import random
 
 import numpy as np
@@ -213,6 +214,43 @@ def test_bench_command_compares_both_paths(capsys):
     assert ismcts_bench.main(["--players", "3", "--positions", "3", "--iterations", "12", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "3 players: compiled" in out and "moves differ at 0 of 3 positions" in out
+
+
+def test_bench_command_alternates_the_two_paths_position_by_position(monkeypatch, capsys):
+    """The speed-up is a ratio of two timings: each position is decided by both paths one
+    after the other (which goes first alternating), so a change of load on the machine hits
+    both alike; timing every compiled decision and then every Python one put a load change
+    between the two blocks into the ratio."""
+    order = []
+    act = ISMCTSAgent.act
+    monkeypatch.setattr(ISMCTSAgent, "act", lambda self, obs: order.append(self.use_core) or act(self, obs))
+    assert ismcts_bench.main(["--players", "2", "--positions", "4", "--iterations", "5", "--no-progress"]) == 0
+    timed = order[1:]  # the first is the process's first decision, timed apart
+    assert timed == [True, False, False, True, True, False, False, True], order
+    assert "moves differ at 0 of 4 positions" in capsys.readouterr().out
+
+
+def test_bench_command_reports_the_machine_load_of_its_run(monkeypatch, capsys):
+    """Wall-clock figures depend on what else the machine runs: the command says the load."""
+    loads = iter([(0.5, 0.0, 0.0), (2.0, 0.0, 0.0)])
+    monkeypatch.setattr(os, "getloadavg", lambda: next(loads))
+    assert ismcts_bench.main(["--players", "2", "--positions", "2", "--iterations", "5", "--no-progress"]) == 0
+    assert "machine load (1-minute average): 0.50 at the start, 2.00 at the end" in capsys.readouterr().out
+
+
+def test_bench_command_ends_a_ctrl_c_with_a_sentence_and_status_130(monkeypatch, capsys):
+    """A Ctrl-C while positions are played or decided: a sentence on standard error and status
+    130 (128 + SIGINT, what a shell reports), not a traceback from inside the search."""
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ismcts_bench, "time_decisions", interrupted)
+    with pytest.raises(SystemExit) as stop:
+        ismcts_bench.main(["--players", "2", "--positions", "2", "--iterations", "5", "--no-progress"])
+    assert stop.value.code == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("seed", [2**63 - 1, 2**64])

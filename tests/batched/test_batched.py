@@ -1032,6 +1032,87 @@ def test_bench_ends_a_ctrl_c_with_a_sentence_and_status_130(monkeypatch, capsys)
     assert "interrupted before every repeat was timed; nothing is reported" in err
 
 
+def test_bench_ends_a_ctrl_c_while_it_prepares_with_a_sentence_and_status_130(monkeypatch, capsys):
+    """Importing torch (and jax for ``--vs-pgx``) before the first repeat takes seconds: a
+    Ctrl-C then also gets the sentence and status 130, not a traceback from inside torch."""
+    import builtins
+
+    from loveletter_env import bench
+
+    real_import = builtins.__import__
+
+    def interrupted_torch(name, *args, **kwargs):
+        if name == "torch":
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted_torch)
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--batched", "--turns", "300", "--repeats", "1", "--batch", "16"])
+    assert stop.value.code == 130
+    out, err = capsys.readouterr()
+    assert out == "" and "interrupted before every repeat was timed; nothing is reported" in err
+
+
+def test_bench_names_a_pgx_that_is_installed_but_cannot_be_imported(monkeypatch, capsys):
+    """pgx present but one of its own imports failing (a dependency missing, a broken jax) is
+    not "pgx is not installed": ``--vs-pgx`` is refused with the import's own error."""
+    import builtins
+
+    from loveletter_env import bench
+
+    real_import = builtins.__import__
+
+    def broken_pgx(name, *args, **kwargs):
+        if name == "pgx":
+            raise ModuleNotFoundError("No module named 'svgwrite'", name="svgwrite")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken_pgx)
+    monkeypatch.setenv("XLA_FLAGS", "")  # the bench sets it for JAX; restored after the test
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--vs-pgx", "--turns", "300", "--repeats", "1", "--batch", "16"])
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "pgx is installed but cannot be imported: No module named 'svgwrite'" in err
+
+
+def test_bench_reports_the_machine_load_of_its_run(monkeypatch, capsys):
+    """The figures depend on what else the machine runs: the report says the load average at
+    the start and at the end of the measurements, as the docs quote it beside each run."""
+    from loveletter_env import bench
+
+    loads = iter([(1.25, 0.0, 0.0), (3.5, 0.0, 0.0)])
+    monkeypatch.setattr(bench.os, "getloadavg", lambda: next(loads))
+    monkeypatch.setattr(bench, "bench_engine", lambda n, t, seed: (1.0, 1.0))
+    monkeypatch.setattr(bench, "bench_aec", lambda n, t, seed, episode: (1.0, 1.0))
+    monkeypatch.setattr(bench, "bench_null_aec", lambda n, t, length, seed: 1.0)
+    bench.main(["--repeats", "1", "--turns", "10"])
+    assert "machine load (1-minute average): 1.25 at the start, 3.50 at the end" in capsys.readouterr().out
+
+    def no_load_average():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(bench.os, "getloadavg", no_load_average)
+    bench.main(["--repeats", "1", "--turns", "10"])
+    assert "machine load: not reported by this system" in capsys.readouterr().out
+
+
+def test_bench_help_says_what_turns_episode_and_the_exit_status_mean():
+    """The batched rows play whole steps of ``--batch`` games, 10 at least (``--turns 300``
+    times 81,920 turns at the default batch); ``--episode`` sets the batched env's episodes
+    too; and a missed target does not fail the command (status 0): the help says all three."""
+    from loveletter_env import bench
+
+    parser = bench._parser()
+    helps = {a.dest: " ".join(a.help.split()) for a in parser._actions if a.help}
+    assert "10 steps" in helps["turns"] and "--batch" in helps["turns"]
+    assert "batched" in helps["episode"]
+    epilog = " ".join((parser.epilog or "").split())
+    assert "exit status 0" in epilog and "whether or not the targets" in epilog
+    assert "2" in epilog and "130" in epilog
+
+
 def test_bench_times_the_aec_env_after_the_kernels_are_loaded(monkeypatch):
     """The first reset of a process loads the compiled core's kernels (about 0.4 s of CPU, the
     time of some 25,000 turns): rows (b) and (c) time play only, after an untimed turn, or a
