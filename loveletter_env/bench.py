@@ -30,6 +30,7 @@ from .aec import OBSERVATION_HIGH, DeckShuffler
 from .aec import env as make_env
 from .core.layout import RECORD_SIZE
 from .core.sampling import GOLDEN, MIX1, MIX2
+from .machine_load import load_line, machine_load
 from .observation import OBSERVATION_SIZE
 from .validation import MAX_SEED
 
@@ -363,22 +364,6 @@ def _limit_xla_threads(threads: int) -> None:
     if "intra_op_parallelism_threads" not in flags and threads == 1:
         flags += " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     os.environ["XLA_FLAGS"] = flags.strip()
-
-
-def machine_load() -> float | None:
-    """The machine's 1-minute load average, where the system reports one (``None`` elsewhere)."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return None
-
-
-def load_line(start: float | None, end: float | None) -> str:
-    """The report's line on the machine's load over a run: absolute rates move with it (the
-    docs quote it beside each run), ratios measured in the same run much less."""
-    if start is None or end is None:
-        return "machine load: not reported by this system"
-    return f"machine load (1-minute average): {start:.2f} at the start, {end:.2f} at the end, on {os.cpu_count()} CPUs"
 
 
 #: The help's last paragraph: what the exit status says (a missed target is no failure).

@@ -24,7 +24,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ..aec import raw_env
-from ..bench import load_line, machine_load
+from ..machine_load import load_line, machine_load
 from ..validation import MAX_SEED
 from .belief import BeliefAgent
 from .ismcts import ISMCTSAgent
