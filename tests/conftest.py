@@ -382,7 +382,7 @@ def numba_cuda():
         from loveletter_env.core import gpu  # noqa: F401 (refuses numba's own older CUDA target)
     except ImportError as error:
         message = f'numba-cuda is not installed (pip install -e ".[cuda]"): {error}'
-        if os.environ.get("CI") == "true":
+        if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)
         pytest.skip(message)
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":

@@ -264,7 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME",
         help="also answer requests addressed to host NAME (repeatable; '*': any name, which lets any web "
-        "site's name that resolves here reach the server). 127.0.0.1, localhost, ::1 and --host are always accepted",
+        "site's name that resolves here reach the server). 127.0.0.1, localhost, ::1 and --host are always accepted, "
+        "but a --host of 0.0.0.0 or ::, which names no address: other machines then need --allow-host",
     )
     parser.add_argument(
         "--replays",
