@@ -124,7 +124,8 @@ def make_agent(name: str, seed: int | None = None, **kwargs: Any) -> Agent:
     """Build a bot by name (one of :data:`AGENT_NAMES`).
 
     Args:
-        name: ``"random"``, ``"rule"``, ``"belief"`` or ``"ismcts"``.
+        name: ``"random"``, ``"rule"``, ``"belief"``, ``"ismcts"`` or ``"guided"`` (which needs
+            ``policy=``).
         seed: seed of the agent's own random generator (``None``: fresh entropy), an integer
             in ``0..MAX_SEED`` (:func:`loveletter_env.validation.check_seed`).
         **kwargs: passed to the agent's class, e.g. ``iterations=200`` for ``ismcts``

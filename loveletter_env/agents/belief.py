@@ -74,7 +74,12 @@ def play_likelihood(played: int, kept: int) -> float:
 
 def hand_posterior(view: ObservationView, offset: int) -> dict[int, float]:
     """:func:`hand_distribution` sharpened by the opponent's last play: the card they
-    kept is weighted by :func:`play_likelihood` of the card they discarded last."""
+    kept is weighted by :func:`play_likelihood` of the card they discarded last.
+
+    That discard is read as a play even where it says nothing of the card now held: one a
+    Prince forced (their card is then a fresh draw) and, at three or four players, a play
+    whose kept card a King trade has since moved to another seat. The bot's published
+    figures and its compiled twin were measured with this reading, so it stays."""
     prior = hand_distribution(view, offset)
     discards = view.discards[offset] if offset < view.num_players else ()
     if len(prior) < 2 or not discards:

@@ -181,7 +181,7 @@ def _play(obs, n, known, ruled, a, b, card, options, count, mt, weights, picks, 
         if best == 0:
             return picks[0]
         pick = chosen[randbelow(mt, best)]
-        return pick if pick != 0 else picks[0]  # rule._play's "or plays[0]" (action 0 is falsy)
+        return pick if pick != 0 else picks[0]  # picks lowest first: action 0 is picks[0], as rule._play plays it
     if card == PRIEST:
         unknown = np.int64(0)
         for i in range(plays):

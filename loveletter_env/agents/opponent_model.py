@@ -15,7 +15,10 @@ play like the model, is the likelihood of ``v``:
 The rebuilt view is an approximation from the current one. It takes the opponent's last
 discard back into their hand, does not count the draws made since, and takes what they
 know of us from ``seen_by``. It ignores anything else that happened after their play,
-which at three or four players includes the other opponents' plays.
+which at three or four players includes the other opponents' plays. It reads their last
+discard as their play even where it is not one or says nothing of the card now held: a
+discard a Prince forced (their card is then a fresh draw), or, at three or four players, a
+play whose kept card a King trade has since moved to another seat.
 """
 
 from __future__ import annotations
@@ -26,8 +29,15 @@ from collections.abc import Callable, Mapping, Sequence
 from ..actions import ACTION_CARD
 from ..cards import CARD_COUNTS, CARD_VALUES, HANDMAID, PRIEST
 from ..observation import ObservationView
+from ..validation import check_int
 from .base import hand_distribution, view_legal_actions
 from .belief import action_scores
+
+
+def _check_opponent(view: ObservationView, offset: int) -> None:
+    """Refuse a seat offset that is no opponent's (``1..num_players - 1``): offset 0 is our own
+    play, which the rebuilt view cannot hold, and one past the table has nothing to read."""
+    check_int("an opponent's seat offset", offset, 1, view.num_players - 1)
 
 
 def decision_view(view: ObservationView, offset: int, kept: int, our_card: int = 0) -> ObservationView | None:
@@ -36,8 +46,9 @@ def decision_view(view: ObservationView, offset: int, kept: int, our_card: int =
     (0 if unknown), which they know when ``seen_by[offset]`` says so.
 
     Returns ``None`` when no consistent view exists (``kept`` cannot be in their hand);
-    raises ``ValueError`` when that seat has not played yet.
+    raises ``ValueError`` when that seat has not played yet, or is no opponent's.
     """
+    _check_opponent(view, offset)
     if not view.discards[offset]:
         raise ValueError(f"seat offset {offset} has not played yet: there is no play to read")
     n = view.num_players
@@ -129,8 +140,10 @@ def play_likelihoods(
     ``play_model`` is the model (a :data:`PlayModel`, asked once with every rebuilt view): by
     default the card-counting bot; the network-guided search passes its network's policy.
 
-    Empty when there is nothing to read (no play yet, or the hand is known).
+    Empty when there is nothing to read (no play yet, or the hand is known). Raises
+    ``ValueError`` for a seat offset that is no opponent's (``1..num_players - 1``).
     """
+    _check_opponent(view, offset)
     if not view.in_round(offset) or view.known_cards[offset] or not view.discards[offset]:
         return {}
     played = view.discards[offset][-1]

@@ -14,7 +14,7 @@ from ..actions import (
 )
 from ..cards import BARON, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from ..observation import ObservationView
-from .base import hand_distribution, other_card, with_move_rulings
+from .base import check_turn, hand_distribution, other_card, with_move_rulings
 from .kept_card import KeptCardAgent
 
 #: Keep these behind a Handmaid rather than risk them (King, Countess, Princess).
@@ -68,6 +68,9 @@ class RuleAgent(KeptCardAgent):
     name = "rule"
 
     def decide(self, view: ObservationView, legal: list[int], old_card: int) -> int:
+        # A mask of another position would be played from silently, its rules reading a hand
+        # the mask's moves are not for (and the wrong kept card remembered).
+        check_turn(view, legal)
         # The kept card matters only when someone has seen it.
         return rule_action(view, legal, self.rng, old_card if any(view.seen_by) else 0)
 
@@ -132,7 +135,10 @@ def _play(view: ObservationView, card: int, options: list[int], rng: random.Rand
         return None
     kept = other_card(view.hand, card)
     if card == GUARD:
-        return best_guard_action(view, plays, rng) or plays[0]
+        # ``is None``, not ``or``: action 0 (naming the Priest on the next seat) is a Guard action.
+        # With ``legal`` lowest first, as the bot has it, the two agree (``plays[0]`` is then 0).
+        choice = best_guard_action(view, plays, rng)
+        return plays[0] if choice is None else choice
     if card == PRIEST:
         unknown = [a for a in plays if ACTION_OFFSET[a] > 0 and not view.known_cards[ACTION_OFFSET[a]]]
         return rng.choice(unknown or plays)

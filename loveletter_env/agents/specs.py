@@ -259,8 +259,10 @@ def spec_files(spec: AgentSpec) -> list[Path]:
     if not colon or name not in (*AGENT_NAMES, SOLVED):
         return []
     files = []
-    for value in parse_options(rest, spec).values():
-        if isinstance(value, str) and os.path.exists(value):
+    for key, value in parse_options(rest, spec).items():
+        # Only the file options: another option's word (``opponents=greedy``) that happens to
+        # name a file or folder where the tool runs is not one the agent reads.
+        if key in FILE_OPTIONS and isinstance(value, str) and os.path.exists(value):
             files.append(checkpoint_file(value) if os.path.isdir(value) else Path(value))
     return files
 

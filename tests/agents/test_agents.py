@@ -103,10 +103,12 @@ def mismatched_observations() -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("case", ["out of turn", "another mask", "part of the mask"])
-@pytest.mark.parametrize("name", ["belief", "ismcts"])
+@pytest.mark.parametrize("name", ["rule", "belief", "ismcts"])
 def test_a_mask_that_is_not_the_observation_s_is_refused_by_name(name: str, case: str):
-    """As the other searches do (``base.check_turn``). Were taken: the first two failed
-    with a bare ``KeyError`` deep in the scoring, the last was played from silently."""
+    """As the other searches do (``base.check_turn``). Were taken: for ``belief`` and
+    ``ismcts`` the first two failed with a bare ``KeyError`` deep in the scoring, the last was
+    played from silently; ``rule`` played from all three silently (its rules reading a hand of
+    one card, or of cards the mask's moves are not for) and remembered the wrong kept card."""
     observation = mismatched_observations()[case]
     message = "not of the seat to act" if case == "out of turn" else "is not this observation's"
     agent = build(name)
@@ -314,6 +316,17 @@ def test_rule_bot_guard_guess_skips_ruled_out_values():
         guesses[ACTIONS[action].guess] += 1
     assert set(guesses) <= {BARON, PRINCE, KING, COUNTESS, PRINCESS}
     assert len(guesses) > 1  # the five-way tie is broken by the generator, not by a fixed order
+
+
+def test_rule_action_does_not_depend_on_the_order_of_the_legal_moves():
+    """Naming the Priest on the next seat is action 0, the favourite guess here. Was taken:
+    ``best_guard_action(...) or plays[0]`` read that action as "no Guard action" and played
+    the first Guard move listed instead, so legal moves listed highest first named the Princess
+    (the bot itself lists them lowest first, where ``plays[0]`` was that same action 0)."""
+    state = start(2, hands={0: BARON, 1: KING}, draws=[GUARD], face_up=[HANDMAID, HANDMAID, PRINCE])
+    view, legal = seat_view(state, 0), list(engine.legal_actions(state))
+    assert rule_action(view, legal, random.Random(0)) == act(GUARD, 1, PRIEST) == 0
+    assert rule_action(view, legal[::-1], random.Random(0)) == act(GUARD, 1, PRIEST)
 
 
 # Beliefs and determinization ---------------------------------------------------------

@@ -167,3 +167,18 @@ def test_a_seat_that_has_not_played_has_nothing_to_read():
     assert play_likelihoods(view, 1) == {}
     with pytest.raises(ValueError, match="has not played yet"):
         decision_view(view, 1, KING)
+
+
+@pytest.mark.parametrize("offset", [0, 2, -1, True])
+def test_a_seat_offset_that_is_no_opponent_s_is_refused_by_name(offset):
+    """Offsets 1..n-1 are the opponents. Were taken: offset 0 (our own play) failed with a bare
+    ``IndexError`` in the rebuilt view, and an offset past the table read as "nothing to read"."""
+    state = start(2, hands={0: PRIEST, 1: BARON}, draws=[HANDMAID, GUARD, KING])
+    engine.step(state, act(HANDMAID))
+    engine.step(state, act(GUARD))  # both seats have played: each has a discard to read
+    view = seat_view(state, 0)
+    message = r"^an opponent's seat offset must be an integer in 1\.\.1, got"
+    with pytest.raises(ValueError, match=message):
+        play_likelihoods(view, offset)
+    with pytest.raises(ValueError, match=message):
+        decision_view(view, offset, KING)

@@ -208,6 +208,20 @@ def test_spec_files_are_the_files_an_agent_plays_from(tmp_path: Path):
         spec_files(str(tmp_path / "gone.pt"))
 
 
+def test_spec_files_read_only_the_options_that_name_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``guided:opponents=greedy`` names a way of playing, not a file: a folder ``greedy`` or a
+    file ``belief`` where the tool runs is none of the agent's files. Were taken: the folder
+    made the spec fail with "run folder 'greedy' holds none of ...", and the file was hashed as
+    one the agent plays from (so editing it would void a league's results)."""
+    from loveletter_env.agents.specs import spec_files
+
+    network = ROOT / "checkpoints" / "v1" / "ppo_2p.pt"
+    monkeypatch.chdir(tmp_path)
+    Path("greedy").mkdir()
+    Path("belief").write_bytes(b"notes")
+    assert spec_files(f"guided:policy={network},opponents=greedy,reading=belief") == [network]
+
+
 def test_options_that_name_files_keep_the_text_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A file option is a path, never a literal: ``2024`` stays the file ``2024`` and ``0x10``
     is not read as the file ``16``."""
