@@ -32,6 +32,19 @@ class CudaTuning:
     def __post_init__(self) -> None:
         if self.launcher not in LAUNCHERS:
             raise ValueError(f"launcher must be one of {', '.join(LAUNCHERS)}, got {self.launcher!r}")
+        if self.variant is not None:
+            # Checked here, not where a CUDA env builds its kernels (where anything else failed
+            # as an AttributeError). Imported only now: without numba-cuda, nothing is a variant.
+            try:
+                from ..core.gpu import KernelVariant
+
+                is_variant = isinstance(self.variant, KernelVariant)
+            except ImportError:
+                is_variant = False
+            if not is_variant:
+                raise TypeError(
+                    f"variant must be a loveletter_env.core.gpu.KernelVariant (or None), got {self.variant!r}"
+                )
 
 
 _current = CudaTuning()

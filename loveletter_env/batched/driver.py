@@ -70,8 +70,9 @@ class BatchedLoveLetter:
         rules: preset name or :class:`~loveletter_env.rules.Rules`.
         episode: ``"round"`` (an episode is one round) or ``"game"`` (rounds until a
             player reaches the token target; a new round starts within the episode).
-        device: torch device of every tensor: ``"cpu"``, or a CUDA device (needs the
-            ``cuda`` extra, numba-cuda).
+        device: torch device of every tensor: ``"cpu"``, or a CUDA device this machine
+            has (needs the ``cuda`` extra, numba-cuda); another is refused by name
+            (:func:`check_device`).
         seed: what deals the decks and picks first players. On CPU it seeds
             :attr:`generator` (a ``torch.Generator``), whose draws give the same games as
             in every earlier release; on CUDA it keys a counter-based generator (each
@@ -108,9 +109,7 @@ class BatchedLoveLetter:
         num_games = int(num_games)
         check_episode(episode)
         seed = check_seed(seed)
-        self.device = torch.empty(0, device=device).device  # normalised: "cuda" -> "cuda:0"
-        if self.device.type not in ("cpu", "cuda"):
-            raise ValueError(f"device must be cpu or cuda, got {self.device}")
+        self.device = check_device(device)
         self.rules = resolve_rules(rules)
         self.episode = episode
         self.num_games = num_games
@@ -502,6 +501,30 @@ class BatchedLoveLetter:
 
     def _check_actions_legal(self, actions: torch.Tensor, mask: torch.Tensor) -> None:
         check_actions_legal(actions, mask, self.current_player, self._players)
+
+
+def check_device(device: Any) -> torch.device:
+    """``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``) as the torch device
+    an env runs on, ``"cuda"`` as torch's current CUDA device (``"cuda:0"``); ``ValueError``
+    naming it unless it is the CPU or a CUDA device this machine has. Without the check torch
+    refused a missing GPU with its own ``AssertionError`` ("Torch not compiled with CUDA
+    enabled") or a driver error, and a ``cuda:N`` past the last device failed at the first
+    allocation ("invalid device ordinal"), none of them naming the argument.
+    :class:`~loveletter_env.batched.mixed.MixedRulesBatched` checks its device with it too."""
+    try:
+        found = torch.device(device)  # None would read as torch's default device: refused here
+    except (RuntimeError, TypeError):
+        found = None
+    if found is None or found.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'cpu' or a CUDA device ('cuda', 'cuda:1'), got {device!r}")
+    if found.type == "cuda":
+        count = torch.cuda.device_count()  # 0 without a GPU, a driver, or a CUDA build of torch
+        if count == 0:
+            raise ValueError(f"device '{found}': torch sees no CUDA device on this machine; use 'cpu'")
+        if found.index is not None and found.index >= count:
+            devices = "cuda:0" if count == 1 else f"cuda:0..cuda:{count - 1}"
+            raise ValueError(f"device '{found}': this machine has {count} CUDA device(s) ({devices})")
+    return torch.empty(0, device=found).device  # normalised: "cuda" -> "cuda:0", "cpu:0" -> "cpu"
 
 
 def check_tensor(x: Any, name: str, shape: tuple[int, ...], device: torch.device) -> torch.Tensor:

@@ -29,6 +29,7 @@ from .driver import (
     BatchedLoveLetter,
     _table_sizes,
     check_actions_legal,
+    check_device,
     check_step_buffers,
     check_tensor,
 )
@@ -120,7 +121,7 @@ class MixedRulesBatched:
             raise ValueError(f"weights must give one weight per rule set ({len(resolved)}), got {len(weights)}")
         seed = check_seed(seed)
         self.num_games = num_games
-        self.device = torch.empty(0, device=device).device
+        self.device = check_device(device)
         players = _table_sizes(num_players, self.num_games, self.device)
         counts = split_games(self.num_games, weights)
         bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()

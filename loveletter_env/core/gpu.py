@@ -66,6 +66,7 @@ def _load_array_overloads() -> None:
 
 _load_array_overloads()
 
+import numba  # noqa: E402
 from numba import cuda, njit  # noqa: E402
 from numba import types as nb  # noqa: E402
 from numba.core.registry import CPUDispatcher  # noqa: E402
@@ -115,14 +116,32 @@ class KernelVariant:
     max_registers: int | None = None
 
     def __post_init__(self) -> None:
+        # Each setting is a constant or an option of the compiled kernels, checked here: a
+        # float block size failed at the first launch ("griddim must be a sequence of
+        # integers"), a flag "no" compiled as a true constant. NumPy's ints and bools are
+        # stored as Python's, so that equal variants share one build (compiled_kernels).
         size = self.threads_per_block
-        if size % 32 or not 32 <= size <= 1024:
-            raise ValueError(f"threads_per_block must be a multiple of 32 in 32..1024, got {size}")
+        if not _is_int(size) or size % 32 or not 32 <= size <= 1024:
+            raise ValueError(f"threads_per_block must be an int, a multiple of 32 in 32..1024, got {size!r}")
+        for flag in ("shared_records", "zeroed_observations"):
+            value = getattr(self, flag)
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"{flag} must be True or False, got {value!r}")
+            object.__setattr__(self, flag, bool(value))
+        object.__setattr__(self, "threads_per_block", int(size))
         row = RECORD_SIZE + NUM_ACTIONS
         if self.shared_records and size * row > 48 * 1024:
             raise ValueError(f"{size} records and masks of {row} bytes exceed a block's 48 KiB of static shared memory")
-        if self.max_registers is not None and not 16 <= self.max_registers <= 255:
-            raise ValueError(f"max_registers must be in 16..255 (or None), got {self.max_registers}")
+        registers = self.max_registers
+        if registers is not None:
+            if not _is_int(registers) or not 16 <= registers <= 255:
+                raise ValueError(f"max_registers must be in 16..255 (an int, or None), got {registers!r}")
+            object.__setattr__(self, "max_registers", int(registers))
+
+
+def _is_int(value: Any) -> bool:
+    """Whether ``value`` is an integer (Python's or NumPy's), not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 #: The variant the batched env launches (measured on an H200: docs/performance.md).
@@ -327,7 +346,10 @@ def build_kernels(variant: KernelVariant = DEFAULT_VARIANT) -> types.SimpleNames
         "SHARED_RECORDS": variant.shared_records,
         "ZEROED_OBSERVATIONS": variant.zeroed_observations,
     }
-    options = {} if variant.max_registers is None else {"max_registers": variant.max_registers}
+    # The simulator runs each thread as Python, with no registers to cap, and its jit takes
+    # no such option: a capped variant builds there as it plays, uncapped.
+    capped = variant.max_registers is not None and not numba.config.ENABLE_CUDASIM  # type: ignore[attr-defined]
+    options = {"max_registers": variant.max_registers} if capped else {}
     kernels = {name: cuda_kernel(body, built, constants, **options) for name, body in KERNEL_BODIES.items()}
     return types.SimpleNamespace(variant=variant, **kernels)
 

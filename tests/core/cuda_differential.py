@@ -164,14 +164,16 @@ def play(sizes: list[int], rules: str, episode: str, steps: int, seed: int, vari
     return rounds
 
 
-def play_env(sizes: list[int], rules: str, episode: str, steps: int, seed: int) -> int:
+def play_env(sizes: list[int], rules: str, episode: str, steps: int, seed: int, variant) -> int:
     """The batched env's CUDA driver (``batched.driver._CudaGames``: its launches, argument
-    order, output tensors, resets, random steps and observe) against the reference engine.
+    order, output tensors, resets, random steps and observe), its kernels built as
+    ``variant`` (through ``batched.cuda_tuning``), against the reference engine.
     In the simulator its torch tensors are CPU tensors handed to the kernels as numpy views
     (on a GPU, :func:`play` and the env's own CUDA tests cover this). Returns the rounds played."""
     import torch
 
     from loveletter_env.batched import driver as batched_env
+    from loveletter_env.batched.cuda_tuning import cuda_tuning
     from loveletter_env.core.sampling import new_generator
 
     class SimulatedGames(batched_env._CudaGames):
@@ -185,7 +187,9 @@ def play_env(sizes: list[int], rules: str, episode: str, steps: int, seed: int) 
     env = batched_env.BatchedLoveLetter(n, sizes, rules=rules, episode=episode, seed=seed)
     records = new_records(sizes, env.rules)
     orders, placements = (t.astype(np.uint8) for t in deck_tables())
-    env._gpu = SimulatedGames(records, orders, placements, env.device, seed)
+    with cuda_tuning(variant):
+        env._gpu = SimulatedGames(records, orders, placements, env.device, seed)
+    assert env._gpu.kernels.variant == variant
     rng = np.random.default_rng(seed)
     if env.rules.in_play is not None:
         decks = torch.tensor(
@@ -279,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{rules:22s} {episode:5s}: {args.games} games, {args.steps} turns, {rounds} rounds: same as the reference"
         )
         if args.env:
-            rounds = play_env(sizes, rules, episode, args.steps, seed=case)
+            rounds = play_env(sizes, rules, episode, args.steps, case, variant)
             total += rounds
             print(f"{'':28s} the env's CUDA driver: {rounds} rounds, same as the reference")
     print(f"all cases agree ({total} rounds)")

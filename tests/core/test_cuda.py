@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import kernels_as_ptx, numba_cuda, subprocess_env
 
@@ -78,6 +79,28 @@ def test_kernel_variants_are_checked():
     assert KernelVariant(max_registers=64).max_registers == 64
 
 
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"threads_per_block": 64.0}, "threads_per_block must be an int, a multiple of 32 in 32..1024, got 64.0"),
+        ({"shared_records": "no"}, "shared_records must be True or False, got 'no'"),
+        ({"zeroed_observations": None}, "zeroed_observations must be True or False, got None"),
+        ({"max_registers": 40.5}, r"max_registers must be in 16..255 \(an int, or None\), got 40.5"),
+    ],
+)
+def test_kernel_variants_refuse_what_is_no_setting(arguments, message):
+    """A float block size passed the bounds and failed at the first launch ("griddim must be
+    a sequence of integers, got [1.0]"); a flag "no" compiled as a true constant (records in
+    shared memory after all); a fractional register cap was taken as it was."""
+    numba_cuda()
+    from loveletter_env.core.gpu import KernelVariant
+
+    with pytest.raises(ValueError, match=message):
+        KernelVariant(**arguments)
+    # NumPy's ints and bools are taken as Python's: the same variant, the same build.
+    assert KernelVariant(np.int64(128), np.False_, True, np.int64(64)) == KernelVariant(128, False, True, 64)
+
+
 def _differential_in_the_simulator(*arguments: str) -> None:
     """Run the differential script in numba's CUDA simulator and expect every case to agree."""
     numba_cuda()
@@ -96,9 +119,17 @@ def test_kernels_match_reference_in_the_simulator():
 @pytest.mark.parametrize("threads, shared, zeroed", OTHER_VARIANTS)
 def test_kernel_variants_match_reference_in_the_simulator(threads, shared, zeroed):
     """Each other kernel variant, over more games than one block holds (blocks that end
-    past the last game included)."""
+    past the last game included), the env's CUDA driver built with it included."""
     variant = _variant_arguments(threads, shared, zeroed)
-    _differential_in_the_simulator("--games", str(threads + 5), "--steps", "6", "--rules", "classic", *variant)
+    _differential_in_the_simulator("--games", str(threads + 5), "--steps", "6", "--rules", "classic", "--env", *variant)
+
+
+def test_a_register_cap_builds_in_the_simulator():
+    """A register-capped variant (its cap has no meaning for Python threads) plays the
+    reference's games in the simulator too: its build passed the cap to the simulator's
+    ``jit``, which takes no such option ("unexpected keyword argument 'max_registers'")."""
+    variant = [*_variant_arguments(32, False, True), "--max-registers", "40"]
+    _differential_in_the_simulator("--games", "37", "--steps", "6", "--rules", "classic", *variant)
 
 
 def test_kernels_match_reference_on_the_gpu(monkeypatch):

@@ -14,11 +14,12 @@ import os
 import sys
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO
 
 import numpy as np
 import torch
 
+from loveletter_env.batched.driver import check_device  # noqa: F401 (the one device check, re-exported for training)
 from loveletter_env.validation import check_writable
 from training.learn.config import ConfigError
 
@@ -60,21 +61,6 @@ def pick_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device 'cuda' was requested but torch sees no CUDA device; use --device cpu or auto")
     return torch.device(name)
-
-
-def check_device(device: Any) -> torch.device:
-    """``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"`` or a ``torch.device``) as a ``torch.device``
-    this machine has; ``ValueError`` naming it otherwise (torch would fail later, inside a load
-    or a product, with a message that blames something else)."""
-    try:
-        found = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"device must be 'cpu' or 'cuda' (or a torch.device), got {device!r}") from None
-    if found.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu' or 'cuda' (or a torch.device), got {device!r}")
-    if found.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r}: torch sees no CUDA device on this machine; use 'cpu'")
-    return found
 
 
 def derive_seed(*parts: int) -> int:

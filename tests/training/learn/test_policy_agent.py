@@ -54,7 +54,9 @@ def test_greedy_and_device_are_checked_when_the_agent_is_built():
     with pytest.raises(ValueError, match="greedy must be True or False, got 'no'"):
         PolicyAgent(network, greedy="no")  # a string would have read as true: a pure strategy
     for device in ("gpu", "meta"):
-        with pytest.raises(ValueError, match=rf"device must be 'cpu' or 'cuda' \(or a torch.device\), got '{device}'"):
+        with pytest.raises(
+            ValueError, match=rf"device must be 'cpu' or a CUDA device \('cuda', 'cuda:1'\), got '{device}'"
+        ):
             PolicyAgent(network, device=device)
     assert PolicyAgent(network, greedy=np.True_).greedy is True
 
