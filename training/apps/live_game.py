@@ -126,6 +126,10 @@ class LiveGame:
             answering one request per call sets it to the number of agents, so that each agent
             moves at most once per request even once the person is out; :meth:`play_on` then
             plays the next ones.
+        start: deal the first round now (the agents then play up to the person's turn). With
+            ``False`` the game is built (its agents too) but nothing is dealt until :meth:`start`:
+            a caller that must tell what the agents did even when one fails at once has the
+            game in hand before they play (the terminal).
 
     The agents play as soon as the round is dealt, so :attr:`log` may already hold moves
     (even the whole round, at a table where the person is put out before their turn).
@@ -144,6 +148,7 @@ class LiveGame:
         max_rounds: int | None = None,
         metadata: Mapping[str, Any] | None = None,
         agent_turns_per_call: int | None = None,
+        start: bool = True,
     ):
         # Checked here, not only by the apps: a bad seat failed as "zip() argument 2 is shorter than
         # argument 1", a seed True dealt seed 1's cards, max_rounds=0 still played a round, and
@@ -188,6 +193,14 @@ class LiveGame:
         #: Why the game was stopped before its end (an agent failed), else ``None``.
         self.stopped: str | None = None
         self._last_round_end: GameState | None = None  # the game as the last finished round left it
+        if start:
+            self._begin_round()
+
+    def start(self) -> None:
+        """Deal the first round of a game built with ``start=False``; the agents play up to the
+        person's turn (:class:`BotFailed` when one fails)."""
+        if self.round_starts:
+            raise NotNow("the game has started")
         self._begin_round()
 
     @property
@@ -263,6 +276,8 @@ class LiveGame:
         """Called once with the replay when the game is finished (subclasses save it)."""
 
     def _check_playing(self) -> None:
+        if not self.round_starts:
+            raise NotNow("the game has not started: call start()")
         if self.stopped is not None:
             raise NotNow(f"this game was stopped: {self.stopped}; start a new one")
         if self.finished:

@@ -218,7 +218,10 @@ def play(
     # Each agent is built with the seed the game draws for its seat, as the web app's are.
     seated = [Opponent(agent_label(spec), agent_label(spec), {}, partial(resolve_agent, spec)) for spec in specs]
     metadata = {"source": "training.play", "seed": seed}
-    game = LiveGame(seated, num_players, seat, rules, seed, max_rounds=rounds, metadata=metadata)
+    # Dealt inside the try: the agents play as soon as the round is dealt, and one that fails there
+    # (or a Ctrl-C while they think) leaves the moves played and why the game stopped in the log,
+    # to be told as a failure later in the game is.
+    game = LiveGame(seated, num_players, seat, rules, seed, max_rounds=rounds, metadata=metadata, start=False)
     for p, opponent in zip((p for p in range(num_players) if p != seat), seated):
         print(f"player_{p}: {opponent.name}", file=out)
     print(f"You are player_{seat}.", file=out)
@@ -235,6 +238,7 @@ def play(
         told = len(game.log)
 
     try:
+        game.start()
         while True:
             tell()
             if game.finished:

@@ -169,3 +169,18 @@ def test_an_agent_that_writes_into_its_mask_is_stopped_without_showing_its_hand(
         raise AssertionError("no seed in 0..49 makes action 0 illegal for the agent")
     assert failure.startswith("agent writer at player_1 returned action 0, which is not legal here")
     assert "legal:" not in failure and "legal actions" not in failure
+
+
+def test_a_game_built_without_its_deal_plays_nothing_until_started():
+    # The terminal builds the game first, so that it can tell what the agents did even when one
+    # fails in the first round's opening moves; started, it is the game a plain build deals.
+    waiting = LiveGame([_opponent(), _opponent()], 3, 2, "classic", seed=4, start=False)
+    assert waiting.log == [] and waiting.round_starts == []
+    for call in (lambda: waiting.move(0), waiting.play_on, waiting.next_round):
+        with pytest.raises(NotNow, match="the game has not started: call start"):
+            call()
+    waiting.start()
+    dealt = LiveGame([_opponent(), _opponent()], 3, 2, "classic", seed=4)
+    assert waiting.log == dealt.log and waiting.state.hands == dealt.state.hands
+    with pytest.raises(NotNow, match="the game has started"):
+        waiting.start()

@@ -255,6 +255,45 @@ def test_a_game_stopped_by_an_agent_tells_the_moves_played_before_it():
     assert told[-2].endswith("You played Countess."), told[-2]
 
 
+class _FailsAtOnce:
+    """Plays its first legal move ``moves`` times, then raises ``error``."""
+
+    def __init__(self, error: BaseException, moves: int = 0) -> None:
+        self.error = error
+        self.moves = moves
+
+    def act(self, observation):
+        if self.moves == 0:
+            raise self.error
+        self.moves -= 1
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+
+@pytest.mark.parametrize("error", [RuntimeError("lost its way"), KeyboardInterrupt()])
+def test_a_game_stopped_before_the_persons_first_move_tells_what_was_played(tmp_path, error):
+    """The agents play as soon as the round is dealt, inside LiveGame's constructor: one that failed
+    there (or a Ctrl-C while it thought) left play() with nothing printed, not the seats, not the
+    moves played before it, not why the game stopped, and no word of the replay."""
+    path = tmp_path / "game.json"
+    out = io.StringIO()
+    # Seed 0 at 3 players: player_1 starts, plays, then player_2 fails before the person's turn.
+    with pytest.raises(KeyboardInterrupt if isinstance(error, KeyboardInterrupt) else BotFailed):
+        play(["rule", _FailsAtOnce(error)], num_players=3, seed=0, stdin=io.StringIO(), out=out, replay_path=path)
+    told = out.getvalue().rstrip("\n").splitlines()
+    assert told[:3] == ["player_1: rule", "player_2: _FailsAtOnce", "You are player_0."], told
+    assert "=== Round 1: player_1 starts ===" in told
+    assert any(line.startswith("  player_1 played") for line in told), told
+    assert "Your move>" not in out.getvalue()
+    if isinstance(error, KeyboardInterrupt):
+        assert told[-1] == "No round was finished, so no replay was saved."
+    else:
+        assert told[-2:] == [
+            "  Game stopped: agent _FailsAtOnce at player_2 failed: RuntimeError: lost its way.",
+            "No round was finished, so no replay was saved.",
+        ]
+    assert not path.exists()
+
+
 # Guard guesses ----------------------------------------------------------------------------
 
 

@@ -253,6 +253,25 @@ def test_no_bot_moves_twice_in_one_request_when_two_bots_are_left():
     assert repeats_checked, "some requests moved several bots"
 
 
+@pytest.mark.parametrize(
+    "opponents, players, seat, message",
+    [
+        (1, 2, 2, r"^seat must be .*got 2"),
+        (1, 2, -1, r"^seat must be .*got -1"),
+        (2, 2, 0, r"^2 opponents given for the 1 other seat of a 2-player table$"),
+        (1, 3, 0, r"^1 opponents given for the 2 other seats of a 3-player table$"),
+    ],
+)
+def test_a_human_game_names_a_seat_or_an_opponent_count_that_cannot_be(opponents, players, seat, message):
+    """HumanGame zipped its seats with its opponents before LiveGame checked them: a bad seat, or
+    one opponent too many or too few, failed as "zip() argument 2 is shorter than argument 1"."""
+    from training.apps.web.games import HumanGame, OpponentCatalog
+
+    choice = OpponentCatalog({}, lambda path, seed: None).choose("rule", 2)
+    with pytest.raises(ValueError, match=message):
+        HumanGame([choice] * opponents, players, seat, "classic", "round", 1, lambda game, replay: None)
+
+
 def test_play_on_is_refused_while_it_is_the_persons_turn(client):
     game = new_game(client, seed=1)
     assert not game["waiting"] and game["legal"]

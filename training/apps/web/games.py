@@ -330,13 +330,19 @@ class HumanGame(LiveGame):
         self.seed = seed
         self.replay_file: str | None = None
         self._save = on_finish
-        self.names = [seat_name(seat, "you")] * num_players
-        for p, choice in zip([p for p in range(num_players) if p != seat], opponents, strict=True):
-            self.names[p] = seat_name(p, choice.name)
         metadata = {"source": "training.serve", "seed": seed, "human_seat": seat}
         super().__init__(
             opponents, num_players, seat, rules, seed, length, metadata=metadata, agent_turns_per_call=num_players - 1
         )
+
+    @property
+    def names(self) -> list[str]:
+        """How the page names each seat: ``player_1 (rule)``, ``player_0 (you)``.
+
+        Read from the seats :class:`LiveGame` checked and seated: built from the arguments before
+        it ran, a bad seat or opponent count failed as a ``zip()`` error instead of its message.
+        """
+        return [seat_name(p, "you" if p == self.seat else info.name) for p, info in enumerate(self.infos)]
 
     def on_finish(self, replay: Replay) -> None:
         try:
