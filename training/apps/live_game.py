@@ -47,6 +47,9 @@ class BotFailed(AgentError):
     The game is stopped (:attr:`LiveGame.stopped` says why) and takes no more moves."""
 
 
+#: The most characters of a failing agent's own error text a game shows (its first line).
+MAX_FAILURE_TEXT = 200
+
 #: Why the apps do not offer a Guard guess that :func:`unseen_guesses` leaves out.
 SEEN_GUESS_REASON = "you can see every copy: in your hand, face up or discarded"
 
@@ -337,7 +340,12 @@ class LiveGame:
             # It names the agent and what it returned; the legal moves it may list would show the agent's hand.
             problem = re.sub(r" \(legal: \[[^\]]*\]\)", "", str(exc))
         else:
-            problem = f"agent {label} failed: {type(exc).__name__}: {exc}"
+            # Its first line, cut short: the person sees it (the web page gets it three times), and
+            # an agent's own text can be long or print what it holds; the whole error is chained.
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            if len(text) > MAX_FAILURE_TEXT:
+                text = text[: MAX_FAILURE_TEXT - 3] + "..."
+            problem = f"agent {label} failed: {type(exc).__name__}: {text}"
         self.stopped = problem
         self.log.append(f"Game stopped: {problem}.")
         raise BotFailed(f"{problem}; the game was stopped") from exc

@@ -184,3 +184,19 @@ def test_a_game_built_without_its_deal_plays_nothing_until_started():
     assert waiting.log == dealt.log and waiting.state.hands == dealt.state.hands
     with pytest.raises(NotNow, match="the game has started"):
         waiting.start()
+
+
+def test_a_failing_agents_long_error_is_shown_by_its_first_line_cut_short():
+    # A 100,000-character error went whole to the person, three times in the web's answer.
+    class Talkative:
+        def act(self, observation):
+            raise RuntimeError("my hand is the Princess " + "x" * 100_000 + "\nsecond line")
+
+    game = LiveGame([_opponent(lambda seed: Talkative(), "talker")], 2, 0, "classic", 0, start=False)
+    with pytest.raises(BotFailed) as failure:
+        game.start()
+        _play_out(game)
+    shown = "agent talker at player_1 failed: RuntimeError: my hand is the Princess xx"
+    for text in (str(failure.value), game.stopped, game.log[-1]):
+        assert text.startswith(shown) or text.startswith(f"Game stopped: {shown}")
+        assert len(text) < 300 and "..." in text and "second line" not in text
