@@ -21,7 +21,8 @@ import numpy as np
 
 from ..cards import DECK_SIZE
 from ..engine import GameState
-from ..rules import Rules
+from ..rules import Rules, resolve_rules
+from ..validation import check_num_players, shown
 from . import cache, kernels, layout  # cache first: it keys the kernels' cache on the layout
 from .layout import MAX_SEATS, RECORD_SIZE
 from .record_view import RecordGameState, log_entry
@@ -29,13 +30,23 @@ from .record_view import RecordGameState, log_entry
 __all__ = ["cache", "kernels", "layout", "RECORD_SIZE", "new_records", "record_from_state", "state_from_record"]
 
 
-def new_records(num_players: np.ndarray | Sequence[int], rules: Rules) -> np.ndarray:
-    """uint8 [N, RECORD_SIZE]: N games (table sizes ``num_players``, already checked to be
-    2..4) with no round dealt yet. A ladder rung refuses tables of 3 or 4 players; its
-    records hold a deck of the rung (face-up cards sorted), which a seeded deal reorders."""
-    sizes = np.asarray(num_players, dtype=np.int64)
+def new_records(num_players: np.ndarray | Sequence[int], rules: str | Rules) -> np.ndarray:
+    """uint8 [N, RECORD_SIZE]: N games (table sizes ``num_players``, each 2..4) with no round
+    dealt yet. A ladder rung refuses tables of 3 or 4 players; its records hold a deck of the
+    rung (face-up cards sorted), which a seeded deal reorders.
+
+    Raises:
+        ValueError: ``num_players`` is not a sequence of integers 2..4, or ``rules`` is not
+            a :class:`~loveletter_env.rules.Rules` (or preset name) these tables can play.
+            The size is one byte of the record that the kernels (no bounds checks) trust:
+            -1 read as 255 seats, whose deal wrote into the neighbouring records."""
+    given = np.asarray(num_players)
+    if given.ndim != 1 or (given.size and given.dtype.kind not in "iu"):
+        raise ValueError(f"num_players must be a sequence of integers (a table size a game), got {shown(num_players)}")
+    sizes = given.astype(np.int64)
+    rules = resolve_rules(rules)
     for size in np.unique(sizes).tolist():
-        rules.check_num_players(size)
+        rules.check_num_players(check_num_players(size))
     records = np.zeros((sizes.shape[0], RECORD_SIZE), dtype=np.uint8)
     records[:, layout.NUM_PLAYERS] = sizes
     records[:, layout.TOKENS_TO_WIN] = np.asarray(rules.tokens_to_win, dtype=np.int64)[sizes - 2]

@@ -136,9 +136,13 @@ def deal_draws(
     are ``state`` (uint8 [STATE_BYTES], from ``get_state().numpy()``), in the same order,
     advancing ``state`` in place. ``words`` is scratch (uint32 [(k + 1) n]). Each of ``highs``
     is 1 .. :data:`MAX_HIGH` (a ``ValueError`` otherwise: torch would draw other values).
+    Buffers of other sizes are a ``ValueError`` too: the compiled code has no bounds checks,
+    and read past a short ``words`` (other values each run) or wrote past a short row of
+    ``draws`` (a segmentation fault).
 
     The fields are picked out here, in numpy, so that the compiled code sees plain arrays
     (reinterpreting bytes inside it cost a second of the first compile)."""
+    _check_buffers(state, uniforms, draws, highs, words)
     if not all(0 < high <= MAX_HIGH for high in highs.tolist()):  # 3 bounds: a fraction of a microsecond
         raise ValueError(f"highs must be 1 .. 2**28 - 1 (torch draws other values beyond), got {highs.tolist()}")
     left = state[_LEFT : _LEFT + 4].view(np.int32)
@@ -147,6 +151,30 @@ def deal_draws(
     _draw_words(state[_STATE : _STATE + 8 * MT_WORDS].view(np.uint64), cursor, words)
     left[0], index[0] = cursor
     _convert(words, uniforms, draws, highs)
+
+
+def _check_buffers(
+    state: np.ndarray, uniforms: np.ndarray, draws: np.ndarray, highs: np.ndarray, words: np.ndarray
+) -> None:
+    """A ``ValueError`` naming the first of :func:`deal_draws`' buffers whose dtype or shape
+    does not fit the others (a microsecond: a few attribute reads)."""
+    n = uniforms.shape[0] if uniforms.ndim == 1 else -1
+    k = draws.shape[0] if draws.ndim == 2 else -1
+    if state.dtype != np.uint8 or state.shape != (STATE_BYTES,):
+        problem = f"state must be the {STATE_BYTES} bytes of a torch CPU generator's get_state() (uint8)"
+        got = f"{state.dtype} {list(state.shape)}"
+    elif uniforms.dtype != np.float32 or n < 0:
+        problem, got = "uniforms must be float32 [n]", f"{uniforms.dtype} {list(uniforms.shape)}"
+    elif draws.dtype != np.int64 or draws.shape != (k, n):
+        rows = k if k >= 0 else "k"
+        problem, got = f"draws must be [{rows}, {n}] int64 (a row a bound)", f"{draws.dtype} {list(draws.shape)}"
+    elif highs.shape != (k,):
+        problem, got = f"highs must hold one bound a row of draws ({k})", f"shape {list(highs.shape)}"
+    elif words.dtype != np.uint32 or words.ndim != 1 or words.shape[0] < (k + 1) * n:
+        problem, got = f"words must be uint32 [{(k + 1) * n}] or longer", f"{words.dtype} {list(words.shape)}"
+    else:
+        return
+    raise ValueError(f"deal_draws: {problem}, got {got}")
 
 
 @njit(cache=True)

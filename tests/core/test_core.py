@@ -559,3 +559,62 @@ def test_torch_draws_refuse_bounds_torch_draws_otherwise(high):
     mt19937.deal_draws(state.numpy(), np.empty(9, np.float32), draws, np.array([2**28 - 1]), np.empty(18, np.uint32))
     torch.rand(9, generator=theirs)
     assert draws[0].tolist() == torch.randint(2**28 - 1, (9,), generator=theirs).tolist()
+
+
+@pytest.mark.parametrize(
+    "sizes, rules, problem",
+    [
+        ([1], "classic", r"num_players must be 2, 3 or 4, got 1"),
+        ([2, 5], "classic", r"num_players must be 2, 3 or 4, got 5"),
+        ([-1], "classic", r"num_players must be 2, 3 or 4, got -1"),
+        (np.array([258]), "classic", r"num_players must be 2, 3 or 4, got 258"),
+        ([2.5], "classic", r"num_players must be a sequence of integers"),
+        (["2"], "classic", r"num_players must be a sequence of integers"),
+        ([True, True], "classic", r"num_players must be a sequence of integers"),
+        (2, "classic", r"num_players must be a sequence of integers"),
+        ([[2, 3]], "classic", r"num_players must be a sequence of integers"),
+        ([2], None, r"rules must be a preset name or a Rules object"),
+        ([3], "mini7", r"ladder rung, played by 2 players only"),
+    ],
+)
+def test_new_records_refuses_tables_and_rules_it_cannot_hold(sizes, rules, problem):
+    """``new_records`` (the core's public constructor) wrote any table size into the record's
+    byte: 1, 258 (wrapped to 2) or -1 (255 players, whose deal wrote past the record into its
+    neighbours: the kernels have no bounds checks) were made silently, 5 failed with an
+    ``IndexError`` and a non-``Rules`` with an ``AttributeError``."""
+    preset = resolve_rules(rules) if isinstance(rules, str) else rules
+    with pytest.raises(ValueError, match=problem):
+        new_records(sizes, preset)
+    assert new_records([], resolve_rules("classic")).shape == (0, layout.RECORD_SIZE)
+    assert new_records(np.array([2, 4], np.uint8), resolve_rules("classic"))[:, layout.NUM_PLAYERS].tolist() == [2, 4]
+
+
+@pytest.mark.parametrize(
+    "uniforms, draws, highs, words, state_bytes, problem",
+    [
+        (8, (3, 8), 3, 8, None, r"words must be uint32 \[32\] or longer"),  # the scratch of one row
+        (6, (1, 2), 1, 12, None, r"draws must be \[1, 6\]"),  # rows shorter than the uniforms
+        (4, (2, 4), 1, 12, None, r"highs must hold one bound a row of draws \(2\)"),
+        (4, (1, 4), 1, 8, 100, r"state must be the 5056 bytes"),
+    ],
+)
+def test_torch_draws_refuse_buffers_they_would_write_past(uniforms, draws, highs, words, state_bytes, problem):
+    """``deal_draws`` (compiled, no bounds checks) read past a short ``words`` scratch (other
+    values each run) and wrote past a short row of ``draws`` (a segmentation fault): now a
+    ``ValueError`` names the buffer, before the state moves."""
+    torch = pytest.importorskip("torch")
+    from loveletter_env.core import mt19937
+
+    state = torch.Generator().manual_seed(0).get_state().numpy()
+    if state_bytes is not None:
+        state = state[:state_bytes].copy()
+    before = state.copy()
+    with pytest.raises(ValueError, match=problem):
+        mt19937.deal_draws(
+            state,
+            np.empty(uniforms, np.float32),
+            np.empty(draws, np.int64),
+            np.full(highs, 7, np.int64),
+            np.empty(words, np.uint32),
+        )
+    assert np.array_equal(state, before)
