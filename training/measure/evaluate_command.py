@@ -12,6 +12,7 @@ wing above this one; :mod:`training.evaluate` picks which runs.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from dataclasses import asdict
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from loveletter_env.agents import AGENT_NAMES
-from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES, resolve_agent
+from loveletter_env.agents.specs import CHECKPOINT_SUFFIXES
 from loveletter_env.validation import MAX_SEED, check_writable
 from training.measure.evaluation import evaluate
 from training.measure.league import (
@@ -33,10 +34,7 @@ from training.measure.league import (
 )
 from training.measure.matches import (
     MAX_EPISODES,
-    MatchSetup,
     PlayInterrupted,
-    check_agents_play,
-    check_counts,
     check_duplicate_rounds,
 )
 from training.measure.ray_cluster import DEFAULT_CONNECT_TIMEOUT, RayCluster
@@ -338,11 +336,16 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
                 print(league_markdown(table, settings))
                 print("written: " + ", ".join(str(p) for p in paths))
             return 0
-        if args.force and args.save_replays is not None and any(args.save_replays.glob(REPLAY_FILES)):
-            _check_play(args.agents, common)  # a typo in an agent must not cost the earlier replays
-            _remove_earlier_replays(args.save_replays)
+        replays = args.save_replays
+        # --force removes the earlier replays only once the run is checked and its agents loaded:
+        # a typo in an agent must not cost them.
+        force = args.force and replays is not None and any(replays.glob(REPLAY_FILES))
         result = evaluate(
-            args.agents, save_replays=args.save_replays, save_replays_every=args.save_replays_every or 1, **common
+            args.agents,
+            save_replays=replays,
+            save_replays_every=args.save_replays_every or 1,
+            before_play=functools.partial(_remove_earlier_replays, replays) if force else None,
+            **common,
         )
     except (ValueError, OSError, RuntimeError) as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
@@ -362,17 +365,6 @@ def run_evaluation(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 def _names_an_agent(value: str) -> bool:
     """Whether a value given to ``--ray`` is an agent (``--ray`` before the agents swallows the first one)."""
     return value.partition(":")[0] in AGENT_NAMES or value.endswith(CHECKPOINT_SUFFIXES) or Path(value).exists()
-
-
-def _check_play(agents: list[str], common: dict[str, Any]) -> None:
-    """Raise ``ValueError`` for what :func:`evaluate` would refuse before its first episode (the
-    lineup, the table and rules, the counts, the agents' specs), so that ``--force`` removes the
-    earlier replays only for a run that plays."""
-    setup = MatchSetup.of(
-        agents, common["num_players"], common["episode"], common["rules"], common["seed"], common["duplicate"]
-    )
-    check_counts(setup, common["rounds"], common["workers"])
-    check_agents_play([resolve_agent(spec) for spec in setup.lineup], setup.rules)
 
 
 def _report_interruption(

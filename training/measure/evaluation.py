@@ -23,7 +23,7 @@ leagues are :mod:`training.measure.league`'s.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from loveletter_env.agents.specs import AgentSpec
@@ -47,6 +47,7 @@ def evaluate(
     save_replays_every: int = 1,
     ray: RayCluster | None = None,
     duplicate: bool = False,
+    before_play: Callable[[], object] | None = None,
 ) -> EvaluationResult:
     """Play ``rounds`` episodes and measure every lineup slot.
 
@@ -69,6 +70,9 @@ def evaluate(
         duplicate: play every deal once in each seat rotation (episodes ``k*n .. k*n+n-1`` share
             a deal, ``n`` the table size) and take the intervals over per-deal scores (see
             :func:`training.measure.stats.per_deal_interval`); ``rounds`` must then be a multiple of ``n``.
+        before_play: called once every argument is checked and the agents are loaded, before the
+            first episode (and before the replay folder is made): what must be done only for a run
+            that will play, such as the command's ``--force`` removing an earlier run's replays.
 
     Returns:
         An :class:`EvaluationResult`.
@@ -77,7 +81,7 @@ def evaluate(
         ValueError: a bad argument, such as ``rounds`` not a multiple of ``num_players`` with ``duplicate``.
     """
     setup = MatchSetup.of(agents, num_players, episode, rules, seed, duplicate, save_replays, save_replays_every)
-    labels, records = play_matches(setup, rounds, workers, progress, ray)
+    labels, records = play_matches(setup, rounds, workers, progress, ray, before_play)
     return summarize(records, labels, num_players, episode, seed, duplicate, rules)
 
 

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from loveletter_env.agents.solved import file_sha256
-from loveletter_env.agents.specs import AgentSpec, agent_label, resolve_agent, spec_files
+from loveletter_env.agents.specs import AgentSpec, agent_label, spec_files
 from loveletter_env.atomic_files import replacing, replacing_together
 from loveletter_env.validation import MAX_SEED, check_seed
-from training.measure.matches import MatchSetup, check_agents_play, check_counts, play_matches
+from training.measure.matches import MatchSetup, check_play, play_matches
 from training.measure.plotting import load_plotting
 from training.measure.ratings import BASE_RATING, fit_ratings
 from training.measure.ray_cluster import RayCluster, ray_connection
@@ -240,11 +240,12 @@ def league(
     labels = [agent_label(a) for a in agents]
     if len(set(labels)) != len(labels):
         raise ValueError(f"league agents must be distinct, got {labels}")
-    # A bad spec is named now, not when the first of its groups comes up; so is a solved policy of other rules.
-    check_agents_play([resolve_agent(agent) for agent in agents], rules)
-    # So are the table, rules, episodes and counts, before the groups file starts: refused at the
-    # first group, they left a file that the command then took for an unfinished league's.
-    check_counts(MatchSetup.of(agents[:num_players], num_players, episode, rules, seed, duplicate), rounds, workers)
+    # The table, rules, episodes and counts are named now, before the groups file starts (refused at
+    # the first group, they left a file that the command then took for an unfinished league's); so is
+    # every agent's bad spec or solved policy of other rules, not when the first of its groups comes up.
+    check_play(
+        MatchSetup.of(agents[:num_players], num_players, episode, rules, seed, duplicate), rounds, workers, agents
+    )
     # Every group seats its agents in the order of their labels, so a league's table does not
     # depend on the order the agents are given in, and a group is known by its agents alone.
     by_label = sorted(range(len(agents)), key=lambda i: labels[i])

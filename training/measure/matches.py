@@ -6,6 +6,8 @@
   ``k*n .. k*n+n-1`` play one deal once in every seat rotation (:func:`duplicate_deal_seed`);
 - :func:`play_matches`: many episodes, in this process, in a pool of worker processes or on
   a Ray cluster (results do not depend on where they are played).
+- :func:`check_play`: what would stop a run before its first episode, checked in one place for
+  :func:`play_matches`, a league (all its agents at once) and the command line.
 
 One scheduler serves every place: :func:`run_episodes` cuts the run in chunks of consecutive
 episodes, hands them to an :class:`EpisodeRunner` (:class:`InProcessRunner`,
@@ -28,7 +30,7 @@ import pickle
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,13 +298,40 @@ class ProcessPoolRunner:
         # parent alone handles it and ends them, instead of each printing a traceback.
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if _in_main_thread() else None
         try:
+            others = set(multiprocessing.active_children())
             self._pool = ctx.Pool(workers, initializer=_init_pool_worker, initargs=(setup,))
+            # The workers the pool started (it starts them before it returns), watched by map.
+            self._workers = [p for p in multiprocessing.active_children() if p not in others]
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
 
     def map(self, chunks: Sequence[range]) -> Iterator[list[EpisodeRecord]]:
-        return self._pool.imap(_play_in_pool_worker, chunks)
+        return self._watched(self._pool.imap(_play_in_pool_worker, chunks), len(chunks))
+
+    def _watched(self, results: Any, count: int) -> Iterator[list[EpisodeRecord]]:
+        # A worker that dies (killed for memory, a crash in compiled code, an agent's os._exit or
+        # SystemExit) is replaced by the pool, and the chunk it played is lost: waiting for it
+        # would never end. No worker ends on its own while the run goes on, so one that has
+        # ended stops the run.
+        for _ in range(count):
+            while True:
+                try:
+                    part = results.next(timeout=WORKER_CHECK_S)
+                    break
+                except multiprocessing.TimeoutError:
+                    self._check_workers()
+            yield part
+
+    def _check_workers(self) -> None:
+        for worker in self._workers:
+            code = worker.exitcode
+            if code is not None:
+                how = f"exit code {code}" if code >= 0 else f"signal {-code}"
+                raise RuntimeError(
+                    f"a worker process died ({how}) and the episodes it was given with it, so the run is "
+                    "stopped (out of memory? an agent that exits or crashes? its traceback, if any, is above)"
+                )
 
     def close(self) -> None:
         # Pool.terminate can wait for ever: a worker it kills while the worker holds the result
@@ -321,6 +350,9 @@ class ProcessPoolRunner:
 
 #: Seconds :meth:`ProcessPoolRunner.close` waits for the pool to end (it takes well under one).
 TERMINATE_WAIT_S = 10.0
+#: Seconds between two looks at whether a :class:`ProcessPoolRunner`'s workers are alive, while
+#: it waits for a chunk.
+WORKER_CHECK_S = 0.5
 
 
 def _in_main_thread() -> bool:
@@ -421,24 +453,44 @@ def check_agents_play(agents: Sequence[Any], rules: str) -> None:
 def check_counts(setup: MatchSetup, rounds: int, workers: int) -> None:
     """Raise ``ValueError`` unless ``rounds`` episodes of ``setup`` can be played in ``workers``
     processes: a count in ``1 .. MAX_EPISODES`` (whole deals with duplicate deals), a positive
-    worker count. :func:`play_matches` checks them, and a league before its first group."""
+    worker count. Part of :func:`check_play`."""
     check_int("rounds", rounds, low=1, high=MAX_EPISODES)
     check_int("workers", workers, low=1)
     if setup.duplicate:
         check_duplicate_rounds(rounds, setup.num_players)
 
 
+def check_play(setup: MatchSetup, rounds: int, workers: int, agents: Sequence[AgentSpec] | None = None) -> list[Agent]:
+    """Raise ``ValueError`` for what would stop ``rounds`` episodes of ``setup`` in ``workers``
+    processes before the first (:meth:`MatchSetup.of` has checked the lineup, table and rules):
+    the counts (:func:`check_counts`), a spec that does not resolve, an agent that cannot play
+    the rules (:func:`check_agents_play`). Returns the agents resolved, in order: ``agents``
+    where given (a league checks all of its agents at once), else the lineup's, which
+    :func:`play_matches` then plays with, so that no checkpoint is loaded twice."""
+    check_counts(setup, rounds, workers)
+    resolved = [resolve_agent(s) for s in (setup.lineup if agents is None else agents)]
+    check_agents_play(resolved, setup.rules)
+    return resolved
+
+
 def play_matches(
-    setup: MatchSetup, rounds: int = 1000, workers: int = 1, progress: bool = False, ray: Cluster | None = None
+    setup: MatchSetup,
+    rounds: int = 1000,
+    workers: int = 1,
+    progress: bool = False,
+    ray: Cluster | None = None,
+    before_play: Callable[[], object] | None = None,
 ) -> tuple[list[str], list[EpisodeRecord]]:
     """Play ``rounds`` episodes of ``setup`` in ``workers`` processes (or on ``ray``); return
-    the slot labels and every episode's record (see :func:`training.measure.evaluation.evaluate`)."""
-    check_counts(setup, rounds, workers)
+    the slot labels and every episode's record (see :func:`training.measure.evaluation.evaluate`).
+    ``before_play`` is called once the run is checked (:func:`check_play`), before anything is
+    played or made: what a caller must do only for a run that will play."""
     labels = setup.labels
-    # Resolve once here so a bad spec fails fast, before any worker starts (and before the
-    # replay folder is made, so a bad spec leaves no empty folder behind).
-    resolved = [resolve_agent(s) for s in setup.lineup]
-    check_agents_play(resolved, setup.rules)
+    # Checked (and resolved, once) here so a bad spec fails fast, before any worker starts (and
+    # before the replay folder is made, so a bad spec leaves no empty folder behind).
+    resolved = check_play(setup, rounds, workers)
+    if before_play is not None:
+        before_play()
     if setup.replays is not None:
         setup.replays.directory.mkdir(parents=True, exist_ok=True)
     if ray is not None:

@@ -146,6 +146,52 @@ def test_a_worker_that_cannot_set_up_ends_the_run_with_its_error():
     assert "refused: unknown rules preset 'no-such-rules'" in out
 
 
+# A worker that dies mid-chunk (the out-of-memory killer, a crash in compiled code, an agent calling
+# os._exit or raising SystemExit): multiprocessing's Pool replaces it and loses its chunk, so the
+# run waited for that chunk for ever. Run in a child of its own, which the test kills if it hangs.
+_POOL_WORKER_DIES = """
+import multiprocessing, os, sys
+from loveletter_env.agents import RandomAgent
+from training.measure.evaluation import evaluate
+
+class Dies(RandomAgent):
+    def act(self, observation):
+        if multiprocessing.parent_process() is not None:  # in a pool worker only
+            if sys.argv[1] == "exit":
+                os._exit(3)
+            raise SystemExit(3)
+        return super().act(observation)
+
+try:
+    evaluate(["rule", Dies()], rounds=8, workers=2, rules="mini6")
+except RuntimeError as err:
+    print("refused:", err)
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "system-exit"])
+def test_a_worker_that_dies_ends_the_run_with_an_error(how):
+    import os
+    import signal
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", _POOL_WORKER_DIES, how],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        pytest.fail("the run hung: a worker died and the pool lost its chunk")
+    assert child.returncode == 0, err
+    assert "refused: a worker process died (exit code 3)" in out
+
+
 def test_rules_the_table_cannot_play_are_named_before_workers_start(monkeypatch):
     # Checked by the setup itself, so the pool never starts (its workers would fail to build an env,
     # and now end the run with the same error: only a pool that is never made tells the two apart).
@@ -381,3 +427,27 @@ def test_force_keeps_the_earlier_replays_of_a_run_refused_before_play(tmp_path: 
     assert stop.value.code == 2 and message in capsys.readouterr().err
     # A typo in an agent is no reason to lose them: --force replaces them with this run's, which never began.
     assert (held / "episode_000000.json").read_text() == "{}"
+
+
+def test_force_loads_every_agent_once_and_removes_the_earlier_replays_only_then(tmp_path: Path, monkeypatch, capsys):
+    # The checks before play are one function (matches.check_play): --force no longer checks the run
+    # apart, which loaded every agent (a checkpoint: seconds) a second time.
+    from loveletter_env.agents import random_agent
+    from training.evaluate import main
+
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "episode_000009.json").write_text("{}")  # a longer earlier run's: this one plays 0..3
+    loads = []
+
+    def counted(**kwargs):
+        loads.append(sorted(held.iterdir()))  # what the folder holds when the agent is loaded
+        return RandomAgent(**kwargs)
+
+    monkeypatch.setattr(random_agent, "counted", counted, raising=False)
+    spec = "loveletter_env.agents.random_agent:counted"
+    argv = ["rule", spec, "--rounds", "4", "--rules", "mini6", "--save-replays", str(held), "--force", "--no-progress"]
+    assert main(argv) == 0
+    assert loads == [[held / "episode_000009.json"]]  # once, before the earlier replays went
+    assert sorted(p.name for p in held.iterdir()) == [f"episode_{k:06d}.json" for k in range(4)]
+    assert "--force: removed 1 replays of an earlier run" in capsys.readouterr().err

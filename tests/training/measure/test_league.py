@@ -238,10 +238,10 @@ def test_ctrl_c_before_a_league_starts_does_not_offer_an_earlier_leagues_groups(
     assert main(["--league", "random", "rule", "--rounds", "4", "--rules", "mini6", "--out", out, "--no-progress"]) == 0
     capsys.readouterr()
 
-    def stopped_while_loading(agents, rules):  # a checkpoint's load takes seconds: Ctrl-C may come then
+    def stopped_while_loading(*args):  # a checkpoint's load takes seconds: Ctrl-C may come then
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(league_module, "check_agents_play", stopped_while_loading)
+    monkeypatch.setattr(league_module, "check_play", stopped_while_loading)
     argv = ["--league", "random", "rule", "--rounds", "6", "--rules", "mini6", "--out", out, "--no-progress"]
     assert main(argv) == EXIT_INTERRUPTED
     err = capsys.readouterr().err
