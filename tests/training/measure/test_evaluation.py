@@ -124,12 +124,14 @@ except ValueError as err:
 """
 
 
-def test_a_worker_that_cannot_set_up_ends_the_run_with_its_error():
+def _run_unless_it_hangs(script: str, *args: str, hang: str) -> str:
+    """``script``'s output, run in a child process of its own session, which is killed (and the
+    test failed, saying ``hang``) if it has not ended in 60 s."""
     import os
     import signal
 
     child = subprocess.Popen(
-        [sys.executable, "-c", _POOL_SETUP_FAILS],
+        [sys.executable, "-c", script, *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -141,8 +143,13 @@ def test_a_worker_that_cannot_set_up_ends_the_run_with_its_error():
     except subprocess.TimeoutExpired:
         os.killpg(child.pid, signal.SIGKILL)
         child.communicate()
-        pytest.fail("the run hung: the pool kept starting workers that could not set up")
+        pytest.fail(f"the run hung: {hang}")
     assert child.returncode == 0, err
+    return out
+
+
+def test_a_worker_that_cannot_set_up_ends_the_run_with_its_error():
+    out = _run_unless_it_hangs(_POOL_SETUP_FAILS, hang="the pool kept starting workers that could not set up")
     assert "refused: unknown rules preset 'no-such-rules'" in out
 
 
@@ -171,24 +178,7 @@ except RuntimeError as err:
 
 @pytest.mark.parametrize("how", ["exit", "system-exit"])
 def test_a_worker_that_dies_ends_the_run_with_an_error(how):
-    import os
-    import signal
-
-    child = subprocess.Popen(
-        [sys.executable, "-c", _POOL_WORKER_DIES, how],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = child.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
-        pytest.fail("the run hung: a worker died and the pool lost its chunk")
-    assert child.returncode == 0, err
+    out = _run_unless_it_hangs(_POOL_WORKER_DIES, how, hang="a worker died and the pool lost its chunk")
     assert "refused: a worker process died (exit code 3)" in out
 
 
