@@ -59,6 +59,24 @@ def check_targets(state: GameState) -> None:
             assert not state.protected[target]
 
 
+def random_turn(state: GameState, rng: random.Random) -> None:
+    """The player to act plays a random legal action; then SPEC's end of round is checked:
+    a round goes on only while two players or more are in it, and ends with one left or
+    with the deck empty (a round that goes on may have just drawn the last card).
+
+    Checked after every turn of every random round here, because an engine that misses the
+    last player standing does not fail on its own: the last player plays on, can put
+    themselves out (the Princess), and the engine then loops forever looking for a next
+    player still in the round, a hang instead of a failure.
+    """
+    engine.step(state, rng.choice(legal(state)))
+    left = state.out.count(False)
+    if state.round_over:
+        assert left == 1 or state.deck_remaining == 0, f"the round ended with {left} players left and cards to draw"
+    else:
+        assert left > 1, f"the round goes on with {left} player(s) left"
+
+
 @PROPERTY_SETTINGS
 @given(num_players=tables, deck=decks, rules=presets, rng=rngs)
 def test_round_invariants_hold_at_every_turn(num_players, deck, rules, rng):
@@ -73,7 +91,7 @@ def test_round_invariants_hold_at_every_turn(num_players, deck, rules, rng):
         assert len(state.hand_of(state.current)) == 2
         assert legal(state), "the player to act has no legal action"
         check_targets(state)
-        engine.step(state, rng.choice(legal(state)))
+        random_turn(state, rng)
         assert state.turn <= max_turns
 
     alive = [p for p in range(num_players) if not state.out[p]]
@@ -92,7 +110,7 @@ def test_whole_games_end_exactly_at_the_token_target(num_players, deck, rules, r
     while True:
         before = state.tokens[:]
         while not state.round_over:
-            engine.step(state, rng.choice(legal(state)))
+            random_turn(state, rng)
         assert state.tokens == [t + (p in state.round_winners) for p, t in enumerate(before)]
         reached = tuple(p for p, t in enumerate(state.tokens) if t >= target)
         assert state.game_over == bool(reached)
@@ -112,18 +130,18 @@ def test_clone_is_independent_of_the_original(num_players, deck, rng, split):
     for _ in range(split):
         if state.round_over:
             break
-        engine.step(state, rng.choice(legal(state)))
+        random_turn(state, rng)
 
     copy = state.clone()
     assert snapshot(copy) == snapshot(state)
     frozen = snapshot(state)
     while not copy.round_over:
-        engine.step(copy, rng.choice(legal(copy)))
+        random_turn(copy, rng)
     assert snapshot(state) == frozen, "playing the clone changed the original"
 
     frozen_copy = snapshot(copy)
     while not state.round_over:
-        engine.step(state, rng.choice(legal(state)))
+        random_turn(state, rng)
     assert snapshot(copy) == frozen_copy, "playing the original changed the clone"
 
 
@@ -135,7 +153,7 @@ def test_same_deck_and_actions_give_the_same_game(num_players, deck, rules, seed
         rng = random.Random(seed)
         state = engine.new_game(num_players, deck, seed % num_players, rules)
         while not state.round_over:
-            engine.step(state, rng.choice(legal(state)))
+            random_turn(state, rng)
         runs.append(snapshot(state))
     assert runs[0] == runs[1]
 

@@ -280,6 +280,15 @@ def env_state(env) -> tuple:
     return (env.agent_selection, observations, dict(env.rewards), dict(env.terminations), snapshot(env.unwrapped.game))
 
 
+def assert_same_next_deal(env, twin) -> None:
+    """An unseeded reset of ``env`` deals what one of ``twin`` (reset alike, never refused
+    anything) deals: a refused reset did not reseed the generator. ``env_state`` cannot see
+    the generator, and a reseeded one changes every later unseeded game."""
+    env.reset()
+    twin.reset()
+    assert (env.unwrapped.game.deck, env.agent_selection) == (twin.unwrapped.game.deck, twin.agent_selection)
+
+
 @pytest.mark.parametrize("action", ILLEGAL_ACTIONS, ids=repr)
 def test_illegal_action_in_the_env_raises_and_changes_nothing(action):
     env = make_env(2, DECK)
@@ -357,11 +366,12 @@ def test_bad_deck_is_refused_naming_the_problem(deck, words):
         engine.new_game(2, deck, 0)
     assert words in str(caught.value)
 
-    env = make_env(2, DECK)
+    env, twin = make_env(2, DECK), make_env(2, DECK)
     before = env_state(env)
     with pytest.raises(ValueError, match="deck"):
         env.reset(seed=1, options={"deck": deck})
     assert env_state(env) == before  # a refused reset leaves the episode as it was
+    assert_same_next_deal(env, twin)  # and its generator: the refused seed was not taken
 
 
 def test_numpy_deck_is_accepted():
@@ -374,12 +384,14 @@ def test_numpy_deck_is_accepted():
 def test_bad_first_player_is_refused(num_players, bad):
     with pytest.raises(ValueError, match="first_player"):
         engine.new_game(num_players, FULL_DECK, bad)
-    env = loveletter_env.env(num_players=num_players)
+    env, twin = loveletter_env.env(num_players=num_players), loveletter_env.env(num_players=num_players)
     env.reset(seed=0)
+    twin.reset(seed=0)
     before = env_state(env)
     with pytest.raises(ValueError, match="first_player"):
         env.reset(seed=1, options={"first_player": bad})
     assert env_state(env) == before
+    assert_same_next_deal(env, twin)
 
 
 @pytest.mark.parametrize("bad", ["clasic", "Classic", "", 3, None], ids=repr)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import act, make_env, offset_of, play, start, view
 
-from loveletter_env import engine
+from loveletter_env import decode_observation, engine, knowledge
 from loveletter_env.actions import HANDMAID_ACTION
 from loveletter_env.cards import BARON, COUNTESS, GUARD, HANDMAID, KING, PRIEST, PRINCE, PRINCESS
 from loveletter_env.engine import GameState
@@ -149,6 +149,9 @@ def test_seen_by_after_a_king_trade_does_not_depend_on_the_other_traders_hidden_
         for action in (act(PRIEST, 1), act(PRIEST, 2), act(GUARD, 1, PRINCESS), act(HANDMAID), act(KING, 1)):
             env.step(action)
         observations.append(env.observe("player_1")["observation"])
+        # The trade moved player_2's look at player_0's card (kept only in the first deal) to
+        # player_1's hand; player_0 is told that only player_1, its trader, knows its new card.
+        assert decode_observation(env.observe("player_0")).seen_by == (False, True, False)
     np.testing.assert_array_equal(observations[0], observations[1])
 
 
@@ -235,6 +238,24 @@ def test_failed_guard_guesses_move_with_a_king_trade():
     assert state.hands[1:] == [BARON, GUARD]
     assert ruled_out(state, 0, 1) == {COUNTESS}
     assert ruled_out(state, 0, 2) == frozenset()
+
+
+def test_rulings_that_outlast_a_draw_and_a_play_are_exactly_those_the_play_proves():
+    """``knowledge.ruled_out_after_play`` (the bots' record of failed Guards): a player whose
+    kept card ``old`` was proved to lack the values of ``ruled`` draws ``new`` and plays one of
+    the two. Every ruling it keeps must still hold of the card kept (sound), and when the
+    card played is a ruled-out value, so the drawn one, every ruling stands (what it proves)."""
+    values = range(GUARD, PRINCESS + 1)
+    for old, new in itertools.product(values, values):
+        for bits in range(1 << 8):
+            ruled = bits << 1  # any set of values 1..8 ...
+            if ruled >> old & 1:
+                continue  # ... that the kept card does not hold
+            for played, kept in ((old, new), (new, old)):
+                after = knowledge.ruled_out_after_play(ruled, played)
+                assert not after >> kept & 1, (old, new, ruled, played)
+                if ruled >> played & 1:
+                    assert after == ruled, (old, new, ruled, played)
 
 
 # Brute force: every deal of a small rung ----------------------------------------------
