@@ -1032,49 +1032,54 @@ def test_bench_ends_a_ctrl_c_with_a_sentence_and_status_130(monkeypatch, capsys)
     assert "interrupted before every repeat was timed; nothing is reported" in err
 
 
-def test_bench_ends_a_ctrl_c_while_it_prepares_with_a_sentence_and_status_130(monkeypatch, capsys):
-    """Importing torch (and jax for ``--vs-pgx``) before the first repeat takes seconds: a
-    Ctrl-C then also gets the sentence and status 130, not a traceback from inside torch."""
+def _failing_import(monkeypatch: pytest.MonkeyPatch, module: str, error: BaseException) -> None:
+    """Make ``import module`` raise ``error`` for the rest of the test."""
     import builtins
-
-    from loveletter_env import bench
 
     real_import = builtins.__import__
 
-    def interrupted_torch(name, *args, **kwargs):
-        if name == "torch":
-            raise KeyboardInterrupt
+    def failing(name, *args, **kwargs):
+        if name == module:
+            raise error
         return real_import(name, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "__import__", interrupted_torch)
-    with pytest.raises(SystemExit) as stop:
-        bench.main(["--batched", "--turns", "300", "--repeats", "1", "--batch", "16"])
-    assert stop.value.code == 130
-    out, err = capsys.readouterr()
-    assert out == "" and "interrupted before every repeat was timed; nothing is reported" in err
+    monkeypatch.setattr(builtins, "__import__", failing)
 
 
-def test_bench_names_a_pgx_that_is_installed_but_cannot_be_imported(monkeypatch, capsys):
-    """pgx present but one of its own imports failing (a dependency missing, a broken jax) is
-    not "pgx is not installed": ``--vs-pgx`` is refused with the import's own error."""
-    import builtins
-
+@pytest.mark.parametrize(
+    ("module", "error", "flag", "status", "message"),
+    [
+        # Importing torch (and jax for --vs-pgx) before the first repeat takes seconds: a Ctrl-C
+        # then also gets the sentence and status 130, not a traceback from inside torch.
+        (
+            "torch",
+            KeyboardInterrupt(),
+            "--batched",
+            130,
+            "interrupted before every repeat was timed; nothing is reported",
+        ),
+        # pgx present but one of its own imports failing (a dependency missing, a broken jax) is
+        # not "pgx is not installed": --vs-pgx is refused with the import's own error.
+        (
+            "pgx",
+            ModuleNotFoundError("No module named 'svgwrite'", name="svgwrite"),
+            "--vs-pgx",
+            2,
+            "pgx is installed but cannot be imported: No module named 'svgwrite'",
+        ),
+    ],
+    ids=["ctrl-c-while-torch-imports", "broken-pgx"],
+)
+def test_bench_ends_a_failing_import_with_a_sentence(monkeypatch, capsys, module, error, flag, status, message):
     from loveletter_env import bench
 
-    real_import = builtins.__import__
-
-    def broken_pgx(name, *args, **kwargs):
-        if name == "pgx":
-            raise ModuleNotFoundError("No module named 'svgwrite'", name="svgwrite")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", broken_pgx)
+    _failing_import(monkeypatch, module, error)
     monkeypatch.setenv("XLA_FLAGS", "")  # the bench sets it for JAX; restored after the test
     with pytest.raises(SystemExit) as stop:
-        bench.main(["--vs-pgx", "--turns", "300", "--repeats", "1", "--batch", "16"])
-    assert stop.value.code == 2
+        bench.main([flag, "--turns", "300", "--repeats", "1", "--batch", "16"])
+    assert stop.value.code == status
     out, err = capsys.readouterr()
-    assert out == "" and "pgx is installed but cannot be imported: No module named 'svgwrite'" in err
+    assert out == "" and message in err
 
 
 def test_bench_reports_the_machine_load_of_its_run(monkeypatch, capsys):
