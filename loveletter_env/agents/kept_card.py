@@ -9,8 +9,9 @@ costs a heuristic a little, never legality).
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -171,3 +172,20 @@ class KeptCardSearchAgent(_RemembersKeptCard):
         """Remember the card kept by ``action``, as :meth:`act` does (forced plays included)."""
         view = decode_observation(observation["observation"])
         self.memory.remember(view, other_card(view.hand, ACTION_CARD[action]))
+
+
+@contextlib.contextmanager
+def estimating_with(agent: Any, samples: int | None) -> Iterator[None]:
+    """Inside the block, ``agent`` estimates its probabilities from ``samples`` searches per
+    decision (:attr:`KeptCardSearchAgent.probability_samples`); its own setting is put back
+    after, since the agent is the caller's and its later use must find it. Nothing changes for
+    ``samples`` ``None`` or an agent whose probabilities are exact."""
+    if samples is None or getattr(agent, "exact_probabilities", True):
+        yield
+        return
+    own = agent.probability_samples
+    agent.probability_samples = samples
+    try:
+        yield
+    finally:
+        agent.probability_samples = own

@@ -55,7 +55,7 @@ from ..validation import check_int
 from .base import check_turn, view_legal_actions
 from .guided import encode_view
 from .ismcts import check_search_settings, deal_state, kept_and_drawn, sample_deal
-from .kept_card import KeptCardSearchAgent
+from .kept_card import KeptCardSearchAgent, estimating_with
 from .opponent_model import one_view_at_a_time, play_likelihoods
 
 _HANDS = layout.HANDS
@@ -123,17 +123,10 @@ class AgentPolicy:
 
     def _ask(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The agent's own ``action_probabilities``, with :attr:`samples` searches per decision
-        where given: set for the question only, as the agent is the caller's, whose later use
-        must find its own setting."""
-        observation = {"observation": obs, "action_mask": mask.astype(np.int8)}
-        if self.samples is None:
-            return np.asarray(self.agent.action_probabilities(observation), dtype=np.float64)
-        own = self.agent.probability_samples
-        self.agent.probability_samples = self.samples
-        try:
-            return np.asarray(self.agent.action_probabilities(observation), dtype=np.float64)
-        finally:
-            self.agent.probability_samples = own
+        where given, for the question only (:func:`~.kept_card.estimating_with`)."""
+        with estimating_with(self.agent, self.samples):
+            probs = self.agent.action_probabilities({"observation": obs, "action_mask": mask.astype(np.int8)})
+        return np.asarray(probs, dtype=np.float64)
 
     def play_probability(self, view: ObservationView, card: int) -> float:
         """P(the agent, holding ``view.hand``, plays ``card``) (the model
