@@ -226,11 +226,11 @@ def _check_kept_groups(parser: argparse.ArgumentParser, args: argparse.Namespace
     settings = league_settings(args.players or 2, count, episode, args.rules, args.seed, args.duplicate)
     try:
         records = GroupsFile.read_lines(path)
-        kept, total = GroupsFile.progress_of(path)
     except (ValueError, OSError) as err:
         if args.resume:  # the league names the damage
             return
         parser.error(f"--out holds a groups file that cannot be read ({err}): --force starts the league again")
+    kept, total = GroupsFile.progress(records)
     differ = ", ".join(GroupsFile.other_settings(records[0], settings))
     if args.resume:
         if differ:

@@ -130,7 +130,11 @@ class GroupsFile:
         """``(groups kept, groups in the league)`` of the league whose groups file is at ``path``.
         With ``settings`` (:func:`league_settings`), a file of a league played with other settings
         keeps none: a league with these could not go on from its groups."""
-        records = cls.read_lines(path)
+        return cls.progress(cls.read_lines(path), settings)
+
+    @classmethod
+    def progress(cls, records: list[dict[str, Any]], settings: dict[str, object] | None = None) -> tuple[int, int]:
+        """:meth:`progress_of` a groups file's lines already read (:meth:`read_lines`)."""
         if settings is not None and cls.other_settings(records[0], settings):
             return 0, int(records[0].get("groups", 0))
         agents = set(records[0].get("agents") or ())
