@@ -72,6 +72,7 @@ from numba import types as nb  # noqa: E402
 from numba.core.registry import CPUDispatcher  # noqa: E402
 
 from ..actions import NUM_ACTIONS  # noqa: E402
+from ..validation import is_int  # noqa: E402
 from .kernels import (  # noqa: E402
     TurnOutputs,
     close_round,
@@ -121,7 +122,7 @@ class KernelVariant:
         # integers"), a flag "no" compiled as a true constant. NumPy's ints and bools are
         # stored as Python's, so that equal variants share one build (compiled_kernels).
         size = self.threads_per_block
-        if not _is_int(size) or size % 32 or not 32 <= size <= 1024:
+        if not is_int(size) or size % 32 or not 32 <= size <= 1024:
             raise ValueError(f"threads_per_block must be an int, a multiple of 32 in 32..1024, got {size!r}")
         for flag in ("shared_records", "zeroed_observations"):
             value = getattr(self, flag)
@@ -134,14 +135,9 @@ class KernelVariant:
             raise ValueError(f"{size} records and masks of {row} bytes exceed a block's 48 KiB of static shared memory")
         registers = self.max_registers
         if registers is not None:
-            if not _is_int(registers) or not 16 <= registers <= 255:
+            if not is_int(registers) or not 16 <= registers <= 255:
                 raise ValueError(f"max_registers must be in 16..255 (an int, or None), got {registers!r}")
             object.__setattr__(self, "max_registers", int(registers))
-
-
-def _is_int(value: Any) -> bool:
-    """Whether ``value`` is an integer (Python's or NumPy's), not a bool."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 #: The variant the batched env launches (measured on an H200: docs/performance.md).
